@@ -1,0 +1,480 @@
+package aggregation
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/nexus-mcp/nexus/config"
+)
+
+// Restart policy for children. A child that keeps failing is retried with
+// exponential backoff, at most maxFailures times in a row; a connection that stayed
+// up for stablePeriod resets the count, so one crash a day never exhausts the tries.
+const (
+	firstBackoff  = 250 * time.Millisecond
+	maxBackoff    = 30 * time.Second
+	maxFailures   = 8
+	stablePeriod  = 60 * time.Second
+	startTimeout  = 30 * time.Second
+	stderrTailLen = 20
+)
+
+// childEvents is what a child tells the gateway.
+type childEvents interface {
+	toolsChanged(server string)
+	notification(server string, n mcp.JSONRPCNotification)
+}
+
+// child supervises one configured server: it connects, lists the tools, notices when
+// the connection ends and reconnects with backoff. Its current connection and tools
+// are swapped under mu; calls read them without waiting on a reconnect.
+type child struct {
+	cfg     *config.Server
+	names   string // wire name style
+	log     *slog.Logger
+	events  childEvents
+	resolve func(string) (string, error)
+
+	mu      sync.Mutex
+	conn    *conn
+	tools   []*Tool
+	state   string
+	lastErr error
+
+	settled     chan struct{} // closed once the first attempt is over
+	settledOnce sync.Once
+}
+
+func newChild(cfg *config.Server, names string, log *slog.Logger, events childEvents, resolve func(string) (string, error)) *child {
+	return &child{cfg: cfg, names: names, log: log.With("server", cfg.Name), events: events,
+		resolve: resolve, state: "connecting", settled: make(chan struct{})}
+}
+
+// Status is what list-servers shows of a child.
+type Status struct {
+	Name      string `json:"name"`
+	Transport string `json:"transport"`
+	Target    string `json:"target"` // command line or URL
+	State     string `json:"state"`
+	Tools     int    `json:"tools"`
+	Error     string `json:"error,omitempty"`
+	Source    string `json:"source,omitempty"`
+}
+
+func (c *child) status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := Status{Name: c.cfg.Name, Transport: c.cfg.Transport, State: c.state, Tools: len(c.tools), Source: c.cfg.Source}
+	if c.cfg.Transport == config.TransportStdio {
+		s.Target = strings.Join(append([]string{c.cfg.Command}, c.cfg.Args...), " ")
+	} else {
+		s.Target = c.cfg.URL
+	}
+	if c.lastErr != nil {
+		s.Error = c.lastErr.Error()
+	}
+	return s
+}
+
+func (c *child) current() (*conn, []*Tool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.conn, c.tools
+}
+
+func (c *child) set(cn *conn, tools []*Tool, state string, err error) {
+	c.mu.Lock()
+	c.conn, c.tools, c.state, c.lastErr = cn, tools, state, err
+	c.mu.Unlock()
+	c.events.toolsChanged(c.cfg.Name)
+}
+
+func (c *child) settle() { c.settledOnce.Do(func() { close(c.settled) }) }
+
+// run keeps the child connected until ctx ends.
+func (c *child) run(ctx context.Context) {
+	defer c.settle()
+	backoff, failures := firstBackoff, 0
+	for ctx.Err() == nil {
+		started := time.Now()
+		cn, tools, err := c.connect(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			c.log.Error("child failed to start", "attempt", failures, "err", err, "stderr", cn.stderrTail())
+			if failures >= maxFailures {
+				c.set(nil, nil, "failed", fmt.Errorf("gave up after %d attempts: %w", failures, err))
+				c.settle()
+				return
+			}
+			c.set(nil, nil, "retrying in "+backoff.String(), err)
+			c.settle()
+			if !sleep(ctx, backoff) {
+				return
+			}
+			backoff = min(backoff*2, maxBackoff)
+			continue
+		}
+		c.log.Info("child connected", "tools", len(tools), "took", time.Since(started).Round(time.Millisecond))
+		c.set(cn, tools, "ready", nil)
+		c.settle()
+		select {
+		case <-ctx.Done():
+			cn.close()
+			return
+		case <-cn.done:
+		}
+		cn.close()
+		up := time.Since(started)
+		if up >= stablePeriod {
+			backoff, failures = firstBackoff, 0
+		}
+		failures++
+		c.log.Warn("child exited", "up", up.Round(time.Millisecond), "stderr", cn.stderrTail())
+		if failures >= maxFailures {
+			c.set(nil, nil, "failed", fmt.Errorf("exited %d times in a row; gave up (see the log for its stderr)", failures))
+			return
+		}
+		c.set(nil, nil, "restarting", errors.New("the server exited"))
+		if !sleep(ctx, backoff) {
+			return
+		}
+		backoff = min(backoff*2, maxBackoff)
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// relist refreshes the tools after the child said they changed.
+func (c *child) relist(ctx context.Context, cn *conn) {
+	tools, err := c.listTools(ctx, cn)
+	if err != nil {
+		c.log.Warn("re-listing tools failed", "err", err)
+		return
+	}
+	c.mu.Lock()
+	if c.conn != cn {
+		c.mu.Unlock()
+		return
+	}
+	c.tools = tools
+	c.mu.Unlock()
+	c.events.toolsChanged(c.cfg.Name)
+}
+
+// conn is one live connection to a child.
+type conn struct {
+	server string
+	client *client.Client
+	tr     transport.Interface
+	caps   mcp.ServerCapabilities
+	ids    atomic.Int64
+	tail   *tailBuffer
+
+	done     chan struct{}
+	doneOnce sync.Once
+	notes    chan mcp.JSONRPCNotification
+}
+
+func (cn *conn) markDone() {
+	if cn != nil {
+		cn.doneOnce.Do(func() { close(cn.done) })
+	}
+}
+
+func (cn *conn) close() {
+	cn.markDone()
+	if cn.client != nil {
+		_ = cn.client.Close()
+	}
+}
+
+func (cn *conn) stderrTail() string {
+	if cn == nil || cn.tail == nil {
+		return ""
+	}
+	return cn.tail.String()
+}
+
+// connect starts (or dials) the child, initializes the session and lists its tools.
+// On failure the returned conn, if any, still carries the stderr tail for the log.
+func (c *child) connect(ctx context.Context) (*conn, []*Tool, error) {
+	cn := &conn{server: c.cfg.Name, done: make(chan struct{}), notes: make(chan mcp.JSONRPCNotification, 256), tail: &tailBuffer{}}
+	var err error
+	var stderrW *os.File
+	switch c.cfg.Transport {
+	case config.TransportStdio:
+		cn.tr, stderrW, err = c.stdioTransport(cn)
+	case config.TransportSSE:
+		var headers map[string]string
+		if headers, err = c.resolveMap(c.cfg.Headers); err == nil {
+			cn.tr, err = transport.NewSSE(c.cfg.URL, transport.WithHeaders(headers))
+		}
+	case config.TransportStreamableHTTP:
+		var headers map[string]string
+		if headers, err = c.resolveMap(c.cfg.Headers); err == nil {
+			cn.tr, err = transport.NewStreamableHTTP(c.cfg.URL, transport.WithHTTPHeaders(headers), transport.WithContinuousListening())
+		}
+	default:
+		err = fmt.Errorf("unknown transport %q", c.cfg.Transport)
+	}
+	if err != nil {
+		return cn, nil, err
+	}
+	cn.client = client.NewClient(cn.tr, client.WithProtocolVersion(c.cfg.Protocol()))
+	cn.client.OnNotification(func(n mcp.JSONRPCNotification) {
+		// This runs on the transport's read loop: hand off, never block it.
+		select {
+		case cn.notes <- n:
+		default:
+			c.log.Warn("dropping a notification from the child: the gateway is not keeping up", "method", n.Method)
+		}
+	})
+	cn.client.OnConnectionLost(func(error) { cn.markDone() })
+	err = cn.client.Start(ctx)
+	if stderrW != nil {
+		stderrW.Close() // the child holds its own copy; ours would keep the pipe open
+	}
+	if err != nil {
+		cn.markDone()
+		return cn, nil, fmt.Errorf("starting %s: %w", c.cfg.Name, err)
+	}
+	go c.pumpNotifications(ctx, cn)
+
+	initCtx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	res, err := cn.client.Initialize(initCtx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ProtocolVersion: c.cfg.Protocol(),
+		ClientInfo:      mcp.Implementation{Name: "nexus", Version: Version},
+	}})
+	if err != nil {
+		cn.close()
+		return cn, nil, fmt.Errorf("initializing %s: %w", c.cfg.Name, err)
+	}
+	cn.caps = res.Capabilities
+	tools, err := c.listTools(initCtx, cn)
+	if err != nil {
+		cn.close()
+		return cn, nil, err
+	}
+	return cn, tools, nil
+}
+
+func (c *child) pumpNotifications(ctx context.Context, cn *conn) {
+	for {
+		select {
+		case <-cn.done:
+			return
+		case <-ctx.Done():
+			return
+		case n := <-cn.notes:
+			if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+				go c.relist(ctx, cn)
+				continue
+			}
+			c.events.notification(c.cfg.Name, n)
+		}
+	}
+}
+
+func (c *child) resolveMap(m map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		r, err := c.resolve(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s of server %s: %w", k, c.cfg.Name, err)
+		}
+		out[k] = r
+	}
+	return out, nil
+}
+
+// childEnv builds the child's environment explicitly: PATH and HOME (and on Windows
+// the few variables programs cannot start without), then the configured env. The
+// gateway's own environment may hold tokens meant for nobody else.
+func (c *child) childEnv() ([]string, error) {
+	keep := []string{"PATH", "HOME"}
+	if runtime.GOOS == "windows" {
+		keep = append(keep, "SYSTEMROOT", "SYSTEMDRIVE", "USERPROFILE", "APPDATA", "LOCALAPPDATA", "TEMP", "TMP", "PATHEXT", "COMSPEC")
+	}
+	var env []string
+	for _, k := range keep {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	vals, err := c.resolveMap(c.cfg.Env)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range vals {
+		env = append(env, k+"="+v)
+	}
+	return env, nil
+}
+
+func (c *child) stdioTransport(cn *conn) (transport.Interface, *os.File, error) {
+	env, err := c.childEnv()
+	if err != nil {
+		return nil, nil, err
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the stderr pipe of %s: %w", c.cfg.Name, err)
+	}
+	go func() {
+		// Child stderr goes to the log, a line at a time; its end means the child exited.
+		defer cn.markDone()
+		defer pr.Close()
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		for sc.Scan() {
+			line := sc.Text()
+			cn.tail.add(line)
+			c.log.Info("[" + c.cfg.Name + "] " + line)
+		}
+	}()
+	cmdFunc := func(_ context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
+		cmd := exec.Command(command, args...)
+		cmd.Env = env
+		cmd.Dir = c.cfg.Cwd
+		cmd.Stderr = pw
+		return cmd, nil
+	}
+	tr := transport.NewStdioWithOptions(c.cfg.Command, nil, c.cfg.Args,
+		transport.WithCommandFunc(cmdFunc), transport.WithCommandLogger(c.log))
+	return tr, pw, nil
+}
+
+// listTools asks the child for every page of its tools, kept as raw JSON.
+func (c *child) listTools(ctx context.Context, cn *conn) ([]*Tool, error) {
+	var tools []*Tool
+	cursor := ""
+	for page := 0; page < 100; page++ {
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		raw, err := cn.request(ctx, string(mcp.MethodToolsList), params)
+		if err != nil {
+			return nil, fmt.Errorf("listing the tools of %s: %w", c.cfg.Name, err)
+		}
+		var res struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return nil, fmt.Errorf("decoding the tools of %s: %w", c.cfg.Name, err)
+		}
+		for _, rt := range res.Tools {
+			t, err := newTool(c.cfg, rt, c.names)
+			if err != nil {
+				c.log.Warn("skipping a tool", "err", err)
+				continue
+			}
+			tools = append(tools, t)
+		}
+		if res.NextCursor == "" {
+			return tools, nil
+		}
+		cursor = res.NextCursor
+	}
+	return nil, fmt.Errorf("%s returned more than 100 pages of tools", c.cfg.Name)
+}
+
+// RPCError is a JSON-RPC error, from a child or from the gateway itself, kept with its
+// code so that a client sees -32602 as -32602.
+type RPCError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
+func (e *RPCError) Error() string { return fmt.Sprintf("%s (code %d)", e.Message, e.Code) }
+
+// request sends one request to the child and returns its raw result. Our ids are
+// strings so they never collide with the numeric ids of mcp-go's own requests.
+func (cn *conn) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	id := mcp.NewRequestId("nexus-" + strconv.FormatInt(cn.ids.Add(1), 10))
+	resp, err := cn.tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params})
+	if err != nil {
+		if ctx.Err() != nil {
+			cn.cancel(id, context.Cause(ctx))
+			return nil, context.Cause(ctx)
+		}
+		if errors.Is(err, transport.ErrTransportClosed) {
+			cn.markDone()
+			return nil, errChildGone
+		}
+		return nil, err
+	}
+	if resp.Error != nil {
+		return nil, &RPCError{Code: resp.Error.Code, Message: resp.Error.Message, Data: resp.Error.Data}
+	}
+	return resp.Result, nil
+}
+
+var errChildGone = errors.New("the server exited")
+
+// cancel tells the child to stop working on a request the caller gave up on.
+func (cn *conn) cancel(id mcp.RequestId, cause error) {
+	reason := "cancelled"
+	if cause != nil {
+		reason = cause.Error()
+	}
+	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
+		Method: "notifications/cancelled",
+		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": reason}},
+	}}
+	ctx, done := context.WithTimeout(context.Background(), time.Second)
+	defer done()
+	_ = cn.tr.SendNotification(ctx, n)
+}
+
+// tailBuffer keeps the last lines a child wrote on stderr, for failure reports.
+type tailBuffer struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (b *tailBuffer) add(line string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lines = append(b.lines, line)
+	if len(b.lines) > stderrTailLen {
+		b.lines = b.lines[len(b.lines)-stderrTailLen:]
+	}
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Join(b.lines, "\n")
+}

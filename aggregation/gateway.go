@@ -1,0 +1,369 @@
+// Package aggregation puts many child MCP servers behind one front MCP server.
+//
+// A Gateway connects to every configured child (stdio, SSE or streamable HTTP),
+// merges their tools into one manifest named <server>.<tool> (sent on the wire as
+// <prefix>__<tool> by default), and answers clients over stdio or streamable HTTP.
+//
+// Every tools/call, whatever the front transport, goes through one chain, in
+// chain.go:
+//
+//	front door (frontdoor.go: size limit, name resolution, argument checks)
+//	  -> identity (the agent: --agent, a bearer token, or the client's name as a hint)
+//	  -> policy   (may this agent call this tool? refused calls stop here)
+//	  -> memory   (a remembered answer, or one child call for concurrent twins)
+//	  -> child    (forward, with the caller's progress token and cancellation)
+//
+// The front door handles tools/call itself, outside mcp-go's dispatcher, so that a
+// child's result and its JSON-RPC errors reach the client unchanged; everything else
+// (initialize, tools/list, resources, prompts, sessions) is served by mcp-go.
+package aggregation
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/memory"
+	"github.com/nexus-mcp/nexus/policy"
+)
+
+// Version is the gateway's version, reported to clients and children.
+const Version = "0.1.0"
+
+// rebuildDelay debounces manifest rebuilds: a child that restarts, or several that
+// change at once, cost clients one tools/list_changed, not a burst.
+const rebuildDelay = 50 * time.Millisecond
+
+// Options configure a Gateway. The zero value is usable.
+type Options struct {
+	Logger *slog.Logger
+	// Memory is the result cache; nil turns memory off.
+	Memory *memory.Memory
+	// ToolNames overrides the config's wire name style ("wire" or "dotted").
+	ToolNames string
+	// Resolve expands references in env and header values (${env:NAME}...) when a
+	// child is started; nil expands ${env:NAME} only.
+	Resolve func(string) (string, error)
+}
+
+// Gateway is the aggregating MCP server.
+type Gateway struct {
+	log      *slog.Logger
+	mem      *memory.Memory
+	names    string
+	children map[string]*child
+	front    *server.MCPServer
+	sessions *server.InsecureStatefulSessionIdManager
+	progress *progressRoutes
+	denials  *policy.Counter
+	inflight *inflightCalls
+
+	cfg atomic.Pointer[config.Config]
+	pol atomic.Pointer[policy.Policy]
+	man atomic.Pointer[manifest]
+
+	rebuild   chan struct{}
+	mu        sync.Mutex
+	published map[string]string // server -> fingerprint of its tool list
+	frontSet  map[string]string // wire name -> fingerprint, as registered with mcp-go
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New builds a gateway for cfg. Nothing is started until Start.
+func New(cfg *config.Config, opts Options) (*Gateway, error) {
+	pol, err := policy.Compile(cfg.Policy)
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	names := cfg.ToolNames
+	if opts.ToolNames != "" {
+		names = opts.ToolNames
+	}
+	if names != "" && names != config.ToolNamesWire && names != config.ToolNamesDotted {
+		return nil, fmt.Errorf("tool names %q: use %q or %q", names, config.ToolNamesWire, config.ToolNamesDotted)
+	}
+	resolve := opts.Resolve
+	if resolve == nil {
+		resolve = ExpandEnv
+	}
+	g := &Gateway{
+		log: log, mem: opts.Memory, names: names, children: map[string]*child{},
+		sessions: &server.InsecureStatefulSessionIdManager{},
+		progress: newProgressRoutes(), denials: &policy.Counter{}, inflight: newInflightCalls(),
+		rebuild: make(chan struct{}, 1), published: map[string]string{}, frontSet: map[string]string{},
+	}
+	g.cfg.Store(cfg)
+	g.pol.Store(pol)
+	g.man.Store(&manifest{byName: map[string]*Tool{}})
+	for _, s := range cfg.EnabledServers() {
+		g.children[s.Name] = newChild(s, names, log, g, resolve)
+	}
+	g.front = server.NewMCPServer("nexus", Version,
+		server.WithToolCapabilities(true),
+		server.WithResourceCapabilities(false, true),
+		server.WithPromptCapabilities(true),
+		server.WithLogging(),
+		server.WithRecovery(),
+		server.WithToolFilter(g.visibleTools),
+		server.WithInstructions("Nexus gateway: tools of several MCP servers, named <server>__<tool>."),
+	)
+	g.applyMemorySettings(cfg)
+	return g, nil
+}
+
+// Start connects to every child in parallel and returns once each has made its
+// first attempt (or ctx ends), so the first tools/list a client sees is complete.
+// A child that fails keeps retrying in the background without holding up the others.
+// Start refuses to go on when two servers claim the same wire name.
+func (g *Gateway) Start(ctx context.Context) error {
+	ctx, g.cancel = context.WithCancel(ctx)
+	for _, c := range g.children {
+		g.wg.Go(func() { c.run(ctx) })
+	}
+	for _, c := range g.children {
+		select {
+		case <-c.settled:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if errs := g.rebuildNow(ctx); len(errs) > 0 {
+		g.Close()
+		return fmt.Errorf("conflicting tool names: %w", errors.Join(errs...))
+	}
+	g.wg.Go(func() { g.rebuildLoop(ctx) })
+	g.wg.Go(func() { g.progress.sweep(ctx) })
+	return nil
+}
+
+// Close stops every child and waits for them.
+func (g *Gateway) Close() {
+	if g.cancel != nil {
+		g.cancel()
+	}
+	g.wg.Wait()
+}
+
+// Front is the mcp-go server behind the front door, for tests and embedding.
+func (g *Gateway) Front() *server.MCPServer { return g.front }
+
+// Servers reports each configured child's state.
+func (g *Gateway) Servers() []Status {
+	var out []Status
+	for _, name := range slices.Sorted(maps.Keys(g.children)) {
+		out = append(out, g.children[name].status())
+	}
+	return out
+}
+
+// Tools is the current merged manifest, sorted by canonical name.
+func (g *Gateway) Tools() []*Tool { return slices.Clone(g.man.Load().tools) }
+
+// Policy is the policy in force.
+func (g *Gateway) Policy() *policy.Policy { return g.pol.Load() }
+
+// Denials counts refused calls per agent and tool.
+func (g *Gateway) Denials() *policy.Counter { return g.denials }
+
+// Reload applies a new configuration's policy and memory rules to the next call of
+// every session; clients whose visible tools may have changed are told so.
+func (g *Gateway) Reload(cfg *config.Config) error {
+	pol, err := policy.Compile(cfg.Policy)
+	if err != nil {
+		return err
+	}
+	g.cfg.Store(cfg)
+	g.pol.Store(pol)
+	g.applyMemorySettings(cfg)
+	g.front.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
+	return nil
+}
+
+func (g *Gateway) applyMemorySettings(cfg *config.Config) {
+	if g.mem == nil {
+		return
+	}
+	s, err := MemorySettings(cfg)
+	if err != nil {
+		g.log.Error("memory settings ignored", "err", err)
+		return
+	}
+	g.mem.SetSettings(s)
+}
+
+// MemorySettings turns the config's ttl, cache, invalidate and cacheScope keys into
+// memory's rules.
+func MemorySettings(cfg *config.Config) (memory.Settings, error) {
+	s := memory.Settings{TTL: map[string]memory.TTL{}, Cache: map[string]memory.Mode{},
+		Invalidate: cfg.Invalidate, AgentScoped: map[string]bool{}}
+	for pattern, raw := range cfg.TTL {
+		ttl, err := memory.ParseTTL(raw)
+		if err != nil {
+			return s, fmt.Errorf("ttl.%s: %w", pattern, err)
+		}
+		s.TTL[pattern] = ttl
+	}
+	for pattern, mode := range cfg.Cache {
+		switch mode {
+		case "never":
+			s.Cache[pattern] = memory.Never
+		case "always":
+			s.Cache[pattern] = memory.Always
+		default:
+			return s, fmt.Errorf(`cache.%s: write "never" or "always", not %q`, pattern, mode)
+		}
+	}
+	for name, srv := range cfg.Servers {
+		if srv.CacheScope == "agent" {
+			s.AgentScoped[name] = true
+		}
+	}
+	return s, nil
+}
+
+// toolsChanged is called by a child whenever its connection or tool list changes.
+func (g *Gateway) toolsChanged(string) {
+	select {
+	case g.rebuild <- struct{}{}:
+	default:
+	}
+}
+
+func (g *Gateway) rebuildLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-g.rebuild:
+		}
+		if !sleep(ctx, rebuildDelay) {
+			return
+		}
+		for _, err := range g.rebuildNow(ctx) {
+			g.log.Error("tool skipped", "err", err)
+		}
+	}
+}
+
+// rebuildNow merges the children's tools into a new manifest, forgets remembered
+// answers of servers whose tools changed or that restarted, and updates the front
+// server only when the visible list changed.
+func (g *Gateway) rebuildNow(ctx context.Context) []error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	perServer := map[string][]*Tool{}
+	for name, c := range g.children {
+		_, tools := c.current()
+		perServer[name] = tools
+		fp := fingerprintTools(tools)
+		if old, ok := g.published[name]; ok && old != fp && g.mem != nil {
+			if err := g.mem.InvalidateServer(ctx, name); err != nil {
+				g.log.Warn("forgetting remembered answers failed", "server", name, "err", err)
+			}
+		}
+		g.published[name] = fp
+	}
+	m, errs := buildManifest(perServer)
+	g.man.Store(m)
+
+	next := make(map[string]string, len(m.tools))
+	for _, t := range m.tools {
+		next[t.Wire] = string(t.Raw) + t.Canonical
+	}
+	if maps.Equal(next, g.frontSet) {
+		return errs
+	}
+	g.frontSet = next
+	tools := make([]server.ServerTool, 0, len(m.tools))
+	for _, t := range m.tools {
+		tools = append(tools, server.ServerTool{Tool: t.front, Handler: g.mcpToolHandler(t.Canonical)})
+	}
+	g.front.SetTools(tools...)
+	return errs
+}
+
+func fingerprintTools(tools []*Tool) string {
+	if tools == nil {
+		return ""
+	}
+	var b bytes.Buffer
+	for _, t := range tools {
+		b.Write(t.Raw)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// visibleTools is mcp-go's tool filter: an agent's tools/list holds only what its
+// policy lets it call. Calls never reach mcp-go's dispatcher (the front door takes
+// them), so a denied call still gets the explicit refusal of the chain.
+func (g *Gateway) visibleTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
+	agent := g.agentOf(ctx)
+	pol, m := g.pol.Load(), g.man.Load()
+	out := tools[:0:0]
+	for _, t := range tools {
+		if gt := m.byName[t.Name]; gt != nil && pol.Decide(agent, gt.policyTool()).Allowed {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// mcpToolHandler serves a call that reached mcp-go's dispatcher anyway (a JSON-RPC
+// batch, say) through the same chain.
+func (g *Gateway) mcpToolHandler(canonical string) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args, err := json.Marshal(req.Params.Arguments)
+		if err != nil {
+			return nil, err
+		}
+		raw, rpcErr := g.callTool(ctx, g.agentOf(ctx), callParams{Name: canonical, Arguments: args}, nil)
+		if rpcErr != nil {
+			return nil, rpcErr
+		}
+		var res mcp.CallToolResult
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return nil, fmt.Errorf("decoding the result of %s: %w", canonical, err)
+		}
+		return &res, nil
+	}
+}
+
+// notification handles a notification from a child.
+func (g *Gateway) notification(server string, n mcp.JSONRPCNotification) {
+	switch n.Method {
+	case "notifications/progress":
+		g.progress.deliver(n.Params.AdditionalFields)
+	case "notifications/message":
+		params := maps.Clone(n.Params.AdditionalFields)
+		if params == nil {
+			params = map[string]any{}
+		}
+		if _, ok := params["logger"]; !ok {
+			params["logger"] = server
+		}
+		g.front.SendNotificationToAllClients(n.Method, params)
+	case string(mcp.MethodNotificationResourcesListChanged), string(mcp.MethodNotificationPromptsListChanged):
+		g.front.SendNotificationToAllClients(n.Method, nil)
+	default:
+		g.log.Debug("notification from child not forwarded", "server", server, "method", n.Method)
+	}
+}

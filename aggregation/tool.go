@@ -1,0 +1,225 @@
+package aggregation
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/memory"
+	"github.com/nexus-mcp/nexus/policy"
+)
+
+// maxWireName is the longest tool name Claude Desktop, Cursor and Codex accept.
+const maxWireName = 64
+
+// Tool is one child tool as the gateway exposes it.
+type Tool struct {
+	Server    string // the server's name in config
+	Name      string // the child's own name for the tool
+	Canonical string // "<server>.<tool>": what users write in config, policy and the CLI
+	Wire      string // the name on the front wire
+	Hints     Hints  // effective annotations, after the operator's overrides
+	// Raw is the tool object exactly as the child listed it.
+	Raw json.RawMessage
+
+	front mcp.Tool // what tools/list serves
+}
+
+// Hints are a tool's effective behaviour annotations.
+type Hints struct {
+	Annotated   bool // the child or the operator said anything at all
+	ReadOnly    bool
+	Destructive bool // only when said explicitly: the spec's default applies to non-read-only tools
+	Idempotent  bool
+	OpenWorld   bool
+}
+
+func (t *Tool) policyTool() policy.Tool {
+	return policy.Tool{Name: t.Canonical, ReadOnly: t.Hints.ReadOnly, Destructive: t.Hints.Destructive}
+}
+
+func (t *Tool) memoryTool() memory.Tool {
+	return memory.Tool{Name: t.Canonical, Server: t.Server, Annotated: t.Hints.Annotated,
+		ReadOnly: t.Hints.ReadOnly, Idempotent: t.Hints.Idempotent, Destructive: t.Hints.Destructive}
+}
+
+// Description is the first line of the tool's description.
+func (t *Tool) Description() string {
+	d, _, _ := strings.Cut(t.front.Description, "\n")
+	return strings.TrimSpace(d)
+}
+
+// rawTool is the part of a child's tool object the gateway reads.
+type rawTool struct {
+	Name         string              `json:"name"`
+	Title        string              `json:"title,omitempty"`
+	Description  string              `json:"description,omitempty"`
+	InputSchema  json.RawMessage     `json:"inputSchema"`
+	OutputSchema json.RawMessage     `json:"outputSchema,omitempty"`
+	Annotations  *mcp.ToolAnnotation `json:"annotations,omitempty"`
+	Meta         *mcp.Meta           `json:"_meta,omitempty"`
+	Icons        []mcp.Icon          `json:"icons,omitempty"`
+	Execution    *mcp.ToolExecution  `json:"execution,omitempty"`
+}
+
+// newTool builds the gateway's view of one child tool. Schemas are kept as raw JSON:
+// decoding them into mcp-go's structs would drop keywords such as anyOf or $schema.
+func newTool(srv *config.Server, raw json.RawMessage, names string) (*Tool, error) {
+	var rt rawTool
+	if err := json.Unmarshal(raw, &rt); err != nil {
+		return nil, fmt.Errorf("decoding a tool of %s: %w", srv.Name, err)
+	}
+	if rt.Name == "" {
+		return nil, fmt.Errorf("server %s listed a tool without a name", srv.Name)
+	}
+	if len(rt.InputSchema) == 0 || string(rt.InputSchema) == "null" {
+		rt.InputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	t := &Tool{Server: srv.Name, Name: rt.Name, Canonical: srv.Name + "." + rt.Name, Raw: raw}
+	t.Wire = wireName(srv.WirePrefix(), t.Canonical, rt.Name, names)
+
+	ann := mcp.ToolAnnotation{}
+	if rt.Annotations != nil {
+		ann = *rt.Annotations
+		t.Hints.Annotated = true
+	}
+	if o, ok := srv.Annotations[rt.Name]; ok {
+		t.Hints.Annotated = true
+		override := func(dst **bool, v *bool) {
+			if v != nil {
+				b := *v
+				*dst = &b
+			}
+		}
+		override(&ann.ReadOnlyHint, o.ReadOnlyHint)
+		override(&ann.DestructiveHint, o.DestructiveHint)
+		override(&ann.IdempotentHint, o.IdempotentHint)
+		override(&ann.OpenWorldHint, o.OpenWorldHint)
+	}
+	isTrue := func(b *bool) bool { return b != nil && *b }
+	t.Hints.ReadOnly = isTrue(ann.ReadOnlyHint)
+	t.Hints.Destructive = isTrue(ann.DestructiveHint)
+	t.Hints.Idempotent = isTrue(ann.IdempotentHint)
+	t.Hints.OpenWorld = isTrue(ann.OpenWorldHint)
+
+	t.front = mcp.Tool{
+		Meta: rt.Meta, Name: t.Wire, Title: rt.Title, Description: rt.Description,
+		RawInputSchema: rt.InputSchema, Annotations: ann, Icons: rt.Icons, Execution: rt.Execution,
+	}
+	if len(rt.OutputSchema) > 0 && string(rt.OutputSchema) != "null" {
+		t.front.RawOutputSchema = rt.OutputSchema
+	}
+	if err := mcp.ValidateParamHeaderAnnotations(&t.front); err != nil {
+		return nil, fmt.Errorf("tool %s has invalid x-mcp-header annotations: %w", t.Canonical, err)
+	}
+	return t, nil
+}
+
+// wireName is the name a tool goes by on the front wire. Clients reject names outside
+// ^[a-zA-Z0-9_-]{1,64}$ (and one bad name hides every tool of the connector), so the
+// default style joins prefix and tool with "__", replaces other characters, and
+// shortens long names with a hash of the canonical name: stable across restarts and
+// distinct for distinct tools.
+func wireName(prefix, canonical, tool, style string) string {
+	sep, dotOK := "__", false
+	if style == config.ToolNamesDotted {
+		sep, dotOK = ".", true
+	}
+	name := tool
+	if prefix != "" {
+		name = prefix + sep + tool
+	}
+	clean := strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' || r == '.' && dotOK || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, name)
+	if clean == name && len(name) <= maxWireName {
+		return name
+	}
+	sum := sha256.Sum256([]byte(canonical))
+	suffix := "_" + hex.EncodeToString(sum[:4])
+	if len(clean) > maxWireName-len(suffix) {
+		clean = clean[:maxWireName-len(suffix)]
+	}
+	return clean + suffix
+}
+
+// manifest is the merged, immutable tool list. A new one replaces the old on every
+// change, so readers never lock.
+type manifest struct {
+	tools  []*Tool          // sorted by canonical name
+	byName map[string]*Tool // by wire name and by canonical name
+}
+
+// buildManifest merges the servers' tools. A wire name claimed twice (two servers
+// exposing bare names, say) keeps the first server's tool, in server-name order, and
+// reports the other.
+func buildManifest(perServer map[string][]*Tool) (*manifest, []error) {
+	m := &manifest{byName: map[string]*Tool{}}
+	var errs []error
+	servers := make([]string, 0, len(perServer))
+	for s := range perServer {
+		servers = append(servers, s)
+	}
+	sort.Strings(servers)
+	for _, s := range servers {
+		for _, t := range perServer[s] {
+			if prev, ok := m.byName[t.Wire]; ok {
+				errs = append(errs, fmt.Errorf("tool %s and tool %s both go by %q on the wire; give one of the servers a prefix", prev.Canonical, t.Canonical, t.Wire))
+				continue
+			}
+			m.byName[t.Wire] = t
+			m.byName[t.Canonical] = t
+			m.tools = append(m.tools, t)
+		}
+	}
+	sort.Slice(m.tools, func(i, j int) bool { return m.tools[i].Canonical < m.tools[j].Canonical })
+	return m, errs
+}
+
+// lookup resolves a name a client sent: the wire name or the canonical name, exactly.
+func (m *manifest) lookup(name string) *Tool { return m.byName[name] }
+
+// suggest returns up to three known names close to name, for "did you mean".
+func (m *manifest) suggest(name string) []string {
+	type cand struct {
+		name string
+		d    int
+	}
+	var cands []cand
+	lower := strings.ToLower(strings.TrimSpace(name))
+	for _, t := range m.tools {
+		for _, n := range []string{t.Wire, t.Canonical} {
+			d := config.Levenshtein(lower, strings.ToLower(n))
+			if strings.Contains(strings.ToLower(n), lower) && lower != "" {
+				d = min(d, 2)
+			}
+			if d <= max(3, len(n)/3) {
+				cands = append(cands, cand{n, d})
+			}
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		if cands[i].d != cands[j].d {
+			return cands[i].d < cands[j].d
+		}
+		return cands[i].name < cands[j].name
+	})
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range cands {
+		if !seen[c.name] && len(out) < 3 {
+			seen[c.name] = true
+			out = append(out, c.name)
+		}
+	}
+	return out
+}

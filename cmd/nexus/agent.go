@@ -1,0 +1,62 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nexus-mcp/nexus/aggregation"
+	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/policy"
+)
+
+func agentCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "agent",
+		Usage: "manage agents (identities of HTTP clients)",
+		Subcommands: []*cli.Command{{
+			Name:      "add",
+			Usage:     "create an agent and print its bearer token once; only its hash is stored",
+			ArgsUsage: "NAME",
+			Flags:     []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "replace the token of an existing agent"}},
+			Action: func(c *cli.Context) error {
+				name := c.Args().First()
+				if c.Args().Len() != 1 || !policy.ValidAgentName(name) {
+					return usageError("agent add takes one NAME of 1-32 lower-case letters, digits or '-': nexus agent add coder")
+				}
+				e, err := newEnv(c, slog.LevelWarn)
+				if err != nil {
+					return err
+				}
+				secret := make([]byte, 32)
+				if _, err := rand.Read(secret); err != nil {
+					return fmt.Errorf("generating a token: %w", err)
+				}
+				token := "nxs_" + base64.RawURLEncoding.EncodeToString(secret)
+				err = config.Edit(e.personal, func(d config.Document) error {
+					agents, err := d.Object("agents")
+					if err != nil {
+						return err
+					}
+					if _, exists := agents[name]; exists && !c.Bool("force") {
+						return usageError(fmt.Sprintf("agent %q already exists; pass --force to replace its token", name))
+					}
+					if agents[name], err = json.Marshal(config.Agent{TokenSHA256: aggregation.TokenHash(token)}); err != nil {
+						return err
+					}
+					return d.Set("agents", agents)
+				})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stderr, "agent %s created; its token is printed once, below. Nexus keeps only its SHA-256.\n", name)
+				fmt.Fprintln(e.stdout, token)
+				return nil
+			},
+		}},
+	}
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nexus-mcp/nexus/memory"
+)
+
+func cacheCommand() *cli.Command {
+	withMemory := func(c *cli.Context, do func(e *env, mem *memory.Memory) error) error {
+		e, err := newEnv(c, slog.LevelWarn)
+		if err != nil {
+			return err
+		}
+		cfg, err := e.load()
+		if err != nil {
+			return err
+		}
+		mem, err := e.openMemory(c.Context, cfg)
+		if err != nil {
+			return err
+		}
+		defer mem.Close()
+		return do(e, mem)
+	}
+	return &cli.Command{
+		Name:  "cache",
+		Usage: "inspect and clear memory (remembered results of read-only tools)",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "stats",
+				Usage: "entries, bytes, hits and misses per tool, and the time saved",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Action: func(c *cli.Context) error {
+					return withMemory(c, func(e *env, mem *memory.Memory) error {
+						st, err := mem.Stats(c.Context)
+						if err != nil {
+							return err
+						}
+						if c.Bool("json") {
+							return printJSON(e.stdout, st)
+						}
+						if st.Disabled != "" {
+							fmt.Fprintf(e.stdout, "memory is stepping aside: %s\n", st.Disabled)
+						}
+						fmt.Fprintf(e.stdout, "%s: %d entries, %d bytes (bounds %d entries, %d bytes)\n", st.Path, st.Entries, st.Bytes, st.MaxEntries, st.MaxBytes)
+						fmt.Fprintf(e.stdout, "hits %d, misses %d, bypasses %d, coalesced %d, time saved %s\n", st.Hits, st.Misses, st.Bypasses, st.Coalesced, time.Duration(st.SavedMS)*time.Millisecond)
+						if len(st.Tools) == 0 {
+							return nil
+						}
+						tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+						fmt.Fprintln(tw, "TOOL\tHITS\tMISSES\tBYPASSES\tSAVED")
+						for _, t := range st.Tools {
+							fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", t.Tool, t.Hits, t.Misses, t.Bypasses, time.Duration(t.SavedMS)*time.Millisecond)
+						}
+						return tw.Flush()
+					})
+				},
+			},
+			{
+				Name:  "list",
+				Usage: "list remembered entries, most recently used first",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}, &cli.IntFlag{Name: "limit", Value: 100, Usage: "at most `N` entries"}},
+				Action: func(c *cli.Context) error {
+					return withMemory(c, func(e *env, mem *memory.Memory) error {
+						entries, err := mem.List(c.Context, c.Int("limit"))
+						if err != nil {
+							return err
+						}
+						if c.Bool("json") {
+							return printJSON(e.stdout, entries)
+						}
+						tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+						fmt.Fprintln(tw, "TOOL\tARGS\tSIZE\tHITS\tAGE\tEXPIRES")
+						for _, en := range entries {
+							exp := "never"
+							if en.ExpiresAt != nil {
+								exp = time.Until(*en.ExpiresAt).Round(time.Second).String()
+							}
+							fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", en.Tool, truncate(string(en.Args), 50), en.Size, en.Hits, time.Since(en.CreatedAt).Round(time.Second), exp)
+						}
+						return tw.Flush()
+					})
+				},
+			},
+			{
+				Name:  "clear",
+				Usage: "forget remembered entries (all, or of one server or tool)",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "server", Usage: "only server `NAME`"},
+					&cli.StringFlag{Name: "tool", Usage: "only canonical tool `NAME` (server.tool)"},
+				},
+				Action: func(c *cli.Context) error {
+					return withMemory(c, func(e *env, mem *memory.Memory) error {
+						n, err := mem.Clear(c.Context, c.String("server"), c.String("tool"))
+						if err != nil {
+							return err
+						}
+						fmt.Fprintf(e.stdout, "forgot %d entries\n", n)
+						return nil
+					})
+				},
+			},
+		},
+	}
+}

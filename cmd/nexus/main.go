@@ -1,0 +1,71 @@
+// Command nexus is an MCP gateway: many MCP servers behind one.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		var exit cli.ExitCoder
+		if errors.As(err, &exit) {
+			if msg := exit.Error(); msg != "" {
+				fmt.Fprintln(os.Stderr, "nexus:", msg)
+			}
+			os.Exit(exit.ExitCode())
+		}
+		fmt.Fprintln(os.Stderr, "nexus:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole program; main only picks the exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	app := newApp(stdin, stdout, stderr)
+	return app.RunContext(ctx, interspersed(app, args))
+}
+
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:  "nexus",
+		Usage: "many MCP servers behind one",
+		Description: "Nexus is an MCP gateway. Point Claude Desktop, Cursor or any MCP client at\n" +
+			"`nexus serve`; Nexus connects to the servers in your config, merges their tools\n" +
+			"as <server>.<tool>, enforces each agent's policy and remembers read-only results.\n\n" +
+			"Try `nexus demo` first.",
+		Reader:          stdin,
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideHelpCommand: true,
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "config", Usage: "add a config `FILE` layer (repeatable; read before $NEXUS_HOME/config.json, which wins)", EnvVars: []string{"NEXUS_CONFIG"}},
+			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (logs go to stderr)", Value: ""},
+		},
+		Commands: []*cli.Command{
+			serveCommand(),
+			addCommand(),
+			removeCommand(),
+			listServersCommand(),
+			listToolsCommand(),
+			callCommand(),
+			policyCommand(),
+			agentCommand(),
+			cacheCommand(),
+			demoCommand(),
+			sampleServerCommand(),
+			versionCommand(),
+		},
+		ExitErrHandler: func(*cli.Context, error) {}, // main prints errors and picks exit codes
+	}
+}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/policy"
+)
+
+func policyCommand() *cli.Command {
+	agentFlag := func(required bool) cli.Flag {
+		return &cli.StringFlag{Name: "agent", Usage: "the agent `NAME`", Required: required}
+	}
+	edit := func(verb string, apply func(policy.Config, string, string) (policy.Config, error)) *cli.Command {
+		return &cli.Command{
+			Name:      verb,
+			Usage:     verb + " ENTRY for an agent (ENTRY: server.tool, server.*, * or @readonly)",
+			ArgsUsage: "ENTRY",
+			Flags:     []cli.Flag{agentFlag(true)},
+			Action: func(c *cli.Context) error {
+				if c.Args().Len() != 1 {
+					return usageError(fmt.Sprintf("policy %s takes one ENTRY, e.g. nexus policy %s --agent coder code-kg.kg_regenerate", verb, verb))
+				}
+				e, err := newEnv(c, slog.LevelWarn)
+				if err != nil {
+					return err
+				}
+				return e.editPolicy(c.String("agent"), c.Args().First(), verb, apply)
+			},
+		}
+	}
+	return &cli.Command{
+		Name:  "policy",
+		Usage: "show, explain, check and edit which agent may call which tool",
+		Description: "With no policy an agent may call read-only tools only. policy.default and\n" +
+			"policy.agents.NAME in the config each hold {\"allow\": [...], \"deny\": [...]};\n" +
+			"an agent's entry replaces the default, and deny beats allow.",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "show",
+				Usage: "connect to the servers and show, per tool, whether the agent may call it and why",
+				Flags: []cli.Flag{agentFlag(false), &cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Action: func(c *cli.Context) error {
+					e, err := newEnv(c, slog.LevelWarn)
+					if err != nil {
+						return err
+					}
+					return e.showPolicy(c, c.String("agent"), "")
+				},
+			},
+			{
+				Name:      "explain",
+				Usage:     "tell whether an agent may call TOOL, and the rule that decided",
+				ArgsUsage: "TOOL",
+				Flags:     []cli.Flag{agentFlag(true), &cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Action: func(c *cli.Context) error {
+					if c.Args().Len() != 1 {
+						return usageError("policy explain takes one TOOL: nexus policy explain --agent NAME server.tool")
+					}
+					e, err := newEnv(c, slog.LevelWarn)
+					if err != nil {
+						return err
+					}
+					return e.showPolicy(c, c.String("agent"), c.Args().First())
+				},
+			},
+			{
+				Name:  "check",
+				Usage: "report policy entries that name unknown servers or tools (latent permissions)",
+				Action: func(c *cli.Context) error {
+					e, err := newEnv(c, slog.LevelError)
+					if err != nil {
+						return err
+					}
+					cfg, err := e.load()
+					if err != nil {
+						return err
+					}
+					g, err := e.startGateway(c.Context, cfg, gatewayOptions{noMemory: true})
+					if err != nil {
+						return err
+					}
+					defer g.Close()
+					probs := g.Policy().Check(knownTools(g.Gateway))
+					for _, p := range probs {
+						fmt.Fprintln(e.stdout, p.String())
+					}
+					if len(probs) > 0 {
+						return cli.Exit(fmt.Sprintf("%d policy problem(s)", len(probs)), 1)
+					}
+					fmt.Fprintln(e.stdout, "policy ok")
+					return nil
+				},
+			},
+			edit("allow", policy.Allow),
+			edit("deny", policy.Deny),
+			edit("revoke", policy.Revoke),
+		},
+	}
+}
+
+// showPolicy prints the effective decision for every tool (or one tool).
+func (e *env) showPolicy(c *cli.Context, agent, tool string) error {
+	if agent == "" {
+		agent = policy.Anonymous
+	}
+	cfg, err := e.load()
+	if err != nil {
+		return err
+	}
+	g, err := e.startGateway(c.Context, cfg, gatewayOptions{noMemory: true})
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	var tools []policy.Tool
+	for _, t := range g.Tools() {
+		if tool == "" || t.Canonical == tool || t.Wire == tool {
+			tools = append(tools, policy.Tool{Name: t.Canonical, ReadOnly: t.Hints.ReadOnly, Destructive: t.Hints.Destructive})
+		}
+	}
+	if tool != "" && len(tools) == 0 {
+		// Not a tool any connected server offers: still say what the rules make of the name.
+		tools = append(tools, policy.Tool{Name: tool})
+	}
+	decisions := g.Policy().Explain(agent, tools)
+	if c.Bool("json") {
+		type row struct {
+			Agent   string `json:"agent"`
+			Tool    string `json:"tool"`
+			Allowed bool   `json:"allowed"`
+			Rule    string `json:"rule"`
+			Origin  string `json:"origin"`
+			Source  string `json:"source,omitempty"`
+			Hint    string `json:"hint,omitempty"`
+		}
+		rows := []row{}
+		for _, d := range decisions {
+			rows = append(rows, row{d.Agent, d.Tool, d.Allowed, d.Rule, d.Origin, d.Source, d.Hint()})
+		}
+		return printJSON(e.stdout, rows)
+	}
+	if tool != "" {
+		d := decisions[0]
+		if d.Allowed {
+			fmt.Fprintf(e.stdout, "allowed: agent %q may call %q (%s, from %s)\n", d.Agent, d.Tool, d.Rule, origin(d))
+			return nil
+		}
+		fmt.Fprintln(e.stdout, "denied: "+d.Message())
+		return cli.Exit("", 1)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "TOOL\tAGENT %s\tRULE\tFROM\n", agent)
+	for _, d := range decisions {
+		verdict := "denied"
+		if d.Allowed {
+			verdict = "allowed"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Tool, verdict, d.Rule, origin(d))
+	}
+	return tw.Flush()
+}
+
+func origin(d policy.Decision) string {
+	if d.Source != "" {
+		return d.Origin + " (" + d.Source + ")"
+	}
+	return d.Origin
+}
+
+// editPolicy applies allow/deny/revoke to the agent's rules and writes them to the
+// personal config file.
+func (e *env) editPolicy(agent, entry, verb string, apply func(policy.Config, string, string) (policy.Config, error)) error {
+	cfg, err := e.load()
+	if err != nil {
+		return err
+	}
+	next, err := apply(cfg.Policy, agent, entry)
+	if err != nil {
+		return err
+	}
+	rules := next.Agents[agent]
+	err = config.Edit(e.personal, func(d config.Document) error {
+		pol, err := d.Object("policy")
+		if err != nil {
+			return err
+		}
+		agents := map[string]json.RawMessage{}
+		if raw, ok := pol["agents"]; ok {
+			if err := json.Unmarshal(raw, &agents); err != nil {
+				return fmt.Errorf("policy.agents must be an object: %w", err)
+			}
+		}
+		if agents[agent], err = json.Marshal(rules); err != nil {
+			return err
+		}
+		if pol["agents"], err = json.Marshal(agents); err != nil {
+			return err
+		}
+		return d.Set("policy", pol)
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "policy.agents.%s in %s: allow %v, deny %v\n", agent, e.personal, rules.Allow, rules.Deny)
+	return nil
+}

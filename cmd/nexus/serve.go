@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nexus-mcp/nexus/aggregation"
+	"github.com/nexus-mcp/nexus/config"
+)
+
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "serve the gateway over stdio (default) or streamable HTTP",
+		Description: "Over stdio (for Claude Desktop and other local clients) stdout carries only MCP\n" +
+			"messages and logs go to stderr. With --http ADDR the gateway listens at\n" +
+			"http://ADDR/mcp; agents are identified by bearer tokens (nexus agent add).",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "agent", Usage: "the agent `NAME` this stdio client is (default: the client's own name, else anonymous)", EnvVars: []string{"NEXUS_AGENT"}},
+			&cli.StringFlag{Name: "http", Usage: "listen for streamable HTTP on `ADDR` (e.g. 127.0.0.1:8765) instead of stdio"},
+			&cli.BoolFlag{Name: "insecure-no-auth", Usage: "allow --http on a non-loopback address with no agent tokens configured"},
+			&cli.StringFlag{Name: "tool-names", Usage: "wire names: `STYLE` wire (<server>__<tool>) or dotted (<server>.<tool>)"},
+			&cli.BoolFlag{Name: "no-memory", Usage: "do not answer from or write to memory"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() > 0 {
+				return usageError(fmt.Sprintf("serve takes no arguments, got %q", c.Args().First()))
+			}
+			e, err := newEnv(c, slog.LevelInfo)
+			if err != nil {
+				return err
+			}
+			return e.serve(c.Context, serveOptions{
+				agent: c.String("agent"), httpAddr: c.String("http"), insecure: c.Bool("insecure-no-auth"),
+				gw: gatewayOptions{noMemory: c.Bool("no-memory"), toolNames: c.String("tool-names")},
+			})
+		},
+	}
+}
+
+type serveOptions struct {
+	agent    string
+	httpAddr string
+	insecure bool
+	gw       gatewayOptions
+}
+
+func (e *env) serve(ctx context.Context, opts serveOptions) error {
+	cfg, err := e.load()
+	if err != nil {
+		return err
+	}
+	if opts.gw.toolNames != "" && opts.gw.toolNames != config.ToolNamesWire && opts.gw.toolNames != config.ToolNamesDotted {
+		return usageError(fmt.Sprintf("--tool-names %q: use wire or dotted", opts.gw.toolNames))
+	}
+	var listener net.Listener
+	if opts.httpAddr != "" {
+		if listener, err = e.listen(cfg, opts); err != nil {
+			return err
+		}
+	}
+	g, err := e.startGateway(ctx, cfg, opts.gw)
+	if err != nil {
+		if listener != nil {
+			listener.Close()
+		}
+		return err
+	}
+	defer g.Close()
+	for _, p := range g.Policy().Check(knownTools(g.Gateway)) {
+		e.log.Warn("policy problem", "problem", p.String())
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go config.Watch(ctx, e.layers, 500*time.Millisecond, func() { e.reload(g.Gateway) })
+
+	if listener == nil {
+		e.log.Info("serving over stdio", "servers", len(cfg.EnabledServers()), "tools", len(g.Tools()))
+		return g.ServeStdio(ctx, os.Stdin, os.Stdout, opts.agent)
+	}
+	tokens := map[string]string{}
+	for name, a := range cfg.Agents {
+		if a.TokenSHA256 != "" {
+			tokens[a.TokenSHA256] = name
+		}
+	}
+	srv := &http.Server{Handler: g.HTTPHandler(aggregation.HTTPOptions{Tokens: tokens}), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shut, done := context.WithTimeout(context.Background(), 5*time.Second)
+		defer done()
+		_ = srv.Shutdown(shut)
+	}()
+	e.log.Info("serving streamable HTTP", "url", "http://"+listener.Addr().String()+"/mcp", "tools", len(g.Tools()))
+	fmt.Fprintf(e.stderr, "nexus: listening on http://%s/mcp\n", listener.Addr())
+	if err := srv.Serve(listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// listen opens the HTTP listener, refusing to expose an unauthenticated gateway
+// beyond this machine unless the user said so explicitly.
+func (e *env) listen(cfg *config.Config, opts serveOptions) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(opts.httpAddr)
+	if err != nil {
+		return nil, usageError(fmt.Sprintf("--http %q: write HOST:PORT, e.g. 127.0.0.1:8765", opts.httpAddr))
+	}
+	hasTokens := false
+	for _, a := range cfg.Agents {
+		hasTokens = hasTokens || a.TokenSHA256 != ""
+	}
+	loopback := host == "localhost"
+	if ip := net.ParseIP(host); ip != nil {
+		loopback = ip.IsLoopback()
+	}
+	if !hasTokens {
+		if !loopback && !opts.insecure {
+			return nil, usageError(fmt.Sprintf("refusing to serve %s without authentication: create an agent token with `nexus agent add NAME`, listen on 127.0.0.1, or pass --insecure-no-auth", opts.httpAddr))
+		}
+		e.log.Warn("no agent tokens configured: every HTTP client is served as the anonymous agent (nexus agent add NAME creates a token)")
+	}
+	l, err := net.Listen("tcp", opts.httpAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", opts.httpAddr, err)
+	}
+	return l, nil
+}
+
+// reload applies an edited config to the running gateway; an invalid edit is logged
+// and ignored, and the running config stays.
+func (e *env) reload(g *aggregation.Gateway) {
+	cfg, err := e.load()
+	if err != nil {
+		e.log.Error("config change ignored: the edited config is invalid", "err", err)
+		return
+	}
+	if err := g.Reload(cfg); err != nil {
+		e.log.Error("config change ignored", "err", err)
+		return
+	}
+	e.log.Info("config reloaded: policy and memory rules apply from the next call")
+}
+
+// knownTools maps each server to its tool names, nil for a server not connected.
+func knownTools(g *aggregation.Gateway) map[string][]string {
+	known := map[string][]string{}
+	for _, s := range g.Servers() {
+		known[s.Name] = nil
+		if s.State == "ready" {
+			known[s.Name] = []string{}
+		}
+	}
+	for _, t := range g.Tools() {
+		known[t.Server] = append(known[t.Server], t.Name)
+	}
+	return known
+}

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"runtime"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nexus-mcp/nexus/aggregation"
+	"github.com/nexus-mcp/nexus/config"
+)
+
+func addCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "add",
+		Usage:     "add a child MCP server to the config",
+		ArgsUsage: "NAME [-- ARGS...]",
+		Description: "Examples:\n" +
+			"  nexus add files --transport stdio --command npx -- -y @modelcontextprotocol/server-filesystem /tmp\n" +
+			"  nexus add docs --transport streamable-http --url https://docs.example/mcp --header Authorization=\"Bearer ...\"\n" +
+			"The name becomes the first half of every tool name: <name>.<tool>.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "transport", Usage: "`T`: stdio, sse or streamable-http (default: stdio with --command, streamable-http with --url)"},
+			&cli.StringFlag{Name: "command", Usage: "the `PROGRAM` to run for a stdio server"},
+			&cli.StringFlag{Name: "url", Usage: "the `URL` of a remote server"},
+			&cli.StringSliceFlag{Name: "env", Usage: "set `K=V` in the child's environment (repeatable)"},
+			&cli.StringSliceFlag{Name: "header", Usage: "send header `K=V` to a remote server (repeatable)"},
+			&cli.StringFlag{Name: "cwd", Usage: "working `DIR` of a stdio server"},
+			&cli.StringFlag{Name: "timeout", Usage: "per-call `DURATION` (default 60s)"},
+			&cli.StringFlag{Name: "prefix", Usage: "wire `PREFIX` of its tools (default: the name)"},
+			&cli.BoolFlag{Name: "force", Usage: "replace an existing server of that name"},
+		},
+		Action: func(c *cli.Context) error {
+			name := c.Args().First()
+			if name == "" {
+				return usageError("add needs a NAME: nexus add NAME --command PROGRAM [-- ARGS...]")
+			}
+			if !config.ValidServerName(name) {
+				return usageError(fmt.Sprintf("server name %q: use 1-32 lower-case letters, digits or '-', starting with a letter or digit", name))
+			}
+			e, err := newEnv(c, slog.LevelWarn)
+			if err != nil {
+				return err
+			}
+			srv := &config.Server{Transport: c.String("transport"), Command: c.String("command"), URL: c.String("url"),
+				Args: c.Args().Tail(), Cwd: c.String("cwd")}
+			if srv.Env, err = parsePairs("env", c.StringSlice("env")); err != nil {
+				return err
+			}
+			if srv.Headers, err = parsePairs("header", c.StringSlice("header")); err != nil {
+				return err
+			}
+			if t := c.String("timeout"); t != "" {
+				d, err := config.ParseDuration(t)
+				if err != nil {
+					return usageError("--timeout: " + err.Error())
+				}
+				srv.Timeout = config.Duration{D: d}
+			}
+			if c.IsSet("prefix") {
+				p := c.String("prefix")
+				srv.Prefix = &p
+			}
+			if cfg, err := e.load(); err == nil {
+				if _, exists := cfg.Servers[name]; exists && !c.Bool("force") {
+					return usageError(fmt.Sprintf("a server named %q already exists (from %s); pass --force to replace it or `nexus remove %s` first", name, cfg.Servers[name].Source, name))
+				}
+			}
+			err = config.Edit(e.personal, func(d config.Document) error { return d.SetServer(name, srv) })
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "added %s to %s\n", name, e.personal)
+			return nil
+		},
+	}
+}
+
+func removeCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "remove",
+		Usage:     "remove a child server from the config and forget its remembered answers",
+		ArgsUsage: "NAME",
+		Action: func(c *cli.Context) error {
+			name := c.Args().First()
+			if name == "" || c.Args().Len() > 1 {
+				return usageError("remove takes one NAME: nexus remove NAME")
+			}
+			e, err := newEnv(c, slog.LevelWarn)
+			if err != nil {
+				return err
+			}
+			found := false
+			err = config.Edit(e.personal, func(d config.Document) error {
+				found, err = d.RemoveServer(name)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if !found {
+				return cli.Exit(fmt.Sprintf("no server named %q in %s (nexus list-servers shows the configured ones)", name, e.personal), 1)
+			}
+			if cfg, err := e.load(); err == nil {
+				if mem, err := e.openMemory(c.Context, cfg); err == nil {
+					if n, err := mem.Clear(c.Context, name, ""); err == nil && n > 0 {
+						fmt.Fprintf(e.stdout, "forgot %d remembered answers of %s\n", n, name)
+					}
+					mem.Close()
+				}
+			}
+			fmt.Fprintf(e.stdout, "removed %s from %s\n", name, e.personal)
+			return nil
+		},
+	}
+}
+
+func listServersCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "list-servers",
+		Usage: "list the configured child servers",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
+			&cli.BoolFlag{Name: "live", Usage: "connect to each server and show its state and tool count"},
+		},
+		Action: func(c *cli.Context) error {
+			e, err := newEnv(c, slog.LevelError)
+			if err != nil {
+				return err
+			}
+			cfg, err := e.load()
+			if err != nil {
+				return err
+			}
+			type row struct {
+				Name      string `json:"name"`
+				Transport string `json:"transport"`
+				Target    string `json:"target"`
+				Disabled  bool   `json:"disabled,omitempty"`
+				Source    string `json:"source"`
+				State     string `json:"state,omitempty"`
+				Tools     *int   `json:"tools,omitempty"`
+				Error     string `json:"error,omitempty"`
+			}
+			rows := []row{}
+			for _, name := range cfg.ServerNames() {
+				s := cfg.Servers[name]
+				target := s.URL
+				if s.Transport == config.TransportStdio {
+					target = strings.Join(append([]string{s.Command}, s.Args...), " ")
+				}
+				rows = append(rows, row{Name: name, Transport: s.Transport, Target: target, Disabled: s.Disabled, Source: s.Source})
+			}
+			if c.Bool("live") {
+				g, err := e.startGateway(c.Context, cfg, gatewayOptions{noMemory: true})
+				if err != nil {
+					return err
+				}
+				states := map[string]int{}
+				for i, st := range g.Servers() {
+					states[st.Name] = i
+				}
+				all := g.Servers()
+				for i := range rows {
+					if j, ok := states[rows[i].Name]; ok {
+						n := all[j].Tools
+						rows[i].State, rows[i].Tools, rows[i].Error = all[j].State, &n, all[j].Error
+					} else {
+						rows[i].State = "disabled"
+					}
+				}
+				g.Close()
+			}
+			if c.Bool("json") {
+				return printJSON(e.stdout, rows)
+			}
+			if len(rows) == 0 {
+				fmt.Fprintf(e.stdout, "no servers configured in %s (nexus add NAME --command PROGRAM adds one; nexus demo shows one running)\n", strings.Join(e.layers, ", "))
+				return nil
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tTRANSPORT\tTARGET\tSTATE\tSOURCE")
+			for _, r := range rows {
+				state := r.State
+				if state == "" {
+					state = "enabled"
+					if r.Disabled {
+						state = "disabled"
+					}
+				} else if r.Tools != nil && r.State == "ready" {
+					state = fmt.Sprintf("ready (%d tools)", *r.Tools)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Transport, truncate(r.Target, 60), state, r.Source)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+func versionCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "version",
+		Usage: "print the version",
+		Action: func(c *cli.Context) error {
+			fmt.Fprintf(c.App.Writer, "nexus %s %s/%s %s\n", aggregation.Version, runtime.GOOS, runtime.GOARCH, runtime.Version())
+			return nil
+		},
+	}
+}

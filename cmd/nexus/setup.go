@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nexus-mcp/nexus/aggregation"
+	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/memory"
+)
+
+// env is what every command needs: where Nexus keeps its files, the config layers,
+// and a logger on stderr.
+type env struct {
+	home     string
+	personal string
+	layers   []string
+	log      *slog.Logger
+	stdout   io.Writer
+	stderr   io.Writer
+}
+
+func newEnv(c *cli.Context, defaultLevel slog.Level) (*env, error) {
+	home, err := config.Home()
+	if err != nil {
+		return nil, err
+	}
+	e := &env{home: home, personal: config.PersonalFile(home), stdout: c.App.Writer, stderr: c.App.ErrWriter}
+	for _, f := range c.StringSlice("config") {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return nil, fmt.Errorf("config layer %s: %w", f, err)
+		}
+		e.layers = append(e.layers, abs)
+	}
+	e.layers = append(e.layers, e.personal)
+	level := defaultLevel
+	if s := c.String("log-level"); s != "" {
+		if err := level.UnmarshalText([]byte(s)); err != nil {
+			return nil, usageError(fmt.Sprintf("--log-level %q: use debug, info, warn or error", s))
+		}
+	}
+	e.log = slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	return e, nil
+}
+
+func (e *env) load() (*config.Config, error) {
+	return config.Load(e.layers, map[string]bool{e.personal: true})
+}
+
+// gatewayOptions select what a command's gateway runs with.
+type gatewayOptions struct {
+	noMemory  bool
+	toolNames string
+}
+
+// running is a started gateway and what must be closed with it.
+type running struct {
+	*aggregation.Gateway
+	mem *memory.Memory
+}
+
+func (r *running) Close() {
+	r.Gateway.Close()
+	if r.mem != nil {
+		_ = r.mem.Close()
+	}
+}
+
+// startGateway builds the gateway of cfg and connects to its children.
+func (e *env) startGateway(ctx context.Context, cfg *config.Config, opts gatewayOptions) (*running, error) {
+	r := &running{}
+	if !opts.noMemory && cfg.Memory.On() {
+		mem, err := e.openMemory(ctx, cfg)
+		if err != nil {
+			e.log.Warn("memory is off for this run", "err", err)
+		} else {
+			r.mem = mem
+		}
+	}
+	g, err := aggregation.New(cfg, aggregation.Options{Logger: e.log, Memory: r.mem, ToolNames: opts.toolNames})
+	if err != nil {
+		if r.mem != nil {
+			r.mem.Close()
+		}
+		return nil, err
+	}
+	r.Gateway = g
+	if err := g.Start(ctx); err != nil {
+		if r.mem != nil {
+			r.mem.Close()
+		}
+		return nil, err
+	}
+	return r, nil
+}
+
+func (e *env) openMemory(ctx context.Context, cfg *config.Config) (*memory.Memory, error) {
+	if err := os.MkdirAll(e.home, 0o700); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", e.home, err)
+	}
+	return memory.Open(ctx, memory.Options{
+		Path:           filepath.Join(e.home, "memory.db"),
+		MaxEntries:     cfg.Memory.MaxEntries,
+		MaxBytes:       cfg.Memory.MaxBytes,
+		MaxResultBytes: cfg.Memory.MaxResultBytes,
+		Logger:         e.log,
+	})
+}
+
+// usageError is a mistake in how a command was called; it carries the fix.
+func usageError(msg string) error { return cli.Exit(msg, 2) }
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// parsePairs reads K=V flags.
+func parsePairs(flag string, values []string) (map[string]string, error) {
+	if len(values) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, kv := range values {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageError(fmt.Sprintf("--%s %q: write KEY=VALUE", flag, kv))
+		}
+		out[k] = v
+	}
+	return out, nil
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nexus-mcp/nexus/aggregation"
+	"github.com/nexus-mcp/nexus/policy"
+)
+
+func listToolsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "list-tools",
+		Usage: "connect to every server and list the merged tools",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
+			&cli.StringFlag{Name: "agent", Usage: "show only what agent `NAME` may call"},
+			&cli.StringFlag{Name: "tool-names", Usage: "wire name `STYLE`: wire or dotted"},
+		},
+		Action: func(c *cli.Context) error {
+			e, err := newEnv(c, slog.LevelWarn)
+			if err != nil {
+				return err
+			}
+			cfg, err := e.load()
+			if err != nil {
+				return err
+			}
+			g, err := e.startGateway(c.Context, cfg, gatewayOptions{noMemory: true, toolNames: c.String("tool-names")})
+			if err != nil {
+				return err
+			}
+			defer g.Close()
+			for _, s := range g.Servers() {
+				if s.State != "ready" {
+					e.log.Warn("server not connected; its tools are missing", "server", s.Name, "state", s.State, "err", s.Error)
+				}
+			}
+			type row struct {
+				Canonical   string `json:"canonical"`
+				Wire        string `json:"wire"`
+				Server      string `json:"server"`
+				ReadOnly    bool   `json:"readOnly"`
+				Destructive bool   `json:"destructive,omitempty"`
+				Description string `json:"description,omitempty"`
+			}
+			rows := []row{}
+			agent := c.String("agent")
+			for _, t := range g.Tools() {
+				if c.IsSet("agent") && !g.Policy().Decide(agent, policy.Tool{Name: t.Canonical, ReadOnly: t.Hints.ReadOnly, Destructive: t.Hints.Destructive}).Allowed {
+					continue
+				}
+				rows = append(rows, row{t.Canonical, t.Wire, t.Server, t.Hints.ReadOnly, t.Hints.Destructive, t.Description()})
+			}
+			if c.Bool("json") {
+				return printJSON(e.stdout, rows)
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TOOL\tWIRE NAME\tSERVER\tREAD-ONLY\tDESCRIPTION")
+			for _, r := range rows {
+				ro := "no"
+				if r.ReadOnly {
+					ro = "yes"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Canonical, r.Wire, r.Server, ro, truncate(r.Description, 70))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func callCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "call",
+		Usage:     "call one tool through the gateway, as serve would",
+		ArgsUsage: "TOOL",
+		Description: "TOOL is a canonical name (code-kg.kg_latest_graph) or a wire name.\n" +
+			"The call passes the same policy and memory steps as a client's call.\n" +
+			"Exit status: 0 on success, 1 when the tool reports an error or the call is refused.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "args", Usage: "the tool's arguments as a JSON `OBJECT`", Value: "{}"},
+			&cli.StringFlag{Name: "agent", Usage: "call as agent `NAME`", EnvVars: []string{"NEXUS_AGENT"}, Value: policy.Anonymous},
+			&cli.BoolFlag{Name: "no-memory", Usage: "do not answer from or write to memory"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() != 1 {
+				return usageError("call takes one TOOL: nexus call TOOL --args '{\"key\": \"value\"}'")
+			}
+			var args json.RawMessage
+			if err := json.Unmarshal([]byte(c.String("args")), &args); err != nil {
+				return usageError(fmt.Sprintf("--args is not valid JSON: %v", err))
+			}
+			e, err := newEnv(c, slog.LevelWarn)
+			if err != nil {
+				return err
+			}
+			cfg, err := e.load()
+			if err != nil {
+				return err
+			}
+			g, err := e.startGateway(c.Context, cfg, gatewayOptions{noMemory: c.Bool("no-memory")})
+			if err != nil {
+				return err
+			}
+			defer g.Close()
+			raw, err := g.Call(c.Context, c.String("agent"), c.Args().First(), args)
+			var rpcErr *aggregation.RPCError
+			if errors.As(err, &rpcErr) {
+				return cli.Exit(rpcErr.Message, 1)
+			}
+			if err != nil {
+				return err
+			}
+			var pretty any
+			if err := json.Unmarshal(raw, &pretty); err != nil {
+				return fmt.Errorf("decoding the result: %w", err)
+			}
+			if err := printJSON(e.stdout, pretty); err != nil {
+				return err
+			}
+			var res struct {
+				IsError bool `json:"isError"`
+			}
+			if json.Unmarshal(raw, &res) == nil && res.IsError {
+				return cli.Exit("", 1)
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,258 @@
+// Package config reads, merges, validates and edits Nexus's JSON configuration.
+//
+// A configuration is a stack of layers: the files given with --config (team-shared
+// layers, in order) and then the personal file $NEXUS_HOME/config.json, which is read
+// last and so wins. The struct types here are the schema: every key a user may write
+// is a field, and any other key is an error that names the file, the key and what to
+// write instead, because a silently ignored key is a setting the user believes in and
+// does not have.
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"time"
+
+	"github.com/nexus-mcp/nexus/policy"
+)
+
+// Transports a server entry may name.
+const (
+	TransportStdio          = "stdio"
+	TransportSSE            = "sse"
+	TransportStreamableHTTP = "streamable-http"
+)
+
+// DefaultProtocolVersion is offered to children unless a server entry asks for
+// another: most servers in the wild speak it, and newer ones negotiate down to it.
+const DefaultProtocolVersion = "2025-11-25"
+
+// DefaultTimeout bounds one call to a child when the server entry sets none.
+const DefaultTimeout = 60 * time.Second
+
+// DefaultMaxMessageBytes bounds one incoming JSON-RPC message.
+const DefaultMaxMessageBytes = 4 << 20
+
+// Tool name styles on the wire.
+const (
+	ToolNamesWire   = "wire"   // <prefix>__<tool>, accepted by every known client
+	ToolNamesDotted = "dotted" // <server>.<tool>, the canonical form
+)
+
+var (
+	serverNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+	wirePrefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+)
+
+// ValidServerName reports whether name may name a server: it becomes the first half
+// of every canonical tool name and a wire prefix, so it is kept short and plain.
+func ValidServerName(name string) bool { return serverNameRE.MatchString(name) }
+
+// Config is the effective, merged configuration.
+type Config struct {
+	// Servers by name.
+	Servers map[string]*Server `json:"servers,omitempty"`
+	// ToolNames is the wire style: "wire" (default) or "dotted".
+	ToolNames string `json:"toolNames,omitempty"`
+	// MaxMessageBytes bounds one incoming JSON-RPC message (default 4 MiB).
+	MaxMessageBytes int64 `json:"maxMessageBytes,omitempty"`
+	// Policy holds the per-agent tool rules.
+	Policy policy.Config `json:"policy,omitzero"`
+	// Agents holds per-agent identity settings (HTTP bearer token hashes).
+	Agents map[string]Agent `json:"agents,omitempty"`
+	// TTL maps tool patterns ("srv.tool", "srv.*", "*") to result lifetimes.
+	TTL map[string]json.RawMessage `json:"ttl,omitempty"`
+	// Cache maps tool patterns to "never" or "always".
+	Cache map[string]string `json:"cache,omitempty"`
+	// Invalidate maps a mutating tool to the tool patterns its success makes stale.
+	Invalidate map[string][]string `json:"invalidate,omitempty"`
+	// Memory configures the result cache.
+	Memory Memory `json:"memory,omitzero"`
+
+	// Layers are the files read, first to last.
+	Layers []string `json:"-"`
+}
+
+// Agent is what the gateway knows of one agent beyond its policy.
+type Agent struct {
+	// TokenSHA256 is the hex SHA-256 of the agent's HTTP bearer token: a config file
+	// that may be shared never holds the token itself.
+	TokenSHA256 string `json:"tokenSha256,omitempty"`
+}
+
+// Memory configures the result cache.
+type Memory struct {
+	Enabled        *bool `json:"enabled,omitempty"`
+	MaxEntries     int   `json:"maxEntries,omitempty"`
+	MaxBytes       int64 `json:"maxBytes,omitempty"`
+	MaxResultBytes int   `json:"maxResultBytes,omitempty"`
+}
+
+// On reports whether memory is enabled (the default).
+func (m Memory) On() bool { return m.Enabled == nil || *m.Enabled }
+
+// Server is one child MCP server.
+type Server struct {
+	Transport string            `json:"transport,omitempty"`
+	Command   string            `json:"command,omitempty"`
+	Args      []string          `json:"args,omitempty"`
+	Env       map[string]string `json:"env,omitempty"`
+	Cwd       string            `json:"cwd,omitempty"`
+	URL       string            `json:"url,omitempty"`
+	Headers   map[string]string `json:"headers,omitempty"`
+	Timeout   Duration          `json:"timeout,omitzero"`
+	// Prefix is the wire prefix; nil means the server's name, "" exposes bare names.
+	Prefix   *string `json:"prefix,omitempty"`
+	Disabled bool    `json:"disabled,omitempty"`
+	// ProtocolVersion overrides DefaultProtocolVersion for this child.
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	// Annotations override the child's own tool hints, keyed by the child's tool name:
+	// a child's annotations are claims, and the operator has the last word.
+	Annotations map[string]Annotations `json:"annotations,omitempty"`
+	// CacheScope is "server" (default: answers depend on the child's credentials only)
+	// or "agent" (the child answers per caller).
+	CacheScope string `json:"cacheScope,omitempty"`
+
+	// Name is the server's key in "servers".
+	Name string `json:"-"`
+	// Source is the file that defined the entry last.
+	Source string `json:"-"`
+}
+
+// Annotations overrides tool hints; a nil field keeps the child's value.
+type Annotations struct {
+	ReadOnlyHint    *bool `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool `json:"openWorldHint,omitempty"`
+}
+
+// WirePrefix is the prefix of the server's tools on the wire.
+func (s *Server) WirePrefix() string {
+	if s.Prefix != nil {
+		return *s.Prefix
+	}
+	return s.Name
+}
+
+// CallTimeout is the bound on one call to this server.
+func (s *Server) CallTimeout() time.Duration {
+	if s.Timeout.D > 0 {
+		return s.Timeout.D
+	}
+	return DefaultTimeout
+}
+
+// Protocol is the protocol version offered to this child.
+func (s *Server) Protocol() string {
+	if s.ProtocolVersion != "" {
+		return s.ProtocolVersion
+	}
+	return DefaultProtocolVersion
+}
+
+// Home is the directory holding the personal config, the memory database and other
+// state: $NEXUS_HOME, or ~/.nexus.
+func Home() (string, error) {
+	if h := os.Getenv("NEXUS_HOME"); h != "" {
+		return h, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the home directory (set NEXUS_HOME to choose where Nexus keeps its files): %w", err)
+	}
+	return filepath.Join(home, ".nexus"), nil
+}
+
+// PersonalFile is the path of the personal config file in home.
+func PersonalFile(home string) string { return filepath.Join(home, "config.json") }
+
+// EnabledServers lists the servers that are not disabled, sorted by name.
+func (c *Config) EnabledServers() []*Server {
+	var out []*Server
+	for _, name := range c.ServerNames() {
+		if s := c.Servers[name]; !s.Disabled {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ServerNames lists every configured server name, sorted.
+func (c *Config) ServerNames() []string {
+	names := make([]string, 0, len(c.Servers))
+	for n := range c.Servers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// MessageLimit is the effective bound on one incoming message.
+func (c *Config) MessageLimit() int64 {
+	if c.MaxMessageBytes > 0 {
+		return c.MaxMessageBytes
+	}
+	return DefaultMaxMessageBytes
+}
+
+// Duration is a time.Duration written in JSON as "30s", "5m", "1d" or a number of
+// milliseconds.
+type Duration struct{ D time.Duration }
+
+// ParseDuration reads Go durations plus a day unit ("1d", "2d12h").
+func ParseDuration(s string) (time.Duration, error) {
+	var days time.Duration
+	for i := 0; i < len(s); i++ {
+		if s[i] == 'd' {
+			var n int
+			if _, err := fmt.Sscanf(s[:i], "%d", &n); err != nil || fmt.Sprint(n) != s[:i] {
+				return 0, fmt.Errorf("%q is not a duration (write e.g. 30s, 5m, 12h or 1d)", s)
+			}
+			days = time.Duration(n) * 24 * time.Hour
+			s = s[i+1:]
+			if s == "" {
+				return days, nil
+			}
+			break
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (write e.g. 30s, 5m, 12h or 1d)", s)
+	}
+	return days + d, nil
+}
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var ms float64
+	if err := json.Unmarshal(b, &ms); err == nil {
+		if ms < 0 {
+			return fmt.Errorf("a duration cannot be negative")
+		}
+		d.D = time.Duration(ms * float64(time.Millisecond))
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration is a string like \"30s\" or a number of milliseconds")
+	}
+	v, err := ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if v < 0 {
+		return fmt.Errorf("a duration cannot be negative")
+	}
+	d.D = v
+	return nil
+}
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.D.String()) }
+
+// IsZero lets omitzero drop an unset duration.
+func (d Duration) IsZero() bool { return d.D == 0 }

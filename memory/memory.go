@@ -1,0 +1,780 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// MetaKey is the key of the cache report memory adds to a result's _meta:
+// {"status": "hit"|"miss"|"bypass", "age_ms": N (hits only)}; followers of
+// an identical call in flight also carry "coalesced": true.
+const MetaKey = "nexus/cache"
+
+// Cache statuses reported under MetaKey.
+const (
+	StatusHit    = "hit"
+	StatusMiss   = "miss"
+	StatusBypass = "bypass"
+)
+
+// Defaults for zero Options fields.
+const (
+	DefaultMaxEntries     = 10000
+	DefaultMaxBytes       = 256 << 20
+	DefaultMaxResultBytes = 1 << 20
+	DefaultBusyTimeout    = time.Second
+	DefaultFlushInterval  = time.Second
+)
+
+// writeBackoff is how long stores are skipped after one found the database
+// locked, so a lock held elsewhere delays one call, not every call.
+const writeBackoff = 5 * time.Second
+
+// Options configure Open.
+type Options struct {
+	Path           string              // database file, e.g. $NEXUS_HOME/memory.db
+	MaxEntries     int                 // 0: DefaultMaxEntries
+	MaxBytes       int64               // 0: DefaultMaxBytes (sum of stored result sizes)
+	MaxResultBytes int                 // 0: DefaultMaxResultBytes; larger results are not stored
+	Logger         *slog.Logger        // nil: discard
+	Now            func() time.Time    // nil: time.Now; drives TTLs and ages
+	Redact         func([]byte) []byte // applied to result JSON before it is stored; nil: none
+
+	// BusyTimeout bounds how long one database operation waits for a lock
+	// held by another process. 0: DefaultBusyTimeout.
+	BusyTimeout time.Duration
+	// FlushInterval is how often batched hit counters and last-used times
+	// are written. 0: DefaultFlushInterval.
+	FlushInterval time.Duration
+}
+
+// Tool is what memory needs of a tool: canonical name, server, and its
+// EFFECTIVE annotations (the child's, overridden by the operator's).
+type Tool struct {
+	Name      string // canonical name shown to agents: "server.tool"
+	Server    string // the child server that owns the tool
+	Annotated bool   // the child (or the operator) gave annotations at all
+
+	ReadOnly, Idempotent, Destructive bool
+}
+
+// Memory is the exact-argument cache of tool results. Its methods are safe
+// for concurrent use. A nil *Memory is "memory off": Call forwards without
+// touching the result, InvalidateServer does nothing.
+type Memory struct {
+	opts      Options
+	log       *slog.Logger
+	now       func() time.Time
+	bounds    bounds
+	maxResult int
+
+	st       *store // nil when disabled
+	disabled error  // why memory steps aside for every call, or nil
+
+	rules   atomic.Pointer[rules]
+	flights flightGroup
+	pend    pending
+
+	writeBlockedUntil atomic.Int64 // unix nanos, real clock
+
+	// stale holds invalidations that could not be written; until one lands,
+	// tools it matches bypass memory in this process.
+	staleMu  sync.Mutex
+	stale    []string
+	hasStale atomic.Bool
+
+	logMu   sync.Mutex
+	lastLog map[string]time.Time
+
+	lastPurge atomic.Int64 // unix nanos, real clock
+
+	stop      chan struct{}
+	loopDone  chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (creating if needed) the database at opts.Path and migrates
+// its schema.
+//
+// Open fails only when opts.Path is empty. A database that cannot be used
+// (not a database, corrupt header, unreadable, newer schema, locked during
+// migration) yields a working *Memory that steps aside: every call is
+// forwarded and marked "bypass", the reason is logged and reported by Err
+// and Stats. A gateway therefore never fails to start because of its cache.
+// Moving the file aside (or deleting it with its -wal and -shm files)
+// resets memory.
+func Open(ctx context.Context, opts Options) (*Memory, error) {
+	if opts.Path == "" {
+		return nil, errors.New("memory: Options.Path is empty")
+	}
+	if opts.MaxEntries <= 0 {
+		opts.MaxEntries = DefaultMaxEntries
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	if opts.MaxResultBytes <= 0 {
+		opts.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if int64(opts.MaxResultBytes) > opts.MaxBytes {
+		opts.MaxResultBytes = int(opts.MaxBytes)
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = DefaultBusyTimeout
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = DefaultFlushInterval
+	}
+	m := &Memory{
+		opts:      opts,
+		log:       opts.Logger,
+		now:       opts.Now,
+		bounds:    bounds{maxEntries: int64(opts.MaxEntries), maxBytes: opts.MaxBytes},
+		maxResult: opts.MaxResultBytes,
+		lastLog:   make(map[string]time.Time),
+		stop:      make(chan struct{}),
+		loopDone:  make(chan struct{}),
+	}
+	if m.log == nil {
+		m.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	m.rules.Store(newRules(Settings{}))
+	st, err := openDB(ctx, opts.Path, opts.BusyTimeout)
+	if err != nil {
+		m.disabled = fmt.Errorf("memory: open %s: %w", opts.Path, err)
+		m.log.Warn("memory disabled: calls are forwarded uncached; move the file aside to reset it",
+			"path", opts.Path, "err", err)
+		close(m.loopDone)
+		return m, nil
+	}
+	m.st = st
+	go m.loop()
+	return m, nil
+}
+
+// Err reports why memory steps aside for every call, or nil if it works.
+func (m *Memory) Err() error {
+	if m == nil {
+		return nil
+	}
+	return m.disabled
+}
+
+// Close writes batched counters and closes the database.
+func (m *Memory) Close() error {
+	if m == nil {
+		return nil
+	}
+	m.closeOnce.Do(func() {
+		close(m.stop)
+		<-m.loopDone
+		if m.st == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*m.opts.BusyTimeout)
+		defer cancel()
+		if err := m.flush(ctx); err != nil {
+			m.stepAside("flush", err)
+		}
+		m.closeErr = m.st.close()
+	})
+	return m.closeErr
+}
+
+// SetSettings replaces the rules; calls that already started keep the old ones.
+func (m *Memory) SetSettings(s Settings) {
+	if m == nil {
+		return
+	}
+	m.rules.Store(newRules(s))
+}
+
+// Call is the call-chain step: answer from memory, or forward and remember.
+// forward performs the child call.
+//
+// Non-cacheable tools are forwarded and marked bypass; a forwarded call of a
+// tool that is not read-only (unless its cache mode is "always") invalidates
+// what Settings.Invalidate names for it, by default its whole server, unless
+// the child reported failure (isError).
+//
+// Every returned result is a fresh copy carrying MetaKey in _meta; copies
+// may share Content with each other, so callers must not modify Content.
+func (m *Memory) Call(ctx context.Context, agent string, t Tool, args json.RawMessage,
+	forward func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+	if m == nil {
+		return forward(ctx)
+	}
+	r := m.rules.Load()
+	if m.disabled != nil {
+		return m.bypass(ctx, t, nil, forward)
+	}
+	if !r.cacheable(t) {
+		return m.bypass(ctx, t, r.invalidates(t), forward)
+	}
+	canonical, err := CanonicalJSON(args)
+	if err != nil {
+		m.log.Debug("memory: arguments are not JSON; forwarding", "tool", t.Name, "err", err)
+		return m.bypass(ctx, t, r.invalidates(t), forward)
+	}
+	if m.isStale(t) {
+		return m.bypass(ctx, t, r.invalidates(t), forward)
+	}
+	c := &call{
+		t:      t,
+		r:      r,
+		scope:  r.scope(t, agent),
+		fp:     fingerprint(canonical),
+		args:   canonical,
+		ttl:    r.ttl(t),
+		invals: r.invalidates(t),
+	}
+	c.key = cacheKey(t.Name, c.scope, c.fp)
+	for {
+		res, retry, err := m.cached(ctx, c, forward)
+		if !retry {
+			return res, err
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// call is one cacheable call's derived facts.
+type call struct {
+	t      Tool
+	r      *rules
+	scope  string
+	fp     string
+	args   []byte
+	key    []byte
+	ttl    TTL
+	invals []string
+}
+
+// cached is one attempt at a cacheable call. retry reports that the leader
+// of an identical call gave up because its own context ended.
+func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Context) (*mcp.CallToolResult, error)) (res *mcp.CallToolResult, retry bool, err error) {
+	if res, ok, err := m.lookupHit(ctx, c); err != nil {
+		m.stepAside("lookup", err)
+		res, err := m.bypass(ctx, c.t, c.invals, forward)
+		return res, false, err
+	} else if ok {
+		return res, false, nil
+	}
+
+	f, leader := m.flights.join(string(c.key))
+	if !leader {
+		if err := f.wait(ctx); err != nil {
+			return nil, false, err
+		}
+		if f.retry {
+			return nil, true, nil
+		}
+		age := m.now().Sub(f.created).Milliseconds()
+		if f.status == StatusHit {
+			m.pend.count(c.t, func(k *counters) { k.hits++ })
+			return withMeta(f.res, StatusHit, age, false), false, f.err
+		}
+		m.pend.count(c.t, func(k *counters) { k.coalesced++ })
+		return withMeta(f.res, StatusHit, age, true), false, f.err
+	}
+
+	published := false
+	publish := func() {
+		if !published {
+			published = true
+			close(f.done)
+		}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			f.err = fmt.Errorf("memory: identical call of %s panicked: %v", c.t.Name, p)
+			publish()
+			m.flights.retire(string(c.key), f)
+			panic(p)
+		}
+		publish()
+		m.flights.retire(string(c.key), f)
+	}()
+
+	// Double-check: the previous leader may have stored the answer
+	// between our lookup and our joining.
+	e, found, gen, lerr := m.st.lookup(ctx, c.t, c.key)
+	canStore := lerr == nil
+	if lerr != nil {
+		if ctx.Err() != nil {
+			f.retry = true
+			return nil, false, ctx.Err()
+		}
+		m.stepAside("lookup", lerr)
+	} else if found {
+		if hit, age, ok := m.serve(c, e); ok {
+			f.res, f.status, f.created = hit, StatusHit, time.UnixMilli(e.createdAt)
+			m.pend.count(c.t, func(k *counters) { k.hits++; k.saved += e.durationMS })
+			return withMeta(hit, StatusHit, age, false), false, nil
+		}
+	}
+
+	start := time.Now()
+	res, err = forward(ctx)
+	dur := time.Since(start)
+	if err != nil && ctx.Err() != nil {
+		// Our own context ended: followers must not inherit that.
+		f.retry = true
+		m.pend.count(c.t, func(k *counters) { k.misses++ })
+		return res, false, err
+	}
+	f.res, f.err, f.status, f.created = res, err, StatusMiss, m.now()
+	// Followers (and callers arriving until the store commits) share the
+	// result now; the flight stays registered until the store is done so
+	// that no identical call forwards again in between.
+	publish()
+
+	m.pend.count(c.t, func(k *counters) { k.misses++ })
+	if succeeded(res, err) || (err != nil && c.invals != nil) {
+		m.remember(ctx, c, res, err, dur, gen, canStore)
+	}
+	return withMeta(res, StatusMiss, 0, false), false, err
+}
+
+// lookupHit returns a fresh stored answer for c, if any.
+func (m *Memory) lookupHit(ctx context.Context, c *call) (*mcp.CallToolResult, bool, error) {
+	e, found, _, err := m.st.lookup(ctx, c.t, c.key)
+	if err != nil || !found {
+		return nil, false, err
+	}
+	res, age, ok := m.serve(c, e)
+	if !ok {
+		return nil, false, nil
+	}
+	m.pend.count(c.t, func(k *counters) { k.hits++; k.saved += e.durationMS })
+	return withMeta(res, StatusHit, age, false), true, nil
+}
+
+// serve decodes e if it is still fresh under the current TTL (so a TTL
+// shortened by a config reload applies to entries already stored) and
+// records the use.
+func (m *Memory) serve(c *call, e entry) (*mcp.CallToolResult, int64, bool) {
+	now := m.now().UnixMilli()
+	if !c.ttl.Never && now >= e.createdAt+c.ttl.D.Milliseconds() {
+		return nil, 0, false
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(e.result, &res); err != nil {
+		m.stepAside("decode", fmt.Errorf("entry %d of %s: %w", e.id, c.t.Name, err))
+		return nil, 0, false
+	}
+	m.pend.touch(e.id, now)
+	return &res, max(now-e.createdAt, 0), true
+}
+
+// remember stores a forwarded result and applies the call's invalidations
+// in one transaction. It runs with a context detached from the caller's
+// cancellation: the child's answer is worth keeping even if the agent left.
+func (m *Memory) remember(ctx context.Context, c *call, res *mcp.CallToolResult, callErr error, dur time.Duration, gen int64, canStore bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*m.opts.BusyTimeout)
+	defer cancel()
+	var rec *record
+	if canStore && callErr == nil && m.writable() {
+		if blob, ok := m.encode(c.t, res); ok {
+			now := m.now().UnixMilli()
+			rec = &record{
+				key: c.key, tool: c.t, scope: c.scope, fingerprint: c.fp, args: c.args,
+				result: blob, durationMS: dur.Milliseconds(), createdAt: now,
+			}
+			if !c.ttl.Never {
+				rec.expiresAt = sql.NullInt64{Int64: now + c.ttl.D.Milliseconds(), Valid: true}
+			}
+		}
+	}
+	if rec == nil && c.invals == nil {
+		return
+	}
+	err := m.st.writeTx(ctx, func(tx *sql.Tx) error {
+		if rec != nil {
+			// An invalidation since our lookup means res may predate it.
+			cur, err := currentGen(ctx, tx, c.t)
+			if err != nil {
+				return err
+			}
+			if cur != gen {
+				rec = nil
+			}
+		}
+		if c.invals != nil {
+			if _, err := invalidate(ctx, tx, c.invals); err != nil {
+				return err
+			}
+		}
+		if rec == nil {
+			return nil
+		}
+		id, err := upsert(ctx, tx, rec)
+		if err != nil {
+			return err
+		}
+		_, err = evictIfNeeded(ctx, tx, m.bounds, rec.createdAt, id, func() error {
+			touches, tools := m.pend.take()
+			if err := writePending(ctx, tx, touches, tools); err != nil {
+				m.pend.restore(touches, tools)
+				return err
+			}
+			// If the transaction later fails these are lost; they are
+			// statistics and recency hints, not answers.
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		if isBusy(err) {
+			m.writeBlockedUntil.Store(time.Now().Add(writeBackoff).UnixNano())
+		}
+		m.stepAside("store", err)
+		if c.invals != nil {
+			m.addStale(c.invals)
+		}
+	}
+}
+
+// writable reports whether stores are not backing off after a lock.
+func (m *Memory) writable() bool {
+	return time.Now().UnixNano() >= m.writeBlockedUntil.Load()
+}
+
+// encode returns the JSON to store for res, or false if res must not be
+// stored: too big, not round-trippable, or broken by Redact.
+func (m *Memory) encode(t Tool, res *mcp.CallToolResult) ([]byte, bool) {
+	c := *res
+	if c.Meta != nil {
+		if _, ok := c.Meta.AdditionalFields[MetaKey]; ok {
+			meta := *c.Meta
+			meta.AdditionalFields = maps.Clone(meta.AdditionalFields)
+			delete(meta.AdditionalFields, MetaKey)
+			c.Meta = &meta
+		}
+	}
+	blob, err := json.Marshal(c)
+	if err != nil {
+		m.log.Debug("memory: result not stored: cannot encode", "tool", t.Name, "err", err)
+		return nil, false
+	}
+	if len(blob) > m.maxResult {
+		m.log.Debug("memory: result not stored: over the size cap", "tool", t.Name, "size", len(blob), "cap", m.maxResult)
+		return nil, false
+	}
+	// A hit must be the answer the child gave: refuse what does not survive
+	// decoding (unknown content types, for example).
+	var back mcp.CallToolResult
+	if err := json.Unmarshal(blob, &back); err != nil {
+		m.log.Debug("memory: result not stored: does not decode", "tool", t.Name, "err", err)
+		return nil, false
+	}
+	if again, err := json.Marshal(back); err != nil || !bytes.Equal(again, blob) {
+		m.log.Debug("memory: result not stored: does not round-trip", "tool", t.Name)
+		return nil, false
+	}
+	if m.opts.Redact != nil {
+		blob = m.opts.Redact(blob)
+		if err := json.Unmarshal(blob, &back); err != nil {
+			m.stepAside("redact", fmt.Errorf("redacted result of %s does not decode: %w", t.Name, err))
+			return nil, false
+		}
+	}
+	return blob, true
+}
+
+// succeeded reports a result worth storing: no error, not isError, complete.
+func succeeded(res *mcp.CallToolResult, err error) bool {
+	return err == nil && res != nil && !res.IsError &&
+		(res.ResultType == "" || res.ResultType == mcp.ResultTypeComplete)
+}
+
+// bypass forwards without memory, then applies invals unless the child
+// reported failure. A transport error leaves the outcome unknown, so it
+// invalidates too.
+func (m *Memory) bypass(ctx context.Context, t Tool, invals []string,
+	forward func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+	res, err := forward(ctx)
+	if m.st != nil {
+		m.pend.count(t, func(k *counters) { k.bypasses++ })
+		if invals != nil && (err != nil || (res != nil && !res.IsError)) {
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*m.opts.BusyTimeout)
+			err := m.st.writeTx(wctx, func(tx *sql.Tx) error {
+				_, err := invalidate(wctx, tx, invals)
+				return err
+			})
+			cancel()
+			if err != nil {
+				m.stepAside("invalidate", err)
+				m.addStale(invals)
+			}
+		}
+	}
+	return withMeta(res, StatusBypass, 0, false), err
+}
+
+// withMeta returns a copy of res whose _meta carries the cache report.
+func withMeta(res *mcp.CallToolResult, status string, ageMS int64, coalesced bool) *mcp.CallToolResult {
+	if res == nil {
+		return nil
+	}
+	c := *res
+	meta := &mcp.Meta{}
+	if res.Meta != nil {
+		meta.ProgressToken = res.Meta.ProgressToken
+		meta.AdditionalFields = maps.Clone(res.Meta.AdditionalFields)
+	}
+	if meta.AdditionalFields == nil {
+		meta.AdditionalFields = make(map[string]any, 1)
+	}
+	report := map[string]any{"status": status}
+	if status == StatusHit {
+		report["age_ms"] = ageMS
+	}
+	if coalesced {
+		report["coalesced"] = true
+	}
+	meta.AdditionalFields[MetaKey] = report
+	c.Meta = meta
+	return &c
+}
+
+// CacheStatus reads the cache report memory put on res: status and, for
+// hits, age in milliseconds. ok is false if res carries none. It accepts
+// both the value Call sets and one decoded from the wire.
+func CacheStatus(res *mcp.CallToolResult) (status string, ageMS int64, ok bool) {
+	if res == nil || res.Meta == nil {
+		return "", 0, false
+	}
+	report, ok := res.Meta.AdditionalFields[MetaKey].(map[string]any)
+	if !ok {
+		return "", 0, false
+	}
+	status, ok = report["status"].(string)
+	switch v := report["age_ms"].(type) {
+	case int64:
+		ageMS = v
+	case float64:
+		ageMS = int64(v)
+	case json.Number:
+		ageMS, _ = v.Int64()
+	}
+	return status, ageMS, ok
+}
+
+// InvalidateServer drops the entries of server, for a child that restarted
+// or whose tool list changed. If the database cannot be written, the
+// server's tools bypass memory in this process until a retry succeeds, and
+// the error is returned.
+func (m *Memory) InvalidateServer(ctx context.Context, server string) error {
+	if m == nil || m.st == nil {
+		return nil
+	}
+	p := []string{server + ".*"}
+	err := m.st.writeTx(ctx, func(tx *sql.Tx) error {
+		_, err := invalidate(ctx, tx, p)
+		return err
+	})
+	if err != nil {
+		m.addStale(p)
+		return fmt.Errorf("memory: invalidate server %q: %w", server, err)
+	}
+	return nil
+}
+
+// Clear deletes the entries of server and tool ("" = any) and returns how
+// many were deleted: Clear(ctx, name, "") for `nexus remove name`,
+// Clear(ctx, "", "") to empty memory. Counters are kept.
+func (m *Memory) Clear(ctx context.Context, server, tool string) (int64, error) {
+	if m == nil {
+		return 0, errors.New("memory: off")
+	}
+	if m.disabled != nil {
+		return 0, m.disabled
+	}
+	var n int64
+	err := m.st.writeTx(ctx, func(tx *sql.Tx) error {
+		var (
+			res sql.Result
+			err error
+			gen string
+		)
+		switch {
+		case tool != "" && server != "":
+			gen = "tool:" + tool
+			res, err = tx.ExecContext(ctx, `DELETE FROM entries WHERE tool = ? AND server = ?`, tool, server)
+		case tool != "":
+			gen = "tool:" + tool
+			res, err = tx.ExecContext(ctx, `DELETE FROM entries WHERE tool = ?`, tool)
+		case server != "":
+			gen = "server:" + server
+			res, err = tx.ExecContext(ctx, `DELETE FROM entries WHERE server = ?`, server)
+		default:
+			gen = "*"
+			res, err = tx.ExecContext(ctx, `DELETE FROM entries`)
+		}
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		return bumpGen(ctx, tx, gen)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("memory: clear server %q tool %q: %w", server, tool, err)
+	}
+	return n, nil
+}
+
+// addStale records invalidations that could not be written.
+func (m *Memory) addStale(patterns []string) {
+	m.staleMu.Lock()
+	defer m.staleMu.Unlock()
+	for _, p := range patterns {
+		if !containsString(m.stale, p) {
+			m.stale = append(m.stale, p)
+		}
+	}
+	m.hasStale.Store(len(m.stale) > 0)
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// isStale reports whether an unwritten invalidation covers t.
+func (m *Memory) isStale(t Tool) bool {
+	if !m.hasStale.Load() {
+		return false
+	}
+	m.staleMu.Lock()
+	defer m.staleMu.Unlock()
+	for _, p := range m.stale {
+		if matches(p, t) {
+			return true
+		}
+	}
+	return false
+}
+
+func matches(pattern string, t Tool) bool {
+	switch {
+	case pattern == "*":
+		return true
+	case strings.HasSuffix(pattern, ".*"):
+		return t.Server == strings.TrimSuffix(pattern, ".*")
+	}
+	return pattern == t.Name
+}
+
+// flush writes batched counters and retries unwritten invalidations.
+func (m *Memory) flush(ctx context.Context) error {
+	m.staleMu.Lock()
+	stale := append([]string(nil), m.stale...)
+	m.staleMu.Unlock()
+	touches, tools := m.pend.take()
+	purge := time.Now().UnixNano()-m.lastPurge.Load() > int64(time.Minute)
+	if len(stale) == 0 && len(touches) == 0 && len(tools) == 0 && !purge {
+		return nil
+	}
+	err := m.st.writeTx(ctx, func(tx *sql.Tx) error {
+		if len(stale) > 0 {
+			if _, err := invalidate(ctx, tx, stale); err != nil {
+				return err
+			}
+		}
+		if err := writePending(ctx, tx, touches, tools); err != nil {
+			return err
+		}
+		if purge {
+			if _, err := purgeExpired(ctx, tx, m.now().UnixMilli(), 1000); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		m.pend.restore(touches, tools)
+		return err
+	}
+	if purge {
+		m.lastPurge.Store(time.Now().UnixNano())
+	}
+	if len(stale) > 0 {
+		m.staleMu.Lock()
+		m.stale = slicesDeleteAll(m.stale, stale)
+		m.hasStale.Store(len(m.stale) > 0)
+		m.staleMu.Unlock()
+	}
+	return nil
+}
+
+func slicesDeleteAll(list, done []string) []string {
+	out := list[:0]
+	for _, v := range list {
+		if !containsString(done, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// loop flushes every FlushInterval until Close.
+func (m *Memory) loop() {
+	defer close(m.loopDone)
+	tick := time.NewTicker(m.opts.FlushInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-tick.C:
+			ctx, cancel := context.WithTimeout(context.Background(), 2*m.opts.BusyTimeout)
+			if err := m.flush(ctx); err != nil {
+				m.stepAside("flush", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// stepAside logs a database failure that memory worked around. The same
+// operation logs at Warn at most every 30 seconds, at Debug in between,
+// so a broken database does not flood the log.
+func (m *Memory) stepAside(op string, err error) {
+	now := time.Now()
+	m.logMu.Lock()
+	last, seen := m.lastLog[op]
+	loud := !seen || now.Sub(last) >= 30*time.Second
+	if loud {
+		m.lastLog[op] = now
+	}
+	m.logMu.Unlock()
+	level := slog.LevelDebug
+	if loud {
+		level = slog.LevelWarn
+	}
+	m.log.Log(context.Background(), level, "memory: stepping aside; the call is forwarded", "op", op, "path", m.opts.Path, "err", err)
+}

@@ -1,0 +1,660 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// clock is an injectable Options.Now.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// testLogger sends memory's logs to t.Log.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func openTest(t testing.TB, opts Options) *Memory {
+	t.Helper()
+	if opts.Path == "" {
+		opts.Path = filepath.Join(t.TempDir(), "memory.db")
+	}
+	if opts.Logger == nil {
+		opts.Logger = testLogger(t)
+	}
+	m, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if err := m.Err(); err != nil {
+		t.Fatalf("Open: memory disabled: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// child is a fake child server that counts calls.
+type child struct {
+	calls atomic.Int64
+	text  func(args json.RawMessage) string
+}
+
+func (c *child) forward(args json.RawMessage) func(context.Context) (*mcp.CallToolResult, error) {
+	return func(context.Context) (*mcp.CallToolResult, error) {
+		n := c.calls.Add(1)
+		text := fmt.Sprintf("answer %d to %s", n, args)
+		if c.text != nil {
+			text = c.text(args)
+		}
+		return mcp.NewToolResultText(text), nil
+	}
+}
+
+var (
+	readTool  = Tool{Name: "code-kg.kg_latest_graph", Server: "code-kg", Annotated: true, ReadOnly: true}
+	readTool2 = Tool{Name: "code-kg.kg_graph_summary", Server: "code-kg", Annotated: true, ReadOnly: true}
+	otherTool = Tool{Name: "doc-kg.search", Server: "doc-kg", Annotated: true, ReadOnly: true}
+	writeTool = Tool{Name: "code-kg.kg_regenerate", Server: "code-kg", Annotated: true}
+)
+
+func do(t testing.TB, m *Memory, agent string, tool Tool, args string, c *child) *mcp.CallToolResult {
+	t.Helper()
+	res, err := m.Call(context.Background(), agent, tool, json.RawMessage(args), c.forward(json.RawMessage(args)))
+	if err != nil {
+		t.Fatalf("Call(%s, %s): %v", tool.Name, args, err)
+	}
+	return res
+}
+
+func status(t testing.TB, res *mcp.CallToolResult) string {
+	t.Helper()
+	s, _, ok := CacheStatus(res)
+	if !ok {
+		t.Fatalf("result has no %s: %+v", MetaKey, res.Meta)
+	}
+	return s
+}
+
+func text(res *mcp.CallToolResult) string {
+	if res == nil || len(res.Content) == 0 {
+		return ""
+	}
+	if tc, ok := res.Content[0].(mcp.TextContent); ok {
+		return tc.Text
+	}
+	return fmt.Sprintf("%T", res.Content[0])
+}
+
+func TestRepeatedCallHits(t *testing.T) {
+	clk := newClock()
+	m := openTest(t, Options{Now: clk.Now})
+	c := &child{}
+	first := do(t, m, "agent-a", readTool, `{"a":1,"b":2}`, c)
+	if got := status(t, first); got != StatusMiss {
+		t.Fatalf("first status = %q, want miss", got)
+	}
+	clk.Advance(1500 * time.Millisecond)
+	second := do(t, m, "agent-b", readTool, `{ "b":2.0, "a":1 }`, c)
+	st, age, _ := CacheStatus(second)
+	if st != StatusHit || age != 1500 {
+		t.Fatalf("second: status %q age %d, want hit 1500", st, age)
+	}
+	if c.calls.Load() != 1 {
+		t.Fatalf("forward called %d times, want 1", c.calls.Load())
+	}
+	if text(second) != text(first) {
+		t.Fatalf("hit %q != miss %q", text(second), text(first))
+	}
+	// The wire form carries the report too.
+	b, _ := json.Marshal(second)
+	var back mcp.CallToolResult
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if st, age, ok := CacheStatus(&back); !ok || st != StatusHit || age != 1500 {
+		t.Fatalf("wire: %s", b)
+	}
+}
+
+func TestDifferentArgsMiss(t *testing.T) {
+	m := openTest(t, Options{})
+	c := &child{}
+	a := do(t, m, "", readTool, `{"env":"staging"}`, c)
+	b := do(t, m, "", readTool, `{"env":"production"}`, c)
+	if status(t, a) != StatusMiss || status(t, b) != StatusMiss || c.calls.Load() != 2 {
+		t.Fatalf("statuses %q %q, calls %d", status(t, a), status(t, b), c.calls.Load())
+	}
+	if text(a) == text(b) {
+		t.Fatal("staging and production share an answer")
+	}
+	// Same args, other tool: miss.
+	if st := status(t, do(t, m, "", readTool2, `{"env":"staging"}`, c)); st != StatusMiss {
+		t.Fatalf("other tool: %q", st)
+	}
+}
+
+func TestTTLExpiry(t *testing.T) {
+	clk := newClock()
+	m := openTest(t, Options{Now: clk.Now})
+	m.SetSettings(Settings{TTL: map[string]TTL{"code-kg.*": {D: time.Minute}}})
+	c := &child{}
+	do(t, m, "", readTool, `{}`, c)
+	clk.Advance(59 * time.Second)
+	if st := status(t, do(t, m, "", readTool, `{}`, c)); st != StatusHit {
+		t.Fatalf("before expiry: %q", st)
+	}
+	clk.Advance(time.Second)
+	res := do(t, m, "", readTool, `{}`, c)
+	if st := status(t, res); st != StatusMiss || c.calls.Load() != 2 {
+		t.Fatalf("after expiry: %q, calls %d", st, c.calls.Load())
+	}
+	// The refetched answer replaced the expired one.
+	clk.Advance(time.Second)
+	if res2 := do(t, m, "", readTool, `{}`, c); status(t, res2) != StatusHit || text(res2) != text(res) {
+		t.Fatalf("refetched entry not served: %q %q", status(t, res2), text(res2))
+	}
+	// A shortened TTL applies to stored entries at once.
+	m.SetSettings(Settings{TTL: map[string]TTL{"code-kg.*": {D: 500 * time.Millisecond}}})
+	if st := status(t, do(t, m, "", readTool, `{}`, c)); st != StatusMiss {
+		t.Fatalf("after shortening ttl: %q", st)
+	}
+	// Default TTL: five minutes.
+	m.SetSettings(Settings{})
+	do(t, m, "", otherTool, `{}`, c)
+	clk.Advance(DefaultTTL - time.Millisecond)
+	if st := status(t, do(t, m, "", otherTool, `{}`, c)); st != StatusHit {
+		t.Fatalf("within default ttl: %q", st)
+	}
+	clk.Advance(time.Millisecond)
+	if st := status(t, do(t, m, "", otherTool, `{}`, c)); st != StatusMiss {
+		t.Fatalf("after default ttl: %q", st)
+	}
+	// never: no expiry.
+	m.SetSettings(Settings{TTL: map[string]TTL{"*": {Never: true}}})
+	do(t, m, "", otherTool, `{"x":1}`, c)
+	clk.Advance(1000 * 24 * time.Hour)
+	if st := status(t, do(t, m, "", otherTool, `{"x":1}`, c)); st != StatusHit {
+		t.Fatalf("never ttl: %q", st)
+	}
+}
+
+func TestErrorsNotStored(t *testing.T) {
+	m := openTest(t, Options{})
+	var calls atomic.Int64
+	isError := func(context.Context) (*mcp.CallToolResult, error) {
+		calls.Add(1)
+		return mcp.NewToolResultError("boom"), nil
+	}
+	failing := func(context.Context) (*mcp.CallToolResult, error) {
+		calls.Add(1)
+		return nil, errors.New("transport down")
+	}
+	inputRequired := func(context.Context) (*mcp.CallToolResult, error) {
+		calls.Add(1)
+		r := mcp.NewToolResultText("need more")
+		r.ResultType = mcp.ResultTypeInputRequired
+		return r, nil
+	}
+	ctx := context.Background()
+	for range 2 {
+		res, err := m.Call(ctx, "", readTool, json.RawMessage(`{"e":1}`), isError)
+		if err != nil || !res.IsError || status(t, res) != StatusMiss {
+			t.Fatalf("isError: %v %+v", err, res)
+		}
+		if _, err := m.Call(ctx, "", readTool, json.RawMessage(`{"e":2}`), failing); err == nil || err.Error() != "transport down" {
+			t.Fatalf("error not passed through: %v", err)
+		}
+		if res, err := m.Call(ctx, "", readTool, json.RawMessage(`{"e":3}`), inputRequired); err != nil || status(t, res) != StatusMiss {
+			t.Fatalf("input required: %v", err)
+		}
+	}
+	if calls.Load() != 6 {
+		t.Fatalf("forward called %d times, want 6 (nothing stored)", calls.Load())
+	}
+}
+
+func TestOversizeNotStored(t *testing.T) {
+	m := openTest(t, Options{MaxResultBytes: 1000})
+	c := &child{text: func(args json.RawMessage) string {
+		if strings.Contains(string(args), "big") {
+			return strings.Repeat("x", 2000)
+		}
+		return "small"
+	}}
+	do(t, m, "", readTool, `{"size":"big"}`, c)
+	if st := status(t, do(t, m, "", readTool, `{"size":"big"}`, c)); st != StatusMiss {
+		t.Fatalf("oversize result served from memory: %q", st)
+	}
+	do(t, m, "", readTool, `{"size":"small"}`, c)
+	if st := status(t, do(t, m, "", readTool, `{"size":"small"}`, c)); st != StatusHit {
+		t.Fatalf("small result: %q", st)
+	}
+}
+
+func TestMutatingCallInvalidates(t *testing.T) {
+	m := openTest(t, Options{})
+	c := &child{}
+	fill := func() {
+		for _, tl := range []Tool{readTool, readTool2, otherTool} {
+			do(t, m, "", tl, `{}`, c)
+		}
+	}
+	statuses := func() string {
+		var s []string
+		for _, tl := range []Tool{readTool, readTool2, otherTool} {
+			s = append(s, status(t, do(t, m, "", tl, `{}`, c)))
+		}
+		return strings.Join(s, ",")
+	}
+
+	// Default: the whole server.
+	fill()
+	if st := status(t, do(t, m, "", writeTool, `{"force":true}`, c)); st != StatusBypass {
+		t.Fatalf("mutating call status %q", st)
+	}
+	if got := statuses(); got != "miss,miss,hit" {
+		t.Fatalf("after whole-server invalidation: %s", got)
+	}
+
+	// Narrowed by config.
+	m.SetSettings(Settings{Invalidate: map[string][]string{writeTool.Name: {readTool.Name}}})
+	do(t, m, "", writeTool, `{}`, c)
+	if got := statuses(); got != "miss,hit,hit" {
+		t.Fatalf("after narrowed invalidation: %s", got)
+	}
+	m.SetSettings(Settings{Invalidate: map[string][]string{writeTool.Name: {"doc-kg.*"}}})
+	do(t, m, "", writeTool, `{}`, c)
+	if got := statuses(); got != "hit,hit,miss" {
+		t.Fatalf("after cross-server invalidation: %s", got)
+	}
+
+	// A call the child reports as failed changes nothing.
+	m.SetSettings(Settings{})
+	_, err := m.Call(context.Background(), "", writeTool, nil, func(context.Context) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultError("denied"), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := statuses(); got != "hit,hit,hit" {
+		t.Fatalf("after failed mutating call: %s", got)
+	}
+
+	// A read-only tool forced to never is not a mutation.
+	m.SetSettings(Settings{Cache: map[string]Mode{otherTool.Name: Never}})
+	if st := status(t, do(t, m, "", otherTool, `{}`, c)); st != StatusBypass {
+		t.Fatalf("never: %q", st)
+	}
+	m.SetSettings(Settings{})
+	if got := statuses(); got != "hit,hit,hit" {
+		t.Fatalf("after read-only bypass: %s", got)
+	}
+}
+
+func TestInvalidationRace(t *testing.T) {
+	// A result fetched before an invalidation must not be stored after it.
+	m := openTest(t, Options{})
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.Call(context.Background(), "", readTool, nil, func(context.Context) (*mcp.CallToolResult, error) {
+			close(entered)
+			<-release
+			return mcp.NewToolResultText("before the write"), nil
+		})
+	}()
+	<-entered
+	c := &child{}
+	do(t, m, "", writeTool, `{}`, c)
+	close(release)
+	<-done
+	if st := status(t, do(t, m, "", readTool, `{}`, c)); st != StatusMiss {
+		t.Fatalf("pre-invalidation result served: %q", st)
+	}
+}
+
+func TestAgentScoped(t *testing.T) {
+	m := openTest(t, Options{})
+	c := &child{}
+	do(t, m, "alice", readTool, `{}`, c)
+	if st := status(t, do(t, m, "bob", readTool, `{}`, c)); st != StatusHit {
+		t.Fatalf("shared scope: bob got %q", st)
+	}
+	m.SetSettings(Settings{AgentScoped: map[string]bool{"code-kg": true}})
+	do(t, m, "alice", readTool, `{"q":1}`, c)
+	if st := status(t, do(t, m, "bob", readTool, `{"q":1}`, c)); st != StatusMiss {
+		t.Fatalf("agent scope: bob got alice's answer (%q)", st)
+	}
+	if st := status(t, do(t, m, "alice", readTool, `{"q":1}`, c)); st != StatusHit {
+		t.Fatalf("agent scope: alice %q", st)
+	}
+	if st := status(t, do(t, m, "bob", otherTool, `{}`, c)); st != StatusMiss {
+		t.Fatalf("other server: %q", st)
+	}
+	if st := status(t, do(t, m, "alice", otherTool, `{}`, c)); st != StatusHit {
+		t.Fatalf("other server stays shared: %q", st)
+	}
+}
+
+func TestSingleFlight(t *testing.T) {
+	m := openTest(t, Options{})
+	const n = 16
+	var calls atomic.Int64
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	forward := func(context.Context) (*mcp.CallToolResult, error) {
+		if calls.Add(1) == 1 {
+			close(entered)
+		}
+		<-release
+		return mcp.NewToolResultText("shared"), nil
+	}
+	var wg sync.WaitGroup
+	results := make([]*mcp.CallToolResult, n)
+	errs := make([]error, n)
+	start := func(i int) {
+		wg.Go(func() {
+			results[i], errs[i] = m.Call(context.Background(), "", readTool, json.RawMessage(`{"k":"v"}`), forward)
+		})
+	}
+	start(0)
+	<-entered
+	for i := 1; i < n; i++ {
+		start(i)
+	}
+	time.Sleep(50 * time.Millisecond) // let followers join
+	close(release)
+	wg.Wait()
+	if calls.Load() != 1 {
+		t.Fatalf("forward called %d times, want 1", calls.Load())
+	}
+	counts := map[string]int{}
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("call %d: %v", i, errs[i])
+		}
+		if text(results[i]) != "shared" {
+			t.Fatalf("call %d got %q", i, text(results[i]))
+		}
+		counts[status(t, results[i])]++
+	}
+	if counts[StatusMiss] != 1 || counts[StatusHit] != n-1 {
+		t.Fatalf("statuses %v", counts)
+	}
+	// Each caller got its own _meta.
+	if results[0].Meta == results[1].Meta {
+		t.Fatal("results share _meta")
+	}
+}
+
+func TestLeaderCancelDoesNotPoisonFollowers(t *testing.T) {
+	m := openTest(t, Options{})
+	var calls atomic.Int64
+	leaderIn := make(chan struct{})
+	forward := func(ctx context.Context) (*mcp.CallToolResult, error) {
+		if calls.Add(1) == 1 {
+			close(leaderIn)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return mcp.NewToolResultText("from the follower's retry"), nil
+	}
+	leaderCtx, cancel := context.WithCancel(context.Background())
+	leaderErr := make(chan error, 1)
+	go func() {
+		_, err := m.Call(leaderCtx, "", readTool, json.RawMessage(`{}`), forward)
+		leaderErr <- err
+	}()
+	<-leaderIn
+	type out struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	follower := make(chan out, 1)
+	go func() {
+		res, err := m.Call(context.Background(), "", readTool, json.RawMessage(`{}`), forward)
+		follower <- out{res, err}
+	}()
+	time.Sleep(30 * time.Millisecond) // let the follower join
+	cancel()
+	if err := <-leaderErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("leader: %v", err)
+	}
+	got := <-follower
+	if got.err != nil || text(got.res) != "from the follower's retry" {
+		t.Fatalf("follower: %v %q", got.err, text(got.res))
+	}
+	if calls.Load() != 2 {
+		t.Fatalf("forward called %d times, want 2", calls.Load())
+	}
+	// A follower whose own context ends stops waiting.
+	block := make(chan struct{})
+	defer close(block)
+	go m.Call(context.Background(), "", readTool, json.RawMessage(`{"x":1}`), func(context.Context) (*mcp.CallToolResult, error) {
+		<-block
+		return mcp.NewToolResultText("late"), nil
+	})
+	time.Sleep(20 * time.Millisecond)
+	ctx, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel2()
+	if _, err := m.Call(ctx, "", readTool, json.RawMessage(`{"x":1}`), forward); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("waiting follower: %v", err)
+	}
+}
+
+func TestResultRoundTrip(t *testing.T) {
+	m := openTest(t, Options{})
+	structured := map[string]any{"nodes": []any{map[string]any{"id": "a", "n": 1.5}}, "ok": true}
+	mk := func(context.Context) (*mcp.CallToolResult, error) {
+		prio := 0.5
+		r := &mcp.CallToolResult{
+			Content: []mcp.Content{
+				mcp.TextContent{Type: "text", Text: "hello \u2028 <world> & \"quotes\"",
+					Annotated: mcp.Annotated{Annotations: &mcp.Annotations{Audience: []mcp.Role{mcp.RoleUser}, Priority: &prio}}},
+				mcp.ImageContent{Type: "image", Data: "aGVsbG8=", MIMEType: "image/png"},
+				mcp.AudioContent{Type: "audio", Data: "aGVsbG8=", MIMEType: "audio/wav"},
+				mcp.ResourceLink{Type: "resource_link", URI: "file:///a.txt", Name: "a.txt", MIMEType: "text/plain"},
+				mcp.EmbeddedResource{Type: "resource", Resource: mcp.TextResourceContents{URI: "file:///b.txt", MIMEType: "text/plain", Text: "bee"}},
+				mcp.EmbeddedResource{Type: "resource", Resource: mcp.BlobResourceContents{URI: "file:///c.bin", MIMEType: "application/octet-stream", Blob: "AAEC"}},
+			},
+			StructuredContent: structured,
+		}
+		r.Meta = &mcp.Meta{AdditionalFields: map[string]any{"child/trace": "abc"}}
+		return r, nil
+	}
+	ctx := context.Background()
+	miss, err := m.Call(ctx, "", readTool, nil, mk)
+	if err != nil || status(t, miss) != StatusMiss {
+		t.Fatalf("miss: %v", err)
+	}
+	hit, err := m.Call(ctx, "", readTool, nil, mk)
+	if err != nil || status(t, hit) != StatusHit {
+		t.Fatalf("hit: %v", err)
+	}
+	strip := func(r *mcp.CallToolResult) string {
+		c := *r
+		meta := *c.Meta
+		meta.AdditionalFields = map[string]any{}
+		for k, v := range c.Meta.AdditionalFields {
+			if k != MetaKey {
+				meta.AdditionalFields[k] = v
+			}
+		}
+		c.Meta = &meta
+		b, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if a, b := strip(miss), strip(hit); a != b {
+		t.Fatalf("hit differs from miss:\nmiss %s\nhit  %s", a, b)
+	}
+	if hit.Meta.AdditionalFields["child/trace"] != "abc" {
+		t.Fatalf("child _meta lost: %v", hit.Meta.AdditionalFields)
+	}
+	if len(hit.Content) != 6 {
+		t.Fatalf("content: %d items", len(hit.Content))
+	}
+	if _, ok := hit.Content[4].(mcp.EmbeddedResource).Resource.(mcp.TextResourceContents); !ok {
+		t.Fatalf("embedded resource type %T", hit.Content[4].(mcp.EmbeddedResource).Resource)
+	}
+	sc, _ := json.Marshal(hit.StructuredContent)
+	want, _ := json.Marshal(structured)
+	if string(sc) != string(want) {
+		t.Fatalf("structuredContent %s, want %s", sc, want)
+	}
+	// The miss result given to the caller was not the child's value mutated.
+	orig, _ := mk(ctx)
+	if _, ok := orig.Meta.AdditionalFields[MetaKey]; ok {
+		t.Fatal("child's _meta mutated")
+	}
+}
+
+func TestRedact(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "memory.db")
+	m := openTest(t, Options{Path: path, Redact: func(b []byte) []byte {
+		return []byte(strings.ReplaceAll(string(b), "hunter2", "[redacted]"))
+	}})
+	c := &child{text: func(json.RawMessage) string { return "password is hunter2" }}
+	if got := text(do(t, m, "", readTool, `{}`, c)); got != "password is hunter2" {
+		t.Fatalf("miss: %q", got)
+	}
+	if got := text(do(t, m, "", readTool, `{}`, c)); got != "password is [redacted]" {
+		t.Fatalf("hit: %q", got)
+	}
+	m.Close()
+	for _, p := range []string{path, path + "-wal"} {
+		b, _ := os.ReadFile(p)
+		if strings.Contains(string(b), "hunter2") {
+			t.Fatalf("secret in %s", p)
+		}
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("database mode %v (%v), want 0600", fi.Mode().Perm(), err)
+	}
+}
+
+func TestNilAndBypass(t *testing.T) {
+	var m *Memory
+	c := &child{}
+	res, err := m.Call(context.Background(), "", readTool, nil, c.forward(nil))
+	if err != nil || res == nil || res.Meta != nil {
+		t.Fatalf("nil memory: %v %+v", err, res)
+	}
+	if err := m.InvalidateServer(context.Background(), "x"); err != nil {
+		t.Fatal(err)
+	}
+	m.SetSettings(Settings{})
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	mm := openTest(t, Options{})
+	unannotated := Tool{Name: "x.y", Server: "x"}
+	for range 2 {
+		if st := status(t, do(t, mm, "", unannotated, `{}`, c)); st != StatusBypass {
+			t.Fatalf("unannotated: %q", st)
+		}
+	}
+	// Arguments that are not JSON are forwarded for the child to reject.
+	if st := status(t, do(t, mm, "", readTool, `{bad`, c)); st != StatusBypass {
+		t.Fatalf("bad args: %q", st)
+	}
+}
+
+func TestInvalidateServerAndClear(t *testing.T) {
+	m := openTest(t, Options{})
+	c := &child{}
+	ctx := context.Background()
+	for i := range 3 {
+		do(t, m, "", readTool, fmt.Sprintf(`{"i":%d}`, i), c)
+		do(t, m, "", otherTool, fmt.Sprintf(`{"i":%d}`, i), c)
+	}
+	if err := m.InvalidateServer(ctx, "code-kg"); err != nil {
+		t.Fatal(err)
+	}
+	if st := status(t, do(t, m, "", readTool, `{"i":0}`, c)); st != StatusMiss {
+		t.Fatalf("after InvalidateServer: %q", st)
+	}
+	if st := status(t, do(t, m, "", otherTool, `{"i":0}`, c)); st != StatusHit {
+		t.Fatalf("other server after InvalidateServer: %q", st)
+	}
+	n, err := m.Clear(ctx, "doc-kg", "")
+	if err != nil || n != 3 {
+		t.Fatalf("Clear(doc-kg) = %d, %v", n, err)
+	}
+	n, err = m.Clear(ctx, "", "")
+	if err != nil || n != 1 {
+		t.Fatalf("Clear(all) = %d, %v", n, err)
+	}
+	list, err := m.List(ctx, 0)
+	if err != nil || len(list) != 0 {
+		t.Fatalf("List after clear: %v %v", list, err)
+	}
+}
+
+func TestList(t *testing.T) {
+	clk := newClock()
+	m := openTest(t, Options{Now: clk.Now})
+	m.SetSettings(Settings{TTL: map[string]TTL{"doc-kg.*": {Never: true}}})
+	c := &child{}
+	do(t, m, "", readTool, `{"b":1,"a":"x"}`, c)
+	clk.Advance(time.Second)
+	do(t, m, "", otherTool, `{}`, c)
+	clk.Advance(time.Second)
+	do(t, m, "", readTool, `{"a":"x","b":1}`, c) // hit: most recently used
+	list, err := m.List(context.Background(), 10)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("List: %v %v", list, err)
+	}
+	e := list[0]
+	if e.Tool != readTool.Name || string(e.Args) != `{"a":"x","b":1}` || e.Hits != 1 || e.ExpiresAt == nil ||
+		e.ExpiresAt.Sub(e.CreatedAt) != DefaultTTL || len(e.Fingerprint) != 64 {
+		t.Fatalf("entry %+v", e)
+	}
+	if list[1].ExpiresAt != nil {
+		t.Fatalf("never entry has expiry %v", list[1].ExpiresAt)
+	}
+	if _, err := json.Marshal(list); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,206 @@
+package memory
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+)
+
+// Mode is a per-tool override of what the tool's annotations imply.
+type Mode int
+
+const (
+	// Auto caches a tool whose annotations say readOnlyHint or
+	// idempotentHint and not destructiveHint.
+	Auto Mode = iota
+	// Never bypasses memory for the tool.
+	Never
+	// Always caches the tool whatever its annotations say. The operator
+	// vouches that calls do not change anything, so a forwarded call of
+	// the tool does not invalidate its server either.
+	Always
+)
+
+// String returns "auto", "never" or "always".
+func (m Mode) String() string {
+	switch m {
+	case Auto:
+		return "auto"
+	case Never:
+		return "never"
+	case Always:
+		return "always"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// ParseMode parses a cache mode from config: "auto", "never" or "always".
+func ParseMode(s string) (Mode, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "auto", "":
+		return Auto, nil
+	case "never":
+		return Never, nil
+	case "always":
+		return Always, nil
+	}
+	return Auto, fmt.Errorf(`memory: cache mode %q: write "never", "always" or "auto"`, s)
+}
+
+// MarshalJSON encodes the mode as its string.
+func (m Mode) MarshalJSON() ([]byte, error) { return json.Marshal(m.String()) }
+
+// UnmarshalJSON decodes a mode string with ParseMode.
+func (m *Mode) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf(`memory: cache mode %s: write "never", "always" or "auto"`, b)
+	}
+	v, err := ParseMode(s)
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
+}
+
+// Settings are the hot-reloadable rules (config may change while serving):
+// swap them with SetSettings.
+//
+// Patterns are a canonical tool name ("server.tool"), a whole server
+// ("server.*") or everything ("*"). The most specific pattern wins:
+// exact name, then "server.*", then "*".
+type Settings struct {
+	TTL         map[string]TTL      // pattern -> ttl
+	Cache       map[string]Mode     // pattern -> never/always
+	Invalidate  map[string][]string // mutating canonical tool -> patterns it invalidates
+	AgentScoped map[string]bool     // server -> cacheScope "agent"
+	DefaultTTL  time.Duration       // 0 means the built-in DefaultTTL
+}
+
+// Validate reports patterns that can never match, so config errors surface
+// when the config is loaded rather than as silent misses.
+func (s Settings) Validate() error {
+	var errs []error
+	check := func(where, p string) {
+		if err := validPattern(p); err != nil {
+			errs = append(errs, fmt.Errorf("memory: %s: %w", where, err))
+		}
+	}
+	for p := range s.TTL {
+		check("ttl", p)
+	}
+	for p := range s.Cache {
+		check("cache", p)
+	}
+	for tool, targets := range s.Invalidate {
+		if tool == "" || strings.Contains(tool, "*") {
+			errs = append(errs, fmt.Errorf("memory: invalidate: key %q must be a canonical tool name such as \"server.tool\"", tool))
+		}
+		for _, p := range targets {
+			check("invalidate."+tool, p)
+		}
+	}
+	if s.DefaultTTL < 0 {
+		errs = append(errs, fmt.Errorf("memory: default ttl %v must not be negative", s.DefaultTTL))
+	}
+	return errors.Join(errs...)
+}
+
+func validPattern(p string) error {
+	switch {
+	case p == "*":
+		return nil
+	case p == "" || p == ".*":
+		return fmt.Errorf("empty pattern %q: write \"server.tool\", \"server.*\" or \"*\"", p)
+	case strings.HasSuffix(p, ".*"):
+		if strings.Contains(p[:len(p)-2], "*") {
+			return fmt.Errorf("pattern %q: only a trailing \".*\" wildcard is supported", p)
+		}
+		return nil
+	case strings.Contains(p, "*"):
+		return fmt.Errorf("pattern %q: only \"server.*\" and \"*\" wildcards are supported", p)
+	case !strings.Contains(p, "."):
+		return fmt.Errorf("pattern %q: write \"%s.*\" for a whole server or \"server.tool\" for one tool", p, p)
+	}
+	return nil
+}
+
+// rules is an immutable copy of Settings with lookups.
+type rules struct {
+	s Settings
+}
+
+func newRules(s Settings) *rules {
+	c := Settings{
+		TTL:         maps.Clone(s.TTL),
+		Cache:       maps.Clone(s.Cache),
+		Invalidate:  make(map[string][]string, len(s.Invalidate)),
+		AgentScoped: maps.Clone(s.AgentScoped),
+		DefaultTTL:  s.DefaultTTL,
+	}
+	for k, v := range s.Invalidate {
+		c.Invalidate[k] = append([]string(nil), v...)
+	}
+	return &rules{s: c}
+}
+
+// lookup finds the most specific pattern for t in m.
+func lookup[V any](m map[string]V, t Tool) (V, bool) {
+	if v, ok := m[t.Name]; ok {
+		return v, true
+	}
+	if v, ok := m[t.Server+".*"]; ok {
+		return v, true
+	}
+	v, ok := m["*"]
+	return v, ok
+}
+
+func (r *rules) ttl(t Tool) TTL {
+	if v, ok := lookup(r.s.TTL, t); ok {
+		return v
+	}
+	if r.s.DefaultTTL > 0 {
+		return TTL{D: r.s.DefaultTTL}
+	}
+	return TTL{D: DefaultTTL}
+}
+
+func (r *rules) mode(t Tool) Mode {
+	v, _ := lookup(r.s.Cache, t)
+	return v
+}
+
+// cacheable reports whether results of t may be stored and served.
+func (r *rules) cacheable(t Tool) bool {
+	switch r.mode(t) {
+	case Never:
+		return false
+	case Always:
+		return true
+	}
+	return t.Annotated && (t.ReadOnly || t.Idempotent) && !t.Destructive
+}
+
+// invalidates returns the patterns a forwarded call of t makes stale, or
+// nil when the call changes nothing memory holds.
+func (r *rules) invalidates(t Tool) []string {
+	if targets, ok := r.s.Invalidate[t.Name]; ok {
+		return targets
+	}
+	if t.ReadOnly || r.mode(t) == Always {
+		return nil
+	}
+	return []string{t.Server + ".*"}
+}
+
+func (r *rules) scope(t Tool, agent string) string {
+	if r.s.AgentScoped[t.Server] {
+		return "agent:" + agent
+	}
+	return ""
+}

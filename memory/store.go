@@ -1,0 +1,321 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// store is the SQLite side of Memory. All times are unix milliseconds.
+type store struct {
+	db *sql.DB
+	// writeSem serialises this process's write transactions, so they queue
+	// in Go (honouring contexts) instead of in SQLite's busy handler.
+	writeSem chan struct{}
+
+	lookupStmt *sql.Stmt
+}
+
+// openDB opens path with WAL, synchronous=NORMAL (durable across process
+// crashes; a power cut may lose the last commits, which for a cache is only
+// misses) and a busy timeout, and checks that the file is a database.
+func openDB(ctx context.Context, path string, busy time.Duration) (*store, error) {
+	if strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("path %q: '?' and '#' are not supported in the memory database path", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	// Create the file private to the user: cached results can be sensitive.
+	// SQLite gives the -wal and -shm files the same mode.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", max(busy.Milliseconds(), 1)))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	// Write transactions take the write lock up front: a deferred
+	// transaction that upgrades from read to write can fail with
+	// SQLITE_BUSY without waiting, which would lose the write for nothing.
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", path+"?"+q.Encode())
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(8)
+	db.SetMaxIdleConns(8)
+	// A garbage file fails here ("file is not a database"); a database cut
+	// short may pass and fail later, per query, which Call treats as a bypass.
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&n); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	s := &store{db: db, writeSem: make(chan struct{}, 1)}
+	s.lookupStmt, err = db.PrepareContext(ctx, `
+		SELECT g.gen, e.id, e.result, e.created_at, e.duration_ms
+		FROM (SELECT coalesce(sum(gen), 0) AS gen FROM generations WHERE name IN (?1, ?2, '*')) AS g
+		LEFT JOIN entries AS e ON e.key = ?3`)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("prepare lookup: %w", err)
+	}
+	return s, nil
+}
+
+func (s *store) close() error {
+	s.lookupStmt.Close()
+	return s.db.Close()
+}
+
+// genNames are the generation counters an entry of t depends on.
+func genNames(t Tool) (tool, server string) {
+	return "tool:" + t.Name, "server:" + t.Server
+}
+
+// entry is what a lookup finds.
+type entry struct {
+	id         int64
+	result     []byte
+	createdAt  int64
+	durationMS int64
+}
+
+// lookup returns the entry stored under key (found false if none) and the
+// current invalidation generation of t.
+func (s *store) lookup(ctx context.Context, t Tool, key []byte) (e entry, found bool, gen int64, err error) {
+	gt, gs := genNames(t)
+	var (
+		id, created, dur sql.NullInt64
+		result           []byte
+	)
+	err = s.lookupStmt.QueryRowContext(ctx, gt, gs, key).Scan(&gen, &id, &result, &created, &dur)
+	if err != nil {
+		return entry{}, false, 0, fmt.Errorf("lookup: %w", err)
+	}
+	if !id.Valid {
+		return entry{}, false, gen, nil
+	}
+	return entry{id: id.Int64, result: result, createdAt: created.Int64, durationMS: dur.Int64}, true, gen, nil
+}
+
+// writeTx runs fn in one IMMEDIATE transaction.
+func (s *store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	select {
+	case s.writeSem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.writeSem }()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// record is an entry to store.
+type record struct {
+	key         []byte
+	tool        Tool
+	scope       string
+	fingerprint string
+	args        []byte
+	result      []byte
+	durationMS  int64
+	createdAt   int64
+	expiresAt   sql.NullInt64
+}
+
+// currentGen reads t's generation inside tx.
+func currentGen(ctx context.Context, tx *sql.Tx, t Tool) (int64, error) {
+	gt, gs := genNames(t)
+	var gen int64
+	err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(gen), 0) FROM generations WHERE name IN (?1, ?2, '*')`, gt, gs).Scan(&gen)
+	if err != nil {
+		return 0, fmt.Errorf("read generation: %w", err)
+	}
+	return gen, nil
+}
+
+// upsert stores r, replacing an entry with the same key, and returns its id.
+func upsert(ctx context.Context, tx *sql.Tx, r *record) (int64, error) {
+	var id int64
+	err := tx.QueryRowContext(ctx, `
+		INSERT INTO entries (key, tool, server, scope, fingerprint, args, result, size,
+			duration_ms, created_at, expires_at, last_used_at, hits)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)
+		ON CONFLICT (key) DO UPDATE SET
+			result = excluded.result, size = excluded.size,
+			duration_ms = excluded.duration_ms, created_at = excluded.created_at,
+			expires_at = excluded.expires_at, last_used_at = excluded.last_used_at
+		RETURNING id`,
+		r.key, r.tool.Name, r.tool.Server, r.scope, r.fingerprint, string(r.args), r.result, len(r.result),
+		r.durationMS, r.createdAt, r.expiresAt, r.createdAt,
+	).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("store entry: %w", err)
+	}
+	return id, nil
+}
+
+// invalidate deletes the entries matching patterns and bumps their
+// generations, so results fetched before now are not stored after it.
+func invalidate(ctx context.Context, tx *sql.Tx, patterns []string) (int64, error) {
+	var total int64
+	for _, p := range patterns {
+		var (
+			res sql.Result
+			gen string
+			err error
+		)
+		switch {
+		case p == "*":
+			gen = "*"
+			res, err = tx.ExecContext(ctx, `DELETE FROM entries`)
+		case strings.HasSuffix(p, ".*"):
+			gen = "server:" + strings.TrimSuffix(p, ".*")
+			res, err = tx.ExecContext(ctx, `DELETE FROM entries WHERE server = ?`, strings.TrimSuffix(p, ".*"))
+		default:
+			gen = "tool:" + p
+			res, err = tx.ExecContext(ctx, `DELETE FROM entries WHERE tool = ?`, p)
+		}
+		if err != nil {
+			return total, fmt.Errorf("invalidate %q: %w", p, err)
+		}
+		n, _ := res.RowsAffected()
+		total += n
+		if err := bumpGen(ctx, tx, gen); err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+func bumpGen(ctx context.Context, tx *sql.Tx, name string) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO generations (name, gen) VALUES (?, 1)
+		ON CONFLICT (name) DO UPDATE SET gen = gen + 1`, name)
+	if err != nil {
+		return fmt.Errorf("bump generation %q: %w", name, err)
+	}
+	return nil
+}
+
+// bounds are the size limits eviction keeps.
+type bounds struct {
+	maxEntries int64
+	maxBytes   int64
+}
+
+// evictBatch is the smallest number of entries an eviction pass deletes.
+const evictBatch = 64
+
+// evictIfNeeded keeps the store within b. It reads the trigger-maintained
+// totals (one row), so the common case costs one primary-key read. Once over
+// a bound, it deletes expired entries and then least recently used ones
+// down to 90% of the bound, so the next pass is many puts away. keep is an
+// id never evicted (the entry just stored).
+func evictIfNeeded(ctx context.Context, tx *sql.Tx, b bounds, now, keep int64, beforeEvict func() error) (int64, error) {
+	entries, size, err := readTotals(ctx, tx)
+	if err != nil {
+		return 0, err
+	}
+	if entries <= b.maxEntries && size <= b.maxBytes {
+		return 0, nil
+	}
+	// Recent hits of this process are not in last_used_at yet.
+	if err := beforeEvict(); err != nil {
+		return 0, err
+	}
+	var evicted int64
+	res, err := tx.ExecContext(ctx, `DELETE FROM entries WHERE id IN (
+		SELECT id FROM entries WHERE expires_at <= ? AND id != ? LIMIT ?)`, now, keep, max(entries/10, evictBatch))
+	if err != nil {
+		return 0, fmt.Errorf("evict expired: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	evicted += n
+	lowEntries, lowBytes := b.maxEntries*9/10, b.maxBytes*9/10
+	for {
+		entries, size, err = readTotals(ctx, tx)
+		if err != nil {
+			return evicted, err
+		}
+		var k int64
+		switch {
+		case entries > lowEntries && entries > 1:
+			k = max(entries-lowEntries, evictBatch)
+		case size > lowBytes && entries > 1:
+			k = max(entries/100, evictBatch)
+		default:
+			return evicted, nil
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM entries WHERE id IN (
+			SELECT id FROM entries WHERE id != ? ORDER BY last_used_at, id LIMIT ?)`, keep, k)
+		if err != nil {
+			return evicted, fmt.Errorf("evict least recently used: %w", err)
+		}
+		n, _ := res.RowsAffected()
+		evicted += n
+		if n == 0 {
+			return evicted, nil
+		}
+	}
+}
+
+func readTotals(ctx context.Context, tx *sql.Tx) (entries, size int64, err error) {
+	err = tx.QueryRowContext(ctx, `SELECT entries, bytes FROM totals WHERE id = 1`).Scan(&entries, &size)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read totals: %w", err)
+	}
+	return entries, size, nil
+}
+
+// purgeExpired deletes up to limit entries whose stored expiry has passed.
+func purgeExpired(ctx context.Context, tx *sql.Tx, now int64, limit int) (int64, error) {
+	res, err := tx.ExecContext(ctx, `DELETE FROM entries WHERE id IN (
+		SELECT id FROM entries WHERE expires_at <= ? LIMIT ?)`, now, limit)
+	if err != nil {
+		return 0, fmt.Errorf("purge expired: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// sqliteCode returns the primary SQLite result code in err, or 0.
+func sqliteCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() & 0xff
+	}
+	return 0
+}
+
+// isBusy reports a lock held elsewhere.
+func isBusy(err error) bool {
+	c := sqliteCode(err)
+	return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
+}
