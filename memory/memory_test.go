@@ -39,7 +39,7 @@ func (c *clock) Advance(d time.Duration) {
 
 // testLogger sends memory's logs to t.Log.
 func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
 type testWriter struct{ t testing.TB }

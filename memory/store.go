@@ -33,13 +33,13 @@ func openDB(ctx context.Context, path string, busy time.Duration) (*store, error
 		return nil, fmt.Errorf("path %q: '?' and '#' are not supported in the memory database path", path)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("create directory: %w", err)
 	}
 	// Create the file private to the user: cached results can be sensitive.
 	// SQLite gives the -wal and -shm files the same mode.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("create file: %w", err)
 	}
 	f.Close()
 
@@ -53,7 +53,7 @@ func openDB(ctx context.Context, path string, busy time.Duration) (*store, error
 	q.Set("_txlock", "immediate")
 	db, err := sql.Open("sqlite", path+"?"+q.Encode())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("open: %w", err)
 	}
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
@@ -62,7 +62,7 @@ func openDB(ctx context.Context, path string, busy time.Duration) (*store, error
 	var n int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&n); err != nil {
 		db.Close()
-		return nil, err
+		return nil, fmt.Errorf("read schema: %w", err)
 	}
 	if err := migrate(ctx, db); err != nil {
 		db.Close()
@@ -231,9 +231,6 @@ type bounds struct {
 	maxBytes   int64
 }
 
-// evictBatch is the smallest number of entries an eviction pass deletes.
-const evictBatch = 64
-
 // evictIfNeeded keeps the store within b. It reads the trigger-maintained
 // totals (one row), so the common case costs one primary-key read. Once over
 // a bound, it deletes expired entries and then least recently used ones
@@ -253,7 +250,7 @@ func evictIfNeeded(ctx context.Context, tx *sql.Tx, b bounds, now, keep int64, b
 	}
 	var evicted int64
 	res, err := tx.ExecContext(ctx, `DELETE FROM entries WHERE id IN (
-		SELECT id FROM entries WHERE expires_at <= ? AND id != ? LIMIT ?)`, now, keep, max(entries/10, evictBatch))
+		SELECT id FROM entries WHERE expires_at <= ? AND id != ? LIMIT ?)`, now, keep, max(entries/10, 64))
 	if err != nil {
 		return 0, fmt.Errorf("evict expired: %w", err)
 	}
@@ -268,9 +265,10 @@ func evictIfNeeded(ctx context.Context, tx *sql.Tx, b bounds, now, keep int64, b
 		var k int64
 		switch {
 		case entries > lowEntries && entries > 1:
-			k = max(entries-lowEntries, evictBatch)
+			k = entries - lowEntries
 		case size > lowBytes && entries > 1:
-			k = max(entries/100, evictBatch)
+			// Estimate from the mean size; the loop mops up the rest.
+			k = max((size-lowBytes)/max(size/entries, 1), 1)
 		default:
 			return evicted, nil
 		}

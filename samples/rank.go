@@ -33,7 +33,7 @@ func stem(w string) string {
 		case "ies":
 			return base + "y"
 		case "es":
-			if !strings.HasSuffix(base, "s") && !strings.HasSuffix(base, "x") && !strings.HasSuffix(base, "ch") && !strings.HasSuffix(base, "sh") {
+			if !strings.HasSuffix(base, "ss") && !strings.HasSuffix(base, "x") && !strings.HasSuffix(base, "ch") && !strings.HasSuffix(base, "sh") {
 				return base + "e" // releases -> release, not releas
 			}
 		case "ing", "ings", "ed":

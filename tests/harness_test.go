@@ -1,0 +1,426 @@
+// Package tests drives the nexus binary end to end, as a client would: real child
+// processes, real stdio and HTTP sessions, real SQLite files.
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// bins holds the binaries built once for the whole run.
+type bins struct {
+	nexus, fixture string
+}
+
+var built bins // set once by TestMain, read-only afterwards
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "nexus-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	built = bins{nexus: filepath.Join(dir, "nexus"), fixture: filepath.Join(dir, "fixture")}
+	for path, pkg := range map[string]string{built.nexus: "../cmd/nexus", built.fixture: "./fixture"} {
+		args := []string{"build", "-o", path}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		cmd := exec.Command("go", append(args, pkg)...)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building", pkg, err)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// home is a throw-away NEXUS_HOME with a config.json.
+type home struct {
+	t   *testing.T
+	dir string
+	log string // the fixture's call log
+}
+
+func newHome(t *testing.T, cfg map[string]any) *home {
+	t.Helper()
+	h := &home{t: t, dir: t.TempDir()}
+	h.log = filepath.Join(h.dir, "calls.log")
+	if cfg != nil {
+		h.writeConfig(cfg)
+	}
+	return h
+}
+
+func (h *home) writeConfig(cfg map[string]any) {
+	h.t.Helper()
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	// Write through a rename so a watching gateway never reads half a file.
+	tmp := filepath.Join(h.dir, ".config.tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(h.dir, "config.json")); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// fixtureServer is a config entry running the fixture child.
+func (h *home) fixtureServer(extra map[string]any) map[string]any {
+	s := map[string]any{"command": built.fixture, "env": map[string]string{"FIXTURE_CALL_LOG": h.log}}
+	for k, v := range extra {
+		s[k] = v
+	}
+	return s
+}
+
+// calls returns how many times the child received each tool.
+func (h *home) calls() map[string]int {
+	data, _ := os.ReadFile(h.log)
+	out := map[string]int{}
+	for _, line := range strings.Fields(string(data)) {
+		out[line]++
+	}
+	return out
+}
+
+func (h *home) env(extra ...string) []string {
+	return append([]string{"NEXUS_HOME=" + h.dir, "PATH=" + os.Getenv("PATH"), "HOME=" + h.dir}, extra...)
+}
+
+// nexus runs one CLI command and returns its stdout, stderr and exit code.
+func (h *home) nexus(args ...string) (stdout, stderr string, code int) {
+	h.t.Helper()
+	cmd := exec.Command(built.nexus, args...)
+	cmd.Env = h.env()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code = 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		h.t.Fatalf("running nexus %v: %v", args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// rpcError is a JSON-RPC error as the client sees it.
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+// message is any JSON-RPC message read from the gateway.
+type message struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *rpcError       `json:"error"`
+	raw    []byte
+}
+
+// session is a raw MCP client over a process's stdio: the test sees every byte.
+type session struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	stderr *lockedBuffer
+	ids    atomic.Int64
+
+	mu      sync.Mutex
+	pending map[string]chan message
+	notes   []message
+	noteC   chan struct{}
+	stdout  []byte // everything read, to check nothing but JSON-RPC was written
+	done    chan struct{}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// serveStdio starts `nexus serve` with args and initializes a session.
+func (h *home) serveStdio(args ...string) *session {
+	h.t.Helper()
+	return startSession(h.t, h.env(), built.nexus, append([]string{"serve"}, args...)...)
+}
+
+func startSession(t *testing.T, env []string, command string, args ...string) *session {
+	t.Helper()
+	cmd := exec.Command(command, args...)
+	cmd.Env = env
+	s := &session{t: t, cmd: cmd, stderr: &lockedBuffer{}, pending: map[string]chan message{},
+		noteC: make(chan struct{}, 1), done: make(chan struct{})}
+	cmd.Stderr = s.stderr
+	var err error
+	if s.in, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go s.read(out)
+	t.Cleanup(s.close)
+	res, rpcErr := s.request("initialize", map[string]any{
+		"protocolVersion": "2025-11-25",
+		"capabilities":    map[string]any{},
+		"clientInfo":      map[string]any{"name": "e2e-test", "version": "1"},
+	})
+	if rpcErr != nil {
+		t.Fatalf("initialize: %+v\nstderr:\n%s", rpcErr, s.stderr)
+	}
+	_ = res
+	s.notify("notifications/initialized", nil)
+	return s
+}
+
+func (s *session) read(out io.Reader) {
+	defer close(s.done)
+	r := bufio.NewReaderSize(out, 1<<20)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 {
+			s.mu.Lock()
+			s.stdout = append(s.stdout, line...)
+			s.mu.Unlock()
+			var m message
+			if json.Unmarshal(line, &m) == nil {
+				m.raw = bytes.TrimSpace(line)
+				s.mu.Lock()
+				if m.Method != "" && len(m.ID) == 0 {
+					s.notes = append(s.notes, m)
+					select {
+					case s.noteC <- struct{}{}:
+					default:
+					}
+				} else if ch, ok := s.pending[string(m.ID)]; ok {
+					delete(s.pending, string(m.ID))
+					ch <- m
+				}
+				s.mu.Unlock()
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (s *session) close() {
+	s.in.Close()
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		s.cmd.Process.Kill()
+	}
+	_ = s.cmd.Wait()
+}
+
+func (s *session) send(v any) {
+	s.t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.sendRaw(b)
+}
+
+func (s *session) sendRaw(b []byte) {
+	s.t.Helper()
+	if _, err := s.in.Write(append(b, '\n')); err != nil {
+		s.t.Fatalf("writing to the gateway: %v\nstderr:\n%s", err, s.stderr)
+	}
+}
+
+func (s *session) notify(method string, params any) {
+	m := map[string]any{"jsonrpc": "2.0", "method": method}
+	if params != nil {
+		m["params"] = params
+	}
+	s.send(m)
+}
+
+// expect registers interest in the response to id.
+func (s *session) expect(id string) chan message {
+	ch := make(chan message, 1)
+	s.mu.Lock()
+	s.pending[id] = ch
+	s.mu.Unlock()
+	return ch
+}
+
+func (s *session) wait(ch chan message, what string) message {
+	s.t.Helper()
+	select {
+	case m := <-ch:
+		return m
+	case <-time.After(30 * time.Second):
+		s.t.Fatalf("no response to %s after 30s\nstderr:\n%s", what, s.stderr)
+	case <-s.done:
+		s.t.Fatalf("the gateway exited while waiting for %s\nstderr:\n%s", what, s.stderr)
+	}
+	return message{}
+}
+
+// request sends a request and waits for its response.
+func (s *session) request(method string, params any) (json.RawMessage, *rpcError) {
+	s.t.Helper()
+	m := s.requestMsg(method, params)
+	return m.Result, m.Error
+}
+
+func (s *session) requestMsg(method string, params any) message {
+	s.t.Helper()
+	id := s.ids.Add(1)
+	ch := s.expect(fmt.Sprint(id))
+	req := map[string]any{"jsonrpc": "2.0", "id": id, "method": method}
+	if params != nil {
+		req["params"] = params
+	}
+	s.send(req)
+	return s.wait(ch, method)
+}
+
+// callResult is a tools/call result as a test reads it.
+type callResult struct {
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent"`
+	IsError           bool            `json:"isError"`
+	Meta              map[string]any  `json:"_meta"`
+}
+
+func (r callResult) text() string {
+	var parts []string
+	for _, c := range r.Content {
+		parts = append(parts, c.Text)
+	}
+	return strings.Join(parts, "\n")
+}
+
+func (r callResult) cacheStatus() string {
+	c, _ := r.Meta["nexus/cache"].(map[string]any)
+	s, _ := c["status"].(string)
+	return s
+}
+
+// call calls a tool and fails the test on a JSON-RPC error.
+func (s *session) call(name string, args any) callResult {
+	s.t.Helper()
+	res, rpcErr := s.request("tools/call", map[string]any{"name": name, "arguments": args})
+	if rpcErr != nil {
+		s.t.Fatalf("calling %s: JSON-RPC error %d: %s\nstderr:\n%s", name, rpcErr.Code, rpcErr.Message, s.stderr)
+	}
+	var r callResult
+	if err := json.Unmarshal(res, &r); err != nil {
+		s.t.Fatalf("decoding the result of %s: %v: %s", name, err, res)
+	}
+	return r
+}
+
+// toolNames lists the session's tools/list names.
+func (s *session) tools() map[string]json.RawMessage {
+	s.t.Helper()
+	res, rpcErr := s.request("tools/list", map[string]any{})
+	if rpcErr != nil {
+		s.t.Fatalf("tools/list: %+v", rpcErr)
+	}
+	var list struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(res, &list); err != nil {
+		s.t.Fatal(err)
+	}
+	out := map[string]json.RawMessage{}
+	for _, raw := range list.Tools {
+		var t struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(raw, &t)
+		out[t.Name] = raw
+	}
+	return out
+}
+
+// waitNote waits for a notification with method that satisfies ok, consuming the
+// notifications before it.
+func (s *session) waitNote(method string, timeout time.Duration, ok func(message) bool) message {
+	s.t.Helper()
+	deadline := time.After(timeout)
+	for {
+		s.mu.Lock()
+		for i, n := range s.notes {
+			if n.Method == method && (ok == nil || ok(n)) {
+				s.notes = s.notes[i+1:]
+				s.mu.Unlock()
+				return n
+			}
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.noteC:
+		case <-deadline:
+			s.t.Fatalf("no %s notification within %s\nstderr:\n%s", method, timeout, s.stderr)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// eventually retries check until it holds or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, check func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !check() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func compactJSON(t *testing.T, raw []byte) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		t.Fatalf("compacting %s: %v", raw, err)
+	}
+	return b.String()
+}
