@@ -638,6 +638,7 @@ func (k *codeKG) resolveFinding(_ context.Context, a *resolveArgs) answer {
 	fc := fileContext(run, f.Path, 10)
 	imp, _ := impactOf(run, f.Path, 2, 20)
 	rels, _ := fc["relations"].([]relation)
+	delete(fc, "relations") // carried once, as nearby_relations
 	lo, hi := max(1, f.Line-15), f.Line+15
 	cmd := map[string]string{
 		"bandit":   "bandit -q " + f.Path,
@@ -844,20 +845,19 @@ func (k *codeKG) regenerateDryRun(_ context.Context, a *selectorArgs) answer {
 	return answer{body: plan(run, b)}
 }
 
-func (k *codeKG) regenerate(ctx context.Context, a *regenerateArgs) answer {
-	if a.DryRun == nil || *a.DryRun {
-		if a.ConfirmedBySR || a.AllowDirty {
-			run, b, fail := k.regenTarget(a.selectorArgs)
-			if fail != nil {
-				return *fail
-			}
-			p := plan(run, b)
-			p["note"] = "dry_run defaults to true: nothing was regenerated; pass dry_run=false for a real run"
-			return answer{body: p}
-		}
-		return k.regenerateDryRun(ctx, &a.selectorArgs)
+// regenerate is the compatible tool: a dry run unless dry_run=false, so a
+// client that sends only confirmations still changes nothing.
+func (k *codeKG) regenerate(_ context.Context, a *regenerateArgs) answer {
+	if a.DryRun != nil && !*a.DryRun {
+		return k.submit(a.selectorArgs, a.ConfirmedBySR, a.AllowDirty, a.Reason)
 	}
-	return k.submit(a.selectorArgs, a.ConfirmedBySR, a.AllowDirty, a.Reason)
+	run, b, fail := k.regenTarget(a.selectorArgs)
+	if fail != nil {
+		return *fail
+	}
+	p := plan(run, b)
+	p["note"] = "dry run (dry_run defaults to true): nothing was regenerated"
+	return answer{body: p}
 }
 
 type submitArgs struct {

@@ -1,12 +1,16 @@
 package samples
 
 import (
+	"bufio"
+	"context"
+	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 )
@@ -314,4 +318,42 @@ func TestLocalPathRefusedOverHTTP(t *testing.T) {
 	}
 	s.expect("kg_compare_with_local_git", with(np, "local_head", commitNP002), "ok", false) // repository + branch still work
 	invalidParams(t, s, "kg_latest_graph", with(np, "token", "x"))
+}
+
+// TestServeHTTP runs Serve on 127.0.0.1:0 and drives it with a streamable
+// HTTP client: Serve over HTTP makes the server Remote.
+func TestServeHTTP(t *testing.T) {
+	t.Setenv(EnvLocalRepoRoots, t.TempDir())
+	errR, errW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, CodeKGName, "127.0.0.1:0", strings.NewReader(""), io.Discard, errW) }()
+	line, err := bufio.NewReader(errR).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, errR) }()
+	_, url, found := strings.Cut(strings.TrimSpace(line), "streamable HTTP on ")
+	if !found {
+		t.Fatalf("no address in %q", line)
+	}
+	c, err := client.NewStreamableHttpClient(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	initialize(t, c)
+	s := &session{t: t, c: c}
+	s.expect("kg_compare_with_local_git", with(np, "local_path", os.Getenv(EnvLocalRepoRoots)), "refused", true)
+	s.expect("kg_latest_graph", np, "ok", false)
+	_ = c.Close()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not stop")
+	}
+	_ = errW.Close()
 }

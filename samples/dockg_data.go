@@ -132,11 +132,11 @@ func newDocDataset() *docDataset {
 					"Decision: fix the auth module before any new production deploy.", "weekly", "auth"),
 			d("doc-echo-weekly-0512", "transcript", echo, "ws-meetings", "prj-weekly-sync", "2026-05-12",
 				"Weekly sync 12 May: Q4 planning kickoff",
-				"Transcript. Marc: Q4 needs SSO and two hires. Lea: then Q4 planning must include onboarding time. "+
-					"Decision: draft Q4 OKRs by Friday.", "weekly", "planning", "q4"),
+				"Transcript. Marc: next quarter needs SSO and two hires. Lea: then the roadmap must include onboarding time. "+
+					"Decision: draft the OKRs by Friday.", "weekly", "planning", "q4"),
 			d("doc-echo-planning-q3", "transcript", echo, "ws-meetings", "prj-weekly-sync", "2026-06-18",
 				"Planning meeting: Q3 scope cut",
-				"Transcript. Sam: offline sync and summaries fit Q3, SSO does not. Marc: cut SSO from Q3 planning. Decision: SSO moves to Q4.",
+				"Transcript. Sam: offline sync and summaries fit the quarter, SSO does not. Marc: cut it. Decision: SSO moves to Q4.",
 				"planning", "q3"),
 			d("doc-echo-incident-staging", "transcript", echo, "ws-meetings", "prj-incident-reviews", "2026-04-24",
 				"Incident review: staging database wiped",

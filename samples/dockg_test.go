@@ -141,12 +141,12 @@ func TestDocKGTools(t *testing.T) {
 				t.Errorf("production first result %s", id)
 			}
 		}},
-		{"doc_kg_search", with(notes, "query", "Q3 planning"), "ok", false, func(t *testing.T, b map[string]any) {
+		{"doc_kg_search", map[string]any{"query": "Q3 planning"}, "ok", false, func(t *testing.T, b map[string]any) {
 			if id := firstDoc(t, b, "results"); id != "doc-q3-planning" {
 				t.Errorf("Q3 first result %s", id)
 			}
 		}},
-		{"doc_kg_search", with(notes, "query", "Q4 planning"), "ok", false, func(t *testing.T, b map[string]any) {
+		{"doc_kg_search", map[string]any{"query": "Q4 planning"}, "ok", false, func(t *testing.T, b map[string]any) {
 			if id := firstDoc(t, b, "results"); id != "doc-q4-planning" {
 				t.Errorf("Q4 first result %s", id)
 			}

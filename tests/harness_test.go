@@ -424,3 +424,10 @@ func compactJSON(t *testing.T, raw []byte) string {
 	}
 	return b.String()
 }
+
+var interrupt = os.Interrupt
+
+func readFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	return string(b), err
+}

@@ -1,0 +1,82 @@
+package tests
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// BenchmarkGateway measures what Nexus adds to a tools/call of a trivial read-only
+// tool: the same client calls the fixture child directly over stdio, and through
+// `nexus serve` (stdio front, stdio child), sequentially and 8 calls at a time. Both
+// run in the same benchmark so their ratio comes from one run on a noisy machine.
+//
+//	go test ./tests -run '^$' -bench Gateway -benchtime 2000x
+func BenchmarkGateway(b *testing.B) {
+	if raceEnabled {
+		b.Skip("benchmarks need binaries built without -race")
+	}
+	t := &testing.T{}
+	h := newHome(t, nil)
+	h.writeConfig(map[string]any{"servers": map[string]any{"fx": map[string]any{"command": built.fixture}}})
+	targets := []struct {
+		name string
+		s    func() *session
+		tool string
+		args func(i int) map[string]any
+	}{
+		{"direct", func() *session { return startSession(t, h.env(), built.fixture) }, "echo", distinct},
+		{"nexus", func() *session { return startSession(t, h.env(), built.nexus, "serve", "--no-memory") }, "fx__echo", distinct},
+		{"nexus-memory-hit", func() *session { return startSession(t, h.env(), built.nexus, "serve") }, "fx__echo", same},
+	}
+	seq := map[string][]time.Duration{}
+	rate := map[string]float64{}
+	for _, tg := range targets {
+		s := tg.s()
+		for i := 0; i < 200; i++ { // warm up: connections, caches, the first memory entry
+			s.call(tg.tool, tg.args(i))
+		}
+		lat := make([]time.Duration, b.N)
+		for i := range b.N {
+			start := time.Now()
+			s.call(tg.tool, tg.args(i))
+			lat[i] = time.Since(start)
+		}
+		seq[tg.name] = lat
+
+		start := time.Now()
+		var wg sync.WaitGroup
+		per := max(b.N/8, 1)
+		for w := range 8 {
+			wg.Go(func() {
+				for i := range per {
+					s.call(tg.tool, tg.args(w*per+i))
+				}
+			})
+		}
+		wg.Wait()
+		rate[tg.name] = float64(8*per) / time.Since(start).Seconds()
+		s.close()
+		if t.Failed() {
+			b.Fatalf("%s failed", tg.name)
+		}
+	}
+	p := func(lat []time.Duration, q float64) float64 {
+		s := slices.Clone(lat)
+		slices.Sort(s)
+		return float64(s[int(q*float64(len(s)-1))].Microseconds())
+	}
+	for _, tg := range targets {
+		b.ReportMetric(p(seq[tg.name], 0.5), tg.name+"-p50-µs")
+		b.ReportMetric(p(seq[tg.name], 0.99), tg.name+"-p99-µs")
+		b.ReportMetric(rate[tg.name], tg.name+"-8way-req/s")
+	}
+	b.ReportMetric(p(seq["nexus"], 0.5)/p(seq["direct"], 0.5), "nexus/direct-p50-x")
+	b.ReportMetric(rate["nexus"]/rate["direct"], "nexus/direct-8way-x")
+	b.ReportMetric(p(seq["nexus-memory-hit"], 0.5)/p(seq["direct"], 0.5), "hit/direct-p50-x")
+}
+
+func distinct(i int) map[string]any { return map[string]any{"message": fmt.Sprint("m", i)} }
+func same(int) map[string]any       { return map[string]any{"message": "the same read"} }
