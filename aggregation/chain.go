@@ -53,10 +53,12 @@ func (g *Gateway) callTool(ctx context.Context, agent string, p callParams, noti
 
 	d := g.pol.Load().Decide(agent, t.policyTool())
 	g.denials.Record(d)
-	g.log.Info("policy", "agent", agent, "tool", t.Canonical, "allowed", d.Allowed, "rule", d.Rule, "origin", d.Origin)
 	if !d.Allowed {
+		g.log.Info("policy: call refused", "agent", agent, "tool", t.Canonical, "rule", d.Rule, "origin", d.Origin)
 		return toolError(d.Message()), nil
 	}
+	// Allowed calls are the hot path: their audit line is written at debug level.
+	g.log.Debug("policy: call allowed", "agent", agent, "tool", t.Canonical, "rule", d.Rule, "origin", d.Origin)
 
 	forward := func(ctx context.Context) (json.RawMessage, error) {
 		return g.forward(ctx, t, args, p.progressToken(), notify)

@@ -49,7 +49,8 @@ func openDB(ctx context.Context, path string, busy time.Duration) (*store, error
 	q.Add("_pragma", "synchronous(NORMAL)")
 	// Statement journals (every write with triggers needs one) stay in memory.
 	q.Add("_pragma", "temp_store(MEMORY)")
-	q.Add("_pragma", "mmap_size(268435456)")
+	// 8 MiB of page cache per connection: a hit reads an index and a row.
+	q.Add("_pragma", "cache_size(-8192)")
 	// Write transactions take the write lock up front: a deferred
 	// transaction that upgrades from read to write can fail with
 	// SQLITE_BUSY without waiting, which would lose the write for nothing.

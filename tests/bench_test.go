@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -28,7 +29,9 @@ func BenchmarkGateway(b *testing.B) {
 		args func(i int) map[string]any
 	}{
 		{"direct", func() *session { return startSession(t, h.env(), built.fixture) }, "echo", distinct},
-		{"nexus", func() *session { return startSession(t, h.env(), built.nexus, "serve", "--no-memory") }, "fx__echo", distinct},
+		{"nexus", func() *session {
+			return startSession(t, h.env("NEXUS_CPUPROFILE="+os.Getenv("BENCH_NEXUS_CPUPROFILE")), built.nexus, "serve", "--no-memory")
+		}, "fx__echo", distinct},
 		{"nexus-memory-hit", func() *session { return startSession(t, h.env(), built.nexus, "serve") }, "fx__echo", same},
 	}
 	seq := map[string][]time.Duration{}

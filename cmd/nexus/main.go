@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -15,7 +16,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stopProfile := startProfile(os.Getenv("NEXUS_CPUPROFILE"))
 	err := run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
+	stopProfile()
 	stop()
 	if err != nil {
 		var exit cli.ExitCoder
@@ -27,6 +30,28 @@ func main() {
 		}
 		fmt.Fprintln(os.Stderr, "nexus:", err)
 		os.Exit(1)
+	}
+}
+
+// startProfile writes a CPU profile to path until the returned func is called: for
+// measuring the gateway under a real client (NEXUS_CPUPROFILE=/tmp/cpu.out).
+func startProfile(path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "nexus: NEXUS_CPUPROFILE:", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "nexus: NEXUS_CPUPROFILE:", err)
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
 	}
 }
 
