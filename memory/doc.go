@@ -55,10 +55,16 @@
 // batched in memory and written every second, so `nexus cache stats` in
 // another process lags by at most that.
 //
-// Memory never breaks a call. A database that is corrupt, locked or full
-// makes memory step aside for that call: the failure is logged, the call is
-// forwarded, and the result says "bypass". A file that cannot be opened as
-// a database gives a Memory that bypasses every call (see Open and Err).
+// Memory never breaks a call. When the database cannot be read (corrupt,
+// unreadable), memory steps aside for that call: the failure is logged, the
+// call is forwarded, and the result says "bypass". When it cannot be written
+// (locked by another process beyond Options.BusyTimeout, disk full), the
+// forwarded answer is returned as a "miss" and not stored; stores then pause
+// for a few seconds, so a lock held elsewhere delays one call, not every
+// call. An invalidation that could not be written makes the tools it covers
+// bypass memory in this process until a retry lands. A file that cannot be
+// opened as a database gives a Memory that bypasses every call (see Open
+// and Err).
 //
 // Size is bounded by entry count and total bytes. Totals are kept by
 // triggers, so checking a bound is one row read; once over a bound, the

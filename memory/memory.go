@@ -51,7 +51,7 @@ type Options struct {
 	MaxResultBytes int                 // 0: DefaultMaxResultBytes; larger results are not stored
 	Logger         *slog.Logger        // nil: discard
 	Now            func() time.Time    // nil: time.Now; drives TTLs and ages
-	Redact         func([]byte) []byte // applied to result JSON before it is stored; nil: none
+	Redact         func([]byte) []byte // applied to result JSON (and the displayed args) before they are stored; nil: none
 
 	// BusyTimeout bounds how long one database operation waits for a lock
 	// held by another process. 0: DefaultBusyTimeout.
@@ -273,6 +273,9 @@ type call struct {
 // of an identical call gave up because its own context ended.
 func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Context) (*mcp.CallToolResult, error)) (res *mcp.CallToolResult, retry bool, err error) {
 	if res, ok, err := m.lookupHit(ctx, c); err != nil {
+		if ctx.Err() != nil {
+			return nil, false, ctx.Err()
+		}
 		m.stepAside("lookup", err)
 		res, err := m.bypass(ctx, c.t, c.invals, forward)
 		return res, false, err
@@ -396,8 +399,13 @@ func (m *Memory) remember(ctx context.Context, c *call, res *mcp.CallToolResult,
 	if canStore && callErr == nil && m.writable() {
 		if blob, ok := m.encode(c.t, res); ok {
 			now := m.now().UnixMilli()
+			args := c.args
+			if m.opts.Redact != nil {
+				// The key hashes the real arguments; the stored copy is for display.
+				args = m.opts.Redact(bytes.Clone(args))
+			}
 			rec = &record{
-				key: c.key, tool: c.t, scope: c.scope, fingerprint: c.fp, args: c.args,
+				key: c.key, tool: c.t, scope: c.scope, fingerprint: c.fp, args: args,
 				result: blob, durationMS: dur.Milliseconds(), createdAt: now,
 			}
 			if !c.ttl.Never {
@@ -476,10 +484,6 @@ func (m *Memory) encode(t Tool, res *mcp.CallToolResult) ([]byte, bool) {
 		m.log.Debug("memory: result not stored: cannot encode", "tool", t.Name, "err", err)
 		return nil, false
 	}
-	if len(blob) > m.maxResult {
-		m.log.Debug("memory: result not stored: over the size cap", "tool", t.Name, "size", len(blob), "cap", m.maxResult)
-		return nil, false
-	}
 	// A hit must be the answer the child gave: refuse what does not survive
 	// decoding (unknown content types, for example).
 	var back mcp.CallToolResult
@@ -497,6 +501,10 @@ func (m *Memory) encode(t Tool, res *mcp.CallToolResult) ([]byte, bool) {
 			m.stepAside("redact", fmt.Errorf("redacted result of %s does not decode: %w", t.Name, err))
 			return nil, false
 		}
+	}
+	if len(blob) > m.maxResult {
+		m.log.Debug("memory: result not stored: over the size cap", "tool", t.Name, "size", len(blob), "cap", m.maxResult)
+		return nil, false
 	}
 	return blob, true
 }

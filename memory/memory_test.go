@@ -555,11 +555,15 @@ func TestRedact(t *testing.T) {
 		return []byte(strings.ReplaceAll(string(b), "hunter2", "[redacted]"))
 	}})
 	c := &child{text: func(json.RawMessage) string { return "password is hunter2" }}
-	if got := text(do(t, m, "", readTool, `{}`, c)); got != "password is hunter2" {
+	if got := text(do(t, m, "", readTool, `{"token":"hunter2"}`, c)); got != "password is hunter2" {
 		t.Fatalf("miss: %q", got)
 	}
-	if got := text(do(t, m, "", readTool, `{}`, c)); got != "password is [redacted]" {
+	if got := text(do(t, m, "", readTool, `{"token":"hunter2"}`, c)); got != "password is [redacted]" {
 		t.Fatalf("hit: %q", got)
+	}
+	// Other secret, other key: redaction does not merge keys.
+	if st := status(t, do(t, m, "", readTool, `{"token":"hunter3"}`, c)); st != StatusMiss {
+		t.Fatalf("other token: %q", st)
 	}
 	m.Close()
 	for _, p := range []string{path, path + "-wal"} {
@@ -656,5 +660,26 @@ func TestList(t *testing.T) {
 	}
 	if _, err := json.Marshal(list); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestIdempotentWriteTool(t *testing.T) {
+	// idempotentHint without readOnlyHint is cacheable (per the issue), and
+	// because it is not read-only, its forwarded calls still invalidate.
+	m := openTest(t, Options{})
+	ensure := Tool{Name: "code-kg.ensure_label", Server: "code-kg", Annotated: true, Idempotent: true}
+	c := &child{}
+	do(t, m, "", readTool, `{}`, c)
+	if st := status(t, do(t, m, "", ensure, `{"l":"bug"}`, c)); st != StatusMiss {
+		t.Fatalf("first idempotent call: %q", st)
+	}
+	if st := status(t, do(t, m, "", readTool, `{}`, c)); st != StatusMiss {
+		t.Fatalf("read after idempotent write: %q", st)
+	}
+	if st := status(t, do(t, m, "", ensure, `{"l":"bug"}`, c)); st != StatusHit {
+		t.Fatalf("repeated idempotent call: %q", st)
+	}
+	if st := status(t, do(t, m, "", readTool, `{}`, c)); st != StatusHit {
+		t.Fatalf("a hit must not invalidate: %q", st)
 	}
 }

@@ -1,0 +1,181 @@
+package aggregation
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/nexus-mcp/nexus/config"
+)
+
+var clientNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+func TestWireName(t *testing.T) {
+	long := strings.Repeat("x", 80)
+	tests := []struct {
+		prefix, tool, style string
+		want                string // "" means: check only validity and stability
+	}{
+		{"gh", "search", config.ToolNamesWire, "gh__search"},
+		{"", "search", config.ToolNamesWire, "search"},
+		{"gh", "search", config.ToolNamesDotted, "gh.search"},
+		{"gh", "repo.search", config.ToolNamesWire, ""},
+		{"gh", "do/that", config.ToolNamesWire, ""},
+		{"gh", long, config.ToolNamesWire, ""},
+		{"gh", long, config.ToolNamesDotted, ""},
+	}
+	for _, tc := range tests {
+		canonical := "gh." + tc.tool
+		got := wireName(tc.prefix, canonical, tc.tool, tc.style)
+		if tc.want != "" && got != tc.want {
+			t.Errorf("wireName(%q, %q, %s) = %q, want %q", tc.prefix, tc.tool, tc.style, got, tc.want)
+		}
+		if tc.style == config.ToolNamesWire && !clientNameRE.MatchString(got) {
+			t.Errorf("wireName(%q, %q) = %q: clients would reject it", tc.prefix, tc.tool, got)
+		}
+		if len(got) > maxWireName {
+			t.Errorf("%q is longer than %d", got, maxWireName)
+		}
+		if again := wireName(tc.prefix, canonical, tc.tool, tc.style); again != got {
+			t.Errorf("not stable: %q then %q", got, again)
+		}
+	}
+	a := wireName("gh", "gh."+long+"a", long+"a", config.ToolNamesWire)
+	b := wireName("gh", "gh."+long+"b", long+"b", config.ToolNamesWire)
+	if a == b {
+		t.Errorf("two long names shortened to the same %q", a)
+	}
+}
+
+func mustTool(t *testing.T, server, prefix, raw string) *Tool {
+	t.Helper()
+	srv := &config.Server{Name: server, Prefix: &prefix}
+	tool, err := newTool(srv, json.RawMessage(raw), config.ToolNamesWire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tool
+}
+
+func TestManifest(t *testing.T) {
+	a := mustTool(t, "alpha", "", `{"name":"search","inputSchema":{"type":"object"}}`)
+	b := mustTool(t, "beta", "", `{"name":"search","inputSchema":{"type":"object"}}`)
+	c := mustTool(t, "beta", "", `{"name":"fetch"}`)
+	m, errs := buildManifest(map[string][]*Tool{"alpha": {a}, "beta": {b, c}})
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "both go by") {
+		t.Fatalf("want one collision error, got %v", errs)
+	}
+	if m.lookup("search") != a || m.lookup("alpha.search") != a || m.lookup("beta.fetch") != c || m.lookup("fetch") != c {
+		t.Error("lookup by wire and canonical names")
+	}
+	for _, bad := range []string{"Search", " search", "alpha.searc", "alpha__search", ""} {
+		if m.lookup(bad) != nil {
+			t.Errorf("%q resolved to a tool", bad)
+		}
+	}
+	if got := m.suggest("serch"); len(got) == 0 || got[0] != "search" {
+		t.Errorf("suggest(serch) = %v", got)
+	}
+}
+
+func TestAnnotationOverrides(t *testing.T) {
+	yes, no := true, false
+	srv := &config.Server{Name: "kg", Annotations: map[string]config.Annotations{
+		"liar":   {ReadOnlyHint: &no},
+		"plain":  {ReadOnlyHint: &yes, DestructiveHint: &no},
+		"absent": {},
+	}}
+	tests := []struct {
+		raw                            string
+		annotated, readOnly, destroyer bool
+	}{
+		{`{"name":"liar","annotations":{"readOnlyHint":true}}`, true, false, false},
+		{`{"name":"plain"}`, true, true, false},
+		{`{"name":"other"}`, false, false, false},
+		{`{"name":"wiper","annotations":{"readOnlyHint":false,"destructiveHint":true}}`, true, false, true},
+	}
+	for _, tc := range tests {
+		tool, err := newTool(srv, json.RawMessage(tc.raw), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := tool.Hints
+		if h.Annotated != tc.annotated || h.ReadOnly != tc.readOnly || h.Destructive != tc.destroyer {
+			t.Errorf("%s: hints %+v", tc.raw, h)
+		}
+	}
+}
+
+func TestLineReader(t *testing.T) {
+	in := "short\n" + strings.Repeat("x", 100) + "\nafter\nlast-without-newline"
+	lr := &lineReader{r: bufio.NewReaderSize(strings.NewReader(in), 16), limit: 50}
+	var got []string
+	for {
+		line, err := lr.next()
+		if errors.Is(err, errTooLarge) {
+			got = append(got, "<too large>")
+			continue
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, strings.TrimSpace(string(line)))
+	}
+	want := []string{"short", "<too large>", "after", "last-without-newline"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+func TestExpandEnv(t *testing.T) {
+	t.Setenv("NEXUS_T_A", "alpha")
+	tests := []struct {
+		in, want string
+		ok       bool
+	}{
+		{"plain", "plain", true},
+		{"${env:NEXUS_T_A}", "alpha", true},
+		{"Bearer ${env:NEXUS_T_A}!", "Bearer alpha!", true},
+		{"${env:NEXUS_T_UNSET}", "", false},
+		{"${env:NEXUS_T_A", "", false},
+	}
+	for _, tc := range tests {
+		got, err := ExpandEnv(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("ExpandEnv(%q) = %q, %v", tc.in, got, err)
+		}
+	}
+}
+
+func TestAgentHint(t *testing.T) {
+	for in, want := range map[string]string{
+		"Claude Desktop": "claude-desktop", "cursor": "cursor", "  ": "", "!!!": "",
+		"e2e-test": "e2e-test", strings.Repeat("a", 40): strings.Repeat("a", 32),
+	} {
+		if got := agentHint(in); got != want {
+			t.Errorf("agentHint(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestNormaliseArguments(t *testing.T) {
+	for in, want := range map[string]string{"": "{}", "null": "{}", ` {"a":1} `: `{"a":1}`, "[1]": "error", `"s"`: "error", "3": "error"} {
+		got, err := normaliseArguments(json.RawMessage(in))
+		if want == "error" {
+			if err == nil {
+				t.Errorf("%q accepted", in)
+			}
+			continue
+		}
+		if err != nil || string(got) != want {
+			t.Errorf("normaliseArguments(%q) = %s, %v", in, got, err)
+		}
+	}
+}

@@ -1,0 +1,174 @@
+package config
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func write(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, doc string
+		want      []string // all must appear in the error
+	}{
+		{"unknown top-level key", `{"servres": {}}`, []string{"f.json", `unknown key "servres"`, `did you mean "servers"`}},
+		{"unknown server key", `{"servers": {"gh": {"comand": "x"}}}`, []string{"servers.gh", `unknown key "comand"`, `did you mean "command"`}},
+		{"stdio without command", `{"servers": {"gh": {"transport": "stdio"}}}`, []string{"servers.gh", `needs "command"`}},
+		{"remote without url", `{"servers": {"gh": {"transport": "sse"}}}`, []string{"servers.gh", `needs "url"`}},
+		{"neither command nor url", `{"servers": {"gh": {}}}`, []string{`needs "command"`, `or "url"`}},
+		{"bad transport", `{"servers": {"gh": {"transport": "grpc", "command": "x"}}}`, []string{`transport "grpc" is unknown`, "streamable-http"}},
+		{"bad server name", `{"servers": {"Git_Hub": {"command": "x"}}}`, []string{"servers.Git_Hub", "lower-case"}},
+		{"bad url", `{"servers": {"gh": {"url": "ftp://x"}}}`, []string{"http:// or https://"}},
+		{"bad timeout", `{"servers": {"gh": {"command": "x", "timeout": "soon"}}}`, []string{"servers.gh", "30s"}},
+		{"name in both sections", `{"servers": {"gh": {"command": "x"}}, "mcpServers": {"gh": {"command": "y"}}}`, []string{"mcpServers.gh", "keep one"}},
+		{"malformed JSON", `{"servers": `, []string{"f.json", "JSON object"}},
+		{"trailing data", `{} {}`, []string{"trailing data"}},
+		{"bad toolNames", `{"toolNames": "snake"}`, []string{"toolNames", `"dotted"`}},
+		{"bad policy entry", `{"policy": {"default": {"allow": ["code-kg__kg_regenerate"]}}}`, []string{"code-kg__kg_regenerate", "code-kg.kg_regenerate"}},
+		{"unknown policy key", `{"policy": {"defaults": {}}}`, []string{`unknown key "defaults"`, `"default"`}},
+		{"token instead of hash", `{"agents": {"coder": {"tokenSha256": "nxs_abc"}}}`, []string{"tokenSha256", "never the token"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("f.json", []byte(tc.doc))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestParseServers(t *testing.T) {
+	cfg, err := Parse("f.json", []byte(`{
+		"servers": {"gh": {"command": "npx", "args": ["-y", "gh"], "timeout": "1d", "prefix": ""}},
+		"mcpServers": {
+			"desk": {"command": "node", "args": ["s.js"], "env": {"K": "V"}},
+			"remote": {"url": "https://x/mcp"},
+			"old": {"url": "https://x/sse", "type": "sse"}
+		}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, transport, prefix string }{
+		{"gh", TransportStdio, ""}, {"desk", TransportStdio, "desk"}, {"remote", TransportStreamableHTTP, "remote"}, {"old", TransportSSE, "old"},
+	}
+	for _, tc := range tests {
+		s := cfg.Servers[tc.name]
+		if s == nil || s.Transport != tc.transport || s.WirePrefix() != tc.prefix {
+			t.Errorf("%s: got %+v, want transport %s prefix %q", tc.name, s, tc.transport, tc.prefix)
+		}
+	}
+	if got := cfg.Servers["gh"].CallTimeout(); got != 24*time.Hour {
+		t.Errorf("timeout 1d = %s", got)
+	}
+	if got := cfg.Servers["desk"].CallTimeout(); got != DefaultTimeout {
+		t.Errorf("default timeout = %s", got)
+	}
+	if cfg.Servers["desk"].Protocol() != DefaultProtocolVersion {
+		t.Errorf("protocol = %s", cfg.Servers["desk"].Protocol())
+	}
+}
+
+func TestLayers(t *testing.T) {
+	dir := t.TempDir()
+	team := write(t, dir, "team.json", `{"servers": {"gh": {"command": "npx", "args": ["gh"], "env": {"A": "team"}}, "kg": {"command": "kg"}},
+		"policy": {"default": {"allow": ["*"]}}}`)
+	personal := write(t, dir, "config.json", `{"servers": {"gh": {"env": {"A": "mine"}}, "kg": {"disabled": true}}}`)
+	cfg, err := Load([]string{team, personal}, map[string]bool{personal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gh := cfg.Servers["gh"]
+	if gh.Command != "npx" || gh.Env["A"] != "mine" || gh.Source != personal {
+		t.Errorf("a later layer overrides keys of an earlier one: %+v", gh)
+	}
+	if len(cfg.EnabledServers()) != 1 || cfg.EnabledServers()[0].Name != "gh" {
+		t.Errorf("disabled servers are not enabled: %v", cfg.EnabledServers())
+	}
+	if cfg.Policy.Default == nil || cfg.Policy.Default.Allow[0] != "*" || cfg.Policy.Sources["policy.default"] != team {
+		t.Errorf("policy and its source: %+v", cfg.Policy)
+	}
+	if _, err := Load([]string{filepath.Join(dir, "missing.json"), personal}, map[string]bool{personal: true}); err == nil {
+		t.Error("a missing --config layer must be an error")
+	}
+	if _, err := Load([]string{filepath.Join(dir, "absent.json")}, map[string]bool{filepath.Join(dir, "absent.json"): true}); err != nil {
+		t.Errorf("a missing personal file is fine: %v", err)
+	}
+}
+
+func TestEditKeepsOtherKeysAndIsAtomic(t *testing.T) {
+	dir := t.TempDir()
+	p := write(t, dir, "config.json", `{"toolNames": "dotted", "servers": {"a": {"command": "a"}}, "ttl": {"*": "1m"}}`)
+	if err := Edit(p, func(d Document) error { return d.SetServer("b", &Server{Command: "b", Args: []string{"x"}}) }); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(p)
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"toolNames", "servers", "ttl"} {
+		if _, ok := doc[k]; !ok {
+			t.Errorf("key %s lost: %s", k, data)
+		}
+	}
+	cfg, err := Parse(p, data)
+	if err != nil || cfg.Servers["a"] == nil || cfg.Servers["b"] == nil {
+		t.Fatalf("after edit: %v %+v", err, cfg)
+	}
+	// An edit that would make the file invalid writes nothing.
+	err = Edit(p, func(d Document) error { return d.SetServer("c", &Server{Transport: TransportStdio}) })
+	if err == nil {
+		t.Fatal("an invalid edit was accepted")
+	}
+	after, _ := os.ReadFile(p)
+	if string(after) != string(data) {
+		t.Error("an invalid edit changed the file")
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("temporary files left behind: %v", entries)
+	}
+	found := false
+	if err := Edit(p, func(d Document) error { var err error; found, err = d.RemoveServer("a"); return err }); err != nil || !found {
+		t.Fatalf("remove: %v %v", found, err)
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"30s", 30 * time.Second, true}, {"5m", 5 * time.Minute, true}, {"1d", 24 * time.Hour, true},
+		{"1d12h", 36 * time.Hour, true}, {"d", 0, false}, {"x1d", 0, false}, {"soon", 0, false},
+	}
+	for _, tc := range tests {
+		got, err := ParseDuration(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("ParseDuration(%q) = %s, %v", tc.in, got, err)
+		}
+	}
+	var d Duration
+	if err := json.Unmarshal([]byte(`1500`), &d); err != nil || d.D != 1500*time.Millisecond {
+		t.Errorf("milliseconds: %s %v", d.D, err)
+	}
+}
