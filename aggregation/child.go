@@ -54,6 +54,7 @@ type child struct {
 	mu      sync.Mutex
 	conn    *conn
 	tools   []*Tool
+	extras  extras
 	state   string
 	lastErr error
 
@@ -98,9 +99,9 @@ func (c *child) current() (*conn, []*Tool) {
 	return c.conn, c.tools
 }
 
-func (c *child) set(cn *conn, tools []*Tool, state string, err error) {
+func (c *child) set(cn *conn, tools []*Tool, ex extras, state string, err error) {
 	c.mu.Lock()
-	c.conn, c.tools, c.state, c.lastErr = cn, tools, state, err
+	c.conn, c.tools, c.extras, c.state, c.lastErr = cn, tools, ex, state, err
 	c.mu.Unlock()
 	c.events.toolsChanged(c.cfg.Name)
 }
@@ -121,11 +122,11 @@ func (c *child) run(ctx context.Context) {
 			failures++
 			c.log.Error("child failed to start", "attempt", failures, "err", err, "stderr", cn.stderrTail())
 			if failures >= maxFailures {
-				c.set(nil, nil, "failed", fmt.Errorf("gave up after %d attempts: %w", failures, err))
+				c.set(nil, nil, extras{}, "failed", fmt.Errorf("gave up after %d attempts: %w", failures, err))
 				c.settle()
 				return
 			}
-			c.set(nil, nil, "retrying in "+backoff.String(), err)
+			c.set(nil, nil, extras{}, "retrying in "+backoff.String(), err)
 			c.settle()
 			if !sleep(ctx, backoff) {
 				return
@@ -134,7 +135,7 @@ func (c *child) run(ctx context.Context) {
 			continue
 		}
 		c.log.Info("child connected", "tools", len(tools), "took", time.Since(started).Round(time.Millisecond))
-		c.set(cn, tools, "ready", nil)
+		c.set(cn, tools, c.listExtras(ctx, cn), "ready", nil)
 		c.settle()
 		select {
 		case <-ctx.Done():
@@ -150,10 +151,10 @@ func (c *child) run(ctx context.Context) {
 		failures++
 		c.log.Warn("child exited", "up", up.Round(time.Millisecond), "stderr", cn.stderrTail())
 		if failures >= maxFailures {
-			c.set(nil, nil, "failed", fmt.Errorf("exited %d times in a row; gave up (see the log for its stderr)", failures))
+			c.set(nil, nil, extras{}, "failed", fmt.Errorf("exited %d times in a row; gave up (see the log for its stderr)", failures))
 			return
 		}
-		c.set(nil, nil, "restarting", errors.New("the server exited"))
+		c.set(nil, nil, extras{}, "restarting", errors.New("the server exited"))
 		if !sleep(ctx, backoff) {
 			return
 		}
@@ -185,6 +186,19 @@ func (c *child) relist(ctx context.Context, cn *conn) {
 		return
 	}
 	c.tools = tools
+	c.mu.Unlock()
+	c.events.toolsChanged(c.cfg.Name)
+}
+
+// relistExtras refreshes resources and prompts after the child said they changed.
+func (c *child) relistExtras(ctx context.Context, cn *conn) {
+	ex := c.listExtras(ctx, cn)
+	c.mu.Lock()
+	if c.conn != cn {
+		c.mu.Unlock()
+		return
+	}
+	c.extras = ex
 	c.mu.Unlock()
 	c.events.toolsChanged(c.cfg.Name)
 }
@@ -295,8 +309,12 @@ func (c *child) pumpNotifications(ctx context.Context, cn *conn) {
 		case <-ctx.Done():
 			return
 		case n := <-cn.notes:
-			if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+			switch n.Method {
+			case string(mcp.MethodNotificationToolsListChanged):
 				go c.relist(ctx, cn)
+				continue
+			case string(mcp.MethodNotificationResourcesListChanged), string(mcp.MethodNotificationPromptsListChanged):
+				go c.relistExtras(ctx, cn)
 				continue
 			}
 			c.events.notification(c.cfg.Name, n)

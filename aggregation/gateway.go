@@ -74,10 +74,12 @@ type Gateway struct {
 	pol atomic.Pointer[policy.Policy]
 	man atomic.Pointer[manifest]
 
-	rebuild   chan struct{}
-	mu        sync.Mutex
-	published map[string]string // server -> fingerprint of its tool list
-	frontSet  map[string]string // wire name -> fingerprint, as registered with mcp-go
+	rebuild      chan struct{}
+	mu           sync.Mutex
+	published    map[string]string // server -> fingerprint of its tool list
+	frontSet     map[string]string // wire name -> fingerprint, as registered with mcp-go
+	extrasFP     string            // fingerprint of the resources and prompts registered
+	promptRoutes atomic.Pointer[map[string]promptRoute]
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -116,10 +118,16 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	for _, s := range cfg.EnabledServers() {
 		g.children[s.Name] = newChild(s, names, log, g, resolve)
 	}
+	hooks := &server.Hooks{}
+	hooks.AddAfterSetLevel(g.forwardSetLevel)
 	g.front = server.NewMCPServer("nexus", Version,
 		server.WithToolCapabilities(true),
 		server.WithResourceCapabilities(false, true),
 		server.WithPromptCapabilities(true),
+		server.WithCompletions(),
+		server.WithPromptCompletionProvider(completions{g}),
+		server.WithResourceCompletionProvider(completions{g}),
+		server.WithHooks(hooks),
 		server.WithLogging(),
 		server.WithRecovery(),
 		server.WithToolFilter(g.visibleTools),
@@ -283,6 +291,7 @@ func (g *Gateway) rebuildNow(ctx context.Context) []error {
 	}
 	m, errs := buildManifest(perServer)
 	g.man.Store(m)
+	g.syncExtras()
 
 	next := make(map[string]string, len(m.tools))
 	for _, t := range m.tools {

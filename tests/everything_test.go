@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -54,6 +55,68 @@ func TestServerEverythingThroughNexus(t *testing.T) {
 	if r := s.call("everything__echo", map[string]any{"message": "hello everything"}); r.IsError || r.text() == "" {
 		t.Errorf("echo through nexus: %+v", r)
 	}
+
+	// Beyond tools: resources keep their URIs, prompts are namespaced like tools.
+	d := startSession(t, h.env(), node, script, "stdio")
+	for _, list := range []struct{ method, field, key, prefix string }{
+		{"resources/list", "resources", "uri", ""},
+		{"resources/templates/list", "resourceTemplates", "uriTemplate", ""},
+		{"prompts/list", "prompts", "name", "everything__"},
+	} {
+		want, got := listKeys(t, d, list.method, list.field, list.key), listKeys(t, s, list.method, list.field, list.key)
+		if len(want) == 0 {
+			t.Errorf("%s: the child listed nothing", list.method)
+		}
+		for _, k := range want {
+			if !contains(got, list.prefix+k) {
+				t.Errorf("%s: %q missing through nexus (got %v)", list.method, list.prefix+k, got)
+			}
+		}
+	}
+	uri := listKeys(t, d, "resources/list", "resources", "uri")[0]
+	rd, rt := d.requestMsg("resources/read", map[string]any{"uri": uri}), s.requestMsg("resources/read", map[string]any{"uri": uri})
+	if rt.Error != nil || compactJSON(t, rd.Result) != compactJSON(t, rt.Result) {
+		t.Errorf("resources/read %s: direct %s, through %s", uri, rd.raw, rt.raw)
+	}
+	if m := s.requestMsg("resources/read", map[string]any{"uri": "demo://resource/dynamic/text/7"}); m.Error != nil || !strings.Contains(string(m.Result), "7") {
+		t.Errorf("a templated resource through nexus: %s", m.raw)
+	}
+	pd := d.requestMsg("prompts/get", map[string]any{"name": "args-prompt", "arguments": map[string]string{"city": "Lyon"}})
+	pt := s.requestMsg("prompts/get", map[string]any{"name": "everything__args-prompt", "arguments": map[string]string{"city": "Lyon"}})
+	if pt.Error != nil || compactJSON(t, pd.Result) != compactJSON(t, pt.Result) {
+		t.Errorf("prompts/get: direct %s, through %s", pd.raw, pt.raw)
+	}
+	cm := s.requestMsg("completion/complete", map[string]any{"ref": map[string]any{"type": "ref/prompt", "name": "everything__completable-prompt"},
+		"argument": map[string]any{"name": "department", "value": "E"}})
+	if cm.Error != nil || !strings.Contains(string(cm.Result), "Engineering") {
+		t.Errorf("completion through nexus: %s", cm.raw)
+	}
+}
+
+func listKeys(t *testing.T, s *session, method, field, key string) []string {
+	t.Helper()
+	res, rpcErr := s.request(method, map[string]any{})
+	if rpcErr != nil {
+		t.Fatalf("%s: %+v", method, rpcErr)
+	}
+	var m map[string][]map[string]any
+	json.Unmarshal(res, &m)
+	var out []string
+	for _, it := range m[field] {
+		if v, ok := it[key].(string); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 // withoutName re-encodes a tool object without its name (and with absent annotations
