@@ -115,6 +115,7 @@ func (g *Gateway) forward(ctx context.Context, t *Tool, args json.RawMessage, pr
 		defer g.progress.release(token)
 		params["_meta"] = map[string]any{"progressToken": token}
 	}
+	defer cn.callers.add(ctx)()
 	raw, err := cn.request(ctx, string(mcp.MethodToolsCall), params)
 	var rpcErr *RPCError
 	switch {

@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/nexus-mcp/nexus/config"
 )
@@ -39,6 +40,8 @@ const (
 type childEvents interface {
 	toolsChanged(server string)
 	notification(server string, n mcp.JSONRPCNotification)
+	// frontServer answers the requests a child sends back during a call.
+	frontServer() *server.MCPServer
 }
 
 // child supervises one configured server: it connects, lists the tools, notices when
@@ -205,12 +208,13 @@ func (c *child) relistExtras(ctx context.Context, cn *conn) {
 
 // conn is one live connection to a child.
 type conn struct {
-	server string
-	client *client.Client
-	tr     transport.Interface
-	caps   mcp.ServerCapabilities
-	ids    atomic.Int64
-	tail   *tailBuffer
+	server  string
+	client  *client.Client
+	tr      transport.Interface
+	caps    mcp.ServerCapabilities
+	ids     atomic.Int64
+	tail    *tailBuffer
+	callers callers
 
 	done     chan struct{}
 	doneOnce sync.Once
@@ -262,7 +266,9 @@ func (c *child) connect(ctx context.Context) (*conn, []*Tool, error) {
 	if err != nil {
 		return cn, nil, err
 	}
-	cn.client = client.NewClient(cn.tr, client.WithProtocolVersion(c.cfg.Protocol()))
+	back := backChannel{front: c.events.frontServer(), cn: cn}
+	cn.client = client.NewClient(cn.tr, client.WithProtocolVersion(c.cfg.Protocol()),
+		client.WithSamplingHandler(back), client.WithElicitationHandler(back), client.WithRootsHandler(back))
 	cn.client.OnNotification(func(n mcp.JSONRPCNotification) {
 		// This runs on the transport's read loop: hand off, never block it.
 		select {

@@ -356,6 +356,8 @@ func (g *Gateway) mcpToolHandler(canonical string) server.ToolHandlerFunc {
 	}
 }
 
+func (g *Gateway) frontServer() *server.MCPServer { return g.front }
+
 // notification handles a notification from a child.
 func (g *Gateway) notification(server string, n mcp.JSONRPCNotification) {
 	switch n.Method {

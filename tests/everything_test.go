@@ -86,6 +86,25 @@ func TestServerEverythingThroughNexus(t *testing.T) {
 	if pt.Error != nil || compactJSON(t, pd.Result) != compactJSON(t, pt.Result) {
 		t.Errorf("prompts/get: direct %s, through %s", pd.raw, pt.raw)
 	}
+	// A request the child sends back during a call reaches the calling client.
+	s.mu.Lock()
+	s.answer = func(m message) (any, *rpcError) {
+		switch m.Method {
+		case "sampling/createMessage":
+			return map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "sampled by the test client"}, "model": "test", "stopReason": "endTurn"}, nil
+		case "roots/list":
+			return map[string]any{"roots": []map[string]any{{"uri": "file:///work/root-from-client", "name": "root"}}}, nil
+		}
+		return nil, &rpcError{Code: -32601, Message: m.Method}
+	}
+	s.mu.Unlock()
+	if r := s.call("everything__trigger-sampling-request", map[string]any{"prompt": "hi", "maxTokens": 10}); r.IsError || !strings.Contains(r.text(), "sampled by the test client") {
+		t.Errorf("sampling through nexus: %+v", r)
+	}
+	if r := s.call("everything__get-roots-list", map[string]any{}); r.IsError || !strings.Contains(r.text(), "root-from-client") {
+		t.Errorf("roots through nexus: %+v", r)
+	}
+
 	cm := s.requestMsg("completion/complete", map[string]any{"ref": map[string]any{"type": "ref/prompt", "name": "everything__completable-prompt"},
 		"argument": map[string]any{"name": "department", "value": "E"}})
 	if cm.Error != nil || !strings.Contains(string(cm.Result), "Engineering") {

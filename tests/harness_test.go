@@ -152,6 +152,9 @@ type session struct {
 	noteC   chan struct{}
 	stdout  []byte // everything read, to check nothing but JSON-RPC was written
 	done    chan struct{}
+	// answer replies to requests the gateway sends the client (sampling, roots...);
+	// set it before the call that triggers them.
+	answer func(m message) (result any, err *rpcError)
 }
 
 type lockedBuffer struct {
@@ -199,7 +202,7 @@ func startSession(t *testing.T, env []string, command string, args ...string) *s
 	t.Cleanup(s.close)
 	res, rpcErr := s.request("initialize", map[string]any{
 		"protocolVersion": "2025-11-25",
-		"capabilities":    map[string]any{},
+		"capabilities":    map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{}, "roots": map[string]any{"listChanged": true}},
 		"clientInfo":      map[string]any{"name": "e2e-test", "version": "1"},
 	})
 	if rpcErr != nil {
@@ -223,6 +226,12 @@ func (s *session) read(out io.Reader) {
 			if json.Unmarshal(line, &m) == nil {
 				m.raw = bytes.TrimSpace(line)
 				s.mu.Lock()
+				if m.Method != "" && len(m.ID) > 0 {
+					answer := s.answer
+					s.mu.Unlock()
+					go s.reply(m, answer)
+					continue
+				}
 				if m.Method != "" && len(m.ID) == 0 {
 					s.notes = append(s.notes, m)
 					select {
@@ -240,6 +249,20 @@ func (s *session) read(out io.Reader) {
 			return
 		}
 	}
+}
+
+// reply answers a request the gateway sent the client.
+func (s *session) reply(m message, answer func(message) (any, *rpcError)) {
+	resp := map[string]any{"jsonrpc": "2.0", "id": m.ID}
+	if answer == nil {
+		resp["error"] = rpcError{Code: -32601, Message: "the test client does not answer " + m.Method}
+	} else if res, err := answer(m); err != nil {
+		resp["error"] = err
+	} else {
+		resp["result"] = res
+	}
+	b, _ := json.Marshal(resp)
+	s.in.Write(append(b, '\n'))
 }
 
 func (s *session) close() {

@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"strings"
 	"runtime"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"

@@ -1,0 +1,183 @@
+package memory
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Results travel through memory as the raw JSON the child sent, never as
+// decoded mcp-go values: a content type or field that mcp-go does not know
+// must reach the client unchanged, and a call that memory does not cache
+// should not pay for a decode and re-encode. Memory reads only the few
+// members it needs (isError, resultType, inputRequests, _meta) and edits
+// only _meta.
+
+// errNotObject reports a result that is not a JSON object, so it has no
+// _meta to carry a cache report.
+var errNotObject = errors.New("result is not a JSON object")
+
+// withMeta returns a copy of result whose _meta object has key set to value
+// (marshalled as JSON), replacing any value key had. Every other member of
+// result and of _meta keeps its value bytes (compacted, not re-escaped);
+// member order is not kept. result is not modified.
+//
+// A result that is not a JSON object, or whose _meta is neither an object
+// nor null, is an error, and result is returned unchanged with it so that
+// callers can pass it on as the child sent it.
+func withMeta(result json.RawMessage, key string, value any) (json.RawMessage, error) {
+	if !isObject(result) {
+		return result, errNotObject
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(result, &members); err != nil {
+		return result, fmt.Errorf("result: %w", err)
+	}
+	var meta map[string]json.RawMessage
+	if raw, ok := members["_meta"]; ok {
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return result, fmt.Errorf("result _meta: %w", err)
+		}
+	}
+	if meta == nil {
+		meta = make(map[string]json.RawMessage, 1)
+	}
+	v, err := marshalVerbatim(value)
+	if err != nil {
+		return result, fmt.Errorf("_meta %q: %w", key, err)
+	}
+	meta[key] = v
+	if members["_meta"], err = marshalVerbatim(meta); err != nil {
+		return result, fmt.Errorf("result _meta: %w", err)
+	}
+	out, err := marshalVerbatim(members)
+	if err != nil {
+		return result, fmt.Errorf("result: %w", err)
+	}
+	return out, nil
+}
+
+// withoutMeta returns a copy of result without _meta[key]. It is for results
+// that arrive already carrying a cache report (a child that is itself a
+// Nexus gateway): the report describes the child's cache, not this one, and
+// must not be stored.
+func withoutMeta(result json.RawMessage, key string) (json.RawMessage, error) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(result, &members); err != nil {
+		return result, fmt.Errorf("result: %w", err)
+	}
+	var meta map[string]json.RawMessage
+	if err := json.Unmarshal(members["_meta"], &meta); err != nil {
+		return result, fmt.Errorf("result _meta: %w", err)
+	}
+	if _, ok := meta[key]; !ok {
+		return result, nil
+	}
+	delete(meta, key)
+	var err error
+	if members["_meta"], err = marshalVerbatim(meta); err != nil {
+		return result, fmt.Errorf("result _meta: %w", err)
+	}
+	out, err := marshalVerbatim(members)
+	if err != nil {
+		return result, fmt.Errorf("result: %w", err)
+	}
+	return out, nil
+}
+
+// marshalVerbatim is json.Marshal without HTML escaping, so that raw values
+// ("<", "&", U+2028 in a child's text) come out byte for byte as they went
+// in, only compacted.
+func marshalVerbatim(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// isObject reports whether raw starts like a JSON object. It does not
+// validate the rest.
+func isObject(raw []byte) bool {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	return len(raw) > 0 && raw[0] == '{'
+}
+
+// resultShape is what memory reads of a CallToolResult to decide whether to
+// store it.
+type resultShape struct {
+	IsError       bool                       `json:"isError"`
+	ResultType    string                     `json:"resultType"`
+	InputRequests json.RawMessage            `json:"inputRequests"`
+	Meta          map[string]json.RawMessage `json:"_meta"`
+}
+
+// readShape decodes the members of result memory needs. It fails for
+// anything that is not a JSON object with members of the expected types,
+// which memory then neither stores nor trusts to report success.
+func readShape(result json.RawMessage) (resultShape, error) {
+	var s resultShape
+	if !isObject(result) {
+		return s, errNotObject
+	}
+	if err := json.Unmarshal(result, &s); err != nil {
+		return s, fmt.Errorf("result: %w", err)
+	}
+	return s, nil
+}
+
+// complete reports a final answer: not one that asks the client for more
+// input first (MCP's multi-round-trip results), which would be wrong to
+// replay.
+func (s resultShape) complete() bool {
+	return (s.ResultType == "" || s.ResultType == "complete") && len(s.InputRequests) == 0
+}
+
+// cacheReport is the JSON of the value memory sets at _meta[MetaKey]. It is
+// written by hand: it is on every call's path and has one fixed shape.
+func cacheReport(status string, ageMS int64, coalesced bool) json.RawMessage {
+	b := make([]byte, 0, 64)
+	b = append(b, `{"status":`...)
+	b = strconv.AppendQuote(b, status)
+	if status == StatusHit {
+		b = append(b, `,"age_ms":`...)
+		b = strconv.AppendInt(b, ageMS, 10)
+	}
+	if coalesced {
+		b = append(b, `,"coalesced":true`...)
+	}
+	return append(b, '}')
+}
+
+// CacheStatus reads the cache report memory put on a raw CallToolResult:
+// status and, for hits, age in milliseconds. ok is false if raw carries
+// none (or is not a result at all).
+func CacheStatus(raw json.RawMessage) (status string, ageMS int64, ok bool) {
+	var r struct {
+		Meta struct {
+			Cache *struct {
+				Status *string      `json:"status"`
+				AgeMS  *json.Number `json:"age_ms"`
+			} `json:"nexus/cache"`
+		} `json:"_meta"`
+	}
+	if !isObject(raw) || json.Unmarshal(raw, &r) != nil {
+		return "", 0, false
+	}
+	c := r.Meta.Cache
+	if c == nil || c.Status == nil {
+		return "", 0, false
+	}
+	if c.AgeMS != nil {
+		if n, err := c.AgeMS.Int64(); err == nil {
+			ageMS = n
+		} else if f, err := c.AgeMS.Float64(); err == nil {
+			ageMS = int64(f)
+		}
+	}
+	return *c.Status, ageMS, true
+}
