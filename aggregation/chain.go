@@ -74,27 +74,11 @@ func (g *Gateway) callTool(ctx context.Context, agent string, p callParams, noti
 	return raw, nil
 }
 
-// remember is the memory step. Memory works on mcp-go's result type; the bytes the
-// child sent are what the client gets when memory is off.
+// remember is the memory step. Results stay the raw bytes the child sent, so
+// every content type and field reaches the client; memory only splices its
+// report into _meta. A nil memory is off and returns forward's bytes as they are.
 func (g *Gateway) remember(ctx context.Context, agent string, t *Tool, args json.RawMessage, forward func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
-	if g.mem == nil {
-		return forward(ctx)
-	}
-	res, err := g.mem.Call(ctx, agent, t.memoryTool(), args, func(ctx context.Context) (*mcp.CallToolResult, error) {
-		raw, err := forward(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var res mcp.CallToolResult
-		if err := json.Unmarshal(raw, &res); err != nil {
-			return nil, fmt.Errorf("decoding the result: %w", err)
-		}
-		return &res, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(res)
+	return g.mem.Call(ctx, agent, t.memoryTool(), args, forward)
 }
 
 // forward sends the call to the child that owns the tool.

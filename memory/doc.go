@@ -14,6 +14,14 @@
 // with cache mode "never" or "always". Error results (isError), results
 // that ask for more input, and results over the size cap are never stored.
 //
+// Results are handled as the raw JSON the child sent, never decoded into
+// mcp-go's types: memory stores those bytes as they are (after
+// Options.Redact) and reads only isError, resultType, inputRequests and
+// _meta, so a content type, field or _meta member it does not know is
+// cached and replayed unchanged. The cache report is spliced into _meta
+// on the way out; stored entries never carry one. A result that is not a
+// JSON object is passed through and never stored.
+//
 // Two calls are the same call when they name the same canonical tool and
 // their arguments have the same canonical JSON (see CanonicalJSON): key
 // order, whitespace, number spelling and string escapes do not matter;

@@ -2,11 +2,10 @@ package memory
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // flightGroup coalesces identical calls in flight at the same moment into
@@ -22,7 +21,7 @@ type flightGroup struct {
 type flight struct {
 	done chan struct{}
 	// Set before done is closed.
-	res     *mcp.CallToolResult
+	res     json.RawMessage // the child's (or the stored) result; each follower marks its own copy
 	err     error
 	status  string    // what the leader reports: StatusHit or StatusMiss
 	created time.Time // when res was produced (for hits shared by a leader: the entry's creation)

@@ -9,13 +9,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // MetaKey is the key of the cache report memory adds to a result's _meta:
@@ -207,17 +204,26 @@ func (m *Memory) SetSettings(s Settings) {
 }
 
 // Call is the call-chain step: answer from memory, or forward and remember.
-// forward performs the child call.
+// forward performs the child call and returns the raw JSON of its
+// CallToolResult (the "result" member of the JSON-RPC response); an error
+// from forward is returned as the same value.
+//
+// Results stay raw JSON end to end: memory stores the child's bytes as they
+// are (after Options.Redact) and reads only isError, resultType,
+// inputRequests and _meta, so content types and fields it does not know
+// pass through and are replayed unchanged. What Call returns is the
+// child's (or the stored) result with a cache report spliced in at
+// _meta[MetaKey], replacing any report already there; the child's other
+// _meta members are kept. A result that is not a JSON object is returned
+// unchanged and never stored. A nil *Memory returns forward's bytes as
+// they are.
 //
 // Non-cacheable tools are forwarded and marked bypass; a forwarded call of a
 // tool that is not read-only (unless its cache mode is "always") invalidates
 // what Settings.Invalidate names for it, by default its whole server, unless
 // the child reported failure (isError).
-//
-// Every returned result is a fresh copy carrying MetaKey in _meta; copies
-// may share Content with each other, so callers must not modify Content.
 func (m *Memory) Call(ctx context.Context, agent string, t Tool, args json.RawMessage,
-	forward func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+	forward func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
 	if m == nil {
 		return forward(ctx)
 	}
@@ -271,7 +277,7 @@ type call struct {
 
 // cached is one attempt at a cacheable call. retry reports that the leader
 // of an identical call gave up because its own context ended.
-func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Context) (*mcp.CallToolResult, error)) (res *mcp.CallToolResult, retry bool, err error) {
+func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Context) (json.RawMessage, error)) (res json.RawMessage, retry bool, err error) {
 	if res, ok, err := m.lookupHit(ctx, c); err != nil {
 		if ctx.Err() != nil {
 			return nil, false, ctx.Err()
@@ -291,13 +297,17 @@ func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Conte
 		if f.retry {
 			return nil, true, nil
 		}
-		age := m.now().Sub(f.created).Milliseconds()
-		if f.status == StatusHit {
+		coalesced := f.status != StatusHit
+		if coalesced {
+			m.pend.count(c.t, func(k *counters) { k.coalesced++ })
+		} else {
 			m.pend.count(c.t, func(k *counters) { k.hits++ })
-			return withMeta(f.res, StatusHit, age, false), false, f.err
 		}
-		m.pend.count(c.t, func(k *counters) { k.coalesced++ })
-		return withMeta(f.res, StatusHit, age, true), false, f.err
+		if f.err != nil {
+			return f.res, false, f.err
+		}
+		age := m.now().Sub(f.created).Milliseconds()
+		return m.mark(c.t, f.res, StatusHit, age, coalesced), false, nil
 	}
 
 	published := false
@@ -329,10 +339,10 @@ func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Conte
 		}
 		m.stepAside("lookup", lerr)
 	} else if found {
-		if hit, age, ok := m.serve(c, e); ok {
-			f.res, f.status, f.created = hit, StatusHit, time.UnixMilli(e.createdAt)
+		if hit, ok := m.serve(c, e); ok {
+			f.res, f.status, f.created = e.result, StatusHit, time.UnixMilli(e.createdAt)
 			m.pend.count(c.t, func(k *counters) { k.hits++; k.saved += e.durationMS })
-			return withMeta(hit, StatusHit, age, false), false, nil
+			return hit, false, nil
 		}
 	}
 
@@ -352,52 +362,77 @@ func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Conte
 	publish()
 
 	m.pend.count(c.t, func(k *counters) { k.misses++ })
-	if succeeded(res, err) || (err != nil && c.invals != nil) {
-		m.remember(ctx, c, res, err, dur, gen, canStore)
+	if err != nil {
+		if c.invals != nil {
+			m.remember(ctx, c, nil, resultShape{}, dur, gen, false)
+		}
+		return res, false, err
 	}
-	return withMeta(res, StatusMiss, 0, false), false, err
+	shape, serr := readShape(res)
+	if serr == nil && !shape.IsError && shape.complete() {
+		m.remember(ctx, c, res, shape, dur, gen, canStore)
+	} else if serr != nil {
+		m.log.Debug("memory: result not stored: not a CallToolResult object", "tool", c.t.Name, "err", serr)
+	}
+	return m.mark(c.t, res, StatusMiss, 0, false), false, nil
 }
 
 // lookupHit returns a fresh stored answer for c, if any.
-func (m *Memory) lookupHit(ctx context.Context, c *call) (*mcp.CallToolResult, bool, error) {
+func (m *Memory) lookupHit(ctx context.Context, c *call) (json.RawMessage, bool, error) {
 	e, found, _, err := m.st.lookup(ctx, c.t, c.key)
 	if err != nil || !found {
 		return nil, false, err
 	}
-	res, age, ok := m.serve(c, e)
+	hit, ok := m.serve(c, e)
 	if !ok {
 		return nil, false, nil
 	}
 	m.pend.count(c.t, func(k *counters) { k.hits++; k.saved += e.durationMS })
-	return withMeta(res, StatusHit, age, false), true, nil
+	return hit, true, nil
 }
 
-// serve decodes e if it is still fresh under the current TTL (so a TTL
-// shortened by a config reload applies to entries already stored) and
-// records the use.
-func (m *Memory) serve(c *call, e entry) (*mcp.CallToolResult, int64, bool) {
+// serve returns e's result marked as a hit, if e is still fresh under the
+// current TTL (so a TTL shortened by a config reload applies to entries
+// already stored), and records the use. An entry that cannot be marked
+// (damaged in the database) is treated as absent.
+func (m *Memory) serve(c *call, e entry) (json.RawMessage, bool) {
 	now := m.now().UnixMilli()
 	if !c.ttl.Never && now >= e.createdAt+c.ttl.D.Milliseconds() {
-		return nil, 0, false
+		return nil, false
 	}
-	var res mcp.CallToolResult
-	if err := json.Unmarshal(e.result, &res); err != nil {
+	hit, err := withMeta(e.result, MetaKey, cacheReport(StatusHit, max(now-e.createdAt, 0), false))
+	if err != nil {
 		m.stepAside("decode", fmt.Errorf("entry %d of %s: %w", e.id, c.t.Name, err))
-		return nil, 0, false
+		return nil, false
 	}
 	m.pend.touch(e.id, now)
-	return &res, max(now-e.createdAt, 0), true
+	return hit, true
 }
 
-// remember stores a forwarded result and applies the call's invalidations
-// in one transaction. It runs with a context detached from the caller's
-// cancellation: the child's answer is worth keeping even if the agent left.
-func (m *Memory) remember(ctx context.Context, c *call, res *mcp.CallToolResult, callErr error, dur time.Duration, gen int64, canStore bool) {
+// mark returns res with the cache report spliced into its _meta. A result
+// that has no room for one (not a JSON object) is passed on unchanged: the
+// report is for observers, the answer is for the agent.
+func (m *Memory) mark(t Tool, res json.RawMessage, status string, ageMS int64, coalesced bool) json.RawMessage {
+	if len(res) == 0 {
+		return res
+	}
+	out, err := withMeta(res, MetaKey, cacheReport(status, ageMS, coalesced))
+	if err != nil {
+		m.log.Debug("memory: result passed on without a cache report", "tool", t.Name, "err", err)
+	}
+	return out
+}
+
+// remember stores a forwarded result (res, nil for a call that failed) and
+// applies the call's invalidations in one transaction. It runs with a
+// context detached from the caller's cancellation: the child's answer is
+// worth keeping even if the agent left.
+func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, shape resultShape, dur time.Duration, gen int64, canStore bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*m.opts.BusyTimeout)
 	defer cancel()
 	var rec *record
-	if canStore && callErr == nil && m.writable() {
-		if blob, ok := m.encode(c.t, res); ok {
+	if canStore && res != nil && m.writable() {
+		if blob, ok := m.encode(c.t, res, shape); ok {
 			now := m.now().UnixMilli()
 			args := c.args
 			if m.opts.Redact != nil {
@@ -467,38 +502,27 @@ func (m *Memory) writable() bool {
 	return time.Now().UnixNano() >= m.writeBlockedUntil.Load()
 }
 
-// encode returns the JSON to store for res, or false if res must not be
-// stored: too big, not round-trippable, or broken by Redact.
-func (m *Memory) encode(t Tool, res *mcp.CallToolResult) ([]byte, bool) {
-	c := *res
-	if c.Meta != nil {
-		if _, ok := c.Meta.AdditionalFields[MetaKey]; ok {
-			meta := *c.Meta
-			meta.AdditionalFields = maps.Clone(meta.AdditionalFields)
-			delete(meta.AdditionalFields, MetaKey)
-			c.Meta = &meta
+// encode returns the bytes to store for the child's result res (whose
+// members memory reads are shape), or false if it must not be stored: too
+// big, or broken by Redact. The bytes are the child's, verbatim, except
+// that a cache report the child itself added (a child that is a Nexus
+// gateway) is removed: a stored entry never carries one, so a hit cannot
+// replay a stale report.
+func (m *Memory) encode(t Tool, res json.RawMessage, shape resultShape) ([]byte, bool) {
+	blob := []byte(res)
+	if _, ok := shape.Meta[MetaKey]; ok {
+		var err error
+		if blob, err = withoutMeta(res, MetaKey); err != nil {
+			m.log.Debug("memory: result not stored: cannot remove the child's cache report", "tool", t.Name, "err", err)
+			return nil, false
 		}
 	}
-	blob, err := json.Marshal(c)
-	if err != nil {
-		m.log.Debug("memory: result not stored: cannot encode", "tool", t.Name, "err", err)
-		return nil, false
-	}
-	// A hit must be the answer the child gave: refuse what does not survive
-	// decoding (unknown content types, for example).
-	var back mcp.CallToolResult
-	if err := json.Unmarshal(blob, &back); err != nil {
-		m.log.Debug("memory: result not stored: does not decode", "tool", t.Name, "err", err)
-		return nil, false
-	}
-	if again, err := json.Marshal(back); err != nil || !bytes.Equal(again, blob) {
-		m.log.Debug("memory: result not stored: does not round-trip", "tool", t.Name)
-		return nil, false
-	}
 	if m.opts.Redact != nil {
-		blob = m.opts.Redact(blob)
-		if err := json.Unmarshal(blob, &back); err != nil {
-			m.stepAside("redact", fmt.Errorf("redacted result of %s does not decode: %w", t.Name, err))
+		// Redact may rewrite in place; the caller still returns res.
+		blob = m.opts.Redact(bytes.Clone(blob))
+		// A hit must be markable, so what is stored must stay an object.
+		if _, err := readShape(blob); err != nil {
+			m.stepAside("redact", fmt.Errorf("redacted result of %s: %w", t.Name, err))
 			return nil, false
 		}
 	}
@@ -509,21 +533,15 @@ func (m *Memory) encode(t Tool, res *mcp.CallToolResult) ([]byte, bool) {
 	return blob, true
 }
 
-// succeeded reports a result worth storing: no error, not isError, complete.
-func succeeded(res *mcp.CallToolResult, err error) bool {
-	return err == nil && res != nil && !res.IsError &&
-		(res.ResultType == "" || res.ResultType == mcp.ResultTypeComplete)
-}
-
 // bypass forwards without memory, then applies invals unless the child
-// reported failure. A transport error leaves the outcome unknown, so it
-// invalidates too.
+// reported failure. A transport error, or a result memory cannot read,
+// leaves the outcome unknown, so it invalidates too.
 func (m *Memory) bypass(ctx context.Context, t Tool, invals []string,
-	forward func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+	forward func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
 	res, err := forward(ctx)
 	if m.st != nil {
 		m.pend.count(t, func(k *counters) { k.bypasses++ })
-		if invals != nil && (err != nil || (res != nil && !res.IsError)) {
+		if invals != nil && (err != nil || !reportedFailure(res)) {
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*m.opts.BusyTimeout)
 			err := m.st.writeTx(wctx, func(tx *sql.Tx) error {
 				_, err := invalidate(wctx, tx, invals)
@@ -536,56 +554,17 @@ func (m *Memory) bypass(ctx context.Context, t Tool, invals []string,
 			}
 		}
 	}
-	return withMeta(res, StatusBypass, 0, false), err
+	if err != nil {
+		return res, err
+	}
+	return m.mark(t, res, StatusBypass, 0, false), nil
 }
 
-// withMeta returns a copy of res whose _meta carries the cache report.
-func withMeta(res *mcp.CallToolResult, status string, ageMS int64, coalesced bool) *mcp.CallToolResult {
-	if res == nil {
-		return nil
-	}
-	c := *res
-	meta := &mcp.Meta{}
-	if res.Meta != nil {
-		meta.ProgressToken = res.Meta.ProgressToken
-		meta.AdditionalFields = maps.Clone(res.Meta.AdditionalFields)
-	}
-	if meta.AdditionalFields == nil {
-		meta.AdditionalFields = make(map[string]any, 1)
-	}
-	report := map[string]any{"status": status}
-	if status == StatusHit {
-		report["age_ms"] = ageMS
-	}
-	if coalesced {
-		report["coalesced"] = true
-	}
-	meta.AdditionalFields[MetaKey] = report
-	c.Meta = meta
-	return &c
-}
-
-// CacheStatus reads the cache report memory put on res: status and, for
-// hits, age in milliseconds. ok is false if res carries none. It accepts
-// both the value Call sets and one decoded from the wire.
-func CacheStatus(res *mcp.CallToolResult) (status string, ageMS int64, ok bool) {
-	if res == nil || res.Meta == nil {
-		return "", 0, false
-	}
-	report, ok := res.Meta.AdditionalFields[MetaKey].(map[string]any)
-	if !ok {
-		return "", 0, false
-	}
-	status, ok = report["status"].(string)
-	switch v := report["age_ms"].(type) {
-	case int64:
-		ageMS = v
-	case float64:
-		ageMS = int64(v)
-	case json.Number:
-		ageMS, _ = v.Int64()
-	}
-	return status, ageMS, ok
+// reportedFailure reports a result in which the child says the call failed
+// (isError).
+func reportedFailure(res json.RawMessage) bool {
+	s, err := readShape(res)
+	return err == nil && s.IsError
 }
 
 // InvalidateServer drops the entries of server, for a child that restarted

@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // clock is an injectable Options.Now.
@@ -75,15 +73,38 @@ type child struct {
 	text  func(args json.RawMessage) string
 }
 
-func (c *child) forward(args json.RawMessage) func(context.Context) (*mcp.CallToolResult, error) {
-	return func(context.Context) (*mcp.CallToolResult, error) {
+func (c *child) forward(args json.RawMessage) func(context.Context) (json.RawMessage, error) {
+	return func(context.Context) (json.RawMessage, error) {
 		n := c.calls.Add(1)
 		text := fmt.Sprintf("answer %d to %s", n, args)
 		if c.text != nil {
 			text = c.text(args)
 		}
-		return mcp.NewToolResultText(text), nil
+		return textResult(text), nil
 	}
+}
+
+// textResult is the raw CallToolResult a child sends for one text item.
+func textResult(text string) json.RawMessage {
+	b, err := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// errorResult is the raw CallToolResult of a call the child reports failed.
+func errorResult(text string) json.RawMessage {
+	b, err := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}, "isError": true})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// answer returns a forward func that always answers raw.
+func answer(raw string) func(context.Context) (json.RawMessage, error) {
+	return func(context.Context) (json.RawMessage, error) { return json.RawMessage(raw), nil }
 }
 
 var (
@@ -93,7 +114,7 @@ var (
 	writeTool = Tool{Name: "code-kg.kg_regenerate", Server: "code-kg", Annotated: true}
 )
 
-func do(t testing.TB, m *Memory, agent string, tool Tool, args string, c *child) *mcp.CallToolResult {
+func do(t testing.TB, m *Memory, agent string, tool Tool, args string, c *child) json.RawMessage {
 	t.Helper()
 	res, err := m.Call(context.Background(), agent, tool, json.RawMessage(args), c.forward(json.RawMessage(args)))
 	if err != nil {
@@ -102,23 +123,40 @@ func do(t testing.TB, m *Memory, agent string, tool Tool, args string, c *child)
 	return res
 }
 
-func status(t testing.TB, res *mcp.CallToolResult) string {
+func status(t testing.TB, res json.RawMessage) string {
 	t.Helper()
 	s, _, ok := CacheStatus(res)
 	if !ok {
-		t.Fatalf("result has no %s: %+v", MetaKey, res.Meta)
+		t.Fatalf("result has no %s: %s", MetaKey, res)
 	}
 	return s
 }
 
-func text(res *mcp.CallToolResult) string {
-	if res == nil || len(res.Content) == 0 {
+// text returns the text of the first content item of res.
+func text(res json.RawMessage) string {
+	var r struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil || len(r.Content) == 0 {
 		return ""
 	}
-	if tc, ok := res.Content[0].(mcp.TextContent); ok {
-		return tc.Text
+	if r.Content[0].Type != "text" {
+		return r.Content[0].Type
 	}
-	return fmt.Sprintf("%T", res.Content[0])
+	return r.Content[0].Text
+}
+
+// isError reports the isError member of res.
+func isError(t testing.TB, res json.RawMessage) bool {
+	t.Helper()
+	s, err := readShape(res)
+	if err != nil {
+		t.Fatalf("result %s: %v", res, err)
+	}
+	return s.IsError
 }
 
 func TestRepeatedCallHits(t *testing.T) {
@@ -141,14 +179,18 @@ func TestRepeatedCallHits(t *testing.T) {
 	if text(second) != text(first) {
 		t.Fatalf("hit %q != miss %q", text(second), text(first))
 	}
-	// The wire form carries the report too.
-	b, _ := json.Marshal(second)
-	var back mcp.CallToolResult
-	if err := json.Unmarshal(b, &back); err != nil {
+	// The report is plain JSON any client can read.
+	var wire struct {
+		Meta map[string]struct {
+			Status string `json:"status"`
+			AgeMS  int64  `json:"age_ms"`
+		} `json:"_meta"`
+	}
+	if err := json.Unmarshal(second, &wire); err != nil {
 		t.Fatal(err)
 	}
-	if st, age, ok := CacheStatus(&back); !ok || st != StatusHit || age != 1500 {
-		t.Fatalf("wire: %s", b)
+	if r := wire.Meta[MetaKey]; r.Status != StatusHit || r.AgeMS != 1500 {
+		t.Fatalf("wire: %s", second)
 	}
 }
 
@@ -217,35 +259,49 @@ func TestTTLExpiry(t *testing.T) {
 func TestErrorsNotStored(t *testing.T) {
 	m := openTest(t, Options{})
 	var calls atomic.Int64
-	isError := func(context.Context) (*mcp.CallToolResult, error) {
+	errDown := errors.New("transport down")
+	failing := func(context.Context) (json.RawMessage, error) {
 		calls.Add(1)
-		return mcp.NewToolResultError("boom"), nil
+		return nil, errDown
 	}
-	failing := func(context.Context) (*mcp.CallToolResult, error) {
-		calls.Add(1)
-		return nil, errors.New("transport down")
+	counted := func(raw json.RawMessage) func(context.Context) (json.RawMessage, error) {
+		return func(context.Context) (json.RawMessage, error) {
+			calls.Add(1)
+			return raw, nil
+		}
 	}
-	inputRequired := func(context.Context) (*mcp.CallToolResult, error) {
-		calls.Add(1)
-		r := mcp.NewToolResultText("need more")
-		r.ResultType = mcp.ResultTypeInputRequired
-		return r, nil
+	incomplete := []string{
+		`{"content":[{"type":"text","text":"need more"}],"resultType":"input_required","inputRequests":{"r1":{"method":"roots/list"}}}`,
+		`{"content":[],"resultType":"input_required"}`,
+		`{"content":[],"inputRequests":{"r1":{"method":"roots/list"}}}`,
+		`{"content":[],"resultType":"something_new"}`,
 	}
 	ctx := context.Background()
 	for range 2 {
-		res, err := m.Call(ctx, "", readTool, json.RawMessage(`{"e":1}`), isError)
-		if err != nil || !res.IsError || status(t, res) != StatusMiss {
-			t.Fatalf("isError: %v %+v", err, res)
+		res, err := m.Call(ctx, "", readTool, json.RawMessage(`{"e":1}`), counted(errorResult("boom")))
+		if err != nil || !isError(t, res) || status(t, res) != StatusMiss {
+			t.Fatalf("isError: %v %s", err, res)
 		}
-		if _, err := m.Call(ctx, "", readTool, json.RawMessage(`{"e":2}`), failing); err == nil || err.Error() != "transport down" {
+		if _, err := m.Call(ctx, "", readTool, json.RawMessage(`{"e":2}`), failing); err != errDown {
 			t.Fatalf("error not passed through: %v", err)
 		}
-		if res, err := m.Call(ctx, "", readTool, json.RawMessage(`{"e":3}`), inputRequired); err != nil || status(t, res) != StatusMiss {
-			t.Fatalf("input required: %v", err)
+		for i, raw := range incomplete {
+			args := json.RawMessage(fmt.Sprintf(`{"e":3,"i":%d}`, i))
+			if res, err := m.Call(ctx, "", readTool, args, counted(json.RawMessage(raw))); err != nil || status(t, res) != StatusMiss {
+				t.Fatalf("incomplete %s: %v %s", raw, err, res)
+			}
 		}
 	}
-	if calls.Load() != 6 {
-		t.Fatalf("forward called %d times, want 6 (nothing stored)", calls.Load())
+	if want := int64(2 * (2 + len(incomplete))); calls.Load() != want {
+		t.Fatalf("forward called %d times, want %d (nothing stored)", calls.Load(), want)
+	}
+	// A complete result says so, or says nothing.
+	for i, raw := range []string{`{"content":[],"resultType":"complete"}`, `{"content":[]}`} {
+		args := json.RawMessage(fmt.Sprintf(`{"e":4,"i":%d}`, i))
+		m.Call(ctx, "", readTool, args, counted(json.RawMessage(raw)))
+		if res, _ := m.Call(ctx, "", readTool, args, counted(json.RawMessage(raw))); status(t, res) != StatusHit {
+			t.Fatalf("complete %s not stored: %s", raw, res)
+		}
 	}
 }
 
@@ -306,8 +362,8 @@ func TestMutatingCallInvalidates(t *testing.T) {
 
 	// A call the child reports as failed changes nothing.
 	m.SetSettings(Settings{})
-	_, err := m.Call(context.Background(), "", writeTool, nil, func(context.Context) (*mcp.CallToolResult, error) {
-		return mcp.NewToolResultError("denied"), nil
+	_, err := m.Call(context.Background(), "", writeTool, nil, func(context.Context) (json.RawMessage, error) {
+		return errorResult("denied"), nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -335,10 +391,10 @@ func TestInvalidationRace(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		m.Call(context.Background(), "", readTool, nil, func(context.Context) (*mcp.CallToolResult, error) {
+		m.Call(context.Background(), "", readTool, nil, func(context.Context) (json.RawMessage, error) {
 			close(entered)
 			<-release
-			return mcp.NewToolResultText("before the write"), nil
+			return textResult("before the write"), nil
 		})
 	}()
 	<-entered
@@ -380,15 +436,15 @@ func TestSingleFlight(t *testing.T) {
 	var calls atomic.Int64
 	entered := make(chan struct{})
 	release := make(chan struct{})
-	forward := func(context.Context) (*mcp.CallToolResult, error) {
+	forward := func(context.Context) (json.RawMessage, error) {
 		if calls.Add(1) == 1 {
 			close(entered)
 		}
 		<-release
-		return mcp.NewToolResultText("shared"), nil
+		return json.RawMessage(`{"content":[{"type":"text","text":"shared"}],"_meta":{"child/trace":"t1"}}`), nil
 	}
 	var wg sync.WaitGroup
-	results := make([]*mcp.CallToolResult, n)
+	results := make([]json.RawMessage, n)
 	errs := make([]error, n)
 	start := func(i int) {
 		wg.Go(func() {
@@ -407,21 +463,32 @@ func TestSingleFlight(t *testing.T) {
 		t.Fatalf("forward called %d times, want 1", calls.Load())
 	}
 	counts := map[string]int{}
+	coalesced := 0
 	for i := range n {
 		if errs[i] != nil {
 			t.Fatalf("call %d: %v", i, errs[i])
 		}
-		if text(results[i]) != "shared" {
-			t.Fatalf("call %d got %q", i, text(results[i]))
+		if text(results[i]) != "shared" || metaMember(t, results[i], "child/trace") != `"t1"` {
+			t.Fatalf("call %d got %s", i, results[i])
 		}
 		counts[status(t, results[i])]++
+		var report struct{ Coalesced bool }
+		if err := json.Unmarshal([]byte(metaMember(t, results[i], MetaKey)), &report); err != nil {
+			t.Fatal(err)
+		}
+		if report.Coalesced {
+			coalesced++
+		}
 	}
-	if counts[StatusMiss] != 1 || counts[StatusHit] != n-1 {
-		t.Fatalf("statuses %v", counts)
+	if counts[StatusMiss] != 1 || counts[StatusHit] != n-1 || coalesced != n-1 {
+		t.Fatalf("statuses %v, %d coalesced", counts, coalesced)
 	}
-	// Each caller got its own _meta.
-	if results[0].Meta == results[1].Meta {
-		t.Fatal("results share _meta")
+	// Each caller got its own bytes.
+	results[0][0] = 'X'
+	for i := 1; i < n; i++ {
+		if results[i][0] == 'X' {
+			t.Fatal("results share memory")
+		}
 	}
 }
 
@@ -429,13 +496,13 @@ func TestLeaderCancelDoesNotPoisonFollowers(t *testing.T) {
 	m := openTest(t, Options{})
 	var calls atomic.Int64
 	leaderIn := make(chan struct{})
-	forward := func(ctx context.Context) (*mcp.CallToolResult, error) {
+	forward := func(ctx context.Context) (json.RawMessage, error) {
 		if calls.Add(1) == 1 {
 			close(leaderIn)
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}
-		return mcp.NewToolResultText("from the follower's retry"), nil
+		return textResult("from the follower's retry"), nil
 	}
 	leaderCtx, cancel := context.WithCancel(context.Background())
 	leaderErr := make(chan error, 1)
@@ -445,7 +512,7 @@ func TestLeaderCancelDoesNotPoisonFollowers(t *testing.T) {
 	}()
 	<-leaderIn
 	type out struct {
-		res *mcp.CallToolResult
+		res json.RawMessage
 		err error
 	}
 	follower := make(chan out, 1)
@@ -468,84 +535,15 @@ func TestLeaderCancelDoesNotPoisonFollowers(t *testing.T) {
 	// A follower whose own context ends stops waiting.
 	block := make(chan struct{})
 	defer close(block)
-	go m.Call(context.Background(), "", readTool, json.RawMessage(`{"x":1}`), func(context.Context) (*mcp.CallToolResult, error) {
+	go m.Call(context.Background(), "", readTool, json.RawMessage(`{"x":1}`), func(context.Context) (json.RawMessage, error) {
 		<-block
-		return mcp.NewToolResultText("late"), nil
+		return textResult("late"), nil
 	})
 	time.Sleep(20 * time.Millisecond)
 	ctx, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel2()
 	if _, err := m.Call(ctx, "", readTool, json.RawMessage(`{"x":1}`), forward); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("waiting follower: %v", err)
-	}
-}
-
-func TestResultRoundTrip(t *testing.T) {
-	m := openTest(t, Options{})
-	structured := map[string]any{"nodes": []any{map[string]any{"id": "a", "n": 1.5}}, "ok": true}
-	mk := func(context.Context) (*mcp.CallToolResult, error) {
-		prio := 0.5
-		r := &mcp.CallToolResult{
-			Content: []mcp.Content{
-				mcp.TextContent{Type: "text", Text: "hello \u2028 <world> & \"quotes\"",
-					Annotated: mcp.Annotated{Annotations: &mcp.Annotations{Audience: []mcp.Role{mcp.RoleUser}, Priority: &prio}}},
-				mcp.ImageContent{Type: "image", Data: "aGVsbG8=", MIMEType: "image/png"},
-				mcp.AudioContent{Type: "audio", Data: "aGVsbG8=", MIMEType: "audio/wav"},
-				mcp.ResourceLink{Type: "resource_link", URI: "file:///a.txt", Name: "a.txt", MIMEType: "text/plain"},
-				mcp.EmbeddedResource{Type: "resource", Resource: mcp.TextResourceContents{URI: "file:///b.txt", MIMEType: "text/plain", Text: "bee"}},
-				mcp.EmbeddedResource{Type: "resource", Resource: mcp.BlobResourceContents{URI: "file:///c.bin", MIMEType: "application/octet-stream", Blob: "AAEC"}},
-			},
-			StructuredContent: structured,
-		}
-		r.Meta = &mcp.Meta{AdditionalFields: map[string]any{"child/trace": "abc"}}
-		return r, nil
-	}
-	ctx := context.Background()
-	miss, err := m.Call(ctx, "", readTool, nil, mk)
-	if err != nil || status(t, miss) != StatusMiss {
-		t.Fatalf("miss: %v", err)
-	}
-	hit, err := m.Call(ctx, "", readTool, nil, mk)
-	if err != nil || status(t, hit) != StatusHit {
-		t.Fatalf("hit: %v", err)
-	}
-	strip := func(r *mcp.CallToolResult) string {
-		c := *r
-		meta := *c.Meta
-		meta.AdditionalFields = map[string]any{}
-		for k, v := range c.Meta.AdditionalFields {
-			if k != MetaKey {
-				meta.AdditionalFields[k] = v
-			}
-		}
-		c.Meta = &meta
-		b, err := json.Marshal(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
-	if a, b := strip(miss), strip(hit); a != b {
-		t.Fatalf("hit differs from miss:\nmiss %s\nhit  %s", a, b)
-	}
-	if hit.Meta.AdditionalFields["child/trace"] != "abc" {
-		t.Fatalf("child _meta lost: %v", hit.Meta.AdditionalFields)
-	}
-	if len(hit.Content) != 6 {
-		t.Fatalf("content: %d items", len(hit.Content))
-	}
-	if _, ok := hit.Content[4].(mcp.EmbeddedResource).Resource.(mcp.TextResourceContents); !ok {
-		t.Fatalf("embedded resource type %T", hit.Content[4].(mcp.EmbeddedResource).Resource)
-	}
-	sc, _ := json.Marshal(hit.StructuredContent)
-	want, _ := json.Marshal(structured)
-	if string(sc) != string(want) {
-		t.Fatalf("structuredContent %s, want %s", sc, want)
-	}
-	// The miss result given to the caller was not the child's value mutated.
-	orig, _ := mk(ctx)
-	if _, ok := orig.Meta.AdditionalFields[MetaKey]; ok {
-		t.Fatal("child's _meta mutated")
 	}
 }
 
@@ -581,8 +579,15 @@ func TestNilAndBypass(t *testing.T) {
 	var m *Memory
 	c := &child{}
 	res, err := m.Call(context.Background(), "", readTool, nil, c.forward(nil))
-	if err != nil || res == nil || res.Meta != nil {
-		t.Fatalf("nil memory: %v %+v", err, res)
+	if err != nil || string(res) != string(textResult("answer 1 to ")) {
+		t.Fatalf("nil memory: %v %s", err, res)
+	}
+	// Not even a result memory would have to splice into is touched.
+	for _, raw := range []string{`{"_meta":{"a":1},  "content":[]}`, `[1]`, `not json`} {
+		res, err := m.Call(context.Background(), "", readTool, nil, answer(raw))
+		if err != nil || string(res) != raw {
+			t.Fatalf("nil memory changed %s to %s (%v)", raw, res, err)
+		}
 	}
 	if err := m.InvalidateServer(context.Background(), "x"); err != nil {
 		t.Fatal(err)

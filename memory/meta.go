@@ -28,6 +28,26 @@ var errNotObject = errors.New("result is not a JSON object")
 // nor null, is an error, and result is returned unchanged with it so that
 // callers can pass it on as the child sent it.
 func withMeta(result json.RawMessage, key string, value any) (json.RawMessage, error) {
+	v, err := marshalVerbatim(value)
+	if err != nil {
+		return result, fmt.Errorf("_meta %q: %w", key, err)
+	}
+	return editMeta(result, func(meta map[string]json.RawMessage) { meta[key] = v })
+}
+
+// withoutMeta returns a copy of result without _meta[key]. It is for results
+// that arrive already carrying a cache report (a child that is itself a
+// Nexus gateway): that report describes the child's cache, not this one, and
+// must not be stored.
+func withoutMeta(result json.RawMessage, key string) (json.RawMessage, error) {
+	return editMeta(result, func(meta map[string]json.RawMessage) { delete(meta, key) })
+}
+
+// editMeta splits the JSON object result into its members, lets edit change
+// the members of its _meta object, and joins them again. Member values are
+// kept as raw bytes throughout, so nothing memory does not edit is decoded.
+// A result without _meta gains one only if edit leaves it non-empty.
+func editMeta(result json.RawMessage, edit func(meta map[string]json.RawMessage)) (json.RawMessage, error) {
 	if !isObject(result) {
 		return result, errNotObject
 	}
@@ -36,7 +56,8 @@ func withMeta(result json.RawMessage, key string, value any) (json.RawMessage, e
 		return result, fmt.Errorf("result: %w", err)
 	}
 	var meta map[string]json.RawMessage
-	if raw, ok := members["_meta"]; ok {
+	raw, had := members["_meta"]
+	if had {
 		if err := json.Unmarshal(raw, &meta); err != nil {
 			return result, fmt.Errorf("result _meta: %w", err)
 		}
@@ -44,38 +65,10 @@ func withMeta(result json.RawMessage, key string, value any) (json.RawMessage, e
 	if meta == nil {
 		meta = make(map[string]json.RawMessage, 1)
 	}
-	v, err := marshalVerbatim(value)
-	if err != nil {
-		return result, fmt.Errorf("_meta %q: %w", key, err)
-	}
-	meta[key] = v
-	if members["_meta"], err = marshalVerbatim(meta); err != nil {
-		return result, fmt.Errorf("result _meta: %w", err)
-	}
-	out, err := marshalVerbatim(members)
-	if err != nil {
-		return result, fmt.Errorf("result: %w", err)
-	}
-	return out, nil
-}
-
-// withoutMeta returns a copy of result without _meta[key]. It is for results
-// that arrive already carrying a cache report (a child that is itself a
-// Nexus gateway): the report describes the child's cache, not this one, and
-// must not be stored.
-func withoutMeta(result json.RawMessage, key string) (json.RawMessage, error) {
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(result, &members); err != nil {
-		return result, fmt.Errorf("result: %w", err)
-	}
-	var meta map[string]json.RawMessage
-	if err := json.Unmarshal(members["_meta"], &meta); err != nil {
-		return result, fmt.Errorf("result _meta: %w", err)
-	}
-	if _, ok := meta[key]; !ok {
+	edit(meta)
+	if !had && len(meta) == 0 {
 		return result, nil
 	}
-	delete(meta, key)
 	var err error
 	if members["_meta"], err = marshalVerbatim(meta); err != nil {
 		return result, fmt.Errorf("result _meta: %w", err)

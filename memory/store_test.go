@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 func TestEvictionByCount(t *testing.T) {
@@ -133,9 +131,9 @@ func TestTwoProcesses(t *testing.T) {
 func TestStatsPersist(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "memory.db")
 	m := openTest(t, Options{Path: path})
-	slow := func(context.Context) (*mcp.CallToolResult, error) {
+	slow := func(context.Context) (json.RawMessage, error) {
 		time.Sleep(30 * time.Millisecond)
-		return mcp.NewToolResultText("slow answer"), nil
+		return textResult("slow answer"), nil
 	}
 	ctx := context.Background()
 	for range 3 {
@@ -185,9 +183,9 @@ func forwarded(t *testing.T, m *Memory, tool Tool) (string, time.Duration) {
 	t.Helper()
 	var calls atomic.Int64
 	start := time.Now()
-	res, err := m.Call(context.Background(), "", tool, json.RawMessage(`{"z":1}`), func(context.Context) (*mcp.CallToolResult, error) {
+	res, err := m.Call(context.Background(), "", tool, json.RawMessage(`{"z":1}`), func(context.Context) (json.RawMessage, error) {
 		calls.Add(1)
-		return mcp.NewToolResultText("fresh"), nil
+		return textResult("fresh"), nil
 	})
 	took := time.Since(start)
 	if err != nil || text(res) != "fresh" || calls.Load() != 1 {
@@ -267,8 +265,8 @@ func testTruncated(t *testing.T, keep int) {
 	for i := range 300 {
 		args := json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))
 		want := string(args) + strings.Repeat("y", 3000)
-		res, err := m2.Call(context.Background(), "", readTool, args, func(context.Context) (*mcp.CallToolResult, error) {
-			return mcp.NewToolResultText(want), nil
+		res, err := m2.Call(context.Background(), "", readTool, args, func(context.Context) (json.RawMessage, error) {
+			return textResult(want), nil
 		})
 		if err != nil {
 			t.Fatalf("call %d: %v", i, err)
@@ -315,8 +313,8 @@ func TestCorruptPages(t *testing.T) {
 	for i := range 300 {
 		args := json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))
 		want := string(args) + strings.Repeat("y", 3000)
-		res, err := m2.Call(context.Background(), "", readTool, args, func(context.Context) (*mcp.CallToolResult, error) {
-			return mcp.NewToolResultText(want), nil
+		res, err := m2.Call(context.Background(), "", readTool, args, func(context.Context) (json.RawMessage, error) {
+			return textResult(want), nil
 		})
 		if err != nil {
 			t.Fatalf("call %d: %v", i, err)
@@ -432,7 +430,7 @@ func populate(tb testing.TB, m *Memory, tool Tool, n int) {
 	tb.Helper()
 	ctx := context.Background()
 	now := m.now().UnixMilli()
-	res, _ := json.Marshal(mcp.NewToolResultText(strings.Repeat("r", 200)))
+	res := textResult(strings.Repeat("r", 200))
 	err := m.st.writeTx(ctx, func(tx *sql.Tx) error {
 		st, err := tx.PrepareContext(ctx, `INSERT INTO entries (key, tool, server, scope, fingerprint, args, result, size,
 			duration_ms, created_at, expires_at, last_used_at) VALUES (?, ?, ?, '', ?, ?, ?, ?, 5, ?, NULL, ?)`)
@@ -464,7 +462,7 @@ func BenchmarkLookupHit(b *testing.B) {
 			for i := range args {
 				args[i] = json.RawMessage(fmt.Sprintf(`{"i":%d}`, (i*7919)%n))
 			}
-			forward := func(context.Context) (*mcp.CallToolResult, error) {
+			forward := func(context.Context) (json.RawMessage, error) {
 				b.Fatal("forwarded: not a hit")
 				return nil, nil
 			}

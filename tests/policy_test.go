@@ -25,10 +25,10 @@ import (
 // and use their call log (NEXUS_SAMPLE_CALL_LOG) to prove that a refused call never
 // reached the child.
 
-// np selects the Nexus-Pocket main branch in code-kg.
-var np = map[string]any{"repository": "syl2042/Nexus-Pocket", "branch": "main"}
+// polNP selects the Nexus-Pocket main branch in code-kg.
+var polNP = map[string]any{"repository": "syl2042/Nexus-Pocket", "branch": "main"}
 
-func withArgs(base map[string]any, kv ...any) map[string]any {
+func polWith(base map[string]any, kv ...any) map[string]any {
 	out := map[string]any{}
 	for k, v := range base {
 		out[k] = v
@@ -39,27 +39,27 @@ func withArgs(base map[string]any, kv ...any) map[string]any {
 	return out
 }
 
-// codeKGReadOnly are code-kg's read-only tools with valid arguments.
-var codeKGReadOnly = map[string]map[string]any{
-	"kg_latest_graph":           np,
+// polCodeReadOnly are code-kg's read-only tools with valid arguments.
+var polCodeReadOnly = map[string]map[string]any{
+	"kg_latest_graph":           polNP,
 	"kg_graph_summary":          {"graph_id": "g-np-main-001"},
-	"kg_list_audit_risks":       np,
+	"kg_list_audit_risks":       polNP,
 	"kg_get_audit_risk":         {"graph_id": "g-np-main-002", "risk_id": "np-risk-echo-002"},
-	"kg_list_anomalies":         np,
+	"kg_list_anomalies":         polNP,
 	"kg_get_anomaly":            {"graph_id": "g-np-main-002", "anomaly_id": "np-anom-import-004"},
 	"kg_resolve_finding":        {"graph_id": "g-np-main-002", "source_tool": "ruff", "finding_type": "ruff_e722_bare_except", "path": "services/notes/app/sync.py"},
-	"kg_file_context":           withArgs(np, "path", "services/notes/app/sync.py"),
-	"kg_impact":                 withArgs(np, "target", "shared/config.py", "max_depth", 1),
-	"kg_compare_runs":           np,
-	"kg_compare_with_local_git": np,
-	"kg_regenerate_dry_run":     np,
+	"kg_file_context":           polWith(polNP, "path", "services/notes/app/sync.py"),
+	"kg_impact":                 polWith(polNP, "target", "shared/config.py", "max_depth", 1),
+	"kg_compare_runs":           polNP,
+	"kg_compare_with_local_git": polNP,
+	"kg_regenerate_dry_run":     polNP,
 }
 
-// codeKGMutating are code-kg's tools that are not read-only.
-var codeKGMutating = []string{"kg_regenerate", "kg_regenerate_submit"}
+// polCodeMutating are code-kg's tools that are not read-only.
+var polCodeMutating = []string{"kg_regenerate", "kg_regenerate_submit"}
 
-// docKGTools are doc-kg's tools (all read-only) with valid arguments.
-var docKGTools = map[string]map[string]any{
+// polDocTools are doc-kg's tools (all read-only) with valid arguments.
+var polDocTools = map[string]map[string]any{
 	"doc_kg_status":           {},
 	"doc_kg_list_source_apps": {},
 	"doc_kg_list_workspaces":  {"source_app": "nexus_pocket_notes"},
@@ -75,24 +75,24 @@ var docKGTools = map[string]map[string]any{
 	"doc_kg_query":            {"question": "Which documents mention the auth module?"},
 }
 
-// readOnlyWire is what tools/list shows an agent under the built-in default: every
+// polReadOnlyWire is what tools/list shows an agent under the built-in default: every
 // doc-kg tool and code-kg's read-only tools, by wire name.
-func readOnlyWire() []string {
+func polReadOnlyWire() []string {
 	var out []string
-	for name := range codeKGReadOnly {
+	for name := range polCodeReadOnly {
 		out = append(out, "code-kg__"+name)
 	}
-	for name := range docKGTools {
+	for name := range polDocTools {
 		out = append(out, "doc-kg__"+name)
 	}
 	sort.Strings(out)
 	return out
 }
 
-// sampleConfig is a config running both sample servers with the call log of h, plus
+// polConfig is a config running both sample servers with the call log of h, plus
 // the given top-level keys (policy, agents, ...). annotations, when set, maps a server to
 // its "annotations" entry.
-func sampleConfig(h *home, extra map[string]any, annotations map[string]any) map[string]any {
+func polConfig(h *home, extra map[string]any, annotations map[string]any) map[string]any {
 	servers := map[string]any{}
 	for _, name := range []string{"code-kg", "doc-kg"} {
 		s := map[string]any{"command": built.nexus, "args": []string{"sample-server", name},
@@ -109,20 +109,20 @@ func sampleConfig(h *home, extra map[string]any, annotations map[string]any) map
 	return cfg
 }
 
-func samplesHome(t *testing.T, extra map[string]any, annotations map[string]any) *home {
+func polHome(t *testing.T, extra map[string]any, annotations map[string]any) *home {
 	t.Helper()
 	h := newHome(t, nil)
-	h.writeConfig(sampleConfig(h, extra, annotations))
+	h.writeConfig(polConfig(h, extra, annotations))
 	return h
 }
 
-func grant(agent string, allow ...string) map[string]any {
+func polGrant(agent string, allow ...string) map[string]any {
 	return map[string]any{"agents": map[string]any{agent: map[string]any{"allow": allow}}}
 }
 
-// refusalCheck checks the text of a refused call: it names the agent, the canonical
+// polRefused checks the text of a refused call: it names the agent, the canonical
 // tool, the rule and how to grant the tool.
-func refusalCheck(t *testing.T, what string, isError bool, text, agent, tool, rule string) {
+func polRefused(t *testing.T, what string, isError bool, text, agent, tool, rule string) {
 	t.Helper()
 	if !isError {
 		t.Errorf("%s: want a refusal (isError), got %q", what, text)
@@ -140,19 +140,19 @@ func refusalCheck(t *testing.T, what string, isError bool, text, agent, tool, ru
 	}
 }
 
-// defaultRefusal is the rule text of a refusal under the built-in default.
-const defaultRefusal = "denied by built-in default (no allow rule matches; default allows @readonly only)"
+// polDefaultRule is the rule text of a refusal under the built-in default.
+const polDefaultRule = "denied by built-in default (no allow rule matches; default allows @readonly only)"
 
-func sortedKeys[V any](m map[string]V) []string {
+func polSortedKeys[V any](m map[string]V) []string {
 	out := mapKeys(m)
 	sort.Strings(out)
 	return out
 }
 
-// startSessionAs is startSession with a chosen clientInfo name.
-func startSessionAs(t *testing.T, env []string, clientName string, command string, args ...string) *session {
+// polStartSession is startSession with a chosen clientInfo name.
+func polStartSession(t *testing.T, env []string, clientName string, command string, args ...string) *session {
 	t.Helper()
-	s := startRaw(t, env, command, args...)
+	s := polStartRaw(t, env, command, args...)
 	res, rpcErr := s.request("initialize", map[string]any{
 		"protocolVersion": "2025-11-25",
 		"capabilities":    map[string]any{},
@@ -166,8 +166,8 @@ func startSessionAs(t *testing.T, env []string, clientName string, command strin
 	return s
 }
 
-// startRaw starts a process as a session without initializing it.
-func startRaw(t *testing.T, env []string, command string, args ...string) *session {
+// polStartRaw starts a process as a session without initializing it.
+func polStartRaw(t *testing.T, env []string, command string, args ...string) *session {
 	t.Helper()
 	s := &session{t: t, stderr: &lockedBuffer{}, pending: map[string]chan message{},
 		noteC: make(chan struct{}, 1), done: make(chan struct{})}
@@ -190,8 +190,8 @@ func startRaw(t *testing.T, env []string, command string, args ...string) *sessi
 	return s
 }
 
-// httpClientAs is httpClient with a chosen clientInfo name.
-func httpClientAs(t *testing.T, url, token, clientName string) (*client.Client, error) {
+// polHTTPClient is httpClient with a chosen clientInfo name.
+func polHTTPClient(t *testing.T, url, token, clientName string) (*client.Client, error) {
 	t.Helper()
 	opts := []transport.StreamableHTTPCOption{}
 	if token != "" {
@@ -212,8 +212,8 @@ func httpClientAs(t *testing.T, url, token, clientName string) (*client.Client, 
 	return c, err
 }
 
-// httpCall calls a tool over HTTP and returns isError and the text.
-func httpCall(t *testing.T, c *client.Client, name string, args map[string]any) (bool, string) {
+// polHTTPCall calls a tool over HTTP and returns isError and the text.
+func polHTTPCall(t *testing.T, c *client.Client, name string, args map[string]any) (bool, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -228,7 +228,7 @@ func httpCall(t *testing.T, c *client.Client, name string, args map[string]any) 
 	return res.IsError, strings.Join(parts, "\n")
 }
 
-func httpTools(t *testing.T, c *client.Client) []string {
+func polHTTPTools(t *testing.T, c *client.Client) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -244,13 +244,13 @@ func httpTools(t *testing.T, c *client.Client) []string {
 	return out
 }
 
-func tokenHash(token string) string {
+func polTokenHash(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
 }
 
-// refusalLogged checks that serve's stderr holds the audit line of a refusal.
-func refusalLogged(t *testing.T, stderr *lockedBuffer, agent, tool, rule string) {
+// polRefusalLogged checks that serve's stderr holds the audit line of a refusal.
+func polRefusalLogged(t *testing.T, stderr *lockedBuffer, agent, tool, rule string) {
 	t.Helper()
 	eventually(t, 5*time.Second, "the audit line of the refusal of "+tool+" for "+agent, func() bool {
 		for _, line := range strings.Split(stderr.String(), "\n") {
@@ -268,105 +268,105 @@ func refusalLogged(t *testing.T, stderr *lockedBuffer, agent, tool, rule string)
 // the child.
 func TestPolicyDefaultStdio(t *testing.T) {
 	t.Parallel()
-	h := samplesHome(t, nil, nil)
+	h := polHome(t, nil, nil)
 	s := h.serveStdio("--no-memory") // no --agent: the clientInfo hint "e2e-test", which has no policy
-	if got, want := sortedKeys(s.tools()), readOnlyWire(); !slices.Equal(got, want) {
+	if got, want := polSortedKeys(s.tools()), polReadOnlyWire(); !slices.Equal(got, want) {
 		t.Fatalf("tools/list of an agent without policy:\n got %v\nwant %v", got, want)
 	}
-	for name, args := range codeKGReadOnly {
+	for name, args := range polCodeReadOnly {
 		if r := s.call("code-kg__"+name, args); r.IsError {
 			t.Errorf("code-kg.%s: %s", name, r.text())
 		}
 	}
-	for name, args := range docKGTools {
+	for name, args := range polDocTools {
 		// Both spellings of the name reach the tool.
 		if r := s.call("doc-kg."+name, args); r.IsError {
 			t.Errorf("doc-kg.%s: %s", name, r.text())
 		}
 	}
-	for _, name := range codeKGMutating {
+	for _, name := range polCodeMutating {
 		for _, spelling := range []string{"code-kg__" + name, "code-kg." + name} {
-			r := s.call(spelling, np)
-			refusalCheck(t, spelling, r.IsError, r.text(), "e2e-test", "code-kg."+name, defaultRefusal)
+			r := s.call(spelling, polNP)
+			polRefused(t, spelling, r.IsError, r.text(), "e2e-test", "code-kg."+name, polDefaultRule)
 			if !strings.Contains(r.text(), "nexus policy allow --agent e2e-test code-kg."+name) {
 				t.Errorf("%s: the refusal should say how to grant it:\n%s", spelling, r.text())
 			}
 		}
 	}
 	calls := h.calls()
-	for name := range codeKGReadOnly {
+	for name := range polCodeReadOnly {
 		if calls[name] != 1 {
 			t.Errorf("the child received %s %d times, want 1", name, calls[name])
 		}
 	}
-	for name := range docKGTools {
+	for name := range polDocTools {
 		if calls[name] != 1 {
 			t.Errorf("the child received %s %d times, want 1", name, calls[name])
 		}
 	}
-	for _, name := range codeKGMutating {
+	for _, name := range polCodeMutating {
 		if calls[name] != 0 {
 			t.Errorf("a refused call reached the child: %s received %d times", name, calls[name])
 		}
 	}
-	refusalLogged(t, s.stderr, "e2e-test", "code-kg.kg_regenerate", `"no allow rule matches"`)
-	refusalLogged(t, s.stderr, "e2e-test", "code-kg.kg_regenerate_submit", `"no allow rule matches"`)
+	polRefusalLogged(t, s.stderr, "e2e-test", "code-kg.kg_regenerate", `"no allow rule matches"`)
+	polRefusalLogged(t, s.stderr, "e2e-test", "code-kg.kg_regenerate_submit", `"no allow rule matches"`)
 }
 
 // TestPolicyDefaultHTTP: the same over streamable HTTP with no tokens configured, where
 // everyone is anonymous: a client calling itself "coder" does not get coder's policy.
 func TestPolicyDefaultHTTP(t *testing.T) {
 	t.Parallel()
-	h := samplesHome(t, map[string]any{"policy": grant("coder", "@readonly", "code-kg.kg_regenerate")}, nil)
+	h := polHome(t, map[string]any{"policy": polGrant("coder", "@readonly", "code-kg.kg_regenerate")}, nil)
 	url, stderr := h.serveHTTP("--no-memory")
-	c, err := httpClientAs(t, url, "", "coder")
+	c, err := polHTTPClient(t, url, "", "coder")
 	if err != nil {
 		t.Fatalf("initialize over HTTP: %v\n%s", err, stderr)
 	}
-	if got, want := httpTools(t, c), readOnlyWire(); !slices.Equal(got, want) {
+	if got, want := polHTTPTools(t, c), polReadOnlyWire(); !slices.Equal(got, want) {
 		t.Fatalf("tools/list over HTTP (anonymous, clientInfo coder):\n got %v\nwant %v", got, want)
 	}
-	for name, args := range codeKGReadOnly {
-		if isErr, text := httpCall(t, c, "code-kg."+name, args); isErr {
+	for name, args := range polCodeReadOnly {
+		if isErr, text := polHTTPCall(t, c, "code-kg."+name, args); isErr {
 			t.Errorf("code-kg.%s over HTTP: %s", name, text)
 		}
 	}
-	for name, args := range docKGTools {
-		if isErr, text := httpCall(t, c, "doc-kg__"+name, args); isErr {
+	for name, args := range polDocTools {
+		if isErr, text := polHTTPCall(t, c, "doc-kg__"+name, args); isErr {
 			t.Errorf("doc-kg.%s over HTTP: %s", name, text)
 		}
 	}
-	for _, name := range codeKGMutating {
+	for _, name := range polCodeMutating {
 		for _, spelling := range []string{"code-kg__" + name, "code-kg." + name} {
-			isErr, text := httpCall(t, c, spelling, np)
+			isErr, text := polHTTPCall(t, c, spelling, polNP)
 			// clientInfo "coder" is not an identity over HTTP: the refusal is anonymous's.
-			refusalCheck(t, spelling+" over HTTP", isErr, text, "anonymous", "code-kg."+name, defaultRefusal)
+			polRefused(t, spelling+" over HTTP", isErr, text, "anonymous", "code-kg."+name, polDefaultRule)
 		}
 	}
 	calls := h.calls()
-	for name := range codeKGReadOnly {
+	for name := range polCodeReadOnly {
 		if calls[name] != 1 {
 			t.Errorf("the child received %s %d times, want 1", name, calls[name])
 		}
 	}
-	for name := range docKGTools {
+	for name := range polDocTools {
 		if calls[name] != 1 {
 			t.Errorf("the child received %s %d times, want 1", name, calls[name])
 		}
 	}
-	for _, name := range codeKGMutating {
+	for _, name := range polCodeMutating {
 		if calls[name] != 0 {
 			t.Errorf("a refused call reached the child: %s received %d times", name, calls[name])
 		}
 	}
-	refusalLogged(t, stderr, "anonymous", "code-kg.kg_regenerate", `"no allow rule matches"`)
+	polRefusalLogged(t, stderr, "anonymous", "code-kg.kg_regenerate", `"no allow rule matches"`)
 }
 
 // TestPolicyGrantStdio: an agent granted code-kg.kg_regenerate can call it, whichever
 // way it is identified on stdio; other agents still cannot; deny beats allow.
 func TestPolicyGrantStdio(t *testing.T) {
 	t.Parallel()
-	h := samplesHome(t, map[string]any{"policy": map[string]any{"agents": map[string]any{
+	h := polHome(t, map[string]any{"policy": map[string]any{"agents": map[string]any{
 		"coder": map[string]any{"allow": []string{"@readonly", "code-kg.kg_regenerate"}},
 		"wild":  map[string]any{"allow": []string{"*"}, "deny": []string{"code-kg.*"}},
 	}}}, nil)
@@ -381,15 +381,15 @@ func TestPolicyGrantStdio(t *testing.T) {
 			t.Errorf("coder's tools/list shows code-kg__kg_regenerate_submit, which it was not granted")
 		}
 		if len(tools) != 26 {
-			t.Errorf("coder sees %d tools, want 26: %v", len(tools), sortedKeys(tools))
+			t.Errorf("coder sees %d tools, want 26: %v", len(tools), polSortedKeys(tools))
 		}
-		r := s.call("code-kg__kg_regenerate", np)
+		r := s.call("code-kg__kg_regenerate", polNP)
 		if r.IsError {
 			t.Errorf("granted call refused: %s", r.text())
 		}
 		granted++
-		r = s.call("code-kg.kg_regenerate_submit", np)
-		refusalCheck(t, "kg_regenerate_submit for coder", r.IsError, r.text(), "coder", "code-kg.kg_regenerate_submit",
+		r = s.call("code-kg.kg_regenerate_submit", polNP)
+		polRefused(t, "kg_regenerate_submit for coder", r.IsError, r.text(), "coder", "code-kg.kg_regenerate_submit",
 			"denied by policy.agents.coder in "+filepath.Join(h.dir, "config.json")+" (no allow rule matches; policy.agents.coder allows @readonly, code-kg.kg_regenerate only)")
 	}
 	expectRefused := func(t *testing.T, s *session, agent string) {
@@ -397,8 +397,8 @@ func TestPolicyGrantStdio(t *testing.T) {
 		if _, ok := s.tools()["code-kg__kg_regenerate"]; ok {
 			t.Errorf("%s's tools/list shows code-kg__kg_regenerate", agent)
 		}
-		r := s.call("code-kg__kg_regenerate", np)
-		refusalCheck(t, "kg_regenerate for "+agent, r.IsError, r.text(), agent, "code-kg.kg_regenerate", defaultRefusal)
+		r := s.call("code-kg__kg_regenerate", polNP)
+		polRefused(t, "kg_regenerate for "+agent, r.IsError, r.text(), agent, "code-kg.kg_regenerate", polDefaultRule)
 	}
 
 	t.Run("serve --agent", func(t *testing.T) {
@@ -408,38 +408,38 @@ func TestPolicyGrantStdio(t *testing.T) {
 		expectGranted(t, startSession(t, h.env("NEXUS_AGENT=coder"), built.nexus, "serve", "--no-memory"))
 	})
 	t.Run("clientInfo hint", func(t *testing.T) {
-		expectGranted(t, startSessionAs(t, h.env(), "coder", built.nexus, "serve", "--no-memory"))
+		expectGranted(t, polStartSession(t, h.env(), "coder", built.nexus, "serve", "--no-memory"))
 	})
 	t.Run("another agent", func(t *testing.T) {
 		expectRefused(t, h.serveStdio("--no-memory", "--agent", "reviewer"), "reviewer")
 	})
 	t.Run("--agent wins over the clientInfo hint", func(t *testing.T) {
-		expectRefused(t, startSessionAs(t, h.env(), "coder", built.nexus, "serve", "--no-memory", "--agent", "reviewer"), "reviewer")
+		expectRefused(t, polStartSession(t, h.env(), "coder", built.nexus, "serve", "--no-memory", "--agent", "reviewer"), "reviewer")
 	})
 	t.Run("NEXUS_AGENT wins over the clientInfo hint", func(t *testing.T) {
-		expectRefused(t, startSessionAs(t, h.env("NEXUS_AGENT=reviewer"), "coder", built.nexus, "serve", "--no-memory"), "reviewer")
+		expectRefused(t, polStartSession(t, h.env("NEXUS_AGENT=reviewer"), "coder", built.nexus, "serve", "--no-memory"), "reviewer")
 	})
 	t.Run("deny beats allow", func(t *testing.T) {
 		s := h.serveStdio("--no-memory", "--agent", "wild")
 		var want []string
-		for name := range docKGTools {
+		for name := range polDocTools {
 			want = append(want, "doc-kg__"+name)
 		}
 		sort.Strings(want)
-		if got := sortedKeys(s.tools()); !slices.Equal(got, want) {
+		if got := polSortedKeys(s.tools()); !slices.Equal(got, want) {
 			t.Errorf("allow * deny code-kg.*: tools/list\n got %v\nwant %v", got, want)
 		}
-		if r := s.call("doc-kg__doc_kg_search", docKGTools["doc_kg_search"]); r.IsError {
+		if r := s.call("doc-kg__doc_kg_search", polDocTools["doc_kg_search"]); r.IsError {
 			t.Errorf("doc-kg under allow *: %s", r.text())
 		}
 		for _, name := range []string{"kg_latest_graph", "kg_regenerate"} {
-			r := s.call("code-kg__"+name, np)
-			refusalCheck(t, name+" for wild", r.IsError, r.text(), "wild", "code-kg."+name, `(deny "code-kg.*")`)
+			r := s.call("code-kg__"+name, polNP)
+			polRefused(t, name+" for wild", r.IsError, r.text(), "wild", "code-kg."+name, `(deny "code-kg.*")`)
 			if !strings.Contains(r.text(), "nexus policy revoke --agent wild 'code-kg.*'") {
 				t.Errorf("the refusal should say to revoke the deny glob:\n%s", r.text())
 			}
 		}
-		refusalLogged(t, s.stderr, "wild", "code-kg.kg_latest_graph", `"deny \"code-kg.*\""`)
+		polRefusalLogged(t, s.stderr, "wild", "code-kg.kg_latest_graph", `"deny \"code-kg.*\""`)
 	})
 	calls := h.calls()
 	if calls["kg_regenerate"] != granted {
@@ -454,7 +454,7 @@ func TestPolicyGrantStdio(t *testing.T) {
 // token gets 401; clientInfo is never an identity.
 func TestPolicyHTTPTokens(t *testing.T) {
 	t.Parallel()
-	h := samplesHome(t, map[string]any{"policy": grant("coder", "@readonly", "code-kg.kg_regenerate")}, nil)
+	h := polHome(t, map[string]any{"policy": polGrant("coder", "@readonly", "code-kg.kg_regenerate")}, nil)
 	coderToken, stderr, code := h.nexus("agent", "add", "coder")
 	coderToken = strings.TrimSpace(coderToken)
 	if code != 0 || !strings.HasPrefix(coderToken, "nxs_") {
@@ -471,7 +471,7 @@ func TestPolicyHTTPTokens(t *testing.T) {
 	}
 	// A third agent whose token the test knows, written as an operator would.
 	agents := cfg["agents"].(map[string]any)
-	agents["ops"] = map[string]any{"tokenSha256": tokenHash("nxs_ops-token")}
+	agents["ops"] = map[string]any{"tokenSha256": polTokenHash("nxs_ops-token")}
 	h.writeConfig(cfg)
 
 	url, serveErr := h.serveHTTP("--no-memory")
@@ -492,7 +492,7 @@ func TestPolicyHTTPTokens(t *testing.T) {
 	for _, tc := range []struct{ name, header string }{
 		{"missing token", ""},
 		{"wrong token", "Bearer nxs_wrong"},
-		{"the hash instead of the token", "Bearer " + tokenHash(coderToken)},
+		{"the hash instead of the token", "Bearer " + polTokenHash(coderToken)},
 		{"other case", "Bearer " + strings.ToUpper(coderToken)},
 		{"a prefix of the token", "Bearer " + coderToken[:len(coderToken)-1]},
 		{"not bearer", "Basic " + coderToken},
@@ -502,35 +502,35 @@ func TestPolicyHTTPTokens(t *testing.T) {
 			t.Errorf("%s: status %d, want 401", tc.name, got)
 		}
 	}
-	if _, err := httpClientAs(t, url, "", "coder"); err == nil {
+	if _, err := polHTTPClient(t, url, "", "coder"); err == nil {
 		t.Errorf("a client without a token (calling itself coder) was served")
 	}
 
-	coder, err := httpClientAs(t, url, coderToken, "someone-else")
+	coder, err := polHTTPClient(t, url, coderToken, "someone-else")
 	if err != nil {
 		t.Fatalf("coder's token refused: %v\n%s", err, serveErr)
 	}
-	if tools := httpTools(t, coder); !slices.Contains(tools, "code-kg__kg_regenerate") || slices.Contains(tools, "code-kg__kg_regenerate_submit") || len(tools) != 26 {
+	if tools := polHTTPTools(t, coder); !slices.Contains(tools, "code-kg__kg_regenerate") || slices.Contains(tools, "code-kg__kg_regenerate_submit") || len(tools) != 26 {
 		t.Errorf("coder's tools/list over HTTP: %v", tools)
 	}
-	if isErr, text := httpCall(t, coder, "code-kg__kg_regenerate", np); isErr {
+	if isErr, text := polHTTPCall(t, coder, "code-kg__kg_regenerate", polNP); isErr {
 		t.Errorf("coder's granted call over HTTP refused: %s", text)
 	}
-	isErr, text := httpCall(t, coder, "code-kg.kg_regenerate_submit", np)
-	refusalCheck(t, "kg_regenerate_submit for coder over HTTP", isErr, text, "coder", "code-kg.kg_regenerate_submit", "denied by policy.agents.coder")
+	isErr, text := polHTTPCall(t, coder, "code-kg.kg_regenerate_submit", polNP)
+	polRefused(t, "kg_regenerate_submit for coder over HTTP", isErr, text, "coder", "code-kg.kg_regenerate_submit", "denied by policy.agents.coder")
 
 	for _, tc := range []struct{ agent, token string }{{"ops", "nxs_ops-token"}} {
 		// Another agent, even one that calls itself "coder", gets its own (default) policy.
-		c, err := httpClientAs(t, url, tc.token, "coder")
+		c, err := polHTTPClient(t, url, tc.token, "coder")
 		if err != nil {
 			t.Fatalf("%s's token refused: %v", tc.agent, err)
 		}
-		if got, want := httpTools(t, c), readOnlyWire(); !slices.Equal(got, want) {
+		if got, want := polHTTPTools(t, c), polReadOnlyWire(); !slices.Equal(got, want) {
 			t.Errorf("%s's tools/list over HTTP:\n got %v\nwant %v", tc.agent, got, want)
 		}
-		isErr, text := httpCall(t, c, "code-kg__kg_regenerate", np)
-		refusalCheck(t, "kg_regenerate for "+tc.agent+" over HTTP", isErr, text, tc.agent, "code-kg.kg_regenerate", defaultRefusal)
-		if isErr, text := httpCall(t, c, "doc-kg.doc_kg_search", docKGTools["doc_kg_search"]); isErr {
+		isErr, text := polHTTPCall(t, c, "code-kg__kg_regenerate", polNP)
+		polRefused(t, "kg_regenerate for "+tc.agent+" over HTTP", isErr, text, tc.agent, "code-kg.kg_regenerate", polDefaultRule)
+		if isErr, text := polHTTPCall(t, c, "doc-kg.doc_kg_search", polDocTools["doc_kg_search"]); isErr {
 			t.Errorf("%s: doc_kg_search refused: %s", tc.agent, text)
 		}
 	}
@@ -540,20 +540,20 @@ func TestPolicyHTTPTokens(t *testing.T) {
 	if n := h.calls()["kg_regenerate_submit"]; n != 0 {
 		t.Errorf("a refused call reached the child: kg_regenerate_submit %d times", n)
 	}
-	refusalLogged(t, serveErr, "ops", "code-kg.kg_regenerate", `"no allow rule matches"`)
+	polRefusalLogged(t, serveErr, "ops", "code-kg.kg_regenerate", `"no allow rule matches"`)
 }
 
 // TestPolicyTricks: no other spelling of a tool's name reaches it, and a policy cannot
 // be written with a spelling that would not match.
 func TestPolicyTricks(t *testing.T) {
 	t.Parallel()
-	h := samplesHome(t, map[string]any{"policy": map[string]any{"default": map[string]any{"allow": []string{"*"}, "deny": []string{"code-kg.kg_regenerate"}}}}, nil)
+	h := polHome(t, map[string]any{"policy": map[string]any{"default": map[string]any{"allow": []string{"*"}, "deny": []string{"code-kg.kg_regenerate"}}}}, nil)
 	s := h.serveStdio("--no-memory", "--agent", "tricky")
 
 	// Canonical and wire spellings resolve to the same tool and get the same refusal.
-	wire := s.call("code-kg__kg_regenerate", np)
-	canon := s.call("code-kg.kg_regenerate", np)
-	refusalCheck(t, "wire name", wire.IsError, wire.text(), "tricky", "code-kg.kg_regenerate", `denied by policy.default in `)
+	wire := s.call("code-kg__kg_regenerate", polNP)
+	canon := s.call("code-kg.kg_regenerate", polNP)
+	polRefused(t, "wire name", wire.IsError, wire.text(), "tricky", "code-kg.kg_regenerate", `denied by policy.default in `)
 	if wire.text() != canon.text() || wire.IsError != canon.IsError {
 		t.Errorf("wire and canonical spellings got different answers:\n%s\n%s", wire.text(), canon.text())
 	}
@@ -587,7 +587,7 @@ func TestPolicyTricks(t *testing.T) {
 		{"", "empty entry"},
 	} {
 		t.Run(fmt.Sprintf("entry %q", tc.entry), func(t *testing.T) {
-			bad := samplesHome(t, map[string]any{"policy": grant("coder", "@readonly", tc.entry)}, nil)
+			bad := polHome(t, map[string]any{"policy": polGrant("coder", "@readonly", tc.entry)}, nil)
 			_, stderr, code := bad.nexus("policy", "check")
 			if code == 0 || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "policy.agents.coder.allow[1]") {
 				t.Errorf("policy check: exit %d, want an error naming policy.agents.coder.allow[1] and saying %q:\n%s", code, tc.want, stderr)
@@ -607,39 +607,39 @@ func TestPolicyTricks(t *testing.T) {
 // stdio and HTTP, without a restart; stdio sessions are told tools/list_changed.
 func TestPolicyHotReload(t *testing.T) {
 	t.Parallel()
-	h := samplesHome(t, nil, nil)
+	h := polHome(t, nil, nil)
 	s := h.serveStdio("--no-memory", "--agent", "coder")
 	url, httpErr := h.serveHTTP("--no-memory")
-	c, err := httpClientAs(t, url, "", "coder")
+	c, err := polHTTPClient(t, url, "", "coder")
 	if err != nil {
 		t.Fatalf("initialize over HTTP: %v\n%s", err, httpErr)
 	}
 
-	r := s.call("code-kg__kg_regenerate", np)
-	refusalCheck(t, "before the edit", r.IsError, r.text(), "coder", "code-kg.kg_regenerate", defaultRefusal)
+	r := s.call("code-kg__kg_regenerate", polNP)
+	polRefused(t, "before the edit", r.IsError, r.text(), "coder", "code-kg.kg_regenerate", polDefaultRule)
 	if _, ok := s.tools()["code-kg__kg_regenerate"]; ok {
 		t.Fatal("kg_regenerate listed before the edit")
 	}
-	isErr, text := httpCall(t, c, "code-kg__kg_regenerate", np)
-	refusalCheck(t, "before the edit, over HTTP", isErr, text, "anonymous", "code-kg.kg_regenerate", defaultRefusal)
+	isErr, text := polHTTPCall(t, c, "code-kg__kg_regenerate", polNP)
+	polRefused(t, "before the edit, over HTTP", isErr, text, "anonymous", "code-kg.kg_regenerate", polDefaultRule)
 
 	// Grant coder the tool, and anonymous through the default.
-	h.writeConfig(sampleConfig(h, map[string]any{"policy": map[string]any{
+	h.writeConfig(polConfig(h, map[string]any{"policy": map[string]any{
 		"default": map[string]any{"allow": []string{"@readonly", "code-kg.kg_regenerate"}},
 		"agents":  map[string]any{"coder": map[string]any{"allow": []string{"@readonly", "code-kg.kg_regenerate"}}},
 	}}, nil))
 	s.waitNote("notifications/tools/list_changed", 10*time.Second, nil)
 	eventually(t, 10*time.Second, "coder's call allowed after the edit", func() bool {
-		return !s.call("code-kg__kg_regenerate", np).IsError
+		return !s.call("code-kg__kg_regenerate", polNP).IsError
 	})
 	if _, ok := s.tools()["code-kg__kg_regenerate"]; !ok {
 		t.Error("kg_regenerate not listed after the edit")
 	}
 	eventually(t, 10*time.Second, "anonymous's HTTP call allowed after the edit", func() bool {
-		isErr, _ := httpCall(t, c, "code-kg.kg_regenerate", np)
+		isErr, _ := polHTTPCall(t, c, "code-kg.kg_regenerate", polNP)
 		return !isErr
 	})
-	if tools := httpTools(t, c); !slices.Contains(tools, "code-kg__kg_regenerate") {
+	if tools := polHTTPTools(t, c); !slices.Contains(tools, "code-kg__kg_regenerate") {
 		t.Errorf("kg_regenerate not listed over HTTP after the edit: %v", tools)
 	}
 	if n := h.calls()["kg_regenerate"]; n != 2 {
@@ -647,25 +647,25 @@ func TestPolicyHotReload(t *testing.T) {
 	}
 
 	// An invalid edit is ignored: the running policy stays.
-	h.writeConfig(sampleConfig(h, map[string]any{"policy": grant("coder", "code-kg__kg_regenerate")}, nil))
+	h.writeConfig(polConfig(h, map[string]any{"policy": polGrant("coder", "code-kg__kg_regenerate")}, nil))
 	eventually(t, 10*time.Second, "the invalid edit logged", func() bool {
 		return strings.Contains(s.stderr.String(), "config change ignored")
 	})
-	if r := s.call("code-kg.kg_regenerate", np); r.IsError {
+	if r := s.call("code-kg.kg_regenerate", polNP); r.IsError {
 		t.Errorf("an invalid edit changed the running policy: %s", r.text())
 	}
 
 	// Revoking applies to the next call too.
-	h.writeConfig(sampleConfig(h, nil, nil))
+	h.writeConfig(polConfig(h, nil, nil))
 	s.waitNote("notifications/tools/list_changed", 10*time.Second, nil)
 	eventually(t, 10*time.Second, "coder's call refused after the revocation", func() bool {
-		return s.call("code-kg__kg_regenerate", np).IsError
+		return s.call("code-kg__kg_regenerate", polNP).IsError
 	})
 	if _, ok := s.tools()["code-kg__kg_regenerate"]; ok {
 		t.Error("kg_regenerate still listed after the revocation")
 	}
 	eventually(t, 10*time.Second, "anonymous's HTTP call refused after the revocation", func() bool {
-		isErr, _ := httpCall(t, c, "code-kg.kg_regenerate", np)
+		isErr, _ := polHTTPCall(t, c, "code-kg.kg_regenerate", polNP)
 		return isErr
 	})
 	if n := h.calls()["kg_regenerate"]; n != 3 {
@@ -677,7 +677,7 @@ func TestPolicyHotReload(t *testing.T) {
 // @readonly sees.
 func TestPolicyAnnotationOverride(t *testing.T) {
 	t.Parallel()
-	h := samplesHome(t, nil, map[string]any{
+	h := polHome(t, nil, map[string]any{
 		"code-kg": map[string]any{
 			"kg_regenerate":   map[string]any{"readOnlyHint": true, "destructiveHint": false},
 			"kg_latest_graph": map[string]any{"destructiveHint": true}, // read-only but destructive: not @readonly
@@ -694,13 +694,13 @@ func TestPolicyAnnotationOverride(t *testing.T) {
 			t.Errorf("tools/list: %s listed = %v, want %v", name, got, want)
 		}
 	}
-	if r := s.call("code-kg__kg_regenerate", np); r.IsError {
+	if r := s.call("code-kg__kg_regenerate", polNP); r.IsError {
 		t.Errorf("kg_regenerate marked read-only is refused: %s", r.text())
 	}
-	r := s.call("doc-kg__doc_kg_search", docKGTools["doc_kg_search"])
-	refusalCheck(t, "doc_kg_search marked not read-only", r.IsError, r.text(), "e2e-test", "doc-kg.doc_kg_search", defaultRefusal)
-	r = s.call("code-kg__kg_latest_graph", np)
-	refusalCheck(t, "kg_latest_graph marked destructive", r.IsError, r.text(), "e2e-test", "code-kg.kg_latest_graph", defaultRefusal)
+	r := s.call("doc-kg__doc_kg_search", polDocTools["doc_kg_search"])
+	polRefused(t, "doc_kg_search marked not read-only", r.IsError, r.text(), "e2e-test", "doc-kg.doc_kg_search", polDefaultRule)
+	r = s.call("code-kg__kg_latest_graph", polNP)
+	polRefused(t, "kg_latest_graph marked destructive", r.IsError, r.text(), "e2e-test", "code-kg.kg_latest_graph", polDefaultRule)
 	if r := s.call("doc-kg__doc_kg_status", map[string]any{}); r.IsError {
 		t.Errorf("doc_kg_status: %s", r.text())
 	}
@@ -720,13 +720,13 @@ func TestPolicyAnnotationOverride(t *testing.T) {
 	}
 }
 
-type listedTool struct {
+type polListed struct {
 	Canonical string `json:"canonical"`
 	Wire      string `json:"wire"`
 	ReadOnly  bool   `json:"readOnly"`
 }
 
-type explained struct {
+type polExplained struct {
 	Agent   string `json:"agent"`
 	Tool    string `json:"tool"`
 	Allowed bool   `json:"allowed"`
@@ -740,7 +740,7 @@ type explained struct {
 // --agent.
 func TestPolicyCLI(t *testing.T) {
 	t.Parallel()
-	h := samplesHome(t, map[string]any{"maxMessageBytes": 1 << 22, "ttl": map[string]any{"doc-kg.*": "5m"}}, nil)
+	h := polHome(t, map[string]any{"maxMessageBytes": 1 << 22, "ttl": map[string]any{"doc-kg.*": "5m"}}, nil)
 	cfgPath := filepath.Join(h.dir, "config.json")
 	run := func(wantCode int, args ...string) string {
 		t.Helper()
@@ -775,7 +775,7 @@ func TestPolicyCLI(t *testing.T) {
 		}
 	}
 
-	var rows []explained
+	var rows []polExplained
 	if err := json.Unmarshal([]byte(run(0, "policy", "show", "--agent", "bot", "--json")), &rows); err != nil {
 		t.Fatal(err)
 	}
@@ -783,9 +783,9 @@ func TestPolicyCLI(t *testing.T) {
 		t.Errorf("policy show --json: %d rows, want 27", len(rows))
 	}
 	for _, r := range rows {
-		_, ro := codeKGReadOnly[strings.TrimPrefix(r.Tool, "code-kg.")]
-		_, doc := docKGTools[strings.TrimPrefix(r.Tool, "doc-kg.")]
-		want := explained{Agent: "bot", Tool: r.Tool, Allowed: true, Rule: `allow "@readonly"`, Origin: "built-in default"}
+		_, ro := polCodeReadOnly[strings.TrimPrefix(r.Tool, "code-kg.")]
+		_, doc := polDocTools[strings.TrimPrefix(r.Tool, "doc-kg.")]
+		want := polExplained{Agent: "bot", Tool: r.Tool, Allowed: true, Rule: `allow "@readonly"`, Origin: "built-in default"}
 		if !ro && !doc {
 			want.Allowed, want.Rule, want.Hint = false, "no allow rule matches", "nexus policy allow --agent bot "+r.Tool
 		}
@@ -826,11 +826,11 @@ func TestPolicyCLI(t *testing.T) {
 	if got := cfg.Policy.Agents["bot"].Allow; !slices.Equal(got, []string{"@readonly", "code-kg.kg_regenerate"}) {
 		t.Errorf("policy.agents.bot.allow after allow = %v, want the default's @readonly plus the tool", got)
 	}
-	var listed []listedTool
+	var listed []polListed
 	if err := json.Unmarshal([]byte(run(0, "list-tools", "--agent", "bot", "--json")), &listed); err != nil {
 		t.Fatal(err)
 	}
-	if len(listed) != 26 || !slices.ContainsFunc(listed, func(l listedTool) bool { return l.Canonical == "code-kg.kg_regenerate" }) {
+	if len(listed) != 26 || !slices.ContainsFunc(listed, func(l polListed) bool { return l.Canonical == "code-kg.kg_regenerate" }) {
 		t.Errorf("list-tools --agent bot after allow: %+v", listed)
 	}
 	run(0, "call", "code-kg.kg_regenerate", "--no-memory", "--agent", "bot", "--args", `{"repository":"syl2042/Nexus-Pocket","branch":"main"}`)
@@ -867,7 +867,7 @@ func TestPolicyCLI(t *testing.T) {
 		names = append(names, l.Wire)
 	}
 	sort.Strings(names)
-	want := slices.DeleteFunc(readOnlyWire(), func(s string) bool { return s == "doc-kg__doc_kg_search" })
+	want := slices.DeleteFunc(polReadOnlyWire(), func(s string) bool { return s == "doc-kg__doc_kg_search" })
 	if !slices.Equal(names, want) {
 		t.Errorf("list-tools --agent bot after deny:\n got %v\nwant %v", names, want)
 	}
@@ -891,7 +891,7 @@ func TestPolicyCLI(t *testing.T) {
 	if out := run(0, "policy", "check"); !strings.Contains(out, "policy ok") {
 		t.Errorf("policy check of a good policy:\n%s", out)
 	}
-	h.writeConfig(sampleConfig(h, map[string]any{"policy": map[string]any{
+	h.writeConfig(polConfig(h, map[string]any{"policy": map[string]any{
 		"default": map[string]any{"allow": []string{"@readonly", "nope.*"}},
 		"agents": map[string]any{"bot": map[string]any{
 			"allow": []string{"@readonly", "code-kg.kg_regenerat", "code-kg.KG_REGENERATE", "ghost.tool"},
@@ -919,9 +919,97 @@ func TestPolicyCLI(t *testing.T) {
 			t.Errorf("serve's start log lacks %q:\n%s", want, s.stderr)
 		}
 	}
-	r := s.call("code-kg.kg_regenerate", np)
-	refusalCheck(t, "kg_regenerate under a case-variant grant", r.IsError, r.text(), "bot", "code-kg.kg_regenerate", "no allow rule matches")
+	r := s.call("code-kg.kg_regenerate", polNP)
+	polRefused(t, "kg_regenerate under a case-variant grant", r.IsError, r.text(), "bot", "code-kg.kg_regenerate", "no allow rule matches")
 	if n := h.calls()["kg_regenerate"]; n != 1 {
 		t.Errorf("the child received kg_regenerate %d times, want 1", n)
+	}
+}
+
+// TestPolicyAnnotationHotReload: an operator who finds that a child lies about a tool
+// being read-only marks it in config; like any other edit that withdraws a right, it must
+// apply to the next call of the running gateway, or at least not be reported as applied.
+func TestPolicyAnnotationHotReload(t *testing.T) {
+	t.Parallel()
+	h := polHome(t, nil, nil)
+	s := h.serveStdio("--no-memory")
+	if r := s.call("doc-kg__doc_kg_search", polDocTools["doc_kg_search"]); r.IsError {
+		t.Fatalf("doc_kg_search before the edit: %s", r.text())
+	}
+	h.writeConfig(polConfig(h, nil, map[string]any{"doc-kg": map[string]any{"doc_kg_search": map[string]any{"readOnlyHint": false}}}))
+	eventually(t, 10*time.Second, "the edit noticed", func() bool {
+		return strings.Contains(s.stderr.String(), "config reloaded") || strings.Contains(s.stderr.String(), "config change")
+	})
+	// Give the edit the same chance as a policy edit: a few seconds, several calls.
+	refused := false
+	for deadline := time.Now().Add(5 * time.Second); !refused && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		refused = s.call("doc-kg__doc_kg_search", polDocTools["doc_kg_search"]).IsError
+	}
+	if !refused {
+		t.Errorf("BUG: after servers.doc-kg.annotations.doc_kg_search.readOnlyHint=false was written, the running gateway "+
+			"logged %q yet still lets the default policy call doc-kg.doc_kg_search (child calls: %d); "+
+			"annotation overrides are only read when the child connects",
+			"config reloaded: policy and memory rules apply from the next call", h.calls()["doc_kg_search"])
+	}
+	if _, ok := s.tools()["doc-kg__doc_kg_search"]; ok && refused {
+		t.Errorf("doc_kg_search refused but still listed")
+	}
+}
+
+// TestPolicyTokenRevocation: removing an agent's token from the config while serve runs
+// must stop that token from being accepted (or at least say that a restart is needed).
+func TestPolicyTokenRevocation(t *testing.T) {
+	t.Parallel()
+	h := newHome(t, nil)
+	cfg := polConfig(h, map[string]any{"agents": map[string]any{
+		"ops":  map[string]any{"tokenSha256": polTokenHash("nxs_ops-token")},
+		"keep": map[string]any{"tokenSha256": polTokenHash("nxs_keep-token")},
+	}}, nil)
+	h.writeConfig(cfg)
+	url, stderr := h.serveHTTP("--no-memory")
+	if _, err := polHTTPClient(t, url, "nxs_ops-token", "x"); err != nil {
+		t.Fatalf("ops's token refused before the revocation: %v\n%s", err, stderr)
+	}
+	cfg["agents"] = map[string]any{"keep": map[string]any{"tokenSha256": polTokenHash("nxs_keep-token")}}
+	h.writeConfig(cfg)
+	eventually(t, 10*time.Second, "the edit noticed", func() bool {
+		return strings.Contains(stderr.String(), "config reloaded") || strings.Contains(stderr.String(), "config change")
+	})
+	time.Sleep(time.Second)
+	if _, err := polHTTPClient(t, url, "nxs_ops-token", "x"); err == nil {
+		t.Errorf("BUG: agents.ops was removed from the config and the running gateway logged %q, "+
+			"yet it still accepts ops's bearer token (tokens are read once, at serve start)",
+			"config reloaded: policy and memory rules apply from the next call")
+	}
+}
+
+// TestPolicyExplainUnknownSpelling: explain must not call "allowed" a spelling that no
+// server offers and that the gateway answers with -32602.
+func TestPolicyExplainUnknownSpelling(t *testing.T) {
+	t.Parallel()
+	h := polHome(t, map[string]any{"policy": polGrant("coder", "code-kg.*")}, nil)
+	out, _, code := h.nexus("policy", "explain", "--agent", "coder", "code-kg.kg_regenerate")
+	if code != 0 || !strings.HasPrefix(out, "allowed:") {
+		t.Fatalf("explain of the real name: exit %d\n%s", code, out)
+	}
+	out, stderr, code := h.nexus("policy", "explain", "--agent", "coder", "code-kg.KG_REGENERATE")
+	if code == 0 || strings.HasPrefix(out, "allowed:") {
+		t.Errorf("BUG: `nexus policy explain --agent coder code-kg.KG_REGENERATE` (policy allow [\"code-kg.*\"]) exits %d and says:\n%s%s"+
+			"but no server offers that name and a call with it is refused with -32602: explain should say the tool is unknown", code, out, stderr)
+	}
+}
+
+// TestPolicyInvalidAgentName: identities follow the agent-name pattern, so that a refusal's
+// grant hint is a command that works; an invalid --agent is refused up front.
+func TestPolicyInvalidAgentName(t *testing.T) {
+	t.Parallel()
+	h := polHome(t, nil, nil)
+	out, stderr, code := h.nexus("call", "code-kg.kg_regenerate", "--no-memory", "--agent", "Bad Name", "--args", `{"repository":"syl2042/Nexus-Pocket","branch":"main"}`)
+	if code == 1 && strings.Contains(out, "may not call") {
+		t.Errorf("BUG: `nexus call --agent \"Bad Name\"` is served as agent %q (default policy) and its refusal suggests a command that fails "+
+			"(`nexus policy allow --agent Bad Name ...`); --agent/NEXUS_AGENT should be validated like agent names in config:\n%s%s", "Bad Name", out, stderr)
+	}
+	if calls := h.calls(); calls["kg_regenerate"] != 0 {
+		t.Errorf("the call reached the child: %v", calls)
 	}
 }
