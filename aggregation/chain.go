@@ -83,13 +83,16 @@ func (g *Gateway) remember(ctx context.Context, agent string, t *Tool, args json
 
 // forward sends the call to the child that owns the tool.
 func (g *Gateway) forward(ctx context.Context, t *Tool, args json.RawMessage, progress json.RawMessage, notify notifyFunc) (json.RawMessage, error) {
-	c := g.children[t.Server]
+	c := g.kids()[t.Server]
+	if c == nil {
+		return toolError(fmt.Sprintf("server %s was removed from the config", t.Server)), nil
+	}
 	cn, _ := c.current()
 	if cn == nil {
 		st := c.status()
 		return toolError(fmt.Sprintf("server %s is not connected (%s); its tools come back when it does (nexus list-servers shows its state)", t.Server, st.State)), nil
 	}
-	timeout := c.cfg.CallTimeout()
+	timeout := c.config().CallTimeout()
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errCallTimeout)
 	defer cancel()
 

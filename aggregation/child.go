@@ -48,14 +48,16 @@ type childEvents interface {
 // the connection ends and reconnects with backoff. Its current connection and tools
 // are swapped under mu; calls read them without waiting on a reconnect.
 type child struct {
-	cfg     *config.Server
-	names   string // wire name style
+	name    string
+	cfgp    atomic.Pointer[config.Server] // swapped when only annotations, prefix or timeout change
+	names   string                        // wire name style
 	log     *slog.Logger
 	events  childEvents
 	resolve func(string) (string, error)
 
 	mu      sync.Mutex
 	conn    *conn
+	raws    []json.RawMessage // the tools as the child listed them
 	tools   []*Tool
 	extras  extras
 	state   string
@@ -63,11 +65,52 @@ type child struct {
 
 	settled     chan struct{} // closed once the first attempt is over
 	settledOnce sync.Once
+	stop        context.CancelFunc // set when started
+	done        chan struct{}      // closed when run returns
 }
 
 func newChild(cfg *config.Server, names string, log *slog.Logger, events childEvents, resolve func(string) (string, error)) *child {
-	return &child{cfg: cfg, names: names, log: log.With("server", cfg.Name), events: events,
-		resolve: resolve, state: "connecting", settled: make(chan struct{})}
+	c := &child{name: cfg.Name, names: names, log: log.With("server", cfg.Name), events: events,
+		resolve: resolve, state: "connecting", settled: make(chan struct{}), done: make(chan struct{})}
+	c.cfgp.Store(cfg)
+	return c
+}
+
+// config is the child's current config entry.
+func (c *child) config() *config.Server { return c.cfgp.Load() }
+
+// start runs the child until ctx ends or stop is called.
+func (c *child) start(ctx context.Context) {
+	ctx, c.stop = context.WithCancel(ctx)
+	go func() {
+		defer close(c.done)
+		c.run(ctx)
+	}()
+}
+
+// shutdown stops the child and waits for it; a child never started returns at once.
+func (c *child) shutdown() {
+	if c.stop == nil {
+		return
+	}
+	c.stop()
+	<-c.done
+}
+
+// reconfigure applies an entry that launches the child the same way: new annotation
+// overrides, prefix or timeout take effect without a restart.
+func (c *child) reconfigure(cfg *config.Server) {
+	c.cfgp.Store(cfg)
+	c.mu.Lock()
+	c.tools = c.toolsFrom(c.raws)
+	c.mu.Unlock()
+	c.events.toolsChanged(c.name)
+}
+
+// launchKey is what decides whether a config change needs a restart.
+func launchKey(s *config.Server) string {
+	b, _ := json.Marshal([]any{s.Transport, s.Command, s.Args, s.Env, s.Cwd, s.URL, s.Headers, s.ProtocolVersion})
+	return string(b)
 }
 
 // Status is what list-servers shows of a child.
@@ -84,11 +127,11 @@ type Status struct {
 func (c *child) status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := Status{Name: c.cfg.Name, Transport: c.cfg.Transport, State: c.state, Tools: len(c.tools), Source: c.cfg.Source}
-	if c.cfg.Transport == config.TransportStdio {
-		s.Target = strings.Join(append([]string{c.cfg.Command}, c.cfg.Args...), " ")
+	s := Status{Name: c.name, Transport: c.config().Transport, State: c.state, Tools: len(c.tools), Source: c.config().Source}
+	if c.config().Transport == config.TransportStdio {
+		s.Target = strings.Join(append([]string{c.config().Command}, c.config().Args...), " ")
 	} else {
-		s.Target = c.cfg.URL
+		s.Target = c.config().URL
 	}
 	if c.lastErr != nil {
 		s.Error = c.lastErr.Error()
@@ -102,11 +145,11 @@ func (c *child) current() (*conn, []*Tool) {
 	return c.conn, c.tools
 }
 
-func (c *child) set(cn *conn, tools []*Tool, ex extras, state string, err error) {
+func (c *child) set(cn *conn, raws []json.RawMessage, ex extras, state string, err error) {
 	c.mu.Lock()
-	c.conn, c.tools, c.extras, c.state, c.lastErr = cn, tools, ex, state, err
+	c.conn, c.raws, c.tools, c.extras, c.state, c.lastErr = cn, raws, c.toolsFrom(raws), ex, state, err
 	c.mu.Unlock()
-	c.events.toolsChanged(c.cfg.Name)
+	c.events.toolsChanged(c.name)
 }
 
 func (c *child) settle() { c.settledOnce.Do(func() { close(c.settled) }) }
@@ -117,7 +160,7 @@ func (c *child) run(ctx context.Context) {
 	backoff, failures := firstBackoff, 0
 	for ctx.Err() == nil {
 		started := time.Now()
-		cn, tools, err := c.connect(ctx)
+		cn, raws, err := c.connect(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -137,8 +180,8 @@ func (c *child) run(ctx context.Context) {
 			backoff = min(backoff*2, maxBackoff)
 			continue
 		}
-		c.log.Info("child connected", "tools", len(tools), "took", time.Since(started).Round(time.Millisecond))
-		c.set(cn, tools, c.listExtras(ctx, cn), "ready", nil)
+		c.log.Info("child connected", "tools", len(raws), "took", time.Since(started).Round(time.Millisecond))
+		c.set(cn, raws, c.listExtras(ctx, cn), "ready", nil)
 		c.settle()
 		select {
 		case <-ctx.Done():
@@ -178,7 +221,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // relist refreshes the tools after the child said they changed.
 func (c *child) relist(ctx context.Context, cn *conn) {
-	tools, err := c.listTools(ctx, cn)
+	raws, err := c.listTools(ctx, cn)
 	if err != nil {
 		c.log.Warn("re-listing tools failed", "err", err)
 		return
@@ -188,9 +231,9 @@ func (c *child) relist(ctx context.Context, cn *conn) {
 		c.mu.Unlock()
 		return
 	}
-	c.tools = tools
+	c.raws, c.tools = raws, c.toolsFrom(raws)
 	c.mu.Unlock()
-	c.events.toolsChanged(c.cfg.Name)
+	c.events.toolsChanged(c.name)
 }
 
 // relistExtras refreshes resources and prompts after the child said they changed.
@@ -203,7 +246,7 @@ func (c *child) relistExtras(ctx context.Context, cn *conn) {
 	}
 	c.extras = ex
 	c.mu.Unlock()
-	c.events.toolsChanged(c.cfg.Name)
+	c.events.toolsChanged(c.name)
 }
 
 // conn is one live connection to a child.
@@ -243,31 +286,31 @@ func (cn *conn) stderrTail() string {
 
 // connect starts (or dials) the child, initializes the session and lists its tools.
 // On failure the returned conn, if any, still carries the stderr tail for the log.
-func (c *child) connect(ctx context.Context) (*conn, []*Tool, error) {
-	cn := &conn{server: c.cfg.Name, done: make(chan struct{}), notes: make(chan mcp.JSONRPCNotification, 256), tail: &tailBuffer{}}
+func (c *child) connect(ctx context.Context) (*conn, []json.RawMessage, error) {
+	cn := &conn{server: c.name, done: make(chan struct{}), notes: make(chan mcp.JSONRPCNotification, 256), tail: &tailBuffer{}}
 	var err error
 	var stderrW *os.File
-	switch c.cfg.Transport {
+	switch c.config().Transport {
 	case config.TransportStdio:
 		cn.tr, stderrW, err = c.stdioTransport(cn)
 	case config.TransportSSE:
 		var headers map[string]string
-		if headers, err = c.resolveMap(c.cfg.Headers); err == nil {
-			cn.tr, err = transport.NewSSE(c.cfg.URL, transport.WithHeaders(headers))
+		if headers, err = c.resolveMap(c.config().Headers); err == nil {
+			cn.tr, err = transport.NewSSE(c.config().URL, transport.WithHeaders(headers))
 		}
 	case config.TransportStreamableHTTP:
 		var headers map[string]string
-		if headers, err = c.resolveMap(c.cfg.Headers); err == nil {
-			cn.tr, err = transport.NewStreamableHTTP(c.cfg.URL, transport.WithHTTPHeaders(headers), transport.WithContinuousListening())
+		if headers, err = c.resolveMap(c.config().Headers); err == nil {
+			cn.tr, err = transport.NewStreamableHTTP(c.config().URL, transport.WithHTTPHeaders(headers), transport.WithContinuousListening())
 		}
 	default:
-		err = fmt.Errorf("unknown transport %q", c.cfg.Transport)
+		err = fmt.Errorf("unknown transport %q", c.config().Transport)
 	}
 	if err != nil {
 		return cn, nil, err
 	}
 	back := backChannel{front: c.events.frontServer(), cn: cn}
-	cn.client = client.NewClient(cn.tr, client.WithProtocolVersion(c.cfg.Protocol()),
+	cn.client = client.NewClient(cn.tr, client.WithProtocolVersion(c.config().Protocol()),
 		client.WithSamplingHandler(back), client.WithElicitationHandler(back), client.WithRootsHandler(back))
 	cn.client.OnNotification(func(n mcp.JSONRPCNotification) {
 		// This runs on the transport's read loop: hand off, never block it.
@@ -284,27 +327,27 @@ func (c *child) connect(ctx context.Context) (*conn, []*Tool, error) {
 	}
 	if err != nil {
 		cn.markDone()
-		return cn, nil, fmt.Errorf("starting %s: %w", c.cfg.Name, err)
+		return cn, nil, fmt.Errorf("starting %s: %w", c.name, err)
 	}
 	go c.pumpNotifications(ctx, cn)
 
 	initCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	res, err := cn.client.Initialize(initCtx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ProtocolVersion: c.cfg.Protocol(),
+		ProtocolVersion: c.config().Protocol(),
 		ClientInfo:      mcp.Implementation{Name: "nexus", Version: Version},
 	}})
 	if err != nil {
 		cn.close()
-		return cn, nil, fmt.Errorf("initializing %s: %w", c.cfg.Name, err)
+		return cn, nil, fmt.Errorf("initializing %s: %w", c.name, err)
 	}
 	cn.caps = res.Capabilities
-	tools, err := c.listTools(initCtx, cn)
+	raws, err := c.listTools(initCtx, cn)
 	if err != nil {
 		cn.close()
 		return cn, nil, err
 	}
-	return cn, tools, nil
+	return cn, raws, nil
 }
 
 func (c *child) pumpNotifications(ctx context.Context, cn *conn) {
@@ -323,7 +366,7 @@ func (c *child) pumpNotifications(ctx context.Context, cn *conn) {
 				go c.relistExtras(ctx, cn)
 				continue
 			}
-			c.events.notification(c.cfg.Name, n)
+			c.events.notification(c.name, n)
 		}
 	}
 }
@@ -333,7 +376,7 @@ func (c *child) resolveMap(m map[string]string) (map[string]string, error) {
 	for k, v := range m {
 		r, err := c.resolve(v)
 		if err != nil {
-			return nil, fmt.Errorf("%s of server %s: %w", k, c.cfg.Name, err)
+			return nil, fmt.Errorf("%s of server %s: %w", k, c.name, err)
 		}
 		out[k] = r
 	}
@@ -354,7 +397,7 @@ func (c *child) childEnv() ([]string, error) {
 			env = append(env, k+"="+v)
 		}
 	}
-	vals, err := c.resolveMap(c.cfg.Env)
+	vals, err := c.resolveMap(c.config().Env)
 	if err != nil {
 		return nil, err
 	}
@@ -371,7 +414,7 @@ func (c *child) stdioTransport(cn *conn) (transport.Interface, *os.File, error) 
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating the stderr pipe of %s: %w", c.cfg.Name, err)
+		return nil, nil, fmt.Errorf("creating the stderr pipe of %s: %w", c.name, err)
 	}
 	go func() {
 		// Child stderr goes to the log, a line at a time; its end means the child exited.
@@ -382,24 +425,24 @@ func (c *child) stdioTransport(cn *conn) (transport.Interface, *os.File, error) 
 		for sc.Scan() {
 			line := sc.Text()
 			cn.tail.add(line)
-			c.log.Info("[" + c.cfg.Name + "] " + line)
+			c.log.Info("[" + c.name + "] " + line)
 		}
 	}()
 	cmdFunc := func(_ context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
 		cmd := exec.Command(command, args...)
 		cmd.Env = env
-		cmd.Dir = c.cfg.Cwd
+		cmd.Dir = c.config().Cwd
 		cmd.Stderr = pw
 		return cmd, nil
 	}
-	tr := transport.NewStdioWithOptions(c.cfg.Command, nil, c.cfg.Args,
+	tr := transport.NewStdioWithOptions(c.config().Command, nil, c.config().Args,
 		transport.WithCommandFunc(cmdFunc), transport.WithCommandLogger(c.log))
 	return tr, pw, nil
 }
 
 // listTools asks the child for every page of its tools, kept as raw JSON.
-func (c *child) listTools(ctx context.Context, cn *conn) ([]*Tool, error) {
-	var tools []*Tool
+func (c *child) listTools(ctx context.Context, cn *conn) ([]json.RawMessage, error) {
+	var tools []json.RawMessage
 	cursor := ""
 	for page := 0; page < 100; page++ {
 		params := map[string]any{}
@@ -408,29 +451,41 @@ func (c *child) listTools(ctx context.Context, cn *conn) ([]*Tool, error) {
 		}
 		raw, err := cn.request(ctx, string(mcp.MethodToolsList), params)
 		if err != nil {
-			return nil, fmt.Errorf("listing the tools of %s: %w", c.cfg.Name, err)
+			return nil, fmt.Errorf("listing the tools of %s: %w", c.name, err)
 		}
 		var res struct {
 			Tools      []json.RawMessage `json:"tools"`
 			NextCursor string            `json:"nextCursor"`
 		}
 		if err := json.Unmarshal(raw, &res); err != nil {
-			return nil, fmt.Errorf("decoding the tools of %s: %w", c.cfg.Name, err)
+			return nil, fmt.Errorf("decoding the tools of %s: %w", c.name, err)
 		}
-		for _, rt := range res.Tools {
-			t, err := newTool(c.cfg, rt, c.names)
-			if err != nil {
-				c.log.Warn("skipping a tool", "err", err)
-				continue
-			}
-			tools = append(tools, t)
-		}
+		tools = append(tools, res.Tools...)
 		if res.NextCursor == "" {
 			return tools, nil
 		}
 		cursor = res.NextCursor
 	}
-	return nil, fmt.Errorf("%s returned more than 100 pages of tools", c.cfg.Name)
+	return nil, fmt.Errorf("%s returned more than 100 pages of tools", c.name)
+}
+
+// toolsFrom builds the gateway's tools from the child's listing and the current
+// config entry; a tool the gateway cannot serve is logged and skipped.
+func (c *child) toolsFrom(raws []json.RawMessage) []*Tool {
+	if raws == nil {
+		return nil
+	}
+	cfg := c.config()
+	tools := make([]*Tool, 0, len(raws))
+	for _, raw := range raws {
+		t, err := newTool(cfg, raw, c.names)
+		if err != nil {
+			c.log.Warn("skipping a tool", "err", err)
+			continue
+		}
+		tools = append(tools, t)
+	}
+	return tools
 }
 
 // RPCError is a JSON-RPC error, from a child or from the gateway itself, kept with its

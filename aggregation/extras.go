@@ -90,13 +90,14 @@ func (g *Gateway) syncExtras() {
 	routes := map[string]promptRoute{}
 	owners := map[string]string{} // resource URI or template -> server
 	var fp []byte
-	names := make([]string, 0, len(g.children))
-	for n := range g.children {
+	kids := g.kids()
+	names := make([]string, 0, len(kids))
+	for n := range kids {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		c := g.children[name]
+		c := kids[name]
 		c.mu.Lock()
 		ex := c.extras
 		c.mu.Unlock()
@@ -120,7 +121,7 @@ func (g *Gateway) syncExtras() {
 			fp = append(fp, b...)
 		}
 		for _, p := range ex.prompts {
-			wire := wireName(c.cfg.WirePrefix(), name+"."+p.Name, p.Name, g.names)
+			wire := wireName(c.config().WirePrefix(), name+"."+p.Name, p.Name, g.names)
 			if _, taken := routes[wire]; taken {
 				continue
 			}
@@ -144,7 +145,7 @@ func (g *Gateway) syncExtras() {
 
 // ownerConn is the live connection of the named child.
 func (g *Gateway) ownerConn(server string) (*conn, error) {
-	c := g.children[server]
+	c := g.kids()[server]
 	if c == nil {
 		return nil, fmt.Errorf("no server %s", server)
 	}
@@ -204,7 +205,7 @@ func (p completions) CompletePromptArgument(ctx context.Context, prompt string, 
 }
 
 func (p completions) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, cctx mcp.CompleteContext) (*mcp.Completion, error) {
-	for name, c := range p.g.children {
+	for name, c := range p.g.kids() {
 		c.mu.Lock()
 		ex := c.extras
 		c.mu.Unlock()
@@ -237,7 +238,7 @@ func (p completions) complete(ctx context.Context, server string, ref map[string
 
 // forwardSetLevel passes a client's logging/setLevel on to every child that logs.
 func (g *Gateway) forwardSetLevel(ctx context.Context, _ any, req *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
-	for _, c := range g.children {
+	for _, c := range g.kids() {
 		cn, _ := c.current()
 		if cn == nil || cn.caps.Logging == nil {
 			continue

@@ -68,3 +68,12 @@ func (g *Gateway) Call(ctx context.Context, agent, name string, args json.RawMes
 	}
 	return raw, nil
 }
+
+// Resolve finds the tool a client's name refers to (wire or canonical, exactly); an
+// unknown name gives the same *RPCError a call would, with the closest names.
+func (g *Gateway) Resolve(name string) (*Tool, error) {
+	if t := g.man.Load().lookup(name); t != nil {
+		return t, nil
+	}
+	return nil, g.unknownTool(name)
+}

@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,16 +64,21 @@ type Gateway struct {
 	log      *slog.Logger
 	mem      *memory.Memory
 	names    string
-	children map[string]*child
+	resolve  func(string) (string, error)
 	front    *server.MCPServer
 	sessions *server.InsecureStatefulSessionIdManager
 	progress *progressRoutes
 	denials  *policy.Counter
 	inflight *inflightCalls
 
-	cfg atomic.Pointer[config.Config]
-	pol atomic.Pointer[policy.Policy]
-	man atomic.Pointer[manifest]
+	cfg      atomic.Pointer[config.Config]
+	pol      atomic.Pointer[policy.Policy]
+	man      atomic.Pointer[manifest]
+	children atomic.Pointer[map[string]*child] // replaced whole on reload
+	tokens   atomic.Pointer[map[string]string] // hex SHA-256 of a bearer token -> agent
+
+	reloadMu sync.Mutex // one reload at a time
+	runCtx   context.Context
 
 	rebuild      chan struct{}
 	mu           sync.Mutex
@@ -107,17 +113,20 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		resolve = ExpandEnv
 	}
 	g := &Gateway{
-		log: log, mem: opts.Memory, names: names, children: map[string]*child{},
+		log: log, mem: opts.Memory, names: names, resolve: resolve,
 		sessions: &server.InsecureStatefulSessionIdManager{},
 		progress: newProgressRoutes(), denials: &policy.Counter{}, inflight: newInflightCalls(),
 		rebuild: make(chan struct{}, 1), published: map[string]string{}, frontSet: map[string]string{},
 	}
 	g.cfg.Store(cfg)
 	g.pol.Store(pol)
+	g.tokens.Store(agentTokens(cfg))
 	g.man.Store(&manifest{byName: map[string]*Tool{}})
+	kids := map[string]*child{}
 	for _, s := range cfg.EnabledServers() {
-		g.children[s.Name] = newChild(s, names, log, g, resolve)
+		kids[s.Name] = newChild(s, names, log, g, resolve)
 	}
+	g.children.Store(&kids)
 	hooks := &server.Hooks{}
 	hooks.AddAfterSetLevel(g.forwardSetLevel)
 	g.front = server.NewMCPServer("nexus", Version,
@@ -143,10 +152,13 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 // Start refuses to go on when two servers claim the same wire name.
 func (g *Gateway) Start(ctx context.Context) error {
 	ctx, g.cancel = context.WithCancel(ctx)
-	for _, c := range g.children {
-		g.wg.Go(func() { c.run(ctx) })
+	g.reloadMu.Lock()
+	g.runCtx = ctx
+	for _, c := range g.kids() {
+		c.start(ctx)
 	}
-	for _, c := range g.children {
+	g.reloadMu.Unlock()
+	for _, c := range g.kids() {
 		select {
 		case <-c.settled:
 		case <-ctx.Done():
@@ -167,7 +179,23 @@ func (g *Gateway) Close() {
 	if g.cancel != nil {
 		g.cancel()
 	}
+	for _, c := range g.kids() {
+		c.shutdown()
+	}
 	g.wg.Wait()
+}
+
+// kids is the current set of children; the map is never modified once published.
+func (g *Gateway) kids() map[string]*child { return *g.children.Load() }
+
+func agentTokens(cfg *config.Config) *map[string]string {
+	tokens := map[string]string{}
+	for name, a := range cfg.Agents {
+		if a.TokenSHA256 != "" {
+			tokens[strings.ToLower(a.TokenSHA256)] = name
+		}
+	}
+	return &tokens
 }
 
 // Front is the mcp-go server behind the front door, for tests and embedding.
@@ -176,8 +204,9 @@ func (g *Gateway) Front() *server.MCPServer { return g.front }
 // Servers reports each configured child's state.
 func (g *Gateway) Servers() []Status {
 	var out []Status
-	for _, name := range slices.Sorted(maps.Keys(g.children)) {
-		out = append(out, g.children[name].status())
+	kids := g.kids()
+	for _, name := range slices.Sorted(maps.Keys(kids)) {
+		out = append(out, kids[name].status())
 	}
 	return out
 }
@@ -191,16 +220,58 @@ func (g *Gateway) Policy() *policy.Policy { return g.pol.Load() }
 // Denials counts refused calls per agent and tool.
 func (g *Gateway) Denials() *policy.Counter { return g.denials }
 
-// Reload applies a new configuration's policy and memory rules to the next call of
-// every session; clients whose visible tools may have changed are told so.
+// Reload applies a new configuration while serving: policy, agent tokens and memory
+// rules apply to the next call of every session; removed servers are stopped, new ones
+// started, and changed ones restarted (or, when only their annotations, prefix or
+// timeout changed, re-read in place). Clients are told that their tools may have
+// changed. The caller validates cfg first; an invalid config never gets here.
 func (g *Gateway) Reload(cfg *config.Config) error {
 	pol, err := policy.Compile(cfg.Policy)
 	if err != nil {
 		return err
 	}
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
 	g.cfg.Store(cfg)
 	g.pol.Store(pol)
+	g.tokens.Store(agentTokens(cfg))
 	g.applyMemorySettings(cfg)
+
+	old := g.kids()
+	next := map[string]*child{}
+	var stopped []*child
+	for _, s := range cfg.EnabledServers() {
+		c, ok := old[s.Name]
+		switch {
+		case ok && launchKey(c.config()) == launchKey(s):
+			next[s.Name] = c
+			c.reconfigure(s)
+		default:
+			if ok {
+				stopped = append(stopped, c)
+			}
+			nc := newChild(s, g.names, g.log, g, g.resolve)
+			next[s.Name] = nc
+			if g.runCtx != nil {
+				nc.start(g.runCtx)
+				g.log.Info("server started", "server", s.Name)
+			}
+		}
+	}
+	for name, c := range old {
+		if _, kept := next[name]; !kept {
+			stopped = append(stopped, c)
+			g.log.Info("server stopped: it is no longer in the config (or is disabled)", "server", name)
+		}
+	}
+	g.children.Store(&next)
+	for _, c := range stopped {
+		if next[c.name] != nil && next[c.name] != c {
+			g.log.Info("server restarted: its launch settings changed", "server", c.name)
+		}
+		c.shutdown()
+	}
+	g.toolsChanged("")
 	g.front.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
 	return nil
 }
@@ -278,16 +349,21 @@ func (g *Gateway) rebuildNow(ctx context.Context) []error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	perServer := map[string][]*Tool{}
-	for name, c := range g.children {
+	kids := g.kids()
+	for name, c := range kids {
 		_, tools := c.current()
 		perServer[name] = tools
 		fp := fingerprintTools(tools)
-		if old, ok := g.published[name]; ok && old != fp && g.mem != nil {
-			if err := g.mem.InvalidateServer(ctx, name); err != nil {
-				g.log.Warn("forgetting remembered answers failed", "server", name, "err", err)
-			}
+		if old, ok := g.published[name]; ok && old != fp {
+			g.forget(ctx, name)
 		}
 		g.published[name] = fp
+	}
+	for name := range g.published {
+		if _, ok := kids[name]; !ok {
+			g.forget(ctx, name)
+			delete(g.published, name)
+		}
 	}
 	m, errs := buildManifest(perServer)
 	g.man.Store(m)
@@ -307,6 +383,17 @@ func (g *Gateway) rebuildNow(ctx context.Context) []error {
 	}
 	g.front.SetTools(tools...)
 	return errs
+}
+
+// forget drops a server's remembered answers: it restarted, its tools changed, or it
+// is gone.
+func (g *Gateway) forget(ctx context.Context, server string) {
+	if g.mem == nil {
+		return
+	}
+	if err := g.mem.InvalidateServer(ctx, server); err != nil {
+		g.log.Warn("forgetting remembered answers failed", "server", server, "err", err)
+	}
 }
 
 func fingerprintTools(tools []*Tool) string {

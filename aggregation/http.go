@@ -20,23 +20,26 @@ import (
 
 // HTTPOptions configure the streamable HTTP front.
 type HTTPOptions struct {
-	// Tokens maps the hex SHA-256 of a bearer token to its agent. With no tokens every
-	// request is served as the anonymous agent (the caller decides whether that is
-	// acceptable for the address it listens on).
-	Tokens map[string]string
 	// IdleTimeout ends sessions idle for that long (default 1h).
 	IdleTimeout time.Duration
+	// RequireToken refuses every request while no agent token is configured, instead
+	// of serving everyone as anonymous: for addresses beyond this machine, where a
+	// reload that removes the last token must not open the gateway.
+	RequireToken bool
 }
 
-// HTTPHandler serves the gateway over streamable HTTP at /mcp. A request without a
-// valid bearer token is refused with 401 before any MCP handling; clientInfo is never
-// used for identity over HTTP.
+// HTTPHandler serves the gateway over streamable HTTP at /mcp. Agents are identified
+// by bearer tokens whose SHA-256 the config holds (agents.NAME.tokenSha256), read
+// anew on every request so a reload revokes at once. A request without a valid token
+// is refused with 401 before any MCP handling; clientInfo is never used for identity
+// over HTTP. With no token configured every request is served as the anonymous agent
+// (the caller decides whether that is acceptable for the address it listens on).
 func (g *Gateway) HTTPHandler(opts HTTPOptions) http.Handler {
 	idle := opts.IdleTimeout
 	if idle <= 0 {
 		idle = time.Hour
 	}
-	h := &httpFront{g: g, tokens: opts.Tokens}
+	h := &httpFront{g: g, requireToken: opts.RequireToken}
 	h.mcp = server.NewStreamableHTTPServer(g.front,
 		server.WithEndpointPath("/mcp"),
 		server.WithStateful(true),
@@ -62,9 +65,9 @@ func agentFromRequest(r *http.Request) string {
 }
 
 type httpFront struct {
-	g      *Gateway
-	tokens map[string]string
-	mcp    *server.StreamableHTTPServer
+	g            *Gateway
+	requireToken bool
+	mcp          *server.StreamableHTTPServer
 }
 
 // TokenHash is how a bearer token is kept in config: hex SHA-256.
@@ -74,14 +77,15 @@ func TokenHash(token string) string {
 }
 
 func (h *httpFront) authenticate(r *http.Request) (string, bool) {
-	if len(h.tokens) == 0 {
-		return policy.Anonymous, true
+	tokens := *h.g.tokens.Load()
+	if len(tokens) == 0 {
+		return policy.Anonymous, !h.requireToken
 	}
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || token == "" {
 		return "", false
 	}
-	agent, ok := h.tokens[TokenHash(strings.TrimSpace(token))]
+	agent, ok := tokens[TokenHash(token)]
 	return agent, ok
 }
 

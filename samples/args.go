@@ -67,6 +67,10 @@ func checkValue(p prop, raw json.RawMessage) error {
 			return fmt.Errorf("longer than %d characters", p.MaxLength)
 		}
 	case "integer":
+		// json.Number also accepts a quoted number ("5"): a string is not an integer.
+		if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '"' {
+			return errors.New("must be an integer, not a string")
+		}
 		var n json.Number
 		d := json.NewDecoder(bytes.NewReader(raw))
 		d.UseNumber()

@@ -109,6 +109,9 @@ func (e *env) showPolicy(c *cli.Context, agent, tool string) error {
 	if agent == "" {
 		agent = policy.Anonymous
 	}
+	if err := checkAgent(agent); err != nil {
+		return err
+	}
 	cfg, err := e.load()
 	if err != nil {
 		return err
@@ -119,14 +122,16 @@ func (e *env) showPolicy(c *cli.Context, agent, tool string) error {
 	}
 	defer g.Close()
 	var tools []policy.Tool
-	for _, t := range g.Tools() {
-		if tool == "" || t.Canonical == tool || t.Wire == tool {
+	if tool != "" {
+		t, err := g.Resolve(tool)
+		if err != nil {
+			return cli.Exit(err.Error(), 1)
+		}
+		tools = append(tools, policy.Tool{Name: t.Canonical, ReadOnly: t.Hints.ReadOnly, Destructive: t.Hints.Destructive})
+	} else {
+		for _, t := range g.Tools() {
 			tools = append(tools, policy.Tool{Name: t.Canonical, ReadOnly: t.Hints.ReadOnly, Destructive: t.Hints.Destructive})
 		}
-	}
-	if tool != "" && len(tools) == 0 {
-		// Not a tool any connected server offers: still say what the rules make of the name.
-		tools = append(tools, policy.Tool{Name: tool})
 	}
 	decisions := g.Policy().Explain(agent, tools)
 	if c.Bool("json") {
@@ -176,6 +181,9 @@ func origin(d policy.Decision) string {
 // editPolicy applies allow/deny/revoke to the agent's rules and writes them to the
 // personal config file.
 func (e *env) editPolicy(agent, entry, verb string, apply func(policy.Config, string, string) (policy.Config, error)) error {
+	if err := checkAgent(agent); err != nil {
+		return err
+	}
 	cfg, err := e.load()
 	if err != nil {
 		return err

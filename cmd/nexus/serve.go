@@ -54,6 +54,9 @@ type serveOptions struct {
 }
 
 func (e *env) serve(ctx context.Context, opts serveOptions) error {
+	if err := checkAgent(opts.agent); err != nil {
+		return err
+	}
 	cfg, err := e.load()
 	if err != nil {
 		return err
@@ -62,8 +65,9 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 		return usageError(fmt.Sprintf("--tool-names %q: use wire or dotted", opts.gw.toolNames))
 	}
 	var listener net.Listener
+	requireToken := false
 	if opts.httpAddr != "" {
-		if listener, err = e.listen(cfg, opts); err != nil {
+		if listener, requireToken, err = e.listen(cfg, opts); err != nil {
 			return err
 		}
 	}
@@ -86,13 +90,7 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 		e.log.Info("serving over stdio", "servers", len(cfg.EnabledServers()), "tools", len(g.Tools()))
 		return g.ServeStdio(ctx, os.Stdin, os.Stdout, opts.agent)
 	}
-	tokens := map[string]string{}
-	for name, a := range cfg.Agents {
-		if a.TokenSHA256 != "" {
-			tokens[a.TokenSHA256] = name
-		}
-	}
-	srv := &http.Server{Handler: g.HTTPHandler(aggregation.HTTPOptions{Tokens: tokens}), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: g.HTTPHandler(aggregation.HTTPOptions{RequireToken: requireToken}), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shut, done := context.WithTimeout(context.Background(), 5*time.Second)
@@ -108,11 +106,12 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 }
 
 // listen opens the HTTP listener, refusing to expose an unauthenticated gateway
-// beyond this machine unless the user said so explicitly.
-func (e *env) listen(cfg *config.Config, opts serveOptions) (net.Listener, error) {
+// beyond this machine unless the user said so explicitly. requireToken tells the
+// handler to refuse everyone should a reload remove the last token.
+func (e *env) listen(cfg *config.Config, opts serveOptions) (l net.Listener, requireToken bool, err error) {
 	host, _, err := net.SplitHostPort(opts.httpAddr)
 	if err != nil {
-		return nil, usageError(fmt.Sprintf("--http %q: write HOST:PORT, e.g. 127.0.0.1:8765", opts.httpAddr))
+		return nil, false, usageError(fmt.Sprintf("--http %q: write HOST:PORT, e.g. 127.0.0.1:8765", opts.httpAddr))
 	}
 	hasTokens := false
 	for _, a := range cfg.Agents {
@@ -124,15 +123,15 @@ func (e *env) listen(cfg *config.Config, opts serveOptions) (net.Listener, error
 	}
 	if !hasTokens {
 		if !loopback && !opts.insecure {
-			return nil, usageError(fmt.Sprintf("refusing to serve %s without authentication: create an agent token with `nexus agent add NAME`, listen on 127.0.0.1, or pass --insecure-no-auth", opts.httpAddr))
+			return nil, false, usageError(fmt.Sprintf("refusing to serve %s without authentication: create an agent token with `nexus agent add NAME`, listen on 127.0.0.1, or pass --insecure-no-auth", opts.httpAddr))
 		}
 		e.log.Warn("no agent tokens configured: every HTTP client is served as the anonymous agent (nexus agent add NAME creates a token)")
 	}
-	l, err := net.Listen("tcp", opts.httpAddr)
+	l, err = net.Listen("tcp", opts.httpAddr)
 	if err != nil {
-		return nil, fmt.Errorf("listening on %s: %w", opts.httpAddr, err)
+		return nil, false, fmt.Errorf("listening on %s: %w", opts.httpAddr, err)
 	}
-	return l, nil
+	return l, !loopback && !opts.insecure, nil
 }
 
 // reload applies an edited config to the running gateway; an invalid edit is logged
@@ -147,7 +146,7 @@ func (e *env) reload(g *aggregation.Gateway) {
 		e.log.Error("config change ignored", "err", err)
 		return
 	}
-	e.log.Info("config reloaded: policy and memory rules apply from the next call")
+	e.log.Info("config reloaded: servers, policy, agent tokens and memory rules apply from the next call")
 }
 
 // knownTools maps each server to its tool names, nil for a server not connected.

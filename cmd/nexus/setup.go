@@ -15,6 +15,7 @@ import (
 	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/memory"
+	"github.com/nexus-mcp/nexus/policy"
 )
 
 // env is what every command needs: where Nexus keeps its files, the config layers,
@@ -114,6 +115,15 @@ func (e *env) openMemory(ctx context.Context, cfg *config.Config) (*memory.Memor
 		MaxResultBytes: cfg.Memory.MaxResultBytes,
 		Logger:         e.log,
 	})
+}
+
+// checkAgent refuses an agent name config could not hold: a refusal hint naming it
+// would give a command that fails.
+func checkAgent(name string) error {
+	if name == "" || policy.ValidAgentName(name) {
+		return nil
+	}
+	return usageError(fmt.Sprintf("agent name %q: use 1-32 lower-case letters, digits or '-', starting with a letter or digit (e.g. coder)", name))
 }
 
 // usageError is a mistake in how a command was called; it carries the fix.

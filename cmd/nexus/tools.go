@@ -23,6 +23,9 @@ func listToolsCommand() *cli.Command {
 			&cli.StringFlag{Name: "tool-names", Usage: "wire name `STYLE`: wire or dotted"},
 		},
 		Action: func(c *cli.Context) error {
+			if err := checkAgent(c.String("agent")); err != nil {
+				return err
+			}
 			e, err := newEnv(c, slog.LevelWarn)
 			if err != nil {
 				return err
@@ -90,6 +93,9 @@ func callCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() != 1 {
 				return usageError("call takes one TOOL: nexus call TOOL --args '{\"key\": \"value\"}'")
+			}
+			if err := checkAgent(c.String("agent")); err != nil {
+				return err
 			}
 			var args json.RawMessage
 			if err := json.Unmarshal([]byte(c.String("args")), &args); err != nil {
