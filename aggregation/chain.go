@@ -107,9 +107,16 @@ func (g *Gateway) forward(ctx context.Context, t *Tool, args json.RawMessage, pr
 	var rpcErr *RPCError
 	switch {
 	case err == nil:
-		return compact(raw), nil
+		return g.redact(compact(raw)), nil
 	case errors.As(err, &rpcErr):
-		return nil, rpcErr
+		msg := string(g.redact([]byte(rpcErr.Message)))
+		if data, err := json.Marshal(rpcErr.Data); err == nil && rpcErr.Data != nil {
+			var clean any
+			if json.Unmarshal(g.redact(data), &clean) == nil {
+				return nil, &RPCError{Code: rpcErr.Code, Message: msg, Data: clean}
+			}
+		}
+		return nil, &RPCError{Code: rpcErr.Code, Message: msg}
 	case errors.Is(err, errCallTimeout):
 		return toolError(fmt.Sprintf("server %s did not answer %s within %s; raise servers.%s.timeout if it needs longer", t.Server, t.Canonical, timeout, t.Server)), nil
 	case errors.Is(err, errChildGone):
@@ -118,7 +125,7 @@ func (g *Gateway) forward(ctx context.Context, t *Tool, args json.RawMessage, pr
 		return nil, &RPCError{Code: codeCancelled, Message: "request cancelled"}
 	default:
 		cn.markDone() // a remote child that fails at the transport level is reconnected
-		return toolError(fmt.Sprintf("calling %s on server %s failed: %v", t.Canonical, t.Server, err)), nil
+		return g.redact(toolError(fmt.Sprintf("calling %s on server %s failed: %v", t.Canonical, t.Server, err))), nil
 	}
 }
 

@@ -42,6 +42,8 @@ type childEvents interface {
 	notification(server string, n mcp.JSONRPCNotification)
 	// frontServer answers the requests a child sends back during a call.
 	frontServer() *server.MCPServer
+	// reconnected says a child came back after exiting: what it remembered is stale.
+	reconnected(server string)
 }
 
 // child supervises one configured server: it connects, lists the tools, notices when
@@ -157,7 +159,7 @@ func (c *child) settle() { c.settledOnce.Do(func() { close(c.settled) }) }
 // run keeps the child connected until ctx ends.
 func (c *child) run(ctx context.Context) {
 	defer c.settle()
-	backoff, failures := firstBackoff, 0
+	backoff, failures, connections := firstBackoff, 0, 0
 	for ctx.Err() == nil {
 		started := time.Now()
 		cn, raws, err := c.connect(ctx)
@@ -181,6 +183,9 @@ func (c *child) run(ctx context.Context) {
 			continue
 		}
 		c.log.Info("child connected", "tools", len(raws), "took", time.Since(started).Round(time.Millisecond))
+		if connections++; connections > 1 {
+			c.events.reconnected(c.name)
+		}
 		c.set(cn, raws, c.listExtras(ctx, cn), "ready", nil)
 		c.settle()
 		select {

@@ -166,6 +166,7 @@ func (g *Gateway) readResource(server string) server.ResourceHandlerFunc {
 		if err != nil {
 			return nil, fmt.Errorf("reading %s from %s: %w", req.Params.URI, server, err)
 		}
+		raw = g.redact(raw)
 		res, err := mcp.ParseReadResourceResult(&raw)
 		if err != nil {
 			return nil, fmt.Errorf("decoding %s from %s: %w", req.Params.URI, server, err)
@@ -184,6 +185,7 @@ func (g *Gateway) getPrompt(server, name string) server.PromptHandlerFunc {
 		if err != nil {
 			return nil, fmt.Errorf("getting prompt %s from %s: %w", name, server, err)
 		}
+		raw = g.redact(raw)
 		return mcp.ParseGetPromptResult(&raw)
 	}
 }

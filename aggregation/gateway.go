@@ -57,6 +57,9 @@ type Options struct {
 	// Resolve expands references in env and header values (${env:NAME}...) when a
 	// child is started; nil expands ${env:NAME} only.
 	Resolve func(string) (string, error)
+	// Redact removes secret values from what children send back (results, errors,
+	// resources, prompts) before it reaches memory or a client; nil keeps it as is.
+	Redact func([]byte) []byte
 }
 
 // Gateway is the aggregating MCP server.
@@ -65,6 +68,7 @@ type Gateway struct {
 	mem      *memory.Memory
 	names    string
 	resolve  func(string) (string, error)
+	redact   func([]byte) []byte
 	front    *server.MCPServer
 	sessions *server.InsecureStatefulSessionIdManager
 	progress *progressRoutes
@@ -112,8 +116,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if resolve == nil {
 		resolve = ExpandEnv
 	}
+	if opts.Redact == nil {
+		opts.Redact = func(b []byte) []byte { return b }
+	}
 	g := &Gateway{
-		log: log, mem: opts.Memory, names: names, resolve: resolve,
+		log: log, mem: opts.Memory, names: names, resolve: resolve, redact: opts.Redact,
 		sessions: &server.InsecureStatefulSessionIdManager{},
 		progress: newProgressRoutes(), denials: &policy.Counter{}, inflight: newInflightCalls(),
 		rebuild: make(chan struct{}, 1), published: map[string]string{}, frontSet: map[string]string{},
@@ -266,6 +273,7 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 	}
 	g.children.Store(&next)
 	for _, c := range stopped {
+		g.forget(g.runCtx, c.name)
 		if next[c.name] != nil && next[c.name] != c {
 			g.log.Info("server restarted: its launch settings changed", "server", c.name)
 		}
@@ -391,6 +399,9 @@ func (g *Gateway) forget(ctx context.Context, server string) {
 	if g.mem == nil {
 		return
 	}
+	if ctx == nil || ctx.Err() != nil {
+		ctx = context.Background()
+	}
 	if err := g.mem.InvalidateServer(ctx, server); err != nil {
 		g.log.Warn("forgetting remembered answers failed", "server", server, "err", err)
 	}
@@ -444,6 +455,8 @@ func (g *Gateway) mcpToolHandler(canonical string) server.ToolHandlerFunc {
 }
 
 func (g *Gateway) frontServer() *server.MCPServer { return g.front }
+
+func (g *Gateway) reconnected(server string) { g.forget(g.runCtx, server) }
 
 // notification handles a notification from a child.
 func (g *Gateway) notification(server string, n mcp.JSONRPCNotification) {

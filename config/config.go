@@ -72,6 +72,8 @@ type Config struct {
 	Invalidate map[string][]string `json:"invalidate,omitempty"`
 	// Memory configures the result cache.
 	Memory Memory `json:"memory,omitzero"`
+	// Secrets configures where secret values are kept.
+	Secrets Secrets `json:"secrets,omitzero"`
 
 	// Layers are the files read, first to last.
 	Layers []string `json:"-"`
@@ -82,6 +84,14 @@ type Agent struct {
 	// TokenSHA256 is the hex SHA-256 of the agent's HTTP bearer token: a config file
 	// that may be shared never holds the token itself.
 	TokenSHA256 string `json:"tokenSha256,omitempty"`
+}
+
+// Secrets configures the secret store.
+type Secrets struct {
+	// InsecureFileStore allows a plain file (0600 in a 0700 directory under
+	// NEXUS_HOME) when no OS keychain is usable. Off by default: a keychain keeps
+	// values encrypted at rest, a file does not.
+	InsecureFileStore bool `json:"insecureFileStore,omitempty"`
 }
 
 // Memory configures the result cache.

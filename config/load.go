@@ -34,7 +34,7 @@ func (e *Error) Error() string {
 // Keys a user may write, per level. Kept beside the structs they mirror.
 var (
 	topKeys = []string{"servers", "mcpServers", "toolNames", "maxMessageBytes", "policy",
-		"agents", "ttl", "cache", "invalidate", "memory"}
+		"agents", "ttl", "cache", "invalidate", "memory", "secrets"}
 	serverKeys = []string{"transport", "command", "args", "env", "cwd", "url", "headers",
 		"timeout", "prefix", "disabled", "protocolVersion", "annotations", "cacheScope"}
 	// Claude Desktop's, Cursor's and VS Code's mcpServers entries.
@@ -190,7 +190,7 @@ func (m *merger) add(file string, data []byte) error {
 			m.scalarFrom[k] = file
 		}
 	}
-	for _, k := range []string{"agents", "ttl", "cache", "invalidate", "memory"} {
+	for _, k := range []string{"agents", "ttl", "cache", "invalidate", "memory", "secrets"} {
 		raw, ok := top[k]
 		if !ok {
 			continue
@@ -290,7 +290,7 @@ func (m *merger) build() (*Config, error) {
 		return nil
 	}
 	for key, v := range map[string]any{"agents": &cfg.Agents, "ttl": &cfg.TTL, "cache": &cfg.Cache,
-		"invalidate": &cfg.Invalidate, "memory": &cfg.Memory} {
+		"invalidate": &cfg.Invalidate, "memory": &cfg.Memory, "secrets": &cfg.Secrets} {
 		if err := decodeSection(key, v); err != nil {
 			return nil, err
 		}

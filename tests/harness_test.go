@@ -102,7 +102,14 @@ func (h *home) calls() map[string]int {
 }
 
 func (h *home) env(extra ...string) []string {
-	return append([]string{"NEXUS_HOME=" + h.dir, "PATH=" + os.Getenv("PATH"), "HOME=" + h.dir}, extra...)
+	env := []string{"NEXUS_HOME=" + h.dir, "PATH=" + os.Getenv("PATH"), "HOME=" + h.dir}
+	// The keychain (CI runs the tests inside a private Secret Service session).
+	for _, k := range []string{"DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return append(env, extra...)
 }
 
 // nexus runs one CLI command and returns its stdout, stderr and exit code.

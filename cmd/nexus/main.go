@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/nexus-mcp/nexus/secrets"
 )
 
 func main() {
@@ -55,11 +57,21 @@ func startProfile(path string) func() {
 	}
 }
 
-// run is the whole program; main only picks the exit code.
+// run is the whole program; main only picks the exit code. Everything the commands
+// print to stdout and stderr (logs, child stderr) passes the redactor, which knows
+// every secret value the process has read or stored.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	app := newApp(stdin, stdout, stderr)
+	redactor := secrets.NewRedactor()
+	out, errw := redactor.Writer(stdout), redactor.Writer(stderr)
+	defer errw.Close()
+	defer out.Close()
+	app := newApp(stdin, out, errw)
+	app.Metadata = map[string]any{redactorKey: redactor}
 	return app.RunContext(ctx, interspersed(app, args))
 }
+
+// redactorKey finds the process's redactor in the app's metadata.
+const redactorKey = "redactor"
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
@@ -76,6 +88,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "config", Usage: "add a config `FILE` layer (repeatable; read before $NEXUS_HOME/config.json, which wins)", EnvVars: []string{"NEXUS_CONFIG"}},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (logs go to stderr)", Value: ""},
+			&cli.BoolFlag{Name: "insecure-file-store", Usage: "when no OS keychain is usable, keep secrets in a file readable only by you under NEXUS_HOME"},
 		},
 		Commands: []*cli.Command{
 			serveCommand(),
@@ -86,6 +99,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			callCommand(),
 			policyCommand(),
 			agentCommand(),
+			secretsCommand(),
 			cacheCommand(),
 			demoCommand(),
 			sampleServerCommand(),

@@ -26,8 +26,10 @@ func addCommand() *cli.Command {
 			&cli.StringFlag{Name: "transport", Usage: "`T`: stdio, sse or streamable-http (default: stdio with --command, streamable-http with --url)"},
 			&cli.StringFlag{Name: "command", Usage: "the `PROGRAM` to run for a stdio server"},
 			&cli.StringFlag{Name: "url", Usage: "the `URL` of a remote server"},
-			&cli.StringSliceFlag{Name: "env", Usage: "set `K=V` in the child's environment (repeatable)"},
-			&cli.StringSliceFlag{Name: "header", Usage: "send header `K=V` to a remote server (repeatable)"},
+			&cli.StringSliceFlag{Name: "env", Usage: "set secret `K=V` in the child's environment: V goes to the OS keychain, the config holds a reference (repeatable)"},
+			&cli.StringSliceFlag{Name: "plain-env", Usage: "set non-secret `K=V` in the child's environment, written to the config as is (repeatable)"},
+			&cli.StringSliceFlag{Name: "header", Usage: "send secret header `K=V` to a remote server: V goes to the OS keychain (repeatable)"},
+			&cli.StringSliceFlag{Name: "plain-header", Usage: "send non-secret header `K=V`, written to the config as is (repeatable)"},
 			&cli.StringFlag{Name: "cwd", Usage: "working `DIR` of a stdio server"},
 			&cli.StringFlag{Name: "timeout", Usage: "per-call `DURATION` (default 60s)"},
 			&cli.StringFlag{Name: "prefix", Usage: "wire `PREFIX` of its tools (default: the name)"},
@@ -47,12 +49,14 @@ func addCommand() *cli.Command {
 			}
 			srv := &config.Server{Transport: c.String("transport"), Command: c.String("command"), URL: c.String("url"),
 				Args: c.Args().Tail(), Cwd: c.String("cwd")}
-			if srv.Env, err = parsePairs("env", c.StringSlice("env")); err != nil {
-				return err
+			vals := map[string]map[string]string{}
+			for _, f := range []string{"env", "plain-env", "header", "plain-header"} {
+				if vals[f], err = parsePairs(f, c.StringSlice(f)); err != nil {
+					return err
+				}
 			}
-			if srv.Headers, err = parsePairs("header", c.StringSlice("header")); err != nil {
-				return err
-			}
+			secretEnv, secretHeaders := vals["env"], vals["header"]
+			srv.Env, srv.Headers = vals["plain-env"], vals["plain-header"]
 			if t := c.String("timeout"); t != "" {
 				d, err := config.ParseDuration(t)
 				if err != nil {
@@ -69,11 +73,19 @@ func addCommand() *cli.Command {
 					return usageError(fmt.Sprintf("a server named %q already exists (from %s); pass --force to replace it or `nexus remove %s` first", name, cfg.Servers[name].Source, name))
 				}
 			}
-			err = config.Edit(e.personal, func(d config.Document) error { return d.SetServer(name, srv) })
+			stored, err := e.storeSecrets(c.Context, name, srv, secretEnv, secretHeaders)
 			if err != nil {
 				return err
 			}
+			err = config.Edit(e.personal, func(d config.Document) error { return d.SetServer(name, srv) })
+			if err != nil {
+				e.deleteSecrets(c.Context, stored) // nothing half-done: the config was not written
+				return err
+			}
 			fmt.Fprintf(e.stdout, "added %s to %s\n", name, e.personal)
+			for _, n := range stored {
+				fmt.Fprintf(e.stdout, "stored secret %s in the keychain\n", n)
+			}
 			return nil
 		},
 	}
@@ -93,6 +105,7 @@ func removeCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			before, _ := e.load() // to find the server's secrets once it is gone
 			found := false
 			err = config.Edit(e.personal, func(d config.Document) error {
 				found, err = d.RemoveServer(name)
@@ -103,6 +116,11 @@ func removeCommand() *cli.Command {
 			}
 			if !found {
 				return cli.Exit(fmt.Sprintf("no server named %q in %s (nexus list-servers shows the configured ones)", name, e.personal), 1)
+			}
+			if before != nil {
+				if purged := e.purgeSecrets(c.Context, before, name); len(purged) > 0 {
+					fmt.Fprintf(e.stdout, "deleted %d secret(s) of %s from the keychain\n", len(purged), name)
+				}
 			}
 			if cfg, err := e.load(); err == nil {
 				if mem, err := e.openMemory(c.Context, cfg); err == nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/urfave/cli/v2"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/memory"
 	"github.com/nexus-mcp/nexus/policy"
+	"github.com/nexus-mcp/nexus/secrets"
 )
 
 // env is what every command needs: where Nexus keeps its files, the config layers,
@@ -27,6 +29,12 @@ type env struct {
 	log      *slog.Logger
 	stdout   io.Writer
 	stderr   io.Writer
+	redactor *secrets.Redactor
+	insecure bool // --insecure-file-store
+
+	storeOnce sync.Once
+	store     secrets.Store
+	storeErr  error
 }
 
 func newEnv(c *cli.Context, defaultLevel slog.Level) (*env, error) {
@@ -34,7 +42,12 @@ func newEnv(c *cli.Context, defaultLevel slog.Level) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &env{home: home, personal: config.PersonalFile(home), stdout: c.App.Writer, stderr: c.App.ErrWriter}
+	e := &env{home: home, personal: config.PersonalFile(home), stdout: c.App.Writer, stderr: c.App.ErrWriter,
+		insecure: c.Bool("insecure-file-store")}
+	e.redactor, _ = c.App.Metadata[redactorKey].(*secrets.Redactor)
+	if e.redactor == nil {
+		e.redactor = secrets.NewRedactor()
+	}
 	for _, f := range c.StringSlice("config") {
 		abs, err := filepath.Abs(f)
 		if err != nil {
@@ -87,7 +100,8 @@ func (e *env) startGateway(ctx context.Context, cfg *config.Config, opts gateway
 			r.mem = mem
 		}
 	}
-	g, err := aggregation.New(cfg, aggregation.Options{Logger: e.log, Memory: r.mem, ToolNames: opts.toolNames})
+	g, err := aggregation.New(cfg, aggregation.Options{Logger: e.log, Memory: r.mem, ToolNames: opts.toolNames,
+		Resolve: e.resolver(ctx, cfg), Redact: e.redactor.Bytes})
 	if err != nil {
 		if r.mem != nil {
 			r.mem.Close()
@@ -114,7 +128,49 @@ func (e *env) openMemory(ctx context.Context, cfg *config.Config) (*memory.Memor
 		MaxBytes:       cfg.Memory.MaxBytes,
 		MaxResultBytes: cfg.Memory.MaxResultBytes,
 		Logger:         e.log,
+		Redact:         e.redactor.Bytes,
 	})
+}
+
+// secrets opens the secret store once, when first needed: most commands never touch
+// the keychain, and a locked desktop keychain should not slow them down.
+func (e *env) secrets(ctx context.Context, cfg *config.Config) (secrets.Store, error) {
+	e.storeOnce.Do(func() {
+		if cfg == nil {
+			cfg, _ = e.load()
+		}
+		insecure := e.insecure || (cfg != nil && cfg.Secrets.InsecureFileStore)
+		var st secrets.Store
+		st, e.storeErr = secrets.Open(ctx, secrets.Options{
+			FilePath: filepath.Join(e.home, "secrets", "secrets.json"), InsecureFile: insecure, Logger: e.log})
+		if e.storeErr == nil {
+			if insecure {
+				if err := os.MkdirAll(filepath.Join(e.home, "secrets"), 0o700); err != nil {
+					e.storeErr = fmt.Errorf("creating the secrets directory: %w", err)
+					return
+				}
+			}
+			e.store = secrets.Redacting(st, e.redactor)
+		}
+	})
+	return e.store, e.storeErr
+}
+
+// resolver expands ${keyring:NAME} and ${env:NAME} in env and header values when a
+// child starts; keychain values are registered with the redactor as they are read.
+func (e *env) resolver(ctx context.Context, cfg *config.Config) func(string) (string, error) {
+	return func(value string) (string, error) {
+		var store secrets.Store
+		if len(secrets.Refs(value)) > 0 {
+			st, err := e.secrets(ctx, cfg)
+			if err != nil {
+				return "", err
+			}
+			store = st
+		}
+		v, _, err := secrets.Expand(ctx, value, store, os.LookupEnv)
+		return v, err
+	}
 }
 
 // checkAgent refuses an agent name config could not hold: a refusal hint naming it

@@ -1,0 +1,343 @@
+package clients
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/nexus-mcp/nexus/config"
+)
+
+// Imported is one server entry of a client file, converted to a Nexus server.
+type Imported struct {
+	// Original is the entry's name in the client file; Name is the Nexus server name
+	// made from it (lower-case, '-' for other characters, at most 32, unique).
+	Original string
+	Name     string
+	// Server holds no secret: each value detected as one is a ${keyring:NAME} reference.
+	Server *config.Server
+	// Secrets maps keyring names ("<server>/<KEY>") to the values to store there before
+	// Server is written.
+	Secrets map[string]string
+	// Notes say what was left out or needs a look (ignored keys, VS Code ${input:...}
+	// variables, a password left in a URL).
+	Notes []string
+	// Err is set when the entry cannot become a Nexus server; Server is then nil.
+	Err error
+	// Raw is the entry as written in the client file.
+	Raw json.RawMessage
+}
+
+// Renamed reports whether Name differs from Original.
+func (im *Imported) Renamed() bool { return im.Name != im.Original }
+
+// Rename gives the server another name (say, because the Nexus config has one of that
+// name already), moving its keyring references along.
+func (im *Imported) Rename(name string) error {
+	if !config.ValidServerName(name) {
+		return fmt.Errorf("server name %q: use 1-32 lower-case letters, digits or '-', starting with a letter or digit", name)
+	}
+	if im.Server == nil {
+		im.Name = name
+		return nil
+	}
+	old := "${keyring:" + im.Name + "/"
+	repl := "${keyring:" + name + "/"
+	fix := func(s string) string { return strings.ReplaceAll(s, old, repl) }
+	for k, v := range im.Server.Env {
+		im.Server.Env[k] = fix(v)
+	}
+	for k, v := range im.Server.Headers {
+		im.Server.Headers[k] = fix(v)
+	}
+	for i, a := range im.Server.Args {
+		im.Server.Args[i] = fix(a)
+	}
+	secrets := map[string]string{}
+	for k, v := range im.Secrets {
+		secrets[name+strings.TrimPrefix(k, im.Name)] = v
+	}
+	im.Secrets, im.Name, im.Server.Name = secrets, name, name
+	return nil
+}
+
+// ReadServers reads the server entries of a client config file (Claude Desktop's or
+// Cursor's "mcpServers", VS Code's "servers", or "mcp.servers" in VS Code's
+// settings.json; comments are allowed), in file order. The entry that runs Nexus itself
+// (`nexus serve`) is left out. A file whose structure is wrong is an error; an entry
+// that cannot be converted comes back with Err set, so one odd entry does not block the
+// others.
+func ReadServers(file string) ([]Imported, error) {
+	doc, _, exists, _, err := readDocument(file)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, fmt.Errorf("%s does not exist; check the path (is the client installed?)", file)
+	}
+	srv, err := servers(file, doc, "")
+	if err != nil {
+		return nil, err
+	}
+	names := importNames(srv)
+	var out []Imported
+	for _, orig := range srv.keys {
+		raw := srv.vals[orig]
+		if isNexusEntry(raw) {
+			continue
+		}
+		name := names[orig]
+		im := Imported{Original: orig, Name: name, Raw: raw}
+		im.Server, im.Secrets, im.Notes, im.Err = convert(name, raw)
+		if im.Err != nil {
+			im.Server, im.Secrets = nil, nil
+			im.Err = fmt.Errorf("%s: server %q: %w", file, orig, im.Err)
+		}
+		out = append(out, im)
+	}
+	return out, nil
+}
+
+// importNames maps each entry of a servers object to its Nexus name, unique in file
+// order, so that ReadServers and Setup name an entry alike.
+func importNames(srv *document) map[string]string {
+	used := map[string]bool{}
+	names := map[string]string{}
+	for _, orig := range srv.keys {
+		if isNexusEntry(srv.vals[orig]) {
+			continue
+		}
+		name := uniqueName(SanitizeName(orig), used)
+		used[name] = true
+		names[orig] = name
+	}
+	return names
+}
+
+var invalidNameChars = regexp.MustCompile(`[^a-z0-9]+`)
+
+// SanitizeName makes a valid Nexus server name from a client's server name: lower
+// case, runs of other characters become '-', at most 32 characters.
+func SanitizeName(name string) string {
+	s := invalidNameChars.ReplaceAllString(strings.ToLower(name), "-")
+	s = strings.Trim(s, "-")
+	if len(s) > 32 {
+		s = strings.TrimRight(s[:32], "-")
+	}
+	if s == "" {
+		s = "server"
+	}
+	return s
+}
+
+func uniqueName(name string, used map[string]bool) string {
+	if !used[name] {
+		return name
+	}
+	for i := 2; ; i++ {
+		suffix := "-" + strconv.Itoa(i)
+		base := name
+		if len(base)+len(suffix) > 32 {
+			base = strings.TrimRight(base[:32-len(suffix)], "-")
+		}
+		if !used[base+suffix] {
+			return base + suffix
+		}
+	}
+}
+
+// isNexusEntry reports whether raw runs Nexus itself: importing it would make Nexus
+// start itself as a child.
+func isNexusEntry(raw json.RawMessage) bool {
+	var e struct {
+		Command string   `json:"command"`
+		Args    []string `json:"args"`
+	}
+	if json.Unmarshal(raw, &e) != nil || len(e.Args) == 0 || e.Args[0] != "serve" {
+		return false
+	}
+	base := strings.ToLower(filepath.Base(strings.ReplaceAll(e.Command, `\`, "/")))
+	return base == "nexus" || base == "nexus.exe"
+}
+
+// clientEntry is every key of a server entry that Nexus understands.
+type clientEntry struct {
+	Type     string            `json:"type"`
+	Command  string            `json:"command"`
+	Args     []string          `json:"args"`
+	Env      map[string]string `json:"env"`
+	Cwd      string            `json:"cwd"`
+	URL      string            `json:"url"`
+	Headers  map[string]string `json:"headers"`
+	Disabled bool              `json:"disabled"`
+}
+
+var knownEntryKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled"}
+
+func convert(name string, raw json.RawMessage) (*config.Server, map[string]string, []string, error) {
+	obj, err := parseDocument(raw)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("an entry must be an object with \"command\" or \"url\"")
+	}
+	var notes []string
+	for _, k := range obj.keys {
+		if !slices.Contains(knownEntryKeys, k) {
+			notes = append(notes, fmt.Sprintf("key %q is not used by Nexus and was left out", k))
+		}
+	}
+	var e clientEntry
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return nil, nil, nil, fmt.Errorf("unexpected value (%v)", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	s := &config.Server{Name: name, Command: e.Command, Args: e.Args, Cwd: e.Cwd, URL: e.URL, Disabled: e.Disabled}
+	switch strings.ToLower(e.Type) {
+	case "":
+		if e.URL != "" {
+			s.Transport = config.TransportStreamableHTTP
+		} else {
+			s.Transport = config.TransportStdio
+		}
+	case "stdio":
+		s.Transport = config.TransportStdio
+	case "sse":
+		s.Transport = config.TransportSSE
+	case "http", "streamable-http", "streamablehttp", "streamable_http":
+		s.Transport = config.TransportStreamableHTTP
+	default:
+		return nil, nil, nil, fmt.Errorf("unknown type %q (Nexus runs stdio, sse and http servers)", e.Type)
+	}
+	secrets := map[string]string{}
+	store := func(key, value string) string {
+		ref := name + "/" + key
+		secrets[ref] = value
+		return "${keyring:" + ref + "}"
+	}
+	for _, k := range sortedKeys(e.Env) {
+		v := e.Env[k]
+		if s.Env == nil {
+			s.Env = map[string]string{}
+		}
+		switch {
+		case strings.Contains(v, "${input:"):
+			notes = append(notes, fmt.Sprintf("env %s uses a VS Code input variable; set the value with `nexus secrets set %s/%s`", k, name, k))
+			s.Env[k] = "${keyring:" + name + "/" + k + "}"
+		case v != "" && !isReference(v) && (SecretKey(k) || SecretValue(v)):
+			s.Env[k] = store(k, v)
+		default:
+			s.Env[k] = v
+		}
+	}
+	for _, k := range sortedKeys(e.Headers) {
+		v := e.Headers[k]
+		if s.Headers == nil {
+			s.Headers = map[string]string{}
+		}
+		key := headerSecretName(k)
+		switch {
+		case strings.Contains(v, "${input:"):
+			notes = append(notes, fmt.Sprintf("header %s uses a VS Code input variable; set the value with `nexus secrets set %s/%s`", k, name, key))
+			prefix := ""
+			if p, _, ok := strings.Cut(v, "${input:"); ok {
+				prefix = p
+			}
+			s.Headers[k] = prefix + "${keyring:" + name + "/" + key + "}"
+		case v != "" && !isReference(v) && (SecretHeader(k) || SecretValue(v)):
+			// Keep the scheme in the config so the keychain holds the token alone.
+			if scheme, token, ok := strings.Cut(v, " "); ok && (strings.EqualFold(scheme, "Bearer") || strings.EqualFold(scheme, "Basic") || strings.EqualFold(scheme, "token")) {
+				s.Headers[k] = scheme + " " + store(key, token)
+			} else {
+				s.Headers[k] = store(key, v)
+			}
+		default:
+			s.Headers[k] = v
+		}
+	}
+	for i, a := range s.Args {
+		if urlWithPassword(a) {
+			s.Args[i] = store(fmt.Sprintf("ARG%d", i), a)
+		}
+	}
+	if urlWithPassword(s.URL) {
+		notes = append(notes, "the url holds a password, which stays in the Nexus config; move it into a header if the server allows")
+	}
+	if len(secrets) == 0 {
+		secrets = nil
+	}
+	doc, err := json.Marshal(map[string]any{"servers": map[string]*config.Server{name: s}})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if _, err := config.Parse("import", doc); err != nil {
+		if ce, ok := errors.AsType[*config.Error](err); ok {
+			return nil, nil, notes, errors.New(ce.Msg)
+		}
+		return nil, nil, notes, err
+	}
+	return s, secrets, notes, nil
+}
+
+// headerSecretName turns a header name into a keyring name part.
+func headerSecretName(h string) string { return invalidSecretChars.ReplaceAllString(h, "_") }
+
+var invalidSecretChars = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
+
+var secretKeyWords = []string{"TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "PASS", "AUTH", "CREDENTIAL", "PRIVATE", "COOKIE", "SESSION", "PAT"}
+
+// SecretKey reports whether an environment variable called name probably holds a
+// secret. It errs towards yes: a value needlessly kept in the keychain costs little,
+// a token left in a config file may be shared.
+func SecretKey(name string) bool {
+	up := strings.ToUpper(name)
+	for _, w := range secretKeyWords {
+		if w == "PAT" {
+			// PAT only as a whole word: GITHUB_PAT, not PATH.
+			for _, part := range strings.FieldsFunc(up, func(r rune) bool { return r == '_' || r == '-' }) {
+				if part == "PAT" {
+					return true
+				}
+			}
+			continue
+		}
+		if strings.Contains(up, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// SecretHeader reports whether a header called name probably carries a credential.
+func SecretHeader(name string) bool {
+	return SecretKey(name) || strings.EqualFold(name, "Authorization") || strings.EqualFold(name, "Proxy-Authorization")
+}
+
+var secretPrefixes = []string{"Bearer ", "Basic ", "ghp_", "gho_", "ghs_", "github_pat_", "glpat-", "sk-", "xoxb-", "xoxp-", "xapp-", "AKIA", "AIza"}
+
+// SecretValue reports whether a value looks like a credential whatever its key: a
+// bearer value, a well-known token prefix, or a URL with a password.
+func SecretValue(v string) bool {
+	for _, p := range secretPrefixes {
+		if strings.HasPrefix(v, p) {
+			return true
+		}
+	}
+	return urlWithPassword(v)
+}
+
+var urlPasswordRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*:[^/@\s]+@`)
+
+func urlWithPassword(s string) bool { return urlPasswordRE.MatchString(s) }
+
+// isReference reports whether s is one whole ${keyring:...} or ${env:...} reference.
+func isReference(s string) bool {
+	for _, kind := range []string{"${keyring:", "${env:"} {
+		if strings.HasPrefix(s, kind) && strings.HasSuffix(s, "}") && strings.Count(s, "}") == 1 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+
+	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/secrets"
+)
+
+func secretsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "secrets",
+		Usage: "manage the secret values child servers use (kept in the OS keychain)",
+		Description: "Config files hold references, never values: ${keyring:NAME} is read from the\n" +
+			"keychain and ${env:NAME} from the environment when a child starts.\n" +
+			"`nexus add NAME --env K=V` stores V as the secret NAME/env/K.",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "set",
+				Usage:     "store a secret; the value comes from a hidden prompt, or from stdin when it is not a terminal",
+				ArgsUsage: "NAME",
+				Action: func(c *cli.Context) error {
+					name := c.Args().First()
+					if c.Args().Len() != 1 {
+						return usageError("secrets set takes one NAME (the value is read from a hidden prompt or stdin, never from a flag that lands in shell history)")
+					}
+					if err := secrets.ValidateName(name); err != nil {
+						return usageError(err.Error())
+					}
+					e, err := newEnv(c, slog.LevelWarn)
+					if err != nil {
+						return err
+					}
+					value, err := readSecret(c.App.Reader, e.stderr, "value for "+name+": ")
+					if err != nil {
+						return err
+					}
+					cfg, _ := e.load()
+					store, err := e.secrets(c.Context, cfg)
+					if err != nil {
+						return err
+					}
+					if err := store.Set(c.Context, name, value); err != nil {
+						return err
+					}
+					fmt.Fprintf(e.stdout, "stored %s; use it in config as ${keyring:%s}\n", name, name)
+					return nil
+				},
+			},
+			{
+				Name:  "list",
+				Usage: "list the secrets the config refers to and where each is used (never values)",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Action: func(c *cli.Context) error {
+					e, err := newEnv(c, slog.LevelWarn)
+					if err != nil {
+						return err
+					}
+					cfg, err := e.load()
+					if err != nil {
+						return err
+					}
+					used := secretUses(cfg)
+					names := make([]string, 0, len(used))
+					for n := range used {
+						names = append(names, n)
+					}
+					sort.Strings(names)
+					if c.Bool("json") {
+						type row struct {
+							Name   string   `json:"name"`
+							UsedBy []string `json:"usedBy"`
+						}
+						rows := []row{}
+						for _, n := range names {
+							rows = append(rows, row{n, used[n]})
+						}
+						return printJSON(e.stdout, rows)
+					}
+					if len(names) == 0 {
+						fmt.Fprintln(e.stdout, "no secrets referenced in the config")
+						return nil
+					}
+					tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "SECRET\tUSED BY")
+					for _, n := range names {
+						fmt.Fprintf(tw, "%s\t%s\n", n, strings.Join(used[n], ", "))
+					}
+					return tw.Flush()
+				},
+			},
+			{
+				Name:      "rm",
+				Usage:     "delete a secret from the keychain",
+				ArgsUsage: "NAME",
+				Action: func(c *cli.Context) error {
+					if c.Args().Len() != 1 {
+						return usageError("secrets rm takes one NAME")
+					}
+					e, err := newEnv(c, slog.LevelWarn)
+					if err != nil {
+						return err
+					}
+					cfg, _ := e.load()
+					store, err := e.secrets(c.Context, cfg)
+					if err != nil {
+						return err
+					}
+					if err := store.Delete(c.Context, c.Args().First()); err != nil {
+						return err
+					}
+					fmt.Fprintf(e.stdout, "deleted %s\n", c.Args().First())
+					return nil
+				},
+			},
+		},
+	}
+}
+
+// readSecret reads a value from a hidden terminal prompt, or the first line of a
+// non-terminal stdin (for scripts: `printf %s "$TOKEN" | nexus secrets set NAME`).
+func readSecret(in io.Reader, prompt io.Writer, label string) (string, error) {
+	if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprint(prompt, label)
+		b, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(prompt)
+		if err != nil {
+			return "", fmt.Errorf("reading the value: %w", err)
+		}
+		return string(b), nil
+	}
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("reading the value from stdin: %w", err)
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return "", usageError("no value given: type it at the prompt, or pipe it on stdin")
+	}
+	return line, nil
+}
+
+// secretUses maps each ${keyring:NAME} the config refers to onto where it is used.
+func secretUses(cfg *config.Config) map[string][]string {
+	used := map[string][]string{}
+	for _, name := range cfg.ServerNames() {
+		s := cfg.Servers[name]
+		for k, v := range s.Env {
+			for _, ref := range secrets.Refs(v) {
+				used[ref] = append(used[ref], "servers."+name+".env."+k)
+			}
+		}
+		for k, v := range s.Headers {
+			for _, ref := range secrets.Refs(v) {
+				used[ref] = append(used[ref], "servers."+name+".headers."+k)
+			}
+		}
+	}
+	for _, v := range used {
+		sort.Strings(v)
+	}
+	return used
+}
+
+// storeSecrets puts the secret env and header values of a new server into the store
+// and replaces them in srv by references. A value that already is a reference is
+// written as is. On failure nothing stays stored.
+func (e *env) storeSecrets(ctx context.Context, server string, srv *config.Server, env, headers map[string]string) ([]string, error) {
+	if len(env) == 0 && len(headers) == 0 {
+		return nil, nil
+	}
+	var stored []string
+	put := func(kind string, values map[string]string, into *map[string]string) error {
+		keys := make([]string, 0, len(values))
+		for k := range values {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			v := values[k]
+			if *into == nil {
+				*into = map[string]string{}
+			}
+			if strings.Contains(v, "${keyring:") || strings.Contains(v, "${env:") {
+				(*into)[k] = v
+				continue
+			}
+			store, err := e.secrets(ctx, nil)
+			if err != nil {
+				return fmt.Errorf("cannot store the secret %s %s of %s, so nothing was written: %w\n(use --plain-%s for a value that is not secret)", kind, k, server, err, kind)
+			}
+			name := server + "/" + kind + "/" + k
+			if err := store.Set(ctx, name, v); err != nil {
+				return fmt.Errorf("storing the secret %s of %s, so nothing was written: %w", k, server, err)
+			}
+			stored = append(stored, name)
+			(*into)[k] = "${keyring:" + name + "}"
+		}
+		return nil
+	}
+	if err := put("env", env, &srv.Env); err != nil {
+		e.deleteSecrets(ctx, stored)
+		return nil, err
+	}
+	if err := put("header", headers, &srv.Headers); err != nil {
+		e.deleteSecrets(ctx, stored)
+		return nil, err
+	}
+	return stored, nil
+}
+
+func (e *env) deleteSecrets(ctx context.Context, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	store, err := e.secrets(ctx, nil)
+	if err != nil {
+		return
+	}
+	for _, n := range names {
+		if err := store.Delete(ctx, n); err != nil {
+			e.log.Warn("could not delete a secret", "name", n, "err", err)
+		}
+	}
+}
+
+// purgeSecrets deletes the secrets `nexus add` stored for server (named
+// "<server>/..."); secrets set by hand and shared with other servers stay.
+func (e *env) purgeSecrets(ctx context.Context, cfg *config.Config, server string) []string {
+	var names []string
+	for name, uses := range secretUses(cfg) {
+		if !strings.HasPrefix(name, server+"/") {
+			continue
+		}
+		for _, u := range uses {
+			if strings.HasPrefix(u, "servers."+server+".") {
+				names = append(names, name)
+				break
+			}
+		}
+	}
+	sort.Strings(names)
+	e.deleteSecrets(ctx, names)
+	return names
+}
