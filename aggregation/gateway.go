@@ -323,7 +323,30 @@ func MemorySettings(cfg *config.Config) (memory.Settings, error) {
 			s.AgentScoped[name] = true
 		}
 	}
-	return s, nil
+	if sem := cfg.Memory.Semantic; len(sem) > 0 {
+		var off bool
+		if json.Unmarshal(sem, &off) == nil {
+			s.SemanticOff = !off
+		} else {
+			var per map[string]json.RawMessage
+			if err := json.Unmarshal(sem, &per); err != nil {
+				return s, fmt.Errorf(`memory.semantic: write false, or {"server.tool": ["field", ...]} (false or [] turns a tool off)`)
+			}
+			s.Semantic = map[string][]string{}
+			for pattern, raw := range per {
+				var fields []string
+				if json.Unmarshal(raw, &off) == nil && !off {
+					s.Semantic[pattern] = []string{}
+					continue
+				}
+				if err := json.Unmarshal(raw, &fields); err != nil {
+					return s, fmt.Errorf("memory.semantic.%s: write a list of argument names, or false", pattern)
+				}
+				s.Semantic[pattern] = fields
+			}
+		}
+	}
+	return s, s.Validate()
 }
 
 // toolsChanged is called by a child whenever its connection or tool list changes.

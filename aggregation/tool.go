@@ -27,6 +27,8 @@ type Tool struct {
 	Hints     Hints  // effective annotations, after the operator's overrides
 	// Raw is the tool object exactly as the child listed it.
 	Raw json.RawMessage
+	// InputSchema is the child's input schema, verbatim.
+	InputSchema json.RawMessage
 
 	front mcp.Tool // what tools/list serves
 }
@@ -46,7 +48,8 @@ func (t *Tool) policyTool() policy.Tool {
 
 func (t *Tool) memoryTool() memory.Tool {
 	return memory.Tool{Name: t.Canonical, Server: t.Server, Annotated: t.Hints.Annotated,
-		ReadOnly: t.Hints.ReadOnly, Idempotent: t.Hints.Idempotent, Destructive: t.Hints.Destructive}
+		ReadOnly: t.Hints.ReadOnly, Idempotent: t.Hints.Idempotent, Destructive: t.Hints.Destructive,
+		InputSchema: t.InputSchema}
 }
 
 // Description is the first line of the tool's description.
@@ -81,7 +84,7 @@ func newTool(srv *config.Server, raw json.RawMessage, names string) (*Tool, erro
 	if len(rt.InputSchema) == 0 || string(rt.InputSchema) == "null" {
 		rt.InputSchema = json.RawMessage(`{"type":"object"}`)
 	}
-	t := &Tool{Server: srv.Name, Name: rt.Name, Canonical: srv.Name + "." + rt.Name, Raw: raw}
+	t := &Tool{Server: srv.Name, Name: rt.Name, Canonical: srv.Name + "." + rt.Name, Raw: raw, InputSchema: rt.InputSchema}
 	t.Wire = wireName(srv.WirePrefix(), t.Canonical, rt.Name, names)
 
 	ann := mcp.ToolAnnotation{}

@@ -472,8 +472,8 @@ func (e *Entry) validate() error {
 				return &fieldError{key, fmt.Sprintf("the path list {{%s}} must be a whole argument", name)}
 			case v.List == ListWords && (where != "command" || !whole):
 				return &fieldError{key, fmt.Sprintf("the command line {{%s}} must be the whole command", name)}
-			case v.Secret && where == "command":
-				return &fieldError{key, fmt.Sprintf("the secret {{%s}} cannot be in the command: process lists show it", name)}
+			case v.Secret && where != "env" && where != "headers":
+				return &fieldError{key, fmt.Sprintf("the secret {{%s}} may only be used in env or headers: the gateway resolves keychain references there alone, and process lists show arguments", name)}
 			case (where == "command" || where == "url") && !v.Required && v.Default == "":
 				return &fieldError{key, fmt.Sprintf("{{%s}} must be required or have a default: the %s cannot be left out", name, where)}
 			}

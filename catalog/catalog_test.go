@@ -58,11 +58,20 @@ func TestBuiltinEntriesInstall(t *testing.T) {
 				}
 			}
 			for _, v := range e.Values {
-				if v.Secret {
-					ref := "${keyring:" + e.Name + "/" + v.Name + "}"
-					if inst.Secrets[e.Name+"/"+v.Name] != all[v.Name] || !strings.Contains(string(raw), jsonText(ref)) {
-						t.Errorf("secret %s: Secrets=%v, entry %s lacks %s", v.Name, inst.Secrets, raw, ref)
+				if !v.Secret {
+					continue
+				}
+				var ref string
+				for name, val := range inst.Secrets {
+					if val == all[v.Name] {
+						ref = name
 					}
+				}
+				if !strings.HasPrefix(ref, e.Name+"/env/") && !strings.HasPrefix(ref, e.Name+"/header/") {
+					t.Errorf("secret %s stored as %q (Secrets=%v)", v.Name, ref, inst.Secrets)
+				}
+				if !strings.Contains(string(raw), jsonText("${keyring:"+ref+"}")) {
+					t.Errorf("entry %s lacks the reference to %s", raw, ref)
 				}
 			}
 			// Only required values: must install too.
@@ -105,7 +114,7 @@ func TestInstallShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s := inst.Server; s.Transport != config.TransportStreamableHTTP || s.URL != "https://d.example/mcp" ||
-		s.Headers["Authorization"] != "Bearer ${keyring:docs/token}" || inst.Secrets["docs/token"] != "tok" {
+		s.Headers["Authorization"] != "Bearer ${keyring:docs/header/Authorization}" || inst.Secrets["docs/header/Authorization"] != "tok" {
 		t.Errorf("doc-kg: %+v %v", s, inst.Secrets)
 	}
 	if !slices.Contains(inst.Hints.Allow, "docs.*") || inst.Hints.SemanticFields["docs.doc_kg_search"][0] != "query" {
@@ -154,6 +163,15 @@ func TestInstallShapes(t *testing.T) {
 	inst, err = get("git").Install("git", map[string]string{"repository": "/r"}, "")
 	if err != nil || !slices.Equal(inst.Server.Args, []string{"mcp-server-git", "--repository=/r"}) {
 		t.Errorf("git with repository: %v %+v", err, inst)
+	}
+
+	pg := get("postgres")
+	inst, err = pg.Install("pg", map[string]string{"DATABASE_URL": "postgresql://app@db/app", "PGPASSWORD": "hunter2"}, "")
+	if err != nil || inst.Server.Env["PGPASSWORD"] != "${keyring:pg/env/PGPASSWORD}" || inst.Secrets["pg/env/PGPASSWORD"] != "hunter2" {
+		t.Errorf("postgres: %v %+v", err, inst)
+	}
+	if _, err := pg.Install("pg", map[string]string{"DATABASE_URL": "postgresql://app:hunter2@db/app"}, ""); err == nil || !strings.Contains(err.Error(), "password") {
+		t.Errorf("a password in a plain value: %v", err)
 	}
 
 	// A secret given as a reference is kept as written and not stored.
@@ -250,7 +268,8 @@ func TestLoadErrors(t *testing.T) {
 		{"transport", `{"servers": {"x": {"description": "d", "transport": "http", "url": "https://x"}}}`, `servers.x.transport: "http"`},
 		{"ttl", `{"servers": {"x": {"description": "d", "transport": "stdio", "command": "x", "ttl": {"t": "soon"}}}}`, `servers.x.ttl.t:`},
 		{"optional url", `{"servers": {"x": {"description": "d", "transport": "sse", "url": "{{u}}", "values": [{"name": "u", "description": "d"}]}}}`, `must be required or have a default`},
-		{"secret command", `{"servers": {"x": {"description": "d", "transport": "stdio", "command": "{{c}}", "values": [{"name": "c", "description": "d", "required": true, "secret": true}]}}}`, `cannot be in the command`},
+		{"secret command", `{"servers": {"x": {"description": "d", "transport": "stdio", "command": "{{c}}", "values": [{"name": "c", "description": "d", "required": true, "secret": true}]}}}`, `may only be used in env or headers`},
+		{"secret arg", `{"servers": {"x": {"description": "d", "transport": "stdio", "command": "x", "args": ["--t={{c}}"], "values": [{"name": "c", "description": "d", "required": true, "secret": true}]}}}`, `servers.x.args[0]: the secret {{c}} may only be used in env or headers`},
 		{"malformed", `{"servers": {"x": {"description": "d", "transport": "stdio", "command": "x", "args": ["{{a}"]}}}`, `malformed placeholder`},
 		{"allow mutating", `{"servers": {"x": {"description": "d", "transport": "stdio", "command": "x", "policy": {"mutating": ["w"], "allow": ["w"]}}}}`, `servers.x.policy.allow: "w" is mutating`},
 	} {

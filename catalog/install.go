@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -136,9 +137,11 @@ func (e *Entry) Install(server string, values map[string]string, self string) (*
 		case v.Secret && isReference(val):
 			resolved[v.Name] = []string{val}
 		case v.Secret:
-			ref := server + "/" + v.Name
+			ref := e.secretName(server, v.Name)
 			inst.Secrets[ref] = val
 			resolved[v.Name] = []string{"${keyring:" + ref + "}"}
+		case urlWithPassword(val):
+			return nil, fmt.Errorf("value %s holds a password, which would be written to the config in plain text; give it without the password (%s)", v.Name, v.Description)
 		case v.List == ListPaths:
 			parts := slices.DeleteFunc(filepath.SplitList(val), func(s string) bool { return s == "" })
 			resolved[v.Name] = parts
@@ -197,6 +200,37 @@ func (e *Entry) Install(server string, values map[string]string, self string) (*
 	inst.Hints = e.hints(server)
 	return inst, nil
 }
+
+// secretName is the keyring name of secret value v: "<server>/env/<KEY>" or
+// "<server>/header/<NAME>" after its first use (env first, keys sorted), the names
+// `nexus add --env/--header` uses, so that `nexus remove` purges them alike.
+func (e *Entry) secretName(server, v string) string {
+	ph := "{{" + v + "}}"
+	for _, k := range sortedKeys(e.Env) {
+		if strings.Contains(normalize(e.Env[k]), ph) {
+			return server + "/env/" + k
+		}
+	}
+	for _, k := range sortedKeys(e.Headers) {
+		if strings.Contains(normalize(e.Headers[k]), ph) {
+			return server + "/header/" + invalidSecretChars.ReplaceAllString(k, "_")
+		}
+	}
+	return server + "/" + v // unreachable: validate puts secrets in env or headers only
+}
+
+// normalize writes every placeholder of tmpl as {{NAME}}, without spaces.
+func normalize(tmpl string) string {
+	return placeholderRE.ReplaceAllString(tmpl, "{{$1}}")
+}
+
+var (
+	invalidSecretChars = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
+	urlPasswordRE      = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*:[^/@\s]+@`)
+)
+
+// urlWithPassword reports whether s is a URL with a password in it.
+func urlWithPassword(s string) bool { return urlPasswordRE.MatchString(s) }
 
 func (e *Entry) usesSelf() bool {
 	for _, m := range placeholderRE.FindAllStringSubmatch(e.Command, -1) {

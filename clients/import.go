@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/nexus-mcp/nexus/config"
+	nexsecrets "github.com/nexus-mcp/nexus/secrets"
 )
 
 // Imported is one server entry of a client file, converted to a Nexus server.
@@ -212,6 +214,7 @@ func convert(name string, raw json.RawMessage) (*config.Server, map[string]strin
 		return nil, nil, nil, fmt.Errorf("unknown type %q (Nexus runs stdio, sse and http servers)", e.Type)
 	}
 	secrets := map[string]string{}
+	// Keyring names follow `nexus add --env/--header`: <server>/env/<KEY>, <server>/header/<NAME>.
 	store := func(key, value string) string {
 		ref := name + "/" + key
 		secrets[ref] = value
@@ -224,10 +227,10 @@ func convert(name string, raw json.RawMessage) (*config.Server, map[string]strin
 		}
 		switch {
 		case strings.Contains(v, "${input:"):
-			notes = append(notes, fmt.Sprintf("env %s uses a VS Code input variable; set the value with `nexus secrets set %s/%s`", k, name, k))
-			s.Env[k] = "${keyring:" + name + "/" + k + "}"
+			notes = append(notes, fmt.Sprintf("env %s uses a VS Code input variable; set the value with `nexus secrets set %s/env/%s`", k, name, k))
+			s.Env[k] = "${keyring:" + name + "/env/" + k + "}"
 		case v != "" && !isReference(v) && (SecretKey(k) || SecretValue(v)):
-			s.Env[k] = store(k, v)
+			s.Env[k] = store("env/"+k, v)
 		default:
 			s.Env[k] = v
 		}
@@ -237,7 +240,7 @@ func convert(name string, raw json.RawMessage) (*config.Server, map[string]strin
 		if s.Headers == nil {
 			s.Headers = map[string]string{}
 		}
-		key := headerSecretName(k)
+		key := "header/" + headerSecretName(k)
 		switch {
 		case strings.Contains(v, "${input:"):
 			notes = append(notes, fmt.Sprintf("header %s uses a VS Code input variable; set the value with `nexus secrets set %s/%s`", k, name, key))
@@ -257,10 +260,29 @@ func convert(name string, raw json.RawMessage) (*config.Server, map[string]strin
 			s.Headers[k] = v
 		}
 	}
+	// The gateway resolves references in env and headers only, so a password in an
+	// argument cannot become one. A PostgreSQL URL's password moves to PGPASSWORD,
+	// which libpq and node-postgres read; any other stays, with a note.
 	for i, a := range s.Args {
-		if urlWithPassword(a) {
-			s.Args[i] = store(fmt.Sprintf("ARG%d", i), a)
+		if !urlWithPassword(a) {
+			continue
 		}
+		u, err := url.Parse(a)
+		var pw string
+		if err == nil && u.User != nil {
+			pw, _ = u.User.Password()
+		}
+		if pw != "" && (u.Scheme == "postgres" || u.Scheme == "postgresql") && s.Env["PGPASSWORD"] == "" {
+			u.User = url.User(u.User.Username())
+			s.Args[i] = u.String()
+			if s.Env == nil {
+				s.Env = map[string]string{}
+			}
+			s.Env["PGPASSWORD"] = store("env/PGPASSWORD", pw)
+			notes = append(notes, fmt.Sprintf("the password in argument %d moved to the keychain, passed as PGPASSWORD", i+1))
+			continue
+		}
+		notes = append(notes, fmt.Sprintf("argument %d holds a password, which stays in the Nexus config in plain text; pass it through an env var if the server allows", i+1))
 	}
 	if urlWithPassword(s.URL) {
 		notes = append(notes, "the url holds a password, which stays in the Nexus config; move it into a header if the server allows")
@@ -286,58 +308,17 @@ func headerSecretName(h string) string { return invalidSecretChars.ReplaceAllStr
 
 var invalidSecretChars = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
 
-var secretKeyWords = []string{"TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "PASS", "AUTH", "CREDENTIAL", "PRIVATE", "COOKIE", "SESSION", "PAT"}
-
 // SecretKey reports whether an environment variable called name probably holds a
-// secret. It errs towards yes: a value needlessly kept in the keychain costs little,
-// a token left in a config file may be shared.
-func SecretKey(name string) bool {
-	up := strings.ToUpper(name)
-	for _, w := range secretKeyWords {
-		if w == "PAT" {
-			// PAT only as a whole word: GITHUB_PAT, not PATH.
-			for _, part := range strings.FieldsFunc(up, func(r rune) bool { return r == '_' || r == '-' }) {
-				if part == "PAT" {
-					return true
-				}
-			}
-			continue
-		}
-		if strings.Contains(up, w) {
-			return true
-		}
-	}
-	return false
-}
+// secret (see secrets.LooksSecretKey).
+func SecretKey(name string) bool { return nexsecrets.LooksSecretKey(name) }
 
 // SecretHeader reports whether a header called name probably carries a credential.
-func SecretHeader(name string) bool {
-	return SecretKey(name) || strings.EqualFold(name, "Authorization") || strings.EqualFold(name, "Proxy-Authorization")
-}
+func SecretHeader(name string) bool { return nexsecrets.LooksSecretHeader(name) }
 
-var secretPrefixes = []string{"Bearer ", "Basic ", "ghp_", "gho_", "ghs_", "github_pat_", "glpat-", "sk-", "xoxb-", "xoxp-", "xapp-", "AKIA", "AIza"}
+// SecretValue reports whether a value looks like a credential whatever its key.
+func SecretValue(v string) bool { return nexsecrets.LooksSecretValue(v) }
 
-// SecretValue reports whether a value looks like a credential whatever its key: a
-// bearer value, a well-known token prefix, or a URL with a password.
-func SecretValue(v string) bool {
-	for _, p := range secretPrefixes {
-		if strings.HasPrefix(v, p) {
-			return true
-		}
-	}
-	return urlWithPassword(v)
-}
-
-var urlPasswordRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*:[^/@\s]+@`)
-
-func urlWithPassword(s string) bool { return urlPasswordRE.MatchString(s) }
+func urlWithPassword(s string) bool { return nexsecrets.URLHasPassword(s) }
 
 // isReference reports whether s is one whole ${keyring:...} or ${env:...} reference.
-func isReference(s string) bool {
-	for _, kind := range []string{"${keyring:", "${env:"} {
-		if strings.HasPrefix(s, kind) && strings.HasSuffix(s, "}") && strings.Count(s, "}") == 1 {
-			return true
-		}
-	}
-	return false
-}
+func isReference(s string) bool { return nexsecrets.IsReference(s) }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -145,7 +146,7 @@ func Setup(path string, entry Entry, opts SetupOptions) (*Result, error) {
 	if !res.Changed {
 		return res, nil
 	}
-	res.Diff = UnifiedDiff(path, path+" (after nexus setup)", string(before), string(after))
+	res.Diff = UnifiedDiff(path, path+" (after nexus setup)", redact(before), redact(after))
 	if opts.DryRun {
 		return res, nil
 	}
@@ -263,6 +264,36 @@ func jsonEqual(a, b json.RawMessage) bool {
 	return bytes.Equal(xb, yb)
 }
 
+var leafRE = regexp.MustCompile(`^(\s*)(?:("(?:[^"\\]|\\.)*"): )?("(?:[^"\\]|\\.)*")(,?)$`)
+
+// redact hides the values of pretty-printed JSON that look like credentials (by key or
+// by value), so that a diff can be shown on a screen or pasted into an issue. Each
+// string leaf of pretty JSON is on a line of its own, so a line-wise pass suffices.
+func redact(pretty []byte) string {
+	lines := strings.Split(string(pretty), "\n")
+	for i, l := range lines {
+		m := leafRE.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		var key, val string
+		if m[2] != "" && json.Unmarshal([]byte(m[2]), &key) != nil {
+			continue
+		}
+		if json.Unmarshal([]byte(m[3]), &val) != nil || val == "" || isReference(val) {
+			continue
+		}
+		if (key != "" && SecretHeader(key)) || SecretValue(val) {
+			k := ""
+			if m[2] != "" {
+				k = m[2] + ": "
+			}
+			lines[i] = m[1] + k + `"[redacted]"` + m[4]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
 // UnifiedDiff is a unified diff of two texts, line by line, with three lines of
 // context, headed by the two names. It is empty when the texts are equal.
 func UnifiedDiff(nameA, nameB, a, b string) string {
@@ -372,12 +403,12 @@ func diffLines(a, b []string) []diffOp {
 		case i < len(a) && j < len(b) && a[i] == b[j]:
 			ops = append(ops, diffOp{' ', a[i], i, j})
 			i, j = i+1, j+1
-		case j < len(b) && (i == len(a) || lcs[i][j+1] >= lcs[i+1][j]):
-			ops = append(ops, diffOp{'+', b[j], i, j})
-			j++
-		default:
+		case i < len(a) && (j == len(b) || lcs[i+1][j] >= lcs[i][j+1]):
 			ops = append(ops, diffOp{'-', a[i], i, j})
 			i++
+		default:
+			ops = append(ops, diffOp{'+', b[j], i, j})
+			j++
 		}
 	}
 	return ops

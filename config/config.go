@@ -74,6 +74,12 @@ type Config struct {
 	Memory Memory `json:"memory,omitzero"`
 	// Secrets configures where secret values are kept.
 	Secrets Secrets `json:"secrets,omitzero"`
+	// ProjectLayers reads .nexus/config.json from the working directory upward (off
+	// by default: a repository you clone should not silently start processes).
+	ProjectLayers bool `json:"projectLayers,omitempty"`
+	// Locked maps the settings a layer locked to that layer; later layers cannot
+	// change them.
+	Locked map[string]string `json:"locked,omitempty"`
 
 	// Layers are the files read, first to last.
 	Layers []string `json:"-"`
@@ -100,6 +106,38 @@ type Memory struct {
 	MaxEntries     int   `json:"maxEntries,omitempty"`
 	MaxBytes       int64 `json:"maxBytes,omitempty"`
 	MaxResultBytes int   `json:"maxResultBytes,omitempty"`
+	// Semantic is false (no similarity hits) or an object mapping tool patterns to
+	// their free-text fields ([] or false turns similarity off for them).
+	Semantic json.RawMessage `json:"semantic,omitempty"`
+	// Embedder compares free text: "lexical" (default, offline), "openai" or "ollama".
+	Embedder *Embedder `json:"embedder,omitempty"`
+	// Thresholds override the embedder's calibrated ones.
+	Thresholds *Thresholds `json:"thresholds,omitempty"`
+	// Verifier is an OpenAI-compatible chat model asked about gray-zone matches.
+	Verifier *Endpoint `json:"verifier,omitempty"`
+}
+
+// Endpoint is an HTTP model service. APIKey may (and in shared layers must) be a
+// ${keyring:NAME} or ${env:NAME} reference.
+type Endpoint struct {
+	BaseURL string   `json:"baseURL"`
+	Model   string   `json:"model"`
+	APIKey  string   `json:"apiKey,omitempty"`
+	Timeout Duration `json:"timeout,omitzero"`
+}
+
+// Embedder selects the embedding model.
+type Embedder struct {
+	Provider string `json:"provider"`
+	Endpoint
+	Dims int `json:"dims,omitempty"`
+}
+
+// Thresholds are cosine similarities: at or above Serve a match is served; between
+// Verify and Serve the verifier decides.
+type Thresholds struct {
+	Serve  float64 `json:"serve"`
+	Verify float64 `json:"verify"`
 }
 
 // On reports whether memory is enabled (the default).

@@ -172,3 +172,92 @@ func TestParseDuration(t *testing.T) {
 		t.Errorf("milliseconds: %s %v", d.D, err)
 	}
 }
+
+func TestMergeRules(t *testing.T) {
+	dir := t.TempDir()
+	team := write(t, dir, "team.json", `{
+		"servers": {"kg": {"command": "kg", "annotations": {"a": {"readOnlyHint": true}}}},
+		"policy": {"default": {"allow": ["@readonly"], "deny": ["kg.wipe"]}, "agents": {"ci": {"allow": ["*"], "deny": ["kg.drop"]}}},
+		"ttl": {"*": "1m", "kg.*": "5m"}}`)
+	personal := write(t, dir, "config.json", `{
+		"servers": {"kg": {"annotations": {"b": {"readOnlyHint": false}}}},
+		"policy": {"default": {"allow": ["*"]}, "agents": {"ci": {"deny": ["kg.other"]}, "me": {"deny": ["kg.x"]}}},
+		"ttl": {"*": "2m"}}`)
+	cfg, err := LoadLayers([]Layer{{Path: team, Shared: true}, {Path: personal, Optional: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := cfg.Policy.Default
+	if strings.Join(def.Allow, ",") != "*" || strings.Join(def.Deny, ",") != "kg.wipe" {
+		t.Errorf("default: allow from the most specific layer, deny accumulated: %+v", def)
+	}
+	ci := cfg.Policy.Agents["ci"]
+	if strings.Join(ci.Allow, ",") != "*" || strings.Join(ci.Deny, ",") != "kg.drop,kg.other" {
+		t.Errorf("agent ci: %+v", ci)
+	}
+	if me := cfg.Policy.Agents["me"]; strings.Join(me.Allow, ",") != "*" || strings.Join(me.Deny, ",") != "kg.x" {
+		t.Errorf("an agent with only denies gets the default's allow: %+v", me)
+	}
+	if ann := cfg.Servers["kg"].Annotations; len(ann) != 2 {
+		t.Errorf("annotations merge by tool: %+v", ann)
+	}
+	if string(cfg.TTL["*"]) != `"2m"` || string(cfg.TTL["kg.*"]) != `"5m"` {
+		t.Errorf("ttl merges by key: %s %s", cfg.TTL["*"], cfg.TTL["kg.*"])
+	}
+}
+
+func TestLockedSettings(t *testing.T) {
+	dir := t.TempDir()
+	team := write(t, dir, "team.json", `{"locked": ["policy.default", "servers.kg", "ttl"],
+		"servers": {"kg": {"command": "kg"}}, "policy": {"default": {"allow": ["@readonly"]}}, "ttl": {"*": "1m"}}`)
+	tests := []struct {
+		name, personal string
+		ok             bool
+	}{
+		{"adding a deny tightens: allowed", `{"policy": {"default": {"deny": ["kg.x"]}}}`, true},
+		{"another server: allowed", `{"servers": {"other": {"command": "o"}}}`, true},
+		{"loosening the policy", `{"policy": {"default": {"allow": ["*"]}}}`, false},
+		{"changing the locked server", `{"servers": {"kg": {"env": {"A": "1"}}}}`, false},
+		{"changing a locked ttl", `{"ttl": {"*": "1h"}}`, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := write(t, t.TempDir(), "config.json", tc.personal)
+			_, err := LoadLayers([]Layer{{Path: team, Shared: true}, {Path: p}})
+			if (err == nil) != tc.ok {
+				t.Fatalf("err = %v", err)
+			}
+			if err != nil && (!strings.Contains(err.Error(), "locked by") || !strings.Contains(err.Error(), team)) {
+				t.Errorf("the error should name the lock and its layer: %v", err)
+			}
+		})
+	}
+}
+
+func TestSharedLayerRefusesLiteralSecrets(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		doc  string
+		want string // "" means accepted
+	}{
+		{`{"servers": {"gh": {"command": "x",
+  "env": {"GITHUB_TOKEN": "ghp_abcdefghijklmnop"}}}}`, "line 2"},
+		{`{"servers": {"d": {"url": "https://x/mcp", "headers": {"Authorization": "Bearer abc.def"}}}}`, "${keyring:d/header/Authorization}"},
+		{`{"servers": {"p": {"command": "x", "args": ["postgres://u:pw@h/db"]}}}`, "credential"},
+		{`{"servers": {"gh": {"command": "x", "env": {"GITHUB_TOKEN": "${env:GITHUB_TOKEN}", "MODE": "fast"}}}}`, ""},
+	}
+	for i, tc := range tests {
+		p := write(t, dir, "team"+string(rune('a'+i))+".json", tc.doc)
+		_, err := LoadLayers([]Layer{{Path: p, Shared: true}})
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.doc, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: got %v, want an error with %q", tc.doc, err, tc.want)
+		}
+		// The same content in the personal layer is the user's own business.
+		if _, err := LoadLayers([]Layer{{Path: p}}); err != nil {
+			t.Errorf("personal layer refused: %v", err)
+		}
+	}
+}

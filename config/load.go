@@ -34,35 +34,60 @@ func (e *Error) Error() string {
 // Keys a user may write, per level. Kept beside the structs they mirror.
 var (
 	topKeys = []string{"servers", "mcpServers", "toolNames", "maxMessageBytes", "policy",
-		"agents", "ttl", "cache", "invalidate", "memory", "secrets"}
+		"agents", "ttl", "cache", "invalidate", "memory", "secrets", "locked", "projectLayers"}
 	serverKeys = []string{"transport", "command", "args", "env", "cwd", "url", "headers",
 		"timeout", "prefix", "disabled", "protocolVersion", "annotations", "cacheScope"}
 	// Claude Desktop's, Cursor's and VS Code's mcpServers entries.
 	mcpServersKeys = []string{"command", "args", "env", "cwd", "url", "headers", "type", "disabled", "timeout"}
 )
 
+// Layer is one config file in the stack.
+type Layer struct {
+	Path string
+	// Optional layers may be missing (the personal file need not exist yet).
+	Optional bool
+	// Shared layers (team files, a project's .nexus/config.json) may be read by
+	// others: a literal secret in one is refused.
+	Shared bool
+}
+
 // Load reads the layers in order (later ones win) and returns the validated merged
-// configuration. A missing file is an error unless it is optional (the personal file
-// need not exist yet).
+// configuration. A missing file is an error unless it is optional.
 func Load(layers []string, optional map[string]bool) (*Config, error) {
+	ls := make([]Layer, len(layers))
+	for i, p := range layers {
+		ls[i] = Layer{Path: p, Optional: optional[p]}
+	}
+	return LoadLayers(ls)
+}
+
+// LoadLayers is Load with each layer's role spelled out.
+func LoadLayers(layers []Layer) (*Config, error) {
 	m := newMerger()
-	for _, path := range layers {
-		data, err := os.ReadFile(path)
-		if errors.Is(err, fs.ErrNotExist) && optional[path] {
+	var paths []string
+	for _, l := range layers {
+		data, err := os.ReadFile(l.Path)
+		if errors.Is(err, fs.ErrNotExist) && l.Optional {
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("reading config layer: %w", err)
 		}
-		if err := m.add(path, data); err != nil {
+		if err := m.add(l.Path, data); err != nil {
 			return nil, err
 		}
+		if l.Shared {
+			if err := refuseLiteralSecrets(l.Path, data); err != nil {
+				return nil, err
+			}
+		}
+		paths = append(paths, l.Path)
 	}
 	cfg, err := m.build()
 	if err != nil {
 		return nil, err
 	}
-	cfg.Layers = slices.Clone(layers)
+	cfg.Layers = paths
 	return cfg, nil
 }
 
@@ -77,22 +102,31 @@ func Parse(name string, data []byte) (*Config, error) {
 
 // merger accumulates layers key by key.
 type merger struct {
-	servers     map[string]map[string]json.RawMessage
-	serverFrom  map[string]string // server -> last layer that touched it
-	scalars     map[string]json.RawMessage
-	scalarFrom  map[string]string
-	maps        map[string]map[string]json.RawMessage // agents, ttl, cache, invalidate, memory
-	policyDef   json.RawMessage
-	policyAgent map[string]json.RawMessage
-	policyFrom  map[string]string
+	servers    map[string]map[string]json.RawMessage
+	serverFrom map[string]string // server -> last layer that touched it
+	scalars    map[string]json.RawMessage
+	scalarFrom map[string]string
+	maps       map[string]map[string]json.RawMessage // agents, ttl, cache, invalidate, memory
+	policy     map[string]*policyRules               // "policy.default", "policy.agents.NAME"
+	policyFrom map[string]string
+	locked     map[string]string // setting path -> layer that locked it
+}
+
+// policyRules accumulate across layers: deny entries add up (a team's "never" cannot
+// be dropped by a personal file), allow comes from the most specific layer that says
+// anything about it.
+type policyRules struct {
+	allow    []string
+	hasAllow bool
+	deny     []string
 }
 
 func newMerger() *merger {
 	return &merger{
 		servers: map[string]map[string]json.RawMessage{}, serverFrom: map[string]string{},
 		scalars: map[string]json.RawMessage{}, scalarFrom: map[string]string{},
-		maps:        map[string]map[string]json.RawMessage{},
-		policyAgent: map[string]json.RawMessage{}, policyFrom: map[string]string{},
+		maps:   map[string]map[string]json.RawMessage{},
+		policy: map[string]*policyRules{}, policyFrom: map[string]string{}, locked: map[string]string{},
 	}
 }
 
@@ -142,6 +176,14 @@ func (m *merger) add(file string, data []byte) error {
 			return unknownKey(file, "", k, topKeys)
 		}
 	}
+	touched := func(path string) error {
+		for lockPath, by := range m.locked {
+			if by != file && (path == lockPath || strings.HasPrefix(path, lockPath+".")) {
+				return &Error{File: file, Key: path, Msg: fmt.Sprintf("%s is locked by %s; remove it from this file (a later layer cannot loosen a locked setting)", lockPath, by)}
+			}
+		}
+		return nil
+	}
 	seen := map[string]string{}
 	for _, section := range []string{"servers", "mcpServers"} {
 		raw, ok := top[section]
@@ -175,17 +217,33 @@ func (m *merger) add(file string, data []byte) error {
 					return unknownKey(file, path, k, serverKeys)
 				}
 			}
+			if err := touched("servers." + name); err != nil {
+				return err
+			}
 			merged := m.servers[name]
 			if merged == nil {
 				merged = map[string]json.RawMessage{}
 				m.servers[name] = merged
 			}
+			// Annotation overrides merge tool by tool; every other key is replaced.
+			if ann, ok := entry["annotations"]; ok && merged["annotations"] != nil {
+				prev, err1 := decodeObject(file, path+".annotations", merged["annotations"])
+				next, err2 := decodeObject(file, path+".annotations", ann)
+				if err := errors.Join(err1, err2); err != nil {
+					return err
+				}
+				maps.Copy(prev, next)
+				entry["annotations"], _ = json.Marshal(prev)
+			}
 			maps.Copy(merged, entry)
 			m.serverFrom[name] = file
 		}
 	}
-	for _, k := range []string{"toolNames", "maxMessageBytes"} {
+	for _, k := range []string{"toolNames", "maxMessageBytes", "projectLayers"} {
 		if raw, ok := top[k]; ok {
+			if err := touched(k); err != nil {
+				return err
+			}
 			m.scalars[k] = raw
 			m.scalarFrom[k] = file
 		}
@@ -198,6 +256,11 @@ func (m *merger) add(file string, data []byte) error {
 		obj, err := decodeObject(file, k, raw)
 		if err != nil {
 			return err
+		}
+		for _, sub := range sortedKeys(obj) {
+			if err := touched(k + "." + sub); err != nil {
+				return err
+			}
 		}
 		if m.maps[k] == nil {
 			m.maps[k] = map[string]json.RawMessage{}
@@ -212,22 +275,75 @@ func (m *merger) add(file string, data []byte) error {
 		for _, k := range sortedKeys(obj) {
 			switch k {
 			case "default":
-				m.policyDef = obj[k]
-				m.policyFrom["policy.default"] = file
+				if err := m.addPolicy(file, "policy.default", obj[k], touched); err != nil {
+					return err
+				}
 			case "agents":
 				agents, err := decodeObject(file, "policy.agents", obj[k])
 				if err != nil {
 					return err
 				}
-				for name, rules := range agents {
-					m.policyAgent[name] = rules
-					m.policyFrom["policy.agents."+name] = file
+				for _, name := range sortedKeys(agents) {
+					if err := m.addPolicy(file, "policy.agents."+name, agents[name], touched); err != nil {
+						return err
+					}
 				}
 			default:
 				return unknownKey(file, "policy", k, []string{"default", "agents"})
 			}
 		}
 	}
+	// Locks apply to the layers after this one.
+	if raw, ok := top["locked"]; ok {
+		var paths []string
+		if err := json.Unmarshal(raw, &paths); err != nil {
+			return &Error{File: file, Key: "locked", Msg: `write a list of setting paths, e.g. ["policy.default", "servers.code-kg", "ttl"]`}
+		}
+		for _, p := range paths {
+			if p == "" || !slices.Contains(topKeys, strings.SplitN(p, ".", 2)[0]) || p == "locked" {
+				return &Error{File: file, Key: "locked", Msg: fmt.Sprintf("%q is not a setting path; write e.g. \"policy.default\", \"policy.agents.NAME\", \"servers.NAME\", \"ttl\" or \"memory\"", p)}
+			}
+			if _, already := m.locked[p]; !already {
+				m.locked[p] = file
+			}
+		}
+	}
+	return nil
+}
+
+// addPolicy folds one layer's rules for path into the accumulated ones. A locked
+// policy may still gain deny entries: that only tightens it.
+func (m *merger) addPolicy(file, path string, raw json.RawMessage, touched func(string) error) error {
+	obj, err := decodeObject(file, path, raw)
+	if err != nil {
+		return err
+	}
+	for _, k := range sortedKeys(obj) {
+		if k != "allow" && k != "deny" {
+			return unknownKey(file, path, k, []string{"allow", "deny"})
+		}
+	}
+	var r policy.Rules
+	if err := strictDecode(raw, &r); err != nil {
+		return &Error{File: file, Key: path, Msg: err.Error() + ` (write {"allow": [...], "deny": [...]})`}
+	}
+	acc := m.policy[path]
+	if acc == nil {
+		acc = &policyRules{}
+		m.policy[path] = acc
+	}
+	if _, ok := obj["allow"]; ok {
+		if err := touched(path); err != nil {
+			return err
+		}
+		acc.allow, acc.hasAllow = r.Allow, true
+	}
+	for _, d := range r.Deny {
+		if !slices.Contains(acc.deny, d) {
+			acc.deny = append(acc.deny, d)
+		}
+	}
+	m.policyFrom[path] = file
 	return nil
 }
 
@@ -303,24 +419,37 @@ func (m *merger) build() (*Config, error) {
 			return nil, &Error{File: "(merged layers)", Key: "agents." + name + ".tokenSha256", Msg: "write the 64-character hex SHA-256 of the token (nexus agent add NAME does it for you), never the token"}
 		}
 	}
-	if m.policyDef != nil {
-		var r policy.Rules
-		if err := strictDecode(m.policyDef, &r); err != nil {
-			return nil, &Error{File: m.policyFrom["policy.default"], Key: "policy.default", Msg: err.Error() + ` (write {"allow": [...], "deny": [...]})`}
+	for _, path := range sortedKeys(m.policy) {
+		acc := m.policy[path]
+		r := policy.Rules{Deny: acc.deny}
+		switch {
+		case acc.hasAllow:
+			r.Allow = acc.allow
+		case path != "policy.default" && len(acc.deny) > 0:
+			// Only denies were said for this agent: they tighten whatever it would
+			// otherwise get, rather than leaving it with nothing allowed.
+			if d, ok := m.policy["policy.default"]; ok && d.hasAllow {
+				r.Allow = d.allow
+			} else {
+				r.Allow = policy.BuiltinDefault().Allow
+			}
 		}
-		cfg.Policy.Default = &r
-	}
-	for _, name := range sortedKeys(m.policyAgent) {
-		var r policy.Rules
-		if err := strictDecode(m.policyAgent[name], &r); err != nil {
-			return nil, &Error{File: m.policyFrom["policy.agents."+name], Key: "policy.agents." + name, Msg: err.Error() + ` (write {"allow": [...], "deny": [...]})`}
+		if path == "policy.default" {
+			cfg.Policy.Default = &r
+			continue
 		}
 		if cfg.Policy.Agents == nil {
 			cfg.Policy.Agents = map[string]policy.Rules{}
 		}
-		cfg.Policy.Agents[name] = r
+		cfg.Policy.Agents[strings.TrimPrefix(path, "policy.agents.")] = r
 	}
 	cfg.Policy.Sources = maps.Clone(m.policyFrom)
+	if raw, ok := m.scalars["projectLayers"]; ok {
+		if err := json.Unmarshal(raw, &cfg.ProjectLayers); err != nil {
+			return nil, &Error{File: m.scalarFrom["projectLayers"], Key: "projectLayers", Msg: "write true or false"}
+		}
+	}
+	cfg.Locked = maps.Clone(m.locked)
 	if _, err := policy.Compile(cfg.Policy); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}

@@ -1,4 +1,5 @@
-// Package memory is Nexus's exact-argument cache of read-only tool results.
+// Package memory is Nexus's cache of read-only tool results: exact
+// argument hits, and similarity hits for paraphrased free text.
 //
 // An agent that asks the same question twice should not make a child MCP
 // server answer twice: memory stores the result of a cacheable call in SQLite
@@ -77,4 +78,90 @@
 // Size is bounded by entry count and total bytes. Totals are kept by
 // triggers, so checking a bound is one row read; once over a bound, the
 // least recently used entries are evicted in one batch down to 90% of it.
+//
+// # Similarity hits
+//
+// Agents rephrase: "postgres connection pool settings" and "connection pool
+// settings for postgres" ask doc_kg_search the same thing. After an exact
+// miss (never before: an exact hit costs no embedding), memory compares
+// the call's free text with what it stored for the same bucket and may
+// serve the nearest one, reporting {"status": "semantic_hit",
+// "similarity": S, "matched": "<the stored text>", "age_ms": N}.
+//
+//   - Free text: the arguments Settings.Semantic names for the tool
+//     (config memory.semantic {"doc-kg.doc_kg_search": ["query"]}; an empty
+//     list or false turns it off for the tool, memory.semantic: false for
+//     all), otherwise string properties of the tool's input schema named
+//     query, q, question, search, text or prompt with no enum, const,
+//     format or pattern (computed once per schema). A call whose free
+//     text is absent, not a string, or over MaxSemanticText gets exact
+//     hits only, as does a tool with no free text.
+//   - Bucket: the canonical tool name, the scope (agent-scoped servers),
+//     the canonical JSON of every other argument and the names of the
+//     text fields present. Only calls of one bucket are compared, so a
+//     different limit, project or source is never served by similarity.
+//   - Vectors live in the same memory.db, in a vec0 table per vector
+//     length (vec_f512 for the lexical embedder) through
+//     modernc.org/sqlite/vec, cosine distance, partitioned by a hash of
+//     embedder and bucket; each entry records its bucket, embedder
+//     ("name/model"), text and vector length, and a search also filters on
+//     them, so vectors of another embedder, model or size are never
+//     compared. Triggers drop a vector with its entry (deleted, evicted,
+//     invalidated, purged) and when the entry is replaced; expired
+//     entries are skipped with the TTL of the moment, like exact hits.
+//   - Decision: the 8 nearest neighbours, most similar first; a neighbour
+//     below Thresholds.Verify ends the search; one that fails the guard
+//     (below) is skipped; one at or above Thresholds.Serve is served;
+//     between Verify and Serve a Verifier (an OpenAI-compatible chat
+//     model asked for yes/no) decides, once per call, and without one it
+//     is a miss. A miss stores its vector with the answer (one embedding
+//     per miss).
+//   - Embedders: the built-in LexicalEmbedder (offline, deterministic,
+//     hashed word unigrams and bigrams and character trigrams, 512
+//     dimensions), OpenAI-compatible /v1/embeddings and Ollama's
+//     /api/embed. An embedder or verifier failure (error, timeout, wrong
+//     count or size) never fails a call: it is logged and counted, the
+//     call gets exact hits only, and similarity pauses for 30 seconds so
+//     an outage costs one timeout, not one per call.
+//
+// # Thresholds
+//
+// Similarity alone cannot tell a paraphrase from a near-miss: every
+// embedder scores "deploy to staging" / "deploy to production" as high as
+// a paraphrase. Defaults (DefaultThresholds), measured with
+// `go run ./tests/semantic` on tests/semantic/pairs.json (48 paraphrase
+// and 51 near-miss pairs):
+//
+//   - lexical: serve 0.85, verify 0.70. Paraphrases score 0.61-1.0;
+//     near-misses the guard cannot catch (entity swaps) up to 0.77. At
+//     0.85: 77% of paraphrases served, no near-miss (2% without the
+//     guard); at 0.70, 94% and 6%.
+//   - HTTP (sentence models): serve 0.92, verify 0.85, the earlier
+//     product's values; calibrate per model with the same command
+//     (-openai-url, -ollama-url) and set Options.Thresholds.
+//
+// # The guard
+//
+// Before any similarity hit, Guard requires the two texts to agree on
+// every number and token with digits (42, Q3, v1.2 = 1.2, PROJ-123,
+// 2024-07-01, "ten" = 10), identifier (snake_case, camelCase, dotted and
+// hyphenated names, paths), quoted string, ALL-CAPS code and capitalised
+// name, on negation (not, no, never, without, n't ...) and on polarity
+// and selector words by class: on/off, enable/disable, open/closed,
+// allow/deny, add/remove, before/after, increase/decrease, max/min,
+// include/exclude, asc/desc, oldest/newest, public/private, read/write,
+// pass/fail, large/small, environments (staging, production, dev, test,
+// local), months, weekdays, today/yesterday/tomorrow, time units. On the
+// evaluation set it catches every near-miss of those kinds, and refuses
+// no paraphrase.
+//
+// What it cannot catch: a swap of ordinary words ("auth module" vs
+// "billing module", "engineers" vs "designers", "consumer" vs "producer"),
+// which only the threshold (or a verifier) separates; polarity expressed
+// without a listed word ("unassigned", "lacking", "apart from"); scope
+// words it does not know ("mobile" vs "web"); numbers written in words
+// beyond twenty; and it is conservative: a paraphrase that drops or
+// changes a listed word ("bugs" vs "open bugs", "last week" vs "past
+// week") is a miss. It compares top-level free text only, and the
+// stored text is shown to whoever is served the match ("matched").
 package memory

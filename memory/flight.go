@@ -23,9 +23,10 @@ type flight struct {
 	// Set before done is closed.
 	res     json.RawMessage // the child's (or the stored) result; each follower marks its own copy
 	err     error
-	status  string    // what the leader reports: StatusHit or StatusMiss
+	status  string    // what the leader reports: StatusHit, StatusSemanticHit or StatusMiss
 	created time.Time // when res was produced (for hits shared by a leader: the entry's creation)
 	retry   bool      // the leader's own context ended; followers must retry
+	sem     *semHit   // set when the leader served a similarity hit
 }
 
 // join returns the flight for key and whether the caller leads it. The

@@ -17,7 +17,9 @@ import (
 
 // MetaKey is the key of the cache report memory adds to a result's _meta:
 // {"status": "hit"|"miss"|"bypass", "age_ms": N (hits only)}; followers of
-// an identical call in flight also carry "coalesced": true.
+// an identical call in flight also carry "coalesced": true. A similarity
+// hit says {"status": "semantic_hit", "similarity": S, "matched": TEXT,
+// "age_ms": N} (see StatusSemanticHit).
 const MetaKey = "nexus/cache"
 
 // Cache statuses reported under MetaKey.
@@ -56,6 +58,17 @@ type Options struct {
 	// FlushInterval is how often batched hit counters and last-used times
 	// are written. 0: DefaultFlushInterval.
 	FlushInterval time.Duration
+
+	// Embedder makes the vectors of free-text arguments for similarity
+	// hits. nil: the built-in LexicalEmbedder. (Settings.SemanticOff
+	// turns similarity off.)
+	Embedder Embedder
+	// Verifier decides gray-zone matches (similarity between
+	// Thresholds.Verify and Thresholds.Serve). nil: they are misses.
+	Verifier Verifier
+	// Thresholds override DefaultThresholds(Embedder.Identity()). nil: the
+	// calibrated defaults.
+	Thresholds *Thresholds
 }
 
 // Tool is what memory needs of a tool: canonical name, server, and its
@@ -66,6 +79,11 @@ type Tool struct {
 	Annotated bool   // the child (or the operator) gave annotations at all
 
 	ReadOnly, Idempotent, Destructive bool
+
+	// InputSchema is the child's inputSchema of the tool, raw. Memory
+	// reads it (once per schema) to find free-text arguments; nil means
+	// none unless Settings.Semantic names them.
+	InputSchema json.RawMessage
 }
 
 // Memory is the exact-argument cache of tool results. Its methods are safe
@@ -98,6 +116,13 @@ type Memory struct {
 
 	lastPurge atomic.Int64 // unix nanos, real clock
 
+	emb                Embedder
+	ver                Verifier
+	thresholds         *Thresholds // nil: DefaultThresholds of the embedder
+	fields             schemaFields
+	embedBlockedUntil  atomic.Int64 // unix nanos, real clock
+	verifyBlockedUntil atomic.Int64
+
 	stop      chan struct{}
 	loopDone  chan struct{}
 	closeOnce sync.Once
@@ -107,7 +132,8 @@ type Memory struct {
 // Open opens (creating if needed) the database at opts.Path and migrates
 // its schema.
 //
-// Open fails only when opts.Path is empty. A database that cannot be used
+// Open fails only when opts.Path is empty or opts.Thresholds are out of
+// range (0 <= Verify <= Serve <= 1). A database that cannot be used
 // (not a database, corrupt header, unreadable, newer schema, locked during
 // migration) yields a working *Memory that steps aside: every call is
 // forwarded and marked "bypass", the reason is logged and reported by Err
@@ -151,6 +177,20 @@ func Open(ctx context.Context, opts Options) (*Memory, error) {
 	}
 	if m.now == nil {
 		m.now = time.Now
+	}
+	m.emb, m.ver = opts.Embedder, opts.Verifier
+	if m.emb == nil {
+		m.emb = NewLexicalEmbedder()
+	}
+	if th := opts.Thresholds; th != nil {
+		if th.Serve <= 0 || th.Serve > 1 || th.Verify < 0 || th.Verify > th.Serve {
+			return nil, fmt.Errorf("memory: thresholds serve %v verify %v: want 0 <= verify <= serve <= 1", th.Serve, th.Verify)
+		}
+		c := *th
+		if c.Verify == 0 {
+			c.Verify = c.Serve // no gray zone
+		}
+		m.thresholds = &c
 	}
 	m.rules.Store(newRules(Settings{}))
 	st, err := openDB(ctx, opts.Path, opts.BusyTimeout)
@@ -297,16 +337,26 @@ func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Conte
 		if f.retry {
 			return nil, true, nil
 		}
-		coalesced := f.status != StatusHit
-		if coalesced {
+		coalesced := f.status == StatusMiss
+		switch f.status {
+		case StatusMiss:
 			m.pend.count(c.t, func(k *counters) { k.coalesced++ })
-		} else {
+		case StatusSemanticHit:
+			m.pend.count(c.t, func(k *counters) { k.hits++; k.semanticHits++ })
+		default:
 			m.pend.count(c.t, func(k *counters) { k.hits++ })
 		}
 		if f.err != nil {
 			return f.res, false, f.err
 		}
 		age := m.now().Sub(f.created).Milliseconds()
+		if f.sem != nil {
+			out, err := withMeta(f.res, MetaKey, semanticReport(f.sem, age, false))
+			if err != nil {
+				m.log.Debug("memory: result passed on without a cache report", "tool", c.t.Name, "err", err)
+			}
+			return out, false, nil
+		}
 		return m.mark(c.t, f.res, StatusHit, age, coalesced), false, nil
 	}
 
@@ -346,6 +396,26 @@ func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Conte
 		}
 	}
 
+	// Similarity: only after an exact miss, so exact hits never embed.
+	var sc *semCall
+	if lerr == nil {
+		if sc = m.prepareSemantic(c); sc != nil {
+			m.embed(ctx, c, sc)
+			if sc.vec != nil {
+				h, ok, err := m.semanticHit(ctx, c, sc)
+				if err != nil && ctx.Err() == nil {
+					m.stepAside("similarity lookup", err)
+				}
+				if ok {
+					if hit, ok := m.serveSemantic(c, &h); ok {
+						f.res, f.status, f.created, f.sem = h.e.result, StatusSemanticHit, time.UnixMilli(h.e.createdAt), &h
+						return hit, false, nil
+					}
+				}
+			}
+		}
+	}
+
 	start := time.Now()
 	res, err = forward(ctx)
 	dur := time.Since(start)
@@ -364,13 +434,13 @@ func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Conte
 	m.pend.count(c.t, func(k *counters) { k.misses++ })
 	if err != nil {
 		if c.invals != nil {
-			m.remember(ctx, c, nil, resultShape{}, dur, gen, false)
+			m.remember(ctx, c, nil, resultShape{}, dur, gen, false, nil)
 		}
 		return res, false, err
 	}
 	shape, serr := readShape(res)
 	if serr == nil && !shape.IsError && shape.complete() {
-		m.remember(ctx, c, res, shape, dur, gen, canStore)
+		m.remember(ctx, c, res, shape, dur, gen, canStore, sc)
 	} else if serr != nil {
 		m.log.Debug("memory: result not stored: not a CallToolResult object", "tool", c.t.Name, "err", serr)
 	}
@@ -409,6 +479,20 @@ func (m *Memory) serve(c *call, e entry) (json.RawMessage, bool) {
 	return hit, true
 }
 
+// serveSemantic returns h's entry marked as a similarity hit and records
+// the use (the TTL was checked with the candidates).
+func (m *Memory) serveSemantic(c *call, h *semHit) (json.RawMessage, bool) {
+	now := m.now().UnixMilli()
+	hit, err := withMeta(h.e.result, MetaKey, semanticReport(h, max(now-h.e.createdAt, 0), false))
+	if err != nil {
+		m.stepAside("decode", fmt.Errorf("entry %d of %s: %w", h.e.id, c.t.Name, err))
+		return nil, false
+	}
+	m.pend.touch(h.e.id, now)
+	m.pend.count(c.t, func(k *counters) { k.hits++; k.semanticHits++; k.saved += h.e.durationMS })
+	return hit, true
+}
+
 // mark returns res with the cache report spliced into its _meta. A result
 // that has no room for one (not a JSON object) is passed on unchanged: the
 // report is for observers, the answer is for the agent.
@@ -423,11 +507,12 @@ func (m *Memory) mark(t Tool, res json.RawMessage, status string, ageMS int64, c
 	return out
 }
 
-// remember stores a forwarded result (res, nil for a call that failed) and
-// applies the call's invalidations in one transaction. It runs with a
+// remember stores a forwarded result (res, nil for a call that failed),
+// with its vector when sc has one, and applies the call's invalidations in
+// one transaction. It runs with a
 // context detached from the caller's cancellation: the child's answer is
 // worth keeping even if the agent left.
-func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, shape resultShape, dur time.Duration, gen int64, canStore bool) {
+func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, shape resultShape, dur time.Duration, gen int64, canStore bool, sc *semCall) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*m.opts.BusyTimeout)
 	defer cancel()
 	var rec *record
@@ -442,6 +527,9 @@ func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, sha
 			rec = &record{
 				key: c.key, tool: c.t, scope: c.scope, fingerprint: c.fp, args: args,
 				result: blob, durationMS: dur.Milliseconds(), createdAt: now,
+			}
+			if sc != nil && sc.vec != nil {
+				rec.sem = sc
 			}
 			if !c.ttl.Never {
 				rec.expiresAt = sql.NullInt64{Int64: now + c.ttl.D.Milliseconds(), Valid: true}
@@ -474,6 +562,11 @@ func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, sha
 		if err != nil {
 			return err
 		}
+		if rec.sem != nil {
+			if err := m.st.storeVector(ctx, tx, id, rec.sem); err != nil {
+				return err
+			}
+		}
 		_, err = evictIfNeeded(ctx, tx, m.bounds, rec.createdAt, id, func() error {
 			touches, tools := m.pend.take()
 			if err := writePending(ctx, tx, touches, tools); err != nil {
@@ -486,6 +579,9 @@ func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, sha
 		})
 		return err
 	})
+	if err == nil && rec != nil && rec.sem != nil {
+		m.st.vecTables.Store(len(rec.sem.vec), true)
+	}
 	if err != nil {
 		if isBusy(err) {
 			m.writeBlockedUntil.Store(time.Now().Add(writeBackoff).UnixNano())

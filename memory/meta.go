@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -139,6 +140,28 @@ func cacheReport(status string, ageMS int64, coalesced bool) json.RawMessage {
 	if status == StatusHit {
 		b = append(b, `,"age_ms":`...)
 		b = strconv.AppendInt(b, ageMS, 10)
+	}
+	if coalesced {
+		b = append(b, `,"coalesced":true`...)
+	}
+	return append(b, '}')
+}
+
+// semanticReport is the cache report of a similarity hit.
+func semanticReport(h *semHit, ageMS int64, coalesced bool) json.RawMessage {
+	b := make([]byte, 0, 96+len(h.matched))
+	b = append(b, `{"status":"`+StatusSemanticHit+`","similarity":`...)
+	b = strconv.AppendFloat(b, math.Round(h.similarity*10000)/10000, 'f', -1, 64)
+	b = append(b, `,"matched":`...)
+	m, err := marshalVerbatim(h.matched)
+	if err != nil {
+		m = json.RawMessage(`""`)
+	}
+	b = append(b, m...)
+	b = append(b, `,"age_ms":`...)
+	b = strconv.AppendInt(b, ageMS, 10)
+	if h.verified {
+		b = append(b, `,"verified":true`...)
 	}
 	if coalesced {
 		b = append(b, `,"coalesced":true`...)

@@ -70,6 +70,22 @@ var migrations = [...]migration{
 			saved_ms  INTEGER NOT NULL DEFAULT 0
 		) WITHOUT ROWID`,
 	),
+	// Version 2: similarity hits. An entry with free text records its
+	// bucket, the embedder that made its vector, the text and the vector's
+	// length; the vector itself lives in the vec0 table vec_f<dims>
+	// (created on first use, see ensureVecTable), keyed by the entry id.
+	execAll(
+		`ALTER TABLE entries ADD COLUMN bucket BLOB`,      // sha256 of tool, scope, other args; NULL: no vector
+		`ALTER TABLE entries ADD COLUMN embedder TEXT`,    // "name/model"
+		`ALTER TABLE entries ADD COLUMN free_text TEXT`,   // the text that was embedded
+		`ALTER TABLE entries ADD COLUMN vec_dims INTEGER`, // length of the vector in vec_f<dims>
+		`ALTER TABLE tool_stats ADD COLUMN semantic_hits INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE tool_stats ADD COLUMN gray_accepted INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE tool_stats ADD COLUMN gray_rejected INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE tool_stats ADD COLUMN gray_unverified INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE tool_stats ADD COLUMN guard_rejections INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE tool_stats ADD COLUMN embed_failures INTEGER NOT NULL DEFAULT 0`,
+	),
 }
 
 // schemaVersion is the user_version this package writes and reads.

@@ -79,6 +79,16 @@ type Settings struct {
 	Invalidate  map[string][]string // mutating canonical tool -> patterns it invalidates
 	AgentScoped map[string]bool     // server -> cacheScope "agent"
 	DefaultTTL  time.Duration       // 0 means the built-in DefaultTTL
+
+	// Semantic names the free-text arguments compared by similarity, per
+	// pattern (config memory.semantic: {"doc-kg.doc_kg_search": ["query"]}).
+	// A pattern mapped to an empty list (config [] or false) turns
+	// similarity off for the tools it matches. Tools no pattern matches
+	// use DefaultFreeTextFields of their input schema.
+	Semantic map[string][]string
+	// SemanticOff turns similarity off for every tool (config
+	// memory.semantic: false): exact hits only.
+	SemanticOff bool
 }
 
 // Validate reports patterns that can never match, so config errors surface
@@ -95,6 +105,14 @@ func (s Settings) Validate() error {
 	}
 	for p := range s.Cache {
 		check("cache", p)
+	}
+	for p, fields := range s.Semantic {
+		check("semantic", p)
+		for _, f := range fields {
+			if f == "" {
+				errs = append(errs, fmt.Errorf("memory: semantic.%s: empty argument name", p))
+			}
+		}
 	}
 	for tool, targets := range s.Invalidate {
 		if tool == "" || strings.Contains(tool, "*") {
@@ -141,6 +159,11 @@ func newRules(s Settings) *rules {
 		Invalidate:  make(map[string][]string, len(s.Invalidate)),
 		AgentScoped: maps.Clone(s.AgentScoped),
 		DefaultTTL:  s.DefaultTTL,
+		Semantic:    make(map[string][]string, len(s.Semantic)),
+		SemanticOff: s.SemanticOff,
+	}
+	for k, v := range s.Semantic {
+		c.Semantic[k] = append([]string(nil), v...)
 	}
 	for k, v := range s.Invalidate {
 		c.Invalidate[k] = append([]string(nil), v...)

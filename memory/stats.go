@@ -13,18 +13,44 @@ import (
 
 // Stats is what `nexus cache stats --json` prints.
 type Stats struct {
-	Path       string      `json:"path"`
-	Disabled   string      `json:"disabled,omitempty"` // why memory steps aside, if it does
-	Entries    int64       `json:"entries"`
-	Bytes      int64       `json:"bytes"`
-	MaxEntries int64       `json:"max_entries"`
-	MaxBytes   int64       `json:"max_bytes"`
-	Hits       int64       `json:"hits"`
-	Misses     int64       `json:"misses"`
-	Bypasses   int64       `json:"bypasses"`
-	Coalesced  int64       `json:"coalesced"` // hits that shared an identical call in flight
-	SavedMS    int64       `json:"time_saved_ms"`
-	Tools      []ToolStats `json:"tools"` // sorted by tool
+	Path       string `json:"path"`
+	Disabled   string `json:"disabled,omitempty"` // why memory steps aside, if it does
+	Entries    int64  `json:"entries"`
+	Bytes      int64  `json:"bytes"`
+	MaxEntries int64  `json:"max_entries"`
+	MaxBytes   int64  `json:"max_bytes"`
+	Hits       int64  `json:"hits"`
+	Misses     int64  `json:"misses"`
+	Bypasses   int64  `json:"bypasses"`
+	Coalesced  int64  `json:"coalesced"` // hits that shared an identical call in flight
+	SavedMS    int64  `json:"time_saved_ms"`
+	Similarity
+	Tools []ToolStats `json:"tools"` // sorted by tool
+}
+
+// Similarity counts what similarity lookups did. SemanticHits are
+// included in Hits (they are answers served without the child); gray-zone
+// verdicts are GrayAccepted (served, also in SemanticHits), GrayRejected
+// (the verifier said no) and GrayUnverified (no verifier, or it failed).
+// GuardRejections counts neighbours above the verify threshold that the
+// guard refused; EmbedFailures counts embedder errors (those calls got
+// exact hits only).
+type Similarity struct {
+	SemanticHits    int64 `json:"semantic_hits"`
+	GrayAccepted    int64 `json:"gray_accepted"`
+	GrayRejected    int64 `json:"gray_rejected"`
+	GrayUnverified  int64 `json:"gray_unverified"`
+	GuardRejections int64 `json:"guard_rejections"`
+	EmbedFailures   int64 `json:"embed_failures"`
+}
+
+func (s *Similarity) add(o Similarity) {
+	s.SemanticHits += o.SemanticHits
+	s.GrayAccepted += o.GrayAccepted
+	s.GrayRejected += o.GrayRejected
+	s.GrayUnverified += o.GrayUnverified
+	s.GuardRejections += o.GuardRejections
+	s.EmbedFailures += o.EmbedFailures
 }
 
 // ToolStats are the counters of one canonical tool. Hits include coalesced
@@ -40,6 +66,7 @@ type ToolStats struct {
 	Bypasses  int64  `json:"bypasses"`
 	Coalesced int64  `json:"coalesced"`
 	SavedMS   int64  `json:"time_saved_ms"`
+	Similarity
 }
 
 // EntryInfo describes one stored entry, for `nexus cache list`.
@@ -56,12 +83,21 @@ type EntryInfo struct {
 	ExpiresAt   *time.Time      `json:"expires_at"` // nil: never
 	LastUsedAt  time.Time       `json:"last_used_at"`
 	Hits        int64           `json:"hits"`
+	Text        string          `json:"text,omitempty"`     // the free text compared by similarity
+	Embedder    string          `json:"embedder,omitempty"` // "name/model" of its vector
 }
 
 // counters are per-tool deltas not yet written.
 type counters struct {
 	server                                   string
 	hits, misses, bypasses, coalesced, saved int64
+
+	semanticHits, grayAccepted, grayRejected, grayUnverified, guardRejections, embedFailures int64
+}
+
+func (c *counters) similarity() Similarity {
+	return Similarity{SemanticHits: c.semanticHits, GrayAccepted: c.grayAccepted, GrayRejected: c.grayRejected,
+		GrayUnverified: c.grayUnverified, GuardRejections: c.guardRejections, EmbedFailures: c.embedFailures}
 }
 
 type touch struct {
@@ -140,6 +176,12 @@ func (p *pending) restore(touches map[int64]touch, tools map[string]*counters) {
 		cur.bypasses += c.bypasses
 		cur.coalesced += c.coalesced
 		cur.saved += c.saved
+		cur.semanticHits += c.semanticHits
+		cur.grayAccepted += c.grayAccepted
+		cur.grayRejected += c.grayRejected
+		cur.grayUnverified += c.grayUnverified
+		cur.guardRejections += c.guardRejections
+		cur.embedFailures += c.embedFailures
 	}
 }
 
@@ -161,13 +203,21 @@ func writePending(ctx context.Context, tx *sql.Tx, touches map[int64]touch, tool
 	for _, name := range slices.Sorted(maps.Keys(tools)) {
 		c := tools[name]
 		_, err := tx.ExecContext(ctx, `
-			INSERT INTO tool_stats (tool, server, hits, misses, bypasses, coalesced, saved_ms)
-			VALUES (?, ?, ?, ?, ?, ?, ?)
+			INSERT INTO tool_stats (tool, server, hits, misses, bypasses, coalesced, saved_ms,
+				semantic_hits, gray_accepted, gray_rejected, gray_unverified, guard_rejections, embed_failures)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (tool) DO UPDATE SET server = excluded.server,
 				hits = hits + excluded.hits, misses = misses + excluded.misses,
 				bypasses = bypasses + excluded.bypasses, coalesced = coalesced + excluded.coalesced,
-				saved_ms = saved_ms + excluded.saved_ms`,
-			name, c.server, c.hits, c.misses, c.bypasses, c.coalesced, c.saved)
+				saved_ms = saved_ms + excluded.saved_ms,
+				semantic_hits = semantic_hits + excluded.semantic_hits,
+				gray_accepted = gray_accepted + excluded.gray_accepted,
+				gray_rejected = gray_rejected + excluded.gray_rejected,
+				gray_unverified = gray_unverified + excluded.gray_unverified,
+				guard_rejections = guard_rejections + excluded.guard_rejections,
+				embed_failures = embed_failures + excluded.embed_failures`,
+			name, c.server, c.hits, c.misses, c.bypasses, c.coalesced, c.saved,
+			c.semanticHits, c.grayAccepted, c.grayRejected, c.grayUnverified, c.guardRejections, c.embedFailures)
 		if err != nil {
 			return fmt.Errorf("write counters of %q: %w", name, err)
 		}
@@ -223,7 +273,8 @@ func (m *Memory) Stats(ctx context.Context) (Stats, error) {
 	if err := rows.Close(); err != nil {
 		return st, fmt.Errorf("memory: stats: %w", err)
 	}
-	rows, err = tx.QueryContext(ctx, `SELECT tool, server, hits, misses, bypasses, coalesced, saved_ms FROM tool_stats`)
+	rows, err = tx.QueryContext(ctx, `SELECT tool, server, hits, misses, bypasses, coalesced, saved_ms,
+		semantic_hits, gray_accepted, gray_rejected, gray_unverified, guard_rejections, embed_failures FROM tool_stats`)
 	if err != nil {
 		return st, fmt.Errorf("memory: stats: %w", err)
 	}
@@ -231,7 +282,8 @@ func (m *Memory) Stats(ctx context.Context) (Stats, error) {
 	for rows.Next() {
 		var tool, server string
 		var c counters
-		if err := rows.Scan(&tool, &server, &c.hits, &c.misses, &c.bypasses, &c.coalesced, &c.saved); err != nil {
+		if err := rows.Scan(&tool, &server, &c.hits, &c.misses, &c.bypasses, &c.coalesced, &c.saved,
+			&c.semanticHits, &c.grayAccepted, &c.grayRejected, &c.grayUnverified, &c.guardRejections, &c.embedFailures); err != nil {
 			return st, fmt.Errorf("memory: stats: %w", err)
 		}
 		ts := get(tool, server)
@@ -241,6 +293,8 @@ func (m *Memory) Stats(ctx context.Context) (Stats, error) {
 		st.Bypasses += c.bypasses
 		st.Coalesced += c.coalesced
 		st.SavedMS += c.saved
+		ts.Similarity = c.similarity()
+		st.Similarity.add(ts.Similarity)
 	}
 	if err := rows.Err(); err != nil {
 		return st, fmt.Errorf("memory: stats: %w", err)
@@ -268,7 +322,7 @@ func (m *Memory) List(ctx context.Context, limit int) ([]EntryInfo, error) {
 	}
 	rows, err := m.st.db.QueryContext(ctx, `
 		SELECT id, tool, server, scope, fingerprint, args, size, duration_ms,
-			created_at, expires_at, last_used_at, hits
+			created_at, expires_at, last_used_at, hits, coalesce(free_text, ''), coalesce(embedder, '')
 		FROM entries ORDER BY last_used_at DESC, id DESC LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("memory: list: %w", err)
@@ -283,7 +337,7 @@ func (m *Memory) List(ctx context.Context, limit int) ([]EntryInfo, error) {
 			expires           sql.NullInt64
 		)
 		if err := rows.Scan(&e.ID, &e.Tool, &e.Server, &e.Scope, &e.Fingerprint, &args, &e.Size,
-			&e.DurationMS, &created, &expires, &lastUsed, &e.Hits); err != nil {
+			&e.DurationMS, &created, &expires, &lastUsed, &e.Hits, &e.Text, &e.Embedder); err != nil {
 			return nil, fmt.Errorf("memory: list: %w", err)
 		}
 		e.Args = json.RawMessage(args)

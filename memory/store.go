@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -23,6 +24,9 @@ type store struct {
 	writeSem chan struct{}
 
 	lookupStmt *sql.Stmt
+
+	// vecTables holds the dimensions whose vec0 table is known to exist.
+	vecTables sync.Map // int -> bool
 }
 
 // openDB opens path with WAL, synchronous=NORMAL (durable across process
@@ -153,6 +157,7 @@ type record struct {
 	durationMS  int64
 	createdAt   int64
 	expiresAt   sql.NullInt64
+	sem         *semCall // non-nil with a vector: stored for similarity hits
 }
 
 // currentGen reads t's generation inside tx.
@@ -168,18 +173,30 @@ func currentGen(ctx context.Context, tx *sql.Tx, t Tool) (int64, error) {
 
 // upsert stores r, replacing an entry with the same key, and returns its id.
 func upsert(ctx context.Context, tx *sql.Tx, r *record) (int64, error) {
-	var id int64
+	var (
+		id                      int64
+		bucket                  []byte
+		embedder, text, vecDims any
+	)
+	if r.sem != nil && r.sem.vec != nil {
+		bucket, embedder, text, vecDims = r.sem.bucket, r.sem.emb.ID(), r.sem.text, len(r.sem.vec)
+	}
+	// Replacing the result fires the vec_f<dims>_au trigger, which drops
+	// the old vector; the caller stores the new one.
 	err := tx.QueryRowContext(ctx, `
 		INSERT INTO entries (key, tool, server, scope, fingerprint, args, result, size,
-			duration_ms, created_at, expires_at, last_used_at, hits)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)
+			duration_ms, created_at, expires_at, last_used_at, hits,
+			bucket, embedder, free_text, vec_dims)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)
 		ON CONFLICT (key) DO UPDATE SET
 			result = excluded.result, size = excluded.size,
 			duration_ms = excluded.duration_ms, created_at = excluded.created_at,
-			expires_at = excluded.expires_at, last_used_at = excluded.last_used_at
+			expires_at = excluded.expires_at, last_used_at = excluded.last_used_at,
+			bucket = excluded.bucket, embedder = excluded.embedder,
+			free_text = excluded.free_text, vec_dims = excluded.vec_dims
 		RETURNING id`,
 		r.key, r.tool.Name, r.tool.Server, r.scope, r.fingerprint, string(r.args), r.result, len(r.result),
-		r.durationMS, r.createdAt, r.expiresAt, r.createdAt,
+		r.durationMS, r.createdAt, r.expiresAt, r.createdAt, bucket, embedder, text, vecDims,
 	).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("store entry: %w", err)

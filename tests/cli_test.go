@@ -26,7 +26,7 @@ func TestHelpOnEveryCommand(t *testing.T) {
 func TestAddRemoveListServers(t *testing.T) {
 	h := newHome(t, map[string]any{"toolNames": "wire", "servers": map[string]any{}})
 	// Name first, as people type it, and flags first: both work.
-	if _, stderr, code := h.nexus("add", "fx", "--transport", "stdio", "--command", built.fixture, "--env", "A=1", "--", "-x", "y"); code != 0 {
+	if _, stderr, code := h.nexus("add", "fx", "--transport", "stdio", "--command", built.fixture, "--plain-env", "A=1", "--", "-x", "y"); code != 0 {
 		t.Fatalf("add (name first): %s", stderr)
 	}
 	if _, stderr, code := h.nexus("add", "--command", built.fixture, "fy"); code != 0 {

@@ -49,14 +49,16 @@ func cacheCommand() *cli.Command {
 							fmt.Fprintf(e.stdout, "memory is stepping aside: %s\n", st.Disabled)
 						}
 						fmt.Fprintf(e.stdout, "%s: %d entries, %d bytes (bounds %d entries, %d bytes)\n", st.Path, st.Entries, st.Bytes, st.MaxEntries, st.MaxBytes)
-						fmt.Fprintf(e.stdout, "hits %d, misses %d, bypasses %d, coalesced %d, time saved %s\n", st.Hits, st.Misses, st.Bypasses, st.Coalesced, time.Duration(st.SavedMS)*time.Millisecond)
+						fmt.Fprintf(e.stdout, "hits %d (semantic %d), misses %d, bypasses %d, coalesced %d, time saved %s\n", st.Hits, st.SemanticHits, st.Misses, st.Bypasses, st.Coalesced, time.Duration(st.SavedMS)*time.Millisecond)
+						fmt.Fprintf(e.stdout, "similarity: gray zone accepted %d, rejected %d, unverified %d; guard refusals %d; embedder failures %d\n",
+							st.GrayAccepted, st.GrayRejected, st.GrayUnverified, st.GuardRejections, st.EmbedFailures)
 						if len(st.Tools) == 0 {
 							return nil
 						}
 						tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-						fmt.Fprintln(tw, "TOOL\tHITS\tMISSES\tBYPASSES\tSAVED")
+						fmt.Fprintln(tw, "TOOL\tHITS\tSEMANTIC\tMISSES\tBYPASSES\tSAVED")
 						for _, t := range st.Tools {
-							fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", t.Tool, t.Hits, t.Misses, t.Bypasses, time.Duration(t.SavedMS)*time.Millisecond)
+							fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", t.Tool, t.Hits, t.SemanticHits, t.Misses, t.Bypasses, time.Duration(t.SavedMS)*time.Millisecond)
 						}
 						return tw.Flush()
 					})

@@ -8,6 +8,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"slices"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -84,7 +87,25 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go config.Watch(ctx, e.layers, 500*time.Millisecond, func() { e.reload(g.Gateway) })
+	watched := e.layers
+	if p := e.projectLayer(); p != "" {
+		watched = append(slices.Clone(watched), p)
+	}
+	go config.Watch(ctx, watched, 500*time.Millisecond, func() { e.reload(g.Gateway) })
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP) // SIGHUP forces a reload
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				e.log.Info("SIGHUP: reloading the config")
+				e.reload(g.Gateway)
+			}
+		}
+	}()
 
 	if listener == nil {
 		e.log.Info("serving over stdio", "servers", len(cfg.EnabledServers()), "tools", len(g.Tools()))

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -31,6 +32,9 @@ type env struct {
 	stderr   io.Writer
 	redactor *secrets.Redactor
 	insecure bool // --insecure-file-store
+	project  bool // --project
+	shared   int  // layers[:shared] are shared (--config) layers
+	optional map[string]bool
 
 	storeOnce sync.Once
 	store     secrets.Store
@@ -42,19 +46,21 @@ func newEnv(c *cli.Context, defaultLevel slog.Level) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
+	root := c.Lineage()[len(c.Lineage())-1] // global flags; add/remove have a --config of their own
 	e := &env{home: home, personal: config.PersonalFile(home), stdout: c.App.Writer, stderr: c.App.ErrWriter,
-		insecure: c.Bool("insecure-file-store")}
+		insecure: root.Bool("insecure-file-store"), project: root.Bool("project")}
 	e.redactor, _ = c.App.Metadata[redactorKey].(*secrets.Redactor)
 	if e.redactor == nil {
 		e.redactor = secrets.NewRedactor()
 	}
-	for _, f := range c.StringSlice("config") {
+	for _, f := range root.StringSlice("config") {
 		abs, err := filepath.Abs(f)
 		if err != nil {
 			return nil, fmt.Errorf("config layer %s: %w", f, err)
 		}
 		e.layers = append(e.layers, abs)
 	}
+	e.shared = len(e.layers)
 	e.layers = append(e.layers, e.personal)
 	level := defaultLevel
 	if s := c.String("log-level"); s != "" {
@@ -66,8 +72,66 @@ func newEnv(c *cli.Context, defaultLevel slog.Level) (*env, error) {
 	return e, nil
 }
 
+// load reads the layers: the --config files (shared), the project's
+// .nexus/config.json when opted in (shared), then the personal file.
 func (e *env) load() (*config.Config, error) {
-	return config.Load(e.layers, map[string]bool{e.personal: true})
+	layers := make([]config.Layer, 0, len(e.layers)+1)
+	for i, p := range e.layers {
+		layers = append(layers, config.Layer{Path: p, Shared: i < e.shared, Optional: p == e.personal || e.optional[p]})
+	}
+	if p := e.projectLayer(); p != "" {
+		layers = append(layers[:e.shared:e.shared], append([]config.Layer{{Path: p, Shared: true}}, layers[e.shared:]...)...)
+	}
+	return config.LoadLayers(layers)
+}
+
+// projectLayer finds .nexus/config.json from the working directory upward, when the
+// user opted in with --project or "projectLayers": true in the personal file. It is
+// opt-in because a repository you clone should not silently start processes.
+func (e *env) projectLayer() string {
+	if !e.project {
+		personal, err := config.Load([]string{e.personal}, map[string]bool{e.personal: true})
+		if err != nil || !personal.ProjectLayers {
+			return ""
+		}
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		p := filepath.Join(dir, ".nexus", "config.json")
+		if _, err := os.Stat(p); err == nil && p != e.personal {
+			return p
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+// target is the layer a command edits: --config FILE of the command, else the
+// personal file. A shared layer edited this way is also read as a layer.
+func (e *env) target(c *cli.Context) (string, error) {
+	f := c.String("config")
+	if f == "" {
+		return e.personal, nil
+	}
+	abs, err := filepath.Abs(f)
+	if err != nil {
+		return "", fmt.Errorf("--config %s: %w", f, err)
+	}
+	if !slices.Contains(e.layers, abs) {
+		e.layers = append(e.layers[:e.shared:e.shared], append([]string{abs}, e.layers[e.shared:]...)...)
+		e.shared++
+	}
+	if e.optional == nil {
+		e.optional = map[string]bool{}
+	}
+	e.optional[abs] = true // a layer the command is about to create
+	return abs, nil
 }
 
 // gatewayOptions select what a command's gateway runs with.
@@ -122,14 +186,46 @@ func (e *env) openMemory(ctx context.Context, cfg *config.Config) (*memory.Memor
 	if err := os.MkdirAll(e.home, 0o700); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", e.home, err)
 	}
-	return memory.Open(ctx, memory.Options{
+	opts := memory.Options{
 		Path:           filepath.Join(e.home, "memory.db"),
 		MaxEntries:     cfg.Memory.MaxEntries,
 		MaxBytes:       cfg.Memory.MaxBytes,
 		MaxResultBytes: cfg.Memory.MaxResultBytes,
 		Logger:         e.log,
 		Redact:         e.redactor.Bytes,
-	})
+	}
+	resolve := e.resolver(ctx, cfg)
+	endpoint := func(what string, ep config.Endpoint, dims int) (memory.HTTPConfig, error) {
+		key, err := resolve(ep.APIKey)
+		if err != nil {
+			return memory.HTTPConfig{}, fmt.Errorf("memory.%s.apiKey: %w", what, err)
+		}
+		return memory.HTTPConfig{BaseURL: ep.BaseURL, Model: ep.Model, APIKey: key, Dims: dims, Timeout: ep.Timeout.D}, nil
+	}
+	if em := cfg.Memory.Embedder; em != nil {
+		hc, err := endpoint("embedder", em.Endpoint, em.Dims)
+		if err != nil {
+			return nil, err
+		}
+		if opts.Embedder, err = memory.NewEmbedder(memory.EmbedderConfig{Provider: em.Provider, HTTPConfig: hc}); err != nil {
+			return nil, fmt.Errorf("memory.embedder: %w", err)
+		}
+	}
+	if v := cfg.Memory.Verifier; v != nil {
+		hc, err := endpoint("verifier", *v, 0)
+		if err != nil {
+			return nil, err
+		}
+		verifier, err := memory.NewChatVerifier(hc)
+		if err != nil {
+			return nil, fmt.Errorf("memory.verifier: %w", err)
+		}
+		opts.Verifier = verifier
+	}
+	if th := cfg.Memory.Thresholds; th != nil {
+		opts.Thresholds = &memory.Thresholds{Serve: th.Serve, Verify: th.Verify}
+	}
+	return memory.Open(ctx, opts)
 }
 
 // secrets opens the secret store once, when first needed: most commands never touch

@@ -1,0 +1,400 @@
+package clients
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestKnownPaths(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	for _, tt := range []struct {
+		goos, home string
+		env        map[string]string
+		want       map[string]string
+	}{
+		{"darwin", "/Users/me", nil, map[string]string{
+			"claude-desktop": "/Users/me/Library/Application Support/Claude/claude_desktop_config.json",
+			"cursor":         "/Users/me/.cursor/mcp.json",
+			"vscode":         "/Users/me/Library/Application Support/Code/User/mcp.json",
+		}},
+		{"windows", `C:\Users\me`, map[string]string{"APPDATA": `C:\Users\me\AppData\Roaming`}, map[string]string{
+			"claude-desktop": `C:\Users\me\AppData\Roaming\Claude\claude_desktop_config.json`,
+			"cursor":         `C:\Users\me\.cursor\mcp.json`,
+			"vscode":         `C:\Users\me\AppData\Roaming\Code\User\mcp.json`,
+		}},
+		{"windows", `D:\home\me\`, nil, map[string]string{
+			"claude-desktop": `D:\home\me\AppData\Roaming\Claude\claude_desktop_config.json`,
+		}},
+		{"linux", "/home/me", nil, map[string]string{
+			"claude-desktop": "/home/me/.config/Claude/claude_desktop_config.json",
+			"cursor":         "/home/me/.cursor/mcp.json",
+			"vscode":         "/home/me/.config/Code/User/mcp.json",
+		}},
+		{"linux", "/home/me", map[string]string{"XDG_CONFIG_HOME": "/xdg"}, map[string]string{
+			"claude-desktop": "/xdg/Claude/claude_desktop_config.json",
+			"vscode":         "/xdg/Code/User/mcp.json",
+		}},
+	} {
+		for name, want := range tt.want {
+			c, err := Find(name, tt.goos, tt.home, env(tt.env))
+			if err != nil || c.Path != want {
+				t.Errorf("%s %s: %q, %v; want %q", tt.goos, name, c.Path, err, want)
+			}
+		}
+	}
+	if c, _ := Find("vscode", "linux", "/h", nil); c.Format != FormatVSCode {
+		t.Errorf("vscode format %q", c.Format)
+	}
+	if _, err := Find("zed", "linux", "/h", nil); err == nil || !strings.Contains(err.Error(), "claude-desktop, cursor, vscode") {
+		t.Errorf("unknown client: %v", err)
+	}
+}
+
+func byOriginal(t *testing.T, list []Imported) map[string]Imported {
+	t.Helper()
+	m := map[string]Imported{}
+	for _, im := range list {
+		m[im.Original] = im
+	}
+	return m
+}
+
+func TestReadServersClaudeDesktop(t *testing.T) {
+	list, err := ReadServers("testdata/claude_desktop_config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, im := range list {
+		order = append(order, im.Original)
+		if im.Err != nil {
+			t.Errorf("%s: %v", im.Original, im.Err)
+		}
+	}
+	if !slices.Equal(order, []string{"github", "My Files_2", "pg", "remote-docs"}) {
+		t.Errorf("order %v", order)
+	}
+	m := byOriginal(t, list)
+
+	gh := m["github"]
+	if gh.Server.Env["GITHUB_PERSONAL_ACCESS_TOKEN"] != "${keyring:github/env/GITHUB_PERSONAL_ACCESS_TOKEN}" ||
+		gh.Secrets["github/env/GITHUB_PERSONAL_ACCESS_TOKEN"] != "ghp_exampleexampleexample" ||
+		gh.Server.Env["GITHUB_API_URL"] != "https://api.github.com" || len(gh.Secrets) != 1 {
+		t.Errorf("github: %+v %v", gh.Server, gh.Secrets)
+	}
+	files := m["My Files_2"]
+	if files.Name != "my-files-2" || !files.Renamed() || len(files.Notes) != 1 || !strings.Contains(files.Notes[0], "alwaysAllow") {
+		t.Errorf("files: %+v", files)
+	}
+	pg := m["pg"]
+	if pg.Server.Args[2] != "postgresql://app@db.local:5432/app" || pg.Server.Env["PGPASSWORD"] != "${keyring:pg/env/PGPASSWORD}" || pg.Secrets["pg/env/PGPASSWORD"] != "hunter2" {
+		t.Errorf("pg: %+v %v", pg.Server, pg.Secrets)
+	}
+	rd := m["remote-docs"]
+	if rd.Server.Transport != "streamable-http" || rd.Server.Headers["Authorization"] != "Bearer ${keyring:remote-docs/header/Authorization}" ||
+		rd.Secrets["remote-docs/header/Authorization"] != "abc.def.ghi" || rd.Server.Headers["X-Team"] != "platform" {
+		t.Errorf("remote-docs: %+v %v", rd.Server, rd.Secrets)
+	}
+	// No secret value anywhere in the converted servers.
+	for _, im := range list {
+		raw, _ := json.Marshal(im.Server)
+		for _, secret := range []string{"ghp_example", "hunter2", "abc.def.ghi"} {
+			if strings.Contains(string(raw), secret) {
+				t.Errorf("%s: secret %q in %s", im.Name, secret, raw)
+			}
+		}
+	}
+
+	if err := gh.Rename("gh-work"); err != nil {
+		t.Fatal(err)
+	}
+	if gh.Server.Env["GITHUB_PERSONAL_ACCESS_TOKEN"] != "${keyring:gh-work/env/GITHUB_PERSONAL_ACCESS_TOKEN}" || gh.Secrets["gh-work/env/GITHUB_PERSONAL_ACCESS_TOKEN"] == "" {
+		t.Errorf("after rename: %+v %v", gh.Server, gh.Secrets)
+	}
+}
+
+func TestReadServersOtherFormats(t *testing.T) {
+	list, err := ReadServers("testdata/cursor_mcp.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := byOriginal(t, list)
+	if _, ok := m["nexus"]; ok || len(list) != 2 {
+		t.Errorf("the nexus entry was imported: %+v", list)
+	}
+	if m["linear"].Server.Transport != "sse" {
+		t.Errorf("linear: %+v", m["linear"].Server)
+	}
+	if w := m["weather"]; w.Server.Env["WEATHER_API_KEY"] != "${env:WEATHER_API_KEY}" || len(w.Secrets) != 0 {
+		t.Errorf("an env reference was taken for a secret: %+v %v", w.Server, w.Secrets)
+	}
+
+	list, err = ReadServers("testdata/vscode_mcp.json") // comments and a trailing comma
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = byOriginal(t, list)
+	gh := m["github"]
+	if gh.Server.Transport != "streamable-http" || gh.Server.Headers["Authorization"] != "Bearer ${keyring:github/header/Authorization}" ||
+		len(gh.Secrets) != 0 || len(gh.Notes) != 1 || !strings.Contains(gh.Notes[0], "nexus secrets set github/header/Authorization") {
+		t.Errorf("vscode github: %+v %v %v", gh.Server, gh.Secrets, gh.Notes)
+	}
+	if f := m["fetch"]; f.Server.Command != "uvx" || len(f.Notes) != 1 {
+		t.Errorf("vscode fetch: %+v %v", f.Server, f.Notes)
+	}
+
+	list, err = ReadServers("testdata/vscode_settings.json")
+	if err != nil || len(list) != 1 || list[0].Server.Command != "uvx" {
+		t.Errorf("settings.json: %+v %v", list, err)
+	}
+
+	if _, err := ReadServers("testdata/malformed.json"); err == nil || !strings.Contains(err.Error(), "line 4") {
+		t.Errorf("malformed: %v", err)
+	}
+	if _, err := ReadServers("testdata/absent.json"); err == nil {
+		t.Error("absent file read")
+	}
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"mcpServers": {"x": {"args": ["a"]}, "y": {"command": "ok"}}}`), 0o600)
+	list, err = ReadServers(bad)
+	if err != nil || len(list) != 2 || list[0].Err == nil || !strings.Contains(list[0].Err.Error(), `server "x"`) || list[1].Err != nil {
+		t.Errorf("one bad entry: %+v %v", list, err)
+	}
+}
+
+func TestSecretDetection(t *testing.T) {
+	for k, want := range map[string]bool{
+		"GITHUB_TOKEN": true, "OPENAI_API_KEY": true, "DB_PASSWORD": true, "CLIENT_SECRET": true, "GITHUB_PAT": true,
+		"AWS_CREDENTIALS_FILE": true, "PATH": false, "HOME": false, "UNITS": false, "LOG_LEVEL": false,
+	} {
+		if SecretKey(k) != want {
+			t.Errorf("SecretKey(%s) = %v", k, !want)
+		}
+	}
+	for v, want := range map[string]bool{
+		"Bearer x": true, "sk-abc": true, "xoxb-1": true, "postgres://u:p@h/db": true, "https://h/x": false, "metric": false,
+	} {
+		if SecretValue(v) != want {
+			t.Errorf("SecretValue(%s) = %v", v, !want)
+		}
+	}
+	if !SecretHeader("Authorization") || SecretHeader("X-Team") {
+		t.Error("SecretHeader")
+	}
+}
+
+func TestSanitizeName(t *testing.T) {
+	for in, want := range map[string]string{
+		"GitHub":                    "github",
+		"My Files_2":                "my-files-2",
+		"--x--":                     "x",
+		"日本":                        "server",
+		"a.b.c":                     "a-b-c",
+		strings.Repeat("long-", 10): "long-long-long-long-long-long-lo",
+	} {
+		if got := SanitizeName(in); got != want {
+			t.Errorf("SanitizeName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	used := map[string]bool{"a": true, "a-2": true}
+	if got := uniqueName("a", used); got != "a-3" {
+		t.Errorf("uniqueName = %q", got)
+	}
+}
+
+func copyFile(t *testing.T, src string) string {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	if err := os.WriteFile(dst, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func decode(t *testing.T, path string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatalf("%s: %v\n%s", path, err, data)
+	}
+	return m
+}
+
+func TestSetupClaudeDesktop(t *testing.T) {
+	file := copyFile(t, "testdata/claude_desktop_config.json")
+	orig, _ := os.ReadFile(file)
+	entry := NexusEntry("/opt/nexus/bin/nexus", "claude")
+	now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+
+	// Dry run: a diff, nothing written.
+	res, err := Setup(file, entry, SetupOptions{DryRun: true, Move: []string{"github"}, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadFile(file); string(after) != string(orig) {
+		t.Error("dry run changed the file")
+	}
+	if matches, _ := filepath.Glob(file + ".nexus-backup-*"); len(matches) != 0 {
+		t.Errorf("dry run made a backup: %v", matches)
+	}
+	for _, want := range []string{"--- " + file, "+++ ", `-    "github": {`, `+    "nexus": {`, `+        "--agent",`, "@@ -"} {
+		if !strings.Contains(res.Diff, want) {
+			t.Errorf("diff lacks %q:\n%s", want, res.Diff)
+		}
+	}
+	if strings.Contains(res.Diff, "ghp_example") || strings.Contains(res.Diff, "abc.def.ghi") || !strings.Contains(res.Diff, `"GITHUB_PERSONAL_ACCESS_TOKEN": "[redacted]",`) {
+		t.Errorf("diff shows secrets:\n%s", res.Diff)
+	}
+	if strings.Contains(res.Diff, "-  \"preferences\"") {
+		t.Errorf("diff touches unrelated keys:\n%s", res.Diff)
+	}
+
+	res, err = Setup(file, entry, SetupOptions{Move: []string{"github"}, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := file + ".nexus-backup-20260304-050607"; res.Backup != want {
+		t.Errorf("backup %q, want %q", res.Backup, want)
+	}
+	if b, _ := os.ReadFile(res.Backup); string(b) != string(orig) {
+		t.Error("backup differs from the original")
+	}
+	if len(res.Moved) != 1 || res.Moved[0].Name != "github" || res.Moved[0].Secrets["github/env/GITHUB_PERSONAL_ACCESS_TOKEN"] == "" {
+		t.Errorf("moved: %+v", res.Moved)
+	}
+	m := decode(t, file)
+	if m["globalShortcut"] != "Ctrl+Space" || m["preferences"].(map[string]any)["theme"] != "dark" {
+		t.Errorf("unrelated keys lost: %v", m)
+	}
+	servers := m["mcpServers"].(map[string]any)
+	if _, ok := servers["github"]; ok {
+		t.Error("github not moved")
+	}
+	if servers["My Files_2"].(map[string]any)["alwaysAllow"] == nil {
+		t.Error("unknown key of a kept server lost")
+	}
+	nx := servers["nexus"].(map[string]any)
+	if nx["command"] != "/opt/nexus/bin/nexus" || len(nx["args"].([]any)) != 3 || nx["type"] != nil {
+		t.Errorf("nexus entry: %v", nx)
+	}
+	data, _ := os.ReadFile(file)
+	if strings.Index(string(data), "globalShortcut") > strings.Index(string(data), "preferences") {
+		t.Error("key order not kept")
+	}
+	if st, _ := os.Stat(file); runtime.GOOS != "windows" && st.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v", st.Mode().Perm())
+	}
+
+	// Again: nothing to do, nothing written, no second backup.
+	res, err = Setup(file, entry, SetupOptions{Now: now})
+	if err != nil || res.Changed || res.Backup != "" || res.Diff != "" {
+		t.Errorf("second setup: %+v %v", res, err)
+	}
+	// A different agent replaces the entry; the backup name does not clash.
+	res, err = Setup(file, NexusEntry("/opt/nexus/bin/nexus", ""), SetupOptions{Now: now})
+	if err != nil || !res.Replaced || res.Backup != file+".nexus-backup-20260304-050607-2" {
+		t.Errorf("replace: %+v %v", res, err)
+	}
+
+	if _, err := Setup(file, entry, SetupOptions{Move: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), "My Files_2") {
+		t.Errorf("moving an unknown server: %v", err)
+	}
+}
+
+func TestSetupNewFileAndVSCode(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "Claude", "claude_desktop_config.json")
+	res, err := Setup(file, NexusEntry("/bin/nexus", ""), SetupOptions{})
+	if err != nil || !res.Created || res.Backup != "" {
+		t.Fatalf("new file: %+v %v", res, err)
+	}
+	if m := decode(t, file); m["mcpServers"].(map[string]any)["nexus"] == nil {
+		t.Errorf("new file: %v", m)
+	}
+	if st, _ := os.Stat(file); runtime.GOOS != "windows" && st.Mode().Perm() != 0o600 {
+		t.Errorf("new file mode %v", st.Mode().Perm())
+	}
+
+	vs := filepath.Join(dir, "mcp.json")
+	os.WriteFile(vs, []byte(`{"inputs": [], "servers": {"time": {"type": "stdio", "command": "uvx", "args": ["mcp-server-time"]}}}`), 0o600)
+	if _, err := Setup(vs, NexusEntry("/bin/nexus", "vs"), SetupOptions{Format: FormatVSCode, Move: []string{"time"}}); err != nil {
+		t.Fatal(err)
+	}
+	m := decode(t, vs)
+	srv := m["servers"].(map[string]any)
+	if nx := srv["nexus"].(map[string]any); nx["type"] != "stdio" || srv["time"] != nil || m["inputs"] == nil || m["mcpServers"] != nil {
+		t.Errorf("vscode: %v", m)
+	}
+
+	settings := copyFile(t, "testdata/vscode_settings.json")
+	if _, err := Setup(settings, NexusEntry("/bin/nexus", ""), SetupOptions{Format: FormatVSCode}); err != nil {
+		t.Fatal(err)
+	}
+	m = decode(t, settings)
+	if m["editor.fontSize"] != 13.0 || m["mcp"].(map[string]any)["servers"].(map[string]any)["nexus"] == nil || m["servers"] != nil {
+		t.Errorf("settings.json: %v", m)
+	}
+}
+
+func TestSetupRefuses(t *testing.T) {
+	for _, src := range []string{"testdata/malformed.json", "testdata/vscode_mcp.json"} {
+		file := copyFile(t, src)
+		orig, _ := os.ReadFile(file)
+		_, err := Setup(file, NexusEntry("/bin/nexus", ""), SetupOptions{})
+		if err == nil {
+			t.Errorf("%s: accepted", src)
+			continue
+		}
+		if after, _ := os.ReadFile(file); string(after) != string(orig) {
+			t.Errorf("%s: changed", src)
+		}
+		if m, _ := filepath.Glob(file + ".nexus-backup-*"); len(m) != 0 {
+			t.Errorf("%s: backup made", src)
+		}
+		if !strings.Contains(err.Error(), "nothing was changed") && !strings.Contains(err.Error(), "comments") {
+			t.Errorf("%s: unclear error %v", src, err)
+		}
+	}
+	dir := t.TempDir()
+	arr := filepath.Join(dir, "a.json")
+	os.WriteFile(arr, []byte(`[1]`), 0o600)
+	if _, err := Setup(arr, NexusEntry("/bin/nexus", ""), SetupOptions{}); err == nil {
+		t.Error("a JSON array accepted")
+	}
+	bad := filepath.Join(dir, "b.json")
+	os.WriteFile(bad, []byte(`{"mcpServers": []}`), 0o600)
+	if _, err := Setup(bad, NexusEntry("/bin/nexus", ""), SetupOptions{}); err == nil || !strings.Contains(err.Error(), `"mcpServers" must be an object`) {
+		t.Errorf("mcpServers array: %v", err)
+	}
+}
+
+func TestUnifiedDiff(t *testing.T) {
+	a := "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n"
+	b := "1\n2\nthree\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n"
+	got := UnifiedDiff("a", "b", a, b)
+	want := "--- a\n+++ b\n@@ -1,6 +1,6 @@\n 1\n 2\n-3\n+three\n 4\n 5\n 6\n@@ -10,3 +10,4 @@\n 10\n 11\n 12\n+13\n"
+	if got != want {
+		t.Errorf("diff:\n%s\nwant:\n%s", got, want)
+	}
+	if UnifiedDiff("a", "b", a, a) != "" {
+		t.Error("equal texts gave a diff")
+	}
+	if got := UnifiedDiff("a", "b", "", "x\n"); got != "--- a\n+++ b\n@@ -0,0 +1 @@\n+x\n" {
+		t.Errorf("from empty: %q", got)
+	}
+}

@@ -1,0 +1,509 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Embedder turns texts into vectors for similarity hits. Implementations
+// must be safe for concurrent use. Memory records Identity with every
+// stored vector and compares a new vector only with vectors of the same
+// identity (and the same length), so changing embedder, model or
+// dimensions never compares vectors of different origins.
+type Embedder interface {
+	// Embed returns one vector per text, in order. Vectors need not be
+	// unit length: memory normalises them.
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+	// Identity names the embedder, its model and its dimensions (0 if
+	// the embedder learns them from its first answer).
+	Identity() EmbedderIdentity
+}
+
+// EmbedderIdentity is where vectors come from.
+type EmbedderIdentity struct {
+	Name  string // "lexical", "openai", "ollama"
+	Model string // the model, or the algorithm version for built-ins
+	Dims  int    // 0: not known in advance
+}
+
+// ID is the identity as stored with each vector: "name/model". The vector
+// length is recorded next to it.
+func (id EmbedderIdentity) ID() string { return id.Name + "/" + id.Model }
+
+// Thresholds are the similarity (cosine, 1 = same direction) cut-offs of
+// one embedder: at or above Serve a neighbour is served; from Verify up to
+// Serve it is a gray zone that a Verifier decides (a miss without one).
+type Thresholds struct {
+	Serve  float64
+	Verify float64
+}
+
+// Calibrated defaults, see doc.go ("Thresholds") and tests/semantic.
+var (
+	// LexicalThresholds were calibrated on tests/semantic/pairs.json: the
+	// near-misses the guard cannot catch (entity swaps: "engineers" vs
+	// "designers") score up to 0.77, paraphrases 0.61 to 1.0; serving from
+	// 0.85 keeps a margin of 0.08 above the worst near-miss (77% recall),
+	// and 0.70 to 0.85 is left to a verifier.
+	LexicalThresholds = Thresholds{Serve: 0.85, Verify: 0.70}
+	// NeuralThresholds are the defaults for HTTP embedders (sentence
+	// models), as the earlier product used them; calibrate per model
+	// with `go run ./tests/semantic -openai-url ...`.
+	NeuralThresholds = Thresholds{Serve: 0.92, Verify: 0.85}
+)
+
+// DefaultThresholds returns the calibrated thresholds for an embedder.
+func DefaultThresholds(id EmbedderIdentity) Thresholds {
+	if id.Name == lexicalName {
+		return LexicalThresholds
+	}
+	return NeuralThresholds
+}
+
+// normalize scales v to unit length in place; it fails for a zero, NaN or
+// infinite vector, which cannot be compared by cosine.
+func normalize(v []float32) error {
+	var s float64
+	for _, f := range v {
+		x := float64(f)
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return errors.New("vector has NaN or infinite components")
+		}
+		s += x * x
+	}
+	if s == 0 {
+		return errors.New("vector is zero")
+	}
+	n := math.Sqrt(s)
+	for i, f := range v {
+		v[i] = float32(float64(f) / n)
+	}
+	return nil
+}
+
+// Cosine returns the cosine similarity of a and b (0 if their lengths
+// differ or either is zero).
+func Cosine(a, b []float32) float64 {
+	if len(a) != len(b) {
+		return 0
+	}
+	var dot, na, nb float64
+	for i := range a {
+		dot += float64(a[i]) * float64(b[i])
+		na += float64(a[i]) * float64(a[i])
+		nb += float64(b[i]) * float64(b[i])
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return dot / math.Sqrt(na*nb)
+}
+
+// ---- lexical embedder ----
+
+const (
+	lexicalName = "lexical"
+	// LexicalDims is the lexical embedder's vector length.
+	LexicalDims = 512
+)
+
+// LexicalEmbedder is the built-in, offline and deterministic embedder:
+// feature hashing (FNV-1a, signed) of word unigrams, word bigrams and
+// character trigrams of each word, weighted by term frequency, L2
+// normalised, LexicalDims dimensions. Words are lower-cased runs of
+// unicode letters and digits, with a plural "s" trimmed and a few query
+// verbs and function words ("show", "find", "the", "in") dropped. It knows
+// nothing of meaning: "auth" and "authentication" are close only through
+// shared trigrams, "car" and "automobile" not at all.
+type LexicalEmbedder struct{}
+
+// NewLexicalEmbedder returns the built-in embedder.
+func NewLexicalEmbedder() LexicalEmbedder { return LexicalEmbedder{} }
+
+// Identity implements Embedder. The model names the algorithm version:
+// change it whenever the features change.
+func (LexicalEmbedder) Identity() EmbedderIdentity {
+	return EmbedderIdentity{Name: lexicalName, Model: "v1", Dims: LexicalDims}
+}
+
+// Embed implements Embedder; it never fails.
+func (e LexicalEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		out[i] = e.Vector(t)
+	}
+	return out, nil
+}
+
+// lexicalStop are words that do not change what a search asks for.
+var lexicalStop = map[string]bool{
+	"a": true, "an": true, "the": true, "in": true, "of": true, "for": true, "to": true,
+	"me": true, "my": true, "our": true, "all": true, "any": true, "some": true, "please": true,
+	"show": true, "find": true, "list": true, "get": true, "give": true, "fetch": true, "search": true,
+	"look": true, "up": true, "display": true, "return": true, "what": true, "which": true,
+	"is": true, "are": true, "there": true, "that": true, "those": true, "these": true,
+	"with": true, "from": true, "about": true, "and": true, "or": true, "do": true, "does": true,
+	"we": true, "i": true, "can": true, "you": true, "how": true, "where": true, "on": true, "at": true,
+	"by": true, "it": true, "its": true, "be": true, "this": true, "related": true, "regarding": true,
+}
+
+// Vector returns the unit-length embedding of text.
+func (LexicalEmbedder) Vector(text string) []float32 {
+	v := make([]float32, LexicalDims)
+	words := lexicalWords(text)
+	add := func(feature string, w float32) {
+		h := fnv.New64a()
+		h.Write([]byte(feature))
+		x := h.Sum64()
+		sign := float32(1)
+		if x>>63 == 1 {
+			sign = -1
+		}
+		v[x%LexicalDims] += sign * w
+	}
+	for i, w := range words {
+		add("u:"+w, 1)
+		if i > 0 {
+			add("b:"+words[i-1]+" "+w, 0.5)
+		}
+		r := []rune("#" + w + "#")
+		for j := 0; j+3 <= len(r); j++ {
+			add("t:"+string(r[j:j+3]), 0.25)
+		}
+	}
+	if normalize(v) != nil {
+		v[0] = 1 // empty text: any fixed unit vector
+	}
+	return v
+}
+
+// lexicalWords tokenises, stems and drops stop words.
+func lexicalWords(text string) []string {
+	var out []string
+	for _, w := range words(text) {
+		w = lexStem(stem(w))
+		if !lexicalStop[w] {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// words splits text into lower-cased runs of letters and digits.
+func words(text string) []string {
+	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+}
+
+// lexStem trims "-ing" and "-ed" for the lexical embedder: "deploying"
+// and "deployed" become "deploy".
+func lexStem(w string) string {
+	switch {
+	case len(w) > 5 && strings.HasSuffix(w, "ing"):
+		return w[:len(w)-3]
+	case len(w) > 4 && strings.HasSuffix(w, "ed") && !strings.HasSuffix(w, "eed"):
+		return w[:len(w)-2]
+	}
+	return w
+}
+
+// stem trims a plural ending: "bugs" -> "bug", "queries" -> "query";
+// "status", "class" and "this" are kept.
+func stem(w string) string {
+	switch {
+	case len(w) > 4 && strings.HasSuffix(w, "ies"):
+		return w[:len(w)-3] + "y"
+	case len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") &&
+		!strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is"):
+		return w[:len(w)-1]
+	}
+	return w
+}
+
+// ---- HTTP embedders ----
+
+// HTTPConfig configures the HTTP embedders and the chat verifier.
+type HTTPConfig struct {
+	BaseURL string        // e.g. "https://api.openai.com" or "http://localhost:11434"; a trailing "/v1" is accepted
+	Model   string        // e.g. "text-embedding-3-small", "nomic-embed-text", "gpt-4o-mini"
+	APIKey  string        // sent as "Authorization: Bearer KEY" when not empty (resolved by the gateway)
+	Dims    int           // expected vector length; 0: whatever the server returns
+	Timeout time.Duration // per request; 0: DefaultHTTPTimeout
+	Client  *http.Client  // nil: a client of its own
+}
+
+// DefaultHTTPTimeout bounds one embedding or verifier request.
+const DefaultHTTPTimeout = 2 * time.Second
+
+// maxHTTPResponse caps what an embedding or chat response may be.
+const maxHTTPResponse = 64 << 20
+
+func (c HTTPConfig) check(what string) (HTTPConfig, error) {
+	if c.BaseURL == "" {
+		return c, fmt.Errorf("memory: %s: base URL is empty", what)
+	}
+	if c.Model == "" {
+		return c, fmt.Errorf("memory: %s: model is empty", what)
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultHTTPTimeout
+	}
+	if c.Client == nil {
+		c.Client = &http.Client{Timeout: c.Timeout}
+	}
+	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	return c, nil
+}
+
+// url joins the base URL and path; a base that already ends with the
+// path's first segment ("/v1", "/api") does not repeat it.
+func (c HTTPConfig) url(path string) string {
+	first := path[:strings.Index(path[1:], "/")+1]
+	return strings.TrimSuffix(c.BaseURL, first) + path
+}
+
+// post sends body as JSON and decodes a 2xx answer into out.
+func (c HTTPConfig) post(ctx context.Context, path string, body, out any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url(path), bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if c.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	resp, err := c.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxHTTPResponse+1))
+	if err != nil {
+		return fmt.Errorf("read response: %w", err)
+	}
+	if len(data) > maxHTTPResponse {
+		return fmt.Errorf("response over %d bytes", maxHTTPResponse)
+	}
+	if resp.StatusCode/100 != 2 {
+		snippet := strings.TrimSpace(string(data))
+		if len(snippet) > 200 {
+			snippet = snippet[:200] + "..."
+		}
+		return fmt.Errorf("%s: HTTP %d: %s", req.URL.Path, resp.StatusCode, snippet)
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%s: decode response: %w", req.URL.Path, err)
+	}
+	return nil
+}
+
+// checkVectors verifies the count and lengths and normalises.
+func checkVectors(vs [][]float32, n, dims int) error {
+	if len(vs) != n {
+		return fmt.Errorf("got %d vectors for %d texts", len(vs), n)
+	}
+	for i, v := range vs {
+		if len(v) == 0 {
+			return fmt.Errorf("vector %d is empty", i)
+		}
+		if dims > 0 && len(v) != dims {
+			return fmt.Errorf("vector %d has %d dimensions, want %d", i, len(v), dims)
+		}
+		if len(v) != len(vs[0]) {
+			return fmt.Errorf("vectors have different lengths (%d and %d)", len(vs[0]), len(v))
+		}
+		if err := normalize(v); err != nil {
+			return fmt.Errorf("vector %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// OpenAIEmbedder calls an OpenAI-compatible POST {base}/v1/embeddings
+// (OpenAI, vLLM, llama.cpp server, LM Studio, Ollama's /v1).
+type OpenAIEmbedder struct{ c HTTPConfig }
+
+// NewOpenAIEmbedder checks c and returns the client.
+func NewOpenAIEmbedder(c HTTPConfig) (*OpenAIEmbedder, error) {
+	c, err := c.check("openai embedder")
+	if err != nil {
+		return nil, err
+	}
+	return &OpenAIEmbedder{c: c}, nil
+}
+
+// Identity implements Embedder.
+func (e *OpenAIEmbedder) Identity() EmbedderIdentity {
+	return EmbedderIdentity{Name: "openai", Model: e.c.Model, Dims: e.c.Dims}
+}
+
+// Embed implements Embedder.
+func (e *OpenAIEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	var resp struct {
+		Data []struct {
+			Index     *int      `json:"index"`
+			Embedding []float32 `json:"embedding"`
+		} `json:"data"`
+	}
+	body := map[string]any{"model": e.c.Model, "input": texts, "encoding_format": "float"}
+	if err := e.c.post(ctx, "/v1/embeddings", body, &resp); err != nil {
+		return nil, fmt.Errorf("openai embeddings: %w", err)
+	}
+	if len(resp.Data) != len(texts) {
+		return nil, fmt.Errorf("openai embeddings: got %d vectors for %d texts", len(resp.Data), len(texts))
+	}
+	d := resp.Data
+	slices.SortStableFunc(d, func(a, b struct {
+		Index     *int      `json:"index"`
+		Embedding []float32 `json:"embedding"`
+	}) int {
+		return idx(a.Index) - idx(b.Index)
+	})
+	out := make([][]float32, len(d))
+	for i, x := range d {
+		if x.Index != nil && *x.Index != i {
+			return nil, fmt.Errorf("openai embeddings: indexes are not 0..%d", len(texts)-1)
+		}
+		out[i] = x.Embedding
+	}
+	if err := checkVectors(out, len(texts), e.c.Dims); err != nil {
+		return nil, fmt.Errorf("openai embeddings: %w", err)
+	}
+	return out, nil
+}
+
+func idx(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// OllamaEmbedder calls Ollama's native POST {base}/api/embed.
+type OllamaEmbedder struct{ c HTTPConfig }
+
+// NewOllamaEmbedder checks c and returns the client.
+func NewOllamaEmbedder(c HTTPConfig) (*OllamaEmbedder, error) {
+	c, err := c.check("ollama embedder")
+	if err != nil {
+		return nil, err
+	}
+	return &OllamaEmbedder{c: c}, nil
+}
+
+// Identity implements Embedder.
+func (e *OllamaEmbedder) Identity() EmbedderIdentity {
+	return EmbedderIdentity{Name: "ollama", Model: e.c.Model, Dims: e.c.Dims}
+}
+
+// Embed implements Embedder.
+func (e *OllamaEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	var resp struct {
+		Embeddings [][]float32 `json:"embeddings"`
+	}
+	if err := e.c.post(ctx, "/api/embed", map[string]any{"model": e.c.Model, "input": texts}, &resp); err != nil {
+		return nil, fmt.Errorf("ollama embed: %w", err)
+	}
+	if err := checkVectors(resp.Embeddings, len(texts), e.c.Dims); err != nil {
+		return nil, fmt.Errorf("ollama embed: %w", err)
+	}
+	return resp.Embeddings, nil
+}
+
+// EmbedderConfig selects and configures an embedder, as config names it.
+type EmbedderConfig struct {
+	Provider string // "lexical" (or ""), "openai", "ollama"
+	HTTPConfig
+}
+
+// NewEmbedder returns the embedder c names.
+func NewEmbedder(c EmbedderConfig) (Embedder, error) {
+	switch strings.ToLower(c.Provider) {
+	case "", lexicalName:
+		return NewLexicalEmbedder(), nil
+	case "openai":
+		return NewOpenAIEmbedder(c.HTTPConfig)
+	case "ollama":
+		return NewOllamaEmbedder(c.HTTPConfig)
+	}
+	return nil, fmt.Errorf(`memory: embedder provider %q: write "lexical", "openai" or "ollama"`, c.Provider)
+}
+
+// ---- verifier ----
+
+// Verifier decides gray-zone matches: are two requests to tool the same
+// request? An error means no verdict (a miss).
+type Verifier interface {
+	Same(ctx context.Context, tool, a, b string) (bool, error)
+}
+
+// ChatVerifier asks an OpenAI-compatible POST {base}/v1/chat/completions
+// model for a yes/no verdict.
+type ChatVerifier struct{ c HTTPConfig }
+
+// NewChatVerifier checks c and returns the client.
+func NewChatVerifier(c HTTPConfig) (*ChatVerifier, error) {
+	c, err := c.check("verifier")
+	if err != nil {
+		return nil, err
+	}
+	return &ChatVerifier{c: c}, nil
+}
+
+const verifierPrompt = `You decide whether two requests made to the tool %s ask for exactly the same thing, so that the answer to the first can be given for the second. Requests that differ in any number, date, version, name, identifier, environment, scope or negation are different. Answer with one word: yes or no.`
+
+// Same implements Verifier.
+func (v *ChatVerifier) Same(ctx context.Context, tool, a, b string) (bool, error) {
+	body := map[string]any{
+		"model": v.c.Model,
+		"messages": []map[string]string{
+			{"role": "system", "content": fmt.Sprintf(verifierPrompt, tool)},
+			{"role": "user", "content": "Request 1: " + strconv.Quote(a) + "\nRequest 2: " + strconv.Quote(b) + "\nSame request?"},
+		},
+		"temperature": 0,
+		"max_tokens":  3,
+	}
+	var resp struct {
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if err := v.c.post(ctx, "/v1/chat/completions", body, &resp); err != nil {
+		return false, fmt.Errorf("verifier: %w", err)
+	}
+	if len(resp.Choices) == 0 {
+		return false, errors.New("verifier: no choices in the answer")
+	}
+	ans := strings.ToLower(strings.TrimLeftFunc(resp.Choices[0].Message.Content, func(r rune) bool {
+		return !unicode.IsLetter(r)
+	}))
+	switch {
+	case strings.HasPrefix(ans, "yes"):
+		return true, nil
+	case strings.HasPrefix(ans, "no"):
+		return false, nil
+	}
+	return false, fmt.Errorf("verifier: answer %q is neither yes nor no", resp.Choices[0].Message.Content)
+}

@@ -1,0 +1,322 @@
+package memory
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Guard reports whether two free texts may be served for each other by
+// similarity: they must agree on every number, identifier, quoted string,
+// code, proper name and polarity word. Embedders score "deploy to staging"
+// and "deploy to production" as alike as two paraphrases, so no threshold
+// separates them; Guard does, before any similarity hit. When it refuses,
+// reason says which feature differs.
+//
+// What must agree (see doc.go for what it cannot catch):
+//   - numbers and tokens with digits ("42", "Q3", "v1.2" = "1.2", "PROJ-123",
+//     "2024-07-01"), number words up to twenty ("ten" = "10");
+//   - identifiers: snake_case, camelCase, dotted or hyphenated names,
+//     paths ("src/auth/login.go"), quoted strings, ALL-CAPS codes and
+//     capitalised names inside a sentence (the last two compared without
+//     case against the other text's words);
+//   - negation (not, no, never, without, none, n't ...);
+//   - polarity and selector words in classes: on/off, enable/disable,
+//     open/closed, allow/deny, add/remove, before/after,
+//     increase/decrease, max/min, include/exclude, up/down, asc/desc,
+//     first/last, public/private, read/write, success/failure, environment
+//     names (staging, production, dev, test, qa, local), months, weekdays,
+//     relative days and time units.
+func Guard(a, b string) (ok bool, reason string) {
+	fa, fb := guardFeatures(a), guardFeatures(b)
+	if d := symDiff(fa.exact, fb.exact); d != "" {
+		return false, "identifier or number differs: " + d
+	}
+	for _, f := range fa.loose {
+		if !fb.words[f] && !slices.Contains(fb.loose, f) {
+			return false, "name differs: " + f
+		}
+	}
+	for _, f := range fb.loose {
+		if !fa.words[f] && !slices.Contains(fa.loose, f) {
+			return false, "name differs: " + f
+		}
+	}
+	if d := symDiff(fa.polar, fb.polar); d != "" {
+		return false, "polarity differs: " + d
+	}
+	return true, ""
+}
+
+type features struct {
+	exact []string        // numbers, identifiers, paths, quoted strings: must be the same set
+	loose []string        // codes and names (lower-cased): must occur in the other text
+	polar []string        // "class:value" of polarity words: must be the same set
+	words map[string]bool // every lower-cased word
+}
+
+// symDiff returns a description of the first element in one sorted-unique
+// set and not the other, or "".
+func symDiff(a, b []string) string {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return fmt.Sprintf("%q only in the first", x)
+		}
+	}
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			return fmt.Sprintf("%q only in the second", x)
+		}
+	}
+	return ""
+}
+
+var numberWords = map[string]string{
+	"zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
+	"seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
+	"thirteen": "13", "fourteen": "14", "fifteen": "15", "sixteen": "16", "seventeen": "17",
+	"eighteen": "18", "nineteen": "19", "twenty": "20", "dozen": "12", "hundred": "100",
+	"thousand": "1000", "million": "1000000", "single": "1", "once": "1", "twice": "2",
+}
+
+// polarity maps a word to "class:value". Words of one class that mean the
+// same map to the same value, so "enable" and "turn on" agree.
+var polarity = func() map[string]string {
+	m := map[string]string{}
+	add := func(class, value string, ws ...string) {
+		for _, w := range ws {
+			m[w] = class + ":" + value
+		}
+	}
+	add("neg", "not", "not", "no", "never", "without", "none", "nor", "neither", "nothing", "cannot",
+		"isnt", "arent", "wasnt", "werent", "dont", "doesnt", "didnt", "cant", "wont", "shouldnt", "hasnt", "havent", "non")
+	add("switch", "on", "on", "enable", "enabled", "enabling", "activate", "activated", "start", "started", "starting")
+	add("switch", "off", "off", "disable", "disabled", "disabling", "deactivate", "deactivated", "stop", "stopped", "stopping")
+	add("state", "open", "open", "opened", "opening", "reopened", "unresolved", "active", "pending")
+	add("state", "closed", "closed", "close", "closing", "resolved", "fixed", "done", "merged", "completed", "finished", "inactive")
+	add("access", "allow", "allow", "allowed", "allowing", "permit", "permitted", "grant", "granted", "whitelist", "allowlist")
+	add("access", "deny", "deny", "denied", "denying", "block", "blocked", "forbid", "forbidden", "reject", "rejected", "revoke", "revoked", "blacklist", "denylist")
+	add("change", "add", "add", "added", "adding", "create", "created", "insert", "inserted")
+	add("change", "remove", "remove", "removed", "removing", "delete", "deleted", "deleting", "drop", "dropped")
+	add("age", "new", "new", "newly")
+	add("age", "old", "old", "stale", "legacy", "deprecated")
+	add("time", "before", "before", "prior", "earlier", "older", "until", "since")
+	add("time", "after", "after", "later", "newer", "following")
+	add("trend", "up", "increase", "increased", "increasing", "raise", "grow", "grew", "growing", "more", "higher", "above", "greater", "over", "up", "upgrade")
+	add("trend", "down", "decrease", "decreased", "decreasing", "lower", "reduce", "reduced", "shrink", "less", "fewer", "below", "under", "down", "downgrade")
+	add("extreme", "max", "max", "maximum", "most", "highest", "top", "peak", "best")
+	add("extreme", "min", "min", "minimum", "least", "lowest", "smallest", "bottom", "worst")
+	add("size", "large", "large", "larger", "largest", "big", "bigger", "huge", "long", "longer")
+	add("size", "small", "small", "smaller", "smallest", "tiny", "little", "short", "shorter")
+	add("speed", "fast", "fast", "faster", "fastest", "quick", "quickest")
+	add("speed", "slow", "slow", "slower", "slowest")
+	add("include", "in", "include", "included", "including")
+	add("include", "out", "exclude", "excluded", "excluding", "except")
+	add("order", "asc", "asc", "ascending", "oldest", "earliest", "first")
+	add("order", "desc", "desc", "descending", "newest", "latest", "last", "recent")
+	add("visibility", "public", "public", "external", "exported")
+	add("visibility", "private", "private", "internal", "unexported", "hidden", "secret")
+	add("mode", "read", "read", "reads", "reading", "readonly")
+	add("mode", "write", "write", "writes", "writing", "writable", "readwrite")
+	add("outcome", "ok", "success", "successful", "succeeded", "passing", "passed", "pass", "green", "healthy", "valid", "true", "yes")
+	add("outcome", "fail", "failure", "failed", "failing", "fail", "error", "errors", "red", "broken", "unhealthy", "invalid", "false", "crash", "crashed", "crashes")
+	add("env", "production", "production", "prod", "prd", "live")
+	add("env", "staging", "staging", "stage", "stg", "preprod", "uat")
+	add("env", "dev", "dev", "development", "develop")
+	add("env", "test", "test", "testing", "qa", "sandbox")
+	add("env", "local", "local", "localhost")
+	add("rel", "today", "today", "tonight", "now", "current", "currently")
+	add("rel", "yesterday", "yesterday")
+	add("rel", "tomorrow", "tomorrow")
+	add("rel", "previous", "previous", "prev", "past")
+	add("rel", "next", "next", "upcoming", "future")
+	for _, u := range []string{"second", "minute", "hour", "day", "week", "month", "quarter", "year", "sprint", "release"} {
+		add("unit", u, u, u+"s", u+"ly")
+	}
+	add("unit", "day", "daily")
+	for _, mo := range []string{"january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"} {
+		add("month", mo, mo)
+		if mo != "may" && mo != "june" && mo != "july" {
+			add("month", mo, mo[:3])
+		}
+	}
+	add("month", "september", "sept")
+	for _, d := range []string{"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"} {
+		add("weekday", d, d, d[:3])
+	}
+	add("weekday", "weekend", "weekend", "weekends")
+	return m
+}()
+
+// switchVerbs are the words after which "on" means switched on.
+var switchVerbs = map[string]bool{"turn": true, "turned": true, "turning": true, "switch": true, "switched": true,
+	"toggle": true, "toggled": true, "flip": true, "flipped": true, "set": true, "power": true, "flag": true, "feature": true, "is": true, "are": true, "was": true, "were": true, "be": true, "it": true, "them": true}
+
+// guardFeatures extracts what Guard compares.
+func guardFeatures(s string) features {
+	f := features{words: map[string]bool{}}
+	exact := map[string]bool{}
+	loose := map[string]bool{}
+	polar := map[string]bool{}
+
+	// Quoted strings are compared verbatim.
+	s = extractQuoted(s, exact)
+
+	raw := strings.Fields(s)
+	sentenceStart := true
+	var prevWord string
+	for _, tok := range raw {
+		t := strings.TrimFunc(tok, func(r rune) bool {
+			return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '/' && r != '_' && r != '~' && r != '$'
+		})
+		endsSentence := strings.ContainsAny(tok[max(len(tok)-1, 0):], ".!?:;")
+		if t == "" {
+			sentenceStart = sentenceStart || endsSentence
+			continue
+		}
+		lower := strings.ToLower(t)
+		hasDigit := strings.IndexFunc(t, unicode.IsDigit) >= 0
+		switch {
+		case hasDigit:
+			exact[normNumber(lower)] = true
+		case strings.ContainsAny(t, "/\\_~$"):
+			exact[t] = true
+		case isDotted(t):
+			exact[lower] = true
+		case isCamel(t):
+			exact[t] = true
+		case isAllCaps(t), !sentenceStart && startsUpper(t):
+			for _, w := range words(lower) {
+				loose[stem(w)] = true
+			}
+		}
+		if strings.Contains(t, "-") && !hasDigit {
+			// "auth-service": compared whole; its parts are words too.
+			exact[lower] = true
+		}
+		for _, w := range words(strings.ReplaceAll(lower, "'", "")) {
+			f.words[w] = true
+			f.words[stem(w)] = true
+			if n, ok := numberWords[w]; ok {
+				exact[n] = true
+				continue
+			}
+			p, ok := polarity[w]
+			if !ok {
+				p, ok = polarity[stem(w)]
+			}
+			if ok {
+				// "on" is a switch in "turn on", a preposition in "bugs on the login page".
+				if w == "on" && !switchVerbs[prevWord] {
+					ok = false
+				}
+			}
+			if ok {
+				polar[p] = true
+			}
+			prevWord = w
+		}
+		// Contractions: "don't", "isn’t".
+		if strings.HasSuffix(lower, "n't") || strings.HasSuffix(lower, "n’t") {
+			polar["neg:not"] = true
+		}
+		sentenceStart = endsSentence
+	}
+	f.exact = sortedKeys(exact)
+	f.loose = sortedKeys(loose)
+	f.polar = sortedKeys(polar)
+	for _, l := range f.loose {
+		f.words[l] = true
+	}
+	return f
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// extractQuoted records the contents of "...", “...”, `...` and '...'
+// (the last only when the quotes are not apostrophes inside words) and
+// returns s with them replaced by spaces.
+func extractQuoted(s string, into map[string]bool) string {
+	pairs := [][2]rune{{'"', '"'}, {'“', '”'}, {'`', '`'}, {'\'', '\''}, {'‘', '’'}}
+	rs := []rune(s)
+	for _, p := range pairs {
+		for i := 0; i < len(rs); i++ {
+			if rs[i] != p[0] {
+				continue
+			}
+			if p[0] == '\'' && i > 0 && (unicode.IsLetter(rs[i-1]) || unicode.IsDigit(rs[i-1])) {
+				continue
+			}
+			j := i + 1
+			for j < len(rs) && rs[j] != p[1] {
+				j++
+			}
+			if j >= len(rs) {
+				break
+			}
+			if p[1] == '\'' && j+1 < len(rs) && unicode.IsLetter(rs[j+1]) {
+				continue // an apostrophe, not a closing quote
+			}
+			into["\""+string(rs[i+1:j])+"\""] = true
+			for k := i; k <= j; k++ {
+				rs[k] = ' '
+			}
+			i = j
+		}
+	}
+	return string(rs)
+}
+
+// normNumber makes "v1.2" and "1.2" alike and drops thousands separators.
+func normNumber(s string) string {
+	if len(s) > 1 && s[0] == 'v' && s[1] >= '0' && s[1] <= '9' {
+		s = s[1:]
+	}
+	if strings.Count(s, ",") > 0 && strings.Trim(s, "0123456789,") == "" {
+		s = strings.ReplaceAll(s, ",", "")
+	}
+	return s
+}
+
+func isDotted(t string) bool {
+	i := strings.IndexByte(t, '.')
+	return i > 0 && i < len(t)-1
+}
+
+func isCamel(t string) bool {
+	prevLower := false
+	for _, r := range t {
+		if unicode.IsUpper(r) && prevLower {
+			return true
+		}
+		prevLower = unicode.IsLower(r)
+	}
+	return false
+}
+
+func isAllCaps(t string) bool {
+	n := 0
+	for _, r := range t {
+		if unicode.IsLower(r) {
+			return false
+		}
+		if unicode.IsUpper(r) {
+			n++
+		}
+	}
+	return n >= 2
+}
+
+func startsUpper(t string) bool {
+	r, _ := utf8.DecodeRuneInString(t)
+	return unicode.IsUpper(r)
+}

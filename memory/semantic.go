@@ -1,0 +1,422 @@
+package memory
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite/vec" // registers vec0 on every connection
+)
+
+// StatusSemanticHit is the cache status of an answer served for a
+// paraphrase: _meta["nexus/cache"] = {"status": "semantic_hit",
+// "similarity": 0.93, "matched": "<the stored free text>", "age_ms": N},
+// plus "verified": true when a Verifier accepted a gray-zone match.
+const StatusSemanticHit = "semantic_hit"
+
+// DefaultTextFields are the argument names taken as free text when config
+// does not name a tool's fields: string properties of the input schema
+// with one of these names (any case) and no enum, const, format or pattern.
+var DefaultTextFields = []string{"query", "q", "question", "search", "text", "prompt"}
+
+// MaxSemanticText is the longest free text (in bytes, all fields
+// together) compared by similarity; longer arguments are documents, not
+// questions, and get exact hits only.
+const MaxSemanticText = 2000
+
+// semanticCandidates is how many nearest neighbours are examined: the
+// nearest may fail the guard ("deploy to staging" next to "deploy to
+// production") while the next one is the right answer.
+const semanticCandidates = 8
+
+// embedBackoff is how long similarity is skipped after an embedder or
+// verifier failure, so an outage costs one timeout, not one per call.
+const embedBackoff = 30 * time.Second
+
+// schemaFields caches the default free-text fields of one tool's schema.
+type schemaFields struct {
+	mu     sync.RWMutex
+	byTool map[string]toolFields
+}
+
+type toolFields struct {
+	schema string
+	fields []string
+}
+
+// get returns the default free-text fields of t, computing them once per
+// schema.
+func (s *schemaFields) get(t Tool) []string {
+	s.mu.RLock()
+	tf, ok := s.byTool[t.Name]
+	s.mu.RUnlock()
+	if ok && tf.schema == string(t.InputSchema) {
+		return tf.fields
+	}
+	fields := DefaultFreeTextFields(t.InputSchema)
+	s.mu.Lock()
+	if s.byTool == nil {
+		s.byTool = make(map[string]toolFields)
+	}
+	s.byTool[t.Name] = toolFields{schema: string(t.InputSchema), fields: fields}
+	s.mu.Unlock()
+	return fields
+}
+
+// DefaultFreeTextFields returns, sorted, the top-level properties of a
+// JSON Schema that memory compares by similarity unless config says
+// otherwise: named like DefaultTextFields, typed string, with no enum,
+// const, format or pattern (those are values, not prose).
+func DefaultFreeTextFields(schema json.RawMessage) []string {
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if len(schema) == 0 || json.Unmarshal(schema, &s) != nil {
+		return nil
+	}
+	var out []string
+	for name, raw := range s.Properties {
+		if !slices.Contains(DefaultTextFields, strings.ToLower(name)) {
+			continue
+		}
+		var p map[string]json.RawMessage
+		if json.Unmarshal(raw, &p) != nil {
+			continue
+		}
+		if _, ok := p["enum"]; ok {
+			continue
+		}
+		if _, ok := p["const"]; ok {
+			continue
+		}
+		if _, ok := p["format"]; ok {
+			continue
+		}
+		if _, ok := p["pattern"]; ok {
+			continue
+		}
+		if !typeIsString(p["type"]) {
+			continue
+		}
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func typeIsString(raw json.RawMessage) bool {
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return one == "string"
+	}
+	var many []string
+	if json.Unmarshal(raw, &many) == nil {
+		return slices.Contains(many, "string")
+	}
+	return false
+}
+
+// textFields returns the free-text fields of t under r, or nil.
+func (m *Memory) textFields(r *rules, t Tool) []string {
+	if r.s.SemanticOff {
+		return nil
+	}
+	if fields, ok := lookup(r.s.Semantic, t); ok {
+		return fields
+	}
+	return m.fields.get(t)
+}
+
+// semCall is the similarity side of one call.
+type semCall struct {
+	text   string // the free text as embedded and stored ("field: text" lines when several)
+	bucket []byte // sha256 of tool, scope, the other arguments and the text fields present
+	emb    EmbedderIdentity
+	part   int64     // vec0 partition: hash of embedder identity and bucket
+	vec    []float32 // unit length; nil when embedding failed
+}
+
+// prepareSemantic splits c's arguments into free text and the rest. It
+// returns nil when the tool has no free text in this call.
+func (m *Memory) prepareSemantic(c *call) *semCall {
+	fields := m.textFields(c.r, c.t)
+	if len(fields) == 0 {
+		return nil
+	}
+	var args map[string]json.RawMessage
+	if json.Unmarshal(c.args, &args) != nil {
+		return nil // not an object: exact only
+	}
+	var present, texts []string
+	for _, f := range fields {
+		raw, ok := args[f]
+		if !ok {
+			continue
+		}
+		var s string
+		if json.Unmarshal(raw, &s) != nil || strings.TrimSpace(s) == "" {
+			continue // not a string: compared exactly with the rest
+		}
+		present = append(present, f)
+		texts = append(texts, s)
+		delete(args, f)
+	}
+	if len(present) == 0 {
+		return nil
+	}
+	rest, err := json.Marshal(args) // keys sorted, values already canonical
+	if err != nil {
+		return nil
+	}
+	text := texts[0]
+	if len(present) > 1 {
+		var b strings.Builder
+		for i, f := range present {
+			if i > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(f + ": " + texts[i])
+		}
+		text = b.String()
+	}
+	if len(text) > MaxSemanticText {
+		return nil
+	}
+	h := sha256.New()
+	h.Write([]byte("nexus-bucket-v1\x00" + c.t.Name + "\x00" + c.scope + "\x00"))
+	h.Write(rest)
+	h.Write([]byte("\x00" + strings.Join(present, "\x00")))
+	return &semCall{text: text, bucket: h.Sum(nil)}
+}
+
+// partition is the vec0 partition key of a bucket for one embedder.
+func partition(embedderID string, dims int, bucket []byte) int64 {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%d\x00", embedderID, dims)
+	h.Write(bucket)
+	return int64(binary.BigEndian.Uint64(h.Sum(nil)[:8]))
+}
+
+// embed fills sc.vec, or leaves it nil when the embedder fails (logged,
+// counted, and similarity is skipped for embedBackoff).
+func (m *Memory) embed(ctx context.Context, c *call, sc *semCall) {
+	if time.Now().UnixNano() < m.embedBlockedUntil.Load() {
+		return
+	}
+	id := m.emb.Identity()
+	vs, err := m.emb.Embed(ctx, []string{sc.text})
+	if err == nil {
+		err = checkVectors(vs, 1, id.Dims)
+	}
+	if err == nil && (len(vs[0]) > maxDims) {
+		err = fmt.Errorf("%d dimensions: at most %d are supported", len(vs[0]), maxDims)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return // the caller left; not the embedder's fault
+		}
+		m.embedBlockedUntil.Store(time.Now().Add(embedBackoff).UnixNano())
+		m.pend.count(c.t, func(k *counters) { k.embedFailures++ })
+		m.warn("embed", "memory: embedder failed; exact hits only for a while", "embedder", id.ID(), "tool", c.t.Name, "err", err)
+		return
+	}
+	sc.emb = id
+	sc.vec = vs[0]
+	sc.part = partition(id.ID(), len(sc.vec), sc.bucket)
+}
+
+// maxDims bounds vector lengths (and the vec0 table names they make).
+const maxDims = 16384
+
+// semHit is a neighbour served for a paraphrase.
+type semHit struct {
+	e          entry
+	similarity float64
+	matched    string
+	verified   bool
+}
+
+// candidate is a stored neighbour.
+type candidate struct {
+	entry
+	similarity float64
+	text       string
+}
+
+// semanticHit looks for a neighbour of sc that may be served for c.
+func (m *Memory) semanticHit(ctx context.Context, c *call, sc *semCall) (semHit, bool, error) {
+	cands, err := m.st.neighbours(ctx, sc, semanticCandidates)
+	if err != nil || len(cands) == 0 {
+		return semHit{}, false, err
+	}
+	th := m.thresholds
+	if th == nil {
+		d := DefaultThresholds(sc.emb)
+		th = &d
+	}
+	now := m.now().UnixMilli()
+	verified := false
+	for _, cd := range cands {
+		if cd.similarity < th.Verify {
+			break
+		}
+		if !c.ttl.Never && now >= cd.createdAt+c.ttl.D.Milliseconds() {
+			continue
+		}
+		if ok, reason := Guard(sc.text, cd.text); !ok {
+			m.pend.count(c.t, func(k *counters) { k.guardRejections++ })
+			m.log.Debug("memory: similar call not served: guard", "tool", c.t.Name,
+				"similarity", cd.similarity, "reason", reason)
+			continue
+		}
+		if cd.similarity >= th.Serve {
+			return semHit{e: cd.entry, similarity: cd.similarity, matched: cd.text}, true, nil
+		}
+		// Gray zone: ask the verifier once per call.
+		if m.ver == nil || verified || time.Now().UnixNano() < m.verifyBlockedUntil.Load() {
+			m.pend.count(c.t, func(k *counters) { k.grayUnverified++ })
+			continue
+		}
+		verified = true
+		same, err := m.ver.Same(ctx, c.t.Name, cd.text, sc.text)
+		if err != nil {
+			if ctx.Err() != nil {
+				return semHit{}, false, nil
+			}
+			m.verifyBlockedUntil.Store(time.Now().Add(embedBackoff).UnixNano())
+			m.pend.count(c.t, func(k *counters) { k.grayUnverified++ })
+			m.warn("verify", "memory: verifier failed; gray-zone matches are misses for a while", "tool", c.t.Name, "err", err)
+			continue
+		}
+		if same {
+			m.pend.count(c.t, func(k *counters) { k.grayAccepted++ })
+			return semHit{e: cd.entry, similarity: cd.similarity, matched: cd.text, verified: true}, true, nil
+		}
+		m.pend.count(c.t, func(k *counters) { k.grayRejected++ })
+	}
+	return semHit{}, false, nil
+}
+
+// warn logs like stepAside: loud at most every 30 seconds per op.
+func (m *Memory) warn(op, msg string, args ...any) {
+	now := time.Now()
+	m.logMu.Lock()
+	last, seen := m.lastLog[op]
+	loud := !seen || now.Sub(last) >= 30*time.Second
+	if loud {
+		m.lastLog[op] = now
+	}
+	m.logMu.Unlock()
+	if loud {
+		m.log.Warn(msg, args...)
+	} else {
+		m.log.Debug(msg, args...)
+	}
+}
+
+// vecTable is the vec0 table holding vectors of dims dimensions.
+func vecTable(dims int) string { return fmt.Sprintf("vec_f%d", dims) }
+
+// vecBlob encodes v as sqlite-vec's float32 blob (little endian).
+func vecBlob(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	}
+	return b
+}
+
+// ensureVecTable creates, once per database, the vec0 table for dims and
+// the triggers that drop a vector with its entry (deleted, evicted,
+// invalidated, expired) or when the entry is replaced.
+func (s *store) ensureVecTable(ctx context.Context, tx *sql.Tx, dims int) error {
+	if _, ok := s.vecTables.Load(dims); ok {
+		return nil
+	}
+	t := vecTable(dims)
+	for _, q := range []string{
+		fmt.Sprintf(`CREATE VIRTUAL TABLE IF NOT EXISTS %s USING vec0(
+			part INTEGER PARTITION KEY, embedding float[%d] distance_metric=cosine)`, t, dims),
+		fmt.Sprintf(`CREATE TRIGGER IF NOT EXISTS %[1]s_ad AFTER DELETE ON entries WHEN OLD.vec_dims = %[2]d
+			BEGIN DELETE FROM %[1]s WHERE rowid = OLD.id; END`, t, dims),
+		fmt.Sprintf(`CREATE TRIGGER IF NOT EXISTS %[1]s_au AFTER UPDATE OF result ON entries WHEN OLD.vec_dims = %[2]d
+			BEGIN DELETE FROM %[1]s WHERE rowid = OLD.id; END`, t, dims),
+	} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("create vector table: %w", err)
+		}
+	}
+	// Known only once committed; a rolled-back creation is redone (IF NOT EXISTS).
+	return nil
+}
+
+// storeVector writes sc's vector for entry id (whose row already names
+// its bucket, embedder and dims).
+func (s *store) storeVector(ctx context.Context, tx *sql.Tx, id int64, sc *semCall) error {
+	if err := s.ensureVecTable(ctx, tx, len(sc.vec)); err != nil {
+		return err
+	}
+	t := vecTable(len(sc.vec))
+	if _, err := tx.ExecContext(ctx, `DELETE FROM `+t+` WHERE rowid = ?`, id); err != nil {
+		return fmt.Errorf("store vector: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO `+t+` (rowid, part, embedding) VALUES (?, ?, ?)`,
+		id, sc.part, vecBlob(sc.vec)); err != nil {
+		return fmt.Errorf("store vector: %w", err)
+	}
+	return nil
+}
+
+// neighbours returns up to k stored entries nearest to sc.vec in its
+// bucket, made by the same embedder, most similar first.
+func (s *store) neighbours(ctx context.Context, sc *semCall, k int) ([]candidate, error) {
+	dims := len(sc.vec)
+	if _, ok := s.vecTables.Load(dims); !ok {
+		var n int
+		err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE name = ?`, vecTable(dims)).Scan(&n)
+		if err != nil {
+			return nil, fmt.Errorf("find vector table: %w", err)
+		}
+		if n == 0 {
+			return nil, nil // nothing of this embedder's size stored yet
+		}
+		s.vecTables.Store(dims, true)
+	}
+	rows, err := s.db.QueryContext(ctx, fmt.Sprintf(`
+		WITH knn AS (
+			SELECT rowid AS id, distance FROM %s
+			WHERE embedding MATCH ?1 AND k = ?2 AND part = ?3)
+		SELECT e.id, knn.distance, e.result, e.created_at, e.duration_ms, e.free_text
+		FROM knn JOIN entries AS e ON e.id = knn.id
+		WHERE e.bucket = ?4 AND e.embedder = ?5 AND e.vec_dims = ?6
+		ORDER BY knn.distance`, vecTable(dims)),
+		vecBlob(sc.vec), k, sc.part, sc.bucket, sc.emb.ID(), dims)
+	if err != nil {
+		return nil, fmt.Errorf("nearest neighbours: %w", err)
+	}
+	defer rows.Close()
+	var out []candidate
+	for rows.Next() {
+		var (
+			cd   candidate
+			dist float64
+		)
+		if err := rows.Scan(&cd.id, &dist, &cd.result, &cd.createdAt, &cd.durationMS, &cd.text); err != nil {
+			return nil, fmt.Errorf("nearest neighbours: %w", err)
+		}
+		cd.similarity = 1 - dist
+		out = append(out, cd)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("nearest neighbours: %w", err)
+	}
+	return out, nil
+}

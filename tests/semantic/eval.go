@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+
+	"github.com/nexus-mcp/nexus/memory"
+)
+
+// Set is tests/semantic/pairs.json.
+type Set struct {
+	Tools []struct {
+		Name        string          `json:"name"`
+		InputSchema json.RawMessage `json:"inputSchema"`
+	} `json:"tools"`
+	Paraphrases []Pair `json:"paraphrases"`
+	NearMisses  []Pair `json:"near_misses"`
+}
+
+// Pair is two calls of one tool: the first is stored, the second asked.
+type Pair struct {
+	Tool   string          `json:"tool"`
+	First  json.RawMessage `json:"first"`
+	Second json.RawMessage `json:"second"`
+	Why    string          `json:"why,omitempty"`
+}
+
+// LoadSet reads the evaluation set.
+func LoadSet(path string) (*Set, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s Set
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &s, nil
+}
+
+func (s *Set) tool(name string) memory.Tool {
+	t := memory.Tool{Name: name, Server: name[:bytes.IndexByte([]byte(name), '.')], Annotated: true, ReadOnly: true}
+	for _, x := range s.Tools {
+		if x.Name == name {
+			t.InputSchema = x.InputSchema
+		}
+	}
+	return t
+}
+
+// scored is one pair with its similarity.
+type scored struct {
+	Pair
+	a, b       string  // free texts
+	sameBucket bool    // the non-text arguments agree
+	sim        float64 // cosine of the two texts' vectors
+	guardOK    bool
+	reason     string
+}
+
+// split returns the free text (fields joined as memory joins them) and
+// the canonical JSON of the other arguments.
+func split(fields []string, args json.RawMessage) (string, string, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(args, &m); err != nil {
+		return "", "", err
+	}
+	var present, texts []string
+	for _, f := range fields {
+		var s string
+		if raw, ok := m[f]; ok && json.Unmarshal(raw, &s) == nil && s != "" {
+			present = append(present, f)
+			texts = append(texts, s)
+			delete(m, f)
+		}
+	}
+	rest, _ := json.Marshal(m)
+	canon, err := memory.CanonicalJSON(rest)
+	if err != nil {
+		return "", "", err
+	}
+	text := ""
+	if len(texts) == 1 {
+		text = texts[0]
+	} else {
+		for i, f := range present {
+			if i > 0 {
+				text += "\n"
+			}
+			text += f + ": " + texts[i]
+		}
+	}
+	return text, string(canon) + fmt.Sprint(present), nil
+}
+
+func (s *Set) score(ctx context.Context, e memory.Embedder, pairs []Pair) ([]scored, error) {
+	out := make([]scored, len(pairs))
+	var texts []string
+	for i, p := range pairs {
+		fields := memory.DefaultFreeTextFields(s.tool(p.Tool).InputSchema)
+		a, ra, err := split(fields, p.First)
+		if err != nil {
+			return nil, err
+		}
+		b, rb, err := split(fields, p.Second)
+		if err != nil {
+			return nil, err
+		}
+		ok, reason := memory.Guard(a, b)
+		out[i] = scored{Pair: p, a: a, b: b, sameBucket: ra == rb, guardOK: ok, reason: reason}
+		texts = append(texts, a, b)
+	}
+	vs, err := e.Embed(ctx, texts)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].sim = memory.Cosine(vs[2*i], vs[2*i+1])
+	}
+	return out, nil
+}
+
+// Report is the evaluation of one embedder at one pair of thresholds.
+type Report struct {
+	Embedder   string
+	Thresholds memory.Thresholds
+	Para, Near int
+
+	// Scores only (no database): hits at Serve, and gray-zone pairs.
+	RecallNoGuard, RecallGuard int // paraphrases served
+	FalseNoGuard, FalseGuard   int // near-misses served
+	GrayPara, GrayNear         int // in [Verify, Serve) with the guard passing: a verifier decides
+
+	// End to end through memory.Memory.Call (guard on, no verifier).
+	E2ERecall, E2EFalse int
+
+	para, near []scored
+}
+
+// Evaluate scores the set with e and replays it through Memory.Call.
+func Evaluate(ctx context.Context, s *Set, e memory.Embedder, th memory.Thresholds, dir string) (*Report, error) {
+	r := &Report{Embedder: e.Identity().ID(), Thresholds: th, Para: len(s.Paraphrases), Near: len(s.NearMisses)}
+	var err error
+	if r.para, err = s.score(ctx, e, s.Paraphrases); err != nil {
+		return nil, err
+	}
+	if r.near, err = s.score(ctx, e, s.NearMisses); err != nil {
+		return nil, err
+	}
+	r.RecallNoGuard, r.RecallGuard, r.GrayPara = count(r.para, th)
+	r.FalseNoGuard, r.FalseGuard, r.GrayNear = count(r.near, th)
+
+	m, err := memory.Open(ctx, memory.Options{Path: filepath.Join(dir, "eval.db"), Embedder: e, Thresholds: &th})
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	if err := m.Err(); err != nil {
+		return nil, err
+	}
+	m.SetSettings(memory.Settings{TTL: map[string]memory.TTL{"*": {Never: true}}})
+	replay := func(pairs []Pair) (int, error) {
+		served := 0
+		for _, p := range pairs {
+			if _, err := m.Clear(ctx, "", ""); err != nil {
+				return 0, err
+			}
+			t := s.tool(p.Tool)
+			var calls atomic.Int64
+			fwd := func(context.Context) (json.RawMessage, error) {
+				calls.Add(1)
+				return json.RawMessage(`{"content":[{"type":"text","text":"answer"}]}`), nil
+			}
+			if _, err := m.Call(ctx, "", t, p.First, fwd); err != nil {
+				return 0, err
+			}
+			res, err := m.Call(ctx, "", t, p.Second, fwd)
+			if err != nil {
+				return 0, err
+			}
+			st, _, _ := memory.CacheStatus(res)
+			if calls.Load() == 1 && st == memory.StatusSemanticHit {
+				served++
+			}
+		}
+		return served, nil
+	}
+	if r.E2ERecall, err = replay(s.Paraphrases); err != nil {
+		return nil, err
+	}
+	if r.E2EFalse, err = replay(s.NearMisses); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func count(ps []scored, th memory.Thresholds) (noGuard, guard, gray int) {
+	for _, p := range ps {
+		if !p.sameBucket {
+			continue
+		}
+		if p.sim >= th.Serve {
+			noGuard++
+			if p.guardOK {
+				guard++
+			}
+		} else if p.sim >= th.Verify && p.guardOK {
+			gray++
+		}
+	}
+	return
+}
+
+// Print writes the report as text to paste into an issue note.
+func (r *Report) Print(w *bytes.Buffer, verbose bool) {
+	pct := func(n, d int) string { return fmt.Sprintf("%d/%d (%.1f%%)", n, d, 100*float64(n)/float64(max(d, 1))) }
+	fmt.Fprintf(w, "embedder %s, serve >= %.2f, gray zone [%.2f, %.2f)\n", r.Embedder, r.Thresholds.Serve, r.Thresholds.Verify, r.Thresholds.Serve)
+	fmt.Fprintf(w, "  paraphrase recall     with guard %-18s without guard %s\n", pct(r.RecallGuard, r.Para), pct(r.RecallNoGuard, r.Para))
+	fmt.Fprintf(w, "  near-miss false hits  with guard %-18s without guard %s\n", pct(r.FalseGuard, r.Near), pct(r.FalseNoGuard, r.Near))
+	fmt.Fprintf(w, "  gray zone (guard passed, verifier would decide): %d paraphrases, %d near-misses\n", r.GrayPara, r.GrayNear)
+	fmt.Fprintf(w, "  end to end through Memory.Call (guard on, no verifier): recall %s, false hits %s\n", pct(r.E2ERecall, r.Para), pct(r.E2EFalse, r.Near))
+	fmt.Fprintf(w, "  sweep (serve threshold: recall guard/no guard, false hits guard/no guard):\n")
+	for t := 0.40; t < 0.975; t += 0.05 {
+		th := memory.Thresholds{Serve: t, Verify: t}
+		_, rg, _ := count(r.para, th)
+		rn, _, _ := count(r.para, th)
+		fn, fg, _ := count(r.near, th)
+		fmt.Fprintf(w, "    %.2f: recall %2d/%2d  %2d/%2d   false %2d/%2d  %2d/%2d\n", t, rg, r.Para, rn, r.Para, fg, r.Near, fn, r.Near)
+	}
+	if !verbose {
+		return
+	}
+	list := func(title string, ps []scored) {
+		fmt.Fprintf(w, "  %s:\n", title)
+		ps = slices.Clone(ps)
+		slices.SortFunc(ps, func(a, b scored) int {
+			switch {
+			case a.sim > b.sim:
+				return -1
+			case a.sim < b.sim:
+				return 1
+			}
+			return 0
+		})
+		for _, p := range ps {
+			g := "guard ok"
+			if !p.guardOK {
+				g = "guard: " + p.reason
+			}
+			if !p.sameBucket {
+				g = "other bucket"
+			}
+			fmt.Fprintf(w, "    %.3f  %q / %q  [%s] %s\n", p.sim, p.a, p.b, g, p.Why)
+		}
+	}
+	list("paraphrases", r.para)
+	list("near-misses", r.near)
+}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/nexus-mcp/nexus/memory"
+)
+
+// Measured with the lexical embedder at its default thresholds (serve
+// 0.85): 37/48 paraphrases served, 0/51 near-misses. The floor leaves a
+// margin of two pairs.
+const minLexicalRecall = 35
+
+func TestLexicalEvaluation(t *testing.T) {
+	set, err := LoadSet("pairs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Paraphrases) < 40 || len(set.NearMisses) < 40 {
+		t.Fatalf("set too small: %d paraphrases, %d near-misses", len(set.Paraphrases), len(set.NearMisses))
+	}
+	e := memory.NewLexicalEmbedder()
+	r, err := Evaluate(context.Background(), set, e, memory.DefaultThresholds(e.Identity()), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	r.Print(&b, testing.Verbose())
+	t.Log("\n" + b.String())
+	if r.FalseGuard != 0 || r.E2EFalse != 0 {
+		t.Errorf("near-misses served: %d by score+guard, %d end to end", r.FalseGuard, r.E2EFalse)
+	}
+	if r.RecallGuard < minLexicalRecall || r.E2ERecall < minLexicalRecall {
+		t.Errorf("paraphrase recall %d (end to end %d), want >= %d", r.RecallGuard, r.E2ERecall, minLexicalRecall)
+	}
+}

@@ -1,0 +1,92 @@
+// Command semantic evaluates memory's similarity hits on pairs.json:
+// paraphrase recall and near-miss false hits, with and without the guard,
+// for each embedder available (the offline lexical one always; the HTTP
+// ones when a base URL is given).
+//
+//	go run ./tests/semantic [-v] [-openai-url URL -openai-model M] [-ollama-url URL -ollama-model M]
+//
+// The key for -openai-url comes from $OPENAI_API_KEY (or -openai-key).
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/nexus-mcp/nexus/memory"
+)
+
+func main() {
+	_, here, _, _ := runtime.Caller(0)
+	var (
+		pairs       = flag.String("pairs", filepath.Join(filepath.Dir(here), "pairs.json"), "evaluation set")
+		verbose     = flag.Bool("v", false, "list every pair with its similarity and guard verdict")
+		serve       = flag.Float64("serve", 0, "serve threshold (0: the embedder's default)")
+		verify      = flag.Float64("verify", 0, "verify threshold (0: the embedder's default)")
+		openaiURL   = flag.String("openai-url", os.Getenv("NEXUS_EVAL_OPENAI_URL"), "OpenAI-compatible base URL")
+		openaiModel = flag.String("openai-model", envOr("NEXUS_EVAL_OPENAI_MODEL", "text-embedding-3-small"), "embedding model")
+		openaiKey   = flag.String("openai-key", os.Getenv("OPENAI_API_KEY"), "API key")
+		ollamaURL   = flag.String("ollama-url", os.Getenv("NEXUS_EVAL_OLLAMA_URL"), "Ollama base URL")
+		ollamaModel = flag.String("ollama-model", envOr("NEXUS_EVAL_OLLAMA_MODEL", "nomic-embed-text"), "Ollama embedding model")
+	)
+	flag.Parse()
+	set, err := LoadSet(*pairs)
+	if err != nil {
+		fail(err)
+	}
+	embedders := []memory.Embedder{memory.NewLexicalEmbedder()}
+	if *openaiURL != "" {
+		e, err := memory.NewOpenAIEmbedder(memory.HTTPConfig{BaseURL: *openaiURL, Model: *openaiModel, APIKey: *openaiKey, Timeout: 30e9})
+		if err != nil {
+			fail(err)
+		}
+		embedders = append(embedders, e)
+	}
+	if *ollamaURL != "" {
+		e, err := memory.NewOllamaEmbedder(memory.HTTPConfig{BaseURL: *ollamaURL, Model: *ollamaModel, Timeout: 60e9})
+		if err != nil {
+			fail(err)
+		}
+		embedders = append(embedders, e)
+	}
+	dir, err := os.MkdirTemp("", "nexus-semantic-eval")
+	if err != nil {
+		fail(err)
+	}
+	defer os.RemoveAll(dir)
+	fmt.Printf("evaluation set %s: %d paraphrase pairs, %d near-miss pairs\n\n", *pairs, len(set.Paraphrases), len(set.NearMisses))
+	for i, e := range embedders {
+		th := memory.DefaultThresholds(e.Identity())
+		if *serve > 0 {
+			th.Serve = *serve
+		}
+		if *verify > 0 {
+			th.Verify = *verify
+		}
+		th.Verify = min(th.Verify, th.Serve)
+		r, err := Evaluate(context.Background(), set, e, th, filepath.Join(dir, fmt.Sprint(i)))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", e.Identity().ID(), err)
+			continue
+		}
+		var b bytes.Buffer
+		r.Print(&b, *verbose)
+		fmt.Println(b.String())
+	}
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(1)
+}

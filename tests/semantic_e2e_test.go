@@ -1,0 +1,98 @@
+package tests
+
+import (
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// docKGHome runs the sample doc-kg as a child, counting the calls it receives.
+func docKGHome(t *testing.T, memory map[string]any) (*home, func() int) {
+	t.Helper()
+	h := newHome(t, nil)
+	calls := filepath.Join(h.dir, "doc-kg.calls")
+	cfg := map[string]any{"servers": map[string]any{"doc-kg": map[string]any{
+		"command": built.nexus, "args": []string{"sample-server", "doc-kg"},
+		"env": map[string]string{"NEXUS_SAMPLE_CALL_LOG": calls},
+	}}}
+	if memory != nil {
+		cfg["memory"] = memory
+	}
+	h.writeConfig(cfg)
+	count := func() int {
+		data, _ := readFile(calls)
+		return strings.Count(data, "doc_kg_search")
+	}
+	return h, count
+}
+
+func TestSemanticHitsThroughNexus(t *testing.T) {
+	h, searches := docKGHome(t, nil)
+	s := h.serveStdio()
+	steps := []struct {
+		name     string
+		args     map[string]any
+		status   string
+		searches int
+	}{
+		{"first question", map[string]any{"query": "deployment checklist for staging", "limit": 3}, "miss", 1},
+		{"a paraphrase is served from memory", map[string]any{"query": "staging deployment checklist", "limit": 3}, "semantic_hit", 1},
+		{"a near-miss is another question", map[string]any{"query": "deployment checklist for production", "limit": 3}, "miss", 2},
+		{"another non-text argument is another question", map[string]any{"query": "staging deployment checklist", "limit": 4}, "miss", 3},
+	}
+	for _, st := range steps {
+		r := s.call("doc-kg__doc_kg_search", st.args)
+		if r.IsError || r.cacheStatus() != st.status {
+			t.Errorf("%s: status %q (%v), want %q", st.name, r.cacheStatus(), r.Meta["nexus/cache"], st.status)
+		}
+		if n := searches(); n != st.searches {
+			t.Errorf("%s: the child received %d searches, want %d", st.name, n, st.searches)
+		}
+		if st.status == "semantic_hit" {
+			c := r.Meta["nexus/cache"].(map[string]any)
+			if c["matched"] != "deployment checklist for staging" || c["similarity"].(float64) < 0.85 {
+				t.Errorf("a semantic hit says what matched and how closely: %v", c)
+			}
+		}
+	}
+	// The serving process writes its counters to the database every second.
+	eventually(t, 5*time.Second, "cache stats counts the semantic hit", func() bool {
+		out, _, _ := h.nexus("cache", "stats")
+		return strings.Contains(out, "semantic 1")
+	})
+}
+
+func TestSemanticOffAndEmbedderOutage(t *testing.T) {
+	// A port nobody listens on: the embedder fails, calls are still answered (exact only).
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String()
+	l.Close()
+	for _, tc := range []struct {
+		name   string
+		memory map[string]any
+	}{
+		{"semantic off", map[string]any{"semantic": false}},
+		{"semantic off for the tool", map[string]any{"semantic": map[string]any{"doc-kg.doc_kg_search": []string{}}}},
+		{"embedder outage", map[string]any{"embedder": map[string]any{"provider": "openai", "baseURL": dead, "model": "m", "timeout": "500ms"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, searches := docKGHome(t, tc.memory)
+			s := h.serveStdio()
+			for i, q := range []string{"deployment checklist for staging", "staging deployment checklist", "deployment checklist for staging"} {
+				r := s.call("doc-kg__doc_kg_search", map[string]any{"query": q})
+				want := []string{"miss", "miss", "hit"}[i]
+				if r.IsError || r.cacheStatus() != want {
+					t.Errorf("call %d (%q): status %q, want %q", i, q, r.cacheStatus(), want)
+				}
+			}
+			if n := searches(); n != 2 {
+				t.Errorf("the child received %d searches, want 2", n)
+			}
+		})
+	}
+}
