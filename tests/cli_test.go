@@ -14,6 +14,8 @@ func TestHelpOnEveryCommand(t *testing.T) {
 		{"serve"}, {"add"}, {"remove"}, {"list-servers"}, {"list-tools"}, {"call"}, {"version"},
 		{"policy"}, {"policy", "show"}, {"policy", "explain"}, {"policy", "check"}, {"policy", "allow"}, {"policy", "deny"}, {"policy", "revoke"},
 		{"agent", "add"}, {"cache", "stats"}, {"cache", "list"}, {"cache", "clear"}, {"demo"}, {"sample-server"},
+		{"secrets", "set"}, {"secrets", "list"}, {"secrets", "rm"}, {"config", "show"}, {"config", "validate"},
+		{"catalog", "list"}, {"catalog", "show"}, {"setup"}, {"import"}, {"doctor"},
 	}
 	for _, c := range commands {
 		out, stderr, code := h.nexus(append(c, "--help")...)

@@ -88,6 +88,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "config", Usage: "add a config `FILE` layer (repeatable; read before $NEXUS_HOME/config.json, which wins)", EnvVars: []string{"NEXUS_CONFIG"}},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (logs go to stderr)", Value: ""},
+			&cli.BoolFlag{Name: "project", Usage: "also read .nexus/config.json from the working directory upward (a shared project layer)"},
 			&cli.BoolFlag{Name: "insecure-file-store", Usage: "when no OS keychain is usable, keep secrets in a file readable only by you under NEXUS_HOME"},
 		},
 		Commands: []*cli.Command{
@@ -100,7 +101,12 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			policyCommand(),
 			agentCommand(),
 			secretsCommand(),
+			configCommand(),
 			cacheCommand(),
+			catalogCommand(),
+			setupClientCommand(),
+			importCommand(),
+			doctorCommand(),
 			demoCommand(),
 			sampleServerCommand(),
 			versionCommand(),

@@ -21,6 +21,8 @@ func addCommand() *cli.Command {
 		Description: "Examples:\n" +
 			"  nexus add files --transport stdio --command npx -- -y @modelcontextprotocol/server-filesystem /tmp\n" +
 			"  nexus add docs --transport streamable-http --url https://docs.example/mcp --header Authorization=\"Bearer ...\"\n" +
+			"  nexus add code-kg-sample                         (from the catalog: nexus catalog list)\n" +
+			"  nexus add doc-kg --value url=https://kg.example/mcp   (asks for the token on a terminal)\n" +
 			"The name becomes the first half of every tool name: <name>.<tool>.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "transport", Usage: "`T`: stdio, sse or streamable-http (default: stdio with --command, streamable-http with --url)"},
@@ -34,6 +36,9 @@ func addCommand() *cli.Command {
 			&cli.StringFlag{Name: "timeout", Usage: "per-call `DURATION` (default 60s)"},
 			&cli.StringFlag{Name: "prefix", Usage: "wire `PREFIX` of its tools (default: the name)"},
 			&cli.BoolFlag{Name: "force", Usage: "replace an existing server of that name"},
+			&cli.StringSliceFlag{Name: "value", Usage: "catalog install: give value `K=V` of the entry (repeatable; nexus catalog show NAME lists them)"},
+			&cli.StringFlag{Name: "name", Usage: "catalog install: the `SERVER` name to install the entry under (default: the entry's name)"},
+			&cli.StringFlag{Name: "config", Usage: "edit this config `FILE` (a shared layer) instead of the personal one; secrets still go to the keychain"},
 		},
 		Action: func(c *cli.Context) error {
 			name := c.Args().First()
@@ -46,6 +51,12 @@ func addCommand() *cli.Command {
 			e, err := newEnv(c, slog.LevelWarn)
 			if err != nil {
 				return err
+			}
+			if handled, err := addFromCatalog(c, e, name); handled {
+				return err
+			}
+			if c.IsSet("value") || c.IsSet("name") {
+				return usageError(fmt.Sprintf("--value and --name install a catalog entry, and %q is none (nexus catalog list shows them)", name))
 			}
 			srv := &config.Server{Transport: c.String("transport"), Command: c.String("command"), URL: c.String("url"),
 				Args: c.Args().Tail(), Cwd: c.String("cwd")}
@@ -68,6 +79,10 @@ func addCommand() *cli.Command {
 				p := c.String("prefix")
 				srv.Prefix = &p
 			}
+			target, err := e.target(c)
+			if err != nil {
+				return err
+			}
 			if cfg, err := e.load(); err == nil {
 				if _, exists := cfg.Servers[name]; exists && !c.Bool("force") {
 					return usageError(fmt.Sprintf("a server named %q already exists (from %s); pass --force to replace it or `nexus remove %s` first", name, cfg.Servers[name].Source, name))
@@ -77,12 +92,12 @@ func addCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			err = config.Edit(e.personal, func(d config.Document) error { return d.SetServer(name, srv) })
+			err = config.Edit(target, func(d config.Document) error { return d.SetServer(name, srv) })
 			if err != nil {
 				e.deleteSecrets(c.Context, stored) // nothing half-done: the config was not written
 				return err
 			}
-			fmt.Fprintf(e.stdout, "added %s to %s\n", name, e.personal)
+			fmt.Fprintf(e.stdout, "added %s to %s\n", name, target)
 			for _, n := range stored {
 				fmt.Fprintf(e.stdout, "stored secret %s in the keychain\n", n)
 			}
@@ -96,6 +111,9 @@ func removeCommand() *cli.Command {
 		Name:      "remove",
 		Usage:     "remove a child server from the config and forget its remembered answers",
 		ArgsUsage: "NAME",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Usage: "edit this config `FILE` (a shared layer) instead of the personal one"},
+		},
 		Action: func(c *cli.Context) error {
 			name := c.Args().First()
 			if name == "" || c.Args().Len() > 1 {
@@ -105,9 +123,13 @@ func removeCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			target, err := e.target(c)
+			if err != nil {
+				return err
+			}
 			before, _ := e.load() // to find the server's secrets once it is gone
 			found := false
-			err = config.Edit(e.personal, func(d config.Document) error {
+			err = config.Edit(target, func(d config.Document) error {
 				found, err = d.RemoveServer(name)
 				return err
 			})
@@ -115,7 +137,7 @@ func removeCommand() *cli.Command {
 				return err
 			}
 			if !found {
-				return cli.Exit(fmt.Sprintf("no server named %q in %s (nexus list-servers shows the configured ones)", name, e.personal), 1)
+				return cli.Exit(fmt.Sprintf("no server named %q in %s (nexus list-servers shows the configured ones and their files)", name, target), 1)
 			}
 			if before != nil {
 				if purged := e.purgeSecrets(c.Context, before, name); len(purged) > 0 {
@@ -130,7 +152,7 @@ func removeCommand() *cli.Command {
 					mem.Close()
 				}
 			}
-			fmt.Fprintf(e.stdout, "removed %s from %s\n", name, e.personal)
+			fmt.Fprintf(e.stdout, "removed %s from %s\n", name, target)
 			return nil
 		},
 	}

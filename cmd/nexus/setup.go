@@ -46,7 +46,7 @@ func newEnv(c *cli.Context, defaultLevel slog.Level) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	root := c.Lineage()[len(c.Lineage())-1] // global flags; add/remove have a --config of their own
+	root := appContext(c) // global flags; add/remove have a --config of their own
 	e := &env{home: home, personal: config.PersonalFile(home), stdout: c.App.Writer, stderr: c.App.ErrWriter,
 		insecure: root.Bool("insecure-file-store"), project: root.Bool("project")}
 	e.redactor, _ = c.App.Metadata[redactorKey].(*secrets.Redactor)
@@ -74,6 +74,18 @@ func newEnv(c *cli.Context, defaultLevel slog.Level) (*env, error) {
 
 // load reads the layers: the --config files (shared), the project's
 // .nexus/config.json when opted in (shared), then the personal file.
+// appContext is the context of the app itself, where the global flags live (the
+// lineage ends with a bare context that holds no flags).
+func appContext(c *cli.Context) *cli.Context {
+	lineage := c.Lineage()
+	for i := len(lineage) - 1; i >= 0; i-- {
+		if lineage[i].App != nil && lineage[i].Command == nil {
+			return lineage[i]
+		}
+	}
+	return c
+}
+
 func (e *env) load() (*config.Config, error) {
 	layers := make([]config.Layer, 0, len(e.layers)+1)
 	for i, p := range e.layers {

@@ -1,0 +1,551 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nexus-mcp/nexus/clients"
+	"github.com/nexus-mcp/nexus/config"
+)
+
+// clientFile is the config file of a client named on the command line.
+type clientFile struct {
+	Name    string // "claude-desktop", or "" for a file given by path
+	Display string
+	Path    string
+	Format  clients.Format
+}
+
+// resolveClient turns claude-desktop|cursor|vscode|FILE into a file. A known client's
+// file is where that client keeps it on this OS, for the user in HOME.
+func resolveClient(arg string) (clientFile, error) {
+	if !strings.ContainsAny(arg, `/\`) && !strings.HasSuffix(strings.ToLower(arg), ".json") {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return clientFile{}, fmt.Errorf("finding your home directory (set HOME): %w", err)
+		}
+		cl, err := clients.Find(arg, runtime.GOOS, home, os.Getenv)
+		if err != nil {
+			return clientFile{}, usageError(err.Error())
+		}
+		return clientFile{Name: cl.Name, Display: cl.Display, Path: cl.Path, Format: cl.Format}, nil
+	}
+	abs, err := filepath.Abs(arg)
+	if err != nil {
+		return clientFile{}, usageError(fmt.Sprintf("%s: %v", arg, err))
+	}
+	format, err := clients.DetectFormat(abs)
+	if err != nil {
+		return clientFile{}, err
+	}
+	return clientFile{Display: abs, Path: abs, Format: format}, nil
+}
+
+// selfPath is the absolute path of this nexus binary, for client entries: clients start
+// servers with a minimal PATH.
+func selfPath() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("finding the path of the nexus executable: %w", err)
+	}
+	if abs, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = abs
+	}
+	return exe, nil
+}
+
+// importResult is what became of one client server entry.
+type importResult struct {
+	Original string   `json:"original"`
+	Name     string   `json:"name,omitempty"`
+	Status   string   `json:"status"` // imported, exists, skipped
+	Secrets  []string `json:"secrets,omitempty"`
+	Notes    []string `json:"notes,omitempty"`
+	Error    string   `json:"error,omitempty"`
+}
+
+// plannedImport decides the Nexus name of each entry: an entry whose launch matches a
+// configured server is "exists"; a name taken by another server gets a -2, -3...
+// suffix. Entries with Err are "skipped".
+func plannedImport(cfg *config.Config, ims []clients.Imported) ([]importResult, []*clients.Imported, error) {
+	taken := map[string]bool{}
+	for n := range cfg.Servers {
+		taken[n] = true
+	}
+	var results []importResult
+	var todo []*clients.Imported
+	for i := range ims {
+		im := &ims[i]
+		r := importResult{Original: im.Original, Name: im.Name, Notes: im.Notes}
+		if im.Err != nil {
+			r.Status, r.Name, r.Error = "skipped", "", im.Err.Error()
+			results = append(results, r)
+			continue
+		}
+		if old, ok := cfg.Servers[im.Name]; ok && sameLaunch(old, im.Server) {
+			r.Status = "exists"
+			results = append(results, r)
+			continue
+		}
+		if taken[im.Name] {
+			base := im.Name
+			name := base
+			for n := 2; taken[name]; n++ {
+				suffix := fmt.Sprintf("-%d", n)
+				name = base
+				if len(name)+len(suffix) > 32 {
+					name = strings.TrimRight(name[:32-len(suffix)], "-")
+				}
+				name += suffix
+			}
+			if err := im.Rename(name); err != nil {
+				return nil, nil, err
+			}
+			r.Name = name
+			r.Notes = append(r.Notes, fmt.Sprintf("a server named %s exists already, so this one is %s", base, name))
+		}
+		taken[im.Name] = true
+		r.Status = "imported"
+		r.Secrets = sortedMapKeys(im.Secrets)
+		results = append(results, r)
+		todo = append(todo, im)
+	}
+	return results, todo, nil
+}
+
+func sameLaunch(a, b *config.Server) bool {
+	return a.Transport == b.Transport && a.Command == b.Command && slices.Equal(a.Args, b.Args) && a.URL == b.URL
+}
+
+// importInto stores the secrets of ims and writes them into the personal config, all or
+// nothing. It returns the secrets stored, for undoing.
+func (e *env) importInto(c *cli.Context, ims []*clients.Imported) ([]string, error) {
+	all := map[string]string{}
+	for _, im := range ims {
+		for k, v := range im.Secrets {
+			all[k] = v
+		}
+	}
+	var stored []string
+	if len(all) > 0 {
+		store, err := e.secrets(c.Context, nil)
+		if err != nil {
+			return nil, fmt.Errorf("the servers to import carry secrets (tokens in their env or headers), and they cannot be stored, so nothing was written: %w", err)
+		}
+		for _, name := range sortedMapKeys(all) {
+			if err := store.Set(c.Context, name, all[name]); err != nil {
+				e.deleteSecrets(c.Context, stored)
+				return nil, fmt.Errorf("storing the secret %s, so nothing was written: %w", name, err)
+			}
+			stored = append(stored, name)
+		}
+	}
+	err := config.Edit(e.personal, func(d config.Document) error {
+		for _, im := range ims {
+			if err := d.SetServer(im.Name, im.Server); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		e.deleteSecrets(c.Context, stored)
+		return nil, err
+	}
+	return stored, nil
+}
+
+// undoImport takes imported servers out of the personal config again.
+func (e *env) undoImport(c *cli.Context, ims []*clients.Imported, stored []string) {
+	err := config.Edit(e.personal, func(d config.Document) error {
+		for _, im := range ims {
+			if _, err := d.RemoveServer(im.Name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		e.log.Warn("could not take the imported servers out of the config again; remove them with nexus remove", "err", err)
+	}
+	e.deleteSecrets(c.Context, stored)
+}
+
+func printImport(w io.Writer, results []importResult, dryRun, moving bool) {
+	verb := "imported"
+	switch {
+	case moving && dryRun:
+		verb = "would move behind Nexus:"
+	case moving:
+		verb = "moved behind Nexus:"
+	case dryRun:
+		verb = "would import"
+	}
+	for _, r := range results {
+		switch r.Status {
+		case "skipped":
+			fmt.Fprintf(w, "skipped %s: %s\n", r.Original, r.Error)
+		case "exists":
+			fmt.Fprintf(w, "%s is already configured in Nexus as %s\n", r.Original, r.Name)
+		default:
+			if r.Name != r.Original {
+				fmt.Fprintf(w, "%s %s as %s\n", verb, r.Original, r.Name)
+			} else {
+				fmt.Fprintf(w, "%s %s\n", verb, r.Name)
+			}
+			for _, s := range r.Secrets {
+				if dryRun {
+					fmt.Fprintf(w, "  its secret %s would go to the keychain\n", s)
+				} else {
+					fmt.Fprintf(w, "  stored secret %s in the keychain\n", s)
+				}
+			}
+		}
+		for _, n := range r.Notes {
+			fmt.Fprintf(w, "  note: %s\n", n)
+		}
+	}
+}
+
+func importCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "import",
+		Usage:     "import the MCP servers of a client's config file into Nexus (secrets go to the keychain)",
+		ArgsUsage: "claude-desktop|cursor|vscode|FILE",
+		Description: "Reads the client's server entries (\"mcpServers\", or VS Code's \"servers\") and\n" +
+			"adds each to $NEXUS_HOME/config.json. Env values and headers that look like\n" +
+			"credentials are stored in the OS keychain; the config holds ${keyring:...}\n" +
+			"references. The client's file is not changed (nexus setup CLIENT --move-all\n" +
+			"also takes the servers out of the client).",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "dry-run", Usage: "show what would be imported and write nothing"},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() != 1 {
+				return usageError("import takes one client: claude-desktop, cursor, vscode, or the path of a client config FILE")
+			}
+			e, err := newEnv(c, slog.LevelWarn)
+			if err != nil {
+				return err
+			}
+			cf, err := resolveClient(c.Args().First())
+			if err != nil {
+				return err
+			}
+			ims, err := clients.ReadServers(cf.Path)
+			if err != nil {
+				return err
+			}
+			cfg, err := e.load()
+			if err != nil {
+				return fmt.Errorf("the Nexus config is broken, so nothing was imported; fix it first (nexus doctor): %w", err)
+			}
+			results, todo, err := plannedImport(cfg, ims)
+			if err != nil {
+				return err
+			}
+			dry := c.Bool("dry-run")
+			if !dry && len(todo) > 0 {
+				if _, err := e.importInto(c, todo); err != nil {
+					return err
+				}
+			}
+			if c.Bool("json") {
+				return printJSON(e.stdout, map[string]any{"file": cf.Path, "dryRun": dry, "servers": nonNil(results)})
+			}
+			if len(results) == 0 {
+				fmt.Fprintf(e.stdout, "%s has no servers to import\n", cf.Path)
+				return nil
+			}
+			printImport(e.stdout, results, dry, false)
+			switch {
+			case dry:
+				fmt.Fprintln(e.stdout, "dry run: nothing was written")
+			case len(todo) > 0:
+				fmt.Fprintf(e.stdout, "wrote %s; the client's file is unchanged (nexus setup %s --move-all connects the client to Nexus and takes them out of it)\n", e.personal, c.Args().First())
+			}
+			return nil
+		},
+	}
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func setupClientCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "setup",
+		Usage:     "connect a client (Claude Desktop, Cursor, VS Code) to Nexus by adding Nexus to its config file",
+		ArgsUsage: "claude-desktop|cursor|vscode|FILE",
+		Description: "Adds a \"nexus\" server entry running `nexus serve` to the client's config file,\n" +
+			"keeping every other key, after copying the file to FILE.nexus-backup-TIME.\n" +
+			"The servers the client already runs can move behind Nexus: they are imported\n" +
+			"into the Nexus config (secrets to the keychain) and taken out of the client.\n" +
+			"On a terminal, setup asks which to move; --move-all or --move NAME decide\n" +
+			"without asking. --dry-run shows the diff and writes nothing.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "agent", Usage: "the client connects as agent `NAME` (its policy applies)"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "show the diff and write nothing (neither the client file nor the Nexus config)"},
+			&cli.BoolFlag{Name: "move-all", Usage: "move every server of the client behind Nexus"},
+			&cli.StringSliceFlag{Name: "move", Usage: "move the client's server `NAME` behind Nexus (repeatable)"},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON (never asks)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() != 1 {
+				return usageError("setup takes one client: claude-desktop, cursor, vscode, or the path of a client config FILE")
+			}
+			agent := c.String("agent")
+			if err := checkAgent(agent); err != nil {
+				return err
+			}
+			if c.Bool("move-all") && c.IsSet("move") {
+				return usageError("give --move-all or --move NAME, not both")
+			}
+			e, err := newEnv(c, slog.LevelWarn)
+			if err != nil {
+				return err
+			}
+			cf, err := resolveClient(c.Args().First())
+			if err != nil {
+				return err
+			}
+			exe, err := selfPath()
+			if err != nil {
+				return err
+			}
+			entry := clients.NexusEntry(exe, agent)
+
+			// The servers the client runs now, which may move behind Nexus.
+			var ims []clients.Imported
+			if _, err := os.Stat(cf.Path); err == nil {
+				if ims, err = clients.ReadServers(cf.Path); err != nil {
+					return err
+				}
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("reading %s: %w", cf.Path, err)
+			}
+			ims = slices.DeleteFunc(ims, func(im clients.Imported) bool { return im.Original == entry.Name })
+			var movable []string
+			for _, im := range ims {
+				if im.Err == nil {
+					movable = append(movable, im.Original)
+				}
+			}
+			var move []string
+			switch {
+			case c.Bool("move-all"):
+				move = movable
+			case c.IsSet("move"):
+				for _, m := range c.StringSlice("move") {
+					i := slices.IndexFunc(ims, func(im clients.Imported) bool { return im.Original == m })
+					if i < 0 {
+						return usageError(fmt.Sprintf("--move %s: %s has no server %q; it has: %s", m, cf.Path, m, strings.Join(names(ims), ", ")))
+					}
+					if ims[i].Err != nil {
+						return fmt.Errorf("--move %s: it cannot run behind Nexus (leave it in the client, or fix it): %w", m, ims[i].Err)
+					}
+					if !slices.Contains(move, m) {
+						move = append(move, m)
+					}
+				}
+			default:
+				if tty, ok := stdinTerminal(c.App.Reader); ok && !c.Bool("json") && len(movable) > 0 {
+					if move, err = askMoves(tty, e.stderr, cf, movable); err != nil {
+						return err
+					}
+				}
+			}
+
+			// A dry run first: it refuses a file it cannot edit before anything is written.
+			res, err := clients.Setup(cf.Path, entry, clients.SetupOptions{Format: cf.Format, DryRun: true, Move: move})
+			if err != nil {
+				return err
+			}
+			cfg, err := e.load()
+			if err != nil && len(res.Moved) > 0 {
+				return fmt.Errorf("the Nexus config is broken, so no server can move into it and nothing was written; fix it first (nexus doctor): %w", err)
+			}
+			var results []importResult
+			var todo []*clients.Imported
+			if len(res.Moved) > 0 {
+				if results, todo, err = plannedImport(cfg, res.Moved); err != nil {
+					return err
+				}
+			}
+			dry := c.Bool("dry-run")
+			out := setupOutput{Client: cf.Display, File: cf.Path, DryRun: dry, Changed: res.Changed, Created: res.Created, Diff: res.Diff, Moved: nonNil(results)}
+			if !dry && res.Changed {
+				var stored []string
+				if len(todo) > 0 {
+					if stored, err = e.importInto(c, todo); err != nil {
+						return err
+					}
+				}
+				real, err := clients.Setup(cf.Path, entry, clients.SetupOptions{Format: cf.Format, Move: move})
+				if err != nil {
+					if len(todo) > 0 {
+						e.undoImport(c, todo, stored)
+					}
+					return fmt.Errorf("%w\n(the Nexus config is as it was)", err)
+				}
+				out.Backup, out.Diff = real.Backup, real.Diff
+			}
+			for _, im := range ims {
+				if !slices.Contains(move, im.Original) {
+					out.Stayed = append(out.Stayed, im.Original)
+				}
+			}
+			if c.Bool("json") {
+				return printJSON(e.stdout, out)
+			}
+			out.print(e.stdout, c.Args().First())
+			return nil
+		},
+	}
+}
+
+type setupOutput struct {
+	Client  string         `json:"client"`
+	File    string         `json:"file"`
+	DryRun  bool           `json:"dryRun"`
+	Changed bool           `json:"changed"`
+	Created bool           `json:"created"`
+	Backup  string         `json:"backup,omitempty"`
+	Diff    string         `json:"diff,omitempty"`
+	Moved   []importResult `json:"moved"`
+	Stayed  []string       `json:"stayed,omitempty"`
+}
+
+func (o setupOutput) print(w io.Writer, arg string) {
+	if !o.Changed {
+		fmt.Fprintf(w, "%s already runs Nexus; nothing to change\n", o.File)
+	} else if o.DryRun {
+		fmt.Fprint(w, o.Diff)
+	}
+	if len(o.Moved) > 0 {
+		printImport(w, o.Moved, o.DryRun, true)
+	}
+	if o.DryRun {
+		fmt.Fprintln(w, "dry run: nothing was written")
+		return
+	}
+	if o.Changed {
+		switch {
+		case o.Created:
+			fmt.Fprintf(w, "created %s with Nexus in it\n", o.File)
+		case o.Backup != "":
+			fmt.Fprintf(w, "added Nexus to %s (backup: %s)\n", o.File, o.Backup)
+		default:
+			fmt.Fprintf(w, "added Nexus to %s\n", o.File)
+		}
+	}
+	if len(o.Stayed) > 0 {
+		fmt.Fprintf(w, "still run by the client itself: %s (nexus setup %s --move NAME moves one behind Nexus)\n", strings.Join(o.Stayed, ", "), arg)
+	}
+	if o.Changed {
+		fmt.Fprintf(w, "restart %s to connect it to Nexus\n", o.Client)
+	}
+}
+
+func names(ims []clients.Imported) []string {
+	var out []string
+	for _, im := range ims {
+		out = append(out, im.Original)
+	}
+	return out
+}
+
+// askMoves asks on the terminal which of the client's servers should move behind Nexus.
+func askMoves(tty *os.File, prompt io.Writer, cf clientFile, movable []string) ([]string, error) {
+	fmt.Fprintf(prompt, "%s runs %d server(s) itself:\n", cf.Display, len(movable))
+	for i, m := range movable {
+		fmt.Fprintf(prompt, "  %d) %s\n", i+1, m)
+	}
+	fmt.Fprintln(prompt, "Moving them behind Nexus imports them into the Nexus config (secrets to the keychain) and takes them out of the client.")
+	r := bufio.NewReader(tty)
+	for {
+		fmt.Fprint(prompt, "Move which? all, none, or numbers or names separated by commas (all): ")
+		line, err := r.ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("reading the answer: %w", err)
+		}
+		if errors.Is(err, io.EOF) && line == "" {
+			return nil, usageError("no answer; nothing was written (pass --move-all or --move NAME to decide without asking)")
+		}
+		answer := strings.TrimSpace(line)
+		switch strings.ToLower(answer) {
+		case "", "all", "a", "y", "yes":
+			return movable, nil
+		case "none", "n", "no":
+			return nil, nil
+		}
+		picked, bad := pickMoves(answer, movable)
+		if bad == "" {
+			return picked, nil
+		}
+		fmt.Fprintf(prompt, "%q is not one of them\n", bad)
+		if errors.Is(err, io.EOF) {
+			return nil, usageError("no valid answer; nothing was written")
+		}
+	}
+}
+
+// pickMoves reads an answer of numbers or names separated by commas (or numbers
+// separated by spaces); bad is the first part that names none of movable.
+func pickMoves(answer string, movable []string) (picked []string, bad string) {
+	pick := func(part string) bool {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			return true
+		}
+		var n int
+		if _, err := fmt.Sscanf(part, "%d", &n); err == nil && fmt.Sprint(n) == part {
+			if n < 1 || n > len(movable) {
+				return false
+			}
+			part = movable[n-1]
+		}
+		for _, m := range movable {
+			if strings.EqualFold(m, part) || clients.SanitizeName(m) == strings.ToLower(part) {
+				if !slices.Contains(picked, m) {
+					picked = append(picked, m)
+				}
+				return true
+			}
+		}
+		return false
+	}
+	for _, part := range strings.Split(answer, ",") {
+		if pick(part) {
+			continue
+		}
+		// "1 2": numbers separated by spaces.
+		ok := true
+		for _, f := range strings.Fields(part) {
+			if !pick(f) {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			return nil, strings.TrimSpace(part)
+		}
+	}
+	return picked, ""
+}
