@@ -27,6 +27,8 @@ type flight struct {
 	created time.Time // when res was produced (for hits shared by a leader: the entry's creation)
 	retry   bool      // the leader's own context ended; followers must retry
 	sem     *semHit   // set when the leader served a similarity hit
+
+	followers int // guarded by the group's mu; lets tests know everyone has joined
 }
 
 // join returns the flight for key and whether the caller leads it. The
@@ -35,6 +37,7 @@ func (g *flightGroup) join(key string) (*flight, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if f, ok := g.calls[key]; ok {
+		f.followers++
 		return f, false
 	}
 	if g.calls == nil {
@@ -43,6 +46,17 @@ func (g *flightGroup) join(key string) (*flight, bool) {
 	f := &flight{done: make(chan struct{})}
 	g.calls[key] = f
 	return f, true
+}
+
+// followers counts the callers waiting on flights in progress.
+func (g *flightGroup) followers() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	for _, f := range g.calls {
+		n += f.followers
+	}
+	return n
 }
 
 // retire removes the flight so later calls start afresh (from the store).

@@ -456,7 +456,11 @@ func TestSingleFlight(t *testing.T) {
 	for i := 1; i < n; i++ {
 		start(i)
 	}
-	time.Sleep(50 * time.Millisecond) // let followers join
+	for deadline := time.Now().Add(10 * time.Second); m.flights.followers() < n-1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d followers joined the flight", m.flights.followers(), n-1)
+		}
+	}
 	close(release)
 	wg.Wait()
 	if calls.Load() != 1 {
