@@ -147,7 +147,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		server.WithLogging(),
 		server.WithRecovery(),
 		server.WithToolFilter(g.visibleTools),
-		server.WithInstructions("Nexus gateway: tools of several MCP servers, named <server>__<tool>."),
+		server.WithInstructions("Nexus gateway: the tools of several MCP servers, each named after the server it comes from."),
 	)
 	g.applyMemorySettings(cfg)
 	return g, nil

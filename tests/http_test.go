@@ -62,6 +62,13 @@ func (h *home) serveHTTP(args ...string) (url string, stderr *lockedBuffer) {
 
 func httpClient(t *testing.T, url, token string) (*client.Client, error) {
 	t.Helper()
+	return httpClientNamed(t, url, token, "admin")
+}
+
+// httpClientNamed is an initialized streamable HTTP client that calls itself
+// clientName in initialize.
+func httpClientNamed(t *testing.T, url, token, clientName string) (*client.Client, error) {
+	t.Helper()
 	opts := []transport.StreamableHTTPCOption{}
 	if token != "" {
 		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
@@ -77,7 +84,7 @@ func httpClient(t *testing.T, url, token string) (*client.Client, error) {
 	}
 	t.Cleanup(func() { c.Close() })
 	_, err = c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ProtocolVersion: "2025-11-25", ClientInfo: mcp.Implementation{Name: "admin", Version: "1"}}})
+		ProtocolVersion: "2025-11-25", ClientInfo: mcp.Implementation{Name: clientName, Version: "1"}}})
 	return c, err
 }
 

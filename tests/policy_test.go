@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -190,27 +189,6 @@ func polStartRaw(t *testing.T, env []string, command string, args ...string) *se
 	return s
 }
 
-// polHTTPClient is httpClient with a chosen clientInfo name.
-func polHTTPClient(t *testing.T, url, token, clientName string) (*client.Client, error) {
-	t.Helper()
-	opts := []transport.StreamableHTTPCOption{}
-	if token != "" {
-		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
-	}
-	c, err := client.NewStreamableHttpClient(url, opts...)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := c.Start(ctx); err != nil {
-		return nil, err
-	}
-	t.Cleanup(func() { c.Close() })
-	_, err = c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ProtocolVersion: "2025-11-25", ClientInfo: mcp.Implementation{Name: clientName, Version: "1"}}})
-	return c, err
-}
 
 // polHTTPCall calls a tool over HTTP and returns isError and the text.
 func polHTTPCall(t *testing.T, c *client.Client, name string, args map[string]any) (bool, string) {
@@ -319,7 +297,7 @@ func TestPolicyDefaultHTTP(t *testing.T) {
 	t.Parallel()
 	h := polHome(t, map[string]any{"policy": polGrant("coder", "@readonly", "code-kg.kg_regenerate")}, nil)
 	url, stderr := h.serveHTTP("--no-memory")
-	c, err := polHTTPClient(t, url, "", "coder")
+	c, err := httpClientNamed(t, url, "", "coder")
 	if err != nil {
 		t.Fatalf("initialize over HTTP: %v\n%s", err, stderr)
 	}
@@ -502,11 +480,11 @@ func TestPolicyHTTPTokens(t *testing.T) {
 			t.Errorf("%s: status %d, want 401", tc.name, got)
 		}
 	}
-	if _, err := polHTTPClient(t, url, "", "coder"); err == nil {
+	if _, err := httpClientNamed(t, url, "", "coder"); err == nil {
 		t.Errorf("a client without a token (calling itself coder) was served")
 	}
 
-	coder, err := polHTTPClient(t, url, coderToken, "someone-else")
+	coder, err := httpClientNamed(t, url, coderToken, "someone-else")
 	if err != nil {
 		t.Fatalf("coder's token refused: %v\n%s", err, serveErr)
 	}
@@ -521,7 +499,7 @@ func TestPolicyHTTPTokens(t *testing.T) {
 
 	for _, tc := range []struct{ agent, token string }{{"ops", "nxs_ops-token"}} {
 		// Another agent, even one that calls itself "coder", gets its own (default) policy.
-		c, err := polHTTPClient(t, url, tc.token, "coder")
+		c, err := httpClientNamed(t, url, tc.token, "coder")
 		if err != nil {
 			t.Fatalf("%s's token refused: %v", tc.agent, err)
 		}
@@ -610,7 +588,7 @@ func TestPolicyHotReload(t *testing.T) {
 	h := polHome(t, nil, nil)
 	s := h.serveStdio("--no-memory", "--agent", "coder")
 	url, httpErr := h.serveHTTP("--no-memory")
-	c, err := polHTTPClient(t, url, "", "coder")
+	c, err := httpClientNamed(t, url, "", "coder")
 	if err != nil {
 		t.Fatalf("initialize over HTTP: %v\n%s", err, httpErr)
 	}
@@ -968,7 +946,7 @@ func TestPolicyTokenRevocation(t *testing.T) {
 	}}, nil)
 	h.writeConfig(cfg)
 	url, stderr := h.serveHTTP("--no-memory")
-	if _, err := polHTTPClient(t, url, "nxs_ops-token", "x"); err != nil {
+	if _, err := httpClientNamed(t, url, "nxs_ops-token", "x"); err != nil {
 		t.Fatalf("ops's token refused before the revocation: %v\n%s", err, stderr)
 	}
 	cfg["agents"] = map[string]any{"keep": map[string]any{"tokenSha256": polTokenHash("nxs_keep-token")}}
@@ -977,7 +955,7 @@ func TestPolicyTokenRevocation(t *testing.T) {
 		return strings.Contains(stderr.String(), "config reloaded") || strings.Contains(stderr.String(), "config change")
 	})
 	time.Sleep(time.Second)
-	if _, err := polHTTPClient(t, url, "nxs_ops-token", "x"); err == nil {
+	if _, err := httpClientNamed(t, url, "nxs_ops-token", "x"); err == nil {
 		t.Errorf("BUG: agents.ops was removed from the config and the running gateway logged %q, "+
 			"yet it still accepts ops's bearer token (tokens are read once, at serve start)",
 			"config reloaded: policy and memory rules apply from the next call")

@@ -13,11 +13,7 @@ import (
 
 func cacheCommand() *cli.Command {
 	withMemory := func(c *cli.Context, do func(e *env, mem *memory.Memory) error) error {
-		e, err := newEnv(c, slog.LevelWarn)
-		if err != nil {
-			return err
-		}
-		cfg, err := e.load()
+		e, cfg, err := loadEnv(c, slog.LevelWarn)
 		if err != nil {
 			return err
 		}

@@ -25,11 +25,7 @@ func configCommand() *cli.Command {
 				Usage: "print the effective config with the file each server and policy came from (secrets redacted)",
 				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON (always JSON: the effective config, its layers and the source of each server and policy)"}},
 				Action: func(c *cli.Context) error {
-					e, err := newEnv(c, slog.LevelWarn)
-					if err != nil {
-						return err
-					}
-					cfg, err := e.load()
+					e, cfg, err := loadEnv(c, slog.LevelWarn)
 					if err != nil {
 						return err
 					}

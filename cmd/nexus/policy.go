@@ -73,11 +73,7 @@ func policyCommand() *cli.Command {
 				Name:  "check",
 				Usage: "report policy entries that name unknown servers or tools (latent permissions)",
 				Action: func(c *cli.Context) error {
-					e, err := newEnv(c, slog.LevelError)
-					if err != nil {
-						return err
-					}
-					cfg, err := e.load()
+					e, cfg, err := loadEnv(c, slog.LevelError)
 					if err != nil {
 						return err
 					}

@@ -64,11 +64,7 @@ func secretsCommand() *cli.Command {
 				Usage: "list the secrets the config refers to and where each is used (never values)",
 				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 				Action: func(c *cli.Context) error {
-					e, err := newEnv(c, slog.LevelWarn)
-					if err != nil {
-						return err
-					}
-					cfg, err := e.load()
+					e, cfg, err := loadEnv(c, slog.LevelWarn)
 					if err != nil {
 						return err
 					}

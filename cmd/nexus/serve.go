@@ -82,6 +82,14 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 		return err
 	}
 	defer g.Close()
+	defer func() {
+		// The audit trail's summary: every refusal was logged as it happened.
+		for agent, tools := range g.Denials().Snapshot() {
+			for tool, n := range tools {
+				e.log.Info("policy: refusals this session", "agent", agent, "tool", tool, "count", n)
+			}
+		}
+	}()
 	for _, p := range g.Policy().Check(knownTools(g.Gateway)) {
 		e.log.Warn("policy problem", "problem", p.String())
 	}

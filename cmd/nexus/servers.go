@@ -167,11 +167,7 @@ func listServersCommand() *cli.Command {
 			&cli.BoolFlag{Name: "live", Usage: "connect to each server and show its state and tool count"},
 		},
 		Action: func(c *cli.Context) error {
-			e, err := newEnv(c, slog.LevelError)
-			if err != nil {
-				return err
-			}
-			cfg, err := e.load()
+			e, cfg, err := loadEnv(c, slog.LevelError)
 			if err != nil {
 				return err
 			}

@@ -74,6 +74,19 @@ func newEnv(c *cli.Context, defaultLevel slog.Level) (*env, error) {
 
 // load reads the layers: the --config files (shared), the project's
 // .nexus/config.json when opted in (shared), then the personal file.
+// loadEnv is newEnv followed by loading the config layers: most commands start so.
+func loadEnv(c *cli.Context, defaultLevel slog.Level) (*env, *config.Config, error) {
+	e, err := newEnv(c, defaultLevel)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := e.load()
+	if err != nil {
+		return nil, nil, err
+	}
+	return e, cfg, nil
+}
+
 // appContext is the context of the app itself, where the global flags live (the
 // lineage ends with a bare context that holds no flags).
 func appContext(c *cli.Context) *cli.Context {

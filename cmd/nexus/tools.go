@@ -26,11 +26,7 @@ func listToolsCommand() *cli.Command {
 			if err := checkAgent(c.String("agent")); err != nil {
 				return err
 			}
-			e, err := newEnv(c, slog.LevelWarn)
-			if err != nil {
-				return err
-			}
-			cfg, err := e.load()
+			e, cfg, err := loadEnv(c, slog.LevelWarn)
 			if err != nil {
 				return err
 			}
@@ -101,11 +97,7 @@ func callCommand() *cli.Command {
 			if err := json.Unmarshal([]byte(c.String("args")), &args); err != nil {
 				return usageError(fmt.Sprintf("--args is not valid JSON: %v", err))
 			}
-			e, err := newEnv(c, slog.LevelWarn)
-			if err != nil {
-				return err
-			}
-			cfg, err := e.load()
+			e, cfg, err := loadEnv(c, slog.LevelWarn)
 			if err != nil {
 				return err
 			}
