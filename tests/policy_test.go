@@ -189,7 +189,6 @@ func polStartRaw(t *testing.T, env []string, command string, args ...string) *se
 	return s
 }
 
-
 // polHTTPCall calls a tool over HTTP and returns isError and the text.
 func polHTTPCall(t *testing.T, c *client.Client, name string, args map[string]any) (bool, string) {
 	t.Helper()
