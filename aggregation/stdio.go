@@ -14,8 +14,12 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// maxConcurrentCalls bounds the tools/call requests one front connection runs at once.
-const maxConcurrentCalls = 64
+// maxConcurrentCalls bounds the tools/call requests one front connection runs at once
+// beyond the stdioWorkers that are always there.
+const (
+	maxConcurrentCalls = 64
+	stdioWorkers       = 8
+)
 
 // ServeStdio serves one client over newline-delimited JSON-RPC on in and out until in
 // ends or ctx is done. agent, when not empty, is the caller's identity. Nothing but
@@ -61,8 +65,21 @@ func (g *Gateway) readStdio(ctx context.Context, in io.Reader, w *lineWriter, to
 	limit := g.cfg.Load().MessageLimit()
 	lr := &lineReader{r: bufio.NewReaderSize(in, 64*1024), limit: limit}
 	notify := func(method string, params map[string]any) { w.writeLine(notificationLine(method, params)) }
+	serve := func(msg *incoming) { w.writeLine(g.serveCall(ctx, "stdio", g.agentOf(ctx), msg, notify)) }
+	// Calls run on long-lived workers: a goroutine's stack grows on its first trip
+	// through SQLite or JSON, and a fresh goroutine per call would pay that every time.
+	// When every worker is busy, extra goroutines take the overflow, up to the bound.
 	var calls sync.WaitGroup
+	work := make(chan *incoming)
+	for range stdioWorkers {
+		calls.Go(func() {
+			for msg := range work {
+				serve(msg)
+			}
+		})
+	}
 	defer calls.Wait()
+	defer close(work)
 	sem := make(chan struct{}, maxConcurrentCalls)
 	for {
 		line, err := lr.next()
@@ -81,11 +98,15 @@ func (g *Gateway) readStdio(ctx context.Context, in io.Reader, w *lineWriter, to
 		var msg incoming
 		if json.Unmarshal(line, &msg) == nil {
 			if msg.isCall() {
-				sem <- struct{}{}
-				calls.Go(func() {
-					defer func() { <-sem }()
-					w.writeLine(g.serveCall(ctx, "stdio", g.agentOf(ctx), &msg, notify))
-				})
+				select {
+				case work <- &msg:
+				default:
+					sem <- struct{}{}
+					calls.Go(func() {
+						defer func() { <-sem }()
+						serve(&msg)
+					})
+				}
 				continue
 			}
 			if msg.Method == "notifications/cancelled" {
