@@ -632,21 +632,31 @@ func TestPolicyHotReload(t *testing.T) {
 		t.Errorf("an invalid edit changed the running policy: %s", r.text())
 	}
 
-	// Revoking applies to the next call too.
+	// Revoking applies to the next call too. The two gateways reload on their own
+	// clocks: a call made before a gateway noticed the edit is still allowed, and
+	// reaches the child, so those are counted.
 	h.writeConfig(polConfig(h, nil, nil))
 	s.waitNote("notifications/tools/list_changed", 10*time.Second, nil)
+	allowedMeanwhile := 0
 	eventually(t, 10*time.Second, "coder's call refused after the revocation", func() bool {
-		return s.call("code-kg__kg_regenerate", polNP).IsError
+		if s.call("code-kg__kg_regenerate", polNP).IsError {
+			return true
+		}
+		allowedMeanwhile++
+		return false
 	})
 	if _, ok := s.tools()["code-kg__kg_regenerate"]; ok {
 		t.Error("kg_regenerate still listed after the revocation")
 	}
 	eventually(t, 10*time.Second, "anonymous's HTTP call refused after the revocation", func() bool {
-		isErr, _ := polHTTPCall(t, c, "code-kg.kg_regenerate", polNP)
-		return isErr
+		if isErr, _ := polHTTPCall(t, c, "code-kg.kg_regenerate", polNP); isErr {
+			return true
+		}
+		allowedMeanwhile++
+		return false
 	})
-	if n := h.calls()["kg_regenerate"]; n != 3 {
-		t.Errorf("the child received kg_regenerate %d times, want 3", n)
+	if n, want := h.calls()["kg_regenerate"], 3+allowedMeanwhile; n != want {
+		t.Errorf("the child received kg_regenerate %d times, want %d (refused calls must never reach it)", n, want)
 	}
 }
 
@@ -923,10 +933,8 @@ func TestPolicyAnnotationHotReload(t *testing.T) {
 		refused = s.call("doc-kg__doc_kg_search", polDocTools["doc_kg_search"]).IsError
 	}
 	if !refused {
-		t.Errorf("BUG: after servers.doc-kg.annotations.doc_kg_search.readOnlyHint=false was written, the running gateway "+
-			"logged %q yet still lets the default policy call doc-kg.doc_kg_search (child calls: %d); "+
-			"annotation overrides are only read when the child connects",
-			"config reloaded: policy and memory rules apply from the next call", h.calls()["doc_kg_search"])
+		t.Errorf("after servers.doc-kg.annotations.doc_kg_search.readOnlyHint=false was written, the running gateway "+
+			"still lets the default policy call doc-kg.doc_kg_search (child calls: %d)", h.calls()["doc_kg_search"])
 	}
 	if _, ok := s.tools()["doc-kg__doc_kg_search"]; ok && refused {
 		t.Errorf("doc_kg_search refused but still listed")
@@ -954,9 +962,7 @@ func TestPolicyTokenRevocation(t *testing.T) {
 	})
 	time.Sleep(time.Second)
 	if _, err := httpClientNamed(t, url, "nxs_ops-token", "x"); err == nil {
-		t.Errorf("BUG: agents.ops was removed from the config and the running gateway logged %q, "+
-			"yet it still accepts ops's bearer token (tokens are read once, at serve start)",
-			"config reloaded: policy and memory rules apply from the next call")
+		t.Errorf("agents.ops was removed from the config, yet the running gateway still accepts ops's bearer token")
 	}
 }
 
@@ -971,7 +977,7 @@ func TestPolicyExplainUnknownSpelling(t *testing.T) {
 	}
 	out, stderr, code := h.nexus("policy", "explain", "--agent", "coder", "code-kg.KG_REGENERATE")
 	if code == 0 || strings.HasPrefix(out, "allowed:") {
-		t.Errorf("BUG: `nexus policy explain --agent coder code-kg.KG_REGENERATE` (policy allow [\"code-kg.*\"]) exits %d and says:\n%s%s"+
+		t.Errorf("`nexus policy explain --agent coder code-kg.KG_REGENERATE` (policy allow [\"code-kg.*\"]) exits %d and says:\n%s%s"+
 			"but no server offers that name and a call with it is refused with -32602: explain should say the tool is unknown", code, out, stderr)
 	}
 }
@@ -983,7 +989,7 @@ func TestPolicyInvalidAgentName(t *testing.T) {
 	h := polHome(t, nil, nil)
 	out, stderr, code := h.nexus("call", "code-kg.kg_regenerate", "--no-memory", "--agent", "Bad Name", "--args", `{"repository":"syl2042/Nexus-Pocket","branch":"main"}`)
 	if code == 1 && strings.Contains(out, "may not call") {
-		t.Errorf("BUG: `nexus call --agent \"Bad Name\"` is served as agent %q (default policy) and its refusal suggests a command that fails "+
+		t.Errorf("`nexus call --agent \"Bad Name\"` is served as agent %q (default policy) and its refusal suggests a command that fails "+
 			"(`nexus policy allow --agent Bad Name ...`); --agent/NEXUS_AGENT should be validated like agent names in config:\n%s%s", "Bad Name", out, stderr)
 	}
 	if calls := h.calls(); calls["kg_regenerate"] != 0 {
