@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -307,9 +308,9 @@ func decodeEntry(file, path string, raw json.RawMessage) (*Entry, error) {
 		}
 	}
 	e := &Entry{}
-	for _, k := range sortedKeys(obj) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		// Decode key by key so that a type error names its key.
-		if err := strictDecode(obj[k], fieldOf(e, k)); err != nil {
+		if err := config.DecodeStrict(obj[k], fieldOf(e, k)); err != nil {
 			return nil, &Error{File: file, Key: path + "." + k, Msg: err.Error()}
 		}
 	}
@@ -363,7 +364,7 @@ func object(file, key string, data []byte) (map[string]json.RawMessage, error) {
 }
 
 func checkKeys(file, path string, obj map[string]json.RawMessage, valid []string) error {
-	for _, k := range sortedKeys(obj) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		if slices.Contains(valid, k) {
 			continue
 		}
@@ -385,24 +386,6 @@ func checkKeys(file, path string, obj map[string]json.RawMessage, valid []string
 		return &Error{File: file, Key: key, Msg: msg}
 	}
 	return nil
-}
-
-func strictDecode(raw []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "json: "))
-	}
-	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 var (
@@ -515,12 +498,12 @@ func (e *Entry) validate() error {
 	if err := check("url", e.URL, "url"); err != nil {
 		return err
 	}
-	for _, k := range sortedKeys(e.Env) {
+	for _, k := range slices.Sorted(maps.Keys(e.Env)) {
 		if err := check("env."+k, e.Env[k], "env"); err != nil {
 			return err
 		}
 	}
-	for _, k := range sortedKeys(e.Headers) {
+	for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
 		if err := check("headers."+k, e.Headers[k], "headers"); err != nil {
 			return err
 		}
@@ -530,7 +513,7 @@ func (e *Entry) validate() error {
 			return &fieldError{"values", fmt.Sprintf("%q is never used; put {{%s}} in the command, args, url, env or headers, or remove it", v.Name, v.Name)}
 		}
 	}
-	for _, k := range sortedKeys(e.TTL) {
+	for _, k := range slices.Sorted(maps.Keys(e.TTL)) {
 		if !toolNameRE.MatchString(k) {
 			return &fieldError{"ttl." + k, "not a tool name"}
 		}
@@ -540,7 +523,7 @@ func (e *Entry) validate() error {
 			}
 		}
 	}
-	for _, k := range sortedKeys(e.Memory.Cache) {
+	for _, k := range slices.Sorted(maps.Keys(e.Memory.Cache)) {
 		if !toolNameRE.MatchString(k) {
 			return &fieldError{"memory.cache." + k, "not a tool name"}
 		}
@@ -550,7 +533,7 @@ func (e *Entry) validate() error {
 			return &fieldError{"memory.cache." + k, fmt.Sprintf("%q: write \"never\", \"always\" or \"auto\"", e.Memory.Cache[k])}
 		}
 	}
-	for _, k := range sortedKeys(e.Memory.SemanticFields) {
+	for _, k := range slices.Sorted(maps.Keys(e.Memory.SemanticFields)) {
 		if !toolNameRE.MatchString(k) || k == "*" {
 			return &fieldError{"memory.semanticFields." + k, "not a tool name"}
 		}

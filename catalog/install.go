@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -114,7 +115,7 @@ func (e *Entry) Install(server string, values map[string]string, self string) (*
 	if !config.ValidServerName(server) {
 		return nil, fmt.Errorf("server name %q: use 1-32 lower-case letters, digits or '-', starting with a letter or digit", server)
 	}
-	for _, name := range sortedKeys(values) {
+	for _, name := range slices.Sorted(maps.Keys(values)) {
 		if _, ok := e.Value(name); !ok {
 			return nil, fmt.Errorf("catalog entry %q takes no value %q; it takes: %s", e.Name, name, valueNames(e.Values))
 		}
@@ -206,12 +207,12 @@ func (e *Entry) Install(server string, values map[string]string, self string) (*
 // `nexus add --env/--header` uses, so that `nexus remove` purges them alike.
 func (e *Entry) secretName(server, v string) string {
 	ph := "{{" + v + "}}"
-	for _, k := range sortedKeys(e.Env) {
+	for _, k := range slices.Sorted(maps.Keys(e.Env)) {
 		if strings.Contains(normalize(e.Env[k]), ph) {
 			return server + "/env/" + k
 		}
 	}
-	for _, k := range sortedKeys(e.Headers) {
+	for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
 		if strings.Contains(normalize(e.Headers[k]), ph) {
 			return server + "/header/" + invalidSecretChars.ReplaceAllString(k, "_")
 		}
@@ -271,7 +272,7 @@ func fillWords(tmpl string, resolved map[string][]string) ([]string, bool) {
 
 func fillMap(tmpl map[string]string, resolved map[string][]string) map[string]string {
 	var out map[string]string
-	for _, k := range sortedKeys(tmpl) {
+	for _, k := range slices.Sorted(maps.Keys(tmpl)) {
 		v, ok := fill(tmpl[k], resolved)
 		if !ok {
 			continue

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/nexus-mcp/nexus/policy"
@@ -171,7 +170,7 @@ func (m *merger) add(file string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	for _, k := range sortedKeys(top) {
+	for _, k := range slices.Sorted(maps.Keys(top)) {
 		if !slices.Contains(topKeys, k) {
 			return unknownKey(file, "", k, topKeys)
 		}
@@ -194,7 +193,7 @@ func (m *merger) add(file string, data []byte) error {
 		if err != nil {
 			return err
 		}
-		for _, name := range sortedKeys(entries) {
+		for _, name := range slices.Sorted(maps.Keys(entries)) {
 			path := section + "." + name
 			if !ValidServerName(name) {
 				return &Error{File: file, Key: path, Msg: "a server name is 1-32 lower-case letters, digits or '-', starting with a letter or digit (e.g. \"code-kg\")"}
@@ -212,7 +211,7 @@ func (m *merger) add(file string, data []byte) error {
 					return err
 				}
 			}
-			for _, k := range sortedKeys(entry) {
+			for _, k := range slices.Sorted(maps.Keys(entry)) {
 				if !slices.Contains(serverKeys, k) {
 					return unknownKey(file, path, k, serverKeys)
 				}
@@ -257,7 +256,7 @@ func (m *merger) add(file string, data []byte) error {
 		if err != nil {
 			return err
 		}
-		for _, sub := range sortedKeys(obj) {
+		for _, sub := range slices.Sorted(maps.Keys(obj)) {
 			if err := touched(k + "." + sub); err != nil {
 				return err
 			}
@@ -272,7 +271,7 @@ func (m *merger) add(file string, data []byte) error {
 		if err != nil {
 			return err
 		}
-		for _, k := range sortedKeys(obj) {
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
 			switch k {
 			case "default":
 				if err := m.addPolicy(file, "policy.default", obj[k], touched); err != nil {
@@ -283,7 +282,7 @@ func (m *merger) add(file string, data []byte) error {
 				if err != nil {
 					return err
 				}
-				for _, name := range sortedKeys(agents) {
+				for _, name := range slices.Sorted(maps.Keys(agents)) {
 					if err := m.addPolicy(file, "policy.agents."+name, agents[name], touched); err != nil {
 						return err
 					}
@@ -318,13 +317,13 @@ func (m *merger) addPolicy(file, path string, raw json.RawMessage, touched func(
 	if err != nil {
 		return err
 	}
-	for _, k := range sortedKeys(obj) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		if k != "allow" && k != "deny" {
 			return unknownKey(file, path, k, []string{"allow", "deny"})
 		}
 	}
 	var r policy.Rules
-	if err := strictDecode(raw, &r); err != nil {
+	if err := DecodeStrict(raw, &r); err != nil {
 		return &Error{File: file, Key: path, Msg: err.Error() + ` (write {"allow": [...], "deny": [...]})`}
 	}
 	acc := m.policy[path]
@@ -349,7 +348,7 @@ func (m *merger) addPolicy(file, path string, raw json.RawMessage, touched func(
 
 // fromMCPServers turns a Claude Desktop / Cursor style entry into a Nexus one.
 func fromMCPServers(file, path string, e map[string]json.RawMessage) (map[string]json.RawMessage, error) {
-	for _, k := range sortedKeys(e) {
+	for _, k := range slices.Sorted(maps.Keys(e)) {
 		if !slices.Contains(mcpServersKeys, k) {
 			return nil, unknownKey(file, path, k, mcpServersKeys)
 		}
@@ -370,12 +369,12 @@ func fromMCPServers(file, path string, e map[string]json.RawMessage) (map[string
 
 func (m *merger) build() (*Config, error) {
 	cfg := &Config{Servers: map[string]*Server{}}
-	for _, name := range sortedKeys(m.servers) {
+	for _, name := range slices.Sorted(maps.Keys(m.servers)) {
 		file := m.serverFrom[name]
 		path := "servers." + name
 		raw, _ := json.Marshal(m.servers[name])
 		s := &Server{}
-		if err := strictDecode(raw, s); err != nil {
+		if err := DecodeStrict(raw, s); err != nil {
 			return nil, &Error{File: file, Key: path, Msg: err.Error()}
 		}
 		s.Name, s.Source = name, file
@@ -400,7 +399,7 @@ func (m *merger) build() (*Config, error) {
 			return nil
 		}
 		raw, _ := json.Marshal(obj)
-		if err := strictDecode(raw, v); err != nil {
+		if err := DecodeStrict(raw, v); err != nil {
 			return &Error{File: "(merged layers)", Key: key, Msg: err.Error()}
 		}
 		return nil
@@ -419,7 +418,7 @@ func (m *merger) build() (*Config, error) {
 			return nil, &Error{File: "(merged layers)", Key: "agents." + name + ".tokenSha256", Msg: "write the 64-character hex SHA-256 of the token (nexus agent add NAME does it for you), never the token"}
 		}
 	}
-	for _, path := range sortedKeys(m.policy) {
+	for _, path := range slices.Sorted(maps.Keys(m.policy)) {
 		acc := m.policy[path]
 		r := policy.Rules{Deny: acc.deny}
 		switch {
@@ -456,7 +455,9 @@ func (m *merger) build() (*Config, error) {
 	return cfg, nil
 }
 
-func strictDecode(raw []byte, v any) error {
+// DecodeStrict decodes raw into v refusing unknown fields, with the error text
+// stripped of its "json: " prefix so it reads well inside a config error.
+func DecodeStrict(raw []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -520,15 +521,6 @@ func isHex64(s string) bool {
 		}
 	}
 	return true
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // closest returns the candidate nearest to s by edit distance, if near enough.
