@@ -461,3 +461,15 @@ func readFile(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	return string(b), err
 }
+
+// with is a copy of base with the key/value pairs kv set.
+func with(base map[string]any, kv ...any) map[string]any {
+	out := make(map[string]any, len(base)+len(kv)/2)
+	for k, v := range base {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i].(string)] = kv[i+1]
+	}
+	return out
+}

@@ -27,17 +27,6 @@ import (
 // polNP selects the Nexus-Pocket main branch in code-kg.
 var polNP = map[string]any{"repository": "syl2042/Nexus-Pocket", "branch": "main"}
 
-func polWith(base map[string]any, kv ...any) map[string]any {
-	out := map[string]any{}
-	for k, v := range base {
-		out[k] = v
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		out[kv[i].(string)] = kv[i+1]
-	}
-	return out
-}
-
 // polCodeReadOnly are code-kg's read-only tools with valid arguments.
 var polCodeReadOnly = map[string]map[string]any{
 	"kg_latest_graph":           polNP,
@@ -47,8 +36,8 @@ var polCodeReadOnly = map[string]map[string]any{
 	"kg_list_anomalies":         polNP,
 	"kg_get_anomaly":            {"graph_id": "g-np-main-002", "anomaly_id": "np-anom-import-004"},
 	"kg_resolve_finding":        {"graph_id": "g-np-main-002", "source_tool": "ruff", "finding_type": "ruff_e722_bare_except", "path": "services/notes/app/sync.py"},
-	"kg_file_context":           polWith(polNP, "path", "services/notes/app/sync.py"),
-	"kg_impact":                 polWith(polNP, "target", "shared/config.py", "max_depth", 1),
+	"kg_file_context":           with(polNP, "path", "services/notes/app/sync.py"),
+	"kg_impact":                 with(polNP, "target", "shared/config.py", "max_depth", 1),
 	"kg_compare_runs":           polNP,
 	"kg_compare_with_local_git": polNP,
 	"kg_regenerate_dry_run":     polNP,

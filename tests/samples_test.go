@@ -798,13 +798,6 @@ func TestSamplesRulesThroughNexus(t *testing.T) {
 
 	t.Run("invalid arguments answer -32602 through the gateway", func(t *testing.T) {
 		sel := map[string]any{"repository": samplePocket, "branch": "main"}
-		with := func(base map[string]any, k string, v any) map[string]any {
-			out := map[string]any{k: v}
-			for bk, bv := range base {
-				out[bk] = bv
-			}
-			return out
-		}
 		search := map[string]any{"query": "auth"}
 		for _, tc := range []struct {
 			tool string

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -150,7 +151,7 @@ func showEntry(w io.Writer, en *catalog.Entry) {
 			return
 		}
 		fmt.Fprintf(w, "%s:\n", label)
-		for _, k := range sortedMapKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			fmt.Fprintf(w, "  %s=%s\n", k, m[k])
 		}
 	}
@@ -201,15 +202,6 @@ func showEntry(w io.Writer, en *catalog.Entry) {
 		fmt.Fprintf(w, " --value %s=...", v.Name)
 	}
 	fmt.Fprintln(w)
-}
-
-func sortedMapKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // stdinTerminal returns the terminal stdin is, if it is one.
@@ -408,19 +400,8 @@ func installEntry(c *cli.Context, e *env, entry *catalog.Entry) error {
 	if len(inst.Hints.Annotations) > 0 {
 		srv.Annotations = inst.Hints.Annotations
 	}
-	if c.IsSet("cwd") {
-		srv.Cwd = c.String("cwd")
-	}
-	if t := c.String("timeout"); t != "" {
-		d, err := config.ParseDuration(t)
-		if err != nil {
-			return usageError("--timeout: " + err.Error())
-		}
-		srv.Timeout = config.Duration{D: d}
-	}
-	if c.IsSet("prefix") {
-		p := c.String("prefix")
-		srv.Prefix = &p
+	if err := applyServerFlags(c, srv); err != nil {
+		return err
 	}
 
 	stored, err := e.storeNamedSecrets(c, server, inst.Secrets)
@@ -487,7 +468,7 @@ func (e *env) storeNamedSecrets(c *cli.Context, server string, values map[string
 		return nil, fmt.Errorf("cannot store the secrets of %s, so nothing was written: %w\n(or give a secret as a reference, e.g. --value NAME='${env:VAR}', to read it from the environment)", server, err)
 	}
 	var stored []string
-	for _, name := range sortedMapKeys(values) {
+	for _, name := range slices.Sorted(maps.Keys(values)) {
 		if err := store.Set(c.Context, name, values[name]); err != nil {
 			e.deleteSecrets(c.Context, stored)
 			return nil, fmt.Errorf("storing the secret %s of %s, so nothing was written: %w", name, server, err)
@@ -508,7 +489,7 @@ func mergeHints(d config.Document, key string, hints map[string]string) ([]strin
 		return nil, err
 	}
 	var added []string
-	for _, k := range sortedMapKeys(hints) {
+	for _, k := range slices.Sorted(maps.Keys(hints)) {
 		if _, set := obj[k]; set {
 			continue
 		}

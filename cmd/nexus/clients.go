@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -117,7 +118,7 @@ func plannedImport(cfg *config.Config, ims []clients.Imported) ([]importResult, 
 		}
 		taken[im.Name] = true
 		r.Status = "imported"
-		r.Secrets = sortedMapKeys(im.Secrets)
+		r.Secrets = slices.Sorted(maps.Keys(im.Secrets))
 		results = append(results, r)
 		todo = append(todo, im)
 	}
@@ -143,7 +144,7 @@ func (e *env) importInto(c *cli.Context, ims []*clients.Imported) ([]string, err
 		if err != nil {
 			return nil, fmt.Errorf("the servers to import carry secrets (tokens in their env or headers), and they cannot be stored, so nothing was written: %w", err)
 		}
-		for _, name := range sortedMapKeys(all) {
+		for _, name := range slices.Sorted(maps.Keys(all)) {
 			if err := store.Set(c.Context, name, all[name]); err != nil {
 				e.deleteSecrets(c.Context, stored)
 				return nil, fmt.Errorf("storing the secret %s, so nothing was written: %w", name, err)

@@ -8,8 +8,10 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -258,7 +260,7 @@ func (e *env) checkKeychain(ctx context.Context, cfg *config.Config) []check {
 		ch.Detail = "the OS keychain answers"
 	}
 	checks := []check{ch}
-	for _, name := range sortedMapKeys(used) {
+	for _, name := range slices.Sorted(maps.Keys(used)) {
 		_, err := store.Get(pctx, name)
 		switch {
 		case err == nil:

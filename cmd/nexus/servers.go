@@ -68,16 +68,8 @@ func addCommand() *cli.Command {
 			}
 			secretEnv, secretHeaders := vals["env"], vals["header"]
 			srv.Env, srv.Headers = vals["plain-env"], vals["plain-header"]
-			if t := c.String("timeout"); t != "" {
-				d, err := config.ParseDuration(t)
-				if err != nil {
-					return usageError("--timeout: " + err.Error())
-				}
-				srv.Timeout = config.Duration{D: d}
-			}
-			if c.IsSet("prefix") {
-				p := c.String("prefix")
-				srv.Prefix = &p
+			if err := applyServerFlags(c, srv); err != nil {
+				return err
 			}
 			target, err := e.target(c)
 			if err != nil {
@@ -234,6 +226,26 @@ func listServersCommand() *cli.Command {
 			return tw.Flush()
 		},
 	}
+}
+
+// applyServerFlags sets what --cwd, --timeout and --prefix say, for an entry built
+// from flags or installed from the catalog.
+func applyServerFlags(c *cli.Context, srv *config.Server) error {
+	if c.IsSet("cwd") {
+		srv.Cwd = c.String("cwd")
+	}
+	if t := c.String("timeout"); t != "" {
+		d, err := config.ParseDuration(t)
+		if err != nil {
+			return usageError("--timeout: " + err.Error())
+		}
+		srv.Timeout = config.Duration{D: d}
+	}
+	if c.IsSet("prefix") {
+		p := c.String("prefix")
+		srv.Prefix = &p
+	}
+	return nil
 }
 
 func truncate(s string, n int) string {
