@@ -7,15 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/mark3labs/mcp-go/mcp"
-)
-
-// JSON-RPC error codes the gateway answers with.
-const (
-	codeInvalidRequest = -32600
-	codeInvalidParams  = -32602
-	codeCancelled      = -32800
 )
 
 var errCallTimeout = errors.New("call timed out")
@@ -36,12 +27,26 @@ func (p callParams) progressToken() json.RawMessage {
 	return p.Meta.ProgressToken
 }
 
-// notifyFunc sends a notification to the client that made a call.
-type notifyFunc func(method string, params map[string]any)
+// caller is who made a call: the session and the stream its answer goes to. Progress
+// and the requests a child sends during the call (sampling, elicitation) go there. A
+// call from `nexus call` has no caller.
+type caller struct {
+	s *session
+	r sink
+}
 
-// callTool is the call chain: identity (agent, decided by the front transport) ->
-// policy -> memory -> child. It returns the raw result object or a JSON-RPC error.
-func (g *Gateway) callTool(ctx context.Context, agent string, p callParams, notify notifyFunc) (json.RawMessage, *RPCError) {
+type callerKey struct{}
+
+// callerOf is the call a context belongs to, or nil. An HTTP child's request that
+// arrives on a call's response stream carries that call's context.
+func callerOf(ctx context.Context) *caller {
+	c, _ := ctx.Value(callerKey{}).(*caller)
+	return c
+}
+
+// callTool is the call chain: identity (the session's agent, decided at initialize)
+// -> policy -> memory -> child. It returns the raw result object or a JSON-RPC error.
+func (g *Gateway) callTool(ctx context.Context, c *caller, agent string, p callParams) (json.RawMessage, *RPCError) {
 	t := g.man.Load().lookup(p.Name)
 	if t == nil {
 		return nil, g.unknownTool(p.Name)
@@ -61,7 +66,7 @@ func (g *Gateway) callTool(ctx context.Context, agent string, p callParams, noti
 	g.log.Debug("policy: call allowed", "agent", agent, "tool", t.Canonical, "rule", d.Rule, "origin", d.Origin)
 
 	forward := func(ctx context.Context) (json.RawMessage, error) {
-		return g.forward(ctx, t, args, p.progressToken(), notify)
+		return g.forward(ctx, c, t, args, p.progressToken())
 	}
 	raw, err := g.remember(ctx, agent, t, args, forward)
 	if err != nil {
@@ -81,57 +86,80 @@ func (g *Gateway) remember(ctx context.Context, agent string, t *Tool, args json
 	return g.mem.Call(ctx, agent, t.memoryTool(), args, forward)
 }
 
-// forward sends the call to the child that owns the tool.
-func (g *Gateway) forward(ctx context.Context, t *Tool, args json.RawMessage, progress json.RawMessage, notify notifyFunc) (json.RawMessage, error) {
-	c := g.kids()[t.Server]
-	if c == nil {
+// forward sends the call to the child that owns the tool. The call's context carries
+// its caller, so that what the child sends during the call finds its way back.
+func (g *Gateway) forward(ctx context.Context, c *caller, t *Tool, args json.RawMessage, progress json.RawMessage) (json.RawMessage, error) {
+	ch := g.kids()[t.Server]
+	if ch == nil {
 		return toolError(fmt.Sprintf("server %s was removed from the config", t.Server)), nil
 	}
-	cn, _ := c.current()
+	cn, _ := ch.current()
 	if cn == nil {
-		st := c.status()
+		st := ch.status()
 		return toolError(fmt.Sprintf("server %s is not connected (%s); its tools come back when it does (nexus list-servers shows its state)", t.Server, st.State)), nil
 	}
-	timeout := c.config().CallTimeout()
+	timeout := ch.config().CallTimeout()
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errCallTimeout)
 	defer cancel()
 
 	params := map[string]any{"name": t.Name, "arguments": args}
-	if progress != nil && notify != nil {
-		token := g.progress.add(progress, notify)
-		defer g.progress.release(token)
-		params["_meta"] = map[string]any{"progressToken": token}
+	if c != nil {
+		ctx = context.WithValue(ctx, callerKey{}, c)
+		if progress != nil {
+			token := g.progress.add(t.Server, progress, c)
+			defer g.progress.release(token)
+			params["_meta"] = map[string]any{"progressToken": token}
+		}
+		defer cn.callers.add(c)()
 	}
-	defer cn.callers.add(ctx)()
-	raw, err := cn.request(ctx, string(mcp.MethodToolsCall), params)
+	raw, err := cn.request(ctx, "tools/call", params)
+	if err == nil {
+		return g.redact(compact(raw)), nil
+	}
+	if errors.Is(err, errCallTimeout) {
+		return toolError(fmt.Sprintf("server %s did not answer %s within %s; raise servers.%s.timeout if it needs longer", t.Server, t.Canonical, timeout, t.Server)), nil
+	}
+	if errors.Is(err, errChildGone) {
+		return toolError(fmt.Sprintf("server %s exited during the call to %s; Nexus is restarting it", t.Server, t.Canonical)), nil
+	}
+	rpcErr := g.childError(ctx, t.Server, t.Canonical, err)
+	if rpcErr.Code == codeInternal && ctx.Err() == nil {
+		// A transport failure reads better as a tool error the model can act on.
+		return toolError(rpcErr.Message), nil
+	}
+	return nil, rpcErr
+}
+
+// childError turns what a child request failed with into the error a client gets:
+// the child's own JSON-RPC error keeps its code; everything passes the redactor.
+func (g *Gateway) childError(ctx context.Context, server, what string, err error) *RPCError {
 	var rpcErr *RPCError
 	switch {
-	case err == nil:
-		return g.redact(compact(raw)), nil
 	case errors.As(err, &rpcErr):
-		msg := string(g.redact([]byte(rpcErr.Message)))
+		out := &RPCError{Code: rpcErr.Code, Message: string(g.redact([]byte(rpcErr.Message)))}
 		if data, err := json.Marshal(rpcErr.Data); err == nil && rpcErr.Data != nil {
 			var clean any
 			if json.Unmarshal(g.redact(data), &clean) == nil {
-				return nil, &RPCError{Code: rpcErr.Code, Message: msg, Data: clean}
+				out.Data = clean
 			}
 		}
-		return nil, &RPCError{Code: rpcErr.Code, Message: msg}
+		return out
 	case errors.Is(err, errCallTimeout):
-		return toolError(fmt.Sprintf("server %s did not answer %s within %s; raise servers.%s.timeout if it needs longer", t.Server, t.Canonical, timeout, t.Server)), nil
+		return &RPCError{Code: codeInternal, Message: fmt.Sprintf("server %s did not answer %s in time; raise servers.%s.timeout if it needs longer", server, what, server)}
 	case errors.Is(err, errChildGone):
-		return toolError(fmt.Sprintf("server %s exited during the call to %s; Nexus is restarting it", t.Server, t.Canonical)), nil
+		return &RPCError{Code: codeInternal, Message: fmt.Sprintf("server %s exited during %s; Nexus is restarting it", server, what)}
 	case ctx.Err() != nil:
-		return nil, &RPCError{Code: codeCancelled, Message: "request cancelled"}
-	default:
-		cn.markDone() // a remote child that fails at the transport level is reconnected
-		return g.redact(toolError(fmt.Sprintf("calling %s on server %s failed: %v", t.Canonical, t.Server, err))), nil
+		return &RPCError{Code: codeCancelled, Message: "request cancelled: " + context.Cause(ctx).Error()}
 	}
+	if cn, _ := g.ownerConn(server); cn != nil {
+		cn.markDone() // a remote child that fails at the transport level is reconnected
+	}
+	return &RPCError{Code: codeInternal, Message: string(g.redact([]byte(fmt.Sprintf("%s on server %s failed: %v", what, server, err))))}
 }
 
 // unknownTool is the -32602 answer to a name no server offers, with the closest names.
 func (g *Gateway) unknownTool(name string) *RPCError {
-	msg := fmt.Sprintf("unknown tool %q", name)
+	msg := "unknown tool " + quoted(name)
 	if near := g.man.Load().suggest(name); len(near) > 0 {
 		msg += "; did you mean " + quoteJoin(near) + "?"
 	}
@@ -169,14 +197,23 @@ func toolError(msg string) json.RawMessage {
 	return raw
 }
 
-// compact makes a result fit on one stdio line.
-func compact(raw json.RawMessage) json.RawMessage {
-	if bytes.IndexByte(raw, '\n') < 0 {
-		return raw
+// Call runs one tools/call through the chain, as a client's call would: for `nexus
+// call` and for embedding. name is a wire or canonical name. The error, when the call
+// did not produce a result, is an *RPCError. Requests the child sends back during the
+// call (sampling, elicitation) are refused: there is no client to ask.
+func (g *Gateway) Call(ctx context.Context, agent, name string, args json.RawMessage) (json.RawMessage, error) {
+	raw, rpcErr := g.callTool(ctx, nil, agent, callParams{Name: name, Arguments: args})
+	if rpcErr != nil {
+		return nil, rpcErr
 	}
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return raw
+	return raw, nil
+}
+
+// Resolve finds the tool a client's name refers to (wire or canonical, exactly); an
+// unknown name gives the same *RPCError a call would, with the closest names.
+func (g *Gateway) Resolve(name string) (*Tool, error) {
+	if t := g.man.Load().lookup(name); t != nil {
+		return t, nil
 	}
-	return b.Bytes()
+	return nil, g.unknownTool(name)
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/nexus-mcp/nexus/config"
 )
@@ -39,9 +38,10 @@ const (
 // childEvents is what a child tells the gateway.
 type childEvents interface {
 	toolsChanged(server string)
-	notification(server string, n mcp.JSONRPCNotification)
-	// frontServer answers the requests a child sends back during a call.
-	frontServer() *server.MCPServer
+	// notification is a notification from the child, its params raw.
+	notification(server, method string, params json.RawMessage)
+	// childRequests answers the requests a child sends its client during a call.
+	childRequests(cn *conn) transport.RequestHandler
 	// reconnected says a child came back after exiting: what it remembered is stale.
 	reconnected(server string)
 }
@@ -267,6 +267,10 @@ type conn struct {
 	done     chan struct{}
 	doneOnce sync.Once
 	notes    chan mcp.JSONRPCNotification
+
+	relist     chan struct{} // a list_changed arrived; relistLoop reads relistWant
+	relistMu   sync.Mutex
+	relistWant int
 }
 
 func (cn *conn) markDone() {
@@ -292,7 +296,8 @@ func (cn *conn) stderrTail() string {
 // connect starts (or dials) the child, initializes the session and lists its tools.
 // On failure the returned conn, if any, still carries the stderr tail for the log.
 func (c *child) connect(ctx context.Context) (*conn, []json.RawMessage, error) {
-	cn := &conn{server: c.name, done: make(chan struct{}), notes: make(chan mcp.JSONRPCNotification, 256), tail: &tailBuffer{}}
+	cn := &conn{server: c.name, done: make(chan struct{}), notes: make(chan mcp.JSONRPCNotification, 256), tail: &tailBuffer{},
+		relist: make(chan struct{}, 1)}
 	var err error
 	var stderrW *os.File
 	switch c.config().Transport {
@@ -314,9 +319,16 @@ func (c *child) connect(ctx context.Context) (*conn, []json.RawMessage, error) {
 	if err != nil {
 		return cn, nil, err
 	}
-	back := backChannel{front: c.events.frontServer(), cn: cn}
+	// The gateway can ask its clients for sampling, elicitation and roots; whether the
+	// client of a given call can is checked when the child asks.
 	cn.client = client.NewClient(cn.tr, client.WithProtocolVersion(c.config().Protocol()),
-		client.WithSamplingHandler(back), client.WithElicitationHandler(back), client.WithRootsHandler(back))
+		client.WithClientCapabilities(mcp.ClientCapabilities{
+			Sampling:    &mcp.SamplingCapability{},
+			Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}},
+			Roots: &struct {
+				ListChanged bool `json:"listChanged,omitempty"`
+			}{ListChanged: true},
+		}))
 	cn.client.OnNotification(func(n mcp.JSONRPCNotification) {
 		// This runs on the transport's read loop: hand off, never block it.
 		select {
@@ -334,7 +346,14 @@ func (c *child) connect(ctx context.Context) (*conn, []json.RawMessage, error) {
 		cn.markDone()
 		return cn, nil, fmt.Errorf("starting %s: %w", c.name, err)
 	}
+	// Requests from the child go to the gateway raw, not through mcp-go's typed
+	// handlers, so that every field of a sampling or elicitation request reaches the
+	// client and the client's error codes reach the child.
+	if bi, ok := cn.tr.(transport.BidirectionalInterface); ok {
+		bi.SetRequestHandler(c.events.childRequests(cn))
+	}
 	go c.pumpNotifications(ctx, cn)
+	go c.relistLoop(ctx, cn)
 
 	initCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
@@ -365,13 +384,70 @@ func (c *child) pumpNotifications(ctx context.Context, cn *conn) {
 		case n := <-cn.notes:
 			switch n.Method {
 			case string(mcp.MethodNotificationToolsListChanged):
-				go c.relist(ctx, cn)
-				continue
+				cn.wantRelist(relistTools)
 			case string(mcp.MethodNotificationResourcesListChanged), string(mcp.MethodNotificationPromptsListChanged):
-				go c.relistExtras(ctx, cn)
-				continue
+				cn.wantRelist(relistExtras)
+			default:
+				c.events.notification(c.name, n.Method, notificationParams(n.Params))
 			}
-			c.events.notification(c.name, n)
+		}
+	}
+}
+
+// notificationParams re-encodes what mcp-go decoded of a notification's params.
+func notificationParams(p mcp.NotificationParams) json.RawMessage {
+	fields := make(map[string]any, len(p.AdditionalFields)+1)
+	for k, v := range p.AdditionalFields {
+		fields[k] = v
+	}
+	if len(p.Meta) > 0 {
+		fields["_meta"] = p.Meta
+	}
+	raw, err := json.Marshal(fields)
+	if err != nil {
+		return json.RawMessage("{}")
+	}
+	return raw
+}
+
+// What a list_changed asks to be listed again.
+const (
+	relistTools = 1 << iota
+	relistExtras
+)
+
+// wantRelist records that a list must be read again. A burst of list_changed
+// notifications costs one relist, not one each.
+func (cn *conn) wantRelist(what int) {
+	cn.relistMu.Lock()
+	cn.relistWant |= what
+	cn.relistMu.Unlock()
+	select {
+	case cn.relist <- struct{}{}:
+	default:
+	}
+}
+
+// relistLoop re-reads the lists the child said changed, one pass at a time, for as
+// long as the connection lives.
+func (c *child) relistLoop(ctx context.Context, cn *conn) {
+	for {
+		select {
+		case <-cn.done:
+			return
+		case <-ctx.Done():
+			return
+		case <-cn.relist:
+		}
+		cn.relistMu.Lock()
+		what := cn.relistWant
+		cn.relistWant = 0
+		cn.relistMu.Unlock()
+		if what&relistTools != 0 {
+			c.relist(ctx, cn)
+		}
+		if what&relistExtras != 0 {
+			c.relistExtras(ctx, cn)
 		}
 	}
 }
@@ -493,16 +569,6 @@ func (c *child) toolsFrom(raws []json.RawMessage) []*Tool {
 	return tools
 }
 
-// RPCError is a JSON-RPC error, from a child or from the gateway itself, kept with its
-// code so that a client sees -32602 as -32602.
-type RPCError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-	Data    any    `json:"data,omitempty"`
-}
-
-func (e *RPCError) Error() string { return fmt.Sprintf("%s (code %d)", e.Message, e.Code) }
-
 // request sends one request to the child and returns its raw result. Our ids are
 // strings so they never collide with the numeric ids of mcp-go's own requests.
 func (cn *conn) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
@@ -526,6 +592,13 @@ func (cn *conn) request(ctx context.Context, method string, params any) (json.Ra
 }
 
 var errChildGone = errors.New("the server exited")
+
+// notify sends a notification without params to the child.
+func (cn *conn) notify(method string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = cn.tr.SendNotification(ctx, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: method}})
+}
 
 // cancel tells the child to stop working on a request the caller gave up on.
 func (cn *conn) cancel(id mcp.RequestId, cause error) {

@@ -1,21 +1,23 @@
 // Package aggregation puts many child MCP servers behind one front MCP server.
 //
 // A Gateway connects to every configured child (stdio, SSE or streamable HTTP),
-// merges their tools into one manifest named <server>.<tool> (sent on the wire as
-// <prefix>__<tool> by default), and answers clients over stdio or streamable HTTP.
+// merges what they offer into one manifest (tools named <server>.<tool>, sent on the
+// wire as <prefix>__<tool> by default; prompts namespaced the same way; resources by
+// URI), and answers clients over stdio or streamable HTTP.
 //
-// Every tools/call, whatever the front transport, goes through one chain, in
-// chain.go:
+// The gateway owns its sessions: both fronts hand every client message to one
+// session layer (session.go), so every message takes one path:
 //
-//	front door (frontdoor.go: size limit, name resolution, argument checks)
-//	  -> identity (the agent: --agent, a bearer token, or the client's name as a hint)
-//	  -> policy   (may this agent call this tool? refused calls stop here)
-//	  -> memory   (a remembered answer, or one child call for concurrent twins)
-//	  -> child    (forward, with the caller's progress token and cancellation)
+//	front (stdio.go, http.go: framing, size limit, authentication)
+//	  -> session  (initialized? whose? the agent is decided once, at initialize)
+//	  -> method   (methods.go: lists from the agent's view, policy on every item)
+//	  -> policy -> memory -> child, for tools/call (chain.go)
 //
-// The front door handles tools/call itself, outside mcp-go's dispatcher, so that a
-// child's result and its JSON-RPC errors reach the client unchanged; everything else
-// (initialize, tools/list, resources, prompts, sessions) is served by mcp-go.
+// and everything a child sends back is routed to the session it belongs to
+// (routes.go, childreq.go): progress to the caller, logs to the sessions that may see
+// the server, resource updates to subscribers, sampling and elicitation to the
+// client of the call. Every message to a client leaves through session.outward, the
+// one redaction point.
 package aggregation
 
 import (
@@ -31,9 +33,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/memory"
@@ -69,11 +68,12 @@ type Gateway struct {
 	names    string
 	resolve  func(string) (string, error)
 	redact   func([]byte) []byte
-	front    *server.MCPServer
-	sessions *server.InsecureStatefulSessionIdManager
-	progress *progressRoutes
+	methods  map[string]method
 	denials  *policy.Counter
-	inflight *inflightCalls
+	sessions sessionSet
+	views    views
+	subs     subscriptions
+	progress progressRoutes
 
 	cfg      atomic.Pointer[config.Config]
 	pol      atomic.Pointer[policy.Policy]
@@ -84,12 +84,9 @@ type Gateway struct {
 	reloadMu sync.Mutex // one reload at a time
 	runCtx   context.Context
 
-	rebuild      chan struct{}
-	mu           sync.Mutex
-	published    map[string]string // server -> fingerprint of its tool list
-	frontSet     map[string]string // wire name -> fingerprint, as registered with mcp-go
-	extrasFP     string            // fingerprint of the resources and prompts registered
-	promptRoutes atomic.Pointer[map[string]promptRoute]
+	rebuild   chan struct{}
+	mu        sync.Mutex
+	published map[string]string // server -> fingerprint of its tool list
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -121,34 +118,18 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{
 		log: log, mem: opts.Memory, names: names, resolve: resolve, redact: opts.Redact,
-		sessions: &server.InsecureStatefulSessionIdManager{},
-		progress: newProgressRoutes(), denials: &policy.Counter{}, inflight: newInflightCalls(),
-		rebuild: make(chan struct{}, 1), published: map[string]string{}, frontSet: map[string]string{},
+		denials: &policy.Counter{}, rebuild: make(chan struct{}, 1), published: map[string]string{},
 	}
+	g.methods = g.methodTable()
 	g.cfg.Store(cfg)
 	g.pol.Store(pol)
 	g.tokens.Store(agentTokens(cfg))
-	g.man.Store(&manifest{byName: map[string]*Tool{}})
+	g.man.Store(&manifest{byName: map[string]*Tool{}, byPrompt: map[string]*prompt{}, byURI: map[string]*resource{}})
 	kids := map[string]*child{}
 	for _, s := range cfg.EnabledServers() {
 		kids[s.Name] = newChild(s, names, log, g, resolve)
 	}
 	g.children.Store(&kids)
-	hooks := &server.Hooks{}
-	hooks.AddAfterSetLevel(g.forwardSetLevel)
-	g.front = server.NewMCPServer("nexus", Version,
-		server.WithToolCapabilities(true),
-		server.WithResourceCapabilities(false, true),
-		server.WithPromptCapabilities(true),
-		server.WithCompletions(),
-		server.WithPromptCompletionProvider(completions{g}),
-		server.WithResourceCompletionProvider(completions{g}),
-		server.WithHooks(hooks),
-		server.WithLogging(),
-		server.WithRecovery(),
-		server.WithToolFilter(g.visibleTools),
-		server.WithInstructions("Nexus gateway: the tools of several MCP servers, each named after the server it comes from."),
-	)
 	g.applyMemorySettings(cfg)
 	return g, nil
 }
@@ -177,14 +158,31 @@ func (g *Gateway) Start(ctx context.Context) error {
 		return fmt.Errorf("conflicting tool names: %w", errors.Join(errs...))
 	}
 	g.wg.Go(func() { g.rebuildLoop(ctx) })
-	g.wg.Go(func() { g.progress.sweep(ctx) })
+	g.wg.Go(func() { g.sweepLoop(ctx) })
 	return nil
 }
 
-// Close stops every child and waits for them.
+// sweepLoop drops progress routes of calls that ended.
+func (g *Gateway) sweepLoop(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			g.progress.sweep(now)
+		}
+	}
+}
+
+// Close ends every session, stops every child and waits for them.
 func (g *Gateway) Close() {
 	if g.cancel != nil {
 		g.cancel()
+	}
+	for _, s := range g.sessions.snapshot() {
+		s.close()
 	}
 	for _, c := range g.kids() {
 		c.shutdown()
@@ -204,9 +202,6 @@ func agentTokens(cfg *config.Config) *map[string]string {
 	}
 	return &tokens
 }
-
-// Front is the mcp-go server behind the front door, for tests and embedding.
-func (g *Gateway) Front() *server.MCPServer { return g.front }
 
 // Servers reports each configured child's state.
 func (g *Gateway) Servers() []Status {
@@ -280,7 +275,7 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 		c.shutdown()
 	}
 	g.toolsChanged("")
-	g.front.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
+	g.listsChanged() // the policy may have changed what sessions see
 	return nil
 }
 
@@ -396,23 +391,15 @@ func (g *Gateway) rebuildNow(ctx context.Context) []error {
 			delete(g.published, name)
 		}
 	}
-	m, errs := buildManifest(perServer)
+	perExtras := map[string]extras{}
+	for name, c := range kids {
+		c.mu.Lock()
+		perExtras[name] = c.extras
+		c.mu.Unlock()
+	}
+	m, errs := buildManifest(perServer, perExtras)
 	g.man.Store(m)
-	g.syncExtras()
-
-	next := make(map[string]string, len(m.tools))
-	for _, t := range m.tools {
-		next[t.Wire] = string(t.Raw) + t.Canonical
-	}
-	if maps.Equal(next, g.frontSet) {
-		return errs
-	}
-	g.frontSet = next
-	tools := make([]server.ServerTool, 0, len(m.tools))
-	for _, t := range m.tools {
-		tools = append(tools, server.ServerTool{Tool: t.front, Handler: g.mcpToolHandler(t.Canonical)})
-	}
-	g.front.SetTools(tools...)
+	g.listsChanged()
 	return errs
 }
 
@@ -442,62 +429,4 @@ func fingerprintTools(tools []*Tool) string {
 	return b.String()
 }
 
-// visibleTools is mcp-go's tool filter: an agent's tools/list holds only what its
-// policy lets it call. Calls never reach mcp-go's dispatcher (the front door takes
-// them), so a denied call still gets the explicit refusal of the chain.
-func (g *Gateway) visibleTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
-	agent := g.agentOf(ctx)
-	pol, m := g.pol.Load(), g.man.Load()
-	out := tools[:0:0]
-	for _, t := range tools {
-		if gt := m.byName[t.Name]; gt != nil && pol.Decide(agent, gt.policyTool()).Allowed {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// mcpToolHandler serves a call that reached mcp-go's dispatcher anyway (a JSON-RPC
-// batch, say) through the same chain.
-func (g *Gateway) mcpToolHandler(canonical string) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		args, err := json.Marshal(req.Params.Arguments)
-		if err != nil {
-			return nil, err
-		}
-		raw, rpcErr := g.callTool(ctx, g.agentOf(ctx), callParams{Name: canonical, Arguments: args}, nil)
-		if rpcErr != nil {
-			return nil, rpcErr
-		}
-		var res mcp.CallToolResult
-		if err := json.Unmarshal(raw, &res); err != nil {
-			return nil, fmt.Errorf("decoding the result of %s: %w", canonical, err)
-		}
-		return &res, nil
-	}
-}
-
-func (g *Gateway) frontServer() *server.MCPServer { return g.front }
-
 func (g *Gateway) reconnected(server string) { g.forget(g.runCtx, server) }
-
-// notification handles a notification from a child.
-func (g *Gateway) notification(server string, n mcp.JSONRPCNotification) {
-	switch n.Method {
-	case "notifications/progress":
-		g.progress.deliver(n.Params.AdditionalFields)
-	case "notifications/message":
-		params := maps.Clone(n.Params.AdditionalFields)
-		if params == nil {
-			params = map[string]any{}
-		}
-		if _, ok := params["logger"]; !ok {
-			params["logger"] = server
-		}
-		g.front.SendNotificationToAllClients(n.Method, params)
-	case string(mcp.MethodNotificationResourcesListChanged), string(mcp.MethodNotificationPromptsListChanged):
-		g.front.SendNotificationToAllClients(n.Method, nil)
-	default:
-		g.log.Debug("notification from child not forwarded", "server", server, "method", n.Method)
-	}
-}

@@ -6,68 +6,80 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/nexus-mcp/nexus/policy"
 )
 
 // HTTPOptions configure the streamable HTTP front.
 type HTTPOptions struct {
-	// IdleTimeout ends sessions idle for that long (default 1h).
+	// IdleTimeout ends sessions that received no request for that long (default 1h).
 	IdleTimeout time.Duration
+	// MaxSessions bounds the live sessions (default 1000); an initialize beyond it is
+	// refused with a clear error rather than exhausting the gateway's memory.
+	MaxSessions int
 	// RequireToken refuses every request while no agent token is configured, instead
 	// of serving everyone as anonymous: for addresses beyond this machine, where a
 	// reload that removes the last token must not open the gateway.
 	RequireToken bool
 }
 
-// HTTPHandler serves the gateway over streamable HTTP at /mcp. Agents are identified
-// by bearer tokens whose SHA-256 the config holds (agents.NAME.tokenSha256), read
-// anew on every request so a reload revokes at once. A request without a valid token
-// is refused with 401 before any MCP handling; clientInfo is never used for identity
-// over HTTP. With no token configured every request is served as the anonymous agent
-// (the caller decides whether that is acceptable for the address it listens on).
+// Timeouts of the HTTP server that the front runs under (NewHTTPServer). A response
+// may stream for as long as a call runs, so there is no write timeout; reads are
+// bounded, and idle keep-alive connections are closed soon.
+const (
+	httpReadHeaderTimeout = 10 * time.Second
+	httpReadTimeout       = 60 * time.Second
+	httpIdleTimeout       = 30 * time.Second
+	sseKeepAlive          = 25 * time.Second
+)
+
+// NewHTTPServer is an http.Server for the front with the timeouts a server facing
+// many clients needs.
+func NewHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: httpReadHeaderTimeout, ReadTimeout: httpReadTimeout, IdleTimeout: httpIdleTimeout}
+}
+
+// HTTPHandler serves the gateway over streamable HTTP at /mcp, with sessions of its
+// own: POST carries client messages (a session starts with initialize and goes by the
+// Mcp-Session-Id it is given), GET opens the session's stream for messages the
+// gateway sends unasked, DELETE ends the session.
+//
+// Agents are identified by bearer tokens whose SHA-256 the config holds
+// (agents.NAME.tokenSha256), checked on every request so a reload revokes at once. A
+// request without a valid token is refused with 401 before any MCP handling;
+// clientInfo is never used for identity over HTTP. With no token configured every
+// request is served as the anonymous agent (the caller decides whether that is
+// acceptable for the address it listens on). Call it after Start: the idle sweep
+// runs until Close.
 func (g *Gateway) HTTPHandler(opts HTTPOptions) http.Handler {
-	idle := opts.IdleTimeout
-	if idle <= 0 {
-		idle = time.Hour
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = time.Hour
 	}
-	h := &httpFront{g: g, requireToken: opts.RequireToken}
-	h.mcp = server.NewStreamableHTTPServer(g.front,
-		server.WithEndpointPath("/mcp"),
-		server.WithStateful(true),
-		server.WithSessionIdManager(g.sessions),
-		server.WithSessionIdleTTL(idle),
-		server.WithEventStore(server.NewInMemoryEventStore()),
-		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
-			return WithAgent(ctx, agentFromRequest(r))
-		}),
-	)
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = 1000
+	}
+	h := &httpFront{g: g, opts: opts}
+	if ctx := g.runCtx; ctx != nil {
+		g.wg.Go(func() { h.sweep(ctx) })
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	return mux
 }
 
-type httpAgentKey struct{}
-
-func agentFromRequest(r *http.Request) string {
-	if a, ok := r.Context().Value(httpAgentKey{}).(string); ok {
-		return a
-	}
-	return policy.Anonymous
-}
-
 type httpFront struct {
-	g            *Gateway
-	requireToken bool
-	mcp          *server.StreamableHTTPServer
+	g    *Gateway
+	opts HTTPOptions
 }
 
 // TokenHash is how a bearer token is kept in config: hex SHA-256.
@@ -79,7 +91,7 @@ func TokenHash(token string) string {
 func (h *httpFront) authenticate(r *http.Request) (string, bool) {
 	tokens := *h.g.tokens.Load()
 	if len(tokens) == 0 {
-		return policy.Anonymous, !h.requireToken
+		return policy.Anonymous, !h.opts.RequireToken
 	}
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || token == "" {
@@ -93,89 +105,335 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	agent, ok := h.authenticate(r)
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="nexus"`)
+		w.Header().Set("Connection", "close") // an unauthenticated client keeps no connection open
 		http.Error(w, "401 unauthorized: send Authorization: Bearer <token> (nexus agent add NAME creates one)", http.StatusUnauthorized)
 		return
 	}
-	r = r.WithContext(context.WithValue(r.Context(), httpAgentKey{}, agent))
-	if r.Method != http.MethodPost {
-		h.mcp.ServeHTTP(w, r)
+	if !allowedOrigin(r) {
+		http.Error(w, "403 forbidden: requests from web pages of other origins are refused", http.StatusForbidden)
 		return
 	}
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(supportedVersions, v) {
+		writeJSON(w, http.StatusBadRequest, errorBytes(nil, codeInvalidRequest, "unsupported MCP-Protocol-Version %s; Nexus speaks %s", quoted(v), strings.Join(supportedVersions, ", ")))
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		h.post(w, r, agent)
+	case http.MethodGet:
+		if s := h.session(w, r, agent, nil); s != nil {
+			s.out.(*httpStream).serve(w, r, s)
+		}
+	case http.MethodDelete:
+		if s := h.session(w, r, agent, nil); s != nil {
+			s.close()
+			w.WriteHeader(http.StatusOK)
+		}
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "405 method not allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+// allowedOrigin guards against DNS rebinding: a browser page of another origin must
+// not reach a gateway on this machine. Clients that are not browsers send no Origin.
+func allowedOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	if u.Host == r.Host {
+		return true
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// session finds the session a request names, or answers the request with why not.
+func (h *httpFront) session(w http.ResponseWriter, r *http.Request, agent string, id json.RawMessage) *session {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		writeJSON(w, http.StatusBadRequest, errorBytes(id, codeInvalidRequest, "missing Mcp-Session-Id header: send initialize first"))
+		return nil
+	}
+	s := h.g.sessions.get(sid)
+	if s == nil || s.front != frontHTTP {
+		writeJSON(w, http.StatusNotFound, errorBytes(id, codeInvalidRequest, "unknown or expired session: initialize a new one"))
+		return nil
+	}
+	if s.preset != agent {
+		writeJSON(w, http.StatusForbidden, errorBytes(id, codeInvalidRequest, "this session belongs to another agent; initialize a session of your own"))
+		return nil
+	}
+	s.touch()
+	return s
+}
+
+// post handles one POST: a message or a batch, through the session layer.
+func (h *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 	limit := h.g.cfg.Load().MessageLimit()
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
-		http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
+		writeJSON(w, http.StatusBadRequest, errorBytes(nil, codeParseError, "reading the request: %v", err))
 		return
 	}
 	if int64(len(body)) > limit {
-		writeJSON(w, http.StatusRequestEntityTooLarge, responseLine(nil, nil, &RPCError{Code: codeInvalidRequest,
-			Message: fmt.Sprintf("message larger than %d bytes refused; raise maxMessageBytes in the config if it is legitimate", limit)}))
+		var sc idScanner
+		sc.write(body)
+		_, _ = io.Copy(scanWriter{&sc}, io.LimitReader(r.Body, maxScannedBody))
+		h.g.log.Warn("refused an over-size message", "limit", limit)
+		writeJSON(w, http.StatusRequestEntityTooLarge, h.g.redact(tooLarge(sc.result(), limit)))
 		return
 	}
-	var msg incoming
-	if json.Unmarshal(body, &msg) == nil {
-		session := r.Header.Get("Mcp-Session-Id")
-		if msg.isCall() {
-			h.serveCall(w, r, session, agent, &msg)
-			return
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '[' {
+		if s := h.session(w, r, agent, nil); s != nil {
+			rep := newHTTPReply(w, r, s)
+			h.g.serveBatch(r.Context(), s, body, rep)
 		}
-		if msg.Method == "notifications/cancelled" {
-			h.g.inflight.cancel(session, msg.Params)
-		}
+		return
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.ContentLength = int64(len(body))
-	h.mcp.ServeHTTP(w, r)
+	m, bad := decode(body)
+	if bad != nil {
+		writeJSON(w, http.StatusBadRequest, h.g.redact(bad))
+		return
+	}
+	if m.Method == "initialize" && r.Header.Get("Mcp-Session-Id") == "" {
+		h.initialize(w, r, agent, m)
+		return
+	}
+	s := h.session(w, r, agent, m.ID)
+	if s == nil {
+		return
+	}
+	rep := newHTTPReply(w, r, s)
+	if !m.isRequest() {
+		s.handle(r.Context(), m, rep)
+		rep.reply(nil) // 202: a notification or a response needs no answer
+		return
+	}
+	s.handle(r.Context(), m, rep)
 }
 
-// serveCall answers a tools/call: as one JSON body, or as an SSE stream when the
-// client accepts one and asked for progress.
-func (h *httpFront) serveCall(w http.ResponseWriter, r *http.Request, session, agent string, msg *incoming) {
-	if session == "" {
-		writeJSON(w, http.StatusBadRequest, responseLine(msg.ID, nil, &RPCError{Code: codeInvalidRequest, Message: "missing Mcp-Session-Id header: send initialize first"}))
+// maxScannedBody bounds how much of an over-size body is read to find its id.
+const maxScannedBody = 64 << 20
+
+type scanWriter struct{ sc *idScanner }
+
+func (s scanWriter) Write(p []byte) (int, error) { s.sc.write(p); return len(p), nil }
+
+// initialize starts a session: the bearer token's agent is its identity for good.
+func (h *httpFront) initialize(w http.ResponseWriter, r *http.Request, agent string, m *message) {
+	if n := h.g.sessions.count(frontHTTP); n >= h.opts.MaxSessions {
+		h.g.log.Warn("refused a new session: the session limit is reached", "sessions", n)
+		writeJSON(w, http.StatusServiceUnavailable, errorBytes(m.ID, codeInternal,
+			"Nexus is serving its maximum of %d sessions; close idle sessions (DELETE /mcp) or retry later", h.opts.MaxSessions))
 		return
 	}
-	if terminated, err := h.g.sessions.Validate(session); err != nil || terminated {
-		writeJSON(w, http.StatusNotFound, responseLine(msg.ID, nil, &RPCError{Code: codeInvalidRequest, Message: "unknown or expired session: initialize a new one"}))
+	s := h.g.newSession(frontHTTP, agent, newHTTPStream())
+	var answer []byte
+	s.handle(r.Context(), m, replyFunc(func(b []byte) { answer = b }))
+	if !s.ready.Load() {
+		s.close()
+		writeJSON(w, http.StatusBadRequest, answer)
 		return
 	}
-	var p callParams
-	_ = json.Unmarshal(msg.Params, &p)
-	streaming := p.progressToken() != nil && strings.Contains(r.Header.Get("Accept"), "text/event-stream")
-	flusher, canFlush := w.(http.Flusher)
-	if !streaming || !canFlush {
-		notify := func(method string, params map[string]any) {
-			_ = h.g.front.SendNotificationToSpecificClient(session, method, params)
-		}
-		writeJSON(w, http.StatusOK, h.g.serveCall(r.Context(), session, agent, msg, notify))
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("Mcp-Session-Id", session)
-	w.WriteHeader(http.StatusOK)
-	var mu sync.Mutex
-	done := false
-	event := func(data []byte) {
-		mu.Lock()
-		defer mu.Unlock()
-		if done {
+	w.Header().Set("Mcp-Session-Id", s.id)
+	writeJSON(w, http.StatusOK, answer)
+}
+
+// replyFunc is a sink that keeps the reply and sends nothing else.
+type replyFunc func([]byte)
+
+func (f replyFunc) send([]byte) bool { return false }
+func (f replyFunc) reply(b []byte)   { f(b) }
+
+// sweep ends sessions that have been idle for longer than the idle timeout. A
+// session with its stream open is in use.
+func (h *httpFront) sweep(ctx context.Context) {
+	every := min(max(h.opts.IdleTimeout/4, 10*time.Millisecond), time.Minute)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
 			return
+		case now := <-t.C:
+			for _, s := range h.g.sessions.snapshot() {
+				if s.front == frontHTTP && !s.out.(*httpStream).attached() && now.Sub(s.idleSince()) > h.opts.IdleTimeout {
+					h.g.log.Debug("session expired", "session", s.id, "agent", s.agentName())
+					s.close()
+				}
+			}
 		}
-		fmt.Fprintf(w, "event: message\ndata: %s\n\n", data)
-		flusher.Flush()
 	}
-	resp := h.g.serveCall(r.Context(), session, agent, msg, func(method string, params map[string]any) {
-		event(notificationLine(method, params))
-	})
-	event(resp)
-	mu.Lock()
-	done = true // late progress from the child must not write to a finished response
-	mu.Unlock()
+}
+
+// httpReply is the sink of one POST: the response goes back as a JSON body, unless
+// something must reach the client before it (progress, a sampling request) and the
+// client accepts an event stream; then the response becomes that stream. A call
+// answered at once costs one plain JSON response.
+type httpReply struct {
+	mu        sync.Mutex
+	w         http.ResponseWriter
+	canStream bool
+	streaming bool
+	done      bool
+}
+
+func newHTTPReply(w http.ResponseWriter, r *http.Request, s *session) *httpReply {
+	_, flushes := w.(http.Flusher)
+	return &httpReply{w: w, canStream: flushes && strings.Contains(r.Header.Get("Accept"), "text/event-stream")}
+}
+
+func (h *httpReply) send(msg []byte) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done || !h.canStream {
+		return false
+	}
+	if !h.streaming {
+		h.streaming = true
+		h.w.Header().Set("Content-Type", "text/event-stream")
+		h.w.Header().Set("Cache-Control", "no-cache")
+		h.w.WriteHeader(http.StatusOK)
+	}
+	return writeEvent(h.w, msg) == nil
+}
+
+func (h *httpReply) reply(msg []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done {
+		return
+	}
+	h.done = true
+	switch {
+	case h.streaming:
+		if msg != nil {
+			_ = writeEvent(h.w, msg)
+		}
+	case msg == nil:
+		h.w.WriteHeader(http.StatusAccepted)
+	default:
+		writeJSON(h.w, http.StatusOK, msg)
+	}
+}
+
+func writeEvent(w http.ResponseWriter, msg []byte) error {
+	if _, err := fmt.Fprintf(w, "event: message\ndata: %s\n\n", compact(msg)); err != nil {
+		return err
+	}
+	w.(http.Flusher).Flush()
+	return nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// httpStream is an HTTP session's own stream (GET /mcp): list changes, logs and
+// resource updates. Messages wait in a bounded queue while no stream is open, so a
+// client that reconnects gets what it missed; past the bound the oldest are dropped.
+type httpStream struct {
+	mu      sync.Mutex
+	queue   [][]byte
+	dropped int
+	open    bool
+	wake    chan struct{}
+}
+
+// maxQueued bounds what waits for a session's stream.
+const maxQueued = 512
+
+func newHTTPStream() *httpStream { return &httpStream{wake: make(chan struct{}, 1)} }
+
+func (st *httpStream) send(msg []byte) bool {
+	st.mu.Lock()
+	if len(st.queue) >= maxQueued {
+		st.queue = st.queue[1:]
+		st.dropped++
+	}
+	st.queue = append(st.queue, msg)
+	st.mu.Unlock()
+	select {
+	case st.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (st *httpStream) reply([]byte) {}
+
+func (st *httpStream) attached() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.open
+}
+
+var errStreamOpen = errors.New("the session's stream is already open")
+
+// serve streams queued and new messages until the client goes or the session ends.
+func (st *httpStream) serve(w http.ResponseWriter, r *http.Request, s *session) {
+	st.mu.Lock()
+	if st.open {
+		st.mu.Unlock()
+		http.Error(w, "409 conflict: "+errStreamOpen.Error(), http.StatusConflict)
+		return
+	}
+	st.open = true
+	st.mu.Unlock()
+	defer func() {
+		st.mu.Lock()
+		st.open = false
+		st.mu.Unlock()
+		s.touch() // the idle timer starts when the stream closes
+	}()
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	keepAlive := time.NewTicker(sseKeepAlive)
+	defer keepAlive.Stop()
+	for {
+		st.mu.Lock()
+		queue, dropped := st.queue, st.dropped
+		st.queue, st.dropped = nil, 0
+		st.mu.Unlock()
+		if dropped > 0 {
+			s.g.log.Warn("messages to a session were dropped while its stream was closed", "session", s.id, "dropped", dropped)
+		}
+		for _, msg := range queue {
+			if writeEvent(w, msg) != nil {
+				return
+			}
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.ctx.Done():
+			return
+		case <-keepAlive.C:
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			flusher.Flush()
+		case <-st.wake:
+		}
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -30,7 +29,8 @@ type Tool struct {
 	// InputSchema is the child's input schema, verbatim.
 	InputSchema json.RawMessage
 
-	front mcp.Tool // what tools/list serves
+	front  mcp.Tool        // what tools/list serves
+	listed json.RawMessage // front, encoded once
 }
 
 // Hints are a tool's effective behaviour annotations.
@@ -121,6 +121,11 @@ func newTool(srv *config.Server, raw json.RawMessage, names string) (*Tool, erro
 	if err := mcp.ValidateParamHeaderAnnotations(&t.front); err != nil {
 		return nil, fmt.Errorf("tool %s has invalid x-mcp-header annotations: %w", t.Canonical, err)
 	}
+	listed, err := json.Marshal(t.front)
+	if err != nil {
+		return nil, fmt.Errorf("encoding tool %s: %w", t.Canonical, err)
+	}
+	t.listed = listed
 	return t, nil
 }
 
@@ -153,76 +158,4 @@ func wireName(prefix, canonical, tool, style string) string {
 		clean = clean[:maxWireName-len(suffix)]
 	}
 	return clean + suffix
-}
-
-// manifest is the merged, immutable tool list. A new one replaces the old on every
-// change, so readers never lock.
-type manifest struct {
-	tools  []*Tool          // sorted by canonical name
-	byName map[string]*Tool // by wire name and by canonical name
-}
-
-// buildManifest merges the servers' tools. A wire name claimed twice (two servers
-// exposing bare names, say) keeps the first server's tool, in server-name order, and
-// reports the other.
-func buildManifest(perServer map[string][]*Tool) (*manifest, []error) {
-	m := &manifest{byName: map[string]*Tool{}}
-	var errs []error
-	servers := make([]string, 0, len(perServer))
-	for s := range perServer {
-		servers = append(servers, s)
-	}
-	sort.Strings(servers)
-	for _, s := range servers {
-		for _, t := range perServer[s] {
-			if prev, ok := m.byName[t.Wire]; ok {
-				errs = append(errs, fmt.Errorf("tool %s and tool %s both go by %q on the wire; give one of the servers a prefix", prev.Canonical, t.Canonical, t.Wire))
-				continue
-			}
-			m.byName[t.Wire] = t
-			m.byName[t.Canonical] = t
-			m.tools = append(m.tools, t)
-		}
-	}
-	sort.Slice(m.tools, func(i, j int) bool { return m.tools[i].Canonical < m.tools[j].Canonical })
-	return m, errs
-}
-
-// lookup resolves a name a client sent: the wire name or the canonical name, exactly.
-func (m *manifest) lookup(name string) *Tool { return m.byName[name] }
-
-// suggest returns up to three known names close to name, for "did you mean".
-func (m *manifest) suggest(name string) []string {
-	type cand struct {
-		name string
-		d    int
-	}
-	var cands []cand
-	lower := strings.ToLower(strings.TrimSpace(name))
-	for _, t := range m.tools {
-		for _, n := range []string{t.Wire, t.Canonical} {
-			d := config.Levenshtein(lower, strings.ToLower(n))
-			if strings.Contains(strings.ToLower(n), lower) && lower != "" {
-				d = min(d, 2)
-			}
-			if d <= max(3, len(n)/3) {
-				cands = append(cands, cand{n, d})
-			}
-		}
-	}
-	sort.SliceStable(cands, func(i, j int) bool {
-		if cands[i].d != cands[j].d {
-			return cands[i].d < cands[j].d
-		}
-		return cands[i].name < cands[j].name
-	})
-	var out []string
-	seen := map[string]bool{}
-	for _, c := range cands {
-		if !seen[c.name] && len(out) < 3 {
-			seen[c.name] = true
-			out = append(out, c.name)
-		}
-	}
-	return out
 }

@@ -35,6 +35,26 @@ func (p *Policy) Decide(agent string, t Tool) Decision {
 	return r.decide(agent, t)
 }
 
+// DecideItem decides whether agent may see and use a prompt or a resource of server:
+// things that are read, never run, so "@readonly" covers them. A prompt is matched like
+// a tool by "<server>.<prompt>" (and "<server>.*", "*", "@readonly"). Resources and
+// resource templates pass name "": a URI is not a name an entry can spell, so only
+// "<server>.*", "*" and "@readonly" match them, and the decision's Tool is "<server>.*"
+// (what a grant would add). A prompt whose name no entry can spell is decided the
+// same way.
+func (p *Policy) DecideItem(agent, srv, name string) Decision {
+	agent, r := p.resolve(agent)
+	if name != "" && canonical(srv+"."+name) {
+		return r.decide(agent, Tool{Name: srv + "." + name, ReadOnly: true})
+	}
+	d := Decision{Agent: agent, Tool: srv + ".*", Origin: r.origin, Source: r.source, allows: r.allows}
+	if !validServer(srv) {
+		d.Rule, d.malformed = "not a valid server name", true
+		return d
+	}
+	return r.match(d, [...]match{server: r.servers[srv], readOnly: r.readOnly, all: r.all})
+}
+
 func (r *rules) decide(agent string, t Tool) Decision {
 	d := Decision{Agent: agent, Tool: t.Name, Origin: r.origin, Source: r.source, allows: r.allows}
 	if !canonical(t.Name) {
@@ -45,6 +65,11 @@ func (r *rules) decide(agent string, t Tool) Decision {
 	if t.readOnly() {
 		ms[readOnly] = r.readOnly
 	}
+	return r.match(d, ms)
+}
+
+// match applies the entries that match, most specific first: deny beats allow.
+func (r *rules) match(d Decision, ms [all + 1]match) Decision {
 	var allow match
 	for k, m := range ms {
 		if m.deny != "" {

@@ -119,7 +119,7 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 		e.log.Info("serving over stdio", "servers", len(cfg.EnabledServers()), "tools", len(g.Tools()))
 		return g.ServeStdio(ctx, os.Stdin, os.Stdout, opts.agent)
 	}
-	srv := &http.Server{Handler: g.HTTPHandler(aggregation.HTTPOptions{RequireToken: requireToken}), ReadHeaderTimeout: 10 * time.Second}
+	srv := aggregation.NewHTTPServer(g.HTTPHandler(aggregation.HTTPOptions{RequireToken: requireToken}))
 	go func() {
 		<-ctx.Done()
 		shut, done := context.WithTimeout(context.Background(), 5*time.Second)

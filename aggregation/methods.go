@@ -1,0 +1,321 @@
+package aggregation
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/nexus-mcp/nexus/policy"
+)
+
+// method is one request method's step on the path: it runs with the session (and so
+// the agent) known, and returns a raw result or an error. r is where the request came
+// from: notifications and requests that belong to it (progress, sampling) go there.
+type method func(ctx context.Context, s *session, params json.RawMessage, r sink) (json.RawMessage, *RPCError)
+
+// methods is the gateway's dispatch table, built once.
+func (g *Gateway) methodTable() map[string]method {
+	return map[string]method{
+		"initialize": initialize,
+		"ping": func(context.Context, *session, json.RawMessage, sink) (json.RawMessage, *RPCError) {
+			return json.RawMessage("{}"), nil
+		},
+		"tools/list":               listTools,
+		"tools/call":               callToolMethod,
+		"prompts/list":             listPrompts,
+		"prompts/get":              getPrompt,
+		"resources/list":           listResources,
+		"resources/templates/list": listTemplates,
+		"resources/read":           readResource,
+		"resources/subscribe":      subscribe,
+		"resources/unsubscribe":    unsubscribe,
+		"completion/complete":      complete,
+		"logging/setLevel":         setLevel,
+	}
+}
+
+// supportedVersions are the protocol revisions the front speaks, newest first.
+var supportedVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// serverInstructions tell a model what it is talking to.
+const serverInstructions = "Nexus gateway: the tools of several MCP servers, each named after the server it comes from."
+
+// initialize is the identity step: the agent is decided here, once, for the whole
+// session. Over HTTP the bearer token decided it already; on stdio --agent or
+// NEXUS_AGENT, else the client's self-reported name as a hint, else anonymous.
+func initialize(_ context.Context, s *session, params json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
+	if s.ready.Load() {
+		return nil, &RPCError{Code: codeInvalidRequest, Message: "the session is already initialized"}
+	}
+	var p struct {
+		ProtocolVersion string `json:"protocolVersion"`
+		Capabilities    struct {
+			Sampling    json.RawMessage `json:"sampling"`
+			Elicitation json.RawMessage `json:"elicitation"`
+			Roots       json.RawMessage `json:"roots"`
+		} `json:"capabilities"`
+		ClientInfo struct {
+			Name string `json:"name"`
+		} `json:"clientInfo"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("initialize params: %v", err)}
+	}
+	declared := func(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+	s.caps = clientCaps{sampling: declared(p.Capabilities.Sampling), elicitation: declared(p.Capabilities.Elicitation), roots: declared(p.Capabilities.Roots)}
+	s.agent = s.preset
+	if s.agent == "" && s.front == frontStdio {
+		s.agent = agentHint(p.ClientInfo.Name)
+	}
+	if s.agent == "" {
+		s.agent = policy.Anonymous
+	}
+	version := supportedVersions[0]
+	if slices.Contains(supportedVersions, p.ProtocolVersion) {
+		version = p.ProtocolVersion
+	}
+	v := s.g.view(s.agent)
+	s.mu.Lock()
+	s.seen = seenLists{tools: v.toolsFP, prompts: v.promptsFP, resources: v.resourcesFP}
+	s.mu.Unlock()
+	s.ready.Store(true)
+	s.g.log.Debug("session initialized", "session", s.id, "front", s.front, "agent", s.agent, "client", p.ClientInfo.Name)
+	res, _ := json.Marshal(map[string]any{
+		"protocolVersion": version,
+		"capabilities": map[string]any{
+			"tools":       map[string]any{"listChanged": true},
+			"prompts":     map[string]any{"listChanged": true},
+			"resources":   map[string]any{"listChanged": true, "subscribe": true},
+			"completions": map[string]any{},
+			"logging":     map[string]any{},
+		},
+		"serverInfo":   map[string]any{"name": "nexus", "version": Version},
+		"instructions": serverInstructions,
+	})
+	return res, nil
+}
+
+// The list methods answer from the agent's view, whose lists hold only what its
+// policy lets it use. Each also records what the client was told, so that a later
+// list_changed goes only to sessions whose lists really changed.
+func listTools(_ context.Context, s *session, _ json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
+	v := s.g.view(s.agent)
+	s.mu.Lock()
+	s.seen.tools = v.toolsFP
+	s.mu.Unlock()
+	return v.tools, nil
+}
+
+func listPrompts(_ context.Context, s *session, _ json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
+	v := s.g.view(s.agent)
+	s.mu.Lock()
+	s.seen.prompts = v.promptsFP
+	s.mu.Unlock()
+	return v.prompts, nil
+}
+
+func listResources(_ context.Context, s *session, _ json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
+	v := s.g.view(s.agent)
+	s.mu.Lock()
+	s.seen.resources = v.resourcesFP
+	s.mu.Unlock()
+	return v.resources, nil
+}
+
+func listTemplates(_ context.Context, s *session, _ json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
+	v := s.g.view(s.agent)
+	return v.templates, nil
+}
+
+// callToolMethod is tools/call: the chain in chain.go.
+func callToolMethod(ctx context.Context, s *session, params json.RawMessage, r sink) (json.RawMessage, *RPCError) {
+	var p callParams
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf(`tools/call params must be {"name": "<tool>", "arguments": {...}}: %v`, err)}
+	}
+	return s.g.callTool(ctx, &caller{s: s, r: r}, s.agent, p)
+}
+
+// getPrompt is prompts/get: policy on the prompt, then its owner.
+func getPrompt(ctx context.Context, s *session, params json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
+	var p struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments,omitempty"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
+		return nil, &RPCError{Code: codeInvalidParams, Message: `prompts/get params must be {"name": "<prompt>", "arguments": {...}}`}
+	}
+	pr := s.g.man.Load().byPrompt[p.Name]
+	if pr == nil {
+		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown prompt %s (prompts/list shows them)", quoted(p.Name))}
+	}
+	if d := s.g.decideItem(s.agent, pr.server, pr.name); !d.Allowed {
+		return nil, refusal(d, "get prompt "+quoted(p.Name))
+	}
+	out := map[string]any{"name": pr.name}
+	if len(p.Arguments) > 0 {
+		out["arguments"] = p.Arguments
+	}
+	return s.g.childRequest(ctx, pr.server, "prompts/get", out)
+}
+
+// readResource is resources/read: policy on the owner's resources, then the owner.
+func readResource(ctx context.Context, s *session, params json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
+	server, rpcErr := s.resourceServer(params, "read")
+	if rpcErr != nil {
+		return nil, rpcErr
+	}
+	return s.g.childRequest(ctx, server, "resources/read", params)
+}
+
+// subscribe forwards resources/subscribe to the owner the first time any session
+// subscribes to a URI; updates then reach only the sessions that subscribed.
+func subscribe(ctx context.Context, s *session, params json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
+	server, rpcErr := s.resourceServer(params, "subscribe to")
+	if rpcErr != nil {
+		return nil, rpcErr
+	}
+	uri := uriOf(params)
+	if err := s.g.subs.add(ctx, s.g, s, server, uri); err != nil {
+		return nil, err
+	}
+	return json.RawMessage("{}"), nil
+}
+
+func unsubscribe(ctx context.Context, s *session, params json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
+	uri := uriOf(params)
+	if uri == "" {
+		return nil, &RPCError{Code: codeInvalidParams, Message: `resources/unsubscribe params must be {"uri": "<uri>"}`}
+	}
+	s.mu.Lock()
+	server, ok := s.subs[uri]
+	s.mu.Unlock()
+	if ok {
+		s.g.subs.remove(s.g, s, server, uri)
+	}
+	return json.RawMessage("{}"), nil
+}
+
+func uriOf(params json.RawMessage) string {
+	var p struct {
+		URI string `json:"uri"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return p.URI
+}
+
+// resourceServer finds the owner of the URI in params and applies the policy.
+func (s *session) resourceServer(params json.RawMessage, verb string) (string, *RPCError) {
+	uri := uriOf(params)
+	if uri == "" {
+		return "", &RPCError{Code: codeInvalidParams, Message: `params must be {"uri": "<uri>"}`}
+	}
+	server, ok := s.g.man.Load().resourceOwner(uri)
+	if !ok {
+		return "", &RPCError{Code: codeNotFound, Message: fmt.Sprintf("resource %s not found: no server lists it or a template that matches it", quoted(uri)), Data: map[string]any{"uri": uri}}
+	}
+	if d := s.g.decideItem(s.agent, server, ""); !d.Allowed {
+		return "", refusal(d, verb+" resource "+quoted(uri))
+	}
+	return server, nil
+}
+
+// complete is completion/complete: the reference names a prompt (by its wire name)
+// or a resource template; policy applies as for the prompt or the resources.
+func complete(ctx context.Context, s *session, params json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
+	var p map[string]json.RawMessage
+	var ref struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	}
+	if json.Unmarshal(params, &p) != nil || json.Unmarshal(p["ref"], &ref) != nil {
+		return nil, &RPCError{Code: codeInvalidParams, Message: `completion/complete params must hold "ref" and "argument"`}
+	}
+	var server string
+	switch ref.Type {
+	case "ref/prompt":
+		pr := s.g.man.Load().byPrompt[ref.Name]
+		if pr == nil {
+			return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown prompt %s", quoted(ref.Name))}
+		}
+		if d := s.g.decideItem(s.agent, pr.server, pr.name); !d.Allowed {
+			return nil, refusal(d, "complete prompt "+quoted(ref.Name))
+		}
+		server = pr.server
+		p["ref"], _ = json.Marshal(map[string]string{"type": ref.Type, "name": pr.name})
+	case "ref/resource":
+		var ok bool
+		if server, ok = s.g.man.Load().templateOwner(ref.URI); !ok {
+			if server, ok = s.g.man.Load().resourceOwner(ref.URI); !ok {
+				return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown resource template %s", quoted(ref.URI))}
+			}
+		}
+		if d := s.g.decideItem(s.agent, server, ""); !d.Allowed {
+			return nil, refusal(d, "complete resource "+quoted(ref.URI))
+		}
+	default:
+		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf(`unknown ref type %s: use "ref/prompt" or "ref/resource"`, quoted(ref.Type))}
+	}
+	raw, _ := json.Marshal(p)
+	return s.g.childRequest(ctx, server, "completion/complete", json.RawMessage(raw))
+}
+
+// setLevel records the session's logging level (log messages below it are not sent
+// to it) and asks the children for the most verbose level any session wants.
+func setLevel(ctx context.Context, s *session, params json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
+	var p struct {
+		Level string `json:"level"`
+	}
+	_ = json.Unmarshal(params, &p)
+	lvl, ok := levelIndex(p.Level)
+	if !ok {
+		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown logging level %s: use one of debug, info, notice, warning, error, critical, alert, emergency", quoted(p.Level))}
+	}
+	s.level.Store(int32(lvl))
+	s.g.forwardLevel(ctx)
+	return json.RawMessage("{}"), nil
+}
+
+// decideItem decides a prompt (name != "") or the resources of server for agent.
+func (g *Gateway) decideItem(agent, server, name string) policy.Decision {
+	d := g.pol.Load().DecideItem(agent, server, name)
+	g.denials.Record(d)
+	if !d.Allowed {
+		g.log.Info("policy: request refused", "agent", agent, "item", d.Tool, "rule", d.Rule, "origin", d.Origin)
+	}
+	return d
+}
+
+// refusal is the error a client gets for a denied prompt or resource: it names the
+// agent, what was refused, the rule and how to grant it. The request never reaches
+// the child.
+func refusal(d policy.Decision, what string) *RPCError {
+	origin := d.Origin
+	if d.Source != "" {
+		origin += " in " + d.Source
+	}
+	msg := fmt.Sprintf("agent %q may not %s: denied by %s (%s)", d.Agent, what, origin, d.Rule)
+	if h := d.Hint(); h != "" {
+		msg += ". To grant it: " + h
+	}
+	return &RPCError{Code: codeInvalidParams, Message: msg}
+}
+
+// childRequest sends one request to a server and returns its raw, redacted answer,
+// or the child's error with its code.
+func (g *Gateway) childRequest(ctx context.Context, server, method string, params any) (json.RawMessage, *RPCError) {
+	cn, err := g.ownerConn(server)
+	if err != nil {
+		return nil, &RPCError{Code: codeInternal, Message: err.Error()}
+	}
+	c := g.kids()[server]
+	ctx, cancel := context.WithTimeoutCause(ctx, c.config().CallTimeout(), errCallTimeout)
+	defer cancel()
+	raw, err := cn.request(ctx, method, params)
+	if err != nil {
+		return nil, g.childError(ctx, server, method, err)
+	}
+	return g.redact(compact(raw)), nil
+}

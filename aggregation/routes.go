@@ -1,0 +1,343 @@
+package aggregation
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"sync"
+	"time"
+)
+
+// This file routes what children send to the sessions it belongs to: progress to the
+// caller, log messages to the sessions whose agent may see the server, resource
+// updates to subscribers, and list changes to the sessions whose lists changed.
+
+// progressLinger keeps a route open briefly after its call ends: a child may write its
+// last progress notification after its response (mcp-go's stdio server does).
+const progressLinger = 2 * time.Second
+
+// progressRoutes maps the progress tokens the gateway gives children back to the
+// caller and the client's own token. Tokens are random and bound to the server the
+// call went to: a child cannot guess another call's token, and a token it was given
+// is honoured only from it.
+type progressRoutes struct {
+	mu     sync.Mutex
+	routes map[string]*progressRoute
+}
+
+type progressRoute struct {
+	server  string
+	client  json.RawMessage // the client's token, as the client wrote it
+	c       *caller
+	expires time.Time // zero while the call runs
+}
+
+func (p *progressRoutes) add(server string, clientToken json.RawMessage, c *caller) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	token := "nexus-" + hex.EncodeToString(b[:])
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.routes == nil {
+		p.routes = map[string]*progressRoute{}
+	}
+	p.routes[token] = &progressRoute{server: server, client: clientToken, c: c}
+	return token
+}
+
+func (p *progressRoutes) release(token string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r := p.routes[token]; r != nil {
+		r.expires = time.Now().Add(progressLinger)
+	}
+}
+
+// deliver forwards a child's progress notification to the caller that owns the token,
+// with the client's own token put back.
+func (p *progressRoutes) deliver(server string, params json.RawMessage) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(params, &fields) != nil {
+		return
+	}
+	var token string
+	_ = json.Unmarshal(fields["progressToken"], &token)
+	p.mu.Lock()
+	r := p.routes[token]
+	p.mu.Unlock()
+	if r == nil || r.server != server {
+		return
+	}
+	fields["progressToken"] = r.client
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return
+	}
+	msg := r.c.s.outward(notificationBytes("notifications/progress", json.RawMessage(out)))
+	if !r.c.r.send(msg) {
+		r.c.s.out.send(msg)
+	}
+}
+
+// sweep drops routes whose calls ended more than progressLinger ago.
+func (p *progressRoutes) sweep(now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for tok, r := range p.routes {
+		if !r.expires.IsZero() && now.After(r.expires) {
+			delete(p.routes, tok)
+		}
+	}
+}
+
+// notification routes a notification from a child. It runs on the child's
+// notification pump, never on its transport's read loop.
+func (g *Gateway) notification(server, method string, params json.RawMessage) {
+	switch method {
+	case "notifications/progress":
+		g.progress.deliver(server, params)
+	case "notifications/message":
+		g.routeLog(server, params)
+	case "notifications/resources/updated":
+		uri := uriOf(params)
+		for _, s := range g.subs.subscribers(server, uri) {
+			if g.view(s.agent).readable[server] {
+				s.push(notificationBytes(method, params))
+			}
+		}
+	default:
+		g.log.Debug("notification from child not forwarded", "server", server, "method", method)
+	}
+}
+
+// routeLog sends a child's log message to every session whose agent may see the
+// server and whose level lets it through. The logger defaults to the server's name.
+func (g *Gateway) routeLog(server string, params json.RawMessage) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(params, &fields) != nil {
+		return
+	}
+	var level string
+	_ = json.Unmarshal(fields["level"], &level)
+	lvl, ok := levelIndex(level)
+	if !ok {
+		lvl = levelInfo
+	}
+	if _, ok := fields["logger"]; !ok {
+		fields["logger"], _ = json.Marshal(server)
+	}
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return
+	}
+	msg := notificationBytes("notifications/message", json.RawMessage(out))
+	for _, s := range g.sessions.all() {
+		if min := s.level.Load(); min != levelUnset && int32(lvl) < min {
+			continue
+		}
+		if g.view(s.agent).sees[server] {
+			s.push(msg)
+		}
+	}
+}
+
+// Logging levels, in the order of RFC 5424's severities, least severe first.
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+const (
+	levelUnset = -1
+	levelInfo  = 1
+)
+
+func levelIndex(level string) (int, bool) {
+	for i, l := range logLevels {
+		if l == level {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// forwardLevel asks every child that logs for the most verbose level any session
+// set, so each session can be given what it asked for. The fan-out has a deadline:
+// a child that does not answer cannot hold up the client's request.
+func (g *Gateway) forwardLevel(ctx context.Context) {
+	want := int32(len(logLevels))
+	for _, s := range g.sessions.all() {
+		if l := s.level.Load(); l != levelUnset && l < want {
+			want = l
+		}
+	}
+	if want == int32(len(logLevels)) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, c := range g.kids() {
+		cn, _ := c.current()
+		if cn == nil || cn.caps.Logging == nil {
+			continue
+		}
+		wg.Go(func() {
+			if _, err := cn.request(ctx, "logging/setLevel", map[string]any{"level": logLevels[want]}); err != nil {
+				c.log.Warn("forwarding logging/setLevel failed", "err", err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// listsChanged tells each session whose visible lists changed (after a child's
+// change, a reload or a policy edit) that they did, once per kind of list.
+func (g *Gateway) listsChanged() {
+	for _, s := range g.sessions.all() {
+		v := g.view(s.agent)
+		s.mu.Lock()
+		seen := s.seen
+		s.seen = seenLists{tools: v.toolsFP, prompts: v.promptsFP, resources: v.resourcesFP}
+		s.mu.Unlock()
+		if seen.tools != v.toolsFP {
+			s.push(notificationBytes("notifications/tools/list_changed", nil))
+		}
+		if seen.prompts != v.promptsFP {
+			s.push(notificationBytes("notifications/prompts/list_changed", nil))
+		}
+		if seen.resources != v.resourcesFP {
+			s.push(notificationBytes("notifications/resources/list_changed", nil))
+		}
+	}
+}
+
+// rootsChanged passes a client's roots/list_changed on to the children, which ask
+// for the roots again.
+func (g *Gateway) rootsChanged() {
+	for _, c := range g.kids() {
+		if cn, _ := c.current(); cn != nil {
+			cn.notify("notifications/roots/list_changed")
+		}
+	}
+}
+
+// subscriptions counts the sessions subscribed to each resource of each server: the
+// child is asked to subscribe when the first session does and to unsubscribe when
+// the last one leaves.
+type subscriptions struct {
+	mu sync.Mutex
+	m  map[subKey]map[*session]bool
+}
+
+type subKey struct{ server, uri string }
+
+func (sb *subscriptions) add(ctx context.Context, g *Gateway, s *session, server, uri string) *RPCError {
+	k := subKey{server, uri}
+	sb.mu.Lock()
+	first := len(sb.m[k]) == 0
+	sb.mu.Unlock()
+	if first {
+		if _, err := g.childRequest(ctx, server, "resources/subscribe", map[string]any{"uri": uri}); err != nil {
+			return err
+		}
+	}
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if sb.m == nil {
+		sb.m = map[subKey]map[*session]bool{}
+	}
+	if sb.m[k] == nil {
+		sb.m[k] = map[*session]bool{}
+	}
+	sb.m[k][s] = true
+	s.mu.Lock()
+	s.subs[uri] = server
+	s.mu.Unlock()
+	return nil
+}
+
+func (sb *subscriptions) remove(g *Gateway, s *session, server, uri string) {
+	k := subKey{server, uri}
+	sb.mu.Lock()
+	delete(sb.m[k], s)
+	last := len(sb.m[k]) == 0
+	if last {
+		delete(sb.m, k)
+	}
+	sb.mu.Unlock()
+	s.mu.Lock()
+	delete(s.subs, uri)
+	s.mu.Unlock()
+	if last {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := g.childRequest(ctx, server, "resources/unsubscribe", map[string]any{"uri": uri}); err != nil {
+			g.log.Debug("unsubscribing at the child failed", "server", server, "uri", uri, "err", err.Message)
+		}
+	}
+}
+
+func (sb *subscriptions) subscribers(server, uri string) []*session {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	out := make([]*session, 0, len(sb.m[subKey{server, uri}]))
+	for s := range sb.m[subKey{server, uri}] {
+		out = append(out, s)
+	}
+	return out
+}
+
+// callers tracks the calls in flight on one child connection, so that a request the
+// child sends back during a call can find the session that made it even when the
+// transport (stdio) carries no trace of the call.
+type callers struct {
+	mu    sync.Mutex
+	next  int
+	calls map[int]*caller
+}
+
+func (cs *callers) add(c *caller) (remove func()) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.calls == nil {
+		cs.calls = map[int]*caller{}
+	}
+	cs.next++
+	id := cs.next
+	cs.calls[id] = c
+	return func() {
+		cs.mu.Lock()
+		delete(cs.calls, id)
+		cs.mu.Unlock()
+	}
+}
+
+// only returns the latest call in flight when every call in flight comes from one
+// session (its client is the only one that can answer), and how many sessions have
+// calls in flight.
+func (cs *callers) only() (*caller, int) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	var latest *caller
+	best := -1
+	sessions := map[*session]bool{}
+	for id, c := range cs.calls {
+		sessions[c.s] = true
+		if id > best {
+			best, latest = id, c
+		}
+	}
+	if len(sessions) != 1 {
+		return nil, len(sessions)
+	}
+	return latest, 1
+}
+
+// equalJSON reports whether two raw JSON values are the same bytes once compacted.
+func equalJSON(a, b json.RawMessage) bool {
+	var x, y bytes.Buffer
+	if json.Compact(&x, a) != nil || json.Compact(&y, b) != nil {
+		return bytes.Equal(a, b)
+	}
+	return bytes.Equal(x.Bytes(), y.Bytes())
+}

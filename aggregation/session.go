@@ -1,0 +1,326 @@
+package aggregation
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nexus-mcp/nexus/policy"
+)
+
+// Front transports, as sessions record them.
+const (
+	frontStdio = "stdio"
+	frontHTTP  = "http"
+)
+
+// sink is a way to one client: a stdio connection, one HTTP request's response, or an
+// HTTP session's standalone stream. Messages reach a sink already redacted.
+type sink interface {
+	// send delivers a notification or a request to the client; false when it could
+	// not be delivered (the stream is gone).
+	send(msg []byte) bool
+	// reply delivers the response that ends the request the sink belongs to.
+	reply(msg []byte)
+}
+
+// session is one client: one stdio connection, or one Mcp-Session-Id over HTTP. The
+// agent is decided once, at initialize, and every later message of the session is
+// handled as that agent. Everything the gateway sends the client leaves through
+// outward, the one redaction point.
+type session struct {
+	g     *Gateway
+	id    string
+	front string
+	// preset is the identity the transport established before initialize (--agent,
+	// NEXUS_AGENT, or a bearer token); "" lets initialize use the client's name as a
+	// hint (stdio only).
+	preset string
+	out    sink // unsolicited messages: list changes, logs, resource updates
+
+	ready  atomic.Bool // initialize answered; agent and caps are set
+	agent  string
+	caps   clientCaps
+	level  atomic.Int32 // the client's logging level, or levelUnset
+	used   atomic.Int64 // unix nanoseconds of the last message, for the idle sweep
+	nextID atomic.Int64
+	ctx    context.Context // ends when the session closes
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	closed  bool
+	calls   map[string]context.CancelFunc // requests in flight, by canonical id
+	pending map[string]chan *message      // requests sent to the client, by id
+	subs    map[string]string             // subscribed resource URI -> server
+	seen    seenLists                     // fingerprints of the lists the client was last told of
+}
+
+// clientCaps is what the client declared it can do for servers.
+type clientCaps struct {
+	sampling, elicitation, roots bool
+}
+
+type seenLists struct {
+	tools, prompts, resources [32]byte
+}
+
+func (g *Gateway) newSession(front, preset string, out sink) *session {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &session{g: g, id: newSessionID(), front: front, preset: preset, out: out, ctx: ctx, cancel: cancel,
+		calls: map[string]context.CancelFunc{}, pending: map[string]chan *message{}, subs: map[string]string{}}
+	s.level.Store(levelUnset)
+	s.touch()
+	g.sessions.add(s)
+	return s
+}
+
+// newSessionID is unguessable: over HTTP the id is all that ties a request to its
+// session once the bearer token checked out.
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (s *session) touch() { s.used.Store(time.Now().UnixNano()) }
+
+func (s *session) idleSince() time.Time { return time.Unix(0, s.used.Load()) }
+
+// outward is the one redaction point: every message to a client passes it, whatever
+// produced it (a child's result, a log line, a list, an error, a forwarded request).
+func (s *session) outward(msg []byte) []byte { return s.g.redact(msg) }
+
+// push sends an unsolicited message on the session's own stream.
+func (s *session) push(msg []byte) bool { return s.out.send(s.outward(msg)) }
+
+// handle is the one path every client message takes, on both fronts: the session
+// (is it initialized? whose is it?), then the method's own step, whose answer leaves
+// through outward on r.
+func (s *session) handle(ctx context.Context, m *message, r sink) {
+	s.touch()
+	switch {
+	case m.isResponse():
+		s.answered(m)
+		return
+	case m.isNotification():
+		s.notified(m)
+		return
+	}
+	r.reply(s.outward(s.answer(ctx, m, r)))
+}
+
+// answer runs one request and encodes its response.
+func (s *session) answer(ctx context.Context, m *message, r sink) []byte {
+	if !s.ready.Load() && m.Method != "initialize" && m.Method != "ping" {
+		return errorBytes(m.ID, codeInvalidRequest, "%s before initialize: send initialize first", m.Method)
+	}
+	step, ok := s.g.methods[m.Method]
+	if !ok {
+		return errorBytes(m.ID, codeMethodNotFound, "method %s is not supported by Nexus", quoted(m.Method))
+	}
+	ctx, done := s.track(ctx, m.ID)
+	defer done()
+	result, rpcErr := step(ctx, s, m.Params, r)
+	if rpcErr == nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), errClientCancelled) {
+		rpcErr = &RPCError{Code: codeCancelled, Message: "request cancelled by the client"}
+	}
+	return responseBytes(m.ID, result, rpcErr)
+}
+
+var errClientCancelled = errors.New("cancelled by the client")
+
+// track registers a request in flight so that the client's notifications/cancelled,
+// or the end of the session, cancels it.
+func (s *session) track(ctx context.Context, id json.RawMessage) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(s.ctx, func() { cancel(errors.New("the session ended")) })
+	key := idOf(id)
+	s.mu.Lock()
+	s.calls[key] = func() { cancel(errClientCancelled) }
+	s.mu.Unlock()
+	return ctx, func() {
+		stop()
+		s.mu.Lock()
+		delete(s.calls, key)
+		s.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// notified handles a notification from the client.
+func (s *session) notified(m *message) {
+	switch m.Method {
+	case "notifications/cancelled":
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		if json.Unmarshal(m.Params, &p) != nil || len(p.RequestID) == 0 {
+			return
+		}
+		s.mu.Lock()
+		cancel := s.calls[idOf(p.RequestID)]
+		s.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+	case "notifications/roots/list_changed":
+		if s.ready.Load() {
+			s.g.rootsChanged()
+		}
+	}
+	// notifications/initialized and the rest need nothing from the gateway.
+}
+
+// request sends a request to the client on via (the stream of the call it belongs
+// to, or the session's own) and waits for the client's answer.
+func (s *session) request(ctx context.Context, via sink, method string, params any) (json.RawMessage, *RPCError) {
+	id := "nexus-" + strconv.FormatInt(s.nextID.Add(1), 10)
+	ch := make(chan *message, 1)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, &RPCError{Code: codeInternal, Message: "the client's session has ended"}
+	}
+	s.pending[id] = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.pending, id)
+		s.mu.Unlock()
+	}()
+	if !via.send(s.outward(requestBytes(id, method, params))) && (via == s.out || !s.push(requestBytes(id, method, params))) {
+		return nil, &RPCError{Code: codeInternal, Message: "the client has no open stream to receive " + method}
+	}
+	select {
+	case m := <-ch:
+		if m == nil {
+			return nil, &RPCError{Code: codeInternal, Message: "the client's session ended before it answered " + method}
+		}
+		if m.Error != nil {
+			return nil, m.Error
+		}
+		return m.Result, nil
+	case <-ctx.Done():
+		s.push(notificationBytes("notifications/cancelled", map[string]any{"requestId": id, "reason": "the server gave up"}))
+		return nil, &RPCError{Code: codeInternal, Message: fmt.Sprintf("the client did not answer %s in time", method)}
+	}
+}
+
+// answered delivers a client's response to the request waiting for it.
+func (s *session) answered(m *message) {
+	var id string
+	if json.Unmarshal(m.ID, &id) != nil {
+		return
+	}
+	s.mu.Lock()
+	ch := s.pending[id]
+	delete(s.pending, id)
+	s.mu.Unlock()
+	if ch != nil {
+		ch <- m
+	}
+}
+
+// close ends the session: its calls are cancelled, requests waiting on the client
+// fail, and its subscriptions are dropped.
+func (s *session) close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	pending := s.pending
+	s.pending = map[string]chan *message{}
+	subs := s.subs
+	s.subs = map[string]string{}
+	s.mu.Unlock()
+	s.cancel()
+	for _, ch := range pending {
+		ch <- nil
+	}
+	for uri, server := range subs {
+		s.g.subs.remove(s.g, s, server, uri)
+	}
+	s.g.sessions.remove(s)
+}
+
+// agentName is the session's agent; anonymous before initialize.
+func (s *session) agentName() string {
+	if !s.ready.Load() {
+		return policy.Anonymous
+	}
+	return s.agent
+}
+
+// sessionSet holds the live sessions of a gateway.
+type sessionSet struct {
+	mu sync.Mutex
+	m  map[string]*session
+}
+
+func (ss *sessionSet) add(s *session) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.m == nil {
+		ss.m = map[string]*session{}
+	}
+	ss.m[s.id] = s
+}
+
+func (ss *sessionSet) remove(s *session) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.m[s.id] == s {
+		delete(ss.m, s.id)
+	}
+}
+
+func (ss *sessionSet) get(id string) *session {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.m[id]
+}
+
+// all returns the live sessions that finished initialize.
+func (ss *sessionSet) all() []*session {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	out := make([]*session, 0, len(ss.m))
+	for _, s := range ss.m {
+		if s.ready.Load() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (ss *sessionSet) count(front string) int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	n := 0
+	for _, s := range ss.m {
+		if s.front == front {
+			n++
+		}
+	}
+	return n
+}
+
+// snapshot returns every live session, initialized or not.
+func (ss *sessionSet) snapshot() []*session {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	out := make([]*session, 0, len(ss.m))
+	for _, s := range ss.m {
+		out = append(out, s)
+	}
+	return out
+}

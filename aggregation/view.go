@@ -1,0 +1,114 @@
+package aggregation
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"sync"
+
+	"github.com/nexus-mcp/nexus/policy"
+)
+
+// view is what one agent sees of the manifest: its lists, encoded once, and their
+// fingerprints, which tell a session whether its lists changed. A view is built on
+// first use for one (manifest, policy) pair and shared by every session of the agent,
+// so a tools/list costs a map lookup, not a policy pass.
+type view struct {
+	tools, prompts, resources, templates json.RawMessage // encoded list results
+	toolsFP, promptsFP, resourcesFP      [sha256.Size]byte
+	// sees holds the servers with at least one item visible to the agent: their log
+	// messages reach the agent's sessions.
+	sees map[string]bool
+	// readable holds the servers whose resources the agent may list, read and
+	// subscribe to.
+	readable map[string]bool
+}
+
+// views caches one view per agent for the current manifest and policy.
+type views struct {
+	mu      sync.Mutex
+	man     *manifest
+	pol     *policy.Policy
+	byAgent map[string]*view
+}
+
+// maxCachedViews bounds the cache: agent names come from configured tokens and from
+// stdio clients' self-reported names, so there are few, but nothing should grow
+// without bound on a client's say-so.
+const maxCachedViews = 1024
+
+func (g *Gateway) view(agent string) *view {
+	man, pol := g.man.Load(), g.pol.Load()
+	vs := &g.views
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	if vs.man != man || vs.pol != pol || len(vs.byAgent) >= maxCachedViews {
+		vs.man, vs.pol, vs.byAgent = man, pol, map[string]*view{}
+	}
+	if v := vs.byAgent[agent]; v != nil {
+		return v
+	}
+	v := buildView(man, pol, agent)
+	vs.byAgent[agent] = v
+	return v
+}
+
+func buildView(m *manifest, pol *policy.Policy, agent string) *view {
+	v := &view{sees: map[string]bool{}, readable: map[string]bool{}}
+	for _, s := range m.servers {
+		if pol.DecideItem(agent, s, "").Allowed {
+			v.readable[s] = true
+			v.sees[s] = true
+		}
+	}
+	var tools, prompts, resources, templates []json.RawMessage
+	for _, t := range m.tools {
+		if pol.Decide(agent, t.policyTool()).Allowed {
+			tools = append(tools, t.listed)
+			v.sees[t.Server] = true
+		}
+	}
+	for _, p := range m.prompts {
+		if pol.DecideItem(agent, p.server, p.name).Allowed {
+			prompts = append(prompts, p.raw)
+			v.sees[p.server] = true
+		}
+	}
+	for _, r := range m.resources {
+		if v.readable[r.server] {
+			resources = append(resources, r.raw)
+		}
+	}
+	for _, t := range m.templates {
+		if v.readable[t.server] {
+			templates = append(templates, t.raw)
+		}
+	}
+	v.tools = listResult("tools", tools)
+	v.prompts = listResult("prompts", prompts)
+	v.resources = listResult("resources", resources)
+	v.templates = listResult("resourceTemplates", templates)
+	v.toolsFP = sha256.Sum256(v.tools)
+	v.promptsFP = sha256.Sum256(v.prompts)
+	both := append(append([]byte{}, v.resources...), v.templates...)
+	v.resourcesFP = sha256.Sum256(both)
+	return v
+}
+
+// listResult encodes {"<field>": [items...]} from items already encoded.
+func listResult(field string, items []json.RawMessage) json.RawMessage {
+	n := len(field) + 8
+	for _, it := range items {
+		n += len(it) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"`...)
+	b = append(b, field...)
+	b = append(b, `":[`...)
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	return append(b, "]}"...)
+}
