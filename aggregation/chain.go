@@ -102,17 +102,16 @@ func (g *Gateway) forward(ctx context.Context, c *caller, t *Tool, args json.Raw
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errCallTimeout)
 	defer cancel()
 
-	params := map[string]any{"name": t.Name, "arguments": args}
+	var token string
 	if c != nil {
 		ctx = context.WithValue(ctx, callerKey{}, c)
 		if progress != nil {
-			token := g.progress.add(t.Server, progress, c)
+			token = g.progress.add(t.Server, progress, c)
 			defer g.progress.release(token)
-			params["_meta"] = map[string]any{"progressToken": token}
 		}
 		defer cn.callers.add(c)()
 	}
-	raw, err := cn.request(ctx, "tools/call", params)
+	raw, err := cn.request(ctx, "tools/call", callRequest(t.Name, args, token))
 	if err == nil {
 		return g.redact(compact(raw)), nil
 	}
@@ -128,6 +127,22 @@ func (g *Gateway) forward(ctx context.Context, c *caller, t *Tool, args json.Raw
 		return toolError(rpcErr.Message), nil
 	}
 	return nil, rpcErr
+}
+
+// callRequest encodes the params of a tools/call to a child by hand: the arguments
+// are the client's bytes, copied, never decoded and re-encoded.
+func callRequest(name string, args json.RawMessage, progressToken string) json.RawMessage {
+	b := make([]byte, 0, len(args)+len(name)+len(progressToken)+64)
+	b = append(b, `{"name":`...)
+	b = appendJSONString(b, name)
+	b = append(b, `,"arguments":`...)
+	b = append(b, args...)
+	if progressToken != "" {
+		b = append(b, `,"_meta":{"progressToken":`...)
+		b = appendJSONString(b, progressToken)
+		b = append(b, '}')
+	}
+	return append(b, '}')
 }
 
 // childError turns what a child request failed with into the error a client gets:

@@ -1,7 +1,6 @@
 package aggregation
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,6 +55,8 @@ type child struct {
 	log     *slog.Logger
 	events  childEvents
 	resolve func(string) (string, error)
+	// maxMessage bounds one message from the child (Options.MaxChildMessage).
+	maxMessage int64
 
 	mu      sync.Mutex
 	conn    *conn
@@ -299,10 +300,9 @@ func (c *child) connect(ctx context.Context) (*conn, []json.RawMessage, error) {
 	cn := &conn{server: c.name, done: make(chan struct{}), notes: make(chan mcp.JSONRPCNotification, 256), tail: &tailBuffer{},
 		relist: make(chan struct{}, 1)}
 	var err error
-	var stderrW *os.File
 	switch c.config().Transport {
 	case config.TransportStdio:
-		cn.tr, stderrW, err = c.stdioTransport(cn)
+		cn.tr, err = c.stdioTransport(cn)
 	case config.TransportSSE:
 		var headers map[string]string
 		if headers, err = c.resolveMap(c.config().Headers); err == nil {
@@ -339,9 +339,6 @@ func (c *child) connect(ctx context.Context) (*conn, []json.RawMessage, error) {
 	})
 	cn.client.OnConnectionLost(func(error) { cn.markDone() })
 	err = cn.client.Start(ctx)
-	if stderrW != nil {
-		stderrW.Close() // the child holds its own copy; ours would keep the pipe open
-	}
 	if err != nil {
 		cn.markDone()
 		return cn, nil, fmt.Errorf("starting %s: %w", c.name, err)
@@ -488,37 +485,18 @@ func (c *child) childEnv() ([]string, error) {
 	return env, nil
 }
 
-func (c *child) stdioTransport(cn *conn) (transport.Interface, *os.File, error) {
+func (c *child) stdioTransport(cn *conn) (transport.Interface, error) {
 	env, err := c.childEnv()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating the stderr pipe of %s: %w", c.name, err)
-	}
-	go func() {
-		// Child stderr goes to the log, a line at a time; its end means the child exited.
-		defer cn.markDone()
-		defer pr.Close()
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64*1024), 1024*1024)
-		for sc.Scan() {
-			line := sc.Text()
-			cn.tail.add(line)
-			c.log.Info("[" + c.name + "] " + line)
-		}
-	}()
-	cmdFunc := func(_ context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
-		cmd := exec.Command(command, args...)
-		cmd.Env = env
-		cmd.Dir = c.config().Cwd
-		cmd.Stderr = pw
-		return cmd, nil
-	}
-	tr := transport.NewStdioWithOptions(c.config().Command, nil, c.config().Args,
-		transport.WithCommandFunc(cmdFunc), transport.WithCommandLogger(c.log))
-	return tr, pw, nil
+	cmd := exec.Command(c.config().Command, c.config().Args...)
+	cmd.Env = env
+	cmd.Dir = c.config().Cwd
+	p := newProcess(cmd, c.log, c.maxMessage, cn.tail)
+	// Child stderr goes to the log a line at a time, prefixed with the server's name.
+	p.stderrLine = func(line string) { c.log.Info("[" + c.name + "] " + line) }
+	return p, nil
 }
 
 // listTools asks the child for every page of its tools, kept as raw JSON.

@@ -56,6 +56,10 @@ type Options struct {
 	// Resolve expands references in env and header values (${env:NAME}...) when a
 	// child is started; nil expands ${env:NAME} only.
 	Resolve func(string) (string, error)
+	// MaxChildMessage bounds one message from a stdio child (default 64 MiB): over it,
+	// the call it answers fails with a clear error and the gateway's memory stays
+	// bounded.
+	MaxChildMessage int64
 	// Redact removes secret values from what children send back (results, errors,
 	// resources, prompts) before it reaches memory or a client; nil keeps it as is.
 	Redact func([]byte) []byte
@@ -66,6 +70,7 @@ type Gateway struct {
 	log      *slog.Logger
 	mem      *memory.Memory
 	names    string
+	maxChild int64
 	resolve  func(string) (string, error)
 	redact   func([]byte) []byte
 	methods  map[string]method
@@ -74,6 +79,7 @@ type Gateway struct {
 	views    views
 	subs     subscriptions
 	progress progressRoutes
+	listsMu  sync.Mutex // serializes listsChanged
 
 	cfg      atomic.Pointer[config.Config]
 	pol      atomic.Pointer[policy.Policy]
@@ -117,7 +123,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		opts.Redact = func(b []byte) []byte { return b }
 	}
 	g := &Gateway{
-		log: log, mem: opts.Memory, names: names, resolve: resolve, redact: opts.Redact,
+		log: log, mem: opts.Memory, names: names, resolve: resolve, redact: opts.Redact, maxChild: opts.MaxChildMessage,
 		denials: &policy.Counter{}, rebuild: make(chan struct{}, 1), published: map[string]string{},
 	}
 	g.methods = g.methodTable()
@@ -127,7 +133,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.man.Store(&manifest{byName: map[string]*Tool{}, byPrompt: map[string]*prompt{}, byURI: map[string]*resource{}})
 	kids := map[string]*child{}
 	for _, s := range cfg.EnabledServers() {
-		kids[s.Name] = newChild(s, names, log, g, resolve)
+		kids[s.Name] = g.newChild(s)
 	}
 	g.children.Store(&kids)
 	g.applyMemorySettings(cfg)
@@ -188,6 +194,18 @@ func (g *Gateway) Close() {
 		c.shutdown()
 	}
 	g.wg.Wait()
+}
+
+// defaultMaxChildMessage is generous: a child may legitimately return a large file.
+const defaultMaxChildMessage = 64 << 20
+
+func (g *Gateway) newChild(s *config.Server) *child {
+	c := newChild(s, g.names, g.log, g, g.resolve)
+	c.maxMessage = g.maxChild
+	if c.maxMessage <= 0 {
+		c.maxMessage = defaultMaxChildMessage
+	}
+	return c
 }
 
 // kids is the current set of children; the map is never modified once published.
@@ -252,7 +270,7 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 			if ok {
 				stopped = append(stopped, c)
 			}
-			nc := newChild(s, g.names, g.log, g, g.resolve)
+			nc := g.newChild(s)
 			next[s.Name] = nc
 			if g.runCtx != nil {
 				nc.start(g.runCtx)

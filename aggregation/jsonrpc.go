@@ -152,12 +152,13 @@ func compact(raw json.RawMessage) json.RawMessage {
 	return b.Bytes()
 }
 
-// idOf canonicalises a request id for use as a map key ("1" and 1 stay distinct,
-// whitespace does not matter).
-func idOf(id json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Compact(&b, id) != nil {
-		return string(id)
-	}
-	return b.String()
+// idOf is a request id as a map key: its JSON text ("1" and 1 stay distinct). A
+// decoded RawMessage holds the value's bytes without surrounding space.
+func idOf(id json.RawMessage) string { return string(bytes.TrimSpace(id)) }
+
+// appendJSONString appends s as a JSON string (Go's strconv quoting is not JSON for
+// control characters).
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s)
+	return append(b, q...)
 }

@@ -193,6 +193,8 @@ func (g *Gateway) forwardLevel(ctx context.Context) {
 // listsChanged tells each session whose visible lists changed (after a child's
 // change, a reload or a policy edit) that they did, once per kind of list.
 func (g *Gateway) listsChanged() {
+	g.listsMu.Lock() // two passes at once could tell a session of an older list last
+	defer g.listsMu.Unlock()
 	for _, s := range g.sessions.all() {
 		v := g.view(s.agent)
 		s.mu.Lock()

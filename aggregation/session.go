@@ -136,17 +136,16 @@ func (s *session) answer(ctx context.Context, m *message, r sink) []byte {
 
 var errClientCancelled = errors.New("cancelled by the client")
 
-// track registers a request in flight so that the client's notifications/cancelled,
-// or the end of the session, cancels it.
+// track registers a request in flight so that the client's notifications/cancelled
+// cancels it. ctx ends with the session on stdio (it is the session's) and with the
+// HTTP request over HTTP.
 func (s *session) track(ctx context.Context, id json.RawMessage) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(s.ctx, func() { cancel(errors.New("the session ended")) })
 	key := idOf(id)
 	s.mu.Lock()
 	s.calls[key] = func() { cancel(errClientCancelled) }
 	s.mu.Unlock()
 	return ctx, func() {
-		stop()
 		s.mu.Lock()
 		delete(s.calls, key)
 		s.mu.Unlock()

@@ -142,7 +142,7 @@ func TestIDScanner(t *testing.T) {
 		{`{"params":{"id":9,"s":"\"id\":8"},"id":-3}`, `-3`},
 		{`{"params":["id",{"id":2}],"id":"top"}`, `"top"`},
 		{`{"method":"x","params":{"a":"` + strings.Repeat("z", 1000), ``}, // cut before any id
-		{`{"id":{"nested":1}}`, ``},                                    // not an id
+		{`{"id":{"nested":1}}`, ``},                                       // not an id
 		{`{"id":null}`, ``},
 		{`[{"id":1}]`, ``}, // a batch has no single id
 		{`not json "id": 5`, ``},

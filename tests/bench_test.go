@@ -10,9 +10,11 @@ import (
 )
 
 // BenchmarkGateway measures what Nexus adds to a tools/call of a trivial read-only
-// tool: the same client calls the fixture child directly over stdio, and through
-// `nexus serve` (stdio front, stdio child), sequentially and 8 calls at a time. Both
-// run in the same benchmark so their ratio comes from one run on a noisy machine.
+// tool: the same client calls the fixture child directly over stdio, through the
+// thinnest possible relay (tests/relay: copies bytes, parses nothing: the floor of one
+// extra process hop), and through `nexus serve` (stdio front, stdio child),
+// sequentially and 8 calls at a time. All run in the same benchmark so their ratios
+// come from one run on a noisy machine.
 //
 //	go test ./tests -run '^$' -bench Gateway -benchtime 2000x
 func BenchmarkGateway(b *testing.B) {
@@ -29,6 +31,7 @@ func BenchmarkGateway(b *testing.B) {
 		args func(i int) map[string]any
 	}{
 		{"direct", func() *session { return startSession(t, h.env(), built.fixture) }, "echo", distinct},
+		{"relay", func() *session { return startSession(t, h.env(), built.relay, built.fixture) }, "echo", distinct},
 		{"nexus", func() *session {
 			return startSession(t, h.env("NEXUS_CPUPROFILE="+os.Getenv("BENCH_NEXUS_CPUPROFILE")), built.nexus, "serve", "--no-memory")
 		}, "fx__echo", distinct},
@@ -77,7 +80,9 @@ func BenchmarkGateway(b *testing.B) {
 		b.ReportMetric(rate[tg.name], tg.name+"-8way-req/s")
 	}
 	b.ReportMetric(p(seq["nexus"], 0.5)/p(seq["direct"], 0.5), "nexus/direct-p50-x")
+	b.ReportMetric(p(seq["relay"], 0.5)/p(seq["direct"], 0.5), "relay/direct-p50-x")
 	b.ReportMetric(rate["nexus"]/rate["direct"], "nexus/direct-8way-x")
+	b.ReportMetric(rate["nexus"]/rate["relay"], "nexus/relay-8way-x")
 	b.ReportMetric(p(seq["nexus-memory-hit"], 0.5)/p(seq["direct"], 0.5), "hit/direct-p50-x")
 }
 

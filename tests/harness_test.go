@@ -20,7 +20,7 @@ import (
 
 // bins holds the binaries built once for the whole run.
 type bins struct {
-	nexus, fixture string
+	nexus, fixture, relay string
 }
 
 var built bins // set once by TestMain, read-only afterwards
@@ -31,8 +31,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	built = bins{nexus: filepath.Join(dir, "nexus"), fixture: filepath.Join(dir, "fixture")}
-	for path, pkg := range map[string]string{built.nexus: "../cmd/nexus", built.fixture: "./fixture"} {
+	built = bins{nexus: filepath.Join(dir, "nexus"), fixture: filepath.Join(dir, "fixture"), relay: filepath.Join(dir, "relay")}
+	for path, pkg := range map[string]string{built.nexus: "../cmd/nexus", built.fixture: "./fixture", built.relay: "./relay"} {
 		args := []string{"build", "-o", path}
 		if raceEnabled {
 			args = append(args, "-race")

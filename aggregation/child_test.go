@@ -1,0 +1,158 @@
+package aggregation
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// canary is a secret value the test children leak everywhere they can: in a tool
+// description, in log messages, in progress messages. The gateway's redactor knows
+// it; no client may ever see it.
+const canary = "CANARY-5ecret-v4lue-0xDEADBEEF"
+
+// TestMain lets the test binary serve as a stdio child: a child's process is this
+// binary, re-run with NEXUS_TEST_CHILD set to the child's name.
+func TestMain(m *testing.M) {
+	if name := os.Getenv("NEXUS_TEST_CHILD"); name != "" {
+		c := newTestChild(name)
+		if err := server.ServeStdio(c.srv); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// testChild is a small MCP server with one of everything the gateway routes: tools
+// (one leaks the canary in its description), a prompt, a resource and a template,
+// logs, progress, sampling and resource updates. It counts the requests it gets, so
+// a test can tell that a refused request never reached it.
+type testChild struct {
+	name string
+	srv  *server.MCPServer
+
+	mu       sync.Mutex
+	requests map[string]int
+	// release, when set, blocks the "wait" tool until closed.
+	release chan struct{}
+	// tokens records the progress tokens the child was given, for forging tests.
+	tokens []any
+}
+
+func newTestChild(name string) *testChild {
+	c := &testChild{name: name, requests: map[string]int{}}
+	hooks := &server.Hooks{}
+	hooks.AddBeforeAny(func(_ context.Context, _ any, method mcp.MCPMethod, _ any) {
+		c.mu.Lock()
+		c.requests[string(method)]++
+		c.mu.Unlock()
+	})
+	c.srv = server.NewMCPServer(name, "1.0",
+		server.WithToolCapabilities(true), server.WithResourceCapabilities(true, true),
+		server.WithPromptCapabilities(true), server.WithLogging(), server.WithCompletions(),
+		server.WithHooks(hooks))
+	readOnly := func(t *mcp.Tool) {
+		mcp.WithReadOnlyHintAnnotation(true)(t)
+		mcp.WithDestructiveHintAnnotation(false)(t)
+	}
+	tool := func(name, desc string, h server.ToolHandlerFunc) {
+		t := mcp.NewTool(name, mcp.WithDescription(desc), mcp.WithString("text"))
+		readOnly(&t)
+		c.srv.AddTool(t, h)
+	}
+	tool("echo", "Echoes text. Configured with "+canary, func(_ context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText(name + ":" + r.GetString("text", "")), nil
+	})
+	tool("log", "Logs a line that holds a secret.", func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		c.srv.SendNotificationToAllClients("notifications/message", map[string]any{
+			"level": "warning", "data": name + " log: token " + canary,
+		})
+		return mcp.NewToolResultText("logged"), nil
+	})
+	tool("progress", "Reports progress with a secret in the message.", func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if r.Params.Meta != nil && r.Params.Meta.ProgressToken != nil {
+			c.mu.Lock()
+			c.tokens = append(c.tokens, r.Params.Meta.ProgressToken)
+			c.mu.Unlock()
+			_ = c.srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+				"progressToken": r.Params.Meta.ProgressToken, "progress": 1, "total": 2, "message": name + " halfway with " + canary,
+			})
+		}
+		return mcp.NewToolResultText("progressed"), nil
+	})
+	tool("wait", "Waits until the test releases it.", func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if r.Params.Meta != nil && r.Params.Meta.ProgressToken != nil {
+			c.mu.Lock()
+			c.tokens = append(c.tokens, r.Params.Meta.ProgressToken)
+			c.mu.Unlock()
+		}
+		c.mu.Lock()
+		ch := c.release
+		c.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		case <-time.After(10 * time.Second):
+		}
+		return mcp.NewToolResultText("released"), nil
+	})
+	tool("forge", "Sends progress for tokens it was not given.", func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		for _, tok := range r.GetStringSlice("tokens", nil) {
+			c.srv.SendNotificationToAllClients("notifications/progress", map[string]any{
+				"progressToken": tok, "progress": 99, "message": "forged by " + name,
+			})
+		}
+		return mcp.NewToolResultText("forged"), nil
+	})
+	tool("sample", "Asks the client for a sampling.", func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := c.srv.RequestSampling(ctx, mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
+			Messages:  []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("say hi")}},
+			MaxTokens: 10,
+		}})
+		if err != nil {
+			return mcp.NewToolResultError("sampling failed: " + err.Error()), nil
+		}
+		return mcp.NewToolResultText(fmt.Sprintf("sampled: %v", res.Content)), nil
+	})
+	tool("touch", "Marks its resource as updated.", func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		c.srv.SendNotificationToAllClients("notifications/resources/updated", map[string]any{"uri": "mem://" + name + "/doc"})
+		return mcp.NewToolResultText("touched"), nil
+	})
+	c.srv.AddPrompt(mcp.NewPrompt("greet", mcp.WithPromptDescription("Greets."), mcp.WithArgument("who")),
+		func(_ context.Context, r mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return mcp.NewGetPromptResult("greeting", []mcp.PromptMessage{
+				mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(name+" greets "+r.Params.Arguments["who"])),
+			}), nil
+		})
+	c.srv.AddResource(mcp.NewResource("mem://"+name+"/doc", "doc"), func(_ context.Context, r mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: r.Params.URI, Text: name + " document"}}, nil
+	})
+	c.srv.AddResourceTemplate(mcp.NewResourceTemplate("mem://"+name+"/item/{id}", "item"), func(_ context.Context, r mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: r.Params.URI, Text: name + " item"}}, nil
+	})
+	return c
+}
+
+func (c *testChild) count(method string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.requests[method]
+}
+
+// serveHTTP serves the child over streamable HTTP on 127.0.0.1 for the test's life.
+func (c *testChild) serveHTTP(t *testing.T) string {
+	t.Helper()
+	h := server.NewStreamableHTTPServer(c.srv, server.WithStateful(true), server.WithEventStore(server.NewInMemoryEventStore()))
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return ts.URL + "/mcp"
+}

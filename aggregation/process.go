@@ -1,0 +1,408 @@
+package aggregation
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Limits of a stdio child's streams.
+const (
+	// maxStderrLine is the longest stderr line logged whole; a longer one is logged
+	// cut, with its size. A child's log is never a reason to stop it.
+	maxStderrLine = 16 << 10
+	// shutdownGrace is how long a child has to exit after its stdin closes before it
+	// is signalled.
+	shutdownGrace = 2 * time.Second
+)
+
+// process is the transport to a stdio child: newline-delimited JSON-RPC over the
+// process's stdin and stdout. It is the gateway's own rather than mcp-go's because
+// the gateway needs what a generic client does not give:
+//   - the process's exit, not the end of its stderr, marks it gone;
+//   - a message from the child is bounded (maxMessage); an over-size response fails
+//     its call with a clear error and the stream stays in step;
+//   - stderr lines of any length are logged (cut), never fatal;
+//   - one decode per message, and the raw result handed on as the child's bytes;
+//   - shutdown closes stdin, waits, then signals.
+type process struct {
+	cmd        *exec.Cmd
+	stdin      io.WriteCloser
+	stdout     io.ReadCloser
+	log        *slog.Logger
+	maxMessage int64
+	tail       *tailBuffer
+	stderrLine func(string) // logs one line of the child's stderr
+
+	writeMu sync.Mutex
+
+	mu       sync.Mutex
+	pending  map[string]chan *transport.JSONRPCResponse
+	onNote   func(mcp.JSONRPCNotification)
+	onReq    transport.RequestHandler
+	onLost   func(error)
+	exited   chan struct{} // closed when the process has exited
+	exitErr  error
+	closed   bool
+	lostOnce sync.Once
+	ctx      context.Context
+	cancel   context.CancelFunc
+}
+
+var _ transport.BidirectionalInterface = (*process)(nil)
+
+func newProcess(cmd *exec.Cmd, log *slog.Logger, maxMessage int64, tail *tailBuffer) *process {
+	return &process{cmd: cmd, log: log, maxMessage: maxMessage, tail: tail,
+		pending: map[string]chan *transport.JSONRPCResponse{}, exited: make(chan struct{})}
+}
+
+// Start starts the process and its readers.
+func (p *process) Start(ctx context.Context) error {
+	var err error
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		return fmt.Errorf("stdin pipe: %w", err)
+	}
+	if p.stdout, err = p.cmd.StdoutPipe(); err != nil {
+		return fmt.Errorf("stdout pipe: %w", err)
+	}
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		return fmt.Errorf("stderr pipe: %w", err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		return err
+	}
+	p.ctx, p.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	go p.readStderr(stderr)
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		p.readStdout()
+	}()
+	go func() {
+		// cmd.Wait closes the pipes once the process exits and its output is read.
+		<-readerDone
+		err := p.cmd.Wait()
+		p.mu.Lock()
+		p.exitErr = err
+		p.mu.Unlock()
+		close(p.exited)
+		p.lost(fmt.Errorf("the server exited: %v", exitReason(err)))
+	}()
+	return nil
+}
+
+func exitReason(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
+// lost fails every pending request and tells the connection, once.
+func (p *process) lost(err error) {
+	p.lostOnce.Do(func() {
+		p.mu.Lock()
+		pending := p.pending
+		p.pending = map[string]chan *transport.JSONRPCResponse{}
+		onLost := p.onLost
+		p.mu.Unlock()
+		for _, ch := range pending {
+			close(ch)
+		}
+		p.cancel()
+		if onLost != nil {
+			onLost(err)
+		}
+	})
+}
+
+// readStdout reads the child's messages until its stdout ends.
+func (p *process) readStdout() {
+	lr := &lineReader{r: bufio.NewReaderSize(p.stdout, 64<<10), limit: p.maxMessage}
+	for {
+		line, id, err := lr.next()
+		if errors.Is(err, errTooLarge) {
+			p.tooLarge(id)
+			continue
+		}
+		if err != nil {
+			return
+		}
+		p.dispatch(line)
+	}
+}
+
+// tooLarge fails the call an over-size response belongs to; the message itself was
+// never held.
+func (p *process) tooLarge(id json.RawMessage) {
+	p.log.Warn("refused an over-size message from the server", "limit", p.maxMessage, "id", string(id))
+	key := idOf(id)
+	p.mu.Lock()
+	ch := p.pending[key]
+	delete(p.pending, key)
+	p.mu.Unlock()
+	if ch != nil {
+		ch <- &transport.JSONRPCResponse{Error: &mcp.JSONRPCErrorDetails{Code: codeInternal,
+			Message: fmt.Sprintf("the server's answer is larger than %d bytes and was refused; raise maxMessageBytes in the config if it is legitimate", p.maxMessage)}}
+	}
+}
+
+// incomingMessage is a message from the child, decoded once.
+type incomingMessage struct {
+	ID     json.RawMessage          `json:"id"`
+	Method string                   `json:"method"`
+	Params json.RawMessage          `json:"params"`
+	Result json.RawMessage          `json:"result"`
+	Error  *mcp.JSONRPCErrorDetails `json:"error"`
+}
+
+func (p *process) dispatch(line []byte) {
+	var m incomingMessage
+	if err := json.Unmarshal(line, &m); err != nil {
+		p.log.Warn("the server wrote a line that is not JSON-RPC", "err", err, "line", quoted(string(line)))
+		return
+	}
+	hasID := len(m.ID) > 0 && string(m.ID) != "null"
+	switch {
+	case m.Method != "" && !hasID:
+		n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: m.Method}}
+		if len(m.Params) > 0 {
+			_ = json.Unmarshal(m.Params, &n.Params)
+		}
+		p.mu.Lock()
+		onNote := p.onNote
+		p.mu.Unlock()
+		if onNote != nil {
+			onNote(n)
+		}
+	case m.Method != "":
+		go p.serveRequest(m)
+	case hasID:
+		key := idOf(m.ID)
+		p.mu.Lock()
+		ch := p.pending[key]
+		delete(p.pending, key)
+		p.mu.Unlock()
+		if ch != nil {
+			ch <- &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, Result: m.Result, Error: m.Error}
+		}
+	}
+}
+
+// serveRequest answers a request from the child with the gateway's handler.
+func (p *process) serveRequest(m incomingMessage) {
+	p.mu.Lock()
+	h := p.onReq
+	p.mu.Unlock()
+	var id mcp.RequestId
+	_ = json.Unmarshal(m.ID, &id)
+	var resp *transport.JSONRPCResponse
+	if h == nil {
+		resp = transport.NewJSONRPCErrorResponse(id, codeMethodNotFound, "no handler for "+m.Method, nil)
+	} else {
+		var params any
+		if len(m.Params) > 0 {
+			params = m.Params
+		}
+		r, err := h(p.ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: m.Method, Params: params})
+		switch {
+		case err != nil:
+			resp = transport.NewJSONRPCErrorResponse(id, codeInternal, err.Error(), nil)
+		case r != nil:
+			resp = r
+		default:
+			return
+		}
+	}
+	b, err := json.Marshal(resp)
+	if err == nil {
+		_ = p.write(b)
+	}
+}
+
+func (p *process) readStderr(r io.Reader) {
+	br := bufio.NewReaderSize(r, 4<<10)
+	var line []byte
+	size := 0
+	for {
+		chunk, err := br.ReadSlice('\n')
+		size += len(chunk)
+		if len(line) < maxStderrLine {
+			line = append(line, chunk[:min(len(chunk), maxStderrLine-len(line))]...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if len(line) > 0 {
+			text := string(trimNewline(line))
+			if size > maxStderrLine {
+				text += " … (line of " + strconv.Itoa(size) + " bytes, cut)"
+			}
+			p.tail.add(text)
+			if p.stderrLine != nil {
+				p.stderrLine(text)
+			}
+		}
+		line, size = line[:0], 0
+		if err != nil {
+			return // the end of stderr is the end of the log, not of the process
+		}
+	}
+}
+
+func trimNewline(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func (p *process) write(b []byte) error {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	b = append(b, '\n')
+	if _, err := p.stdin.Write(b); err != nil {
+		return fmt.Errorf("writing to the server: %w", err)
+	}
+	return nil
+}
+
+// SendRequest sends a request and waits for its response, the process's exit or ctx.
+func (p *process) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	id, err := json.Marshal(req.ID)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the id of %s: %w", req.Method, err)
+	}
+	key := string(id) // the child echoes the id as we wrote it
+	ch := make(chan *transport.JSONRPCResponse, 1)
+	p.mu.Lock()
+	if p.closed || p.ctx == nil || p.ctx.Err() != nil {
+		p.mu.Unlock()
+		return nil, transport.ErrTransportClosed
+	}
+	p.pending[key] = ch
+	p.mu.Unlock()
+	b, err := encodeRequest(id, req)
+	if err == nil {
+		err = p.write(b)
+	}
+	if err != nil {
+		p.mu.Lock()
+		delete(p.pending, key)
+		p.mu.Unlock()
+		return nil, err
+	}
+	select {
+	case resp, ok := <-ch:
+		if !ok {
+			return nil, transport.ErrTransportClosed
+		}
+		resp.ID = req.ID
+		return resp, nil
+	case <-ctx.Done():
+		p.mu.Lock()
+		delete(p.pending, key)
+		p.mu.Unlock()
+		return nil, ctx.Err()
+	}
+}
+
+// encodeRequest writes a request by hand: params that are already JSON (a call's
+// arguments, as the client sent them) are copied, not re-encoded.
+func encodeRequest(id []byte, req transport.JSONRPCRequest) ([]byte, error) {
+	var params []byte
+	var err error
+	switch v := req.Params.(type) {
+	case nil:
+	case json.RawMessage:
+		params = v
+	default:
+		if params, err = json.Marshal(v); err != nil {
+			return nil, fmt.Errorf("encoding the params of %s: %w", req.Method, err)
+		}
+	}
+	b := make([]byte, 0, len(params)+len(req.Method)+64)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"method":`...)
+	b = appendJSONString(b, req.Method)
+	if params != nil {
+		b = append(b, `,"params":`...)
+		b = append(b, compact(params)...)
+	}
+	return append(b, '}'), nil
+}
+
+// SendNotification sends a notification to the child.
+func (p *process) SendNotification(_ context.Context, n mcp.JSONRPCNotification) error {
+	b, err := json.Marshal(n)
+	if err != nil {
+		return err
+	}
+	return p.write(b)
+}
+
+func (p *process) SetNotificationHandler(h func(mcp.JSONRPCNotification)) {
+	p.mu.Lock()
+	p.onNote = h
+	p.mu.Unlock()
+}
+
+func (p *process) SetRequestHandler(h transport.RequestHandler) {
+	p.mu.Lock()
+	p.onReq = h
+	p.mu.Unlock()
+}
+
+// SetConnectionLostHandler is called once the process is gone.
+func (p *process) SetConnectionLostHandler(h func(error)) {
+	p.mu.Lock()
+	p.onLost = h
+	p.mu.Unlock()
+}
+
+func (p *process) GetSessionId() string { return "" }
+
+// Close ends the child: stdin closes (a well-behaved server exits), then after a
+// grace period SIGTERM, then SIGKILL.
+func (p *process) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.mu.Unlock()
+	if p.stdin != nil {
+		_ = p.stdin.Close()
+	}
+	if p.cmd.Process == nil {
+		return nil
+	}
+	for _, sig := range []func() error{
+		func() error { return p.cmd.Process.Signal(syscall.SIGTERM) },
+		p.cmd.Process.Kill,
+	} {
+		select {
+		case <-p.exited:
+			return nil
+		case <-time.After(shutdownGrace):
+		}
+		_ = sig()
+	}
+	<-p.exited
+	return nil
+}
