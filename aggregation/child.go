@@ -306,12 +306,12 @@ func (c *child) connect(ctx context.Context) (*conn, []json.RawMessage, error) {
 	case config.TransportSSE:
 		var headers map[string]string
 		if headers, err = c.resolveMap(c.config().Headers); err == nil {
-			cn.tr, err = transport.NewSSE(c.config().URL, transport.WithHeaders(headers))
+			cn.tr, err = transport.NewSSE(c.config().URL, transport.WithHeaders(headers), transport.WithSSELogger(c.log))
 		}
 	case config.TransportStreamableHTTP:
 		var headers map[string]string
 		if headers, err = c.resolveMap(c.config().Headers); err == nil {
-			cn.tr, err = transport.NewStreamableHTTP(c.config().URL, transport.WithHTTPHeaders(headers), transport.WithContinuousListening())
+			cn.tr, err = transport.NewStreamableHTTP(c.config().URL, transport.WithHTTPHeaders(headers), transport.WithContinuousListening(), transport.WithHTTPLogger(c.log))
 		}
 	default:
 		err = fmt.Errorf("unknown transport %q", c.config().Transport)

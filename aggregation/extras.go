@@ -13,7 +13,11 @@ import (
 // the client. Resources keep their URIs (a URI already names its origin); prompts are
 // namespaced like tools.
 type extras struct {
-	resources []resource
+	// servesResources says the child declared the resources capability: with one such child,
+	// a URI no listing names (a resource the child serves but does not list) is
+	// still routed to it.
+	servesResources bool
+	resources       []resource
 	templates []resourceTemplate
 	prompts   []prompt
 }
@@ -38,8 +42,8 @@ type prompt struct {
 // announce them. A failure is logged and leaves that kind empty: a child whose
 // resources are broken still serves its tools.
 func (c *child) listExtras(ctx context.Context, cn *conn) extras {
-	var ex extras
-	if cn.caps.Resources != nil {
+	ex := extras{servesResources: cn.caps.Resources != nil}
+	if ex.servesResources {
 		for _, it := range c.listAll(ctx, cn, "resources/list", "resources") {
 			var r struct {
 				URI string `json:"uri"`

@@ -110,7 +110,7 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !allowedOrigin(r) {
-		http.Error(w, "403 forbidden: requests from web pages of other origins are refused", http.StatusForbidden)
+		http.Error(w, "403 forbidden: the Host or Origin of this request is not this gateway's (DNS rebinding protection)", http.StatusForbidden)
 		return
 	}
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(supportedVersions, v) {
@@ -135,21 +135,42 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// allowedOrigin guards against DNS rebinding: a browser page of another origin must
-// not reach a gateway on this machine. Clients that are not browsers send no Origin.
+// allowedOrigin guards against DNS rebinding: a web page must not reach a gateway on
+// this machine by pointing a name of its own at 127.0.0.1. A request that arrived on
+// a loopback address must name a loopback host, and any Origin it carries must be a
+// loopback one too; elsewhere an Origin must match the Host. Clients that are not
+// browsers send no Origin.
 func allowedOrigin(r *http.Request) bool {
+	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	onLoopback := false
+	if tcp, ok := local.(*net.TCPAddr); ok {
+		onLoopback = tcp.IP.IsLoopback()
+	}
+	if onLoopback && !loopbackHost(hostOnly(r.Host)) {
+		return false
+	}
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return true
 	}
 	u, err := url.Parse(origin)
-	if err != nil {
+	if err != nil || u.Host == "" {
 		return false
 	}
-	if u.Host == r.Host {
-		return true
+	if onLoopback {
+		return loopbackHost(u.Hostname())
 	}
-	host := u.Hostname()
+	return u.Host == r.Host
+}
+
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.Trim(hostport, "[]")
+}
+
+func loopbackHost(host string) bool {
 	if host == "localhost" {
 		return true
 	}

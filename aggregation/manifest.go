@@ -22,6 +22,8 @@ type manifest struct {
 	byURI     map[string]*resource
 	templates []resourceTemplate
 	servers   []string // servers with at least one item, sorted
+	// resourceServers are the servers that declared the resources capability.
+	resourceServers []string
 }
 
 // buildManifest merges the servers' offers. A wire name claimed twice (two servers
@@ -59,7 +61,10 @@ func buildManifest(perServer map[string][]*Tool, perExtras map[string]extras) (*
 			}
 		}
 		m.templates = append(m.templates, ex.templates...)
-		if len(perServer[s]) > 0 || len(ex.prompts)+len(ex.resources)+len(ex.templates) > 0 {
+		if ex.servesResources {
+			m.resourceServers = append(m.resourceServers, s)
+		}
+		if len(perServer[s]) > 0 || ex.servesResources || len(ex.prompts)+len(ex.resources)+len(ex.templates) > 0 {
 			m.servers = append(m.servers, s)
 		}
 	}
@@ -77,7 +82,8 @@ func buildManifest(perServer map[string][]*Tool, perExtras map[string]extras) (*
 func (m *manifest) lookup(name string) *Tool { return m.byName[name] }
 
 // resourceOwner is the server that serves uri: the one that listed it, else the one
-// whose template matches it (the first, in server order).
+// whose template matches it (the first, in server order), else the only server that
+// serves resources at all (servers may serve URIs they do not list).
 func (m *manifest) resourceOwner(uri string) (string, bool) {
 	if r := m.byURI[uri]; r != nil {
 		return r.server, true
@@ -86,6 +92,9 @@ func (m *manifest) resourceOwner(uri string) (string, bool) {
 		if t.tmpl.Regexp().MatchString(uri) {
 			return t.server, true
 		}
+	}
+	if len(m.resourceServers) == 1 {
+		return m.resourceServers[0], true
 	}
 	return "", false
 }

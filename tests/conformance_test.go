@@ -22,14 +22,7 @@ import (
 // knownGaps lists the scenarios that pass directly but fail through Nexus's current
 // front, with why: their failures are logged, not failed. A gap that passes is
 // logged too, so that its entry gets deleted; the goal is an empty map.
-var knownGaps = map[string]string{
-	"tools-call-sampling":          "the HTTP front has no session to forward a child's sampling/createMessage to",
-	"tools-call-elicitation":       "the HTTP front has no session to forward a child's elicitation/create to",
-	"elicitation-sep1034-defaults": "the HTTP front has no session to forward a child's elicitation/create to",
-	"elicitation-sep1330-enums":    "the HTTP front has no session to forward a child's elicitation/create to",
-	"resources-subscribe":          "resources/subscribe is not forwarded to the child (-32601)",
-	"resources-unsubscribe":        "resources/subscribe is not forwarded to the child (-32601)",
-}
+var knownGaps = map[string]string{}
 
 const (
 	conformanceScript = "node_modules/@modelcontextprotocol/conformance/dist/index.js"
