@@ -63,8 +63,13 @@ func stdioClient(t *testing.T, g *Gateway, agent string) *testClient {
 	return c
 }
 
-// httpClient is a session over the HTTP front at url, with a bearer token.
+// httpClient is a session over the HTTP front at url, with a bearer token. Like most
+// clients, it opens the session's stream after initialize.
 func httpClient(t *testing.T, url, token string) *testClient {
+	return httpClientStream(t, url, token, true)
+}
+
+func httpClientStream(t *testing.T, url, token string, openStream bool) *testClient {
 	c := newTestClient(t)
 	var mu sync.Mutex
 	var sessionID string
@@ -96,7 +101,7 @@ func httpClient(t *testing.T, url, token string) *testClient {
 				first := sessionID == ""
 				sessionID = id
 				mu.Unlock()
-				if first { // open the session's own stream, as clients do after initialize
+				if first && openStream { // the session's own stream
 					go func() {
 						resp, err := do(http.MethodGet, nil)
 						if err == nil {

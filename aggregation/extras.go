@@ -18,8 +18,8 @@ type extras struct {
 	// still routed to it.
 	servesResources bool
 	resources       []resource
-	templates []resourceTemplate
-	prompts   []prompt
+	templates       []resourceTemplate
+	prompts         []prompt
 }
 
 type resource struct {

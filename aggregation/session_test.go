@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -339,5 +340,128 @@ func TestOverSizeAndUnknownNames(t *testing.T) {
 		if m.Error == nil || m.Error.Code != codeInvalidRequest || !strings.Contains(m.Error.Message, "larger than") {
 			t.Errorf("%s: over-size request: %s %v", front, m.Result, m.Error)
 		}
+	}
+}
+
+// TestHTTPSessionLifetime: a session lives while it is used (tools/call included),
+// expires after the idle timeout, and the number of sessions is bounded.
+func TestHTTPSessionLifetime(t *testing.T) {
+	f := newFixture(t)
+	srv := httptest.NewServer(f.g.HTTPHandler(HTTPOptions{IdleTimeout: 300 * time.Millisecond, MaxSessions: 2}))
+	t.Cleanup(srv.Close) // after the clients' cleanups, which end their streams
+	c := httpClientStream(t, srv.URL+"/mcp", tokens["other"], false)
+	c.initialize("lifetime")
+	for range 6 { // 6 x 100ms of calls only: longer than the idle timeout
+		if m := c.request("tools/call", map[string]any{"name": "good__echo", "arguments": map[string]any{"text": "x"}}); m.Error != nil {
+			t.Fatalf("a session in use expired: %v", m.Error)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	second := httpClientStream(t, srv.URL+"/mcp", tokens["other"], false)
+	second.initialize("second")
+	third := httpClientStream(t, srv.URL+"/mcp", tokens["other"], false)
+	m := third.request("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "third"}})
+	if m.Error == nil || !strings.Contains(m.Error.Message, "maximum of 2 sessions") {
+		t.Errorf("a session beyond the bound: %s %v", m.Result, m.Error)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if f.g.sessions.count(frontHTTP) == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := f.g.sessions.count(frontHTTP); n != 0 {
+		t.Errorf("%d idle sessions were not swept", n)
+	}
+	if m := c.request("tools/list", nil); m.Error == nil || !strings.Contains(m.Error.Message, "expired") {
+		t.Errorf("a request on an expired session: %s %v", m.Result, m.Error)
+	}
+}
+
+// TestHTTPRefusals: what the HTTP front refuses before any MCP handling.
+func TestHTTPRefusals(t *testing.T) {
+	f := newFixture(t)
+	c := httpClient(t, f.url, tokens["tester"])
+	c.initialize("owner")
+	tests := []struct {
+		name    string
+		header  map[string]string
+		status  int
+		closeIt bool
+	}{
+		{"no token", map[string]string{}, http.StatusUnauthorized, true},
+		{"wrong token", map[string]string{"Authorization": "Bearer nope"}, http.StatusUnauthorized, true},
+		{"rebound host", map[string]string{"Authorization": "Bearer tok-other", "Host": "evil.example.com"}, http.StatusForbidden, false},
+		{"foreign origin", map[string]string{"Authorization": "Bearer tok-other", "Origin": "http://evil.example.com"}, http.StatusForbidden, false},
+		{"unknown protocol version", map[string]string{"Authorization": "Bearer tok-other", "Mcp-Protocol-Version": "1999-01-01"}, http.StatusBadRequest, false},
+		{"another agent's session", map[string]string{"Authorization": "Bearer tok-other", "Mcp-Session-Id": "SESSION"}, http.StatusForbidden, false},
+		{"unknown session", map[string]string{"Authorization": "Bearer tok-other", "Mcp-Session-Id": "0123"}, http.StatusNotFound, false},
+	}
+	var session string
+	for _, s := range f.g.sessions.snapshot() {
+		if s.front == frontHTTP {
+			session = s.id
+		}
+	}
+	for _, tc := range tests {
+		req, _ := http.NewRequest(http.MethodPost, f.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range tc.header {
+			if k == "Host" {
+				req.Host = v
+				continue
+			}
+			req.Header.Set(k, strings.ReplaceAll(v, "SESSION", session))
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Errorf("%s: status %d, want %d", tc.name, resp.StatusCode, tc.status)
+		}
+		if tc.closeIt && !resp.Close {
+			t.Errorf("%s: the connection of an unauthenticated client stays open", tc.name)
+		}
+	}
+}
+
+// TestBatches: a batch takes the same path as single messages, on both fronts.
+func TestBatches(t *testing.T) {
+	for _, front := range fronts {
+		t.Run(front, func(t *testing.T) {
+			f := newFixture(t)
+			c := f.client(front, "tester")
+			before := f.evil.count("tools/call")
+			waits := map[string]chan wireMsg{`"b1"`: make(chan wireMsg, 1), `"b2"`: make(chan wireMsg, 1)}
+			c.mu.Lock()
+			maps.Copy(c.waiting, waits)
+			c.mu.Unlock()
+			c.post([]byte(`[{"jsonrpc":"2.0","id":"b1","method":"tools/call","params":{"name":"good__echo","arguments":{"text":"one"}}},` +
+				`{"jsonrpc":"2.0","id":"b2","method":"tools/call","params":{"name":"evil__echo","arguments":{"text":"two"}}},` +
+				`{"jsonrpc":"2.0","method":"notifications/initialized"}]`))
+			var out []wireMsg
+			for _, id := range []string{`"b1"`, `"b2"`} {
+				select {
+				case m := <-waits[id]:
+					out = append(out, m)
+				case <-time.After(5 * time.Second):
+				}
+			}
+			if len(out) != 2 {
+				t.Fatalf("batch answers: %v", out)
+			}
+			if !bytes.Contains(out[0].Result, []byte("good:one")) {
+				t.Errorf("b1: %s", out[0].Result)
+			}
+			if !bytes.Contains(out[1].Result, []byte(`may not call`)) {
+				t.Errorf("b2 (denied) in a batch: %s", out[1].Result)
+			}
+			if f.evil.count("tools/call") != before {
+				t.Error("a denied call in a batch reached the child")
+			}
+		})
 	}
 }
