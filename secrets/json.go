@@ -2,6 +2,8 @@ package secrets
 
 import (
 	"bytes"
+	"encoding/json"
+	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -25,7 +27,8 @@ const maxJSONDepth = 3
 // Like Bytes it returns raw itself when nothing matched, and then allocates nothing:
 // the check is one sampled pass over raw for the registered spellings, and one
 // bytes.IndexByte pass for escapes that could hide a character of one. Input that is
-// not JSON (an unterminated string) is redacted as Bytes would.
+// not JSON (an error message's text) is redacted as Bytes would, so a caller unsure
+// whether a payload is JSON can still call JSON.
 func (r *Redactor) JSON(raw []byte) []byte {
 	s := r.snap.Load()
 	if s == nil || !s.escapesMayHide(raw) && !s.any(raw) {
@@ -138,13 +141,14 @@ func hex4(b []byte) (rune, bool) {
 // occurrence found; see JSON.
 func (s *snapshot) redactJSON(raw []byte) []byte {
 	var found []span
+	split := false // an occurrence outside strings runs across JSON structure
 	for i := 0; i < len(raw); {
 		q := bytes.IndexByte(raw[i:], '"')
 		if q < 0 {
-			found = s.outsideStrings(found, raw, i, len(raw))
+			found, split = s.outsideStrings(found, split, raw, i, len(raw))
 			break
 		}
-		found = s.outsideStrings(found, raw, i, i+q)
+		found, split = s.outsideStrings(found, split, raw, i, i+q)
 		start := i + q + 1
 		end, escaped := stringEnd(raw, start)
 		if end < 0 {
@@ -152,6 +156,13 @@ func (s *snapshot) redactJSON(raw []byte) []byte {
 		}
 		found = s.insideString(found, raw, start, end, escaped)
 		i = end + 1
+	}
+	if split || slices.ContainsFunc(found, func(sp span) bool { return sp.quote }) {
+		// In JSON such an occurrence is a value split across tokens, out of reach, or
+		// a number; in text that is not JSON (an error message) it is a plain match.
+		if !json.Valid(raw) {
+			return s.redact(raw, s.spans(raw))
+		}
 	}
 	return s.redact(raw, mergeSpans(found))
 }
@@ -179,11 +190,10 @@ func stringEnd(raw []byte, start int) (int, bool) {
 
 // outsideStrings adds the occurrences in raw[from:to], which holds no string: JSON
 // structure, numbers and literals. An occurrence inside one number or literal replaces
-// all of it, quoted; one that runs across structure is a value split across tokens,
-// out of reach.
-func (s *snapshot) outsideStrings(found []span, raw []byte, from, to int) []span {
+// all of it, quoted. One that runs across structure is left out and reported in split.
+func (s *snapshot) outsideStrings(found []span, split bool, raw []byte, from, to int) ([]span, bool) {
 	if to-from < s.minLen {
-		return found
+		return found, split
 	}
 	for _, sp := range s.spans(raw[from:to]) {
 		sp.start += from
@@ -198,12 +208,14 @@ func (s *snapshot) outsideStrings(found []span, raw []byte, from, to int) []span
 		for _, c := range raw[sp.start:sp.end] {
 			whole = whole && scalarByte(c)
 		}
-		if whole {
-			sp.quote = true
-			found = append(found, sp)
+		if !whole {
+			split = true
+			continue
 		}
+		sp.quote = true
+		found = append(found, sp)
 	}
-	return found
+	return found, split
 }
 
 // scalarByte reports whether c can be part of a JSON number or literal.

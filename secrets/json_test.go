@@ -242,3 +242,18 @@ func BenchmarkRedactJSONEscapedMatch(b *testing.B) {
 		r.JSON(in)
 	}
 }
+
+func TestRedactorJSONOnText(t *testing.T) {
+	r := NewRedactor()
+	r.Add("k", "abc/def_ghi")
+	r.Add("n", "12345678")
+	for _, tc := range []struct{ in, want string }{
+		{"bad token abc/def_ghi, try again", "bad token [redacted:k], try again"},
+		{"code 12345678 failed", "code [redacted:n] failed"},
+		{`it's 5" long: abc/def_ghi`, `it's 5" long: [redacted:k]`},
+	} {
+		if got := string(r.JSON([]byte(tc.in))); got != tc.want {
+			t.Errorf("JSON(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
