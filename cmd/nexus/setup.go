@@ -189,8 +189,9 @@ func (e *env) startGateway(ctx context.Context, cfg *config.Config, opts gateway
 			r.mem = mem
 		}
 	}
+	e.registerChildValues(cfg)
 	g, err := aggregation.New(cfg, aggregation.Options{Logger: e.log, Memory: r.mem, ToolNames: opts.toolNames,
-		Resolve: e.resolver(ctx, cfg), Redact: e.redactor.Bytes})
+		Resolve: e.resolver(ctx, cfg), Redact: e.redactor.JSON})
 	if err != nil {
 		if r.mem != nil {
 			r.mem.Close()
@@ -217,7 +218,7 @@ func (e *env) openMemory(ctx context.Context, cfg *config.Config) (*memory.Memor
 		MaxBytes:       cfg.Memory.MaxBytes,
 		MaxResultBytes: cfg.Memory.MaxResultBytes,
 		Logger:         e.log,
-		Redact:         e.redactor.Bytes,
+		Redact:         e.redactor.JSON,
 	}
 	resolve := e.resolver(ctx, cfg)
 	endpoint := func(what string, ep config.Endpoint, dims int) (memory.HTTPConfig, error) {
@@ -291,6 +292,15 @@ func (e *env) resolver(ctx context.Context, cfg *config.Config) func(string) (st
 		}
 		v, _, err := secrets.Expand(ctx, value, store, os.LookupEnv)
 		return v, err
+	}
+}
+
+// registerChildValues registers with the redactor what each server of cfg is given
+// from the environment or as a literal secret-looking value (keychain values are
+// registered as the resolver reads them).
+func (e *env) registerChildValues(cfg *config.Config) {
+	for name, s := range cfg.Servers {
+		secrets.RegisterChildValues(e.redactor, name, s.Env, s.Headers, os.LookupEnv)
 	}
 }
 
