@@ -39,6 +39,7 @@ type env struct {
 	storeOnce sync.Once
 	store     secrets.Store
 	storeErr  error
+	storeFile string // the path of the insecure file store, when that is the store opened
 }
 
 func newEnv(c *cli.Context, defaultLevel slog.Level) (*env, error) {
@@ -266,6 +267,9 @@ func (e *env) secrets(ctx context.Context, cfg *config.Config) (secrets.Store, e
 		st, e.storeErr = secrets.Open(ctx, secrets.Options{
 			FilePath: filepath.Join(e.home, "secrets", "secrets.json"), InsecureFile: insecure, Logger: e.log})
 		if e.storeErr == nil {
+			if f, ok := st.(*secrets.File); ok {
+				e.storeFile = f.Path
+			}
 			if insecure {
 				if err := os.MkdirAll(filepath.Join(e.home, "secrets"), 0o700); err != nil {
 					e.storeErr = fmt.Errorf("creating the secrets directory: %w", err)
@@ -276,6 +280,15 @@ func (e *env) secrets(ctx context.Context, cfg *config.Config) (secrets.Store, e
 		}
 	})
 	return e.store, e.storeErr
+}
+
+// storeName says where the store opened keeps values, for messages: the keychain or
+// the file.
+func (e *env) storeName() string {
+	if e.storeFile != "" {
+		return "the insecure file store " + e.storeFile
+	}
+	return "the OS keychain"
 }
 
 // resolver expands ${keyring:NAME} and ${env:NAME} in env and header values when a
