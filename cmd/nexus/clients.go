@@ -316,9 +316,12 @@ func importCommand() *cli.Command {
 		ArgsUsage: "claude-desktop|cursor|vscode|FILE",
 		Description: "Reads the client's server entries (\"mcpServers\", or VS Code's \"servers\") and\n" +
 			"adds each to $NEXUS_HOME/config.json. Env values and headers that look like\n" +
-			"credentials are stored in the OS keychain; the config holds ${keyring:...}\n" +
-			"references. The client's file is not changed (nexus setup CLIENT --move-all\n" +
-			"also takes the servers out of the client).",
+			"credentials are stored in the OS keychain (or, with --insecure-file-store and no\n" +
+			"keychain, in a file readable only by you, a choice then kept in the personal\n" +
+			"config); the config holds ${keyring:...} references. Without a usable store,\n" +
+			"servers without secrets are still imported and the others are not, with why.\n" +
+			"The client's file is not changed (nexus setup CLIENT --move-all also takes the\n" +
+			"servers out of the client).",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "dry-run", Usage: "show what would be imported and write nothing"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
@@ -393,11 +396,14 @@ func setupClientCommand() *cli.Command {
 		Usage:     "connect a client (Claude Desktop, Cursor, VS Code) to Nexus by adding Nexus to its config file",
 		ArgsUsage: "claude-desktop|cursor|vscode|FILE",
 		Description: "Adds a \"nexus\" server entry running `nexus serve` to the client's config file,\n" +
-			"keeping every other key, after copying the file to FILE.nexus-backup-TIME.\n" +
-			"The servers the client already runs can move behind Nexus: they are imported\n" +
-			"into the Nexus config (secrets to the keychain) and taken out of the client.\n" +
-			"On a terminal, setup asks which to move; --move-all or --move NAME decide\n" +
-			"without asking. --dry-run shows the diff and writes nothing.",
+			"keeping every other key, after copying the file to FILE.nexus-backup-TIME (0600:\n" +
+			"it holds the original values, tokens included). The entry carries NEXUS_HOME\n" +
+			"when it is set. The servers the client already runs can move behind Nexus: they\n" +
+			"are imported into the Nexus config (secrets to the keychain, or the file store as\n" +
+			"for import) and taken out of the client; a server whose secrets cannot be stored\n" +
+			"stays in the client, and the output says why. On a terminal, setup asks which\n" +
+			"to move; --move-all or --move NAME decide without asking. --dry-run checks the\n" +
+			"secret store, shows the diff and writes nothing.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "agent", Usage: "the client connects as agent `NAME` (its policy applies)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "show the diff and write nothing (neither the client file nor the Nexus config)"},
@@ -638,7 +644,7 @@ func askMoves(tty *os.File, prompt io.Writer, cf clientFile, movable []string) (
 	for i, m := range movable {
 		fmt.Fprintf(prompt, "  %d) %s\n", i+1, m)
 	}
-	fmt.Fprintln(prompt, "Moving them behind Nexus imports them into the Nexus config (secrets to the keychain) and takes them out of the client.")
+	fmt.Fprintln(prompt, "Moving them behind Nexus imports them into the Nexus config (secrets to the secret store) and takes them out of the client.")
 	r := bufio.NewReader(tty)
 	for {
 		fmt.Fprint(prompt, "Move which? all, none, or numbers or names separated by commas (all): ")
