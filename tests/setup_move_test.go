@@ -140,3 +140,54 @@ func TestSetupMoveAllFileStoreNexusHome(t *testing.T) {
 		t.Errorf("the token reached the log:\n%s", s.stderr)
 	}
 }
+
+// TestImportWithoutKeychain imports what needs no store when no keychain is usable,
+// says why the rest stayed out, and with the file store imports it and keeps that
+// choice.
+func TestImportWithoutKeychain(t *testing.T) {
+	h := newHome(t, nil)
+	clientFile := filepath.Join(h.dir, "client.json")
+	data, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"plain": map[string]any{"command": built.fixture},
+		"tok":   map[string]any{"command": built.fixture, "env": map[string]string{"SERVICE_TOKEN": "import-canary-123456"}},
+	}})
+	if err := os.WriteFile(clientFile, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	noBus := catNoBus(h)
+	out, stderr, code := h.nexusEnv(noBus, "import", clientFile, "--json")
+	var res struct {
+		Servers []struct{ Original, Status, Store, Error, Fix string }
+	}
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || len(res.Servers) != 2 {
+		t.Fatalf("import --json without a keychain: %d %v\n%s%s", code, err, out, stderr)
+	}
+	for _, s := range res.Servers {
+		switch s.Original {
+		case "plain":
+			if s.Status != "imported" {
+				t.Errorf("a server without secrets should be imported: %+v", s)
+			}
+		case "tok":
+			if s.Status != "stayed" || !strings.Contains(s.Error, "cannot be stored") || !strings.Contains(s.Fix, "--insecure-file-store") {
+				t.Errorf("a server with a secret should stay out, with why and the fix: %+v", s)
+			}
+		}
+	}
+	if srv := clServers(t, h); len(srv) != 1 || srv["plain"].Command != built.fixture {
+		t.Errorf("servers after the import: %+v", srv)
+	}
+
+	out, stderr, code = h.nexusEnv(noBus, "--insecure-file-store", "import", clientFile)
+	secretsFile := filepath.Join(h.dir, "secrets", "secrets.json")
+	if code != 0 || !strings.Contains(out, "stored secret tok/env/SERVICE_TOKEN in the insecure file store "+secretsFile) || !strings.Contains(out, "warning: no OS keychain is usable") {
+		t.Errorf("import with the file store: %d\n%s%s", code, out, stderr)
+	}
+	if cfg := catConfig(t, h); !strings.Contains(cfg, `"insecureFileStore": true`) || strings.Contains(cfg, "import-canary") {
+		t.Errorf("the config should keep the file store choice and no token:\n%s", cfg)
+	}
+	// Later commands find the secret without the flag.
+	if out, stderr, code := h.nexusEnv(noBus, "doctor"); code != 0 || !strings.Contains(out, "all 1 secret(s) the config uses are there") {
+		t.Errorf("doctor after the import: %d\n%s%s", code, out, stderr)
+	}
+}
