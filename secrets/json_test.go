@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"strings"
 	"testing"
@@ -254,6 +255,49 @@ func TestRedactorJSONOnText(t *testing.T) {
 	} {
 		if got := string(r.JSON([]byte(tc.in))); got != tc.want {
 			t.Errorf("JSON(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestRedactorJSONRandomSpellings spells a value with a random mix of escapes per
+// character, inside random text, nested in up to two levels of JSON text in strings,
+// and checks that it is never readable afterwards and the message stays valid.
+func TestRedactorJSONRandomSpellings(t *testing.T) {
+	const secret = "S3cr/et-\"quoted\"-é-𝄞-<&>"
+	r := NewRedactor()
+	r.Add("s", secret)
+	rng := rand.New(rand.NewPCG(7, 11))
+	spell := func() string {
+		var b strings.Builder
+		for _, c := range secret {
+			switch {
+			case c == '"' && rng.IntN(2) == 0:
+				b.WriteString(`\u0022`)
+			case c == '/' && rng.IntN(2) == 0:
+				b.WriteString(`\/`)
+			case rng.IntN(3) == 0:
+				b.WriteString(escapeAll(string(c), rng.IntN(2) == 0))
+			default:
+				b.WriteString(jsonQuote(string(c)))
+			}
+		}
+		return b.String()
+	}
+	fillers := []string{"", "x", `\n`, `\\`, `\"`, "text ", `\u00e9`}
+	for i := range 500 {
+		doc := `{"a":"` + fillers[rng.IntN(len(fillers))] + spell() + fillers[rng.IntN(len(fillers))] + `","n":1}`
+		for range rng.IntN(3) {
+			doc = `{"text":` + jsonString(doc) + `}`
+		}
+		if !json.Valid([]byte(doc)) {
+			t.Fatalf("test bug: %s", doc)
+		}
+		got := r.JSON([]byte(doc))
+		if !json.Valid(got) {
+			t.Fatalf("case %d: not valid JSON: %s", i, got)
+		}
+		if leaks(string(got), secret, maxJSONDepth) {
+			t.Fatalf("case %d: the value can be read from %s (input %s)", i, got, doc)
 		}
 	}
 }
