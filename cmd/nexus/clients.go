@@ -511,12 +511,8 @@ func setupClientCommand() *cli.Command {
 					}
 				}
 			}
-			kept, err := e.keepFileStore(c.Context, cfg, dry)
-			if err != nil {
-				return err
-			}
 			out := setupOutput{Client: cf.Display, File: cf.Path, DryRun: dry, Changed: res.Changed, Created: res.Created,
-				Diff: res.Diff, Moved: nonNil(results), FileStoreKept: kept}
+				Diff: res.Diff, Moved: nonNil(results)}
 			if !dry && res.Changed {
 				var stored []string
 				if len(todo) > 0 {
@@ -533,6 +529,11 @@ func setupClientCommand() *cli.Command {
 				}
 				out.Backup, out.Diff = real.Backup, real.Diff
 			}
+			// Kept once the rest is written: the entry just written runs Nexus, which
+			// must open the store the secrets went to.
+			if out.FileStoreKept, err = e.keepFileStore(c.Context, cfg, dry); err != nil {
+				return err
+			}
 			for _, im := range ims {
 				if slices.Contains(move, im.Original) {
 					continue
@@ -548,7 +549,7 @@ func setupClientCommand() *cli.Command {
 			if c.Bool("json") {
 				return printJSON(e.stdout, out)
 			}
-			if kept {
+			if out.FileStoreKept {
 				e.fileStoreWarning(e.stdout, dry)
 			}
 			out.print(e.stdout, c.Args().First())
