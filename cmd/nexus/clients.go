@@ -435,9 +435,7 @@ func setupClientCommand() *cli.Command {
 				return err
 			}
 			entry := clients.NexusEntry(exe, agent)
-			if env, ok := entryEnv(e); ok {
-				entry.Env = env
-			}
+			entry.Env = entryEnv(e)
 
 			// The servers the client runs now, which may move behind Nexus.
 			var ims []clients.Imported
@@ -538,7 +536,7 @@ func setupClientCommand() *cli.Command {
 				if slices.Contains(move, im.Original) {
 					continue
 				}
-				reason := "not chosen to move"
+				reason := notChosen
 				if i := slices.IndexFunc(results, func(r importResult) bool { return r.Original == im.Original }); i >= 0 {
 					reason = results[i].Error
 				} else if im.Err != nil {
@@ -560,15 +558,15 @@ func setupClientCommand() *cli.Command {
 
 // entryEnv is the environment the client entry needs for Nexus to find this home:
 // NEXUS_HOME when it is set (a client does not start servers in the user's shell).
-func entryEnv(e *env) (map[string]string, bool) {
+func entryEnv(e *env) map[string]string {
 	if os.Getenv("NEXUS_HOME") == "" {
-		return nil, false
+		return nil
 	}
 	home, err := filepath.Abs(e.home)
 	if err != nil {
 		home = e.home
 	}
-	return map[string]string{"NEXUS_HOME": home}, true
+	return map[string]string{"NEXUS_HOME": home}
 }
 
 type setupOutput struct {
@@ -583,6 +581,9 @@ type setupOutput struct {
 	Stayed        []stayedServer `json:"stayed,omitempty"`
 	FileStoreKept bool           `json:"fileStoreKept,omitempty"` // secrets.insecureFileStore set in the personal config
 }
+
+// notChosen is the reason a server stayed in the client when the user kept it there.
+const notChosen = "not chosen to move"
 
 // stayedServer is a server of the client that still runs in the client, and why.
 type stayedServer struct {
@@ -617,7 +618,7 @@ func (o setupOutput) print(w io.Writer, arg string) {
 	var chosen []string
 	for _, s := range o.Stayed {
 		switch {
-		case s.Reason == "not chosen to move":
+		case s.Reason == notChosen:
 			chosen = append(chosen, s.Name)
 		case !slices.ContainsFunc(o.Moved, func(r importResult) bool { return r.Original == s.Name }):
 			fmt.Fprintf(w, "%s stays in the client: %s\n", s.Name, s.Reason) // reported above otherwise
