@@ -274,6 +274,9 @@ func TestSetupClaudeDesktop(t *testing.T) {
 	if b, _ := os.ReadFile(res.Backup); string(b) != string(orig) {
 		t.Error("backup differs from the original")
 	}
+	if st, _ := os.Stat(res.Backup); runtime.GOOS != "windows" && st.Mode().Perm() != 0o600 {
+		t.Errorf("the backup holds the tokens moved out, so it must be 0600, not %v", st.Mode().Perm())
+	}
 	if len(res.Moved) != 1 || res.Moved[0].Name != "github" || res.Moved[0].Secrets["github/env/GITHUB_PERSONAL_ACCESS_TOKEN"] == "" {
 		t.Errorf("moved: %+v", res.Moved)
 	}
@@ -309,6 +312,16 @@ func TestSetupClaudeDesktop(t *testing.T) {
 	res, err = Setup(file, NexusEntry("/opt/nexus/bin/nexus", ""), SetupOptions{Now: now})
 	if err != nil || !res.Replaced || res.Backup != file+".nexus-backup-20260304-050607-2" {
 		t.Errorf("replace: %+v %v", res, err)
+	}
+	// An entry with an environment (NEXUS_HOME) carries it.
+	withHome := NexusEntry("/opt/nexus/bin/nexus", "")
+	withHome.Env = map[string]string{"NEXUS_HOME": "/srv/nexus home"}
+	if res, err = Setup(file, withHome, SetupOptions{Now: now}); err != nil || !res.Replaced {
+		t.Errorf("adding env: %+v %v", res, err)
+	}
+	nx = decode(t, file)["mcpServers"].(map[string]any)["nexus"].(map[string]any)
+	if env, _ := nx["env"].(map[string]any); env["NEXUS_HOME"] != "/srv/nexus home" {
+		t.Errorf("nexus entry env: %v", nx)
 	}
 
 	if _, err := Setup(file, entry, SetupOptions{Move: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), "My Files_2") {

@@ -20,6 +20,10 @@ type Entry struct {
 	Name    string // the entry's name in the client file, usually "nexus"
 	Command string // absolute path of the nexus executable
 	Args    []string
+	// Env is what Nexus needs, started by the client, to find the home and the
+	// secrets of the Nexus that wrote the entry (NEXUS_HOME when it was set): a
+	// client starts its servers with an environment of its own.
+	Env map[string]string
 }
 
 // NexusEntry is the entry that runs `nexus serve` as the client's stdio server, as the
@@ -68,7 +72,8 @@ type Result struct {
 
 // Setup adds entry to the client config file at path, keeping every other key, and
 // takes the entries named in opts.Move out of it. Unless opts.DryRun, it first copies
-// the file to <path>.nexus-backup-<time> and then writes the new content atomically.
+// the file to <path>.nexus-backup-<time>, readable by the user alone since it holds
+// the original values (tokens included), and then writes the new content atomically.
 // A file that is not valid JSON, or whose comments or trailing commas an edit would
 // lose, is refused and nothing is written.
 func Setup(path string, entry Entry, opts SetupOptions) (*Result, error) {
@@ -160,7 +165,7 @@ func Setup(path string, entry Entry, opts SetupOptions) (*Result, error) {
 		if now.IsZero() {
 			now = time.Now()
 		}
-		backup, err := writeBackup(path, data, perm, now)
+		backup, err := writeBackup(path, data, now)
 		if err != nil {
 			return nil, err
 		}
@@ -172,12 +177,13 @@ func Setup(path string, entry Entry, opts SetupOptions) (*Result, error) {
 	return res, nil
 }
 
-// writeBackup copies data beside path under a name that does not exist yet.
-func writeBackup(path string, data []byte, perm fs.FileMode, now time.Time) (string, error) {
+// writeBackup copies data beside path under a name that does not exist yet. The copy
+// is 0600 whatever the original's mode: it keeps the tokens that the edit moves out.
+func writeBackup(path string, data []byte, now time.Time) (string, error) {
 	base := path + ".nexus-backup-" + now.Format("20060102-150405")
 	name := base
 	for i := 2; ; i++ {
-		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if errors.Is(err, fs.ErrExist) {
 			name = fmt.Sprintf("%s-%d", base, i)
 			continue
@@ -205,6 +211,10 @@ func encodeEntry(e Entry, format Format) (json.RawMessage, error) {
 	d.set("command", cmd)
 	args, _ := json.Marshal(append([]string{}, e.Args...))
 	d.set("args", args)
+	if len(e.Env) > 0 {
+		env, _ := json.Marshal(e.Env)
+		d.set("env", env)
+	}
 	b, err := d.pretty()
 	if err != nil {
 		return nil, fmt.Errorf("encoding the nexus entry: %w", err)

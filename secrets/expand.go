@@ -28,8 +28,8 @@ const (
 // lookupEnv nil means os.LookupEnv.
 //
 // To have every resolved keyring value redacted, pass a store wrapped by Redacting.
-// Values from the environment are not registered here: ${env:HOME} is not a secret,
-// and the caller knows which variables are.
+// Values from the environment and literal values are not registered here, since that
+// depends on the key they are given under: RegisterChildValues does it for a child.
 func Expand(ctx context.Context, value string, store Store, lookupEnv func(string) (string, bool)) (string, []string, error) {
 	if !strings.Contains(value, "${") {
 		return value, nil, nil // the common case: no references

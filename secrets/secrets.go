@@ -7,10 +7,13 @@
 // Windows Credential Manager, the Secret Service on Linux), or, only when the user opted
 // in, a [File] readable by the user alone. [Open] picks between them.
 //
-// Every string that leaves the gateway (tool results, error texts, log lines, child
-// stderr) passes one [Redactor], which replaces each known secret value with
+// Every message and string that leaves the gateway (tool results, error texts,
+// notifications, served lists, log lines, child stderr) passes one [Redactor], which
+// replaces each known secret value, however a JSON message spells it, with
 // [redacted:NAME]. Wrapping the store with [Redacting] registers every value as it is
-// read, so a secret cannot be used without also being redacted.
+// read, so a secret cannot be used without also being redacted; [RegisterChildValues]
+// registers what a child gets from the environment or from literal secret-looking
+// keys.
 package secrets
 
 import (

@@ -75,7 +75,7 @@ func (x *Writer) flush(force bool) error {
 			return nil
 		}
 		if snap.any(x.buf) {
-			sp = spans(snap, x.buf)
+			sp = snap.spans(x.buf)
 			// Never cut through an occurrence: keep all of it for the next round.
 			for i, s := range sp {
 				if s.start < cut && cut < s.end {

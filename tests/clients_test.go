@@ -185,18 +185,19 @@ func TestSetupMoveWithSecretsInsecureFileStore(t *testing.T) {
 	noBus := append(catNoBus(h), "APPDATA="+filepath.Join(h.dir, "AppData", "Roaming"))
 	original := clRead(t, path)
 
-	// No keychain: the secrets cannot be stored, so nothing is written anywhere.
-	_, stderr, code := h.nexusEnv(noBus, "setup", "claude-desktop", "--move-all")
-	if code == 0 || !strings.Contains(stderr, "nothing was written") {
-		t.Errorf("want a refusal without a keychain: %d %s", code, stderr)
+	// No keychain: the secrets cannot be stored, so both servers (each has a token)
+	// stay in the client, with the reason; Nexus itself is added.
+	out, stderr, code := h.nexusEnv(noBus, "setup", "claude-desktop", "--move-all")
+	if code != 0 || strings.Count(out, "not moved (it stays in the client)") != 2 || !strings.Contains(out, "its secrets cannot be stored") || !strings.Contains(out, "--insecure-file-store") {
+		t.Errorf("want both servers kept in the client, with why and the fix: %d\n%s%s", code, out, stderr)
 	}
-	if clRead(t, path) != original || len(clBackups(t, path)) != 0 {
-		t.Error("a refused setup changed the client file")
+	if after := clRead(t, path); after == original || !strings.Contains(after, "ghp_nexustestnexustestnexustest") || !strings.Contains(after, "remote-docs") {
+		t.Errorf("the client file should keep both servers and gain Nexus:\n%s", after)
 	}
-	clNoConfig(t, h, "a refused setup")
+	clNoConfig(t, h, "a setup that moved nothing")
 
 	h.writeConfig(map[string]any{"secrets": map[string]any{"insecureFileStore": true}})
-	out, stderr, code := h.nexusEnv(noBus, "setup", "claude-desktop", "--move-all")
+	out, stderr, code = h.nexusEnv(noBus, "setup", "claude-desktop", "--move-all")
 	if code != 0 {
 		t.Fatalf("setup --move-all --insecure-file-store: %s", stderr)
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -70,11 +72,22 @@ func selfPath() (string, error) {
 type importResult struct {
 	Original string   `json:"original"`
 	Name     string   `json:"name,omitempty"`
-	Status   string   `json:"status"` // imported, exists, skipped
+	Status   string   `json:"status"` // imported, exists, skipped, stayed
 	Secrets  []string `json:"secrets,omitempty"`
+	Store    string   `json:"store,omitempty"` // where its secrets went (or would go)
 	Notes    []string `json:"notes,omitempty"`
 	Error    string   `json:"error,omitempty"`
+	Fix      string   `json:"fix,omitempty"`
 }
+
+// Import statuses. A server "stayed" because its secrets could not be stored; one
+// "skipped" cannot run behind Nexus at all.
+const (
+	statusImported = "imported"
+	statusExists   = "exists"
+	statusSkipped  = "skipped"
+	statusStayed   = "stayed"
+)
 
 // plannedImport decides the Nexus name of each entry: an entry whose launch matches a
 // configured server is "exists"; a name taken by another server gets a -2, -3...
@@ -90,12 +103,12 @@ func plannedImport(cfg *config.Config, ims []clients.Imported) ([]importResult, 
 		im := &ims[i]
 		r := importResult{Original: im.Original, Name: im.Name, Notes: im.Notes}
 		if im.Err != nil {
-			r.Status, r.Name, r.Error = "skipped", "", im.Err.Error()
+			r.Status, r.Name, r.Error = statusSkipped, "", im.Err.Error()
 			results = append(results, r)
 			continue
 		}
 		if old, ok := cfg.Servers[im.Name]; ok && sameLaunch(old, im.Server) {
-			r.Status = "exists"
+			r.Status = statusExists
 			results = append(results, r)
 			continue
 		}
@@ -117,7 +130,7 @@ func plannedImport(cfg *config.Config, ims []clients.Imported) ([]importResult, 
 			r.Notes = append(r.Notes, fmt.Sprintf("a server named %s exists already, so this one is %s", base, name))
 		}
 		taken[im.Name] = true
-		r.Status = "imported"
+		r.Status = statusImported
 		r.Secrets = slices.Sorted(maps.Keys(im.Secrets))
 		results = append(results, r)
 		todo = append(todo, im)
@@ -129,8 +142,36 @@ func sameLaunch(a, b *config.Server) bool {
 	return a.Transport == b.Transport && a.Command == b.Command && slices.Equal(a.Args, b.Args) && a.URL == b.URL
 }
 
+// placeSecrets opens the secret store for the servers of todo that carry secrets,
+// and says in results where their secrets go. When no store is usable, those servers
+// stay where they are (status "stayed", with the reason and the fix) and the others,
+// which need no store, go ahead: it returns the servers that can be imported. A dry
+// run calls it too, so that what it promises was checked.
+func (e *env) placeSecrets(ctx context.Context, cfg *config.Config, results []importResult, todo []*clients.Imported) []*clients.Imported {
+	if !slices.ContainsFunc(todo, func(im *clients.Imported) bool { return len(im.Secrets) > 0 }) {
+		return todo
+	}
+	_, err := e.secrets(ctx, cfg)
+	var keep []*clients.Imported
+	for _, im := range todo {
+		i := slices.IndexFunc(results, func(r importResult) bool { return r.Original == im.Original })
+		switch {
+		case len(im.Secrets) == 0:
+			keep = append(keep, im)
+		case err == nil:
+			results[i].Store = e.storeName()
+			keep = append(keep, im)
+		default:
+			results[i].Status = statusStayed
+			results[i].Error = "its secrets cannot be stored: " + firstLine(err.Error())
+			results[i].Fix = fixPart(err.Error())
+		}
+	}
+	return keep
+}
+
 // importInto stores the secrets of ims and writes them into the personal config, all or
-// nothing. It returns the secrets stored, for undoing.
+// nothing. Call placeSecrets first. It returns the secrets stored, for undoing.
 func (e *env) importInto(c *cli.Context, ims []*clients.Imported) ([]string, error) {
 	all := map[string]string{}
 	for _, im := range ims {
@@ -147,7 +188,7 @@ func (e *env) importInto(c *cli.Context, ims []*clients.Imported) ([]string, err
 		for _, name := range slices.Sorted(maps.Keys(all)) {
 			if err := store.Set(c.Context, name, all[name]); err != nil {
 				e.deleteSecrets(c.Context, stored)
-				return nil, fmt.Errorf("storing the secret %s, so nothing was written: %w", name, err)
+				return nil, fmt.Errorf("storing the secret %s in %s, so nothing was written: %w", name, e.storeName(), err)
 			}
 			stored = append(stored, name)
 		}
@@ -165,6 +206,46 @@ func (e *env) importInto(c *cli.Context, ims []*clients.Imported) ([]string, err
 		return nil, err
 	}
 	return stored, nil
+}
+
+// keepFileStore records the choice of --insecure-file-store in the personal config
+// when the file store is the one in use, so that Nexus started by a client (from the
+// entry setup writes) and every later command open the same store and find the
+// secrets. It reports whether it did (or, in a dry run, would).
+func (e *env) keepFileStore(ctx context.Context, cfg *config.Config, dryRun bool) (bool, error) {
+	if !e.insecure || cfg != nil && cfg.Secrets.InsecureFileStore {
+		return false, nil
+	}
+	if _, err := e.secrets(ctx, cfg); err != nil || e.storeFile == "" {
+		return false, nil // the keychain works, or no store does: nothing to keep
+	}
+	if dryRun {
+		return true, nil
+	}
+	err := config.Edit(e.personal, func(d config.Document) error {
+		sec, err := d.Object("secrets")
+		if err != nil {
+			return err
+		}
+		sec["insecureFileStore"] = json.RawMessage("true")
+		return d.Set("secrets", sec)
+	})
+	if err != nil {
+		return false, fmt.Errorf("recording the insecure file store in %s: %w", e.personal, err)
+	}
+	return true, nil
+}
+
+// fileStoreWarning says that the file store is now the configured store, and why.
+func (e *env) fileStoreWarning(w io.Writer, dryRun bool) {
+	verb := "is now"
+	if dryRun {
+		verb = "would be"
+	}
+	fmt.Fprintf(w, "warning: no OS keychain is usable, so secrets are kept in %s, a plain file readable only by you.\n"+
+		"  \"secrets\": {\"insecureFileStore\": true} %s in %s, so that Nexus finds them when a client starts it.\n"+
+		"  Once a keychain works, store each value again with nexus secrets set NAME and remove that setting.\n",
+		e.storeFile, verb, e.personal)
 }
 
 // undoImport takes imported servers out of the personal config again.
@@ -195,10 +276,19 @@ func printImport(w io.Writer, results []importResult, dryRun, moving bool) {
 	}
 	for _, r := range results {
 		switch r.Status {
-		case "skipped":
+		case statusSkipped:
 			fmt.Fprintf(w, "skipped %s: %s\n", r.Original, r.Error)
-		case "exists":
+		case statusExists:
 			fmt.Fprintf(w, "%s is already configured in Nexus as %s\n", r.Original, r.Name)
+		case statusStayed:
+			not := "not imported"
+			if moving {
+				not = "not moved (it stays in the client)"
+			}
+			fmt.Fprintf(w, "%s %s: %s\n", not, r.Original, r.Error)
+			if r.Fix != "" {
+				fmt.Fprintf(w, "  fix: %s\n", r.Fix)
+			}
 		default:
 			if r.Name != r.Original {
 				fmt.Fprintf(w, "%s %s as %s\n", verb, r.Original, r.Name)
@@ -207,9 +297,9 @@ func printImport(w io.Writer, results []importResult, dryRun, moving bool) {
 			}
 			for _, s := range r.Secrets {
 				if dryRun {
-					fmt.Fprintf(w, "  its secret %s would go to the keychain\n", s)
+					fmt.Fprintf(w, "  its secret %s would go to %s\n", s, r.Store)
 				} else {
-					fmt.Fprintf(w, "  stored secret %s in the keychain\n", s)
+					fmt.Fprintf(w, "  stored secret %s in %s\n", s, r.Store)
 				}
 			}
 		}
@@ -226,9 +316,12 @@ func importCommand() *cli.Command {
 		ArgsUsage: "claude-desktop|cursor|vscode|FILE",
 		Description: "Reads the client's server entries (\"mcpServers\", or VS Code's \"servers\") and\n" +
 			"adds each to $NEXUS_HOME/config.json. Env values and headers that look like\n" +
-			"credentials are stored in the OS keychain; the config holds ${keyring:...}\n" +
-			"references. The client's file is not changed (nexus setup CLIENT --move-all\n" +
-			"also takes the servers out of the client).",
+			"credentials are stored in the OS keychain (or, with --insecure-file-store and no\n" +
+			"keychain, in a file readable only by you, a choice then kept in the personal\n" +
+			"config); the config holds ${keyring:...} references. Without a usable store,\n" +
+			"servers without secrets are still imported and the others are not, with why.\n" +
+			"The client's file is not changed (nexus setup CLIENT --move-all also takes the\n" +
+			"servers out of the client).",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "dry-run", Usage: "show what would be imported and write nothing"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
@@ -258,13 +351,21 @@ func importCommand() *cli.Command {
 				return err
 			}
 			dry := c.Bool("dry-run")
+			todo = e.placeSecrets(c.Context, cfg, results, todo)
 			if !dry && len(todo) > 0 {
 				if _, err := e.importInto(c, todo); err != nil {
 					return err
 				}
 			}
+			kept, err := e.keepFileStore(c.Context, cfg, dry)
+			if err != nil {
+				return err
+			}
 			if c.Bool("json") {
-				return printJSON(e.stdout, map[string]any{"file": cf.Path, "dryRun": dry, "servers": nonNil(results)})
+				return printJSON(e.stdout, map[string]any{"file": cf.Path, "dryRun": dry, "servers": nonNil(results), "fileStoreKept": kept})
+			}
+			if kept {
+				e.fileStoreWarning(e.stdout, dry)
 			}
 			if len(results) == 0 {
 				fmt.Fprintf(e.stdout, "%s has no servers to import\n", cf.Path)
@@ -295,11 +396,14 @@ func setupClientCommand() *cli.Command {
 		Usage:     "connect a client (Claude Desktop, Cursor, VS Code) to Nexus by adding Nexus to its config file",
 		ArgsUsage: "claude-desktop|cursor|vscode|FILE",
 		Description: "Adds a \"nexus\" server entry running `nexus serve` to the client's config file,\n" +
-			"keeping every other key, after copying the file to FILE.nexus-backup-TIME.\n" +
-			"The servers the client already runs can move behind Nexus: they are imported\n" +
-			"into the Nexus config (secrets to the keychain) and taken out of the client.\n" +
-			"On a terminal, setup asks which to move; --move-all or --move NAME decide\n" +
-			"without asking. --dry-run shows the diff and writes nothing.",
+			"keeping every other key, after copying the file to FILE.nexus-backup-TIME (0600:\n" +
+			"it holds the original values, tokens included). The entry carries NEXUS_HOME\n" +
+			"when it is set. The servers the client already runs can move behind Nexus: they\n" +
+			"are imported into the Nexus config (secrets to the keychain, or the file store as\n" +
+			"for import) and taken out of the client; a server whose secrets cannot be stored\n" +
+			"stays in the client, and the output says why. On a terminal, setup asks which\n" +
+			"to move; --move-all or --move NAME decide without asking. --dry-run checks the\n" +
+			"secret store, shows the diff and writes nothing.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "agent", Usage: "the client connects as agent `NAME` (its policy applies)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "show the diff and write nothing (neither the client file nor the Nexus config)"},
@@ -331,6 +435,7 @@ func setupClientCommand() *cli.Command {
 				return err
 			}
 			entry := clients.NexusEntry(exe, agent)
+			entry.Env = entryEnv(e)
 
 			// The servers the client runs now, which may move behind Nexus.
 			var ims []clients.Imported
@@ -382,15 +487,30 @@ func setupClientCommand() *cli.Command {
 			if err != nil && len(res.Moved) > 0 {
 				return fmt.Errorf("the Nexus config is broken, so no server can move into it and nothing was written; fix it first (nexus doctor): %w", err)
 			}
+			dry := c.Bool("dry-run")
 			var results []importResult
 			var todo []*clients.Imported
 			if len(res.Moved) > 0 {
 				if results, todo, err = plannedImport(cfg, res.Moved); err != nil {
 					return err
 				}
+				todo = e.placeSecrets(c.Context, cfg, results, todo)
+				// A server whose secrets cannot be stored stays in the client.
+				held := false
+				for _, r := range results {
+					if r.Status == statusStayed {
+						move = slices.DeleteFunc(move, func(m string) bool { return m == r.Original })
+						held = true
+					}
+				}
+				if held {
+					if res, err = clients.Setup(cf.Path, entry, clients.SetupOptions{Format: cf.Format, DryRun: true, Move: move}); err != nil {
+						return err
+					}
+				}
 			}
-			dry := c.Bool("dry-run")
-			out := setupOutput{Client: cf.Display, File: cf.Path, DryRun: dry, Changed: res.Changed, Created: res.Created, Diff: res.Diff, Moved: nonNil(results)}
+			out := setupOutput{Client: cf.Display, File: cf.Path, DryRun: dry, Changed: res.Changed, Created: res.Created,
+				Diff: res.Diff, Moved: nonNil(results)}
 			if !dry && res.Changed {
 				var stored []string
 				if len(todo) > 0 {
@@ -407,13 +527,28 @@ func setupClientCommand() *cli.Command {
 				}
 				out.Backup, out.Diff = real.Backup, real.Diff
 			}
+			// Kept once the rest is written: the entry just written runs Nexus, which
+			// must open the store the secrets went to.
+			if out.FileStoreKept, err = e.keepFileStore(c.Context, cfg, dry); err != nil {
+				return err
+			}
 			for _, im := range ims {
-				if !slices.Contains(move, im.Original) {
-					out.Stayed = append(out.Stayed, im.Original)
+				if slices.Contains(move, im.Original) {
+					continue
 				}
+				reason := notChosen
+				if i := slices.IndexFunc(results, func(r importResult) bool { return r.Original == im.Original }); i >= 0 {
+					reason = results[i].Error
+				} else if im.Err != nil {
+					reason = "it cannot run behind Nexus: " + im.Err.Error()
+				}
+				out.Stayed = append(out.Stayed, stayedServer{Name: im.Original, Reason: reason})
 			}
 			if c.Bool("json") {
 				return printJSON(e.stdout, out)
+			}
+			if out.FileStoreKept {
+				e.fileStoreWarning(e.stdout, dry)
 			}
 			out.print(e.stdout, c.Args().First())
 			return nil
@@ -421,16 +556,39 @@ func setupClientCommand() *cli.Command {
 	}
 }
 
+// entryEnv is the environment the client entry needs for Nexus to find this home:
+// NEXUS_HOME when it is set (a client does not start servers in the user's shell).
+func entryEnv(e *env) map[string]string {
+	if os.Getenv("NEXUS_HOME") == "" {
+		return nil
+	}
+	home, err := filepath.Abs(e.home)
+	if err != nil {
+		home = e.home
+	}
+	return map[string]string{"NEXUS_HOME": home}
+}
+
 type setupOutput struct {
-	Client  string         `json:"client"`
-	File    string         `json:"file"`
-	DryRun  bool           `json:"dryRun"`
-	Changed bool           `json:"changed"`
-	Created bool           `json:"created"`
-	Backup  string         `json:"backup,omitempty"`
-	Diff    string         `json:"diff,omitempty"`
-	Moved   []importResult `json:"moved"`
-	Stayed  []string       `json:"stayed,omitempty"`
+	Client        string         `json:"client"`
+	File          string         `json:"file"`
+	DryRun        bool           `json:"dryRun"`
+	Changed       bool           `json:"changed"`
+	Created       bool           `json:"created"`
+	Backup        string         `json:"backup,omitempty"`
+	Diff          string         `json:"diff,omitempty"`
+	Moved         []importResult `json:"moved"`
+	Stayed        []stayedServer `json:"stayed,omitempty"`
+	FileStoreKept bool           `json:"fileStoreKept,omitempty"` // secrets.insecureFileStore set in the personal config
+}
+
+// notChosen is the reason a server stayed in the client when the user kept it there.
+const notChosen = "not chosen to move"
+
+// stayedServer is a server of the client that still runs in the client, and why.
+type stayedServer struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
 }
 
 func (o setupOutput) print(w io.Writer, arg string) {
@@ -451,13 +609,23 @@ func (o setupOutput) print(w io.Writer, arg string) {
 		case o.Created:
 			fmt.Fprintf(w, "created %s with Nexus in it\n", o.File)
 		case o.Backup != "":
-			fmt.Fprintf(w, "added Nexus to %s (backup: %s)\n", o.File, o.Backup)
+			fmt.Fprintf(w, "added Nexus to %s\n", o.File)
+			fmt.Fprintf(w, "backup of the original: %s (readable only by you; it holds the original values, tokens included: delete it once the client works with Nexus)\n", o.Backup)
 		default:
 			fmt.Fprintf(w, "added Nexus to %s\n", o.File)
 		}
 	}
-	if len(o.Stayed) > 0 {
-		fmt.Fprintf(w, "still run by the client itself: %s (nexus setup %s --move NAME moves one behind Nexus)\n", strings.Join(o.Stayed, ", "), arg)
+	var chosen []string
+	for _, s := range o.Stayed {
+		switch {
+		case s.Reason == notChosen:
+			chosen = append(chosen, s.Name)
+		case !slices.ContainsFunc(o.Moved, func(r importResult) bool { return r.Original == s.Name }):
+			fmt.Fprintf(w, "%s stays in the client: %s\n", s.Name, s.Reason) // reported above otherwise
+		}
+	}
+	if len(chosen) > 0 {
+		fmt.Fprintf(w, "still run by the client itself: %s (nexus setup %s --move NAME moves one behind Nexus)\n", strings.Join(chosen, ", "), arg)
 	}
 	if o.Changed {
 		fmt.Fprintf(w, "restart %s to connect it to Nexus\n", o.Client)
@@ -478,7 +646,7 @@ func askMoves(tty *os.File, prompt io.Writer, cf clientFile, movable []string) (
 	for i, m := range movable {
 		fmt.Fprintf(prompt, "  %d) %s\n", i+1, m)
 	}
-	fmt.Fprintln(prompt, "Moving them behind Nexus imports them into the Nexus config (secrets to the keychain) and takes them out of the client.")
+	fmt.Fprintln(prompt, "Moving them behind Nexus imports them into the Nexus config (secrets to the secret store) and takes them out of the client.")
 	r := bufio.NewReader(tty)
 	for {
 		fmt.Fprint(prompt, "Move which? all, none, or numbers or names separated by commas (all): ")

@@ -363,15 +363,27 @@ func (e *env) checkServers(ctx context.Context, cfg *config.Config, timeout time
 	return out
 }
 
+// checkServer starts s alone. What the report says of it (its error, its stderr)
+// passes the redactor here, and again on the way out.
 func (e *env) checkServer(ctx context.Context, cfg *config.Config, s *config.Server, timeout time.Duration) check {
+	ch := e.startServer(ctx, cfg, s, timeout)
+	ch.Detail, ch.Fix = e.redactor.String(ch.Detail), e.redactor.String(ch.Fix)
+	for i, l := range ch.Stderr {
+		ch.Stderr[i] = e.redactor.String(l)
+	}
+	return ch
+}
+
+func (e *env) startServer(ctx context.Context, cfg *config.Config, s *config.Server, timeout time.Duration) check {
 	ch := check{Area: "servers", Name: s.Name}
 	one := *cfg
 	one.Servers = map[string]*config.Server{s.Name: s}
 	capture := newStderrCapture()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	secrets.RegisterChildValues(e.redactor, s.Name, s.Env, s.Headers, os.LookupEnv)
 	start := time.Now()
-	g, err := aggregation.New(&one, aggregation.Options{Logger: slog.New(capture), Resolve: e.resolver(ctx, cfg), Redact: e.redactor.Bytes})
+	g, err := aggregation.New(&one, aggregation.Options{Logger: slog.New(capture), Resolve: e.resolver(ctx, cfg), Redact: e.redactor.JSON})
 	if err != nil {
 		ch.Status, ch.Detail = checkFail, err.Error()
 		ch.Fix = "fix servers." + s.Name + " in " + s.Source

@@ -55,7 +55,7 @@ func secretsCommand() *cli.Command {
 					if err := store.Set(c.Context, name, value); err != nil {
 						return err
 					}
-					fmt.Fprintf(e.stdout, "stored %s; use it in config as ${keyring:%s}\n", name, name)
+					fmt.Fprintf(e.stdout, "stored %s in %s; use it in config as ${keyring:%s}\n", name, e.storeName(), name)
 					return nil
 				},
 			},

@@ -39,6 +39,7 @@ type env struct {
 	storeOnce sync.Once
 	store     secrets.Store
 	storeErr  error
+	storeFile string // the path of the insecure file store, when that is the store opened
 }
 
 func newEnv(c *cli.Context, defaultLevel slog.Level) (*env, error) {
@@ -189,8 +190,9 @@ func (e *env) startGateway(ctx context.Context, cfg *config.Config, opts gateway
 			r.mem = mem
 		}
 	}
+	e.registerChildValues(cfg)
 	g, err := aggregation.New(cfg, aggregation.Options{Logger: e.log, Memory: r.mem, ToolNames: opts.toolNames,
-		Resolve: e.resolver(ctx, cfg), Redact: e.redactor.Bytes})
+		Resolve: e.resolver(ctx, cfg), Redact: e.redactor.JSON})
 	if err != nil {
 		if r.mem != nil {
 			r.mem.Close()
@@ -217,7 +219,7 @@ func (e *env) openMemory(ctx context.Context, cfg *config.Config) (*memory.Memor
 		MaxBytes:       cfg.Memory.MaxBytes,
 		MaxResultBytes: cfg.Memory.MaxResultBytes,
 		Logger:         e.log,
-		Redact:         e.redactor.Bytes,
+		Redact:         e.redactor.JSON,
 	}
 	resolve := e.resolver(ctx, cfg)
 	endpoint := func(what string, ep config.Endpoint, dims int) (memory.HTTPConfig, error) {
@@ -265,6 +267,9 @@ func (e *env) secrets(ctx context.Context, cfg *config.Config) (secrets.Store, e
 		st, e.storeErr = secrets.Open(ctx, secrets.Options{
 			FilePath: filepath.Join(e.home, "secrets", "secrets.json"), InsecureFile: insecure, Logger: e.log})
 		if e.storeErr == nil {
+			if f, ok := st.(*secrets.File); ok {
+				e.storeFile = f.Path
+			}
 			if insecure {
 				if err := os.MkdirAll(filepath.Join(e.home, "secrets"), 0o700); err != nil {
 					e.storeErr = fmt.Errorf("creating the secrets directory: %w", err)
@@ -275,6 +280,15 @@ func (e *env) secrets(ctx context.Context, cfg *config.Config) (secrets.Store, e
 		}
 	})
 	return e.store, e.storeErr
+}
+
+// storeName says where the store opened keeps values, for messages: the keychain or
+// the file.
+func (e *env) storeName() string {
+	if e.storeFile != "" {
+		return "the insecure file store " + e.storeFile
+	}
+	return "the OS keychain"
 }
 
 // resolver expands ${keyring:NAME} and ${env:NAME} in env and header values when a
@@ -291,6 +305,15 @@ func (e *env) resolver(ctx context.Context, cfg *config.Config) func(string) (st
 		}
 		v, _, err := secrets.Expand(ctx, value, store, os.LookupEnv)
 		return v, err
+	}
+}
+
+// registerChildValues registers with the redactor what each server of cfg is given
+// from the environment or as a literal secret-looking value (keychain values are
+// registered as the resolver reads them).
+func (e *env) registerChildValues(cfg *config.Config) {
+	for name, s := range cfg.Servers {
+		secrets.RegisterChildValues(e.redactor, name, s.Env, s.Headers, os.LookupEnv)
 	}
 }
 
