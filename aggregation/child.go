@@ -57,6 +57,8 @@ type child struct {
 	resolve func(string) (string, error)
 	// maxMessage bounds one message from the child (Options.MaxChildMessage).
 	maxMessage int64
+	// beforeStart sees the config entry before each start (Options.BeforeStart).
+	beforeStart func(*config.Server)
 
 	mu      sync.Mutex
 	conn    *conn
@@ -297,6 +299,9 @@ func (cn *conn) stderrTail() string {
 // connect starts (or dials) the child, initializes the session and lists its tools.
 // On failure the returned conn, if any, still carries the stderr tail for the log.
 func (c *child) connect(ctx context.Context) (*conn, []json.RawMessage, error) {
+	if c.beforeStart != nil {
+		c.beforeStart(c.config())
+	}
 	cn := &conn{server: c.name, done: make(chan struct{}), notes: make(chan mcp.JSONRPCNotification, 256), tail: &tailBuffer{},
 		relist: make(chan struct{}, 1)}
 	var err error

@@ -56,6 +56,10 @@ type Options struct {
 	// Resolve expands references in env and header values (${env:NAME}...) when a
 	// child is started; nil expands ${env:NAME} only.
 	Resolve func(string) (string, error)
+	// BeforeStart, when set, is called with a child's config entry each time the
+	// child is about to start (at Start, on a reload, on a restart): the place to
+	// register with the redactor the values the child will be given.
+	BeforeStart func(*config.Server)
 	// MaxChildMessage bounds one message from a stdio child (default 64 MiB): over it,
 	// the call it answers fails with a clear error and the gateway's memory stays
 	// bounded.
@@ -71,6 +75,7 @@ type Gateway struct {
 	mem      *memory.Memory
 	names    string
 	maxChild int64
+	before   func(*config.Server)
 	resolve  func(string) (string, error)
 	redact   func([]byte) []byte
 	methods  map[string]method
@@ -123,7 +128,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		opts.Redact = func(b []byte) []byte { return b }
 	}
 	g := &Gateway{
-		log: log, mem: opts.Memory, names: names, resolve: resolve, redact: opts.Redact, maxChild: opts.MaxChildMessage,
+		log: log, mem: opts.Memory, names: names, resolve: resolve, redact: opts.Redact, maxChild: opts.MaxChildMessage, before: opts.BeforeStart,
 		denials: &policy.Counter{}, rebuild: make(chan struct{}, 1), published: map[string]string{},
 	}
 	g.methods = g.methodTable()
@@ -202,6 +207,7 @@ const defaultMaxChildMessage = 64 << 20
 func (g *Gateway) newChild(s *config.Server) *child {
 	c := newChild(s, g.names, g.log, g, g.resolve)
 	c.maxMessage = g.maxChild
+	c.beforeStart = g.before
 	if c.maxMessage <= 0 {
 		c.maxMessage = defaultMaxChildMessage
 	}

@@ -190,9 +190,8 @@ func (e *env) startGateway(ctx context.Context, cfg *config.Config, opts gateway
 			r.mem = mem
 		}
 	}
-	e.registerChildValues(cfg)
 	g, err := aggregation.New(cfg, aggregation.Options{Logger: e.log, Memory: r.mem, ToolNames: opts.toolNames,
-		Resolve: e.resolver(ctx, cfg), Redact: e.redactor.JSON})
+		Resolve: e.resolver(ctx, cfg), Redact: e.redactor.JSON, BeforeStart: e.registerChildValues})
 	if err != nil {
 		if r.mem != nil {
 			r.mem.Close()
@@ -308,13 +307,11 @@ func (e *env) resolver(ctx context.Context, cfg *config.Config) func(string) (st
 	}
 }
 
-// registerChildValues registers with the redactor what each server of cfg is given
-// from the environment or as a literal secret-looking value (keychain values are
-// registered as the resolver reads them).
-func (e *env) registerChildValues(cfg *config.Config) {
-	for name, s := range cfg.Servers {
-		secrets.RegisterChildValues(e.redactor, name, s.Env, s.Headers, os.LookupEnv)
-	}
+// registerChildValues registers with the redactor what a server is given from the
+// environment or as a literal secret-looking value, before it starts (keychain values
+// are registered as the resolver reads them).
+func (e *env) registerChildValues(s *config.Server) {
+	secrets.RegisterChildValues(e.redactor, s.Name, s.Env, s.Headers, os.LookupEnv)
 }
 
 // checkAgent refuses an agent name config could not hold: a refusal hint naming it
