@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -47,9 +48,13 @@ func callerOf(ctx context.Context) *caller {
 // callTool is the call chain: identity (the session's agent, decided at initialize)
 // -> policy -> memory -> child. It returns the raw result object or a JSON-RPC error.
 func (g *Gateway) callTool(ctx context.Context, c *caller, agent string, p callParams) (json.RawMessage, *RPCError) {
-	t := g.man.Load().lookup(p.Name)
-	if t == nil {
-		return nil, g.unknownTool(p.Name)
+	t, err := g.resolveTool(ctx, p.Name)
+	if err != nil {
+		var down *notRunningError
+		if errors.As(err, &down) {
+			return toolError(down.Error()), nil
+		}
+		return nil, err.(*RPCError)
 	}
 	args, err := normaliseArguments(p.Arguments)
 	if err != nil {
@@ -93,14 +98,13 @@ func (g *Gateway) forward(ctx context.Context, c *caller, t *Tool, args json.Raw
 	if ch == nil {
 		return toolError(fmt.Sprintf("server %s was removed from the config", t.Server)), nil
 	}
-	cn, _ := ch.current()
-	if cn == nil {
-		st := ch.status()
-		return toolError(fmt.Sprintf("server %s is not connected (%s); its tools come back when it does (nexus list-servers shows its state)", t.Server, st.State)), nil
-	}
 	timeout := ch.config().CallTimeout()
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errCallTimeout)
 	defer cancel()
+	cn := ch.connected(ctx)
+	if cn == nil {
+		return toolError((&notRunningError{ch.status()}).Error()), nil
+	}
 
 	var token string
 	if c != nil {
@@ -225,10 +229,68 @@ func (g *Gateway) Call(ctx context.Context, agent, name string, args json.RawMes
 }
 
 // Resolve finds the tool a client's name refers to (wire or canonical, exactly); an
-// unknown name gives the same *RPCError a call would, with the closest names.
-func (g *Gateway) Resolve(name string) (*Tool, error) {
+// unknown name gives the same *RPCError a call would, with the closest names, and a
+// tool of a server that is not running says so.
+func (g *Gateway) Resolve(ctx context.Context, name string) (*Tool, error) {
+	return g.resolveTool(ctx, name)
+}
+
+// resolveTool finds a tool by name. A name that may belong to a server still making
+// its first attempt waits for that server (up to its call timeout): a client that
+// calls at once after starting the gateway gets the tool, not "unknown tool".
+func (g *Gateway) resolveTool(ctx context.Context, name string) (*Tool, error) {
 	if t := g.man.Load().lookup(name); t != nil {
 		return t, nil
 	}
+	owners := g.possibleOwners(name)
+	for _, c := range owners {
+		select {
+		case <-c.settled:
+		default:
+			wait, cancel := context.WithTimeout(ctx, c.config().CallTimeout())
+			select {
+			case <-c.settled:
+			case <-wait.Done():
+			}
+			cancel()
+		}
+		// The child may know the tool before the manifest does (rebuilds are
+		// debounced): then bring the manifest up to date now.
+		if _, tools := c.current(); slices.ContainsFunc(tools, func(t *Tool) bool { return t.Wire == name || t.Canonical == name }) {
+			g.rebuildNow(ctx)
+			if t := g.man.Load().lookup(name); t != nil {
+				return t, nil
+			}
+		}
+	}
+	for _, c := range owners {
+		if st := c.status(); st.State != StateReady {
+			return nil, &notRunningError{st}
+		}
+	}
 	return nil, g.unknownTool(name)
+}
+
+// possibleOwners are the children a tool name may belong to: by the server part of
+// a canonical name, or by the wire prefix.
+func (g *Gateway) possibleOwners(name string) []*child {
+	var out []*child
+	for _, c := range g.kids() {
+		prefix := c.config().WirePrefix()
+		switch {
+		case strings.HasPrefix(name, c.name+"."),
+			prefix == "",
+			strings.HasPrefix(name, prefix+"__"), strings.HasPrefix(name, prefix+"."):
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// notRunningError answers a call to a tool of a configured server that is not
+// running, with what it is doing instead.
+type notRunningError struct{ st Status }
+
+func (e *notRunningError) Error() string {
+	return fmt.Sprintf("server %s is not running (%s); its tools come back when it connects (nexus list-servers --live shows it)", e.st.Name, e.st.Describe())
 }

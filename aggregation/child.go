@@ -60,13 +60,15 @@ type child struct {
 	// beforeStart sees the config entry before each start (Options.BeforeStart).
 	beforeStart func(*config.Server)
 
-	mu      sync.Mutex
-	conn    *conn
-	raws    []json.RawMessage // the tools as the child listed them
-	tools   []*Tool
-	extras  extras
-	state   string
-	lastErr error
+	mu        sync.Mutex
+	conn      *conn
+	raws      []json.RawMessage // the tools as the child listed them
+	tools     []*Tool
+	extras    extras
+	state     State
+	changed   chan struct{} // closed and replaced at every change of state
+	lastErr   error
+	nextRetry time.Time // when a retrying or restarting child tries again
 
 	settled     chan struct{} // closed once the first attempt is over
 	settledOnce sync.Once
@@ -76,7 +78,7 @@ type child struct {
 
 func newChild(cfg *config.Server, names string, log *slog.Logger, events childEvents, resolve func(string) (string, error)) *child {
 	c := &child{name: cfg.Name, names: names, log: log.With("server", cfg.Name), events: events,
-		resolve: resolve, state: "connecting", settled: make(chan struct{}), done: make(chan struct{})}
+		resolve: resolve, state: StateConnecting, changed: make(chan struct{}), settled: make(chan struct{}), done: make(chan struct{})}
 	c.cfgp.Store(cfg)
 	return c
 }
@@ -118,21 +120,47 @@ func launchKey(s *config.Server) string {
 	return string(b)
 }
 
+// State is where a child is in its life.
+type State string
+
+// The states of a child.
+const (
+	StateConnecting State = "connecting" // first attempt under way
+	StateReady      State = "ready"
+	StateRetrying   State = "retrying"   // failed to start; tries again at NextRetry
+	StateRestarting State = "restarting" // exited; starts again at NextRetry
+	StateFailed     State = "failed"     // gave up; a config change or restart retries
+)
+
 // Status is what list-servers shows of a child.
 type Status struct {
-	Name      string `json:"name"`
-	Transport string `json:"transport"`
-	Target    string `json:"target"` // command line or URL
-	State     string `json:"state"`
-	Tools     int    `json:"tools"`
-	Error     string `json:"error,omitempty"`
-	Source    string `json:"source,omitempty"`
+	Name      string    `json:"name"`
+	Transport string    `json:"transport"`
+	Target    string    `json:"target"` // command line or URL
+	State     State     `json:"state"`
+	Tools     int       `json:"tools"`
+	Error     string    `json:"error,omitempty"`    // the last error, while not ready
+	NextRetry time.Time `json:"nextRetry,omitzero"` // when it tries again
+	Source    string    `json:"source,omitempty"`
+}
+
+// Describe says in words what a server that is not ready is doing: its state, its
+// last error and its next try.
+func (s Status) Describe() string {
+	d := string(s.State)
+	if s.Error != "" {
+		d += ": " + s.Error
+	}
+	if !s.NextRetry.IsZero() {
+		d += fmt.Sprintf("; next try in %s", max(time.Until(s.NextRetry), 0).Round(time.Millisecond))
+	}
+	return d
 }
 
 func (c *child) status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := Status{Name: c.name, Transport: c.config().Transport, State: c.state, Tools: len(c.tools), Source: c.config().Source}
+	s := Status{Name: c.name, Transport: c.config().Transport, State: c.state, Tools: len(c.tools), Source: c.config().Source, NextRetry: c.nextRetry}
 	if c.config().Transport == config.TransportStdio {
 		s.Target = strings.Join(append([]string{c.config().Command}, c.config().Args...), " ")
 	} else {
@@ -144,15 +172,36 @@ func (c *child) status() Status {
 	return s
 }
 
+// connected returns the live connection, waiting while the child is connecting,
+// retrying or restarting (a call made during a restart waits for it rather than
+// failing); nil when it failed for good or ctx ended first.
+func (c *child) connected(ctx context.Context) *conn {
+	for {
+		c.mu.Lock()
+		cn, state, changed := c.conn, c.state, c.changed
+		c.mu.Unlock()
+		if cn != nil || state == StateFailed {
+			return cn
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
 func (c *child) current() (*conn, []*Tool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.conn, c.tools
 }
 
-func (c *child) set(cn *conn, raws []json.RawMessage, ex extras, state string, err error) {
+func (c *child) set(cn *conn, raws []json.RawMessage, ex extras, state State, err error, next time.Time) {
 	c.mu.Lock()
-	c.conn, c.raws, c.tools, c.extras, c.state, c.lastErr = cn, raws, c.toolsFrom(raws), ex, state, err
+	c.conn, c.raws, c.tools, c.extras, c.state, c.lastErr, c.nextRetry = cn, raws, c.toolsFrom(raws), ex, state, err, next
+	close(c.changed)
+	c.changed = make(chan struct{})
 	c.mu.Unlock()
 	c.events.toolsChanged(c.name)
 }
@@ -173,11 +222,11 @@ func (c *child) run(ctx context.Context) {
 			failures++
 			c.log.Error("child failed to start", "attempt", failures, "err", err, "stderr", cn.stderrTail())
 			if failures >= maxFailures {
-				c.set(nil, nil, extras{}, "failed", fmt.Errorf("gave up after %d attempts: %w", failures, err))
+				c.set(nil, nil, extras{}, StateFailed, fmt.Errorf("gave up after %d attempts: %w", failures, err), time.Time{})
 				c.settle()
 				return
 			}
-			c.set(nil, nil, extras{}, "retrying in "+backoff.String(), err)
+			c.set(nil, nil, extras{}, StateRetrying, err, time.Now().Add(backoff))
 			c.settle()
 			if !sleep(ctx, backoff) {
 				return
@@ -189,7 +238,7 @@ func (c *child) run(ctx context.Context) {
 		if connections++; connections > 1 {
 			c.events.reconnected(c.name)
 		}
-		c.set(cn, raws, c.listExtras(ctx, cn), "ready", nil)
+		c.set(cn, raws, c.listExtras(ctx, cn), StateReady, nil, time.Time{})
 		c.settle()
 		select {
 		case <-ctx.Done():
@@ -205,10 +254,10 @@ func (c *child) run(ctx context.Context) {
 		failures++
 		c.log.Warn("child exited", "up", up.Round(time.Millisecond), "stderr", cn.stderrTail())
 		if failures >= maxFailures {
-			c.set(nil, nil, extras{}, "failed", fmt.Errorf("exited %d times in a row; gave up (see the log for its stderr)", failures))
+			c.set(nil, nil, extras{}, StateFailed, fmt.Errorf("exited %d times in a row; gave up (see the log for its stderr)", failures), time.Time{})
 			return
 		}
-		c.set(nil, nil, extras{}, "restarting", errors.New("the server exited"))
+		c.set(nil, nil, extras{}, StateRestarting, errors.New(cn.exitReason()), time.Now().Add(backoff))
 		if !sleep(ctx, backoff) {
 			return
 		}
@@ -271,15 +320,31 @@ type conn struct {
 	doneOnce sync.Once
 	notes    chan mcp.JSONRPCNotification
 
+	lostErr    error         // why the connection ended; read after done is closed
 	relist     chan struct{} // a list_changed arrived; relistLoop reads relistWant
 	relistMu   sync.Mutex
 	relistWant int
 }
 
-func (cn *conn) markDone() {
+func (cn *conn) markDone() { cn.lose(nil) }
+
+// lose ends the connection, keeping why.
+func (cn *conn) lose(err error) {
 	if cn != nil {
-		cn.doneOnce.Do(func() { close(cn.done) })
+		cn.doneOnce.Do(func() {
+			cn.lostErr = err
+			close(cn.done)
+		})
 	}
+}
+
+// exitReason says why the connection ended; it waits for the end.
+func (cn *conn) exitReason() string {
+	<-cn.done
+	if cn.lostErr != nil {
+		return cn.lostErr.Error()
+	}
+	return "the connection closed"
 }
 
 func (cn *conn) close() {
@@ -342,7 +407,7 @@ func (c *child) connect(ctx context.Context) (*conn, []json.RawMessage, error) {
 			c.log.Warn("dropping a notification from the child: the gateway is not keeping up", "method", n.Method)
 		}
 	})
-	cn.client.OnConnectionLost(func(error) { cn.markDone() })
+	cn.client.OnConnectionLost(cn.lose)
 	err = cn.client.Start(ctx)
 	if err != nil {
 		cn.markDone()

@@ -95,6 +95,9 @@ type Gateway struct {
 	reloadMu sync.Mutex // one reload at a time
 	runCtx   context.Context
 
+	settled    chan struct{} // closed when every child of the first config made its first attempt
+	firstLists time.Time     // until then, lists wait for settled
+
 	rebuild   chan struct{}
 	mu        sync.Mutex
 	published map[string]string // server -> fingerprint of its tool list
@@ -132,6 +135,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		denials: &policy.Counter{}, rebuild: make(chan struct{}, 1), published: map[string]string{},
 	}
 	g.methods = g.methodTable()
+	g.settled = make(chan struct{})
 	g.cfg.Store(cfg)
 	g.pol.Store(pol)
 	g.tokens.Store(agentTokens(cfg))
@@ -145,10 +149,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	return g, nil
 }
 
-// Start connects to every child in parallel and returns once each has made its
-// first attempt (or ctx ends), so the first tools/list a client sees is complete.
-// A child that fails keeps retrying in the background without holding up the others.
-// Start refuses to go on when two servers claim the same wire name.
+// Start connects to every child in parallel and returns at once: children join as
+// they connect, and their tools reach clients with list_changed. Use Ready to wait
+// for them (the CLI does; serve answers initialize without waiting). A child that
+// fails keeps retrying in the background without holding up the others.
 func (g *Gateway) Start(ctx context.Context) error {
 	ctx, g.cancel = context.WithCancel(ctx)
 	g.reloadMu.Lock()
@@ -157,7 +161,65 @@ func (g *Gateway) Start(ctx context.Context) error {
 		c.start(ctx)
 	}
 	g.reloadMu.Unlock()
-	for _, c := range g.kids() {
+	g.wg.Go(func() { g.rebuildLoop(ctx) })
+	g.wg.Go(func() { g.sweepLoop(ctx) })
+	g.firstLists = time.Now().Add(firstListGrace)
+	g.wg.Go(func() {
+		defer close(g.settled)
+		if g.Ready(ctx) == nil {
+			g.listsSettled()
+		}
+	})
+	return nil
+}
+
+// firstListGrace is how long, after Start, a client's first lists may wait for
+// children still making their first attempt: a client that lists at once after
+// initialize (most do) gets the tools of every server that starts quickly, and a
+// server that hangs holds nothing up for longer than this; its tools arrive later
+// with list_changed.
+const firstListGrace = 3 * time.Second
+
+// started reports whether every child of the first config made its first attempt.
+func (g *Gateway) started() bool {
+	select {
+	case <-g.settled:
+		return true
+	default:
+		return false
+	}
+}
+
+// awaitFirstLists waits, only in the first moments after Start, for the children's
+// first attempts.
+func (g *Gateway) awaitFirstLists(ctx context.Context) {
+	select {
+	case <-g.settled:
+		return
+	default:
+	}
+	t := time.NewTimer(time.Until(g.firstLists))
+	defer t.Stop()
+	select {
+	case <-g.settled:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// Ready waits until each named server (every configured one when none is named) has
+// made its first attempt to connect, then brings the manifest up to date. It reports
+// tool names two servers claim (the first, in server-name order, keeps it).
+func (g *Gateway) Ready(ctx context.Context, servers ...string) error {
+	kids := g.kids()
+	if len(servers) == 0 {
+		servers = slices.Collect(maps.Keys(kids))
+	}
+	for _, name := range servers {
+		c := kids[name]
+		if c == nil {
+			continue
+		}
 		select {
 		case <-c.settled:
 		case <-ctx.Done():
@@ -165,11 +227,8 @@ func (g *Gateway) Start(ctx context.Context) error {
 		}
 	}
 	if errs := g.rebuildNow(ctx); len(errs) > 0 {
-		g.Close()
 		return fmt.Errorf("conflicting tool names: %w", errors.Join(errs...))
 	}
-	g.wg.Go(func() { g.rebuildLoop(ctx) })
-	g.wg.Go(func() { g.sweepLoop(ctx) })
 	return nil
 }
 

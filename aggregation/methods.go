@@ -75,10 +75,14 @@ func initialize(_ context.Context, s *session, params json.RawMessage, _ sink) (
 	if slices.Contains(supportedVersions, p.ProtocolVersion) {
 		version = p.ProtocolVersion
 	}
-	v := s.g.view(s.agent)
-	s.mu.Lock()
-	s.seen = seenLists{tools: v.toolsFP, prompts: v.promptsFP, resources: v.resourcesFP}
-	s.mu.Unlock()
+	if s.g.started() {
+		// The client knows the lists of this moment (it can list them); until the
+		// children's first attempts are over its first lists are still to come.
+		s.g.listed(s, func(seen *seenLists, v *view) {
+			*seen = seenLists{tools: v.toolsFP, prompts: v.promptsFP, resources: v.resourcesFP,
+				listedTools: true, listedPrompts: true, listedResources: true}
+		})
+	}
 	s.ready.Store(true)
 	s.g.log.Debug("session initialized", "session", s.id, "front", s.front, "agent", s.agent, "client", p.ClientInfo.Name)
 	res, _ := json.Marshal(map[string]any{
@@ -99,33 +103,40 @@ func initialize(_ context.Context, s *session, params json.RawMessage, _ sink) (
 // The list methods answer from the agent's view, whose lists hold only what its
 // policy lets it use. Each also records what the client was told, so that a later
 // list_changed goes only to sessions whose lists really changed.
-func listTools(_ context.Context, s *session, _ json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
-	v := s.g.view(s.agent)
-	s.mu.Lock()
-	s.seen.tools = v.toolsFP
-	s.mu.Unlock()
+func listTools(ctx context.Context, s *session, _ json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
+	s.g.awaitFirstLists(ctx)
+	v := s.g.listed(s, func(seen *seenLists, v *view) { seen.tools, seen.listedTools = v.toolsFP, true })
 	return v.tools, nil
 }
 
-func listPrompts(_ context.Context, s *session, _ json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
-	v := s.g.view(s.agent)
-	s.mu.Lock()
-	s.seen.prompts = v.promptsFP
-	s.mu.Unlock()
+func listPrompts(ctx context.Context, s *session, _ json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
+	s.g.awaitFirstLists(ctx)
+	v := s.g.listed(s, func(seen *seenLists, v *view) { seen.prompts, seen.listedPrompts = v.promptsFP, true })
 	return v.prompts, nil
 }
 
-func listResources(_ context.Context, s *session, _ json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
-	v := s.g.view(s.agent)
-	s.mu.Lock()
-	s.seen.resources = v.resourcesFP
-	s.mu.Unlock()
+func listResources(ctx context.Context, s *session, _ json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
+	s.g.awaitFirstLists(ctx)
+	v := s.g.listed(s, func(seen *seenLists, v *view) { seen.resources, seen.listedResources = v.resourcesFP, true })
 	return v.resources, nil
 }
 
-func listTemplates(_ context.Context, s *session, _ json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
-	v := s.g.view(s.agent)
+func listTemplates(ctx context.Context, s *session, _ json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
+	s.g.awaitFirstLists(ctx)
+	v := s.g.listed(s, func(seen *seenLists, v *view) { seen.resources, seen.listedResources = v.resourcesFP, true })
 	return v.templates, nil
+}
+
+// listed returns the session's view and records, in step with listsChanged, what
+// the client is being given.
+func (g *Gateway) listed(s *session, record func(*seenLists, *view)) *view {
+	g.listsMu.Lock()
+	defer g.listsMu.Unlock()
+	v := g.view(s.agent)
+	s.mu.Lock()
+	record(&s.seen, v)
+	s.mu.Unlock()
+	return v
 }
 
 // callToolMethod is tools/call: the chain in chain.go.

@@ -199,17 +199,41 @@ func (g *Gateway) listsChanged() {
 		v := g.view(s.agent)
 		s.mu.Lock()
 		seen := s.seen
-		s.seen = seenLists{tools: v.toolsFP, prompts: v.promptsFP, resources: v.resourcesFP}
+		s.seen.tools, s.seen.prompts, s.seen.resources = v.toolsFP, v.promptsFP, v.resourcesFP
 		s.mu.Unlock()
-		if seen.tools != v.toolsFP {
+		if seen.listedTools && seen.tools != v.toolsFP {
 			s.push(notificationBytes("notifications/tools/list_changed", nil))
 		}
-		if seen.prompts != v.promptsFP {
+		if seen.listedPrompts && seen.prompts != v.promptsFP {
 			s.push(notificationBytes("notifications/prompts/list_changed", nil))
 		}
-		if seen.resources != v.resourcesFP {
+		if seen.listedResources && seen.resources != v.resourcesFP {
 			s.push(notificationBytes("notifications/resources/list_changed", nil))
 		}
+	}
+}
+
+// listsSettled runs once the children's first attempts are over: from then on, every
+// session is told when its lists change. A session that started before is not told
+// of the first servers joining; its first lists waited for them.
+func (g *Gateway) listsSettled() {
+	g.listsMu.Lock()
+	defer g.listsMu.Unlock()
+	for _, s := range g.sessions.all() {
+		v := g.view(s.agent)
+		s.mu.Lock()
+		// A kind the client already listed keeps what it was given: listsChanged
+		// compares with that.
+		if !s.seen.listedTools {
+			s.seen.tools, s.seen.listedTools = v.toolsFP, true
+		}
+		if !s.seen.listedPrompts {
+			s.seen.prompts, s.seen.listedPrompts = v.promptsFP, true
+		}
+		if !s.seen.listedResources {
+			s.seen.resources, s.seen.listedResources = v.resourcesFP, true
+		}
+		s.mu.Unlock()
 	}
 }
 

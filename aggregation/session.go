@@ -67,8 +67,12 @@ type clientCaps struct {
 	sampling, elicitation, roots bool
 }
 
+// seenLists are the fingerprints of the lists a client was last given (or told of);
+// a kind it never listed is never reported changed: its first list will be fresh.
 type seenLists struct {
-	tools, prompts, resources [32]byte
+	tools, prompts, resources  [32]byte
+	listedTools, listedPrompts bool
+	listedResources            bool
 }
 
 func (g *Gateway) newSession(front, preset string, out sink) *session {

@@ -57,6 +57,9 @@ func newFixture(t *testing.T) *fixture {
 	if err := g.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if err := g.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(g.HTTPHandler(HTTPOptions{}))
 	t.Cleanup(func() { srv.Close(); cancel(); g.Close() })
 	for _, s := range g.Servers() {
@@ -277,7 +280,10 @@ func TestNotificationsReachOnlyTheirSessions(t *testing.T) {
 		t.Errorf("an update reached a session that did not subscribe: %s", n[0].Params)
 	}
 
-	// A policy change that affects only tester tells only tester.
+	// A policy change that affects only tester tells only tester (both listed their
+	// tools: a client that never listed has nothing to be told about).
+	tester.request("tools/list", nil)
+	other.request("tools/list", nil)
 	cfg := *f.g.cfg.Load()
 	cfg.Policy.Agents = map[string]policy.Rules{
 		"tester": {Allow: []string{"*"}, Deny: []string{"evil.*", "good.echo"}},

@@ -97,7 +97,7 @@ func (g *Gateway) readStdio(ctx context.Context, s *session, in io.Reader, w *li
 			w.reply(s.outward(reply))
 			continue
 		}
-		if m.isRequest() && !inline[m.Method] {
+		if m.isRequest() && !(inline[m.Method] && g.started()) {
 			run(func() { s.handle(ctx, m, w) })
 			continue
 		}
@@ -105,7 +105,8 @@ func (g *Gateway) readStdio(ctx context.Context, s *session, in io.Reader, w *li
 	}
 }
 
-// inline are the requests the gateway answers without waiting on a child.
+// inline are the requests the gateway answers without waiting on a child (lists
+// only once the children's first attempts are over: until then they may wait).
 var inline = map[string]bool{
 	"initialize": true, "ping": true, "tools/list": true, "prompts/list": true,
 	"resources/list": true, "resources/templates/list": true,

@@ -390,6 +390,9 @@ func (e *env) startServer(ctx context.Context, cfg *config.Config, s *config.Ser
 		return ch
 	}
 	err = g.Start(ctx)
+	if err == nil {
+		err = g.Ready(ctx)
+	}
 	took := time.Since(start)
 	ms := took.Milliseconds()
 	ch.TookMS = &ms
@@ -423,8 +426,8 @@ func (e *env) startServer(ctx context.Context, cfg *config.Config, s *config.Ser
 		}
 	default:
 		ch.Status = checkFail
-		state := st.State
-		if strings.HasPrefix(state, "retrying") || state == "" {
+		state := string(st.State)
+		if st.State == aggregation.StateRetrying || state == "" {
 			state = "failed to start"
 		}
 		ch.Detail = fmt.Sprintf("%s after %s: %s", state, took.Round(time.Millisecond), st.Error)

@@ -119,7 +119,7 @@ func (e *env) showPolicy(c *cli.Context, agent, tool string) error {
 	defer g.Close()
 	var tools []policy.Tool
 	if tool != "" {
-		t, err := g.Resolve(tool)
+		t, err := g.Resolve(c.Context, tool)
 		if err != nil {
 			return cli.Exit(err.Error(), 1)
 		}

@@ -43,7 +43,7 @@ func serveCommand() *cli.Command {
 			}
 			return e.serve(c.Context, serveOptions{
 				agent: c.String("agent"), httpAddr: c.String("http"), insecure: c.Bool("insecure-no-auth"),
-				gw: gatewayOptions{noMemory: c.Bool("no-memory"), toolNames: c.String("tool-names")},
+				gw: gatewayOptions{noMemory: c.Bool("no-memory"), toolNames: c.String("tool-names"), noWait: true},
 			})
 		},
 	}
@@ -90,9 +90,15 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 			}
 		}
 	}()
-	for _, p := range g.Policy().Check(knownTools(g.Gateway)) {
-		e.log.Warn("policy problem", "problem", p.String())
-	}
+	go func() {
+		// Once every server made its first attempt, say which policy entries name
+		// nothing: serve does not wait for its servers to answer its client.
+		if g.Ready(ctx) == nil {
+			for _, p := range g.Policy().Check(knownTools(g.Gateway)) {
+				e.log.Warn("policy problem", "problem", p.String())
+			}
+		}
+	}()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	watched := e.layers

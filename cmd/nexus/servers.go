@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -195,7 +196,10 @@ func listServersCommand() *cli.Command {
 				for i := range rows {
 					if j, ok := states[rows[i].Name]; ok {
 						n := all[j].Tools
-						rows[i].State, rows[i].Tools, rows[i].Error = all[j].State, &n, all[j].Error
+						rows[i].State, rows[i].Tools, rows[i].Error = string(all[j].State), &n, all[j].Error
+						if !all[j].NextRetry.IsZero() {
+							rows[i].Error += fmt.Sprintf("; next try in %s", time.Until(all[j].NextRetry).Round(time.Millisecond))
+						}
 					} else {
 						rows[i].State = "disabled"
 					}

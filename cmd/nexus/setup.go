@@ -164,6 +164,9 @@ func (e *env) target(c *cli.Context) (string, error) {
 type gatewayOptions struct {
 	noMemory  bool
 	toolNames string
+	// noWait returns as soon as the children are starting: serve answers its client
+	// at once, and a call waits only for the server of its tool.
+	noWait bool
 }
 
 // running is a started gateway and what must be closed with it.
@@ -200,10 +203,14 @@ func (e *env) startGateway(ctx context.Context, cfg *config.Config, opts gateway
 	}
 	r.Gateway = g
 	if err := g.Start(ctx); err != nil {
-		if r.mem != nil {
-			r.mem.Close()
-		}
+		r.Close()
 		return nil, err
+	}
+	if !opts.noWait {
+		if err := g.Ready(ctx); err != nil {
+			r.Close()
+			return nil, err
+		}
 	}
 	return r, nil
 }

@@ -101,7 +101,7 @@ func callCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			g, err := e.startGateway(c.Context, cfg, gatewayOptions{noMemory: c.Bool("no-memory")})
+			g, err := e.startGateway(c.Context, cfg, gatewayOptions{noMemory: c.Bool("no-memory"), noWait: true})
 			if err != nil {
 				return err
 			}
