@@ -422,7 +422,11 @@ func (c *child) connect(ctx context.Context) (*conn, []json.RawMessage, error) {
 	go c.pumpNotifications(ctx, cn)
 	go c.relistLoop(ctx, cn)
 
-	initCtx, cancel := context.WithTimeout(ctx, startTimeout)
+	limit := startTimeout
+	if t := c.config().Timeout.D; t > 0 {
+		limit = t // the server's timeout bounds its handshake too
+	}
+	initCtx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	res, err := cn.client.Initialize(initCtx, mcp.InitializeRequest{Params: mcp.InitializeParams{
 		ProtocolVersion: c.config().Protocol(),
@@ -430,6 +434,9 @@ func (c *child) connect(ctx context.Context) (*conn, []json.RawMessage, error) {
 	}})
 	if err != nil {
 		cn.close()
+		if initCtx.Err() != nil && ctx.Err() == nil {
+			return cn, nil, fmt.Errorf("%s did not finish its handshake within %s (raise servers.%s.timeout if it needs longer)", c.name, limit, c.name)
+		}
 		return cn, nil, fmt.Errorf("initializing %s: %w", c.name, err)
 	}
 	cn.caps = res.Capabilities

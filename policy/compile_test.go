@@ -22,7 +22,7 @@ func TestCompileErrors(t *testing.T) {
 		{agent("coder", "code-kg__kg_regenerate"), "policy.agents.coder.allow[0]", `write "code-kg.kg_regenerate"`},
 		{agent("coder", "kg_regenerate"), "policy.agents.coder.allow[0]", `"code-kg.kg_regenerate"`},
 		{agent("coder", "@write"), "policy.agents.coder.allow[0]", `the only group is "@readonly"`},
-		{agent("coder", "code-kg.kg regenerate"), "policy.agents.coder.allow[0]", `letters, digits`},
+		{agent("coder", "code-kg.kg\tregenerate"), "policy.agents.coder.allow[0]", `no control characters`},
 		{agent("coder", "code_kg.x"), "policy.agents.coder.allow[0]", `^[a-z0-9][a-z0-9-]{0,31}$`},
 		{agent("Coder", "*"), "policy.agents.Coder", `write "coder"`},
 		{agent("my agent", "*"), "policy.agents.my agent", `write "my-agent"`},

@@ -95,6 +95,13 @@ func TestTricks(t *testing.T) {
 		{"code-kg.kg_regenerat", "no allow rule matches", true},
 		{"code-kg.kg_regenerate_submit", "no allow rule matches", true},
 		{"code-kg.kg_regenerate.x", "no allow rule matches", true},
+		// Names the spec does not allow but children send: globs match them.
+		{"code-kg.a/b", "no allow rule matches", true},
+		{"code-kg.two words", "no allow rule matches", true},
+		{"code-kg.c++", "no allow rule matches", true},
+		{"code-kg.résumé", "no allow rule matches", true},
+		{"code-kg.bad\x00name", malformed, false},
+		{"code-kg.\xff", malformed, false},
 		{" code-kg.kg_regenerate", malformed, false},
 		{"code-kg.kg_regenerate ", malformed, false},
 		{"code-kg.kg_regenerate\n", malformed, false},

@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // kind is the shape of an entry, in the order Decide consults them: the most specific entry
@@ -33,13 +35,22 @@ func validServer(s string) bool {
 	return true
 }
 
+// ValidToolName reports whether a child's tool name can be decided by policy (and so
+// served): see validToolPart.
+func ValidToolName(name string) bool { return validToolPart(name) }
+
+// validToolPart reports whether s can be a child's tool name as policy sees it. The
+// spec asks for letters, digits, "_", "-" and "." but children send slashes, spaces,
+// "+" and non-ASCII too, and such a tool must still be matched (by "server.*", "*",
+// or its own name): only what cannot be a name is refused: nothing, control
+// characters, invalid UTF-8, surrounding spaces, and "*" (which would make a name
+// look like a glob).
 func validToolPart(s string) bool {
-	if s == "" {
+	if s == "" || !utf8.ValidString(s) || strings.TrimSpace(s) != s || strings.Contains(s, "*") {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
+	for _, r := range s {
+		if unicode.IsControl(r) {
 			return false
 		}
 	}
@@ -93,7 +104,7 @@ func parseEntry(e string) (kind, string, string) {
 		return 0, "", fmt.Sprintf("globs match whole servers, not parts of tool names: write %q or list the tools by name", srv+".*")
 	}
 	if !validToolPart(tool) {
-		return 0, "", `invalid tool name: a tool name is letters, digits, "_", "-" and "."`
+		return 0, "", "invalid tool name: a tool name has no control characters and is valid UTF-8"
 	}
 	return exact, e, ""
 }

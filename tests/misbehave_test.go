@@ -1,0 +1,129 @@
+package tests
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMisbehavingChildren runs one healthy child beside children that misbehave the
+// way real servers do, and checks that none of them holds up the gateway or the
+// others: a child that never answers initialize, one that closes its stderr, one that
+// writes a 2 MiB stderr line, one whose tool names clients would reject.
+func TestMisbehavingChildren(t *testing.T) {
+	h := newHome(t, nil)
+	fx := func(env map[string]string, extra map[string]any) map[string]any {
+		env["FIXTURE_CALL_LOG"] = h.log
+		s := map[string]any{"command": built.fixture, "env": env}
+		for k, v := range extra {
+			s[k] = v
+		}
+		return s
+	}
+	h.writeConfig(map[string]any{
+		"servers": map[string]any{
+			"good":  fx(map[string]string{}, nil),
+			"hang":  fx(map[string]string{"FIXTURE_MODE": "hang"}, map[string]any{"timeout": "1s"}),
+			"quiet": fx(map[string]string{"FIXTURE_MODE": "close-stderr"}, nil),
+			"loud":  fx(map[string]string{"FIXTURE_MODE": "huge-stderr"}, nil),
+			"odd":   fx(map[string]string{"FIXTURE_EXTRA_TOOLS": "a/b,two words,c++,résumé,bad\x01name"}, nil),
+		},
+		"policy": map[string]any{"default": map[string]any{"allow": []string{"*"}}},
+	})
+	s := h.serveStdio("--no-memory")
+
+	// The hung child holds up neither initialize (startSession got its answer) nor the
+	// others' tools.
+	tools := s.tools()
+	for _, want := range []string{"good__echo", "quiet__echo", "loud__echo"} {
+		if _, ok := tools[want]; !ok {
+			t.Errorf("tools/list lacks %s while a child hangs: %v", want, mapKeys(tools))
+		}
+	}
+	if r := s.call("good__echo", map[string]any{"message": "fine"}); r.text() != "fine" {
+		t.Errorf("good__echo: %+v", r)
+	}
+
+	// The hung child is failed after its timeout, with its stderr tail.
+	eventually(t, 10*time.Second, "the hung child is failed with its stderr tail", func() bool {
+		out := s.stderr.String()
+		return strings.Contains(out, "did not finish its handshake within 1s") && strings.Contains(out, "fixture: hanging")
+	})
+	r := s.call("hang__echo", map[string]any{"message": "x"})
+	if !r.IsError || !strings.Contains(r.text(), "server hang is not running") {
+		t.Errorf("a call to the hung server: %+v", r)
+	}
+
+	// Closing stderr is the end of a log, not of a process.
+	time.Sleep(300 * time.Millisecond) // let a wrongly-detected exit show, if it would
+	for i := range 3 {
+		if r := s.call("quiet__echo", map[string]any{"message": "still"}); r.text() != "still" {
+			t.Fatalf("call %d to the child without stderr: %+v\n%s", i, r, s.stderr)
+		}
+	}
+	if strings.Contains(s.stderr.String(), `server=quiet`) && strings.Contains(s.stderr.String(), "child exited") {
+		t.Errorf("the child that closed its stderr was taken for dead:\n%s", s.stderr)
+	}
+
+	// A 2 MiB stderr line, at start or during a call, is logged cut and kills nothing.
+	if r := s.call("loud__shout", map[string]any{"bytes": 1536 << 10}); r.text() != "shouted" {
+		t.Errorf("a call that writes a 1.5 MiB stderr line: %+v", r)
+	}
+	if r := s.call("loud__echo", map[string]any{"message": "alive"}); r.text() != "alive" {
+		t.Errorf("after huge stderr lines: %+v", r)
+	}
+	eventually(t, 5*time.Second, "the huge stderr lines are logged with their size", func() bool {
+		return strings.Contains(s.stderr.String(), "bytes, cut)")
+	})
+	if strings.Count(s.stderr.String(), "eeeeeeeeee") > 0 && len(s.stderr.String()) > 1<<20 {
+		t.Errorf("a 2 MiB stderr line was logged whole (%d bytes of log)", len(s.stderr.String()))
+	}
+
+	// Tool names clients reject are served under hashed wire names and callable with
+	// allow ["*"]; a name with a control character is refused with a warning.
+	var odd []string
+	for name, raw := range s.tools() {
+		if strings.HasPrefix(name, "odd__") && name != "odd__echo" && strings.Contains(string(raw), "extra tool") {
+			odd = append(odd, name)
+		}
+	}
+	if len(odd) != 4 {
+		t.Errorf("odd names served: %v, want 4 (a/b, two words, c++, résumé)", odd)
+	}
+	for _, name := range odd {
+		if r := s.call(name, map[string]any{}); r.IsError {
+			t.Errorf("calling %s: %+v", name, r)
+		}
+	}
+	eventually(t, 5*time.Second, "the unsafe name is refused with a warning", func() bool {
+		return strings.Contains(s.stderr.String(), `x01name`) && strings.Contains(s.stderr.String(), "is refused")
+	})
+
+	// Others kept serving all along; a normal exit logs no error.
+	if r := s.call("good__echo", map[string]any{"message": "end"}); r.text() != "end" {
+		t.Errorf("good__echo at the end: %+v", r)
+	}
+	s.close()
+	for _, line := range strings.Split(s.stderr.String(), "\n") {
+		if strings.Contains(line, "level=ERROR") && !strings.Contains(line, "server=hang") {
+			t.Errorf("error logged by a normal run: %s", line)
+		}
+	}
+}
+
+// TestNotRunningIsNotUnknown: a tool of a configured server that cannot start says
+// so, with the reason; a name no server could own is an unknown tool.
+func TestNotRunningIsNotUnknown(t *testing.T) {
+	h := newHome(t, nil)
+	h.writeConfig(map[string]any{"servers": map[string]any{
+		"ghost": map[string]any{"command": "/nonexistent/ghost-server"},
+	}})
+	stdout, stderr, code := h.nexus("call", "ghost.anything")
+	if out := stdout + stderr; code == 0 || !strings.Contains(out, "server ghost is not running") || !strings.Contains(out, "ghost-server") {
+		t.Errorf("nexus call ghost.anything: exit %d\n%s", code, out)
+	}
+	stdout, stderr, code = h.nexus("call", "nobody.anything")
+	if out := stdout + stderr; code == 0 || !strings.Contains(out, "unknown tool") {
+		t.Errorf("nexus call nobody.anything: exit %d\n%s", code, out)
+	}
+}
