@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/nexus-mcp/nexus/policy"
 )
 
 var errCallTimeout = errors.New("call timed out")
@@ -61,17 +63,12 @@ func (g *Gateway) callTool(ctx context.Context, c *caller, agent string, p callP
 		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("%s: %v", t.Canonical, err)}
 	}
 
-	d := g.pol.Load().Decide(agent, t.policyTool())
-	g.denials.Record(d)
-	if !d.Allowed {
-		g.log.Info("policy: call refused", "agent", agent, "tool", t.Canonical, "rule", d.Rule, "origin", d.Origin)
-		return toolError(d.Message()), nil
+	pol := g.pol.Load()
+	if refused := g.decide(pol, agent, t); refused != nil {
+		return refused, nil
 	}
-	// Allowed calls are the hot path: their audit line is written at debug level.
-	g.log.Debug("policy: call allowed", "agent", agent, "tool", t.Canonical, "rule", d.Rule, "origin", d.Origin)
-
 	forward := func(ctx context.Context) (json.RawMessage, error) {
-		return g.forward(ctx, c, t, args, p.progressToken())
+		return g.forward(withWriteGate(ctx, g, pol, agent, t), c, t, args, p.progressToken())
 	}
 	raw, err := g.remember(ctx, agent, t, args, forward)
 	if err != nil {
@@ -82,6 +79,19 @@ func (g *Gateway) callTool(ctx context.Context, c *caller, agent string, p callP
 		return toolError(fmt.Sprintf("%s: %v", t.Canonical, err)), nil
 	}
 	return raw, nil
+}
+
+// decide is the policy step: nil when the call may go on, else the refusal.
+func (g *Gateway) decide(pol *policy.Policy, agent string, t *Tool) json.RawMessage {
+	d := pol.Decide(agent, t.policyTool())
+	g.denials.Record(d)
+	if !d.Allowed {
+		g.log.Info("policy: call refused", "agent", agent, "tool", t.Canonical, "rule", d.Rule, "origin", d.Origin)
+		return toolError(d.Message())
+	}
+	// Allowed calls are the hot path: their audit line is written at debug level.
+	g.log.Debug("policy: call allowed", "agent", agent, "tool", t.Canonical, "rule", d.Rule, "origin", d.Origin)
+	return nil
 }
 
 // remember is the memory step. Results stay the raw bytes the child sent, so
@@ -115,9 +125,20 @@ func (g *Gateway) forward(ctx context.Context, c *caller, t *Tool, args json.Raw
 		}
 		defer cn.callers.add(c)()
 	}
+	if _, own := cn.tr.(*process); !own {
+		// mcp-go's transports write the request themselves: check just before.
+		if err := enter(ctx); err != nil {
+			refusal, _ := asRevoked(err)
+			return refusal, nil
+		}
+		leave(ctx)
+	}
 	raw, err := cn.request(ctx, "tools/call", callRequest(t.Name, args, token))
 	if err == nil {
 		return g.redact(compact(raw)), nil
+	}
+	if refusal, ok := asRevoked(err); ok {
+		return refusal, nil
 	}
 	if errors.Is(err, errCallTimeout) {
 		return toolError(fmt.Sprintf("server %s did not answer %s within %s; raise servers.%s.timeout if it needs longer", t.Server, t.Canonical, timeout, t.Server)), nil

@@ -84,7 +84,8 @@ type Gateway struct {
 	views    views
 	subs     subscriptions
 	progress progressRoutes
-	listsMu  sync.Mutex // serializes listsChanged
+	listsMu  sync.Mutex   // serializes listsChanged
+	gate     sync.RWMutex // see gate.go
 
 	cfg      atomic.Pointer[config.Config]
 	pol      atomic.Pointer[policy.Policy]
@@ -318,7 +319,7 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
 	g.cfg.Store(cfg)
-	g.pol.Store(pol)
+	g.swapPolicy(pol)
 	g.tokens.Store(agentTokens(cfg))
 	g.applyMemorySettings(cfg)
 

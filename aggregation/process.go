@@ -297,7 +297,10 @@ func (p *process) SendRequest(ctx context.Context, req transport.JSONRPCRequest)
 	p.mu.Unlock()
 	b, err := encodeRequest(id, req)
 	if err == nil {
-		err = p.write(b)
+		if err = enter(ctx); err == nil { // the last policy check, see gate.go
+			err = p.write(b)
+			leave(ctx)
+		}
 	}
 	if err != nil {
 		p.mu.Lock()

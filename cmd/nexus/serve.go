@@ -107,8 +107,10 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 	}
 	go config.Watch(ctx, watched, 500*time.Millisecond, func() { e.reload(g.Gateway) })
 	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP) // SIGHUP forces a reload
+	signal.Notify(hup, syscall.SIGHUP) // SIGHUP forces a reload (the CLI sends it after an edit)
 	defer signal.Stop(hup)
+	reloaded, unannounce := e.announce()
+	defer unannounce()
 	go func() {
 		for {
 			select {
@@ -117,6 +119,7 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 			case <-hup:
 				e.log.Info("SIGHUP: reloading the config")
 				e.reload(g.Gateway)
+				reloaded() // tells the waiting command the edit is in force
 			}
 		}
 	}()
