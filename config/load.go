@@ -718,7 +718,11 @@ func isHex64(s string) bool {
 }
 
 // closest returns the candidate nearest to s by edit distance, if near enough.
-func closest(s string, candidates []string) string {
+func closest(s string, candidates []string) string { return Closest(s, candidates) }
+
+// Closest returns the candidate nearest to s by edit distance (ignoring case), or
+// "" when none is near enough to be what the user meant: for "did you mean" hints.
+func Closest(s string, candidates []string) string {
 	best, bestD := "", len(s)/2+2
 	for _, c := range candidates {
 		if d := Levenshtein(strings.ToLower(s), strings.ToLower(c)); d < bestD {
