@@ -62,7 +62,7 @@ func doctorCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			checks := e.doctor(c.Context, c.Duration("timeout"))
+			checks := e.doctor(c.Context, c.Duration("timeout"), !c.Bool("json") && isTerminal(os.Stderr))
 			failed := 0
 			for _, ch := range checks {
 				if ch.Status == checkFail {
@@ -111,7 +111,7 @@ func printChecks(w io.Writer, checks []check) {
 	}
 }
 
-func (e *env) doctor(ctx context.Context, timeout time.Duration) []check {
+func (e *env) doctor(ctx context.Context, timeout time.Duration, progress bool) []check {
 	var checks []check
 	cfg, layerChecks := e.checkLayers()
 	checks = append(checks, layerChecks...)
@@ -124,7 +124,7 @@ func (e *env) doctor(ctx context.Context, timeout time.Duration) []check {
 			Detail: "not checked: the config does not load", Fix: "fix the config layer above first"})
 		return checks
 	}
-	checks = append(checks, e.checkServers(ctx, cfg, timeout)...)
+	checks = append(checks, e.checkServers(ctx, cfg, timeout, progress)...)
 	checks = append(checks, e.checkMemory(ctx, cfg))
 	return checks
 }
@@ -343,13 +343,18 @@ func (s stderrCapture) result() []string {
 }
 
 // checkServers starts each enabled server alone, in parallel, and times it.
-func (e *env) checkServers(ctx context.Context, cfg *config.Config, timeout time.Duration) []check {
+func (e *env) checkServers(ctx context.Context, cfg *config.Config, timeout time.Duration, progress bool) []check {
 	names := cfg.ServerNames()
 	if len(names) == 0 {
 		return []check{{Area: "servers", Name: "servers", Status: checkWarn, Detail: "none configured",
 			Fix: "add one: nexus catalog list, then nexus add NAME"}}
 	}
 	out := make([]check, len(names))
+	var enabled []string
+	for _, s := range cfg.EnabledServers() {
+		enabled = append(enabled, s.Name)
+	}
+	p := startProgress(e.stderr, progress, enabled)
 	var wg sync.WaitGroup
 	for i, name := range names {
 		s := cfg.Servers[name]
@@ -357,9 +362,15 @@ func (e *env) checkServers(ctx context.Context, cfg *config.Config, timeout time
 			out[i] = check{Area: "servers", Name: name, Status: checkOK, Detail: "disabled (not started)"}
 			continue
 		}
-		wg.Go(func() { out[i] = e.checkServer(ctx, cfg, s, timeout) })
+		wg.Go(func() {
+			out[i] = e.checkServer(ctx, cfg, s, timeout)
+			p.settled(name)
+		})
 	}
 	wg.Wait()
+	p.finish(func(took time.Duration) string {
+		return fmt.Sprintf("nexus: checked %d server(s) in %s", len(enabled), took.Round(time.Second/10))
+	})
 	return out
 }
 

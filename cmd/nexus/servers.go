@@ -183,7 +183,7 @@ func listServersCommand() *cli.Command {
 				rows = append(rows, row{Name: name, Transport: s.Transport, Target: target, Disabled: s.Disabled, Source: s.Source})
 			}
 			if c.Bool("live") {
-				g, err := e.startGateway(c.Context, cfg, gatewayOptions{noMemory: true})
+				g, err := e.startGatewayShowingProgress(c.Context, cfg, gatewayOptions{noMemory: true}, c.Bool("json"))
 				if err != nil {
 					return err
 				}

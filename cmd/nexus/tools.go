@@ -30,7 +30,7 @@ func listToolsCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			g, err := e.startGateway(c.Context, cfg, gatewayOptions{noMemory: true, toolNames: c.String("tool-names")})
+			g, err := e.startGatewayShowingProgress(c.Context, cfg, gatewayOptions{noMemory: true, toolNames: c.String("tool-names")}, c.Bool("json"))
 			if err != nil {
 				return err
 			}
@@ -101,7 +101,7 @@ func callCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			g, err := e.startGateway(c.Context, cfg, gatewayOptions{noMemory: c.Bool("no-memory")})
+			g, err := e.startGatewayShowingProgress(c.Context, cfg, gatewayOptions{noMemory: c.Bool("no-memory")}, c.Bool("json"))
 			if err != nil {
 				return err
 			}
