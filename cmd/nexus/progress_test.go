@@ -12,7 +12,7 @@ import (
 
 func TestProgressLines(t *testing.T) {
 	tests := []struct{ got, want string }{
-		{progressLine([]string{"files"}, 2345 * time.Millisecond), "nexus: waiting for files to connect (2.3s)"},
+		{progressLine([]string{"files"}, 2345*time.Millisecond), "nexus: waiting for files to connect (2.3s)"},
 		{progressLine([]string{"a", "b", "c", "d", "e", "f"}, time.Second), "nexus: waiting for a, b, c, d and 2 more to connect (1s)"},
 		{gatewaySummary([]aggregation.Status{{Name: "a", State: "ready"}, {Name: "b", State: "failed"}})(4100 * time.Millisecond),
 			"nexus: 1 of 2 server(s) ready after 4.1s; not ready: b (failed)"},
