@@ -98,7 +98,7 @@ func printChecks(w io.Writer, checks []check) {
 			fmt.Fprintln(w, area)
 		}
 		label := map[string]string{checkOK: "ok  ", checkWarn: "WARN", checkFail: "FAIL"}[ch.Status]
-		fmt.Fprintf(w, "  %s  %s: %s\n", label, ch.Name, ch.Detail)
+		fmt.Fprintf(w, "  %s  %s: %s\n", label, ch.Name, oneLine(ch.Detail))
 		if len(ch.Stderr) > 0 {
 			fmt.Fprintln(w, "        stderr (last lines):")
 			for _, l := range ch.Stderr {
@@ -106,7 +106,7 @@ func printChecks(w io.Writer, checks []check) {
 			}
 		}
 		if ch.Fix != "" {
-			fmt.Fprintf(w, "        fix: %s\n", ch.Fix)
+			fmt.Fprintf(w, "        fix: %s\n", oneLine(ch.Fix))
 		}
 	}
 }
@@ -243,6 +243,10 @@ func (e *env) checkKeychain(ctx context.Context, cfg *config.Config) []check {
 		InsecureFile: insecure, Logger: slog.New(slog.DiscardHandler)})
 	ch := check{Area: "keychain", Name: "secret store", Status: checkOK}
 	switch {
+	case err != nil && len(used) > 0 && e.inFileStore(ctx, used):
+		ch.Status, ch.Detail = checkFail, "the OS keychain is unavailable; the secrets the config uses are in the insecure file store, which this run was not told to use"
+		ch.Fix = e.fileStoreFix()
+		return []check{ch}
 	case err != nil && len(used) > 0:
 		ch.Status, ch.Detail = checkFail, firstLine(err.Error())
 		ch.Fix = fmt.Sprintf("the config uses %d keychain secret(s), which cannot be read: %s", len(used), fixPart(err.Error()))
@@ -420,6 +424,12 @@ func (e *env) checkServer(ctx context.Context, cfg *config.Config, s *config.Ser
 			ch.Status = checkWarn
 			ch.Fix = "the server started but offers no tools; check its arguments and environment"
 		}
+	case secretUnreadable(st.Error):
+		ch.Status, ch.Detail = checkFail, "not started: "+firstLine(st.Error)
+		ch.Fix = "a secret it needs cannot be read: see the keychain checks above"
+		if fix := e.fileStoreFix(); fix != "" {
+			ch.Fix = fix
+		}
 	default:
 		ch.Status = checkFail
 		state := st.State
@@ -500,4 +510,41 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%d B", n)
 	}
 	return fmt.Sprintf("%.1f %s", f, units[i])
+}
+
+// oneLine keeps a check on its own lines of the report: error texts may carry a
+// "To fix:" paragraph of their own.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// secretUnreadable reports whether a child's start failed on reading a secret, before
+// any process ran (so "failed to start after 0s" would mislead).
+func secretUnreadable(errText string) bool {
+	low := strings.ToLower(errText)
+	return strings.Contains(low, "keychain unavailable") || strings.Contains(low, "keyring")
+}
+
+// inFileStore reports whether the insecure file store exists and holds every secret
+// in used: the values are there, only the flag to read them is missing.
+func (e *env) inFileStore(ctx context.Context, used map[string][]string) bool {
+	f := &secrets.File{Path: filepath.Join(e.home, "secrets", "secrets.json")}
+	names, err := f.Names(ctx)
+	if err != nil || len(names) == 0 {
+		return false
+	}
+	for name := range used {
+		if !slices.Contains(names, name) {
+			return false
+		}
+	}
+	return true
+}
+
+// fileStoreFix is the advice when the OS keychain is unusable but the insecure file
+// store exists: use it, rather than set up a keychain the values are not in.
+func (e *env) fileStoreFix() string {
+	p := filepath.Join(e.home, "secrets", "secrets.json")
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("the values are in the insecure file store %s: pass --insecure-file-store, or set \"secrets\": {\"insecureFileStore\": true} in %s", p, e.personal)
 }
