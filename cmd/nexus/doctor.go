@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -140,7 +139,7 @@ func (e *env) checkLayers() (*config.Config, []check) {
 	index := map[string]int{}
 	for _, l := range layers {
 		ch := check{Area: "config layers", Name: l, Status: checkOK, Detail: "valid JSON"}
-		data, err := os.ReadFile(l)
+		_, err := os.ReadFile(l)
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && l == e.personal:
 			ch.Detail = "not created yet (nexus add creates it)"
@@ -150,12 +149,6 @@ func (e *env) checkLayers() (*config.Config, []check) {
 		case err != nil:
 			ch.Status, ch.Detail = checkFail, err.Error()
 			ch.Fix = "check the file's permissions"
-		default:
-			var obj map[string]json.RawMessage
-			if err := json.Unmarshal(data, &obj); err != nil || obj == nil {
-				ch.Status, ch.Detail = checkFail, "not a JSON object: "+jsonErrorAt(data, err)
-				ch.Fix = "fix the JSON syntax at that line"
-			}
 		}
 		index[l] = len(checks)
 		checks = append(checks, ch)
@@ -172,36 +165,34 @@ func (e *env) checkLayers() (*config.Config, []check) {
 			Detail: fmt.Sprintf("valid: %d server(s) from %d layer(s)", n, len(layers))})
 		return cfg, checks
 	}
-	var ce *config.Error
-	if errors.As(err, &ce) {
-		if i, ok := index[ce.File]; ok {
-			if checks[i].Status != checkFail {
-				checks[i].Status, checks[i].Detail = checkFail, err.Error()
-				checks[i].Fix = "edit " + ce.File + " as the message says (nexus config validate checks every layer)"
+	// Each problem once, as config validate and serve report it, under its layer.
+	var problems []check
+	bad := map[int]bool{} // layers whose problems stand in for their own line
+	for _, p := range config.Problems(err) {
+		ch := check{Area: "config layers", Name: "merged config", Status: checkFail, Detail: p.Error(),
+			Fix: "edit the file at that line (nexus config validate lists every problem)"}
+		var ce *config.Error
+		if errors.As(p, &ce) {
+			if i, ok := index[ce.File]; ok {
+				bad[i] = true
+				ch.Name, ch.Detail = ce.File, ce.Msg
+				if ce.Line > 0 {
+					ch.Name = fmt.Sprintf("%s:%d:%d", ce.File, ce.Line, ce.Col)
+				}
+				if ce.Key != "" {
+					ch.Detail = ce.Key + ": " + ce.Msg
+				}
 			}
-			return nil, checks
+		}
+		problems = append(problems, ch)
+	}
+	var out []check
+	for i, ch := range checks {
+		if !bad[i] {
+			out = append(out, ch)
 		}
 	}
-	for _, ch := range checks {
-		if ch.Status == checkFail {
-			return nil, checks // the layer already named is the cause
-		}
-	}
-	checks = append(checks, check{Area: "config layers", Name: "merged config", Status: checkFail, Detail: err.Error(),
-		Fix: "edit the file and key the message names"})
-	return nil, checks
-}
-
-func jsonErrorAt(data []byte, err error) string {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		line := 1 + strings.Count(string(data[:min(int(se.Offset), len(data))]), "\n")
-		return fmt.Sprintf("line %d: %v", line, se)
-	}
-	if err == nil {
-		return "the top level must be an object"
-	}
-	return err.Error()
+	return nil, append(out, problems...)
 }
 
 func containsString(list []string, s string) bool {
