@@ -58,6 +58,9 @@ func addCommand() *cli.Command {
 			if c.IsSet("value") || c.IsSet("name") {
 				return usageError(fmt.Sprintf("--value and --name install a catalog entry, and %q is none (nexus catalog list shows them)", name))
 			}
+			if !c.IsSet("command") && !c.IsSet("url") {
+				return e.notInCatalog(name)
+			}
 			srv := &config.Server{Transport: c.String("transport"), Command: c.String("command"), URL: c.String("url"),
 				Args: c.Args().Tail(), Cwd: c.String("cwd")}
 			vals := map[string]map[string]string{}
@@ -264,4 +267,16 @@ func versionCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// notInCatalog answers `nexus add NAME` with neither --command nor --url for a NAME
+// the catalog lacks: most often a misspelt entry ("githb").
+func (e *env) notInCatalog(name string) error {
+	msg := fmt.Sprintf("%q is not in the catalog, and no --command or --url says how to run it", name)
+	if cat, err := e.loadCatalog(); err == nil {
+		if near := config.Closest(name, cat.Names()); near != "" {
+			return usageHint(msg, fmt.Sprintf("did you mean `nexus add %s`? (nexus catalog list shows the entries)", near))
+		}
+	}
+	return usageHint(msg, "nexus catalog list shows the entries; nexus add NAME --command PROGRAM [-- ARGS...] adds any other server")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -85,6 +86,7 @@ func callCommand() *cli.Command {
 			&cli.StringFlag{Name: "args", Usage: "the tool's arguments as a JSON `OBJECT`", Value: "{}"},
 			&cli.StringFlag{Name: "agent", Usage: "call as agent `NAME`", EnvVars: []string{"NEXUS_AGENT"}, Value: policy.Anonymous},
 			&cli.BoolFlag{Name: "no-memory", Usage: "do not answer from or write to memory"},
+			&cli.BoolFlag{Name: "json", Usage: "print the raw result as JSON (the default when stdout is not a terminal)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() != 1 {
@@ -114,11 +116,15 @@ func callCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			var pretty any
-			if err := json.Unmarshal(raw, &pretty); err != nil {
-				return fmt.Errorf("decoding the result: %w", err)
-			}
-			if err := printJSON(e.stdout, pretty); err != nil {
+			if c.Bool("json") || !isTerminal(os.Stdout) {
+				var pretty any
+				if err := json.Unmarshal(raw, &pretty); err != nil {
+					return fmt.Errorf("decoding the result: %w", err)
+				}
+				if err := printJSON(e.stdout, pretty); err != nil {
+					return err
+				}
+			} else if err := printResult(e.stdout, raw); err != nil {
 				return err
 			}
 			var res struct {
