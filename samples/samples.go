@@ -3,7 +3,7 @@
 // knowledge graph with lint and security findings, audit risks, anomalies
 // and a guarded regeneration) and doc-kg (a read-only document knowledge
 // graph with scoped search). They follow the tool contracts of
-// shared/contracts/code-kg-and-doc-kg.md on a small embedded dataset, so the
+// docs/contracts.md on a small embedded dataset, so the
 // gateway can be built and tested against realistic children without the
 // Nexus API behind the real ones.
 package samples
