@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -60,6 +61,8 @@ func TestCLIMessages(t *testing.T) {
 			stderr: "nexus: flag provided but not defined: -y; put `--` before the server's own arguments: nexus add files --command npx -- -y @modelcontextprotocol/server-filesystem /tmp"},
 		{name: "misspelt flag", args: []string{"list-servers", "--jsno"}, code: 2,
 			stderr: "nexus: flag provided but not defined: -jsno; did you mean --json? (`nexus list-servers --help` lists the flags)"},
+		{name: "required flag", args: []string{"policy", "allow", "code-kg.kg_regenerate"}, code: 2,
+			stderr: "nexus: nexus policy allow needs --agent NAME; write `nexus policy allow --agent NAME ENTRY`"},
 		{name: "misspelt catalog name", args: []string{"add", "githb"}, code: 2,
 			stderr: "nexus: \"githb\" is not in the catalog, and no --command or --url says how to run it; did you mean `nexus add github`? (nexus catalog list shows the entries)"},
 		{name: "global flag after the command", config: `{}`, args: []string{"list-servers", "--json", "--config", "TEAM"}, code: 0,
@@ -192,5 +195,39 @@ func TestCLIServeStopsCleanly(t *testing.T) {
 				t.Errorf("serve after %s: %v\n%s", sig, err, stderr.String())
 			}
 		})
+	}
+}
+
+// TestCLIDoctorFileStore: with no keychain and the values in the insecure file store,
+// doctor says so, advises --insecure-file-store, and keeps each check on its lines.
+func TestCLIDoctorFileStore(t *testing.T) {
+	h := newHome(t, map[string]any{})
+	noKeychain := []string{"DBUS_SESSION_BUS_ADDRESS=unix:path=" + filepath.Join(h.dir, "no-bus")}
+	out, stderr, code := h.nexusWith("", noKeychain, "add", "kg", "--command", built.nexus, "--env", "TOKEN=ghp_abcdefghijklmnopqrstuv",
+		"--insecure-file-store", "--", "sample-server", "code-kg")
+	store := filepath.Join(h.dir, "secrets", "secrets.json")
+	if code != 0 || !strings.Contains(out, "stored secret kg/env/TOKEN in the insecure file store "+store) {
+		t.Fatalf("add with the file store: exit %d\n%s%s", code, out, stderr)
+	}
+	out, stderr, code = h.nexusWith("", noKeychain, "doctor")
+	fix := "        fix: the values are in the insecure file store " + store + ": pass --insecure-file-store, or set \"secrets\": {\"insecureFileStore\": true} in " + filepath.Join(h.dir, "config.json")
+	for _, want := range []string{
+		"  FAIL  secret store: the OS keychain is unavailable; the secrets the config uses are in the insecure file store, which this run was not told to use\n" + fix + "\n",
+		"  FAIL  kg: not started: TOKEN of server kg: ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor lacks\n%s\ngot:\n%s", want, out)
+		}
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if line != "" && !strings.HasPrefix(line, " ") && !slices.Contains([]string{"config layers", "catalog", "keychain", "servers", "memory"}, line) {
+			t.Errorf("a line out of the layout: %q", line)
+		}
+	}
+	if code != 1 || firstLine(stderr) != "nexus: 2 problem(s) found; see the fix lines above, then run nexus doctor again" {
+		t.Errorf("doctor: exit %d, stderr %q", code, stderr)
+	}
+	if out, _, code := h.nexusWith("", noKeychain, "doctor", "--insecure-file-store"); code != 0 || !strings.Contains(out, "  ok    kg: ready, 14 tool(s) in ") {
+		t.Errorf("doctor --insecure-file-store: exit %d\n%s", code, out)
 	}
 }

@@ -69,3 +69,16 @@ func (e *env) storedSecretNames(ctx context.Context) []string {
 	slices.Sort(names)
 	return slices.Compact(names)
 }
+
+// secretPlace names where a secret just stored went: the keychain, or the insecure
+// file store when no keychain was usable (saying "keychain" then would send the user
+// looking in the wrong place).
+func (e *env) secretPlace(ctx context.Context, name string) string {
+	file := &secrets.File{Path: filepath.Join(e.home, "secrets", "secrets.json")}
+	if _, err := os.Stat(file.Path); err == nil {
+		if names, err := file.Names(ctx); err == nil && slices.Contains(names, name) {
+			return "the insecure file store " + file.Path
+		}
+	}
+	return "the keychain"
+}

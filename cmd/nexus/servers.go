@@ -94,7 +94,7 @@ func addCommand() *cli.Command {
 			}
 			fmt.Fprintf(e.stdout, "added %s to %s\n", name, target)
 			for _, n := range stored {
-				fmt.Fprintf(e.stdout, "stored secret %s in the keychain\n", n)
+				fmt.Fprintf(e.stdout, "stored secret %s in %s\n", n, e.secretPlace(c.Context, n))
 			}
 			return nil
 		},

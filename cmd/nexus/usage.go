@@ -36,6 +36,7 @@ func guardUsage(app *cli.App) {
 			if len(c.Subcommands) > 0 && c.Action == nil {
 				c.Action = unknownCommand
 			}
+			requireFlags(c)
 			walk(c.Subcommands)
 		}
 	}
@@ -117,4 +118,34 @@ func withDashDash(typed []string, bad string) string {
 	out = append(out, rest[:i]...)
 	out = append(out, "--")
 	return strings.Join(append(out, rest[i:]...), " ")
+}
+
+// requireFlags checks a command's required string flags itself: urfave/cli reports a
+// missing one with exit 1 and no hint, as if the command had failed.
+func requireFlags(c *cli.Command) {
+	var required []*cli.StringFlag
+	for _, f := range c.Flags {
+		if sf, ok := f.(*cli.StringFlag); ok && sf.Required {
+			sf.Required = false
+			required = append(required, sf)
+		}
+	}
+	if len(required) == 0 || c.Action == nil {
+		return
+	}
+	action := c.Action
+	c.Action = func(ctx *cli.Context) error {
+		for _, f := range required {
+			if !ctx.IsSet(f.Name) {
+				placeholder := "VALUE"
+				if _, rest, ok := strings.Cut(f.Usage, "`"); ok {
+					placeholder, _, _ = strings.Cut(rest, "`") // urfave/cli's `NAME` convention
+				}
+				flag := fmt.Sprintf("--%s %s", f.Name, placeholder)
+				return usageHint(fmt.Sprintf("%s needs %s", ctx.Command.HelpName, flag),
+					fmt.Sprintf("write `%s %s %s`", ctx.Command.HelpName, flag, ctx.Command.ArgsUsage))
+			}
+		}
+		return action(ctx)
+	}
 }
