@@ -57,7 +57,7 @@ func LoadLayers(layers []Layer) (*Config, error) {
 			continue
 		}
 		if err != nil {
-			m.errs.add(fmt.Errorf("reading config layer: %w", err))
+			m.errs.add(readError(l.Path, err))
 			continue
 		}
 		if !m.add(l.Path, data) {
@@ -74,6 +74,18 @@ func LoadLayers(layers []Layer) (*Config, error) {
 	}
 	cfg.Layers = paths
 	return cfg, nil
+}
+
+// readError is a layer that cannot be read, said without repeating its path.
+func readError(path string, err error) *Error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Error{File: path, Msg: "does not exist: check the path given with --config or NEXUS_CONFIG"}
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return &Error{File: path, Msg: "cannot be read: " + err.Error()}
 }
 
 // Parse validates one document on its own, as if it were the only layer.

@@ -170,7 +170,7 @@ func (e *env) checkLayers() (*config.Config, []check) {
 	bad := map[int]bool{} // layers whose problems stand in for their own line
 	for _, p := range config.Problems(err) {
 		ch := check{Area: "config layers", Name: "merged config", Status: checkFail, Detail: p.Error(),
-			Fix: "edit the file at that line (nexus config validate lists every problem)"}
+			Fix: "fix it as the message says (nexus config validate lists every problem)"}
 		var ce *config.Error
 		if errors.As(p, &ce) {
 			if i, ok := index[ce.File]; ok {
