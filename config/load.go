@@ -200,19 +200,6 @@ func decodeDocument(file string, data []byte) (map[string]json.RawMessage, error
 	return obj, nil
 }
 
-// decodeObject reads one JSON object of a document another package builds (the
-// catalog, edits): a mistake there is reported against file and key.
-func decodeObject(file, key string, data []byte) (map[string]json.RawMessage, error) {
-	if key == "" {
-		return decodeDocument(file, data)
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(data, &obj); err != nil || obj == nil {
-		return nil, &Error{File: file, Key: key, Msg: "must be an object ({...})"}
-	}
-	return obj, nil
-}
-
 func (m *merger) unknownKey(file, key string, valid []string, path ...string) {
 	msg := fmt.Sprintf("unknown key %q", key)
 	if near := closest(key, valid); near != "" {
