@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -76,7 +77,7 @@ func (p *problems) err() error { return errors.Join(p.errs...) }
 func syntaxError(file string, data []byte, err error) *Error {
 	var se *json.SyntaxError
 	if !errors.As(err, &se) {
-		if errors.Is(err, errUnexpectedEnd) || strings.Contains(err.Error(), "unexpected EOF") {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
 			line, col := lineCol(data, int64(len(data)))
 			return &Error{File: file, Line: line, Col: col, Msg: "the JSON ends too early: a '}' or ']' is missing"}
 		}
@@ -91,8 +92,6 @@ func syntaxError(file string, data []byte, err error) *Error {
 	}
 	return &Error{File: file, Line: line, Col: col, Msg: msg}
 }
-
-var errUnexpectedEnd = errors.New("unexpected end of JSON input")
 
 // syntaxCause names the usual hand-editing mistakes at off, the offset of the
 // character the decoder refused, and where that mistake starts.
