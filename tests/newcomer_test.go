@@ -55,6 +55,7 @@ func TestCLIMessages(t *testing.T) {
 			stderr: "nexus: unknown command \"nexus lsit-tools\"; did you mean `nexus list-tools`?"},
 		{name: "misspelt subcommand", args: []string{"policy", "shwo"}, code: 2,
 			stderr: "nexus: unknown command \"nexus policy shwo\"; did you mean `nexus policy show`?"},
+		{name: "help as a command", args: []string{"help"}, code: 0, stdout: "NAME:"},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2,
 			stderr: "nexus: unknown command \"nexus frobnicate\"; `nexus --help` lists the commands"},
 		{name: "child's flag without --", args: []string{"add", "files", "--command", "npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp"}, code: 2,

@@ -51,7 +51,7 @@ func unknownCommand(c *cli.Context) error {
 	if !root {
 		cmds, path = c.Command.Subcommands, "nexus "+c.Command.Name
 	}
-	if !c.Args().Present() {
+	if !c.Args().Present() || c.Args().First() == "help" {
 		if root {
 			return cli.ShowAppHelp(c)
 		}
