@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/policy"
 )
 
@@ -292,17 +293,28 @@ func (g *Gateway) resolveTool(ctx context.Context, name string) (*Tool, error) {
 	return nil, g.unknownTool(name)
 }
 
-// possibleOwners are the children a tool name may belong to: by the server part of
-// a canonical name, or by the wire prefix.
+// possibleOwners are the children a tool name may belong to (see OwnersOf).
 func (g *Gateway) possibleOwners(name string) []*child {
+	kids := g.kids()
 	var out []*child
-	for _, c := range g.kids() {
-		prefix := c.config().WirePrefix()
-		switch {
-		case strings.HasPrefix(name, c.name+"."),
-			prefix == "",
-			strings.HasPrefix(name, prefix+"__"), strings.HasPrefix(name, prefix+"."):
+	for _, s := range OwnersOf(g.cfg.Load(), name) {
+		if c := kids[s]; c != nil {
 			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// OwnersOf names the enabled servers of cfg a tool name may belong to: by the server
+// part of a canonical name, or by the wire prefix. A server that exposes bare names
+// may own any name.
+func OwnersOf(cfg *config.Config, name string) []string {
+	var out []string
+	for _, s := range cfg.EnabledServers() {
+		prefix := s.WirePrefix()
+		if strings.HasPrefix(name, s.Name+".") || prefix == "" ||
+			strings.HasPrefix(name, prefix+"__") || strings.HasPrefix(name, prefix+".") {
+			out = append(out, s.Name)
 		}
 	}
 	return out

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/nexus-mcp/nexus/memory"
 	"github.com/nexus-mcp/nexus/policy"
 )
 
@@ -83,6 +84,8 @@ type Config struct {
 
 	// Layers are the files read, first to last.
 	Layers []string `json:"-"`
+
+	memRules memory.Settings // parsed from TTL, Cache, Invalidate and Memory.Semantic
 }
 
 // Agent is what the gateway knows of one agent beyond its policy.

@@ -33,7 +33,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad url", `{"servers": {"gh": {"url": "ftp://x"}}}`, []string{"http:// or https://"}},
 		{"bad timeout", `{"servers": {"gh": {"command": "x", "timeout": "soon"}}}`, []string{"servers.gh", "30s"}},
 		{"name in both sections", `{"servers": {"gh": {"command": "x"}}, "mcpServers": {"gh": {"command": "y"}}}`, []string{"mcpServers.gh", "keep one"}},
-		{"malformed JSON", `{"servers": `, []string{"f.json", "JSON object"}},
+		{"malformed JSON", `{"servers": `, []string{"f.json:1:", "ends too early"}},
 		{"trailing data", `{} {}`, []string{"trailing data"}},
 		{"bad toolNames", `{"toolNames": "snake"}`, []string{"toolNames", `"dotted"`}},
 		{"bad policy entry", `{"policy": {"default": {"allow": ["code-kg__kg_regenerate"]}}}`, []string{"code-kg__kg_regenerate", "code-kg.kg_regenerate"}},
@@ -241,7 +241,7 @@ func TestSharedLayerRefusesLiteralSecrets(t *testing.T) {
 		want string // "" means accepted
 	}{
 		{`{"servers": {"gh": {"command": "x",
-  "env": {"GITHUB_TOKEN": "ghp_abcdefghijklmnop"}}}}`, "line 2"},
+  "env": {"GITHUB_TOKEN": "ghp_abcdefghijklmnop"}}}}`, ".json:2:"},
 		{`{"servers": {"d": {"url": "https://x/mcp", "headers": {"Authorization": "Bearer abc.def"}}}}`, "${keyring:d/header/Authorization}"},
 		{`{"servers": {"p": {"command": "x", "args": ["postgres://u:pw@h/db"]}}}`, "credential"},
 		{`{"servers": {"gh": {"command": "x", "env": {"GITHUB_TOKEN": "${env:GITHUB_TOKEN}", "MODE": "fast"}}}}`, ""},

@@ -25,7 +25,7 @@ func Edit(path string, change func(Document) error) error {
 	case err != nil:
 		return fmt.Errorf("reading %s: %w", path, err)
 	default:
-		obj, err := decodeObject(path, "", data)
+		obj, err := decodeDocument(path, data)
 		if err != nil {
 			return err
 		}

@@ -5,30 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/nexus-mcp/nexus/policy"
 )
-
-// Error is a configuration mistake: where it is and what to write instead.
-type Error struct {
-	File string // the layer that holds the mistake
-	Key  string // dotted path of the key, e.g. "servers.github.command"
-	Msg  string
-}
-
-func (e *Error) Error() string {
-	switch {
-	case e.Key == "":
-		return fmt.Sprintf("config %s: %s", e.File, e.Msg)
-	default:
-		return fmt.Sprintf("config %s: %s: %s", e.File, e.Key, e.Msg)
-	}
-}
 
 // Keys a user may write, per level. Kept beside the structs they mirror.
 var (
@@ -60,7 +46,8 @@ func Load(layers []string, optional map[string]bool) (*Config, error) {
 	return LoadLayers(ls)
 }
 
-// LoadLayers is Load with each layer's role spelled out.
+// LoadLayers is Load with each layer's role spelled out. It reports every mistake
+// of every layer, each once, joined (Problems splits them).
 func LoadLayers(layers []Layer) (*Config, error) {
 	m := newMerger()
 	var paths []string
@@ -70,45 +57,62 @@ func LoadLayers(layers []Layer) (*Config, error) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading config layer: %w", err)
+			m.errs.add(readError(l.Path, err))
+			continue
 		}
-		if err := m.add(l.Path, data); err != nil {
-			return nil, err
+		if !m.add(l.Path, data) {
+			continue
 		}
 		if l.Shared {
-			if err := refuseLiteralSecrets(l.Path, data); err != nil {
-				return nil, err
-			}
+			m.errs.add(refuseLiteralSecrets(l.Path, data))
 		}
 		paths = append(paths, l.Path)
 	}
-	cfg, err := m.build()
-	if err != nil {
+	cfg := m.build()
+	if err := m.errs.err(); err != nil {
 		return nil, err
 	}
 	cfg.Layers = paths
 	return cfg, nil
 }
 
+// readError is a layer that cannot be read, said without repeating its path.
+func readError(path string, err error) *Error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Error{File: path, Msg: "does not exist: check the path given with --config or NEXUS_CONFIG"}
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return &Error{File: path, Msg: "cannot be read: " + err.Error()}
+}
+
 // Parse validates one document on its own, as if it were the only layer.
 func Parse(name string, data []byte) (*Config, error) {
 	m := newMerger()
-	if err := m.add(name, data); err != nil {
+	m.add(name, data)
+	cfg := m.build()
+	if err := m.errs.err(); err != nil {
 		return nil, err
 	}
-	return m.build()
+	return cfg, nil
 }
 
-// merger accumulates layers key by key.
+// merger accumulates layers key by key, and the mistakes found on the way.
 type merger struct {
 	servers    map[string]map[string]json.RawMessage
-	serverFrom map[string]string // server -> last layer that touched it
+	serverFrom map[string]string            // server -> last layer that touched it
+	keyFrom    map[string]map[string]string // server -> key -> layer that set it
 	scalars    map[string]json.RawMessage
 	scalarFrom map[string]string
 	maps       map[string]map[string]json.RawMessage // agents, ttl, cache, invalidate, memory
+	mapFrom    map[string]map[string]string          // section -> key -> layer that set it
 	policy     map[string]*policyRules               // "policy.default", "policy.agents.NAME"
 	policyFrom map[string]string
 	locked     map[string]string // setting path -> layer that locked it
+	data       map[string][]byte // layer -> its bytes, to locate keys
+	errs       problems
 }
 
 // policyRules accumulate across layers: deny entries add up (a team's "never" cannot
@@ -122,127 +126,116 @@ type policyRules struct {
 
 func newMerger() *merger {
 	return &merger{
-		servers: map[string]map[string]json.RawMessage{}, serverFrom: map[string]string{},
+		servers: map[string]map[string]json.RawMessage{}, serverFrom: map[string]string{}, keyFrom: map[string]map[string]string{},
 		scalars: map[string]json.RawMessage{}, scalarFrom: map[string]string{},
-		maps:   map[string]map[string]json.RawMessage{},
+		maps: map[string]map[string]json.RawMessage{}, mapFrom: map[string]map[string]string{},
 		policy: map[string]*policyRules{}, policyFrom: map[string]string{}, locked: map[string]string{},
+		data: map[string][]byte{},
 	}
 }
 
-func decodeObject(file, key string, data []byte) (map[string]json.RawMessage, error) {
+// errAt is a mistake at the key path (its segments) of file, located in the file's
+// text when the key is there.
+func (m *merger) errAt(file, msg string, path ...string) *Error {
+	e := &Error{File: file, Key: strings.Join(path, "."), Msg: msg}
+	if data := m.data[file]; data != nil {
+		e.Line, e.Col = position(data, path...)
+		if e.Line == 0 && len(path) > 1 && path[0] == "servers" {
+			e.Line, e.Col = position(data, append([]string{"mcpServers"}, path[1:]...)...)
+		}
+	}
+	return e
+}
+
+// object decodes raw as a JSON object, recording a mistake at path if it is none.
+func (m *merger) object(file string, raw json.RawMessage, path ...string) (map[string]json.RawMessage, bool) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		m.errs.add(m.errAt(file, fmt.Sprintf("must be an object ({...}), not %s", describe(raw)), path...))
+		return nil, false
+	}
+	return obj, true
+}
+
+// describe names the kind of a JSON value for an error message.
+func describe(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '"':
+		return "a string"
+	case '[':
+		return "a list"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// decodeDocument reads a whole layer: one JSON object, nothing after it.
+func decodeDocument(file string, data []byte) (map[string]json.RawMessage, error) {
 	var obj map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&obj); err != nil || obj == nil {
-		what := "an object"
-		if key == "" {
-			what = "a JSON object"
+	if err := dec.Decode(&obj); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, &Error{File: file, Line: 1, Col: 1, Msg: "the file must hold one JSON object ({...})"}
 		}
-		msg := fmt.Sprintf("must be %s", what)
-		if err != nil {
-			msg += fmt.Sprintf(" (%v)", err)
+		if errors.Is(err, io.EOF) {
+			return nil, &Error{File: file, Msg: "the file is empty; write {} at least"}
 		}
-		return nil, &Error{File: file, Key: key, Msg: msg}
+		return nil, syntaxError(file, data, err)
 	}
-	if dec.More() {
-		return nil, &Error{File: file, Key: key, Msg: "has trailing data after the JSON object"}
+	if obj == nil {
+		return nil, &Error{File: file, Line: 1, Col: 1, Msg: "the file must hold one JSON object ({...})"}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		line, col := lineCol(data, skipSeparators(data, dec.InputOffset()))
+		return nil, &Error{File: file, Line: line, Col: col, Msg: "trailing data after the JSON object; a file holds one object"}
 	}
 	return obj, nil
 }
 
-func unknownKey(file, path, key string, valid []string) error {
+func (m *merger) unknownKey(file, key string, valid []string, path ...string) {
 	msg := fmt.Sprintf("unknown key %q", key)
 	if near := closest(key, valid); near != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", near)
 	}
 	msg += "; valid keys: " + strings.Join(valid, ", ")
-	return &Error{File: file, Key: joinKey(path, key), Msg: msg}
+	m.errs.add(m.errAt(file, msg, append(path, key)...))
 }
 
-func joinKey(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-func (m *merger) add(file string, data []byte) error {
-	top, err := decodeObject(file, "", data)
+// add merges one layer; false when the layer is not a JSON object at all.
+func (m *merger) add(file string, data []byte) bool {
+	m.data[file] = data
+	top, err := decodeDocument(file, data)
 	if err != nil {
-		return err
+		m.errs.add(err)
+		return false
 	}
 	for _, k := range slices.Sorted(maps.Keys(top)) {
 		if !slices.Contains(topKeys, k) {
-			return unknownKey(file, "", k, topKeys)
+			m.unknownKey(file, k, topKeys)
 		}
 	}
-	touched := func(path string) error {
-		for lockPath, by := range m.locked {
-			if by != file && (path == lockPath || strings.HasPrefix(path, lockPath+".")) {
-				return &Error{File: file, Key: path, Msg: fmt.Sprintf("%s is locked by %s; remove it from this file (a later layer cannot loosen a locked setting)", lockPath, by)}
+	touched := func(path ...string) bool {
+		dotted := strings.Join(path, ".")
+		for _, lockPath := range slices.Sorted(maps.Keys(m.locked)) {
+			by := m.locked[lockPath]
+			if by != file && (dotted == lockPath || strings.HasPrefix(dotted, lockPath+".")) {
+				m.errs.add(m.errAt(file, fmt.Sprintf("%s is locked by %s; remove it from this file (a later layer cannot loosen a locked setting)", lockPath, by), path...))
+				return false
 			}
 		}
-		return nil
+		return true
 	}
-	seen := map[string]string{}
-	for _, section := range []string{"servers", "mcpServers"} {
-		raw, ok := top[section]
-		if !ok {
-			continue
-		}
-		entries, err := decodeObject(file, section, raw)
-		if err != nil {
-			return err
-		}
-		for _, name := range slices.Sorted(maps.Keys(entries)) {
-			path := section + "." + name
-			if !ValidServerName(name) {
-				return &Error{File: file, Key: path, Msg: "a server name is 1-32 lower-case letters, digits or '-', starting with a letter or digit (e.g. \"code-kg\")"}
-			}
-			if other, dup := seen[name]; dup {
-				return &Error{File: file, Key: path, Msg: fmt.Sprintf("also defined under %q in the same file; keep one", other)}
-			}
-			seen[name] = section
-			entry, err := decodeObject(file, path, entries[name])
-			if err != nil {
-				return err
-			}
-			if section == "mcpServers" {
-				if entry, err = fromMCPServers(file, path, entry); err != nil {
-					return err
-				}
-			}
-			for _, k := range slices.Sorted(maps.Keys(entry)) {
-				if !slices.Contains(serverKeys, k) {
-					return unknownKey(file, path, k, serverKeys)
-				}
-			}
-			if err := touched("servers." + name); err != nil {
-				return err
-			}
-			merged := m.servers[name]
-			if merged == nil {
-				merged = map[string]json.RawMessage{}
-				m.servers[name] = merged
-			}
-			// Annotation overrides merge tool by tool; every other key is replaced.
-			if ann, ok := entry["annotations"]; ok && merged["annotations"] != nil {
-				prev, err1 := decodeObject(file, path+".annotations", merged["annotations"])
-				next, err2 := decodeObject(file, path+".annotations", ann)
-				if err := errors.Join(err1, err2); err != nil {
-					return err
-				}
-				maps.Copy(prev, next)
-				entry["annotations"], _ = json.Marshal(prev)
-			}
-			maps.Copy(merged, entry)
-			m.serverFrom[name] = file
-		}
-	}
+	m.addServers(file, top, touched)
 	for _, k := range []string{"toolNames", "maxMessageBytes", "projectLayers"} {
-		if raw, ok := top[k]; ok {
-			if err := touched(k); err != nil {
-				return err
-			}
+		if raw, ok := top[k]; ok && touched(k) {
 			m.scalars[k] = raw
 			m.scalarFrom[k] = file
 		}
@@ -252,89 +245,169 @@ func (m *merger) add(file string, data []byte) error {
 		if !ok {
 			continue
 		}
-		obj, err := decodeObject(file, k, raw)
-		if err != nil {
-			return err
-		}
-		for _, sub := range slices.Sorted(maps.Keys(obj)) {
-			if err := touched(k + "." + sub); err != nil {
-				return err
-			}
+		obj, ok := m.object(file, raw, k)
+		if !ok {
+			continue
 		}
 		if m.maps[k] == nil {
-			m.maps[k] = map[string]json.RawMessage{}
+			m.maps[k], m.mapFrom[k] = map[string]json.RawMessage{}, map[string]string{}
 		}
-		maps.Copy(m.maps[k], obj)
-	}
-	if raw, ok := top["policy"]; ok {
-		obj, err := decodeObject(file, "policy", raw)
-		if err != nil {
-			return err
-		}
-		for _, k := range slices.Sorted(maps.Keys(obj)) {
-			switch k {
-			case "default":
-				if err := m.addPolicy(file, "policy.default", obj[k], touched); err != nil {
-					return err
-				}
-			case "agents":
-				agents, err := decodeObject(file, "policy.agents", obj[k])
-				if err != nil {
-					return err
-				}
-				for _, name := range slices.Sorted(maps.Keys(agents)) {
-					if err := m.addPolicy(file, "policy.agents."+name, agents[name], touched); err != nil {
-						return err
-					}
-				}
-			default:
-				return unknownKey(file, "policy", k, []string{"default", "agents"})
+		for _, sub := range slices.Sorted(maps.Keys(obj)) {
+			if touched(k, sub) {
+				m.maps[k][sub], m.mapFrom[k][sub] = obj[sub], file
 			}
 		}
+	}
+	if raw, ok := top["policy"]; ok {
+		m.addPolicies(file, raw, touched)
 	}
 	// Locks apply to the layers after this one.
 	if raw, ok := top["locked"]; ok {
-		var paths []string
-		if err := json.Unmarshal(raw, &paths); err != nil {
-			return &Error{File: file, Key: "locked", Msg: `write a list of setting paths, e.g. ["policy.default", "servers.code-kg", "ttl"]`}
+		m.addLocks(file, raw)
+	}
+	return true
+}
+
+// addServers merges the layer's servers and mcpServers entries.
+func (m *merger) addServers(file string, top map[string]json.RawMessage, touched func(...string) bool) {
+	seen := map[string]string{}
+	for _, section := range []string{"servers", "mcpServers"} {
+		raw, ok := top[section]
+		if !ok {
+			continue
 		}
-		for _, p := range paths {
-			if p == "" || !slices.Contains(topKeys, strings.SplitN(p, ".", 2)[0]) || p == "locked" {
-				return &Error{File: file, Key: "locked", Msg: fmt.Sprintf("%q is not a setting path; write e.g. \"policy.default\", \"policy.agents.NAME\", \"servers.NAME\", \"ttl\" or \"memory\"", p)}
+		entries, ok := m.object(file, raw, section)
+		if !ok {
+			continue
+		}
+		for _, name := range slices.Sorted(maps.Keys(entries)) {
+			if !ValidServerName(name) {
+				m.errs.add(m.errAt(file, "a server name is 1-32 lower-case letters, digits or '-', starting with a letter or digit (e.g. \"code-kg\")", section, name))
+				continue
 			}
-			if _, already := m.locked[p]; !already {
-				m.locked[p] = file
+			if other, dup := seen[name]; dup {
+				m.errs.add(m.errAt(file, fmt.Sprintf("also defined under %q in the same file; keep one", other), section, name))
+				continue
 			}
+			seen[name] = section
+			entry, ok := m.object(file, entries[name], section, name)
+			if !ok {
+				continue
+			}
+			if section == "mcpServers" {
+				entry = m.fromMCPServers(file, name, entry)
+			}
+			for _, k := range slices.Sorted(maps.Keys(entry)) {
+				if !slices.Contains(serverKeys, k) {
+					m.unknownKey(file, k, serverKeys, section, name)
+					delete(entry, k)
+				}
+			}
+			if !touched("servers", name) {
+				continue
+			}
+			m.mergeServer(file, name, entry)
 		}
 	}
-	return nil
+}
+
+// mergeServer folds one layer's entry for a server into the accumulated one.
+func (m *merger) mergeServer(file, name string, entry map[string]json.RawMessage) {
+	merged := m.servers[name]
+	if merged == nil {
+		merged = map[string]json.RawMessage{}
+		m.servers[name], m.keyFrom[name] = merged, map[string]string{}
+	}
+	// Annotation overrides merge tool by tool; every other key is replaced.
+	if ann, ok := entry["annotations"]; ok && merged["annotations"] != nil {
+		prev, ok1 := m.object(file, merged["annotations"], "servers", name, "annotations")
+		next, ok2 := m.object(file, ann, "servers", name, "annotations")
+		if ok1 && ok2 {
+			maps.Copy(prev, next)
+			entry["annotations"], _ = json.Marshal(prev)
+		}
+	}
+	maps.Copy(merged, entry)
+	for k := range entry {
+		m.keyFrom[name][k] = file
+	}
+	m.serverFrom[name] = file
+}
+
+// addPolicies merges the layer's policy section.
+func (m *merger) addPolicies(file string, raw json.RawMessage, touched func(...string) bool) {
+	obj, ok := m.object(file, raw, "policy")
+	if !ok {
+		return
+	}
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		switch k {
+		case "default":
+			m.addPolicy(file, obj[k], touched, "policy", "default")
+		case "agents":
+			agents, ok := m.object(file, obj[k], "policy", "agents")
+			if !ok {
+				continue
+			}
+			for _, name := range slices.Sorted(maps.Keys(agents)) {
+				m.addPolicy(file, agents[name], touched, "policy", "agents", name)
+			}
+		default:
+			m.unknownKey(file, k, []string{"default", "agents"}, "policy")
+		}
+	}
+}
+
+// addLocks records the setting paths a layer locks for the layers after it.
+func (m *merger) addLocks(file string, raw json.RawMessage) {
+	var paths []string
+	if err := json.Unmarshal(raw, &paths); err != nil {
+		m.errs.add(m.errAt(file, `write a list of setting paths, e.g. ["policy.default", "servers.code-kg", "ttl"]`, "locked"))
+		return
+	}
+	for _, p := range paths {
+		if p == "" || !slices.Contains(topKeys, strings.SplitN(p, ".", 2)[0]) || p == "locked" {
+			m.errs.add(m.errAt(file, fmt.Sprintf("%q is not a setting path; write e.g. \"policy.default\", \"policy.agents.NAME\", \"servers.NAME\", \"ttl\" or \"memory\"", p), "locked"))
+			continue
+		}
+		if _, already := m.locked[p]; !already {
+			m.locked[p] = file
+		}
+	}
 }
 
 // addPolicy folds one layer's rules for path into the accumulated ones. A locked
 // policy may still gain deny entries: that only tightens it.
-func (m *merger) addPolicy(file, path string, raw json.RawMessage, touched func(string) error) error {
-	obj, err := decodeObject(file, path, raw)
-	if err != nil {
-		return err
+func (m *merger) addPolicy(file string, raw json.RawMessage, touched func(...string) bool, path ...string) {
+	obj, ok := m.object(file, raw, path...)
+	if !ok {
+		return
 	}
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		if k != "allow" && k != "deny" {
-			return unknownKey(file, path, k, []string{"allow", "deny"})
+			m.unknownKey(file, k, []string{"allow", "deny"}, path...)
 		}
 	}
 	var r policy.Rules
-	if err := DecodeStrict(raw, &r); err != nil {
-		return &Error{File: file, Key: path, Msg: err.Error() + ` (write {"allow": [...], "deny": [...]})`}
+	for _, k := range []string{"allow", "deny"} {
+		var list []string
+		if v, ok := obj[k]; ok && json.Unmarshal(v, &list) != nil {
+			m.errs.add(m.errAt(file, `write a list of tool names or patterns, e.g. ["@readonly", "code-kg.*"]`, append(path, k)...))
+			return
+		}
+		if k == "allow" {
+			r.Allow = list
+		} else {
+			r.Deny = list
+		}
 	}
-	acc := m.policy[path]
+	dotted := strings.Join(path, ".")
+	acc := m.policy[dotted]
 	if acc == nil {
 		acc = &policyRules{}
-		m.policy[path] = acc
+		m.policy[dotted] = acc
 	}
-	if _, ok := obj["allow"]; ok {
-		if err := touched(path); err != nil {
-			return err
-		}
+	if _, ok := obj["allow"]; ok && touched(path...) {
 		acc.allow, acc.hasAllow = r.Allow, true
 	}
 	for _, d := range r.Deny {
@@ -342,18 +415,18 @@ func (m *merger) addPolicy(file, path string, raw json.RawMessage, touched func(
 			acc.deny = append(acc.deny, d)
 		}
 	}
-	m.policyFrom[path] = file
-	return nil
+	m.policyFrom[dotted] = file
 }
 
 // fromMCPServers turns a Claude Desktop / Cursor style entry into a Nexus one.
-func fromMCPServers(file, path string, e map[string]json.RawMessage) (map[string]json.RawMessage, error) {
+func (m *merger) fromMCPServers(file, name string, e map[string]json.RawMessage) map[string]json.RawMessage {
+	out := maps.Clone(e)
 	for _, k := range slices.Sorted(maps.Keys(e)) {
 		if !slices.Contains(mcpServersKeys, k) {
-			return nil, unknownKey(file, path, k, mcpServersKeys)
+			m.unknownKey(file, k, mcpServersKeys, "mcpServers", name)
+			delete(out, k)
 		}
 	}
-	out := maps.Clone(e)
 	delete(out, "type")
 	transport := TransportStdio
 	if _, hasURL := e["url"]; hasURL {
@@ -364,60 +437,170 @@ func fromMCPServers(file, path string, e map[string]json.RawMessage) (map[string
 		}
 	}
 	out["transport"], _ = json.Marshal(transport)
-	return out, nil
+	return out
 }
 
-func (m *merger) build() (*Config, error) {
+// build decodes the merged layers into a Config, recording every mistake; the
+// Config is only meaningful when none was found.
+func (m *merger) build() *Config {
 	cfg := &Config{Servers: map[string]*Server{}}
 	for _, name := range slices.Sorted(maps.Keys(m.servers)) {
-		file := m.serverFrom[name]
-		path := "servers." + name
-		raw, _ := json.Marshal(m.servers[name])
-		s := &Server{}
-		if err := DecodeStrict(raw, s); err != nil {
-			return nil, &Error{File: file, Key: path, Msg: err.Error()}
+		if s := m.buildServer(name); s != nil {
+			cfg.Servers[name] = s
 		}
-		s.Name, s.Source = name, file
-		if err := validateServer(s); err != nil {
-			return nil, &Error{File: file, Key: path, Msg: err.Error()}
-		}
-		cfg.Servers[name] = s
 	}
 	if raw, ok := m.scalars["toolNames"]; ok {
 		if err := json.Unmarshal(raw, &cfg.ToolNames); err != nil || (cfg.ToolNames != ToolNamesWire && cfg.ToolNames != ToolNamesDotted) {
-			return nil, &Error{File: m.scalarFrom["toolNames"], Key: "toolNames", Msg: `write "wire" (default: <server>__<tool>) or "dotted" (<server>.<tool>)`}
+			m.errs.add(m.errAt(m.scalarFrom["toolNames"], `write "wire" (default: <server>__<tool>) or "dotted" (<server>.<tool>)`, "toolNames"))
 		}
 	}
 	if raw, ok := m.scalars["maxMessageBytes"]; ok {
 		if err := json.Unmarshal(raw, &cfg.MaxMessageBytes); err != nil || cfg.MaxMessageBytes < 1024 {
-			return nil, &Error{File: m.scalarFrom["maxMessageBytes"], Key: "maxMessageBytes", Msg: "write a number of bytes of at least 1024 (default 4194304)"}
+			m.errs.add(m.errAt(m.scalarFrom["maxMessageBytes"], "write a number of bytes of at least 1024 (default 4194304)", "maxMessageBytes"))
 		}
 	}
-	decodeSection := func(key string, v any) error {
-		obj, ok := m.maps[key]
-		if !ok {
-			return nil
+	if raw, ok := m.scalars["projectLayers"]; ok {
+		if err := json.Unmarshal(raw, &cfg.ProjectLayers); err != nil {
+			m.errs.add(m.errAt(m.scalarFrom["projectLayers"], "write true or false", "projectLayers"))
 		}
-		raw, _ := json.Marshal(obj)
-		if err := DecodeStrict(raw, v); err != nil {
-			return &Error{File: "(merged layers)", Key: key, Msg: err.Error()}
+	}
+	m.decodeSection("agents", &cfg.Agents)
+	m.decodeSection("ttl", &cfg.TTL)
+	m.decodeSection("cache", &cfg.Cache)
+	m.decodeSection("invalidate", &cfg.Invalidate)
+	m.decodeSection("memory", &cfg.Memory)
+	m.decodeSection("secrets", &cfg.Secrets)
+	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
+		file := m.mapFrom["agents"][name]
+		if !policy.ValidAgentName(name) {
+			m.errs.add(m.errAt(file, "an agent name is 1-32 lower-case letters, digits or '-'", "agents", name))
 		}
+		if tok := cfg.Agents[name].TokenSHA256; tok != "" && !isHex64(tok) {
+			m.errs.add(m.errAt(file, "write the 64-character hex SHA-256 of the token (nexus agent add NAME does it for you), never the token", "agents", name, "tokenSha256"))
+		}
+	}
+	m.buildPolicy(cfg)
+	cfg.Locked = maps.Clone(m.locked)
+	m.buildMemoryRules(cfg)
+	return cfg
+}
+
+// buildServer decodes one merged server entry key by key, so that each mistake
+// names its key (a duration's own error does not), and then checks the whole.
+func (m *merger) buildServer(name string) *Server {
+	entry, from := m.servers[name], m.keyFrom[name]
+	ok := true
+	for _, k := range slices.Sorted(maps.Keys(entry)) {
+		one, _ := json.Marshal(map[string]json.RawMessage{k: entry[k]})
+		if err := DecodeStrict(one, &Server{}); err != nil {
+			m.errs.add(m.errAt(from[k], fieldError(err), "servers", name, k))
+			ok = false
+		}
+	}
+	if !ok {
 		return nil
 	}
-	for key, v := range map[string]any{"agents": &cfg.Agents, "ttl": &cfg.TTL, "cache": &cfg.Cache,
-		"invalidate": &cfg.Invalidate, "memory": &cfg.Memory, "secrets": &cfg.Secrets} {
-		if err := decodeSection(key, v); err != nil {
-			return nil, err
+	raw, _ := json.Marshal(entry)
+	s := &Server{}
+	if err := DecodeStrict(raw, s); err != nil {
+		m.errs.add(m.errAt(m.serverFrom[name], err.Error(), "servers", name))
+		return nil
+	}
+	s.Name, s.Source = name, m.serverFrom[name]
+	if err := validateServer(s); err != nil {
+		m.errs.add(m.errAt(m.serverFrom[name], err.Error(), "servers", name))
+		return nil
+	}
+	return s
+}
+
+// fieldError is a decoding error without encoding/json's Go-side wording ("cannot
+// unmarshal string into Go struct field Server.args of type []string").
+func fieldError(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "cannot unmarshal "); i >= 0 {
+		rest := msg[i+len("cannot unmarshal "):]
+		if kind, _, ok := strings.Cut(rest, " into "); ok {
+			want := "another type"
+			if j := strings.LastIndex(rest, " of type "); j >= 0 {
+				want = goTypeInWords(rest[j+len(" of type "):])
+			}
+			return fmt.Sprintf("must be %s, not %s", want, withArticle(kind))
 		}
 	}
-	for name, a := range cfg.Agents {
-		if !policy.ValidAgentName(name) {
-			return nil, &Error{File: "(merged layers)", Key: "agents." + name, Msg: "an agent name is 1-32 lower-case letters, digits or '-'"}
-		}
-		if a.TokenSHA256 != "" && !isHex64(a.TokenSHA256) {
-			return nil, &Error{File: "(merged layers)", Key: "agents." + name + ".tokenSha256", Msg: "write the 64-character hex SHA-256 of the token (nexus agent add NAME does it for you), never the token"}
+	return msg
+}
+
+func goTypeInWords(t string) string {
+	switch {
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case strings.HasPrefix(t, "map["):
+		return "an object"
+	case t == "string":
+		return "a string"
+	case t == "bool":
+		return "true or false"
+	case strings.HasPrefix(t, "int") || strings.HasPrefix(t, "float"):
+		return "a number"
+	}
+	return "an object"
+}
+
+func withArticle(kind string) string {
+	switch kind {
+	case "array":
+		return "a list"
+	case "object":
+		return "an object"
+	case "number", "string", "bool":
+		return "a " + kind
+	}
+	return kind
+}
+
+// decodeSection decodes a merged by-key section (agents, ttl, cache...) entry by
+// entry, so that each mistake names its key and the layer that wrote it.
+func (m *merger) decodeSection(section string, v any) {
+	obj, ok := m.maps[section]
+	if !ok {
+		return
+	}
+	raw, _ := json.Marshal(obj)
+	if err := DecodeStrict(raw, v); err == nil {
+		return
+	}
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		one, _ := json.Marshal(map[string]json.RawMessage{k: obj[k]})
+		probe := reflect.New(reflect.TypeOf(v).Elem()).Interface()
+		if err := DecodeStrict(one, probe); err != nil {
+			msg := fieldError(err)
+			if strings.HasPrefix(msg, "unknown field") {
+				m.unknownKey(m.mapFrom[section][k], k, jsonKeys(v), section)
+				continue
+			}
+			m.errs.add(m.errAt(m.mapFrom[section][k], msg, section, k))
 		}
 	}
+}
+
+// jsonKeys lists the JSON keys of the struct v points to (nil for a map).
+func jsonKeys(v any) []string {
+	t := reflect.TypeOf(v).Elem()
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var keys []string
+	for f := range t.Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+			keys = append(keys, name)
+		}
+	}
+	return keys
+}
+
+// buildPolicy turns the accumulated rules into the config's policy and compiles it.
+func (m *merger) buildPolicy(cfg *Config) {
 	for _, path := range slices.Sorted(maps.Keys(m.policy)) {
 		acc := m.policy[path]
 		r := policy.Rules{Deny: acc.deny}
@@ -443,16 +626,26 @@ func (m *merger) build() (*Config, error) {
 		cfg.Policy.Agents[strings.TrimPrefix(path, "policy.agents.")] = r
 	}
 	cfg.Policy.Sources = maps.Clone(m.policyFrom)
-	if raw, ok := m.scalars["projectLayers"]; ok {
-		if err := json.Unmarshal(raw, &cfg.ProjectLayers); err != nil {
-			return nil, &Error{File: m.scalarFrom["projectLayers"], Key: "projectLayers", Msg: "write true or false"}
+	_, err := policy.Compile(cfg.Policy)
+	var pe *policy.Error
+	if !errors.As(err, &pe) {
+		m.errs.add(err)
+		return
+	}
+	for _, p := range pe.Problems {
+		// p.Where is e.g. "policy.agents.coder.allow[2]"; its file is the policy's.
+		owner := p.Where
+		for _, list := range []string{".allow", ".deny"} {
+			if before, _, ok := strings.Cut(p.Where, list); ok {
+				owner = before
+				break
+			}
 		}
+		path := strings.SplitN(owner, ".", 3)
+		e := m.errAt(m.policyFrom[owner], fmt.Sprintf("%q: %s", p.Entry, p.Message), path...)
+		e.Key = p.Where
+		m.errs.add(e)
 	}
-	cfg.Locked = maps.Clone(m.locked)
-	if _, err := policy.Compile(cfg.Policy); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	return cfg, nil
 }
 
 // DecodeStrict decodes raw into v refusing unknown fields, with the error text
@@ -524,7 +717,11 @@ func isHex64(s string) bool {
 }
 
 // closest returns the candidate nearest to s by edit distance, if near enough.
-func closest(s string, candidates []string) string {
+func closest(s string, candidates []string) string { return Closest(s, candidates) }
+
+// Closest returns the candidate nearest to s by edit distance (ignoring case), or
+// "" when none is near enough to be what the user meant: for "did you mean" hints.
+func Closest(s string, candidates []string) string {
 	best, bestD := "", len(s)/2+2
 	for _, c := range candidates {
 		if d := Levenshtein(strings.ToLower(s), strings.ToLower(c)); d < bestD {

@@ -186,6 +186,9 @@ type toolMeta struct {
 // request by pointer before that lookup, so it validates the arguments
 // there and, when they are invalid, renames the call to a name no tool has,
 // carrying the reason: the client gets -32602 and the handler never runs.
+// That message reads badly ("tool 'x rejected (...)' not found"), so the
+// transports Serve runs answer invalid calls first, cleanly (frontdoor.go);
+// the rename only serves callers of New that bypass them (in-process tests).
 type registry struct {
 	s      *server.MCPServer
 	checks map[string]inputSpec // written only while building, read-only after

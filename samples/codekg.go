@@ -42,14 +42,16 @@ var selectorSpec = inputSpec{Props: map[string]prop{
 func limitProp() prop { return pInt("Maximum number of items returned.", 1, maxList, 20) }
 
 // NewCodeKG returns the code-kg sample server ("nexus-code-kg").
-func NewCodeKG(opts Options) *server.MCPServer {
+func NewCodeKG(opts Options) *server.MCPServer { return newCodeKG(opts).s }
+
+func newCodeKG(opts Options) *registry {
 	k := &codeKG{opts: opts, data: newCodeDataset()}
 	r := newRegistry("nexus-code-kg", Version,
 		"Sample of the Nexus code knowledge graph. Read-only tools resolve findings by proof tuple; "+
 			"kg_regenerate is a dry run unless dry_run=false and confirmed_by_sr=true. Re-read real code before any patch.",
 		opts.CallLog)
 	k.register(r)
-	return r.s
+	return r
 }
 
 func (k *codeKG) register(r *registry) {

@@ -54,14 +54,16 @@ var (
 
 // NewDocKG returns the doc-kg sample server ("nexus-doc-kg"). Every tool is
 // read-only; there is no regeneration tool.
-func NewDocKG(opts Options) *server.MCPServer {
+func NewDocKG(opts Options) *server.MCPServer { return newDocKG(opts).s }
+
+func newDocKG(opts Options) *registry {
 	k := &docKG{data: newDocDataset()}
 	r := newRegistry("nexus-doc-kg", Version,
 		"Sample of the Nexus documentary knowledge graph (read-only). workspace requires source_app; project requires "+
 			"source_app and workspace; scopes are never widened. Prefer citations to long text.",
 		opts.CallLog)
 	k.register(r)
-	return r.s
+	return r
 }
 
 func (k *docKG) register(r *registry) {

@@ -3,7 +3,7 @@
 // knowledge graph with lint and security findings, audit risks, anomalies
 // and a guarded regeneration) and doc-kg (a read-only document knowledge
 // graph with scoped search). They follow the tool contracts of
-// shared/contracts/code-kg-and-doc-kg.md on a small embedded dataset, so the
+// docs/contracts.md on a small embedded dataset, so the
 // gateway can be built and tested against realistic children without the
 // Nexus API behind the real ones.
 package samples
@@ -73,11 +73,20 @@ func RootsFromEnv() []string {
 
 // New returns the named sample server: "code-kg" or "doc-kg".
 func New(name string, opts Options) (*server.MCPServer, error) {
+	r, err := build(name, opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.s, nil
+}
+
+// build is New with the registry, whose argument checks Serve's front door uses.
+func build(name string, opts Options) (*registry, error) {
 	switch name {
 	case CodeKGName:
-		return NewCodeKG(opts), nil
+		return newCodeKG(opts), nil
 	case DocKGName:
-		return NewDocKG(opts), nil
+		return newDocKG(opts), nil
 	}
 	return nil, fmt.Errorf("samples: unknown sample server %q (valid names: %q, %q)", name, CodeKGName, DocKGName)
 }
@@ -98,29 +107,30 @@ func Serve(ctx context.Context, name, httpAddr string, stdin io.Reader, stdout, 
 		defer f.Close()
 		opts.CallLog = f
 	}
-	s, err := New(name, opts)
+	r, err := build(name, opts)
 	if err != nil {
 		return err
 	}
+	door := frontDoor{checks: r.checks, log: r.log}
 	if httpAddr == "" {
-		stdio := server.NewStdioServer(s)
+		stdio := server.NewStdioServer(r.s)
 		stdio.SetErrorLogger(logger)
-		if err := stdio.Listen(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
+		if err := door.serveStdio(ctx, stdin, stdout, stdio.Listen); err != nil && !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("samples: serve %s over stdio: %w", name, err)
 		}
 		return nil
 	}
-	return serveHTTP(ctx, s, httpAddr, logger)
+	return serveHTTP(ctx, door.handler(newHTTPHandler(r.s)), httpAddr, logger)
 }
 
 // serveHTTP serves s over streamable HTTP at /mcp until ctx is done.
-func serveHTTP(ctx context.Context, s *server.MCPServer, addr string, logger *log.Logger) error {
+func serveHTTP(ctx context.Context, h http.Handler, addr string, logger *log.Logger) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("samples: listen on %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", newHTTPHandler(s))
+	mux.Handle("/mcp", h)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: logger}
 	logger.Printf("streamable HTTP on http://%s/mcp", ln.Addr())
 	done := make(chan error, 1)

@@ -390,7 +390,7 @@ func TestDoctorBrokenLayer(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, stderr, code = h.nexus("--config", team, "doctor")
-	if code != 1 || !strings.Contains(out, "FAIL  "+team) || !strings.Contains(out, "line 3") {
+	if code != 1 || !strings.Contains(out, "FAIL  "+team+":3:25: trailing comma") {
 		t.Errorf("a layer that is not JSON should be named with the line: %d\n%s%s", code, out, stderr)
 	}
 	// Valid JSON, invalid config: the merged load names the file.

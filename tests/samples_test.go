@@ -16,7 +16,7 @@ import (
 
 // The sample servers (package samples) behind `nexus serve`: every tool called
 // through the gateway, the documented rules of the code-kg and doc-kg contracts
-// (shared/contracts/code-kg-and-doc-kg.md), the samples as streamable-http
+// (docs/contracts.md), the samples as streamable-http
 // children, and `nexus demo`.
 
 // Commits of the code-kg sample dataset (samples/codekg_data.go).

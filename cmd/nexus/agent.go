@@ -37,6 +37,7 @@ func agentCommand() *cli.Command {
 					return fmt.Errorf("generating a token: %w", err)
 				}
 				token := "nxs_" + base64.RawURLEncoding.EncodeToString(secret)
+				firstToken := !anyAgentToken(e)
 				err = config.Edit(e.personal, func(d config.Document) error {
 					agents, err := d.Object("agents")
 					if err != nil {
@@ -54,9 +55,33 @@ func agentCommand() *cli.Command {
 					return err
 				}
 				fmt.Fprintf(e.stderr, "agent %s created; its token is printed once, below. Nexus keeps only its SHA-256.\n", name)
+				if firstToken {
+					fmt.Fprintln(e.stderr, anonymousEndsNotice)
+				}
 				fmt.Fprintln(e.stdout, token)
 				return nil
 			},
 		}},
 	}
+}
+
+// anonymousEndsNotice is said when the first agent token appears: from then on
+// `serve --http` serves only clients with a valid token, and a client that used to
+// connect without one is refused with 401.
+const anonymousEndsNotice = "nexus: this is the first agent token: `nexus serve --http` now refuses clients without a valid token (401), " +
+	"so HTTP clients that connected anonymously need a token of their own (nexus agent add NAME)"
+
+// anyAgentToken reports whether the config already holds an agent token. A config
+// that does not load counts as none: the edit that follows reports the mistake.
+func anyAgentToken(e *env) bool {
+	cfg, err := e.load()
+	if err != nil {
+		return false
+	}
+	for _, a := range cfg.Agents {
+		if a.TokenSHA256 != "" {
+			return true
+		}
+	}
+	return false
 }

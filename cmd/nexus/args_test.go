@@ -16,12 +16,30 @@ func TestInterspersed(t *testing.T) {
 		{"nexus list-tools --json", "nexus list-tools --json"},
 		{"nexus list-tools --json --agent a", "nexus list-tools --json --agent a"},
 		{"nexus serve", "nexus serve"},
+		{"nexus setup claude-desktop --move-all --insecure-file-store", "nexus --insecure-file-store setup --move-all -- claude-desktop"},
+		{"nexus list-tools --json --config team.json --log-level debug", "nexus --config team.json --log-level debug list-tools --json"},
+		{"nexus add gh --config team.json --project --command x", "nexus --project add --config team.json --command x -- gh"},
+		{"nexus policy --project show --agent a", "nexus --project policy show --agent a"},
+		{"nexus add gh --command npx -- --project", "nexus add --command npx -- gh --project"},
 		{"nexus", "nexus"},
 	}
 	for _, tc := range tests {
 		got := strings.Join(interspersed(app, strings.Fields(tc.in)), " ")
 		if got != tc.want {
 			t.Errorf("%s\n got  %s\n want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestWithDashDash(t *testing.T) {
+	tests := []struct{ typed, bad, want string }{
+		{"nexus add files --command npx -y pkg /tmp", "-y", "nexus add files --command npx -- -y pkg /tmp"},
+		{"/usr/bin/nexus add files --command npx --yes=1", "--yes", "nexus add files --command npx -- --yes=1"},
+		{"nexus add files -- -y", "-z", "nexus add files -- -y"},
+	}
+	for _, tc := range tests {
+		if got := withDashDash(strings.Fields(tc.typed), tc.bad); got != tc.want {
+			t.Errorf("withDashDash(%q, %q) = %q, want %q", tc.typed, tc.bad, got, tc.want)
 		}
 	}
 }

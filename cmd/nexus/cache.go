@@ -44,7 +44,7 @@ func cacheCommand() *cli.Command {
 						if st.Disabled != "" {
 							fmt.Fprintf(e.stdout, "memory is stepping aside: %s\n", st.Disabled)
 						}
-						fmt.Fprintf(e.stdout, "%s: %d entries, %d bytes (bounds %d entries, %d bytes)\n", st.Path, st.Entries, st.Bytes, st.MaxEntries, st.MaxBytes)
+						fmt.Fprintf(e.stdout, "%s: %d entries, %s (bounds %d entries, %s)\n", st.Path, st.Entries, sizeIEC(st.Bytes), st.MaxEntries, sizeIEC(st.MaxBytes))
 						fmt.Fprintf(e.stdout, "hits %d (semantic %d), misses %d, bypasses %d, coalesced %d, time saved %s\n", st.Hits, st.SemanticHits, st.Misses, st.Bypasses, st.Coalesced, time.Duration(st.SavedMS)*time.Millisecond)
 						fmt.Fprintf(e.stdout, "similarity: gray zone accepted %d, rejected %d, unverified %d; guard refusals %d; embedder failures %d\n",
 							st.GrayAccepted, st.GrayRejected, st.GrayUnverified, st.GuardRejections, st.EmbedFailures)
@@ -80,7 +80,7 @@ func cacheCommand() *cli.Command {
 							if en.ExpiresAt != nil {
 								exp = time.Until(*en.ExpiresAt).Round(time.Second).String()
 							}
-							fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", en.Tool, truncate(string(en.Args), 50), en.Size, en.Hits, time.Since(en.CreatedAt).Round(time.Second), exp)
+							fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", en.Tool, truncate(string(en.Args), 50), sizeIEC(int64(en.Size)), en.Hits, time.Since(en.CreatedAt).Round(time.Second), exp)
 						}
 						return tw.Flush()
 					})
@@ -106,4 +106,23 @@ func cacheCommand() *cli.Command {
 			},
 		},
 	}
+}
+
+// sizeIEC writes a byte count for people: "256 MiB", "1.5 KiB", "512 B" (--json
+// keeps the raw numbers).
+func sizeIEC(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, i := float64(n), -1
+	for f >= unit && i < 4 {
+		f /= unit
+		i++
+	}
+	name := []string{"KiB", "MiB", "GiB", "TiB", "PiB"}[i]
+	if f == float64(int64(f)) {
+		return fmt.Sprintf("%d %s", int64(f), name)
+	}
+	return fmt.Sprintf("%.1f %s", f, name)
 }

@@ -432,7 +432,7 @@ func installEntry(c *cli.Context, e *env, entry *catalog.Entry) error {
 	}
 	fmt.Fprintf(e.stdout, "added %s (catalog entry %s) to %s\n", server, entry.Name, target)
 	for _, n := range stored {
-		fmt.Fprintf(e.stdout, "stored secret %s in the keychain\n", n)
+		fmt.Fprintf(e.stdout, "stored secret %s in %s\n", n, e.secretPlace(c.Context, n))
 	}
 	if len(addedTTL) > 0 {
 		fmt.Fprintf(e.stdout, "suggested result lifetimes set: %s\n", strings.Join(addedTTL, ", "))

@@ -46,45 +46,50 @@ func configCommand() *cli.Command {
 			},
 			{
 				Name:  "validate",
-				Usage: "check every layer on its own, then the merged result",
+				Usage: "check every layer and the merged result; list every problem, each once",
 				Action: func(c *cli.Context) error {
 					e, err := newEnv(c, slog.LevelWarn)
 					if err != nil {
 						return err
 					}
-					bad := 0
-					for _, p := range e.layers {
-						data, err := os.ReadFile(p)
-						switch {
-						case errors.Is(err, fs.ErrNotExist) && p == e.personal:
-							fmt.Fprintf(e.stdout, "%s: absent (fine: nothing personal configured)\n", p)
-							continue
-						case err != nil:
-							bad++
-							fmt.Fprintf(e.stdout, "%s: %v\n", p, err)
-							continue
-						}
-						if _, err := config.Parse(p, data); err != nil {
-							bad++
-							fmt.Fprintf(e.stdout, "%s: %v\n", p, err)
-							continue
-						}
-						fmt.Fprintf(e.stdout, "%s: ok\n", p)
-					}
-					if _, err := e.load(); err != nil {
-						bad++
-						fmt.Fprintf(e.stdout, "merged: %v\n", err)
-					} else {
-						fmt.Fprintln(e.stdout, "merged: ok")
-					}
-					if bad > 0 {
-						return cli.Exit(fmt.Sprintf("%d problem(s)", bad), 1)
-					}
-					return nil
+					return e.validate()
 				},
 			},
 		},
 	}
+}
+
+// validate reports what serve would refuse, exactly: it loads the layers the same
+// way, then says which layer holds each problem.
+func (e *env) validate() error {
+	_, err := e.load()
+	problems := config.Problems(err)
+	perFile := map[string]int{}
+	for _, p := range problems {
+		var ce *config.Error
+		if errors.As(p, &ce) {
+			perFile[ce.File]++
+		}
+	}
+	for _, p := range e.layers {
+		_, statErr := os.Stat(p)
+		switch {
+		case errors.Is(statErr, fs.ErrNotExist) && p == e.personal:
+			fmt.Fprintf(e.stdout, "%s: absent (fine: nothing personal configured)\n", p)
+		case perFile[p] > 0:
+			fmt.Fprintf(e.stdout, "%s: %d problem(s)\n", p, perFile[p])
+		case statErr == nil:
+			fmt.Fprintf(e.stdout, "%s: ok\n", p)
+		}
+	}
+	for _, p := range problems {
+		fmt.Fprintln(e.stdout, p)
+	}
+	if len(problems) > 0 {
+		return cli.Exit(fmt.Sprintf("%d problem(s); fix them and run nexus config validate again", len(problems)), 1)
+	}
+	fmt.Fprintln(e.stdout, "merged: ok")
+	return nil
 }
 
 // maskLiterals hides literal values that look secret (references stay: they are

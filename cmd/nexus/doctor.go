@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -62,7 +61,7 @@ func doctorCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			checks := e.doctor(c.Context, c.Duration("timeout"))
+			checks := e.doctor(c.Context, c.Duration("timeout"), !c.Bool("json") && isTerminal(os.Stderr))
 			failed := 0
 			for _, ch := range checks {
 				if ch.Status == checkFail {
@@ -98,7 +97,7 @@ func printChecks(w io.Writer, checks []check) {
 			fmt.Fprintln(w, area)
 		}
 		label := map[string]string{checkOK: "ok  ", checkWarn: "WARN", checkFail: "FAIL"}[ch.Status]
-		fmt.Fprintf(w, "  %s  %s: %s\n", label, ch.Name, ch.Detail)
+		fmt.Fprintf(w, "  %s  %s: %s\n", label, ch.Name, oneLine(ch.Detail))
 		if len(ch.Stderr) > 0 {
 			fmt.Fprintln(w, "        stderr (last lines):")
 			for _, l := range ch.Stderr {
@@ -106,12 +105,12 @@ func printChecks(w io.Writer, checks []check) {
 			}
 		}
 		if ch.Fix != "" {
-			fmt.Fprintf(w, "        fix: %s\n", ch.Fix)
+			fmt.Fprintf(w, "        fix: %s\n", oneLine(ch.Fix))
 		}
 	}
 }
 
-func (e *env) doctor(ctx context.Context, timeout time.Duration) []check {
+func (e *env) doctor(ctx context.Context, timeout time.Duration, progress bool) []check {
 	var checks []check
 	cfg, layerChecks := e.checkLayers()
 	checks = append(checks, layerChecks...)
@@ -124,7 +123,7 @@ func (e *env) doctor(ctx context.Context, timeout time.Duration) []check {
 			Detail: "not checked: the config does not load", Fix: "fix the config layer above first"})
 		return checks
 	}
-	checks = append(checks, e.checkServers(ctx, cfg, timeout)...)
+	checks = append(checks, e.checkServers(ctx, cfg, timeout, progress)...)
 	checks = append(checks, e.checkMemory(ctx, cfg))
 	return checks
 }
@@ -140,7 +139,7 @@ func (e *env) checkLayers() (*config.Config, []check) {
 	index := map[string]int{}
 	for _, l := range layers {
 		ch := check{Area: "config layers", Name: l, Status: checkOK, Detail: "valid JSON"}
-		data, err := os.ReadFile(l)
+		_, err := os.ReadFile(l)
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && l == e.personal:
 			ch.Detail = "not created yet (nexus add creates it)"
@@ -150,12 +149,6 @@ func (e *env) checkLayers() (*config.Config, []check) {
 		case err != nil:
 			ch.Status, ch.Detail = checkFail, err.Error()
 			ch.Fix = "check the file's permissions"
-		default:
-			var obj map[string]json.RawMessage
-			if err := json.Unmarshal(data, &obj); err != nil || obj == nil {
-				ch.Status, ch.Detail = checkFail, "not a JSON object: "+jsonErrorAt(data, err)
-				ch.Fix = "fix the JSON syntax at that line"
-			}
 		}
 		index[l] = len(checks)
 		checks = append(checks, ch)
@@ -172,36 +165,34 @@ func (e *env) checkLayers() (*config.Config, []check) {
 			Detail: fmt.Sprintf("valid: %d server(s) from %d layer(s)", n, len(layers))})
 		return cfg, checks
 	}
-	var ce *config.Error
-	if errors.As(err, &ce) {
-		if i, ok := index[ce.File]; ok {
-			if checks[i].Status != checkFail {
-				checks[i].Status, checks[i].Detail = checkFail, err.Error()
-				checks[i].Fix = "edit " + ce.File + " as the message says (nexus config validate checks every layer)"
+	// Each problem once, as config validate and serve report it, under its layer.
+	var problems []check
+	bad := map[int]bool{} // layers whose problems stand in for their own line
+	for _, p := range config.Problems(err) {
+		ch := check{Area: "config layers", Name: "merged config", Status: checkFail, Detail: p.Error(),
+			Fix: "fix it as the message says (nexus config validate lists every problem)"}
+		var ce *config.Error
+		if errors.As(p, &ce) {
+			if i, ok := index[ce.File]; ok {
+				bad[i] = true
+				ch.Name, ch.Detail = ce.File, ce.Msg
+				if ce.Line > 0 {
+					ch.Name = fmt.Sprintf("%s:%d:%d", ce.File, ce.Line, ce.Col)
+				}
+				if ce.Key != "" {
+					ch.Detail = ce.Key + ": " + ce.Msg
+				}
 			}
-			return nil, checks
+		}
+		problems = append(problems, ch)
+	}
+	var out []check
+	for i, ch := range checks {
+		if !bad[i] {
+			out = append(out, ch)
 		}
 	}
-	for _, ch := range checks {
-		if ch.Status == checkFail {
-			return nil, checks // the layer already named is the cause
-		}
-	}
-	checks = append(checks, check{Area: "config layers", Name: "merged config", Status: checkFail, Detail: err.Error(),
-		Fix: "edit the file and key the message names"})
-	return nil, checks
-}
-
-func jsonErrorAt(data []byte, err error) string {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		line := 1 + strings.Count(string(data[:min(int(se.Offset), len(data))]), "\n")
-		return fmt.Sprintf("line %d: %v", line, se)
-	}
-	if err == nil {
-		return "the top level must be an object"
-	}
-	return err.Error()
+	return nil, append(out, problems...)
 }
 
 func containsString(list []string, s string) bool {
@@ -243,6 +234,10 @@ func (e *env) checkKeychain(ctx context.Context, cfg *config.Config) []check {
 		InsecureFile: insecure, Logger: slog.New(slog.DiscardHandler)})
 	ch := check{Area: "keychain", Name: "secret store", Status: checkOK}
 	switch {
+	case err != nil && len(used) > 0 && e.inFileStore(ctx, used):
+		ch.Status, ch.Detail = checkFail, "the OS keychain is unavailable; the secrets the config uses are in the insecure file store, which this run was not told to use"
+		ch.Fix = e.fileStoreFix()
+		return []check{ch}
 	case err != nil && len(used) > 0:
 		ch.Status, ch.Detail = checkFail, firstLine(err.Error())
 		ch.Fix = fmt.Sprintf("the config uses %d keychain secret(s), which cannot be read: %s", len(used), fixPart(err.Error()))
@@ -343,13 +338,18 @@ func (s stderrCapture) result() []string {
 }
 
 // checkServers starts each enabled server alone, in parallel, and times it.
-func (e *env) checkServers(ctx context.Context, cfg *config.Config, timeout time.Duration) []check {
+func (e *env) checkServers(ctx context.Context, cfg *config.Config, timeout time.Duration, progress bool) []check {
 	names := cfg.ServerNames()
 	if len(names) == 0 {
 		return []check{{Area: "servers", Name: "servers", Status: checkWarn, Detail: "none configured",
 			Fix: "add one: nexus catalog list, then nexus add NAME"}}
 	}
 	out := make([]check, len(names))
+	var enabled []string
+	for _, s := range cfg.EnabledServers() {
+		enabled = append(enabled, s.Name)
+	}
+	p := startProgress(e.stderr, progress, enabled)
 	var wg sync.WaitGroup
 	for i, name := range names {
 		s := cfg.Servers[name]
@@ -357,9 +357,15 @@ func (e *env) checkServers(ctx context.Context, cfg *config.Config, timeout time
 			out[i] = check{Area: "servers", Name: name, Status: checkOK, Detail: "disabled (not started)"}
 			continue
 		}
-		wg.Go(func() { out[i] = e.checkServer(ctx, cfg, s, timeout) })
+		wg.Go(func() {
+			out[i] = e.checkServer(ctx, cfg, s, timeout)
+			p.settled(name)
+		})
 	}
 	wg.Wait()
+	p.finish(func(took time.Duration) string {
+		return fmt.Sprintf("nexus: checked %d server(s) in %s", len(enabled), took.Round(time.Second/10))
+	})
 	return out
 }
 
@@ -423,6 +429,12 @@ func (e *env) startServer(ctx context.Context, cfg *config.Config, s *config.Ser
 		if n == 0 {
 			ch.Status = checkWarn
 			ch.Fix = "the server started but offers no tools; check its arguments and environment"
+		}
+	case secretUnreadable(st.Error):
+		ch.Status, ch.Detail = checkFail, "not started: "+firstLine(st.Error)
+		ch.Fix = "a secret it needs cannot be read: see the keychain checks above"
+		if fix := e.fileStoreFix(); fix != "" {
+			ch.Fix = fix
 		}
 	default:
 		ch.Status = checkFail
@@ -504,4 +516,41 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%d B", n)
 	}
 	return fmt.Sprintf("%.1f %s", f, units[i])
+}
+
+// oneLine keeps a check on its own lines of the report: error texts may carry a
+// "To fix:" paragraph of their own.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// secretUnreadable reports whether a child's start failed on reading a secret, before
+// any process ran (so "failed to start after 0s" would mislead).
+func secretUnreadable(errText string) bool {
+	low := strings.ToLower(errText)
+	return strings.Contains(low, "keychain unavailable") || strings.Contains(low, "keyring")
+}
+
+// inFileStore reports whether the insecure file store exists and holds every secret
+// in used: the values are there, only the flag to read them is missing.
+func (e *env) inFileStore(ctx context.Context, used map[string][]string) bool {
+	f := &secrets.File{Path: filepath.Join(e.home, "secrets", "secrets.json")}
+	names, err := f.Names(ctx)
+	if err != nil || len(names) == 0 {
+		return false
+	}
+	for name := range used {
+		if !slices.Contains(names, name) {
+			return false
+		}
+	}
+	return true
+}
+
+// fileStoreFix is the advice when the OS keychain is unusable but the insecure file
+// store exists: use it, rather than set up a keychain the values are not in.
+func (e *env) fileStoreFix() string {
+	p := filepath.Join(e.home, "secrets", "secrets.json")
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("the values are in the insecure file store %s: pass --insecure-file-store, or set \"secrets\": {\"insecureFileStore\": true} in %s", p, e.personal)
 }

@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	defer errw.Close()
 	defer out.Close()
 	app := newApp(stdin, out, errw)
-	app.Metadata = map[string]any{redactorKey: redactor}
+	app.Metadata = map[string]any{redactorKey: redactor, argsKey: args}
 	return app.RunContext(ctx, interspersed(app, args))
 }
 
@@ -74,7 +74,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 const redactorKey = "redactor"
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:  "nexus",
 		Usage: "many MCP servers behind one",
 		Description: "Nexus is an MCP gateway. Point Claude Desktop, Cursor or any MCP client at\n" +
@@ -113,4 +113,6 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		},
 		ExitErrHandler: func(*cli.Context, error) {}, // main prints errors and picks exit codes
 	}
+	guardUsage(app)
+	return app
 }

@@ -14,6 +14,10 @@ import (
 
 func policyCommand() *cli.Command {
 	agentFlag := func(required bool) cli.Flag {
+		if !required {
+			// Like call: no agent named is the anonymous one.
+			return &cli.StringFlag{Name: "agent", Usage: "the agent `NAME` (default: " + policy.Anonymous + ")", EnvVars: []string{"NEXUS_AGENT"}}
+		}
 		return &cli.StringFlag{Name: "agent", Usage: "the agent `NAME`", Required: required}
 	}
 	edit := func(verb string, apply func(policy.Config, string, string) (policy.Config, error)) *cli.Command {
@@ -57,10 +61,10 @@ func policyCommand() *cli.Command {
 				Name:      "explain",
 				Usage:     "tell whether an agent may call TOOL, and the rule that decided",
 				ArgsUsage: "TOOL",
-				Flags:     []cli.Flag{agentFlag(true), &cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Flags:     []cli.Flag{agentFlag(false), &cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 				Action: func(c *cli.Context) error {
 					if c.Args().Len() != 1 {
-						return usageError("policy explain takes one TOOL: nexus policy explain --agent NAME server.tool")
+						return usageError("policy explain takes one TOOL: nexus policy explain [--agent NAME] server.tool")
 					}
 					e, err := newEnv(c, slog.LevelWarn)
 					if err != nil {

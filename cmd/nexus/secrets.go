@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -55,13 +56,16 @@ func secretsCommand() *cli.Command {
 					if err := store.Set(c.Context, name, value); err != nil {
 						return err
 					}
+					if err := e.secretIndex().update(name, true); err != nil {
+						e.log.Warn("secrets list will not show it until the config uses it", "err", err)
+					}
 					fmt.Fprintf(e.stdout, "stored %s in %s; use it in config as ${keyring:%s}\n", name, e.storeName(), name)
 					return nil
 				},
 			},
 			{
 				Name:  "list",
-				Usage: "list the secrets the config refers to and where each is used (never values)",
+				Usage: "list the secrets stored and referred to, and where each is used (never values)",
 				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 				Action: func(c *cli.Context) error {
 					e, cfg, err := loadEnv(c, slog.LevelWarn)
@@ -69,11 +73,12 @@ func secretsCommand() *cli.Command {
 						return err
 					}
 					used := secretUses(cfg)
-					names := make([]string, 0, len(used))
+					names := e.storedSecretNames(c.Context)
 					for n := range used {
 						names = append(names, n)
 					}
 					sort.Strings(names)
+					names = slices.Compact(names)
 					if c.Bool("json") {
 						type row struct {
 							Name   string   `json:"name"`
@@ -81,18 +86,22 @@ func secretsCommand() *cli.Command {
 						}
 						rows := []row{}
 						for _, n := range names {
-							rows = append(rows, row{n, used[n]})
+							rows = append(rows, row{n, nonNil(used[n])})
 						}
 						return printJSON(e.stdout, rows)
 					}
 					if len(names) == 0 {
-						fmt.Fprintln(e.stdout, "no secrets referenced in the config")
+						fmt.Fprintln(e.stdout, "no secrets stored or referenced in the config (nexus secrets set NAME stores one)")
 						return nil
 					}
 					tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 					fmt.Fprintln(tw, "SECRET\tUSED BY")
 					for _, n := range names {
-						fmt.Fprintf(tw, "%s\t%s\n", n, strings.Join(used[n], ", "))
+						where := strings.Join(used[n], ", ")
+						if where == "" {
+							where = "nothing yet (refer to it as ${keyring:" + n + "})"
+						}
+						fmt.Fprintf(tw, "%s\t%s\n", n, where)
 					}
 					return tw.Flush()
 				},
@@ -117,6 +126,7 @@ func secretsCommand() *cli.Command {
 					if err := store.Delete(c.Context, c.Args().First()); err != nil {
 						return err
 					}
+					_ = e.secretIndex().update(c.Args().First(), false) // a stale name only lingers in the list
 					fmt.Fprintf(e.stdout, "deleted %s\n", c.Args().First())
 					return nil
 				},

@@ -41,10 +41,14 @@ func serveCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return e.serve(c.Context, serveOptions{
+			err = e.serve(c.Context, serveOptions{
 				agent: c.String("agent"), httpAddr: c.String("http"), insecure: c.Bool("insecure-no-auth"),
 				gw: gatewayOptions{noMemory: c.Bool("no-memory"), toolNames: c.String("tool-names"), noWait: true},
 			})
+			if c.Context.Err() != nil && errors.Is(err, context.Canceled) {
+				return nil // SIGINT or SIGTERM: the stop the user asked for
+			}
+			return err
 		},
 	}
 }
@@ -126,6 +130,9 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 
 	if listener == nil {
 		e.log.Info("serving over stdio", "servers", len(cfg.EnabledServers()), "tools", len(g.Tools()))
+		if isTerminal(os.Stdin) {
+			fmt.Fprintln(e.stderr, stdioWaitNotice)
+		}
 		return g.ServeStdio(ctx, os.Stdin, os.Stdout, opts.agent)
 	}
 	srv := aggregation.NewHTTPServer(g.HTTPHandler(aggregation.HTTPOptions{RequireToken: requireToken}))

@@ -59,6 +59,9 @@ func addCommand() *cli.Command {
 			if c.IsSet("value") || c.IsSet("name") {
 				return usageError(fmt.Sprintf("--value and --name install a catalog entry, and %q is none (nexus catalog list shows them)", name))
 			}
+			if !c.IsSet("command") && !c.IsSet("url") {
+				return e.notInCatalog(name)
+			}
 			srv := &config.Server{Transport: c.String("transport"), Command: c.String("command"), URL: c.String("url"),
 				Args: c.Args().Tail(), Cwd: c.String("cwd")}
 			vals := map[string]map[string]string{}
@@ -92,7 +95,7 @@ func addCommand() *cli.Command {
 			}
 			fmt.Fprintf(e.stdout, "added %s to %s\n", name, target)
 			for _, n := range stored {
-				fmt.Fprintf(e.stdout, "stored secret %s in the keychain\n", n)
+				fmt.Fprintf(e.stdout, "stored secret %s in %s\n", n, e.secretPlace(c.Context, n))
 			}
 			return nil
 		},
@@ -184,7 +187,7 @@ func listServersCommand() *cli.Command {
 				rows = append(rows, row{Name: name, Transport: s.Transport, Target: target, Disabled: s.Disabled, Source: s.Source})
 			}
 			if c.Bool("live") {
-				g, err := e.startGateway(c.Context, cfg, gatewayOptions{noMemory: true})
+				g, err := e.startGatewayShowingProgress(c.Context, cfg, gatewayOptions{noMemory: true}, c.Bool("json"))
 				if err != nil {
 					return err
 				}
@@ -268,4 +271,16 @@ func versionCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// notInCatalog answers `nexus add NAME` with neither --command nor --url for a NAME
+// the catalog lacks: most often a misspelt entry ("githb").
+func (e *env) notInCatalog(name string) error {
+	msg := fmt.Sprintf("%q is not in the catalog, and no --command or --url says how to run it", name)
+	if cat, err := e.loadCatalog(); err == nil {
+		if near := config.Closest(name, cat.Names()); near != "" {
+			return usageHint(msg, fmt.Sprintf("did you mean `nexus add %s`? (nexus catalog list shows the entries)", near))
+		}
+	}
+	return usageHint(msg, "nexus catalog list shows the entries; nexus add NAME --command PROGRAM [-- ARGS...] adds any other server")
 }

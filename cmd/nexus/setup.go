@@ -165,8 +165,10 @@ type gatewayOptions struct {
 	noMemory  bool
 	toolNames string
 	// noWait returns as soon as the children are starting: serve answers its client
-	// at once, and a call waits only for the server of its tool.
+	// at once.
 	noWait bool
+	// waitFor names the servers to wait for; none means every one.
+	waitFor []string
 }
 
 // running is a started gateway and what must be closed with it.
@@ -207,7 +209,7 @@ func (e *env) startGateway(ctx context.Context, cfg *config.Config, opts gateway
 		return nil, err
 	}
 	if !opts.noWait {
-		if err := g.Ready(ctx); err != nil {
+		if err := g.Ready(ctx, opts.waitFor...); err != nil {
 			r.Close()
 			return nil, err
 		}

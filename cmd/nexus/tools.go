@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -30,7 +31,7 @@ func listToolsCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			g, err := e.startGateway(c.Context, cfg, gatewayOptions{noMemory: true, toolNames: c.String("tool-names")})
+			g, err := e.startGatewayShowingProgress(c.Context, cfg, gatewayOptions{noMemory: true, toolNames: c.String("tool-names")}, c.Bool("json"))
 			if err != nil {
 				return err
 			}
@@ -85,6 +86,7 @@ func callCommand() *cli.Command {
 			&cli.StringFlag{Name: "args", Usage: "the tool's arguments as a JSON `OBJECT`", Value: "{}"},
 			&cli.StringFlag{Name: "agent", Usage: "call as agent `NAME`", EnvVars: []string{"NEXUS_AGENT"}, Value: policy.Anonymous},
 			&cli.BoolFlag{Name: "no-memory", Usage: "do not answer from or write to memory"},
+			&cli.BoolFlag{Name: "json", Usage: "print the raw result as JSON (the default when stdout is not a terminal)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() != 1 {
@@ -101,7 +103,9 @@ func callCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			g, err := e.startGateway(c.Context, cfg, gatewayOptions{noMemory: c.Bool("no-memory"), noWait: true})
+			// A call waits only for the servers its tool may belong to.
+			g, err := e.startGatewayShowingProgress(c.Context, cfg, gatewayOptions{noMemory: c.Bool("no-memory"),
+				waitFor: aggregation.OwnersOf(cfg, c.Args().First())}, c.Bool("json"))
 			if err != nil {
 				return err
 			}
@@ -114,11 +118,15 @@ func callCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			var pretty any
-			if err := json.Unmarshal(raw, &pretty); err != nil {
-				return fmt.Errorf("decoding the result: %w", err)
-			}
-			if err := printJSON(e.stdout, pretty); err != nil {
+			if c.Bool("json") || !isTerminal(os.Stdout) {
+				var pretty any
+				if err := json.Unmarshal(raw, &pretty); err != nil {
+					return fmt.Errorf("decoding the result: %w", err)
+				}
+				if err := printJSON(e.stdout, pretty); err != nil {
+					return err
+				}
+			} else if err := printResult(e.stdout, raw); err != nil {
 				return err
 			}
 			var res struct {

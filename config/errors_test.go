@@ -1,0 +1,75 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestProblemsLocatedAndNamed pins the exact text of each mistake: its file, line
+// and column, its key, and the real cause.
+func TestProblemsLocatedAndNamed(t *testing.T) {
+	tests := []struct {
+		name, doc string
+		want      []string // every problem, in order
+	}{
+		{"trailing comma", "{\n  \"servers\": {\n    \"a\": {\"command\": \"x\"},\n  }\n}",
+			[]string{"f.json:3:26: trailing comma before '}': JSON allows no comma after the last entry; remove it"}},
+		{"comment", "{\n  // mine\n  \"servers\": {}\n}",
+			[]string{"f.json:2:3: comments are not allowed in JSON; remove it"}},
+		{"missing comma", "{\"toolNames\": \"wire\"\n \"servers\": {}}",
+			[]string{"f.json:2:2: a comma is missing before this entry"}},
+		{"unquoted key", "{servers: {}}", []string{"f.json:1:2: keys take double quotes: write \"key\": value"}},
+		{"not an object", "[1]", []string{"f.json:1:1: the file must hold one JSON object ({...})"}},
+		{"empty", "", []string{"f.json: the file is empty; write {} at least"}},
+		{"duration names its key", "{\"servers\": {\"code\": {\"command\": \"x\",\n  \"timeout\": \"30 seconds\"}}}",
+			[]string{`f.json:2:3: servers.code.timeout: "30 seconds" is not a duration (write e.g. 30s, 5m, 12h or 1d)`}},
+		{"wrong type names its key", `{"servers": {"code": {"command": "x", "args": "-y"}}}`,
+			[]string{`f.json:1:39: servers.code.args: must be a list, not a string`}},
+		{"all mistakes, each once", "{\"servres\": {},\n \"toolNames\": \"snake\",\n \"servers\": {\"a\": {\"comand\": \"x\"}, \"b\": {\"command\": \"y\", \"timeout\": \"soon\"}}}",
+			[]string{
+				`f.json:1:2: servres: unknown key "servres" (did you mean "servers"?); valid keys: ` + strings.Join(topKeys, ", "),
+				`f.json:3:20: servers.a.comand: unknown key "comand" (did you mean "command"?); valid keys: ` + strings.Join(serverKeys, ", "),
+				`f.json:3:14: servers.a: needs "command" (a local stdio server) or "url" (a remote one)`,
+				`f.json:3:58: servers.b.timeout: "soon" is not a duration (write e.g. 30s, 5m, 12h or 1d)`,
+				`f.json:2:2: toolNames: write "wire" (default: <server>__<tool>) or "dotted" (<server>.<tool>)`,
+			}},
+		{"bad ttl", "{\"ttl\": {\"x.*\": \"bogus\"}}",
+			[]string{`f.json:1:10: ttl.x.*: ttl "bogus": write a duration such as "30s", "5m", "12h" or "1d", a number of milliseconds such as 30000, or "never"`}},
+		{"bad cache mode", "{\"cache\": {\"x.y\": \"sometimes\"}}",
+			[]string{`f.json:1:12: cache.x.y: write "never" or "always", not "sometimes"`}},
+		{"bad pattern", "{\"ttl\": {\"x\": \"5m\"}}",
+			[]string{`f.json:1:10: ttl.x: pattern "x": write "x.*" for a whole server or "server.tool" for one tool`}},
+		{"bad semantic", `{"memory": {"semantic": {"a.b": "query"}}}`,
+			[]string{`f.json:1:26: memory.semantic.a.b: write a list of argument names, or false`}},
+		{"bad memory key", `{"memory": {"enabled": true, "maxEntrys": 5}}`,
+			[]string{`f.json:1:30: memory.maxEntrys: unknown key "maxEntrys" (did you mean "maxEntries"?); valid keys: enabled, maxEntries, maxBytes, maxResultBytes, semantic, embedder, thresholds, verifier`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("f.json", []byte(tc.doc))
+			var got []string
+			for _, p := range Problems(err) {
+				got = append(got, p.Error())
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("got\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(tc.want, "\n  "))
+			}
+		})
+	}
+}
+
+func TestMemoryRulesParsedOnce(t *testing.T) {
+	cfg, err := Parse("f.json", []byte(`{"servers": {"a": {"command": "x", "cacheScope": "agent"}},
+		"ttl": {"a.*": "1h", "*": "never"}, "cache": {"a.b": "never"}, "memory": {"semantic": {"a.q": ["query"], "a.r": false}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cfg.MemoryRules()
+	if r.TTL["a.*"].D.Hours() != 1 || !r.TTL["*"].Never || r.Cache["a.b"].String() != "never" || !r.AgentScoped["a"] ||
+		len(r.Semantic["a.q"]) != 1 || r.Semantic["a.r"] == nil || len(r.Semantic["a.r"]) != 0 {
+		t.Errorf("rules: %+v", r)
+	}
+	if err := r.Validate(); err != nil {
+		t.Errorf("memory refuses what config accepted: %v", err)
+	}
+}

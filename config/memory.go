@@ -1,0 +1,116 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/nexus-mcp/nexus/memory"
+)
+
+// MemoryRules are the config's ttl, cache, invalidate, cacheScope and
+// memory.semantic keys as memory's typed settings, parsed once when the config was
+// loaded: a config that loads has rules memory accepts, so serve never has to drop
+// them at run time.
+func (c *Config) MemoryRules() memory.Settings { return c.memRules }
+
+// buildMemoryRules parses the memory settings with memory's own parsers, recording
+// each mistake under its key.
+func (m *merger) buildMemoryRules(cfg *Config) {
+	s := memory.Settings{TTL: map[string]memory.TTL{}, Cache: map[string]memory.Mode{},
+		Invalidate: cfg.Invalidate, AgentScoped: map[string]bool{}}
+	bad := func(section, key string, err error) {
+		msg := strings.TrimPrefix(err.Error(), "memory: ")
+		m.errs.add(m.errAt(m.mapFrom[section][key], msg, section, key))
+	}
+	for _, pattern := range slices.Sorted(maps.Keys(cfg.TTL)) {
+		ttl, err := memory.ParseTTL(cfg.TTL[pattern])
+		if err == nil {
+			err = patternError(memory.Settings{TTL: map[string]memory.TTL{pattern: ttl}}.Validate())
+		}
+		if err != nil {
+			bad("ttl", pattern, err)
+			continue
+		}
+		s.TTL[pattern] = ttl
+	}
+	for _, pattern := range slices.Sorted(maps.Keys(cfg.Cache)) {
+		v := cfg.Cache[pattern]
+		mode, err := memory.ParseMode(v)
+		if err != nil || (v != "never" && v != "always") {
+			bad("cache", pattern, fmt.Errorf(`write "never" or "always", not %q`, v))
+			continue
+		}
+		if err := patternError(memory.Settings{Cache: map[string]memory.Mode{pattern: mode}}.Validate()); err != nil {
+			bad("cache", pattern, err)
+			continue
+		}
+		s.Cache[pattern] = mode
+	}
+	for _, tool := range slices.Sorted(maps.Keys(cfg.Invalidate)) {
+		one := memory.Settings{Invalidate: map[string][]string{tool: cfg.Invalidate[tool]}}
+		if err := patternError(one.Validate()); err != nil {
+			bad("invalidate", tool, err)
+		}
+	}
+	for name, srv := range cfg.Servers {
+		if srv.CacheScope == "agent" {
+			s.AgentScoped[name] = true
+		}
+	}
+	m.semanticRules(cfg.Memory.Semantic, &s)
+	cfg.memRules = s
+}
+
+// patternError strips the "memory: ttl: " prefix of a one-entry Validate, whose
+// entry the caller's key already names.
+func patternError(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := strings.TrimPrefix(err.Error(), "memory: ")
+	for _, section := range []string{"ttl: ", "cache: ", "semantic: ", "invalidate: "} {
+		msg = strings.TrimPrefix(msg, section)
+	}
+	return fmt.Errorf("%s", msg)
+}
+
+// semanticRules reads memory.semantic: false, or tool patterns mapped to their
+// free-text argument names (false or [] turns a tool off).
+func (m *merger) semanticRules(sem json.RawMessage, s *memory.Settings) {
+	if len(sem) == 0 {
+		return
+	}
+	file := m.mapFrom["memory"]["semantic"]
+	var on bool
+	if json.Unmarshal(sem, &on) == nil {
+		s.SemanticOff = !on
+		return
+	}
+	var per map[string]json.RawMessage
+	if err := json.Unmarshal(sem, &per); err != nil {
+		m.errs.add(m.errAt(file, `write false, or {"server.tool": ["field", ...]} (false or [] turns a tool off)`, "memory", "semantic"))
+		return
+	}
+	s.Semantic = map[string][]string{}
+	for _, pattern := range slices.Sorted(maps.Keys(per)) {
+		var fields []string
+		if json.Unmarshal(per[pattern], &on) == nil && !on {
+			s.Semantic[pattern] = []string{}
+			continue
+		}
+		err := json.Unmarshal(per[pattern], &fields)
+		if err == nil {
+			err = patternError(memory.Settings{Semantic: map[string][]string{pattern: fields}}.Validate())
+		} else {
+			err = fmt.Errorf("write a list of argument names, or false")
+		}
+		if err != nil {
+			m.errs.add(m.errAt(file, err.Error(), "memory", "semantic", pattern))
+			continue
+		}
+		s.Semantic[pattern] = fields
+	}
+}
