@@ -23,7 +23,6 @@ package aggregation
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -363,69 +362,11 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 	return nil
 }
 
+// applyMemorySettings hands memory the rules config parsed (and validated) at load.
 func (g *Gateway) applyMemorySettings(cfg *config.Config) {
-	if g.mem == nil {
-		return
+	if g.mem != nil {
+		g.mem.SetSettings(cfg.MemoryRules())
 	}
-	s, err := MemorySettings(cfg)
-	if err != nil {
-		g.log.Error("memory settings ignored", "err", err)
-		return
-	}
-	g.mem.SetSettings(s)
-}
-
-// MemorySettings turns the config's ttl, cache, invalidate and cacheScope keys into
-// memory's rules.
-func MemorySettings(cfg *config.Config) (memory.Settings, error) {
-	s := memory.Settings{TTL: map[string]memory.TTL{}, Cache: map[string]memory.Mode{},
-		Invalidate: cfg.Invalidate, AgentScoped: map[string]bool{}}
-	for pattern, raw := range cfg.TTL {
-		ttl, err := memory.ParseTTL(raw)
-		if err != nil {
-			return s, fmt.Errorf("ttl.%s: %w", pattern, err)
-		}
-		s.TTL[pattern] = ttl
-	}
-	for pattern, mode := range cfg.Cache {
-		switch mode {
-		case "never":
-			s.Cache[pattern] = memory.Never
-		case "always":
-			s.Cache[pattern] = memory.Always
-		default:
-			return s, fmt.Errorf(`cache.%s: write "never" or "always", not %q`, pattern, mode)
-		}
-	}
-	for name, srv := range cfg.Servers {
-		if srv.CacheScope == "agent" {
-			s.AgentScoped[name] = true
-		}
-	}
-	if sem := cfg.Memory.Semantic; len(sem) > 0 {
-		var off bool
-		if json.Unmarshal(sem, &off) == nil {
-			s.SemanticOff = !off
-		} else {
-			var per map[string]json.RawMessage
-			if err := json.Unmarshal(sem, &per); err != nil {
-				return s, fmt.Errorf(`memory.semantic: write false, or {"server.tool": ["field", ...]} (false or [] turns a tool off)`)
-			}
-			s.Semantic = map[string][]string{}
-			for pattern, raw := range per {
-				var fields []string
-				if json.Unmarshal(raw, &off) == nil && !off {
-					s.Semantic[pattern] = []string{}
-					continue
-				}
-				if err := json.Unmarshal(raw, &fields); err != nil {
-					return s, fmt.Errorf("memory.semantic.%s: write a list of argument names, or false", pattern)
-				}
-				s.Semantic[pattern] = fields
-			}
-		}
-	}
-	return s, s.Validate()
 }
 
 // toolsChanged is called by a child whenever its connection or tool list changes.

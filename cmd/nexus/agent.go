@@ -59,6 +59,7 @@ func agentCommand() *cli.Command {
 					fmt.Fprintln(e.stderr, anonymousEndsNotice)
 				}
 				fmt.Fprintln(e.stdout, token)
+				e.confirmRunning(c.Context)
 				return nil
 			},
 		}},

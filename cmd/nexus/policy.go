@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -216,5 +217,6 @@ func (e *env) editPolicy(agent, entry, verb string, apply func(policy.Config, st
 		return err
 	}
 	fmt.Fprintf(e.stdout, "policy.agents.%s in %s: allow %v, deny %v\n", agent, e.personal, rules.Allow, rules.Deny)
+	e.confirmRunning(context.Background())
 	return nil
 }

@@ -105,3 +105,16 @@ func readCount(path string) (int64, error) {
 	}
 	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 }
+
+// confirmRunning applies an edit to the running gateways and says so on stderr. An
+// edit is saved whatever happens here: a gateway that does not confirm applies it at
+// its next config poll, and the warning says that.
+func (e *env) confirmRunning(ctx context.Context) {
+	n, err := e.applyToRunning(ctx)
+	if err != nil {
+		e.log.Warn("not every running gateway confirmed the change", "err", err)
+	}
+	if n > 0 {
+		fmt.Fprintf(e.stderr, "in force in %d running gateway(s)\n", n)
+	}
+}

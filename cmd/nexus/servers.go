@@ -149,6 +149,7 @@ func removeCommand() *cli.Command {
 				}
 			}
 			fmt.Fprintf(e.stdout, "removed %s from %s\n", name, target)
+			e.confirmRunning(c.Context)
 			return nil
 		},
 	}
