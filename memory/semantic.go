@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	_ "modernc.org/sqlite/vec" // registers vec0 on every connection
 )
@@ -149,6 +151,12 @@ type semCall struct {
 func (m *Memory) prepareSemantic(c *call) *semCall {
 	fields := m.textFields(c.r, c.t)
 	if len(fields) == 0 {
+		return nil
+	}
+	if !utf8.Valid(c.args) || bytes.Contains(c.args, []byte(`\ud`)) {
+		// A lone surrogate or a byte that is not UTF-8 (see CanonicalJSON)
+		// would decode to U+FFFD and compare equal to a real U+FFFD:
+		// exact hits only.
 		return nil
 	}
 	var args map[string]json.RawMessage
