@@ -77,7 +77,7 @@ func TestSemanticHit(t *testing.T) {
 		t.Fatalf("stats: %+v", st2)
 	}
 	list, err := m.List(context.Background(), 0)
-	if err != nil || len(list) != 1 || list[0].Text != "postgres connection pool settings" || list[0].Embedder != "lexical/v1" {
+	if err != nil || len(list) != 1 || list[0].Text != "postgres connection pool settings" || list[0].Embedder != "lexical/v2" {
 		t.Fatalf("list: %+v %v", list, err)
 	}
 }
