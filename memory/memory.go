@@ -58,6 +58,9 @@ type Options struct {
 	// FlushInterval is how often batched hit counters and last-used times
 	// are written. 0: DefaultFlushInterval.
 	FlushInterval time.Duration
+	// HotBytes bounds the in-process hot layer in front of SQLite (see
+	// hot.go): 0 means DefaultHotBytes, a negative value turns it off.
+	HotBytes int64
 
 	// Embedder makes the vectors of free-text arguments for similarity
 	// hits. nil: the built-in LexicalEmbedder. (Settings.SemanticOff
@@ -98,6 +101,9 @@ type Memory struct {
 
 	st       *store // nil when disabled
 	disabled error  // why memory steps aside for every call, or nil
+
+	hot   *hot     // nil when off
+	watch *watcher // nil when hot is
 
 	rules   atomic.Pointer[rules]
 	flights flightGroup
@@ -202,6 +208,16 @@ func Open(ctx context.Context, opts Options) (*Memory, error) {
 		return m, nil
 	}
 	m.st = st
+	if opts.HotBytes >= 0 {
+		if opts.HotBytes == 0 {
+			opts.HotBytes = DefaultHotBytes
+		}
+		if m.watch, err = newWatcher(ctx, st.db); err != nil {
+			m.log.Warn("memory: hot layer off", "path", opts.Path, "err", err)
+		} else {
+			m.hot = newHot(opts.HotBytes)
+		}
+	}
 	go m.loop()
 	return m, nil
 }
@@ -229,6 +245,9 @@ func (m *Memory) Close() error {
 		defer cancel()
 		if err := m.flush(ctx); err != nil {
 			m.stepAside("flush", err)
+		}
+		if m.watch != nil {
+			m.watch.close()
 		}
 		m.closeErr = m.st.close()
 	})
@@ -380,7 +399,7 @@ func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Conte
 
 	// Double-check: the previous leader may have stored the answer
 	// between our lookup and our joining.
-	e, found, gen, lerr := m.st.lookup(ctx, c.t, c.key)
+	e, found, gen, lerr := m.lookup(ctx, c)
 	canStore := lerr == nil
 	if lerr != nil {
 		if ctx.Err() != nil {
@@ -447,9 +466,34 @@ func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Conte
 	return m.mark(c.t, res, StatusMiss, 0, false), false, nil
 }
 
+// lookup returns the entry stored for c (found false if none) and the
+// current invalidation generation of c's tool: from the hot layer when it
+// holds the entry and nothing was invalidated since, else from SQLite.
+func (m *Memory) lookup(ctx context.Context, c *call) (entry, bool, int64, error) {
+	if m.hot == nil {
+		return m.st.lookup(ctx, c.t, c.key)
+	}
+	epoch, err := m.watch.sync(ctx, m.hot)
+	if err != nil {
+		return entry{}, false, 0, err
+	}
+	if e, gen, ok := m.hot.get(c.key); ok {
+		if c.ttl.Never || m.now().UnixMilli() < e.createdAt+c.ttl.D.Milliseconds() {
+			return e, true, gen, nil
+		}
+		// Expired: the answer stored after the refetch will replace it.
+		m.hot.drop(c.key)
+	}
+	e, found, gen, err := m.st.lookup(ctx, c.t, c.key)
+	if err == nil && found {
+		m.hot.put(c.key, e, gen, epoch)
+	}
+	return e, found, gen, err
+}
+
 // lookupHit returns a fresh stored answer for c, if any.
 func (m *Memory) lookupHit(ctx context.Context, c *call) (json.RawMessage, bool, error) {
-	e, found, _, err := m.st.lookup(ctx, c.t, c.key)
+	e, found, _, err := m.lookup(ctx, c)
 	if err != nil || !found {
 		return nil, false, err
 	}
@@ -470,7 +514,12 @@ func (m *Memory) serve(c *call, e entry) (json.RawMessage, bool) {
 	if !c.ttl.Never && now >= e.createdAt+c.ttl.D.Milliseconds() {
 		return nil, false
 	}
-	hit, err := withMeta(e.result, MetaKey, cacheReport(StatusHit, max(now-e.createdAt, 0), false))
+	report := cacheReport(StatusHit, max(now-e.createdAt, 0), false)
+	if e.tmpl != nil {
+		m.pend.touch(e.id, now)
+		return e.tmpl.fill(report), true
+	}
+	hit, err := withMeta(e.result, MetaKey, report)
 	if err != nil {
 		m.stepAside("decode", fmt.Errorf("entry %d of %s: %w", e.id, c.t.Name, err))
 		return nil, false
