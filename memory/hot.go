@@ -178,32 +178,46 @@ func (w *watcher) readGens(ctx context.Context) (map[string]int64, error) {
 	return out, nil
 }
 
-// sync empties h if an invalidation was committed since the last look,
-// and returns the epoch reads made now must present to h.put.
-func (w *watcher) sync(ctx context.Context, h *hot) (uint64, error) {
+// look is what the watcher saw since its last look.
+type look struct {
+	epoch       uint64 // what reads made now must present to hot.put
+	moved       bool   // another connection committed
+	invalidated bool   // ... and an invalidation generation moved
+}
+
+// sync empties h (nil: no hot layer) if an invalidation was committed
+// since the last look.
+func (w *watcher) sync(ctx context.Context, h *hot) (look, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	// The epoch is taken before looking, so a reset by this look or a
 	// later one refuses what a read that starts now would put.
-	epoch := h.currentEpoch()
+	var l look
+	if h != nil {
+		l.epoch = h.currentEpoch()
+	}
 	var v int64
 	if err := w.version.QueryRowContext(ctx).Scan(&v); err != nil {
-		return 0, fmt.Errorf("read data_version: %w", err)
+		return l, fmt.Errorf("read data_version: %w", err)
 	}
 	if v == w.last {
-		return epoch, nil
+		return l, nil
 	}
 	gens, err := w.readGens(ctx)
 	if err != nil {
-		return 0, err
+		return l, err
 	}
 	w.last = v
+	l.moved = true
 	if !maps.Equal(gens, w.seen) {
 		w.seen = gens
-		h.reset()
-		return h.currentEpoch(), nil
+		l.invalidated = true
+		if h != nil {
+			h.reset()
+			l.epoch = h.currentEpoch()
+		}
 	}
-	return epoch, nil
+	return l, nil
 }
 
 func (w *watcher) close() {

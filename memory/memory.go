@@ -51,6 +51,12 @@ type Options struct {
 	Logger         *slog.Logger        // nil: discard
 	Now            func() time.Time    // nil: time.Now; drives TTLs and ages
 	Redact         func([]byte) []byte // applied to result JSON (and the displayed args) before they are stored; nil: none
+	// RedactText is applied to the free text of a call before it is
+	// embedded (an HTTP embedder sends it away) and stored for
+	// similarity hits; the gateway passes secrets.Redactor.String. nil:
+	// Redact applied to the text's bytes. When Redact is nil, RedactText
+	// also stands in for it on results and arguments.
+	RedactText func(string) string
 
 	// BusyTimeout bounds how long one database operation waits for a lock
 	// held by another process. 0: DefaultBusyTimeout.
@@ -103,7 +109,11 @@ type Memory struct {
 	disabled error  // why memory steps aside for every call, or nil
 
 	hot   *hot     // nil when off
-	watch *watcher // nil when hot is
+	watch *watcher // nil if it could not be set up: no hot layer, no index
+	vi    indexState
+	// stopIndex ends the index build; indexDone is closed when it ended.
+	stopIndex context.CancelFunc
+	indexDone chan struct{}
 
 	rules   atomic.Pointer[rules]
 	flights flightGroup
@@ -208,15 +218,26 @@ func Open(ctx context.Context, opts Options) (*Memory, error) {
 		return m, nil
 	}
 	m.st = st
-	if opts.HotBytes >= 0 {
+	m.indexDone = make(chan struct{})
+	if m.watch, err = newWatcher(ctx, st.db); err != nil {
+		m.log.Warn("memory: hot layer and similarity index off", "path", opts.Path, "err", err)
+		close(m.indexDone)
+	} else {
 		if opts.HotBytes == 0 {
 			opts.HotBytes = DefaultHotBytes
 		}
-		if m.watch, err = newWatcher(ctx, st.db); err != nil {
-			m.log.Warn("memory: hot layer off", "path", opts.Path, "err", err)
-		} else {
+		if opts.HotBytes > 0 {
 			m.hot = newHot(opts.HotBytes)
 		}
+		m.vi.idx = newIndex()
+		bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		m.stopIndex = cancel
+		go func() {
+			defer close(m.indexDone)
+			if err := m.vi.build(bctx, st); err != nil && bctx.Err() == nil {
+				m.log.Warn("memory: similarity index not built; similarity lookups scan SQLite", "path", opts.Path, "err", err)
+			}
+		}()
 	}
 	go m.loop()
 	return m, nil
@@ -246,6 +267,10 @@ func (m *Memory) Close() error {
 		if err := m.flush(ctx); err != nil {
 			m.stepAside("flush", err)
 		}
+		if m.stopIndex != nil {
+			m.stopIndex()
+		}
+		<-m.indexDone
 		if m.watch != nil {
 			m.watch.close()
 		}
@@ -470,12 +495,21 @@ func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Conte
 // current invalidation generation of c's tool: from the hot layer when it
 // holds the entry and nothing was invalidated since, else from SQLite.
 func (m *Memory) lookup(ctx context.Context, c *call) (entry, bool, int64, error) {
-	if m.hot == nil {
+	if m.watch == nil {
 		return m.st.lookup(ctx, c.t, c.key)
 	}
-	epoch, err := m.watch.sync(ctx, m.hot)
+	l, err := m.watch.sync(ctx, m.hot)
 	if err != nil {
 		return entry{}, false, 0, err
+	}
+	if l.moved {
+		m.vi.catchUp.Store(true)
+	}
+	if l.invalidated {
+		m.vi.prune.Store(true)
+	}
+	if m.hot == nil {
+		return m.st.lookup(ctx, c.t, c.key)
 	}
 	if e, gen, ok := m.hot.get(c.key); ok {
 		if c.ttl.Never || m.now().UnixMilli() < e.createdAt+c.ttl.D.Milliseconds() {
@@ -486,7 +520,7 @@ func (m *Memory) lookup(ctx context.Context, c *call) (entry, bool, int64, error
 	}
 	e, found, gen, err := m.st.lookup(ctx, c.t, c.key)
 	if err == nil && found {
-		m.hot.put(c.key, e, gen, epoch)
+		m.hot.put(c.key, e, gen, l.epoch)
 	}
 	return e, found, gen, err
 }
@@ -569,10 +603,8 @@ func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, sha
 		if blob, ok := m.encode(c.t, res, shape); ok {
 			now := m.now().UnixMilli()
 			args := c.args
-			if m.opts.Redact != nil {
-				// The key hashes the real arguments; the stored copy is for display.
-				args = m.opts.Redact(bytes.Clone(args))
-			}
+			// The key hashes the real arguments; the stored copy is for display.
+			args = m.redactBytes(args)
 			rec = &record{
 				key: c.key, tool: c.t, scope: c.scope, fingerprint: c.fp, args: args,
 				result: blob, durationMS: dur.Milliseconds(), createdAt: now,
@@ -588,6 +620,7 @@ func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, sha
 	if rec == nil && c.invals == nil {
 		return
 	}
+	var storedID int64
 	err := m.st.writeTx(ctx, func(tx *sql.Tx) error {
 		if rec != nil {
 			// An invalidation since our lookup means res may predate it.
@@ -611,6 +644,7 @@ func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, sha
 		if err != nil {
 			return err
 		}
+		storedID = id
 		if rec.sem != nil {
 			if err := m.st.storeVector(ctx, tx, id, rec.sem); err != nil {
 				return err
@@ -630,6 +664,9 @@ func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, sha
 	})
 	if err == nil && rec != nil && rec.sem != nil {
 		m.st.vecTables.Store(len(rec.sem.vec), true)
+		if m.vi.idx != nil {
+			m.vi.idx.add(rec.sem.part, storedID, rec.sem.vec)
+		}
 	}
 	if err != nil {
 		if isBusy(err) {
@@ -640,6 +677,19 @@ func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, sha
 			m.addStale(c.invals)
 		}
 	}
+}
+
+// redactBytes returns b without registered secrets: Redact, or
+// RedactText when only that is set. b itself is not changed (Redact may
+// rewrite in place; the caller still returns the original).
+func (m *Memory) redactBytes(b []byte) []byte {
+	switch {
+	case m.opts.Redact != nil:
+		return m.opts.Redact(bytes.Clone(b))
+	case m.opts.RedactText != nil:
+		return []byte(m.opts.RedactText(string(b)))
+	}
+	return b
 }
 
 // writable reports whether stores are not backing off after a lock.
@@ -662,9 +712,8 @@ func (m *Memory) encode(t Tool, res json.RawMessage, shape resultShape) ([]byte,
 			return nil, false
 		}
 	}
-	if m.opts.Redact != nil {
-		// Redact may rewrite in place; the caller still returns res.
-		blob = m.opts.Redact(bytes.Clone(blob))
+	if m.opts.Redact != nil || m.opts.RedactText != nil {
+		blob = m.redactBytes(blob)
 		// A hit must be markable, so what is stored must stay an object.
 		if _, err := readShape(blob); err != nil {
 			m.stepAside("redact", fmt.Errorf("redacted result of %s: %w", t.Name, err))
