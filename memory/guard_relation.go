@@ -71,7 +71,7 @@ var auxiliaries = map[string]bool{"do": true, "does": true, "did": true, "to": t
 
 // verbForm reports whether toks[i] is used as a verb: inflected ("calls",
 // "called") and not followed by "of" ("uses of X" is a noun), or bare
-// within three words after an auxiliary ("what does X call").
+// anywhere after an auxiliary ("what does the X package call").
 func verbForm(toks []token, i int) bool {
 	raw := toks[i].raw
 	if i+1 < len(toks) && toks[i+1].raw == "of" {
@@ -84,7 +84,7 @@ func verbForm(toks []token, i int) bool {
 	if strings.HasSuffix(raw, "s") || strings.HasSuffix(raw, "ed") || raw == "paid" || raw == "sent" || raw == "led" {
 		return true
 	}
-	for _, t := range toks[max(i-3, 0):i] {
+	for _, t := range toks[:i] {
 		if auxiliaries[t.raw] {
 			return true
 		}

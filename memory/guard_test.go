@@ -22,6 +22,7 @@ func TestGuardRelations(t *testing.T) {
 		{"tickets moved into done", "tickets moved out of done", false},
 		{"who reports to maria", "who maria reports to", false},
 		{"who calls validateToken", "what does validateToken call", false},
+		{"who imports the metrics package", "what does the metrics package import", false},
 		{"alice manages bob", "bob manages alice", false},
 		{"issues blocking the release", "issues blocked by the release", false},
 		{"shared with me", "shared by me", false},
