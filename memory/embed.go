@@ -51,11 +51,11 @@ type Thresholds struct {
 
 // Calibrated defaults, see doc.go ("Thresholds") and tests/semantic.
 var (
-	// LexicalThresholds were calibrated on tests/semantic/pairs.json: the
-	// near-misses the guard cannot catch (entity swaps: "engineers" vs
-	// "designers") score up to 0.77, paraphrases 0.61 to 1.0; serving from
-	// 0.85 keeps a margin of 0.08 above the worst near-miss (77% recall),
-	// and 0.70 to 0.85 is left to a verifier.
+	// LexicalThresholds were calibrated on tests/semantic/pairs.json
+	// (lexical v2): with the guard, 0.85 serves 80% of paraphrases and no
+	// near-miss; near-misses the guard cannot catch (entity swaps: "auth
+	// module" / "billing module") score up to 0.82, so 0.70 to 0.85 is
+	// left to a verifier.
 	LexicalThresholds = Thresholds{Serve: 0.85, Verify: 0.70}
 	// NeuralThresholds are the defaults for HTTP embedders (sentence
 	// models), as the earlier product used them; calibrate per model
