@@ -23,10 +23,11 @@ const hotOverhead = 160
 //
 // Coherence: another process sharing memory.db may invalidate entries at
 // any moment, and the next call must see it. Before every lookup, the
-// watcher asks SQLite (PRAGMA data_version on a connection of its own)
-// whether any other connection committed since the last look; only then
-// does it read the invalidation generations, and only when one of them
-// moved is the hot layer emptied. Stores, hit counters and evictions move
+// watcher reads the WAL-index header from a read-only mapping of the -shm
+// file (every commit rewrites it); when it moved, it asks SQLite (PRAGMA
+// data_version on a connection of its own) whether any other connection
+// committed since the last look; only then does it read the invalidation
+// generations, and only when one of them moved is the hot layer emptied. Stores, hit counters and evictions move
 // data_version but not the generations, so they do not empty it. An entry
 // evicted from SQLite by another process may still be served from here
 // until its TTL ends, as it would have been had it stayed.
@@ -129,9 +130,13 @@ type watcher struct {
 	gens    *sql.Stmt
 	last    int64
 	seen    map[string]int64 // generations at the last look
+
+	shm     *shmView // nil: ask SQLite on every look
+	lastHdr [walHeaderWords]uint32
+	hdrOK   bool // lastHdr was read before the last data_version
 }
 
-func newWatcher(ctx context.Context, db *sql.DB) (*watcher, error) {
+func newWatcher(ctx context.Context, db *sql.DB, path string) (*watcher, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("hot layer connection: %w", err)
@@ -152,6 +157,9 @@ func newWatcher(ctx context.Context, db *sql.DB) (*watcher, error) {
 		w.close()
 		return nil, err
 	}
+	// Without the mapping (another platform, an odd file system) every
+	// look asks SQLite: slower, as correct.
+	w.shm, _ = openShm(path)
 	return w, nil
 }
 
@@ -196,15 +204,28 @@ func (w *watcher) sync(ctx context.Context, h *hot) (look, error) {
 	if h != nil {
 		l.epoch = h.currentEpoch()
 	}
+	var hdr [walHeaderWords]uint32
+	if w.shm != nil {
+		// No commit rewrote the WAL-index header since the last look:
+		// data_version cannot have moved.
+		if hdr = w.shm.header(); w.hdrOK && hdr == w.lastHdr {
+			return l, nil
+		}
+	}
 	var v int64
 	if err := w.version.QueryRowContext(ctx).Scan(&v); err != nil {
+		w.hdrOK = false
 		return l, fmt.Errorf("read data_version: %w", err)
 	}
+	// The header was read before data_version: a commit in between makes
+	// the next look ask again.
+	w.lastHdr, w.hdrOK = hdr, w.shm != nil
 	if v == w.last {
 		return l, nil
 	}
 	gens, err := w.readGens(ctx)
 	if err != nil {
+		w.hdrOK = false
 		return l, err
 	}
 	w.last = v
@@ -221,6 +242,9 @@ func (w *watcher) sync(ctx context.Context, h *hot) (look, error) {
 }
 
 func (w *watcher) close() {
+	if w.shm != nil {
+		w.shm.close()
+	}
 	if w.version != nil {
 		w.version.Close()
 	}

@@ -219,7 +219,7 @@ func Open(ctx context.Context, opts Options) (*Memory, error) {
 	}
 	m.st = st
 	m.indexDone = make(chan struct{})
-	if m.watch, err = newWatcher(ctx, st.db); err != nil {
+	if m.watch, err = newWatcher(ctx, st.db, opts.Path); err != nil {
 		m.log.Warn("memory: hot layer and similarity index off", "path", opts.Path, "err", err)
 		close(m.indexDone)
 	} else {
