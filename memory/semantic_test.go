@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nexus-mcp/nexus/secrets"
 )
 
 var searchSchema = json.RawMessage(`{"type":"object","properties":{
@@ -749,9 +751,12 @@ func BenchmarkSemantic(b *testing.B) {
 // the embedder or memory.db, with RedactText or with Redact alone.
 func TestRedactFreeText(t *testing.T) {
 	const secret = "sk-live-0123456789abcdef"
+	real := secrets.NewRedactor()
+	real.Add("api-key", secret)
 	for name, opts := range map[string]Options{
-		"RedactText": {RedactText: func(s string) string { return strings.ReplaceAll(s, secret, "[redacted:key]") }},
-		"Redact":     {Redact: func(b []byte) []byte { return []byte(strings.ReplaceAll(string(b), secret, "[redacted:key]")) }},
+		"secrets.Redactor": {RedactText: real.String, Redact: real.Bytes},
+		"RedactText":       {RedactText: func(s string) string { return strings.ReplaceAll(s, secret, "[redacted:key]") }},
+		"Redact":           {Redact: func(b []byte) []byte { return []byte(strings.ReplaceAll(string(b), secret, "[redacted:key]")) }},
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "memory.db")
