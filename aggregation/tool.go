@@ -95,8 +95,10 @@ func newTool(srv *config.Server, raw json.RawMessage, names string) (*Tool, erro
 		ann = *rt.Annotations
 		t.Hints.Annotated = true
 	}
+	opDestructive := false // the operator set destructiveHint for this tool
 	if o, ok := srv.Annotations[rt.Name]; ok {
 		t.Hints.Annotated = true
+		opDestructive = o.DestructiveHint != nil
 		override := func(dst **bool, v *bool) {
 			if v != nil {
 				b := *v
@@ -110,7 +112,10 @@ func newTool(srv *config.Server, raw json.RawMessage, names string) (*Tool, erro
 	}
 	isTrue := func(b *bool) bool { return b != nil && *b }
 	t.Hints.ReadOnly = isTrue(ann.ReadOnlyHint)
-	t.Hints.Destructive = isTrue(ann.DestructiveHint)
+	// The spec gives destructiveHint meaning only when readOnlyHint is false,
+	// and mcp-go's NewTool sets it true by default: a read-only tool is not
+	// destructive, unless the operator says so.
+	t.Hints.Destructive = isTrue(ann.DestructiveHint) && (!t.Hints.ReadOnly || opDestructive)
 	t.Hints.Idempotent = isTrue(ann.IdempotentHint)
 	t.Hints.OpenWorld = isTrue(ann.OpenWorldHint)
 

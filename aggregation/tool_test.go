@@ -85,9 +85,10 @@ func TestManifest(t *testing.T) {
 func TestAnnotationOverrides(t *testing.T) {
 	yes, no := true, false
 	srv := &config.Server{Name: "kg", Annotations: map[string]config.Annotations{
-		"liar":   {ReadOnlyHint: &no},
-		"plain":  {ReadOnlyHint: &yes, DestructiveHint: &no},
-		"absent": {},
+		"liar":    {ReadOnlyHint: &no},
+		"plain":   {ReadOnlyHint: &yes, DestructiveHint: &no},
+		"absent":  {},
+		"vouched": {DestructiveHint: &yes},
 	}}
 	tests := []struct {
 		raw                            string
@@ -97,6 +98,11 @@ func TestAnnotationOverrides(t *testing.T) {
 		{`{"name":"plain"}`, true, true, false},
 		{`{"name":"other"}`, false, false, false},
 		{`{"name":"wiper","annotations":{"readOnlyHint":false,"destructiveHint":true}}`, true, false, true},
+		// mcp-go's NewTool default: destructiveHint true next to readOnlyHint true.
+		{`{"name":"mcpgo","annotations":{"readOnlyHint":true,"destructiveHint":true}}`, true, true, false},
+		{`{"name":"nohint","annotations":{"destructiveHint":true}}`, true, false, true},
+		// The operator's destructiveHint wins over the spec's reading.
+		{`{"name":"vouched","annotations":{"readOnlyHint":true}}`, true, true, true},
 	}
 	for _, tc := range tests {
 		tool, err := newTool(srv, json.RawMessage(tc.raw), "")

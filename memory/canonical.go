@@ -29,7 +29,11 @@ const maxCanonicalDepth = 512
 //     fraction or in exponent form.
 //   - Strings are re-escaped: only '"', '\\' and control characters are
 //     escaped (as \b \f \n \r \t or \u00XX); "\u00e9" and "é" encode alike.
-//     Invalid UTF-8 and lone surrogates become U+FFFD, as encoding/json does.
+//   - What a child may see differently stays different: a lone surrogate
+//     escape is kept as a lower-case escape ("\ud800"), and a byte that is
+//     not UTF-8 is kept as it is. Neither is folded into U+FFFD (as
+//     encoding/json would), because a JavaScript or Python child receives
+//     "\ud800" and "\ufffd" as two different strings.
 //   - There is no insignificant whitespace.
 //
 // Empty input and JSON null both encode as {}: MCP clients omit arguments,
@@ -240,7 +244,9 @@ func (c *canonicalizer) string() (string, error) {
 			if utf8.Valid(s) {
 				return string(s), nil
 			}
-			return strings.ToValidUTF8(string(s), "\uFFFD"), nil
+			var sb strings.Builder
+			writeRaw(&sb, s)
+			return sb.String(), nil
 		}
 		if b == '\\' || b < 0x20 {
 			break
@@ -248,7 +254,7 @@ func (c *canonicalizer) string() (string, error) {
 		c.pos++
 	}
 	var sb strings.Builder
-	sb.Write(c.in[start:c.pos])
+	writeRaw(&sb, c.in[start:c.pos])
 	for {
 		if c.pos >= len(c.in) {
 			return "", c.errorf("unterminated string")
@@ -257,12 +263,17 @@ func (c *canonicalizer) string() (string, error) {
 		switch {
 		case b == '"':
 			c.pos++
-			return strings.ToValidUTF8(sb.String(), "\uFFFD"), nil
+			return sb.String(), nil
 		case b < 0x20:
 			return "", c.errorf("control character %#x in string", b)
 		case b != '\\':
-			sb.WriteByte(b)
-			c.pos++
+			// A run of raw bytes up to the next escape or quote (ASCII, so
+			// no character is split).
+			run := c.pos
+			for c.pos < len(c.in) && c.in[c.pos] != '\\' && c.in[c.pos] != '"' && c.in[c.pos] >= 0x20 {
+				c.pos++
+			}
+			writeRaw(&sb, c.in[run:c.pos])
 			continue
 		}
 		if c.pos+1 >= len(c.in) {
@@ -301,7 +312,9 @@ func (c *canonicalizer) string() (string, error) {
 					}
 				}
 				c.pos = save
-				r = utf8.RuneError
+				// Lone: kept as a marker appendString turns back into "\udXXX".
+				sb.WriteString(loneSurrogate(r))
+				continue
 			}
 			sb.WriteRune(r)
 		default:
@@ -322,11 +335,59 @@ func (c *canonicalizer) hex4() (rune, bool) {
 	return rune(v), true
 }
 
+// Decoded strings may hold two markers that no valid UTF-8 contains, so
+// neither is mistaken for a character or for the other:
+//   - a lone surrogate escape is written as its generalised UTF-8 form
+//     (ED A0..BF xx), which appendString writes back as "\udXXX";
+//   - a raw input byte that is not UTF-8 is written as FF and the byte,
+//     which appendString writes back as the byte alone.
+//
+// Raw input bytes ED A0..BF are not UTF-8, so they become FF-marked bytes
+// and never pass for a lone surrogate escape.
+const rawByteMark = 0xFF
+
+// writeRaw copies raw string bytes, marking those that are not UTF-8.
+func writeRaw(sb *strings.Builder, b []byte) {
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			sb.WriteByte(rawByteMark)
+		}
+		sb.Write(b[:n])
+		b = b[n:]
+	}
+}
+
+// loneSurrogate is the marker of the lone surrogate r.
+func loneSurrogate(r rune) string {
+	return string([]byte{0xED, byte(0x80 | (r>>6)&0x3F), byte(0x80 | r&0x3F)})
+}
+
+// surrogateAt returns the lone surrogate encoded at s[i:], if any.
+func surrogateAt(s string, i int) (rune, bool) {
+	if i+2 >= len(s) || s[i] != 0xED || s[i+1] < 0xA0 || s[i+1] > 0xBF || s[i+2]&0xC0 != 0x80 {
+		return 0, false
+	}
+	return 0xD000 | rune(s[i+1]&0x3F)<<6 | rune(s[i+2]&0x3F), true
+}
+
 func appendString(out []byte, s string) []byte {
 	const hexDigits = "0123456789abcdef"
 	out = append(out, '"')
 	for i := 0; i < len(s); i++ {
 		b := s[i]
+		if b == rawByteMark && i+1 < len(s) {
+			out = append(out, s[i+1])
+			i++
+			continue
+		}
+		if b == 0xED {
+			if r, ok := surrogateAt(s, i); ok {
+				out = append(out, '\\', 'u', hexDigits[r>>12], hexDigits[(r>>8)&0xF], hexDigits[(r>>4)&0xF], hexDigits[r&0xF])
+				i += 2
+				continue
+			}
+		}
 		switch {
 		case b == '"' || b == '\\':
 			out = append(out, '\\', b)

@@ -30,7 +30,11 @@ func TestCanonicalJSON(t *testing.T) {
 		{"negative", `-42.50`, `-42.5`},
 		{"unicode escape", `"caf\u00e9"`, `"café"`},
 		{"surrogate pair", `"\ud83d\ude00"`, `"😀"`},
-		{"lone surrogate", `"\ud800x"`, "\"\uFFFDx\""},
+		{"lone surrogate kept", `"\ud800x"`, `"\ud800x"`},
+		{"lone surrogate lower-cased", `"\uDC0Fx"`, `"\udc0fx"`},
+		{"high then not low", `"\ud800\u0041"`, `"\ud800A"`},
+		{"two highs", `"\ud800\ud800"`, `"\ud800\ud800"`},
+		{"replacement character", `"\ufffd"`, "\"\uFFFD\""},
 		{"solidus", `"a\/b"`, `"a/b"`},
 		{"control escapes", `"\u000a\u0009\u0001"`, `"\n\t\u0001"`},
 		{"html not escaped", `"<a&b>"`, `"<a&b>"`},
@@ -73,6 +77,13 @@ func TestCanonicalJSONDistinct(t *testing.T) {
 		{`0.1`, `0.01`},
 		{`-1`, `1`},
 		{`100`, `1e3`},
+		// What a JavaScript or Python child sees differently.
+		{`{"query":"\ud800 id"}`, `{"query":"\ufffd id"}`},
+		{`{"query":"\ud800 id"}`, `{"query":"\udc00 id"}`},
+		{`{"q":"\ud800"}`, "{\"q\":\"\xed\xa0\x80\"}"},
+		{"{\"q\":\"\xff\"}", `{"q":"\ufffd"}`},
+		{"{\"q\":\"\xff\"}", "{\"q\":\"\xfe\"}"},
+		{"{\"q\":\"a\xff\\n\"}", `{"q":"a\ufffd\n"}`},
 	}
 	for _, p := range pairs {
 		a, err1 := CanonicalJSON(json.RawMessage(p[0]))

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"math"
 	"net/http"
@@ -52,11 +51,11 @@ type Thresholds struct {
 
 // Calibrated defaults, see doc.go ("Thresholds") and tests/semantic.
 var (
-	// LexicalThresholds were calibrated on tests/semantic/pairs.json: the
-	// near-misses the guard cannot catch (entity swaps: "engineers" vs
-	// "designers") score up to 0.77, paraphrases 0.61 to 1.0; serving from
-	// 0.85 keeps a margin of 0.08 above the worst near-miss (77% recall),
-	// and 0.70 to 0.85 is left to a verifier.
+	// LexicalThresholds were calibrated on tests/semantic/pairs.json
+	// (lexical v2): with the guard, 0.85 serves 80% of paraphrases and no
+	// near-miss; near-misses the guard cannot catch (entity swaps: "auth
+	// module" / "billing module") score up to 0.82, so 0.70 to 0.85 is
+	// left to a verifier.
 	LexicalThresholds = Thresholds{Serve: 0.85, Verify: 0.70}
 	// NeuralThresholds are the defaults for HTTP embedders (sentence
 	// models), as the earlier product used them; calibrate per model
@@ -109,128 +108,6 @@ func Cosine(a, b []float32) float64 {
 		return 0
 	}
 	return dot / math.Sqrt(na*nb)
-}
-
-// ---- lexical embedder ----
-
-const (
-	lexicalName = "lexical"
-	// LexicalDims is the lexical embedder's vector length.
-	LexicalDims = 512
-)
-
-// LexicalEmbedder is the built-in, offline and deterministic embedder:
-// feature hashing (FNV-1a, signed) of word unigrams, word bigrams and
-// character trigrams of each word, weighted by term frequency, L2
-// normalised, LexicalDims dimensions. Words are lower-cased runs of
-// unicode letters and digits, with a plural "s" trimmed and a few query
-// verbs and function words ("show", "find", "the", "in") dropped. It knows
-// nothing of meaning: "auth" and "authentication" are close only through
-// shared trigrams, "car" and "automobile" not at all.
-type LexicalEmbedder struct{}
-
-// NewLexicalEmbedder returns the built-in embedder.
-func NewLexicalEmbedder() LexicalEmbedder { return LexicalEmbedder{} }
-
-// Identity implements Embedder. The model names the algorithm version:
-// change it whenever the features change.
-func (LexicalEmbedder) Identity() EmbedderIdentity {
-	return EmbedderIdentity{Name: lexicalName, Model: "v1", Dims: LexicalDims}
-}
-
-// Embed implements Embedder; it never fails.
-func (e LexicalEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
-	out := make([][]float32, len(texts))
-	for i, t := range texts {
-		out[i] = e.Vector(t)
-	}
-	return out, nil
-}
-
-// lexicalStop are words that do not change what a search asks for.
-var lexicalStop = map[string]bool{
-	"a": true, "an": true, "the": true, "in": true, "of": true, "for": true, "to": true,
-	"me": true, "my": true, "our": true, "all": true, "any": true, "some": true, "please": true,
-	"show": true, "find": true, "list": true, "get": true, "give": true, "fetch": true, "search": true,
-	"look": true, "up": true, "display": true, "return": true, "what": true, "which": true,
-	"is": true, "are": true, "there": true, "that": true, "those": true, "these": true,
-	"with": true, "from": true, "about": true, "and": true, "or": true, "do": true, "does": true,
-	"we": true, "i": true, "can": true, "you": true, "how": true, "where": true, "on": true, "at": true,
-	"by": true, "it": true, "its": true, "be": true, "this": true, "related": true, "regarding": true,
-}
-
-// Vector returns the unit-length embedding of text.
-func (LexicalEmbedder) Vector(text string) []float32 {
-	v := make([]float32, LexicalDims)
-	words := lexicalWords(text)
-	add := func(feature string, w float32) {
-		h := fnv.New64a()
-		h.Write([]byte(feature))
-		x := h.Sum64()
-		sign := float32(1)
-		if x>>63 == 1 {
-			sign = -1
-		}
-		v[x%LexicalDims] += sign * w
-	}
-	for i, w := range words {
-		add("u:"+w, 1)
-		if i > 0 {
-			add("b:"+words[i-1]+" "+w, 0.5)
-		}
-		r := []rune("#" + w + "#")
-		for j := 0; j+3 <= len(r); j++ {
-			add("t:"+string(r[j:j+3]), 0.25)
-		}
-	}
-	if normalize(v) != nil {
-		v[0] = 1 // empty text: any fixed unit vector
-	}
-	return v
-}
-
-// lexicalWords tokenises, stems and drops stop words.
-func lexicalWords(text string) []string {
-	var out []string
-	for _, w := range words(text) {
-		w = lexStem(stem(w))
-		if !lexicalStop[w] {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
-// words splits text into lower-cased runs of letters and digits.
-func words(text string) []string {
-	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	})
-}
-
-// lexStem trims "-ing" and "-ed" for the lexical embedder: "deploying"
-// and "deployed" become "deploy".
-func lexStem(w string) string {
-	switch {
-	case len(w) > 5 && strings.HasSuffix(w, "ing"):
-		return w[:len(w)-3]
-	case len(w) > 4 && strings.HasSuffix(w, "ed") && !strings.HasSuffix(w, "eed"):
-		return w[:len(w)-2]
-	}
-	return w
-}
-
-// stem trims a plural ending: "bugs" -> "bug", "queries" -> "query";
-// "status", "class" and "this" are kept.
-func stem(w string) string {
-	switch {
-	case len(w) > 4 && strings.HasSuffix(w, "ies"):
-		return w[:len(w)-3] + "y"
-	case len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") &&
-		!strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is"):
-		return w[:len(w)-1]
-	}
-	return w
 }
 
 // ---- HTTP embedders ----

@@ -44,17 +44,68 @@ func Guard(a, b string) (ok bool, reason string) {
 			return false, "name differs: " + f
 		}
 	}
-	if d := symDiff(fa.polar, fb.polar); d != "" {
+	if d := polarDiff(fa.polar, fb.polar); d != "" {
 		return false, "polarity differs: " + d
 	}
-	return true, ""
+	if w := prefixNegation(fa.single, fb.single); w != "" {
+		return false, "polarity differs: " + w
+	}
+	return relationGuard(a, b)
+}
+
+// polarDiff is symDiff for polarity values, except that a soft class
+// counts only when both texts use it.
+func polarDiff(a, b []string) string {
+	classes := func(vs []string) map[string]bool {
+		m := map[string]bool{}
+		for _, v := range vs {
+			m[v[:strings.IndexByte(v, ':')]] = true
+		}
+		return m
+	}
+	ca, cb := classes(a), classes(b)
+	keep := func(vs []string, other map[string]bool) []string {
+		var out []string
+		for _, v := range vs {
+			c := v[:strings.IndexByte(v, ':')]
+			if !softClasses[c] || other[c] {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	return symDiff(keep(a, cb), keep(b, ca))
+}
+
+// negPrefixes turn a word into its opposite: "documented" / "undocumented".
+var negPrefixes = []string{"un", "non", "dis", "de", "in", "im", "ir", "il", "mis", "anti"}
+
+// prefixNegation returns a word of one set that is a word of the other
+// with a negating prefix, or "".
+func prefixNegation(a, b map[string]bool) string {
+	check := func(x, y map[string]bool) string {
+		for w := range x {
+			for _, p := range negPrefixes {
+				rest, ok := strings.CutPrefix(w, p)
+				if ok && len(rest) >= 4 && y[rest] && !x[rest] {
+					return fmt.Sprintf("%q / %q", rest, w)
+				}
+			}
+		}
+		return ""
+	}
+	if w := check(a, b); w != "" {
+		return w
+	}
+	return check(b, a)
 }
 
 type features struct {
-	exact []string        // numbers, identifiers, paths, quoted strings: must be the same set
-	loose []string        // codes and names (lower-cased): must occur in the other text
-	polar []string        // "class:value" of polarity words: must be the same set
-	words map[string]bool // every lower-cased word
+	exact  []string        // numbers, identifiers, paths, quoted strings: must be the same set
+	loose  []string        // codes and names (lower-cased): must occur in the other text
+	polar  []string        // "class:value" of polarity words: must be the same set
+	words  map[string]bool // every lower-cased word, its stems, and two words joined
+	single map[string]bool // every lower-cased word
 }
 
 // symDiff returns a description of the first element in one sorted-unique
@@ -79,6 +130,7 @@ var numberWords = map[string]string{
 	"thirteen": "13", "fourteen": "14", "fifteen": "15", "sixteen": "16", "seventeen": "17",
 	"eighteen": "18", "nineteen": "19", "twenty": "20", "dozen": "12", "hundred": "100",
 	"thousand": "1000", "million": "1000000", "single": "1", "once": "1", "twice": "2",
+	"double": "2", "half": "1/2", "triple": "3",
 }
 
 // polarity maps a word to "class:value". Words of one class that mean the
@@ -88,6 +140,11 @@ var polarity = func() map[string]string {
 	add := func(class, value string, ws ...string) {
 		for _, w := range ws {
 			m[w] = class + ":" + value
+		}
+		for _, w := range ws {
+			if _, ok := m[porter(w)]; !ok {
+				m[porter(w)] = class + ":" + value
+			}
 		}
 	}
 	add("neg", "not", "not", "no", "never", "without", "none", "nor", "neither", "nothing", "cannot",
@@ -102,10 +159,10 @@ var polarity = func() map[string]string {
 	add("change", "remove", "remove", "removed", "removing", "delete", "deleted", "deleting", "drop", "dropped")
 	add("age", "new", "new", "newly")
 	add("age", "old", "old", "stale", "legacy", "deprecated")
-	add("time", "before", "before", "prior", "earlier", "older", "until", "since")
-	add("time", "after", "after", "later", "newer", "following")
-	add("trend", "up", "increase", "increased", "increasing", "raise", "grow", "grew", "growing", "more", "higher", "above", "greater", "over", "up", "upgrade")
-	add("trend", "down", "decrease", "decreased", "decreasing", "lower", "reduce", "reduced", "shrink", "less", "fewer", "below", "under", "down", "downgrade")
+	add("time", "before", "before", "prior", "earlier", "older", "until", "till")
+	add("time", "after", "after", "later", "newer", "following", "since")
+	add("trend", "up", "increase", "increased", "increasing", "raise", "grow", "grew", "growing", "more", "higher", "above", "greater", "upgrade")
+	add("trend", "down", "decrease", "decreased", "decreasing", "lower", "reduce", "reduced", "shrink", "less", "fewer", "below", "downgrade")
 	add("extreme", "max", "max", "maximum", "most", "highest", "top", "peak", "best")
 	add("extreme", "min", "min", "minimum", "least", "lowest", "smallest", "bottom", "worst")
 	add("size", "large", "large", "larger", "largest", "big", "bigger", "huge", "long", "longer")
@@ -132,7 +189,7 @@ var polarity = func() map[string]string {
 	add("rel", "tomorrow", "tomorrow")
 	add("rel", "previous", "previous", "prev", "past")
 	add("rel", "next", "next", "upcoming", "future")
-	for _, u := range []string{"second", "minute", "hour", "day", "week", "month", "quarter", "year", "sprint", "release"} {
+	for _, u := range []string{"second", "minute", "hour", "day", "week", "month", "quarter", "year", "sprint"} {
 		add("unit", u, u, u+"s", u+"ly")
 	}
 	add("unit", "day", "daily")
@@ -143,6 +200,41 @@ var polarity = func() map[string]string {
 		}
 	}
 	add("month", "september", "sept")
+	add("approval", "yes", "approve", "approved", "approving", "accept", "accepted")
+	add("session", "in", "login", "signin", "logon")
+	add("session", "out", "logout", "signout", "logoff")
+	add("session", "up", "signup", "register", "registration")
+	add("boarding", "on", "onboarding", "onboard", "onboarded")
+	add("boarding", "off", "offboarding", "offboard", "offboarded")
+	add("data", "backup", "backup", "backups")
+	add("data", "restore", "restore", "restored", "restoring", "recovery", "recover")
+	add("codec", "encode", "encode", "encoded", "encoding", "encrypt", "encrypted", "serialize", "serialized", "marshal")
+	add("codec", "decode", "decode", "decoded", "decoding", "decrypt", "decrypted", "deserialize", "deserialized", "unmarshal")
+	add("transfer", "in", "import", "imported", "importing", "upload", "uploaded", "download", "downloaded", "receive", "received", "incoming", "inbound", "ingress")
+	add("transfer", "out", "export", "exported", "exporting", "send", "sent", "outgoing", "outbound", "egress")
+	add("member", "join", "join", "joined", "joining", "hired", "hire")
+	add("member", "leave", "leave", "left", "leaving", "quit", "departed", "fired")
+	add("trade", "buy", "buy", "bought", "buying", "purchase", "purchased")
+	add("trade", "sell", "sell", "sold", "selling")
+	add("price", "cheap", "cheap", "cheaper", "cheapest", "inexpensive", "affordable", "budget")
+	add("price", "expensive", "expensive", "luxury", "premium", "pricey")
+	add("level", "high", "high", "critical", "urgent", "severe", "major", "blocker")
+	add("level", "low", "low", "minor", "trivial")
+	add("daypart", "morning", "morning", "am")
+	add("daypart", "afternoon", "afternoon", "pm")
+	add("daypart", "evening", "evening", "tonight", "night")
+	add("stage", "draft", "draft", "drafts", "wip", "unfinished")
+	add("stage", "final", "final", "finalized", "published")
+	add("sign", "signed", "signed")
+	add("sign", "unsigned", "unsigned")
+	add("diet", "vegan", "vegan")
+	add("diet", "vegetarian", "vegetarian")
+	add("platform", "android", "android")
+	add("platform", "ios", "ios")
+	add("platform", "web", "web", "browser")
+	add("platform", "windows", "windows")
+	add("platform", "macos", "macos", "mac", "osx")
+	add("platform", "linux", "linux", "ubuntu", "debian")
 	for _, d := range []string{"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"} {
 		add("weekday", d, d, d[:3])
 	}
@@ -150,13 +242,35 @@ var polarity = func() map[string]string {
 	return m
 }()
 
-// switchVerbs are the words after which "on" means switched on.
+// switchVerbs are the words after which "on" means switched on (unless
+// an article follows: "what is on my calendar").
 var switchVerbs = map[string]bool{"turn": true, "turned": true, "turning": true, "switch": true, "switched": true,
 	"toggle": true, "toggled": true, "flip": true, "flipped": true, "set": true, "power": true, "flag": true, "feature": true, "is": true, "are": true, "was": true, "were": true, "be": true, "it": true, "them": true}
 
+// movers are the words after which "up" and "down" mean more and less
+// ("scale up"), not a particle ("set up", "look up").
+var movers = map[string]bool{"scale": true, "scaled": true, "scaling": true, "go": true, "goes": true, "going": true,
+	"went": true, "move": true, "moved": true, "ramp": true, "ramped": true, "trend": true, "trending": true,
+	"round": true, "rounded": true, "count": true, "counting": true, "step": true, "stepped": true}
+
+// articles are the words after which "on" is a preposition.
+var articles = map[string]bool{"the": true, "a": true, "an": true, "my": true, "our": true, "your": true,
+	"their": true, "his": true, "her": true, "its": true, "this": true, "that": true}
+
+// onPhrase are the words that make "on" part of a phrase: "on call".
+var onPhrase = map[string]bool{"call": true, "duty": true, "hold": true, "time": true, "track": true, "top": true,
+	"board": true, "site": true, "premise": true, "premises": true, "demand": true, "behalf": true, "purpose": true}
+
+// softClasses are polarity classes compared only when both texts use
+// them: "backup" / "restore" differ, but "messages sent from X" asks what
+// "messages from X" asks.
+var softClasses = map[string]bool{"approval": true, "session": true, "boarding": true, "data": true, "codec": true,
+	"transfer": true, "member": true, "trade": true, "price": true, "level": true, "daypart": true, "stage": true,
+	"sign": true, "diet": true, "platform": true}
+
 // guardFeatures extracts what Guard compares.
 func guardFeatures(s string) features {
-	f := features{words: map[string]bool{}}
+	f := features{words: map[string]bool{}, single: map[string]bool{}}
 	exact := map[string]bool{}
 	loose := map[string]bool{}
 	polar := map[string]bool{}
@@ -166,7 +280,7 @@ func guardFeatures(s string) features {
 
 	raw := strings.Fields(s)
 	sentenceStart := true
-	var prevWord string
+	var all []string // every word, in order, for polarity
 	for _, tok := range raw {
 		t := strings.TrimFunc(tok, func(r rune) bool {
 			return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '/' && r != '_' && r != '~' && r != '$'
@@ -180,49 +294,77 @@ func guardFeatures(s string) features {
 		hasDigit := strings.IndexFunc(t, unicode.IsDigit) >= 0
 		switch {
 		case hasDigit:
-			exact[normNumber(lower)] = true
+			if syn, ok := synonyms[lower]; ok {
+				loose[syn] = true // "k8s" = "kubernetes"
+			} else {
+				exact[normNumber(lower)] = true
+			}
 		case strings.ContainsAny(t, "/\\_~$"):
 			exact[t] = true
 		case isDotted(t):
 			exact[lower] = true
-		case isCamel(t):
-			exact[t] = true
-		case isAllCaps(t), !sentenceStart && startsUpper(t):
+		case isCamel(t), isAllCaps(t), !sentenceStart && startsUpper(t):
+			// Names and codes, compared without case against the other
+			// text's words ("CrashLoopBackOff" = "crashloopbackoff").
 			for _, w := range words(lower) {
-				loose[stem(w)] = true
+				loose[canonWord(w)] = true
+			}
+			if isCamel(t) {
+				loose[strings.Join(words(lower), "")] = true
 			}
 		}
 		if strings.Contains(t, "-") && !hasDigit {
-			// "auth-service": compared whole; its parts are words too.
-			exact[lower] = true
+			// "auth-service": compared whole, spelt with or without
+			// the hyphen ("on-call" = "on call"); its parts are words too.
+			loose[strings.Join(words(lower), "")] = true
 		}
-		for _, w := range words(strings.ReplaceAll(lower, "'", "")) {
-			f.words[w] = true
-			f.words[stem(w)] = true
-			if n, ok := numberWords[w]; ok {
-				exact[n] = true
-				continue
-			}
-			p, ok := polarity[w]
-			if !ok {
-				p, ok = polarity[stem(w)]
-			}
-			if ok {
-				// "on" is a switch in "turn on", a preposition in "bugs on the login page".
-				if w == "on" && !switchVerbs[prevWord] {
-					ok = false
-				}
-			}
-			if ok {
-				polar[p] = true
-			}
-			prevWord = w
-		}
-		// Contractions: "don't", "isn’t".
 		if strings.HasSuffix(lower, "n't") || strings.HasSuffix(lower, "n’t") {
-			polar["neg:not"] = true
+			polar["neg:not"] = true // "don't", "isn’t"
 		}
+		all = append(all, words(strings.ReplaceAll(lower, "'", ""))...)
 		sentenceStart = endsSentence
+	}
+	for i, w := range all {
+		f.single[w] = true
+		f.words[w] = true
+		f.words[stem(w)] = true
+		f.words[canonWord(w)] = true
+		if i > 0 {
+			f.words[all[i-1]+w] = true // "on call" = "on-call"
+		}
+		if n, ok := numberWords[w]; ok {
+			exact[n] = true
+			continue
+		}
+		p, ok := polarity[w]
+		if !ok {
+			p, ok = polarity[stem(w)]
+		}
+		if !ok {
+			p, ok = polarity[porter(w)]
+		}
+		prev, next := "", ""
+		if i > 0 {
+			prev = all[i-1]
+		}
+		if i+1 < len(all) {
+			next = all[i+1]
+		}
+		switch w {
+		case "on":
+			// A switch in "turn on", a preposition in "bugs on the login
+			// page", neither in "on call".
+			ok = ok && switchVerbs[prev] && !articles[next] && !onPhrase[next]
+		case "up", "down":
+			// More and less in "scale up", a particle in "set up".
+			ok, p = movers[prev], "trend:"+w
+		}
+		if ok {
+			polar[p] = true
+		}
+	}
+	for _, n := range normWords(s) {
+		f.words[n.canon] = true // "pull request" = "PR"
 	}
 	f.exact = sortedKeys(exact)
 	f.loose = sortedKeys(loose)

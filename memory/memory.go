@@ -51,6 +51,12 @@ type Options struct {
 	Logger         *slog.Logger        // nil: discard
 	Now            func() time.Time    // nil: time.Now; drives TTLs and ages
 	Redact         func([]byte) []byte // applied to result JSON (and the displayed args) before they are stored; nil: none
+	// RedactText is applied to the free text of a call before it is
+	// embedded (an HTTP embedder sends it away) and stored for
+	// similarity hits; the gateway passes secrets.Redactor.String. nil:
+	// Redact applied to the text's bytes. When Redact is nil, RedactText
+	// also stands in for it on results and arguments.
+	RedactText func(string) string
 
 	// BusyTimeout bounds how long one database operation waits for a lock
 	// held by another process. 0: DefaultBusyTimeout.
@@ -58,6 +64,9 @@ type Options struct {
 	// FlushInterval is how often batched hit counters and last-used times
 	// are written. 0: DefaultFlushInterval.
 	FlushInterval time.Duration
+	// HotBytes bounds the in-process hot layer in front of SQLite (see
+	// hot.go): 0 means DefaultHotBytes, a negative value turns it off.
+	HotBytes int64
 
 	// Embedder makes the vectors of free-text arguments for similarity
 	// hits. nil: the built-in LexicalEmbedder. (Settings.SemanticOff
@@ -98,6 +107,13 @@ type Memory struct {
 
 	st       *store // nil when disabled
 	disabled error  // why memory steps aside for every call, or nil
+
+	hot   *hot     // nil when off
+	watch *watcher // nil if it could not be set up: no hot layer, no index
+	vi    indexState
+	// stopIndex ends the index build; indexDone is closed when it ended.
+	stopIndex context.CancelFunc
+	indexDone chan struct{}
 
 	rules   atomic.Pointer[rules]
 	flights flightGroup
@@ -202,6 +218,27 @@ func Open(ctx context.Context, opts Options) (*Memory, error) {
 		return m, nil
 	}
 	m.st = st
+	m.indexDone = make(chan struct{})
+	if m.watch, err = newWatcher(ctx, st.db, opts.Path); err != nil {
+		m.log.Warn("memory: hot layer and similarity index off", "path", opts.Path, "err", err)
+		close(m.indexDone)
+	} else {
+		if opts.HotBytes == 0 {
+			opts.HotBytes = DefaultHotBytes
+		}
+		if opts.HotBytes > 0 {
+			m.hot = newHot(opts.HotBytes)
+		}
+		m.vi.idx = newIndex()
+		bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		m.stopIndex = cancel
+		go func() {
+			defer close(m.indexDone)
+			if err := m.vi.build(bctx, st); err != nil && bctx.Err() == nil {
+				m.log.Warn("memory: similarity index not built; similarity lookups scan SQLite", "path", opts.Path, "err", err)
+			}
+		}()
+	}
 	go m.loop()
 	return m, nil
 }
@@ -229,6 +266,13 @@ func (m *Memory) Close() error {
 		defer cancel()
 		if err := m.flush(ctx); err != nil {
 			m.stepAside("flush", err)
+		}
+		if m.stopIndex != nil {
+			m.stopIndex()
+		}
+		<-m.indexDone
+		if m.watch != nil {
+			m.watch.close()
 		}
 		m.closeErr = m.st.close()
 	})
@@ -380,7 +424,7 @@ func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Conte
 
 	// Double-check: the previous leader may have stored the answer
 	// between our lookup and our joining.
-	e, found, gen, lerr := m.st.lookup(ctx, c.t, c.key)
+	e, found, gen, lerr := m.lookup(ctx, c)
 	canStore := lerr == nil
 	if lerr != nil {
 		if ctx.Err() != nil {
@@ -447,9 +491,43 @@ func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Conte
 	return m.mark(c.t, res, StatusMiss, 0, false), false, nil
 }
 
+// lookup returns the entry stored for c (found false if none) and the
+// current invalidation generation of c's tool: from the hot layer when it
+// holds the entry and nothing was invalidated since, else from SQLite.
+func (m *Memory) lookup(ctx context.Context, c *call) (entry, bool, int64, error) {
+	if m.watch == nil {
+		return m.st.lookup(ctx, c.t, c.key)
+	}
+	l, err := m.watch.sync(ctx, m.hot)
+	if err != nil {
+		return entry{}, false, 0, err
+	}
+	if l.moved {
+		m.vi.catchUp.Store(true)
+	}
+	if l.invalidated {
+		m.vi.prune.Store(true)
+	}
+	if m.hot == nil {
+		return m.st.lookup(ctx, c.t, c.key)
+	}
+	if e, gen, ok := m.hot.get(c.key); ok {
+		if c.ttl.Never || m.now().UnixMilli() < e.createdAt+c.ttl.D.Milliseconds() {
+			return e, true, gen, nil
+		}
+		// Expired: the answer stored after the refetch will replace it.
+		m.hot.drop(c.key)
+	}
+	e, found, gen, err := m.st.lookup(ctx, c.t, c.key)
+	if err == nil && found {
+		m.hot.put(c.key, e, gen, l.epoch)
+	}
+	return e, found, gen, err
+}
+
 // lookupHit returns a fresh stored answer for c, if any.
 func (m *Memory) lookupHit(ctx context.Context, c *call) (json.RawMessage, bool, error) {
-	e, found, _, err := m.st.lookup(ctx, c.t, c.key)
+	e, found, _, err := m.lookup(ctx, c)
 	if err != nil || !found {
 		return nil, false, err
 	}
@@ -470,7 +548,12 @@ func (m *Memory) serve(c *call, e entry) (json.RawMessage, bool) {
 	if !c.ttl.Never && now >= e.createdAt+c.ttl.D.Milliseconds() {
 		return nil, false
 	}
-	hit, err := withMeta(e.result, MetaKey, cacheReport(StatusHit, max(now-e.createdAt, 0), false))
+	report := cacheReport(StatusHit, max(now-e.createdAt, 0), false)
+	if e.tmpl != nil {
+		m.pend.touch(e.id, now)
+		return e.tmpl.fill(report), true
+	}
+	hit, err := withMeta(e.result, MetaKey, report)
 	if err != nil {
 		m.stepAside("decode", fmt.Errorf("entry %d of %s: %w", e.id, c.t.Name, err))
 		return nil, false
@@ -520,10 +603,8 @@ func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, sha
 		if blob, ok := m.encode(c.t, res, shape); ok {
 			now := m.now().UnixMilli()
 			args := c.args
-			if m.opts.Redact != nil {
-				// The key hashes the real arguments; the stored copy is for display.
-				args = m.opts.Redact(bytes.Clone(args))
-			}
+			// The key hashes the real arguments; the stored copy is for display.
+			args = m.redactBytes(args)
 			rec = &record{
 				key: c.key, tool: c.t, scope: c.scope, fingerprint: c.fp, args: args,
 				result: blob, durationMS: dur.Milliseconds(), createdAt: now,
@@ -539,6 +620,7 @@ func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, sha
 	if rec == nil && c.invals == nil {
 		return
 	}
+	var storedID int64
 	err := m.st.writeTx(ctx, func(tx *sql.Tx) error {
 		if rec != nil {
 			// An invalidation since our lookup means res may predate it.
@@ -562,6 +644,7 @@ func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, sha
 		if err != nil {
 			return err
 		}
+		storedID = id
 		if rec.sem != nil {
 			if err := m.st.storeVector(ctx, tx, id, rec.sem); err != nil {
 				return err
@@ -581,6 +664,9 @@ func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, sha
 	})
 	if err == nil && rec != nil && rec.sem != nil {
 		m.st.vecTables.Store(len(rec.sem.vec), true)
+		if m.vi.idx != nil {
+			m.vi.idx.add(rec.sem.part, storedID, rec.sem.vec)
+		}
 	}
 	if err != nil {
 		if isBusy(err) {
@@ -591,6 +677,19 @@ func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, sha
 			m.addStale(c.invals)
 		}
 	}
+}
+
+// redactBytes returns b without registered secrets: Redact, or
+// RedactText when only that is set. b itself is not changed (Redact may
+// rewrite in place; the caller still returns the original).
+func (m *Memory) redactBytes(b []byte) []byte {
+	switch {
+	case m.opts.Redact != nil:
+		return m.opts.Redact(bytes.Clone(b))
+	case m.opts.RedactText != nil:
+		return []byte(m.opts.RedactText(string(b)))
+	}
+	return b
 }
 
 // writable reports whether stores are not backing off after a lock.
@@ -613,9 +712,8 @@ func (m *Memory) encode(t Tool, res json.RawMessage, shape resultShape) ([]byte,
 			return nil, false
 		}
 	}
-	if m.opts.Redact != nil {
-		// Redact may rewrite in place; the caller still returns res.
-		blob = m.opts.Redact(bytes.Clone(blob))
+	if m.opts.Redact != nil || m.opts.RedactText != nil {
+		blob = m.redactBytes(blob)
 		// A hit must be markable, so what is stored must stay an object.
 		if _, err := readShape(blob); err != nil {
 			m.stepAside("redact", fmt.Errorf("redacted result of %s: %w", t.Name, err))

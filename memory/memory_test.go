@@ -692,3 +692,30 @@ func TestIdempotentWriteTool(t *testing.T) {
 		t.Fatalf("a hit must not invalidate: %q", st)
 	}
 }
+
+// TestExactKeysAsTheChildSeesThem: arguments a JavaScript or Python child
+// receives as different strings never share an entry, by exact key or by
+// similarity.
+func TestExactKeysAsTheChildSeesThem(t *testing.T) {
+	m := openTest(t, Options{})
+	tool := Tool{Name: "doc-kg.search", Server: "doc-kg", Annotated: true, ReadOnly: true,
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}}}`)}
+	c := &child{}
+	args := []string{
+		`{"query":"\ud800 id"}`, `{"query":"\ufffd id"}`, `{"query":"\udc00 id"}`,
+		"{\"query\":\"\xff id\"}", "{\"query\":\"\xed\xa0\x80 id\"}",
+	}
+	for _, a := range args {
+		if got := status(t, do(t, m, "", tool, a, c)); got != StatusMiss {
+			t.Errorf("%q: status %s, want miss", a, got)
+		}
+	}
+	if n := c.calls.Load(); n != int64(len(args)) {
+		t.Errorf("child called %d times, want %d", n, len(args))
+	}
+	for _, a := range args {
+		if got := status(t, do(t, m, "", tool, a, c)); got != StatusHit {
+			t.Errorf("%q again: status %s, want hit", a, got)
+		}
+	}
+}

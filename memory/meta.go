@@ -197,3 +197,36 @@ func CacheStatus(raw json.RawMessage) (status string, ageMS int64, ok bool) {
 	}
 	return *c.Status, ageMS, true
 }
+
+// metaTemplate is a stored result with the place of its cache report cut
+// out: a hit from the hot layer is prefix + report + suffix, the bytes
+// withMeta would produce, without decoding the result on every hit.
+type metaTemplate struct {
+	prefix, suffix []byte
+}
+
+// metaSlot stands for the report while the template is made; the result
+// itself may not contain it (then there is no template).
+const metaSlot = `"\u0000nexus-cache-report-slot\u0000"`
+
+// newMetaTemplate returns the template of result, or nil if it has none.
+func newMetaTemplate(result []byte) *metaTemplate {
+	out, err := withMeta(result, MetaKey, json.RawMessage(metaSlot))
+	if err != nil {
+		return nil
+	}
+	slot := []byte(`"\u0000nexus-cache-report-slot\u0000"`)
+	i := bytes.Index(out, slot)
+	if i < 0 || bytes.Count(out, slot) != 1 {
+		return nil
+	}
+	return &metaTemplate{prefix: out[:i:i], suffix: out[i+len(slot):]}
+}
+
+// fill returns the result with report in its place.
+func (t *metaTemplate) fill(report []byte) json.RawMessage {
+	out := make([]byte, 0, len(t.prefix)+len(report)+len(t.suffix))
+	out = append(out, t.prefix...)
+	out = append(out, report...)
+	return append(out, t.suffix...)
+}

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	_ "modernc.org/sqlite/vec" // registers vec0 on every connection
 )
@@ -151,6 +153,12 @@ func (m *Memory) prepareSemantic(c *call) *semCall {
 	if len(fields) == 0 {
 		return nil
 	}
+	if !utf8.Valid(c.args) || bytes.Contains(c.args, []byte(`\ud`)) {
+		// A lone surrogate or a byte that is not UTF-8 (see CanonicalJSON)
+		// would decode to U+FFFD and compare equal to a real U+FFFD:
+		// exact hits only.
+		return nil
+	}
 	var args map[string]json.RawMessage
 	if json.Unmarshal(c.args, &args) != nil {
 		return nil // not an object: exact only
@@ -190,11 +198,24 @@ func (m *Memory) prepareSemantic(c *call) *semCall {
 	if len(text) > MaxSemanticText {
 		return nil
 	}
+	text = m.redactText(text)
 	h := sha256.New()
 	h.Write([]byte("nexus-bucket-v1\x00" + c.t.Name + "\x00" + c.scope + "\x00"))
 	h.Write(rest)
 	h.Write([]byte("\x00" + strings.Join(present, "\x00")))
 	return &semCall{text: text, bucket: h.Sum(nil)}
+}
+
+// redactText removes registered secrets from free text before it is
+// embedded or stored.
+func (m *Memory) redactText(text string) string {
+	switch {
+	case m.opts.RedactText != nil:
+		return m.opts.RedactText(text)
+	case m.opts.Redact != nil:
+		return string(m.opts.Redact([]byte(text)))
+	}
+	return text
 }
 
 // partition is the vec0 partition key of a bucket for one embedder.
@@ -253,7 +274,7 @@ type candidate struct {
 
 // semanticHit looks for a neighbour of sc that may be served for c.
 func (m *Memory) semanticHit(ctx context.Context, c *call, sc *semCall) (semHit, bool, error) {
-	cands, err := m.st.neighbours(ctx, sc, semanticCandidates)
+	cands, err := m.neighbours(ctx, sc)
 	if err != nil || len(cands) == 0 {
 		return semHit{}, false, err
 	}
@@ -303,6 +324,23 @@ func (m *Memory) semanticHit(ctx context.Context, c *call, sc *semCall) (semHit,
 		m.pend.count(c.t, func(k *counters) { k.grayRejected++ })
 	}
 	return semHit{}, false, nil
+}
+
+// neighbours returns the semanticCandidates nearest stored entries of
+// sc's bucket: from the in-memory index once it is built and up to date,
+// else by vec0's scan of the bucket.
+func (m *Memory) neighbours(ctx context.Context, sc *semCall) ([]candidate, error) {
+	if m.vi.idx != nil && m.vi.ready.Load() {
+		err := m.vi.refresh(ctx, m.st)
+		if err == nil {
+			return m.st.indexNeighbours(ctx, &m.vi, sc, semanticCandidates)
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		m.stepAside("similarity index", err)
+	}
+	return m.st.neighbours(ctx, sc, semanticCandidates)
 }
 
 // warn logs like stepAside: loud at most every 30 seconds per op.

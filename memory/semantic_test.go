@@ -9,10 +9,15 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nexus-mcp/nexus/secrets"
 )
 
 var searchSchema = json.RawMessage(`{"type":"object","properties":{
@@ -77,7 +82,7 @@ func TestSemanticHit(t *testing.T) {
 		t.Fatalf("stats: %+v", st2)
 	}
 	list, err := m.List(context.Background(), 0)
-	if err != nil || len(list) != 1 || list[0].Text != "postgres connection pool settings" || list[0].Embedder != "lexical/v1" {
+	if err != nil || len(list) != 1 || list[0].Text != "postgres connection pool settings" || list[0].Embedder != "lexical/v2" {
 		t.Fatalf("list: %+v %v", list, err)
 	}
 }
@@ -741,3 +746,56 @@ func BenchmarkSemantic(b *testing.B) {
 		}
 	}
 }
+
+// TestRedactFreeText: a registered secret in free text never reaches
+// the embedder or memory.db, with RedactText or with Redact alone.
+func TestRedactFreeText(t *testing.T) {
+	const secret = "sk-live-0123456789abcdef"
+	real := secrets.NewRedactor()
+	real.Add("api-key", secret)
+	for name, opts := range map[string]Options{
+		"secrets.Redactor": {RedactText: real.String, Redact: real.Bytes},
+		"RedactText":       {RedactText: func(s string) string { return strings.ReplaceAll(s, secret, "[redacted:key]") }},
+		"Redact":           {Redact: func(b []byte) []byte { return []byte(strings.ReplaceAll(string(b), secret, "[redacted:key]")) }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "memory.db")
+			emb := &recordingEmbedder{}
+			opts.Path, opts.Embedder = path, emb
+			m := openTest(t, opts)
+			c := &child{}
+			do(t, m, "", searchTool, q("why does the key "+secret+" fail", 10), c)
+			res := do(t, m, "", searchTool, q("why is the key "+secret+" failing", 10), c)
+			if st, _, matched := semReport(t, res); st == StatusSemanticHit && strings.Contains(matched, secret) {
+				t.Fatalf("matched text holds the secret: %q", matched)
+			}
+			m.Close()
+			for _, text := range emb.texts {
+				if strings.Contains(text, secret) {
+					t.Fatalf("embedder was sent the secret: %q", text)
+				}
+			}
+			for _, p := range []string{path, path + "-wal"} {
+				b, _ := os.ReadFile(p)
+				if strings.Contains(string(b), secret) {
+					t.Fatalf("secret in %s", p)
+				}
+			}
+		})
+	}
+}
+
+// recordingEmbedder is the lexical embedder, recording what it was sent.
+type recordingEmbedder struct {
+	mu    sync.Mutex
+	texts []string
+}
+
+func (e *recordingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	e.mu.Lock()
+	e.texts = append(e.texts, texts...)
+	e.mu.Unlock()
+	return NewLexicalEmbedder().Embed(ctx, texts)
+}
+
+func (e *recordingEmbedder) Identity() EmbedderIdentity { return NewLexicalEmbedder().Identity() }

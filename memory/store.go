@@ -104,6 +104,7 @@ type entry struct {
 	result     []byte
 	createdAt  int64
 	durationMS int64
+	tmpl       *metaTemplate // set by the hot layer
 }
 
 // lookup returns the entry stored under key (found false if none) and the

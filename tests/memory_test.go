@@ -191,3 +191,33 @@ func TestMemoryOff(t *testing.T) {
 		t.Errorf("the child received %d lookups, want 2", n)
 	}
 }
+
+// TestMemoryHotLayerSeesOtherProcesses: a serving gateway answers a
+// repeated read from its hot layer; a mutating call made by another
+// process (`nexus call`) or `nexus cache clear` is seen on its next call.
+func TestMemoryHotLayerSeesOtherProcesses(t *testing.T) {
+	h := memoryHome(t, nil)
+	s := h.serveStdio()
+	args := map[string]any{"env": "hot"}
+	steps := []struct {
+		name  string
+		other []string // what another process runs first
+	}{
+		{"a mutating call by another process", []string{"call", "fx.destroy", "--args", `{"target":"z"}`}},
+		{"cache clear by another process", []string{"cache", "clear"}},
+	}
+	for _, st := range steps {
+		s.call("fx__lookup", args)
+		for range 3 {
+			if r := s.call("fx__lookup", args); r.cacheStatus() != "hit" {
+				t.Fatalf("%s: setup: want a hit, got %q", st.name, r.cacheStatus())
+			}
+		}
+		if out, stderr, code := h.nexus(st.other...); code != 0 {
+			t.Fatalf("%s: nexus %v exited %d\n%s%s", st.name, st.other, code, out, stderr)
+		}
+		if r := s.call("fx__lookup", args); r.cacheStatus() != "miss" {
+			t.Errorf("after %s: status %q, want miss", st.name, r.cacheStatus())
+		}
+	}
+}

@@ -3,6 +3,7 @@ package tests
 import (
 	"net"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -94,5 +95,23 @@ func TestSemanticOffAndEmbedderOutage(t *testing.T) {
 				t.Errorf("the child received %d searches, want 2", n)
 			}
 		})
+	}
+}
+
+// TestDemoShowsSimilarity: `nexus demo` serves a paraphrase from memory
+// with its similarity, and forwards a near-miss.
+func TestDemoShowsSimilarity(t *testing.T) {
+	h := newHome(t, nil)
+	out, stderr, code := h.nexus("demo")
+	if code != 0 {
+		t.Fatalf("nexus demo exited %d\n%s%s", code, out, stderr)
+	}
+	for what, re := range map[string]string{
+		"a paraphrase served with its similarity": `(?s)"query":"staging deployment checklist"[^\n]*\n\s+ok in [^\n]*memory: semantic_hit \(similarity 0\.\d+ to "deployment checklist for staging"\)`,
+		"a near-miss forwarded":                   `(?s)"query":"deployment checklist for production"[^\n]*\n\s+ok in [^\n]*memory: miss`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("the demo output lacks %s (/%s/):\n%s", what, re, out)
+		}
 	}
 }

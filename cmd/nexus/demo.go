@@ -26,7 +26,8 @@ func demoCommand() *cli.Command {
 		Usage: "run the gateway on the built-in sample servers and show what it does",
 		Description: "In a throw-away NEXUS_HOME, configures the sample code-kg and doc-kg servers as\n" +
 			"children, then shows the merged manifest, read calls, a mutating call refused by\n" +
-			"the default policy, and a repeated read answered from memory.\n" +
+			"the default policy, a repeated read answered from memory, and a paraphrase answered\n" +
+			"from memory while a near-miss is forwarded.\n" +
 			"With --serve, serves that demo gateway over stdio instead, for Claude Desktop.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "serve", Usage: "serve the demo gateway over stdio"},
@@ -133,6 +134,18 @@ func (e *env) demo(ctx context.Context) error {
 		}
 	}
 
+	step(w, 5, "Similarity: a paraphrase is answered from memory, a near-miss is not")
+	fmt.Fprintln(w, "   The same request in other words is served the stored answer, with its similarity:")
+	if _, err := demoCall(ctx, w, g.Gateway, policy.Anonymous, "doc-kg.doc_kg_search",
+		`{"query":"staging deployment checklist","limit":3}`); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "   As alike in words, but about another environment: the guard refuses it, the child answers:")
+	if _, err := demoCall(ctx, w, g.Gateway, policy.Anonymous, "doc-kg.doc_kg_search",
+		`{"query":"deployment checklist for production","limit":3}`); err != nil {
+		return err
+	}
+
 	fmt.Fprintf(w, "\nNext: `nexus demo --serve` serves this gateway over stdio for Claude Desktop;\n"+
 		"`nexus add NAME --command PROGRAM` adds your own servers; `nexus serve` runs them.\n")
 	return nil
@@ -174,6 +187,9 @@ func demoCall(ctx context.Context, w io.Writer, g *aggregation.Gateway, agent, t
 	memo := ""
 	if c, ok := res.Meta[memory.MetaKey].(map[string]any); ok {
 		memo = fmt.Sprintf(", memory: %v", c["status"])
+		if c["status"] == memory.StatusSemanticHit {
+			memo += fmt.Sprintf(" (similarity %v to %q)", c["similarity"], c["matched"])
+		}
 	}
 	verdict := "ok"
 	if res.IsError {

@@ -228,6 +228,7 @@ func (e *env) openMemory(ctx context.Context, cfg *config.Config) (*memory.Memor
 		MaxResultBytes: cfg.Memory.MaxResultBytes,
 		Logger:         e.log,
 		Redact:         e.redactor.JSON,
+		RedactText:     e.redactor.String,
 	}
 	resolve := e.resolver(ctx, cfg)
 	endpoint := func(what string, ep config.Endpoint, dims int) (memory.HTTPConfig, error) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,10 +26,13 @@ type Set struct {
 
 // Pair is two calls of one tool: the first is stored, the second asked.
 type Pair struct {
-	Tool   string          `json:"tool"`
-	First  json.RawMessage `json:"first"`
-	Second json.RawMessage `json:"second"`
-	Why    string          `json:"why,omitempty"`
+	// Category groups pairs in the report: code, docs, search, tickets,
+	// files, people, dates, directions, quantities, negations, v1-set.
+	Category string          `json:"category"`
+	Tool     string          `json:"tool"`
+	First    json.RawMessage `json:"first"`
+	Second   json.RawMessage `json:"second"`
+	Why      string          `json:"why,omitempty"`
 }
 
 // LoadSet reads the evaluation set.
@@ -139,8 +143,16 @@ type Report struct {
 
 	// End to end through memory.Memory.Call (guard on, no verifier).
 	E2ERecall, E2EFalse int
+	// ByCategory is the end-to-end outcome per category.
+	ByCategory map[string]*CategoryReport
 
 	para, near []scored
+}
+
+// CategoryReport is one category's end-to-end outcome.
+type CategoryReport struct {
+	Para, Served    int // paraphrase pairs, and how many were served
+	Near, FalseHits int // near-miss pairs, and how many were served
 }
 
 // Evaluate scores the set with e and replays it through Memory.Call.
@@ -165,7 +177,14 @@ func Evaluate(ctx context.Context, s *Set, e memory.Embedder, th memory.Threshol
 		return nil, err
 	}
 	m.SetSettings(memory.Settings{TTL: map[string]memory.TTL{"*": {Never: true}}})
-	replay := func(pairs []Pair) (int, error) {
+	r.ByCategory = map[string]*CategoryReport{}
+	cat := func(name string) *CategoryReport {
+		if r.ByCategory[name] == nil {
+			r.ByCategory[name] = &CategoryReport{}
+		}
+		return r.ByCategory[name]
+	}
+	replay := func(pairs []Pair, tally func(c *CategoryReport, served bool)) (int, error) {
 		served := 0
 		for _, p := range pairs {
 			if _, err := m.Clear(ctx, "", ""); err != nil {
@@ -185,16 +204,28 @@ func Evaluate(ctx context.Context, s *Set, e memory.Embedder, th memory.Threshol
 				return 0, err
 			}
 			st, _, _ := memory.CacheStatus(res)
-			if calls.Load() == 1 && st == memory.StatusSemanticHit {
+			hit := calls.Load() == 1 && st == memory.StatusSemanticHit
+			if hit {
 				served++
 			}
+			tally(cat(p.Category), hit)
 		}
 		return served, nil
 	}
-	if r.E2ERecall, err = replay(s.Paraphrases); err != nil {
+	if r.E2ERecall, err = replay(s.Paraphrases, func(c *CategoryReport, hit bool) {
+		c.Para++
+		if hit {
+			c.Served++
+		}
+	}); err != nil {
 		return nil, err
 	}
-	if r.E2EFalse, err = replay(s.NearMisses); err != nil {
+	if r.E2EFalse, err = replay(s.NearMisses, func(c *CategoryReport, hit bool) {
+		c.Near++
+		if hit {
+			c.FalseHits++
+		}
+	}); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -225,6 +256,11 @@ func (r *Report) Print(w *bytes.Buffer, verbose bool) {
 	fmt.Fprintf(w, "  near-miss false hits  with guard %-18s without guard %s\n", pct(r.FalseGuard, r.Near), pct(r.FalseNoGuard, r.Near))
 	fmt.Fprintf(w, "  gray zone (guard passed, verifier would decide): %d paraphrases, %d near-misses\n", r.GrayPara, r.GrayNear)
 	fmt.Fprintf(w, "  end to end through Memory.Call (guard on, no verifier): recall %s, false hits %s\n", pct(r.E2ERecall, r.Para), pct(r.E2EFalse, r.Near))
+	fmt.Fprintf(w, "  per category (end to end): paraphrases served, near-misses served\n")
+	for _, name := range slices.Sorted(maps.Keys(r.ByCategory)) {
+		c := r.ByCategory[name]
+		fmt.Fprintf(w, "    %-11s recall %-16s false hits %d/%d\n", name, pct(c.Served, c.Para), c.FalseHits, c.Near)
+	}
 	fmt.Fprintf(w, "  sweep (serve threshold: recall guard/no guard, false hits guard/no guard):\n")
 	for t := 0.40; t < 0.975; t += 0.05 {
 		th := memory.Thresholds{Serve: t, Verify: t}

@@ -3,7 +3,11 @@
 // for each embedder available (the offline lexical one always; the HTTP
 // ones when a base URL is given).
 //
-//	go run ./tests/semantic [-v] [-openai-url URL -openai-model M] [-ollama-url URL -ollama-model M]
+//	go run ./tests/semantic [-v] [-pairs FILE] [-openai-url URL -openai-model M] [-ollama-url URL -ollama-model M]
+//
+// pairs.json is the evaluation set the guard and the lexical embedder
+// were developed against; heldout.json (-pairs tests/semantic/heldout.json)
+// was written afterwards and is only measured.
 //
 // The key for -openai-url comes from $OPENAI_API_KEY (or -openai-key).
 package main

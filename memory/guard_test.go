@@ -1,0 +1,113 @@
+package memory
+
+import "testing"
+
+// TestGuardRelations: direction, quantity and word order must agree; a
+// paraphrase that keeps them passes.
+func TestGuardRelations(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		ok   bool
+	}{
+		// The false hits reported in issue 14.
+		{"transfers to the savings account", "transfers from the savings account", false},
+		{"commits by alice", "commits for alice", false},
+		{"all failing tests", "any failing tests", false},
+		{"flights from paris to london", "flights from london to paris", false},
+		// More of the same kind.
+		{"emails from john", "emails to john", false},
+		{"copy files from s3 to gcs", "copy files from gcs to s3", false},
+		{"redirect http to https", "redirect https to http", false},
+		{"translate english to german", "translate german to english", false},
+		{"tickets moved into done", "tickets moved out of done", false},
+		{"who reports to maria", "who maria reports to", false},
+		{"who calls validateToken", "what does validateToken call", false},
+		{"who imports the metrics package", "what does the metrics package import", false},
+		{"alice manages bob", "bob manages alice", false},
+		{"issues blocking the release", "issues blocked by the release", false},
+		{"shared with me", "shared by me", false},
+		{"laptops under 500 dollars", "laptops over 500 dollars", false},
+		{"cities above the arctic circle", "cities below the arctic circle", false},
+		{"changes since monday", "changes until monday", false},
+		{"all open bugs", "some open bugs", false},
+		{"each service owner", "any service owner", false},
+		{"the only open incident", "the open incidents", false},
+		{"both failing builds", "either failing build", false},
+		{"at least one reviewer", "exactly one reviewer", false},
+		{"the first commit on main", "the last commit on main", false},
+		{"double the timeout", "half the timeout", false},
+		{"tickets with an assignee", "tickets without an assignee", false},
+		{"documented apis", "undocumented apis", false},
+		{"backup procedure", "restore procedure", false},
+		{"serialize invoices to json", "deserialize invoices from json", false},
+		{"high priority bugs", "low priority bugs", false},
+		{"login handler", "logout handler", false},
+		{"people who joined in 2022", "people who left in 2022", false},
+		// Paraphrases that keep direction, quantity and order.
+		{"flights from paris to london", "paris to london flights", true},
+		{"migrating from mysql to postgres", "mysql to postgres migration", true},
+		{"export from jira into csv", "exporting jira to csv", true},
+		{"all open bugs", "open bugs", true},
+		{"every ticket in the sprint", "all tickets in the sprint", true},
+		{"how to rotate api keys", "api key rotation", true},
+		{"database migration guide", "guide to database migrations", true},
+		{"tickets related to the payment outage", "payment outage tickets", true},
+		{"implementation of the rate limiter", "rate limiter implementation", true},
+		{"security review checklist", "checklist for security reviews", true},
+		{"k8s manifests for the gateway", "kubernetes manifests for the gateway", true},
+		{"PR review guidelines", "pull request review guidelines", true},
+		{"who is on call for payments", "payments on-call engineer", true},
+		{"what is on my calendar today", "today's calendar", true},
+		{"how to set up ssh keys", "ssh key setup", true},
+		{"incidents in the last 24 hours", "incidents over the last 24 hours", true},
+		{"tickets without an assignee", "tickets that have no assignee", true},
+		{"meeting notes from the design review", "design review meeting notes", true},
+	} {
+		ok, reason := Guard(tc.a, tc.b)
+		if ok != tc.ok {
+			t.Errorf("Guard(%q, %q) = %v (%s), want %v", tc.a, tc.b, ok, reason, tc.ok)
+		}
+		if ok2, reason2 := Guard(tc.b, tc.a); ok2 != ok {
+			t.Errorf("Guard is not symmetric on %q, %q: %s / %s", tc.a, tc.b, reason, reason2)
+		}
+	}
+}
+
+func TestCanonWord(t *testing.T) {
+	for in, want := range map[string]string{
+		"authentication": "auth", "repositories": "repo", "configuring": "config", "databases": "db",
+		"kubernetes": "k8s", "documentation": "doc", "environments": "env", "https": "https",
+		"connections": "connect",
+	} {
+		if got := canonWord(in); got != want {
+			t.Errorf("canonWord(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if canonWord("deploying") != canonWord("deployed") || canonWord("deploy") != canonWord("deploys") {
+		t.Error("inflections of deploy differ")
+	}
+	got := normWords("open pull requests on-call")
+	want := []string{"open", "pr", "oncall"}
+	if len(got) != len(want) {
+		t.Fatalf("normWords = %v", got)
+	}
+	for i, w := range want {
+		if got[i].canon != w {
+			t.Errorf("normWords[%d] = %q, want %q", i, got[i].canon, w)
+		}
+	}
+}
+
+// TestLexicalSynonyms: abbreviations and their long forms embed alike.
+func TestLexicalSynonyms(t *testing.T) {
+	e := NewLexicalEmbedder()
+	for _, p := range [][2]string{
+		{"auth config in the repo", "authentication configuration in the repository"},
+		{"db env docs", "database environment documentation"},
+		{"k8s PRs", "kubernetes pull requests"},
+	} {
+		if s := Cosine(e.Vector(p[0]), e.Vector(p[1])); s < 0.99 {
+			t.Errorf("%q / %q: similarity %.3f, want ~1", p[0], p[1], s)
+		}
+	}
+}

@@ -1,0 +1,117 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+)
+
+// BenchmarkSimilarityLookup measures the nearest-neighbour lookup of a
+// similarity hit at 1k, 10k and 100k entries, in one bucket and spread
+// over 100, through the in-memory index and through vec0's exact scan,
+// and the index's recall against the exact scan: of the exact top 8 with
+// similarity >= 0.70 (the neighbours memory may serve), the share the
+// index also returns (recall@8), and how often both rank the same entry
+// first (top1). It also reports what the index costs per 100k entries.
+//
+//	go test ./memory -run '^$' -bench SimilarityLookup -benchtime 200x
+func BenchmarkSimilarityLookup(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		for _, buckets := range []int{1, 100} {
+			b.Run(fmt.Sprintf("entries=%d/buckets=%d", n, buckets), func(b *testing.B) {
+				m := openTest(b, Options{MaxEntries: 2 * n, FlushInterval: time.Hour, Logger: testLogger(b)})
+				m.SetSettings(Settings{TTL: map[string]TTL{"*": {Never: true}}})
+				<-m.indexDone
+				texts := populateSemantic(b, m, n, buckets)
+				ctx := context.Background()
+				before := heapInUse()
+				m.vi.catchUp.Store(true)
+				if err := m.vi.refresh(ctx, m.st); err != nil {
+					b.Fatal(err)
+				}
+				after := heapInUse()
+				emb := NewLexicalEmbedder()
+				query := func(i int) *semCall {
+					k := (i * 7919) % n
+					// A paraphrase-like query: the stored text with one word changed.
+					text := "latest " + texts[k]
+					c := &call{t: searchTool, r: m.rules.Load(), args: []byte(q(text, k%buckets))}
+					sc := m.prepareSemantic(c)
+					sc.emb, sc.vec = emb.Identity(), emb.Vector(text)
+					sc.part = partition(sc.emb.ID(), LexicalDims, sc.bucket)
+					return sc
+				}
+				measure := func(find func(sc *semCall) []candidate, runs int) ([]time.Duration, [][]candidate) {
+					lat := make([]time.Duration, runs)
+					found := make([][]candidate, runs)
+					for i := range runs {
+						sc := query(i)
+						start := time.Now()
+						found[i] = find(sc)
+						lat[i] = time.Since(start)
+					}
+					return lat, found
+				}
+				indexed := func(sc *semCall) []candidate {
+					cs, err := m.st.indexNeighbours(ctx, &m.vi, sc, semanticCandidates)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return cs
+				}
+				exact := func(sc *semCall) []candidate {
+					cs, err := m.st.neighbours(ctx, sc, semanticCandidates)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return cs
+				}
+				runs := max(b.N, 50)
+				b.ResetTimer()
+				ilat, ifound := measure(indexed, runs)
+				b.StopTimer()
+				elat, efound := measure(exact, min(runs, 50))
+				relevant, recalled, top1 := 0, 0, 0
+				for i := range efound {
+					ids := make([]int64, 0, len(ifound[i]))
+					for _, c := range ifound[i] {
+						ids = append(ids, c.id)
+					}
+					for _, c := range efound[i] {
+						if c.similarity >= LexicalThresholds.Verify {
+							relevant++
+							if slices.Contains(ids, c.id) {
+								recalled++
+							}
+						}
+					}
+					if len(efound[i]) > 0 && len(ifound[i]) > 0 && efound[i][0].id == ifound[i][0].id {
+						top1++
+					}
+				}
+				b.ReportMetric(p50(ilat), "index-p50-µs")
+				b.ReportMetric(p50(elat), "exact-p50-µs")
+				b.ReportMetric(float64(recalled)/float64(max(relevant, 1)), "recall@8")
+				b.ReportMetric(float64(top1)/float64(len(efound)), "top1")
+				b.ReportMetric(float64(after-before)/float64(n)*100_000/(1<<20), "index-MiB/100k")
+				b.ReportMetric(0, "ns/op")
+			})
+		}
+	}
+}
+
+func p50(lat []time.Duration) float64 {
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	return float64(s[len(s)/2].Microseconds())
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}
