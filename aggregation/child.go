@@ -43,6 +43,8 @@ type childEvents interface {
 	childRequests(cn *conn) transport.RequestHandler
 	// reconnected says a child came back after exiting: what it remembered is stale.
 	reconnected(server string)
+	// childMessageLimit bounds one message from a child.
+	childMessageLimit() int64
 }
 
 // child supervises one configured server: it connects, lists the tools, notices when
@@ -55,8 +57,6 @@ type child struct {
 	log     *slog.Logger
 	events  childEvents
 	resolve func(string) (string, error)
-	// maxMessage bounds one message from the child (Options.MaxChildMessage).
-	maxMessage int64
 	// beforeStart sees the config entry before each start (Options.BeforeStart).
 	beforeStart func(*config.Server)
 
@@ -570,7 +570,10 @@ func (c *child) stdioTransport(cn *conn) (transport.Interface, error) {
 	cmd := exec.Command(c.config().Command, c.config().Args...)
 	cmd.Env = env
 	cmd.Dir = c.config().Cwd
-	p := newProcess(cmd, c.log, c.maxMessage, cn.tail)
+	// The bound on one message from the child (maxChildMessageBytes): over it, the
+	// call it answers fails with a clear error and the gateway's memory stays bounded.
+	p := newProcess(cmd, c.log, c.events.childMessageLimit(), cn.tail)
+	p.name = c.name
 	// Child stderr goes to the log a line at a time, prefixed with the server's name.
 	p.stderrLine = func(line string) { c.log.Info("[" + c.name + "] " + line) }
 	return p, nil

@@ -59,10 +59,6 @@ type Options struct {
 	// child is about to start (at Start, on a reload, on a restart): the place to
 	// register with the redactor the values the child will be given.
 	BeforeStart func(*config.Server)
-	// MaxChildMessage bounds one message from a stdio child (default 64 MiB): over it,
-	// the call it answers fails with a clear error and the gateway's memory stays
-	// bounded.
-	MaxChildMessage int64
 	// Redact removes secret values from what children send back (results, errors,
 	// resources, prompts) before it reaches memory or a client; nil keeps it as is.
 	Redact func([]byte) []byte
@@ -73,7 +69,6 @@ type Gateway struct {
 	log      *slog.Logger
 	mem      *memory.Memory
 	names    string
-	maxChild int64
 	before   func(*config.Server)
 	resolve  func(string) (string, error)
 	redact   func([]byte) []byte
@@ -131,7 +126,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		opts.Redact = func(b []byte) []byte { return b }
 	}
 	g := &Gateway{
-		log: log, mem: opts.Memory, names: names, resolve: resolve, redact: opts.Redact, maxChild: opts.MaxChildMessage, before: opts.BeforeStart,
+		log: log, mem: opts.Memory, names: names, resolve: resolve, redact: opts.Redact, before: opts.BeforeStart,
 		denials: &policy.Counter{}, rebuild: make(chan struct{}, 1), published: map[string]string{},
 	}
 	g.methods = g.methodTable()
@@ -260,16 +255,9 @@ func (g *Gateway) Close() {
 	g.wg.Wait()
 }
 
-// defaultMaxChildMessage is generous: a child may legitimately return a large file.
-const defaultMaxChildMessage = 64 << 20
-
 func (g *Gateway) newChild(s *config.Server) *child {
 	c := newChild(s, g.names, g.log, g, g.resolve)
-	c.maxMessage = g.maxChild
 	c.beforeStart = g.before
-	if c.maxMessage <= 0 {
-		c.maxMessage = defaultMaxChildMessage
-	}
 	return c
 }
 
@@ -455,3 +443,5 @@ func fingerprintTools(tools []*Tool) string {
 }
 
 func (g *Gateway) reconnected(server string) { g.forget(g.runCtx, server) }
+
+func (g *Gateway) childMessageLimit() int64 { return g.cfg.Load().ChildMessageLimit() }

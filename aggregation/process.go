@@ -38,6 +38,7 @@ const (
 //   - one decode per message, and the raw result handed on as the child's bytes;
 //   - shutdown closes stdin, waits, then signals.
 type process struct {
+	name       string // the server's name, for messages
 	cmd        *exec.Cmd
 	stdin      io.WriteCloser
 	stdout     io.ReadCloser
@@ -156,7 +157,7 @@ func (p *process) tooLarge(id json.RawMessage) {
 	p.mu.Unlock()
 	if ch != nil {
 		ch <- &transport.JSONRPCResponse{Error: &mcp.JSONRPCErrorDetails{Code: codeInternal,
-			Message: fmt.Sprintf("the server's answer is larger than %d bytes and was refused; raise maxMessageBytes in the config if it is legitimate", p.maxMessage)}}
+			Message: fmt.Sprintf("the answer of server %s is larger than %d bytes and was refused; raise maxChildMessageBytes in the config if it is legitimate", p.name, p.maxMessage)}}
 	}
 }
 

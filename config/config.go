@@ -38,6 +38,10 @@ const DefaultTimeout = 60 * time.Second
 // DefaultMaxMessageBytes bounds one incoming JSON-RPC message.
 const DefaultMaxMessageBytes = 4 << 20
 
+// DefaultMaxChildMessageBytes bounds one message from a child: generous, since a
+// child may legitimately return a large file.
+const DefaultMaxChildMessageBytes = 64 << 20
+
 // Tool name styles on the wire.
 const (
 	ToolNamesWire   = "wire"   // <prefix>__<tool>, accepted by every known client
@@ -61,6 +65,8 @@ type Config struct {
 	ToolNames string `json:"toolNames,omitempty"`
 	// MaxMessageBytes bounds one incoming JSON-RPC message (default 4 MiB).
 	MaxMessageBytes int64 `json:"maxMessageBytes,omitempty"`
+	// MaxChildMessageBytes bounds one message from a child (default 64 MiB).
+	MaxChildMessageBytes int64 `json:"maxChildMessageBytes,omitempty"`
 	// Policy holds the per-agent tool rules.
 	Policy policy.Config `json:"policy,omitzero"`
 	// Agents holds per-agent identity settings (HTTP bearer token hashes).
@@ -249,6 +255,14 @@ func (c *Config) MessageLimit() int64 {
 		return c.MaxMessageBytes
 	}
 	return DefaultMaxMessageBytes
+}
+
+// ChildMessageLimit is the bound on one message from a child.
+func (c *Config) ChildMessageLimit() int64 {
+	if c.MaxChildMessageBytes > 0 {
+		return c.MaxChildMessageBytes
+	}
+	return DefaultMaxChildMessageBytes
 }
 
 // Duration is a time.Duration written in JSON as "30s", "5m", "1d" or a number of

@@ -18,7 +18,7 @@ import (
 
 // Keys a user may write, per level. Kept beside the structs they mirror.
 var (
-	topKeys = []string{"servers", "mcpServers", "toolNames", "maxMessageBytes", "policy",
+	topKeys = []string{"servers", "mcpServers", "toolNames", "maxMessageBytes", "maxChildMessageBytes", "policy",
 		"agents", "ttl", "cache", "invalidate", "memory", "secrets", "locked", "projectLayers"}
 	serverKeys = []string{"transport", "command", "args", "env", "cwd", "url", "headers",
 		"timeout", "prefix", "disabled", "protocolVersion", "annotations", "cacheScope"}
@@ -234,7 +234,7 @@ func (m *merger) add(file string, data []byte) bool {
 		return true
 	}
 	m.addServers(file, top, touched)
-	for _, k := range []string{"toolNames", "maxMessageBytes", "projectLayers"} {
+	for _, k := range []string{"toolNames", "maxMessageBytes", "maxChildMessageBytes", "projectLayers"} {
 		if raw, ok := top[k]; ok && touched(k) {
 			m.scalars[k] = raw
 			m.scalarFrom[k] = file
@@ -457,6 +457,11 @@ func (m *merger) build() *Config {
 	if raw, ok := m.scalars["maxMessageBytes"]; ok {
 		if err := json.Unmarshal(raw, &cfg.MaxMessageBytes); err != nil || cfg.MaxMessageBytes < 1024 {
 			m.errs.add(m.errAt(m.scalarFrom["maxMessageBytes"], "write a number of bytes of at least 1024 (default 4194304)", "maxMessageBytes"))
+		}
+	}
+	if raw, ok := m.scalars["maxChildMessageBytes"]; ok {
+		if err := json.Unmarshal(raw, &cfg.MaxChildMessageBytes); err != nil || cfg.MaxChildMessageBytes < 1024 {
+			m.errs.add(m.errAt(m.scalarFrom["maxChildMessageBytes"], "write a number of bytes of at least 1024 (default 67108864)", "maxChildMessageBytes"))
 		}
 	}
 	if raw, ok := m.scalars["projectLayers"]; ok {

@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +127,45 @@ func TestNotRunningIsNotUnknown(t *testing.T) {
 	stdout, stderr, code = h.nexus("call", "nobody.anything")
 	if out := stdout + stderr; code == 0 || !strings.Contains(out, "unknown tool") {
 		t.Errorf("nexus call nobody.anything: exit %d\n%s", code, out)
+	}
+}
+
+// TestOverSizeChildMessage: a child's answer over maxChildMessageBytes fails its call
+// with a clear error, is never held (the gateway's peak memory does not grow with
+// it), and the child keeps serving.
+func TestOverSizeChildMessage(t *testing.T) {
+	h := newHome(t, nil)
+	h.writeConfig(map[string]any{
+		"servers":              map[string]any{"fx": h.fixtureServer(nil)},
+		"maxChildMessageBytes": 1 << 20,
+	})
+	s := h.serveStdio("--no-memory")
+	if r := s.call("fx__big", map[string]any{"bytes": 512 << 10}); r.IsError || len(r.text()) != 512<<10 {
+		t.Fatalf("an answer under the bound: error %v, %d bytes", r.IsError, len(r.text()))
+	}
+	peak := func() int64 {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+		if err != nil {
+			return -1
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				var kb int64
+				fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
+				return kb << 10
+			}
+		}
+		return -1
+	}
+	before := peak()
+	r := s.call("fx__big", map[string]any{"bytes": 48 << 20})
+	if !r.IsError || !strings.Contains(r.text(), "larger than 1048576 bytes") || !strings.Contains(r.text(), "maxChildMessageBytes") {
+		t.Errorf("an answer over the bound: %+v", r)
+	}
+	if after := peak(); before > 0 && after-before > 16<<20 {
+		t.Errorf("the gateway's peak memory grew by %d MiB for a refused 48 MiB answer", (after-before)>>20)
+	}
+	if r := s.call("fx__echo", map[string]any{"message": "next"}); r.text() != "next" {
+		t.Errorf("the child after an over-size answer: %+v", r)
 	}
 }
