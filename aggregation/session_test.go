@@ -471,3 +471,34 @@ func TestBatches(t *testing.T) {
 		})
 	}
 }
+
+// TestExplainCoversPromptsAndResources: what `nexus policy show|explain` prints
+// decides prompts and resources by the same rules the session layer enforces.
+func TestExplainCoversPromptsAndResources(t *testing.T) {
+	f := newFixture(t)
+	got := map[string]bool{}
+	for _, it := range f.g.Explain("tester") {
+		got[it.Kind+" "+it.Name] = it.Allowed
+	}
+	for item, allowed := range map[string]bool{
+		"tool good.echo": true, "tool evil.echo": false,
+		"prompt good.greet": true, "prompt evil.greet": false,
+		"resources good": true, "resources evil": false,
+	} {
+		if a, ok := got[item]; !ok || a != allowed {
+			t.Errorf("Explain(tester) %s: allowed %v (listed %v), want %v", item, a, ok, allowed)
+		}
+	}
+	for name, want := range map[string]string{
+		"evil__greet": "prompt evil.greet", "good.greet": "prompt good.greet",
+		"mem://evil/item/3": "resources evil", "evil.echo": "tool evil.echo",
+	} {
+		it, err := f.g.ExplainName(context.Background(), "tester", name)
+		if err != nil || it.Kind+" "+it.Name != want {
+			t.Errorf("ExplainName(%q) = %s %s, %v; want %s", name, it.Kind, it.Name, err, want)
+		}
+	}
+	if it, _ := f.g.ExplainName(context.Background(), "tester", "mem://evil/doc"); it.Allowed || !strings.Contains(it.Hint(), "revoke --agent tester 'evil.*'") {
+		t.Errorf("a denied resource's hint: %q", it.Hint())
+	}
+}

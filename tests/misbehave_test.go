@@ -169,3 +169,16 @@ func TestOverSizeChildMessage(t *testing.T) {
 		t.Errorf("the child after an over-size answer: %+v", r)
 	}
 }
+
+// TestAddWarnsOfAMissingCommand: add saves a server whose command is not installed
+// yet, and says so.
+func TestAddWarnsOfAMissingCommand(t *testing.T) {
+	h := newHome(t, map[string]any{})
+	_, stderr, code := h.nexus("add", "ghost", "--command", "does-not-exist-anywhere")
+	if code != 0 || !strings.Contains(stderr, "does-not-exist-anywhere is not on PATH") {
+		t.Errorf("add with a missing command: exit %d\n%s", code, stderr)
+	}
+	if cfg, _ := readFile(h.dir + "/config.json"); !strings.Contains(cfg, "does-not-exist-anywhere") {
+		t.Errorf("the server was not saved:\n%s", cfg)
+	}
+}

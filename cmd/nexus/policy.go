@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/policy"
 )
@@ -122,22 +123,20 @@ func (e *env) showPolicy(c *cli.Context, agent, tool string) error {
 		return err
 	}
 	defer g.Close()
-	var tools []policy.Tool
+	var items []aggregation.Explained
 	if tool != "" {
-		t, err := g.Resolve(c.Context, tool)
+		it, err := g.ExplainName(c.Context, agent, tool)
 		if err != nil {
 			return cli.Exit(err.Error(), 1)
 		}
-		tools = append(tools, policy.Tool{Name: t.Canonical, ReadOnly: t.Hints.ReadOnly, Destructive: t.Hints.Destructive})
+		items = append(items, it)
 	} else {
-		for _, t := range g.Tools() {
-			tools = append(tools, policy.Tool{Name: t.Canonical, ReadOnly: t.Hints.ReadOnly, Destructive: t.Hints.Destructive})
-		}
+		items = g.Explain(agent)
 	}
-	decisions := g.Policy().Explain(agent, tools)
 	if c.Bool("json") {
 		type row struct {
 			Agent   string `json:"agent"`
+			Kind    string `json:"kind"`
 			Tool    string `json:"tool"`
 			Allowed bool   `json:"allowed"`
 			Rule    string `json:"rule"`
@@ -146,13 +145,28 @@ func (e *env) showPolicy(c *cli.Context, agent, tool string) error {
 			Hint    string `json:"hint,omitempty"`
 		}
 		rows := []row{}
-		for _, d := range decisions {
-			rows = append(rows, row{d.Agent, d.Tool, d.Allowed, d.Rule, d.Origin, d.Source, d.Hint()})
+		for _, it := range items {
+			d := it.Decision
+			rows = append(rows, row{d.Agent, it.Kind, it.Name, d.Allowed, d.Rule, d.Origin, d.Source, d.Hint()})
 		}
 		return printJSON(e.stdout, rows)
 	}
 	if tool != "" {
-		d := decisions[0]
+		it := items[0]
+		d := it.Decision
+		if it.Kind != "tool" {
+			what := map[string]string{"prompt": "prompt " + it.Name, "resources": "the resources of server " + it.Name}[it.Kind]
+			if d.Allowed {
+				fmt.Fprintf(e.stdout, "allowed: agent %q may use %s (%s, from %s)\n", d.Agent, what, d.Rule, origin(d))
+				return nil
+			}
+			msg := fmt.Sprintf("denied: agent %q may not use %s (%s, from %s)", d.Agent, what, d.Rule, origin(d))
+			if h := d.Hint(); h != "" {
+				msg += ". To grant it: " + h
+			}
+			fmt.Fprintln(e.stdout, msg)
+			return cli.Exit("", 1)
+		}
 		if d.Allowed {
 			fmt.Fprintf(e.stdout, "allowed: agent %q may call %q (%s, from %s)\n", d.Agent, d.Tool, d.Rule, origin(d))
 			return nil
@@ -162,12 +176,20 @@ func (e *env) showPolicy(c *cli.Context, agent, tool string) error {
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "TOOL\tAGENT %s\tRULE\tFROM\n", agent)
-	for _, d := range decisions {
+	for _, it := range items {
+		d := it.Decision
 		verdict := "denied"
 		if d.Allowed {
 			verdict = "allowed"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Tool, verdict, d.Rule, origin(d))
+		name := it.Name
+		switch it.Kind {
+		case "prompt":
+			name = "prompt " + it.Name
+		case "resources":
+			name = "resources of " + it.Name
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, verdict, d.Rule, origin(d))
 	}
 	return tw.Flush()
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"os/exec"
 	"runtime"
 	"strings"
 	"text/tabwriter"
@@ -96,6 +98,11 @@ func addCommand() *cli.Command {
 			fmt.Fprintf(e.stdout, "added %s to %s\n", name, target)
 			for _, n := range stored {
 				fmt.Fprintf(e.stdout, "stored secret %s in %s\n", n, e.secretPlace(c.Context, n))
+			}
+			if srv.Command != "" {
+				if _, err := exec.LookPath(srv.Command); err != nil {
+					fmt.Fprintf(e.stderr, "warning: %s is not on PATH (%v); the server is saved, but it will not start until %s is installed (nexus doctor checks it)\n", srv.Command, errors.Unwrap(err), srv.Command)
+				}
 			}
 			return nil
 		},
