@@ -249,9 +249,7 @@ func (g *Gateway) Close() {
 	for _, s := range g.sessions.snapshot() {
 		s.close()
 	}
-	for _, c := range g.kids() {
-		c.shutdown()
-	}
+	shutdownAll(slices.Collect(maps.Values(g.kids())))
 	g.wg.Wait()
 }
 
@@ -259,6 +257,15 @@ func (g *Gateway) newChild(s *config.Server) *child {
 	c := newChild(s, g.names, g.log, g, g.resolve)
 	c.beforeStart = g.before
 	return c
+}
+
+// shutdownAll stops children in parallel: each may take its grace period to exit.
+func shutdownAll(kids []*child) {
+	var wg sync.WaitGroup
+	for _, c := range kids {
+		wg.Go(c.shutdown)
+	}
+	wg.Wait()
 }
 
 // kids is the current set of children; the map is never modified once published.
@@ -343,8 +350,8 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 		if next[c.name] != nil && next[c.name] != c {
 			g.log.Info("server restarted: its launch settings changed", "server", c.name)
 		}
-		c.shutdown()
 	}
+	shutdownAll(stopped)
 	g.toolsChanged("")
 	g.listsChanged() // the policy may have changed what sessions see
 	return nil

@@ -88,3 +88,30 @@ func BenchmarkGateway(b *testing.B) {
 
 func distinct(i int) map[string]any { return map[string]any{"message": fmt.Sprint("m", i)} }
 func same(int) map[string]any       { return map[string]any{"message": "the same read"} }
+
+// BenchmarkStartupWithAHungChild measures the time from starting `nexus serve` to the
+// client's initialize answer when one configured child never answers its own
+// initialize: the gateway must not wait for it.
+//
+//	go test ./tests -run '^$' -bench Startup -benchtime 20x
+func BenchmarkStartupWithAHungChild(b *testing.B) {
+	if raceEnabled {
+		b.Skip("benchmarks need binaries built without -race")
+	}
+	t := &testing.T{}
+	h := newHome(t, nil)
+	h.writeConfig(map[string]any{"servers": map[string]any{
+		"fx":   map[string]any{"command": built.fixture},
+		"hang": map[string]any{"command": built.fixture, "env": map[string]string{"FIXTURE_MODE": "hang"}},
+	}})
+	lat := make([]time.Duration, 0, b.N)
+	for range b.N {
+		start := time.Now()
+		s := startSession(t, h.env(), built.nexus, "serve", "--no-memory") // returns once initialize is answered
+		lat = append(lat, time.Since(start))
+		s.close()
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "initialize-p50-ms")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "initialize-max-ms")
+}
