@@ -21,17 +21,21 @@ func (g *Gateway) methodTable() map[string]method {
 		"ping": func(context.Context, *session, json.RawMessage, sink) (json.RawMessage, *RPCError) {
 			return json.RawMessage("{}"), nil
 		},
-		"tools/list":               listTools,
-		"tools/call":               callToolMethod,
-		"prompts/list":             listPrompts,
-		"prompts/get":              getPrompt,
-		"resources/list":           listResources,
-		"resources/templates/list": listTemplates,
-		"resources/read":           readResource,
-		"resources/subscribe":      subscribe,
-		"resources/unsubscribe":    unsubscribe,
-		"completion/complete":      complete,
-		"logging/setLevel":         setLevel,
+		"tools/list": listMethod(func(v *view) json.RawMessage { return v.tools },
+			func(seen *seenLists, v *view) { seen.tools, seen.listedTools = v.toolsFP, true }),
+		"tools/call": callToolMethod,
+		"prompts/list": listMethod(func(v *view) json.RawMessage { return v.prompts },
+			func(seen *seenLists, v *view) { seen.prompts, seen.listedPrompts = v.promptsFP, true }),
+		"prompts/get": getPrompt,
+		"resources/list": listMethod(func(v *view) json.RawMessage { return v.resources },
+			func(seen *seenLists, v *view) { seen.resources, seen.listedResources = v.resourcesFP, true }),
+		"resources/templates/list": listMethod(func(v *view) json.RawMessage { return v.templates },
+			func(seen *seenLists, v *view) { seen.resources, seen.listedResources = v.resourcesFP, true }),
+		"resources/read":        readResource,
+		"resources/subscribe":   subscribe,
+		"resources/unsubscribe": unsubscribe,
+		"completion/complete":   complete,
+		"logging/setLevel":      setLevel,
 	}
 }
 
@@ -100,31 +104,14 @@ func initialize(_ context.Context, s *session, params json.RawMessage, _ sink) (
 	return res, nil
 }
 
-// The list methods answer from the agent's view, whose lists hold only what its
-// policy lets it use. Each also records what the client was told, so that a later
+// listMethod answers a list from the agent's view, whose lists hold only what its
+// policy lets it use, and records what the client was given, so that a later
 // list_changed goes only to sessions whose lists really changed.
-func listTools(ctx context.Context, s *session, _ json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
-	s.g.awaitFirstLists(ctx)
-	v := s.g.listed(s, func(seen *seenLists, v *view) { seen.tools, seen.listedTools = v.toolsFP, true })
-	return v.tools, nil
-}
-
-func listPrompts(ctx context.Context, s *session, _ json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
-	s.g.awaitFirstLists(ctx)
-	v := s.g.listed(s, func(seen *seenLists, v *view) { seen.prompts, seen.listedPrompts = v.promptsFP, true })
-	return v.prompts, nil
-}
-
-func listResources(ctx context.Context, s *session, _ json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
-	s.g.awaitFirstLists(ctx)
-	v := s.g.listed(s, func(seen *seenLists, v *view) { seen.resources, seen.listedResources = v.resourcesFP, true })
-	return v.resources, nil
-}
-
-func listTemplates(ctx context.Context, s *session, _ json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
-	s.g.awaitFirstLists(ctx)
-	v := s.g.listed(s, func(seen *seenLists, v *view) { seen.resources, seen.listedResources = v.resourcesFP, true })
-	return v.templates, nil
+func listMethod(result func(*view) json.RawMessage, record func(*seenLists, *view)) method {
+	return func(ctx context.Context, s *session, _ json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
+		s.g.awaitFirstLists(ctx)
+		return result(s.g.listed(s, record)), nil
+	}
 }
 
 // listed returns the session's view and records, in step with listsChanged, what

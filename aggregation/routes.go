@@ -1,7 +1,6 @@
 package aggregation
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -357,13 +356,4 @@ func (cs *callers) only() (*caller, int) {
 		return nil, len(sessions)
 	}
 	return latest, 1
-}
-
-// equalJSON reports whether two raw JSON values are the same bytes once compacted.
-func equalJSON(a, b json.RawMessage) bool {
-	var x, y bytes.Buffer
-	if json.Compact(&x, a) != nil || json.Compact(&y, b) != nil {
-		return bytes.Equal(a, b)
-	}
-	return bytes.Equal(x.Bytes(), y.Bytes())
 }
