@@ -198,7 +198,9 @@ func (s *session) request(ctx context.Context, via sink, method string, params a
 		delete(s.pending, id)
 		s.mu.Unlock()
 	}()
-	if !via.send(s.outward(requestBytes(id, method, params))) && (via == s.out || !s.push(requestBytes(id, method, params))) {
+	// On the call's own stream if it can still carry it, else on the session's.
+	msg := s.outward(requestBytes(id, method, params))
+	if !via.send(msg) && (via == s.out || !s.out.send(msg)) {
 		return nil, &RPCError{Code: codeInternal, Message: "the client has no open stream to receive " + method}
 	}
 	select {
