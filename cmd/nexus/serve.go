@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -94,7 +95,11 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 			}
 		}
 	}()
-	go func() {
+	ctx, cancel := context.WithCancel(ctx)
+	var checks sync.WaitGroup
+	defer checks.Wait() // after cancel (defers run in reverse)
+	defer cancel()
+	checks.Go(func() {
 		// Once every server made its first attempt, say which policy entries name
 		// nothing: serve does not wait for its servers to answer its client.
 		if g.Ready(ctx) == nil {
@@ -102,9 +107,7 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 				e.log.Warn("policy problem", "problem", p.String())
 			}
 		}
-	}()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	})
 	watched := e.layers
 	if p := e.projectLayer(); p != "" {
 		watched = append(slices.Clone(watched), p)
