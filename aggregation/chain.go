@@ -265,24 +265,30 @@ func (g *Gateway) resolveTool(ctx context.Context, name string) (*Tool, error) {
 		return t, nil
 	}
 	owners := g.possibleOwners(name)
+	stale := false // the manifest may lag behind what the owners know
 	for _, c := range owners {
 		select {
 		case <-c.settled:
 		default:
+			yieldReader(ctx)
 			wait, cancel := context.WithTimeout(ctx, c.config().CallTimeout())
 			select {
 			case <-c.settled:
 			case <-wait.Done():
 			}
 			cancel()
+			stale = true
 		}
 		// The child may know the tool before the manifest does (rebuilds are
-		// debounced): then bring the manifest up to date now.
+		// debounced).
 		if _, tools := c.current(); slices.ContainsFunc(tools, func(t *Tool) bool { return t.Wire == name || t.Canonical == name }) {
-			g.rebuildNow(ctx)
-			if t := g.man.Load().lookup(name); t != nil {
-				return t, nil
-			}
+			stale = true
+		}
+	}
+	if stale {
+		g.rebuildNow(ctx)
+		if t := g.man.Load().lookup(name); t != nil {
+			return t, nil
 		}
 	}
 	for _, c := range owners {

@@ -183,6 +183,7 @@ func (c *child) connected(ctx context.Context) *conn {
 		if cn != nil || state == StateFailed {
 			return cn
 		}
+		yieldReader(ctx)
 		select {
 		case <-changed:
 		case <-ctx.Done():
@@ -630,6 +631,7 @@ func (c *child) toolsFrom(raws []json.RawMessage) []*Tool {
 // request sends one request to the child and returns its raw result. Our ids are
 // strings so they never collide with the numeric ids of mcp-go's own requests.
 func (cn *conn) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	yieldReader(ctx) // the answer takes a round trip to the child
 	id := mcp.NewRequestId("nexus-" + strconv.FormatInt(cn.ids.Add(1), 10))
 	resp, err := cn.tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params})
 	if err != nil {

@@ -193,6 +193,7 @@ func (g *Gateway) awaitFirstLists(ctx context.Context) {
 		return
 	default:
 	}
+	yieldReader(ctx)
 	t := time.NewTimer(time.Until(g.firstLists))
 	defer t.Stop()
 	select {

@@ -9,14 +9,14 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
+
+	"github.com/nexus-mcp/nexus/memory"
 )
 
-// maxConcurrentCalls bounds the requests one stdio client runs at once beyond the
-// stdioWorkers that are always there.
-const (
-	maxConcurrentCalls = 64
-	stdioWorkers       = 8
-)
+// maxConcurrentCalls bounds the requests one stdio client has waiting on children at
+// once; past it, reading the client's next messages waits for one to finish.
+const maxConcurrentCalls = 64
 
 // ServeStdio serves one client over newline-delimited JSON-RPC on in and out until in
 // ends or ctx is done. agent, when not empty, is the client's identity (--agent,
@@ -28,88 +28,101 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, a
 	defer s.close()
 	stop := context.AfterFunc(ctx, s.close)
 	defer stop()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		g.readStdio(s.ctx, s, in, w)
-	}()
+	r := &stdioReader{g: g, s: s, w: w, eof: make(chan struct{}), slots: make(chan struct{}, maxConcurrentCalls),
+		lr: &lineReader{r: bufio.NewReaderSize(in, 64*1024), limit: g.cfg.Load().MessageLimit()}}
+	r.wg.Add(1)
+	go r.loop(s.ctx)
 	select {
-	case <-done:
+	case <-r.eof:
+		r.wg.Wait() // the calls still running answer before the session ends
 	case <-ctx.Done():
+		// The reader may be blocked reading in, which nothing but the end of in or
+		// of the process interrupts; the calls end with the session.
 	}
 	return nil
 }
 
-// readStdio reads the client's lines and hands each message to the session.
-// Responses, notifications and requests answered from memory of the gateway itself
-// (initialize, ping, lists) run inline, in order; requests that wait on a child run
-// on workers, so a slow call never holds up the client's answer to a sampling
-// request or its cancellation.
-func (g *Gateway) readStdio(ctx context.Context, s *session, in io.Reader, w *lineWriter) {
-	limit := g.cfg.Load().MessageLimit()
-	lr := &lineReader{r: bufio.NewReaderSize(in, 64*1024), limit: limit}
-	// Calls run on long-lived workers: a goroutine's stack grows on its first trip
-	// through SQLite or JSON, and a fresh goroutine per call would pay that every time.
-	// When every worker is busy, extra goroutines take the overflow, up to the bound.
-	var calls sync.WaitGroup
-	work := make(chan func())
-	for range stdioWorkers {
-		calls.Go(func() {
-			for f := range work {
-				f()
-			}
-		})
-	}
-	defer calls.Wait()
-	defer close(work)
-	sem := make(chan struct{}, maxConcurrentCalls)
-	run := func(f func()) {
-		select {
-		case work <- f:
-		default:
-			sem <- struct{}{}
-			calls.Go(func() {
-				defer func() { <-sem }()
-				f()
-			})
-		}
-	}
+// stdioReader reads one stdio client's messages. Whichever goroutine reads a request
+// also runs it: a request answered without waiting (a memory hit, a list, a refusal)
+// costs no hand-off to another goroutine. A request about to wait on a child, or on
+// anything slow, first hands the reading on to a new goroutine (baton.yield), so the
+// client's next messages (a cancellation, its answer to a sampling request, other
+// calls) are read meanwhile.
+type stdioReader struct {
+	g       *Gateway
+	s       *session
+	w       *lineWriter
+	lr      *lineReader // used by one goroutine at a time: the one holding the baton
+	slots   chan struct{}
+	wg      sync.WaitGroup
+	eof     chan struct{}
+	eofOnce sync.Once
+}
+
+func (r *stdioReader) loop(ctx context.Context) {
+	defer r.wg.Done()
 	for {
-		line, id, err := lr.next()
+		line, id, err := r.lr.next()
 		if errors.Is(err, errTooLarge) {
-			g.log.Warn("refused an over-size message", "limit", limit)
-			w.reply(s.outward(tooLarge(id, limit)))
+			r.g.log.Warn("refused an over-size message", "limit", r.lr.limit)
+			r.w.reply(r.s.outward(tooLarge(id, r.lr.limit)))
 			continue
 		}
 		if err != nil {
+			r.eofOnce.Do(func() { close(r.eof) })
 			return
 		}
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			continue
 		}
+		b := &baton{r: r, ctx: ctx}
+		bctx := b.context()
 		if line[0] == '[' {
-			run(func() { g.serveBatch(ctx, s, line, w) })
-			continue
+			r.g.serveBatch(bctx, r.s, line, r.w)
+		} else if m, reply := decode(line); reply != nil {
+			r.w.reply(r.s.outward(reply))
+		} else {
+			r.s.handle(bctx, m, r.w)
 		}
-		m, reply := decode(line)
-		if reply != nil {
-			w.reply(s.outward(reply))
-			continue
+		if b.yielded.Load() {
+			<-r.slots
+			return // another goroutine reads now
 		}
-		if m.isRequest() && !(inline[m.Method] && g.started()) {
-			run(func() { s.handle(ctx, m, w) })
-			continue
-		}
-		s.handle(ctx, m, w)
 	}
 }
 
-// inline are the requests the gateway answers without waiting on a child (lists
-// only once the children's first attempts are over: until then they may wait).
-var inline = map[string]bool{
-	"initialize": true, "ping": true, "tools/list": true, "prompts/list": true,
-	"resources/list": true, "resources/templates/list": true,
+// baton is the reading duty of one stdio client, held by the goroutine running the
+// request it read.
+type baton struct {
+	r       *stdioReader
+	ctx     context.Context
+	once    sync.Once
+	yielded atomic.Bool
+}
+
+type batonKey struct{}
+
+func (b *baton) context() context.Context {
+	return memory.WithBeforeBlocking(context.WithValue(b.ctx, batonKey{}, b), b.yield)
+}
+
+// yield hands the reading on to a new goroutine, once: the caller is about to wait.
+func (b *baton) yield() {
+	b.once.Do(func() {
+		b.r.slots <- struct{}{} // past maxConcurrentCalls, reading waits here
+		b.yielded.Store(true)
+		b.r.wg.Add(1)
+		go b.r.loop(b.ctx)
+	})
+}
+
+// yieldReader is called before anything that may wait long (a child's answer, a
+// server still starting): on the stdio front it hands the reading on.
+func yieldReader(ctx context.Context) {
+	if b, ok := ctx.Value(batonKey{}).(*baton); ok {
+		b.yield()
+	}
 }
 
 // decode parses one message, or returns the error response it gets.
@@ -153,6 +166,7 @@ func (g *Gateway) serveBatch(ctx context.Context, s *session, line []byte, to si
 	}
 	replies := make([][]byte, len(items))
 	var wg sync.WaitGroup
+	yieldReader(ctx) // the batch waits for its requests
 	for i, it := range items {
 		m, reply := decode(it)
 		if reply != nil {

@@ -75,6 +75,12 @@ func (f *flight) wait(ctx context.Context) error {
 	select {
 	case <-f.done:
 		return nil
+	default:
+	}
+	beforeBlocking(ctx)
+	select {
+	case <-f.done:
+		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("memory: waiting for an identical call in flight: %w", context.Cause(ctx))
 	}

@@ -233,6 +233,9 @@ func (m *Memory) embed(ctx context.Context, c *call, sc *semCall) {
 		return
 	}
 	id := m.emb.Identity()
+	if _, local := m.emb.(LexicalEmbedder); !local {
+		beforeBlocking(ctx) // a remote embedder answers over the network
+	}
 	vs, err := m.emb.Embed(ctx, []string{sc.text})
 	if err == nil {
 		err = checkVectors(vs, 1, id.Dims)
@@ -307,6 +310,7 @@ func (m *Memory) semanticHit(ctx context.Context, c *call, sc *semCall) (semHit,
 			continue
 		}
 		verified = true
+		beforeBlocking(ctx) // the verifier is a chat model over the network
 		same, err := m.ver.Same(ctx, c.t.Name, cd.text, sc.text)
 		if err != nil {
 			if ctx.Err() != nil {
