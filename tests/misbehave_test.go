@@ -124,6 +124,10 @@ func TestNotRunningIsNotUnknown(t *testing.T) {
 	if out := stdout + stderr; code == 0 || !strings.Contains(out, "server ghost is not running") || !strings.Contains(out, "ghost-server") {
 		t.Errorf("nexus call ghost.anything: exit %d\n%s", code, out)
 	}
+	stdout, _, _ = h.nexus("list-servers", "--live")
+	if !strings.Contains(stdout, "ghost: starting ghost") || !strings.Contains(stdout, "next try in") {
+		t.Errorf("list-servers --live does not say why ghost is down and when it tries again:\n%s", stdout)
+	}
 	stdout, stderr, code = h.nexus("call", "nobody.anything")
 	if out := stdout + stderr; code == 0 || !strings.Contains(out, "unknown tool") {
 		t.Errorf("nexus call nobody.anything: exit %d\n%s", code, out)

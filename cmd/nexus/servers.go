@@ -238,7 +238,15 @@ func listServersCommand() *cli.Command {
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Transport, truncate(r.Target, 60), state, r.Source)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, r := range rows { // why a server is not running, and when it tries again
+				if r.Error != "" && r.State != "ready" {
+					fmt.Fprintf(e.stdout, "%s: %s\n", r.Name, r.Error)
+				}
+			}
+			return nil
 		},
 	}
 }
