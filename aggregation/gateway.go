@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -36,6 +37,7 @@ import (
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/memory"
 	"github.com/nexus-mcp/nexus/policy"
+	"github.com/nexus-mcp/nexus/secrets"
 )
 
 // Version is the gateway's version, reported to clients and children.
@@ -120,7 +122,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	resolve := opts.Resolve
 	if resolve == nil {
-		resolve = ExpandEnv
+		resolve = expandEnv
 	}
 	if opts.Redact == nil {
 		opts.Redact = func(b []byte) []byte { return b }
@@ -258,6 +260,13 @@ func (g *Gateway) newChild(s *config.Server) *child {
 	c := newChild(s, g.names, g.log, g, g.resolve)
 	c.beforeStart = g.before
 	return c
+}
+
+// expandEnv resolves ${env:NAME} references (the default when the caller gives no
+// resolver): the one expander of the project, with no keychain behind it.
+func expandEnv(value string) (string, error) {
+	v, _, err := secrets.Expand(context.Background(), value, nil, os.LookupEnv)
+	return v, err
 }
 
 // shutdownAll stops children in parallel: each may take its grace period to exit.

@@ -217,7 +217,7 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 	body = bytes.TrimSpace(body)
 	if len(body) > 0 && body[0] == '[' {
 		if s := h.session(w, r, agent, nil); s != nil {
-			rep := newHTTPReply(w, r, s)
+			rep := newHTTPReply(w, r)
 			h.g.serveBatch(r.Context(), s, body, rep)
 		}
 		return
@@ -235,7 +235,7 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 	if s == nil {
 		return
 	}
-	rep := newHTTPReply(w, r, s)
+	rep := newHTTPReply(w, r)
 	if !m.isRequest() {
 		s.handle(r.Context(), m, rep)
 		rep.reply(nil) // 202: a notification or a response needs no answer
@@ -310,7 +310,7 @@ type httpReply struct {
 	done      bool
 }
 
-func newHTTPReply(w http.ResponseWriter, r *http.Request, s *session) *httpReply {
+func newHTTPReply(w http.ResponseWriter, r *http.Request) *httpReply {
 	_, flushes := w.(http.Flusher)
 	return &httpReply{w: w, canStream: flushes && strings.Contains(r.Header.Get("Accept"), "text/event-stream")}
 }

@@ -166,7 +166,7 @@ func TestIDScanner(t *testing.T) {
 	}
 }
 
-func TestExpandEnv(t *testing.T) {
+func TestDefaultExpander(t *testing.T) {
 	t.Setenv("NEXUS_T_A", "alpha")
 	tests := []struct {
 		in, want string
@@ -179,9 +179,9 @@ func TestExpandEnv(t *testing.T) {
 		{"${env:NEXUS_T_A", "", false},
 	}
 	for _, tc := range tests {
-		got, err := ExpandEnv(tc.in)
+		got, err := expandEnv(tc.in)
 		if (err == nil) != tc.ok || got != tc.want {
-			t.Errorf("ExpandEnv(%q) = %q, %v", tc.in, got, err)
+			t.Errorf("expandEnv(%q) = %q, %v", tc.in, got, err)
 		}
 	}
 }
