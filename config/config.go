@@ -111,10 +111,16 @@ type Secrets struct {
 
 // Memory configures the result cache.
 type Memory struct {
-	Enabled        *bool `json:"enabled,omitempty"`
-	MaxEntries     int   `json:"maxEntries,omitempty"`
-	MaxBytes       int64 `json:"maxBytes,omitempty"`
-	MaxResultBytes int   `json:"maxResultBytes,omitempty"`
+	Enabled *bool `json:"enabled,omitempty"`
+	// Backend is where remembered results live: "sqlite" (the default,
+	// memory.db in NEXUS_HOME) or "postgres", shared by gateway replicas.
+	Backend string `json:"backend,omitempty"`
+	// DSN is the PostgreSQL connection string when Backend is "postgres"; it may
+	// be (and in shared layers must be) a ${env:NAME} or ${keyring:NAME} reference.
+	DSN            string `json:"dsn,omitempty"`
+	MaxEntries     int    `json:"maxEntries,omitempty"`
+	MaxBytes       int64  `json:"maxBytes,omitempty"`
+	MaxResultBytes int    `json:"maxResultBytes,omitempty"`
 	// Semantic is false (no similarity hits) or an object mapping tool patterns to
 	// their free-text fields ([] or false turns similarity off for them).
 	Semantic json.RawMessage `json:"semantic,omitempty"`
@@ -148,6 +154,12 @@ type Thresholds struct {
 	Serve  float64 `json:"serve"`
 	Verify float64 `json:"verify"`
 }
+
+// Memory backends.
+const (
+	BackendSQLite   = "sqlite"
+	BackendPostgres = "postgres"
+)
 
 // On reports whether memory is enabled (the default).
 func (m Memory) On() bool { return m.Enabled == nil || *m.Enabled }

@@ -41,8 +41,12 @@ func TestProblemsLocatedAndNamed(t *testing.T) {
 			[]string{`f.json:1:10: ttl.x: pattern "x": write "x.*" for a whole server or "server.tool" for one tool`}},
 		{"bad semantic", `{"memory": {"semantic": {"a.b": "query"}}}`,
 			[]string{`f.json:1:26: memory.semantic.a.b: write a list of argument names, or false`}},
+		{"unknown backend", `{"memory": {"backend": "mysql"}}`,
+			[]string{`f.json:1:13: memory.backend: write "sqlite" (default) or "postgres", not "mysql"`}},
+		{"postgres without dsn", `{"memory": {"backend": "postgres"}}`,
+			[]string{`f.json:1:13: memory.backend: the postgres backend needs "dsn", e.g. "${env:NEXUS_PG_DSN}"`}},
 		{"bad memory key", `{"memory": {"enabled": true, "maxEntrys": 5}}`,
-			[]string{`f.json:1:30: memory.maxEntrys: unknown key "maxEntrys" (did you mean "maxEntries"?); valid keys: enabled, maxEntries, maxBytes, maxResultBytes, semantic, embedder, thresholds, verifier`}},
+			[]string{`f.json:1:30: memory.maxEntrys: unknown key "maxEntrys" (did you mean "maxEntries"?); valid keys: enabled, backend, dsn, maxEntries, maxBytes, maxResultBytes, semantic, embedder, thresholds, verifier`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

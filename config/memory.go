@@ -61,7 +61,26 @@ func (m *merger) buildMemoryRules(cfg *Config) {
 		}
 	}
 	m.semanticRules(cfg.Memory.Semantic, &s)
+	m.checkBackend(cfg.Memory)
 	cfg.memRules = s
+}
+
+// checkBackend checks memory.backend and memory.dsn, so a typo is found by
+// validate instead of by the first serve.
+func (m *merger) checkBackend(mem Memory) {
+	file := func(key string) string { return m.mapFrom["memory"][key] }
+	switch mem.Backend {
+	case "", BackendSQLite:
+		if mem.DSN != "" {
+			m.errs.add(m.errAt(file("dsn"), `dsn is only read with "backend": "postgres"; remove it or set the backend`, "memory", "dsn"))
+		}
+	case BackendPostgres:
+		if mem.DSN == "" {
+			m.errs.add(m.errAt(file("backend"), `the postgres backend needs "dsn", e.g. "${env:NEXUS_PG_DSN}"`, "memory", "backend"))
+		}
+	default:
+		m.errs.add(m.errAt(file("backend"), fmt.Sprintf(`write "sqlite" (default) or "postgres", not %q`, mem.Backend), "memory", "backend"))
+	}
 }
 
 // patternError strips the "memory: ttl: " prefix of a one-entry Validate, whose
