@@ -8,6 +8,13 @@ import (
 	"time"
 )
 
+// flightPoll bounds how long a follower of another process's flight waits
+// between looks at the store, in case a wake-up notification is lost.
+const (
+	flightPollMin = 5 * time.Millisecond
+	flightPollMax = 100 * time.Millisecond
+)
+
 // flightGroup coalesces identical calls in flight at the same moment into
 // one child call, keyed by the cache key. It differs from
 // golang.org/x/sync/singleflight in one way that matters here: when the
@@ -83,5 +90,63 @@ func (f *flight) wait(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("memory: waiting for an identical call in flight: %w", context.Cause(ctx))
+	}
+}
+
+// claimFlight makes c's child call this process's among every process
+// sharing the store (replicas on PostgreSQL; with SQLite, it always is).
+// If another process leads the identical call, it waits for that
+// process's answer and returns it as a coalesced hit (done true), sharing
+// it with f's followers. Otherwise it returns the generation read last
+// (stores check it) and release, to call once the result is stored. A
+// store that fails lets the call go ahead: memory never fails a call.
+// err is returned only when ctx ends.
+func (m *Memory) claimFlight(ctx context.Context, c *call, f *flight, gen int64) (hit json.RawMessage, done bool, _ int64, release func(), err error) {
+	noop := func() {}
+	lead, release, cerr := m.st.claim(ctx, c.key, m.opts.FlightLease)
+	poll := flightPollMin
+	for {
+		if cerr != nil {
+			if ctx.Err() != nil {
+				return nil, false, gen, noop, ctx.Err()
+			}
+			m.stepAside("claim", cerr)
+			return nil, false, gen, noop, nil
+		}
+		if lead {
+			return nil, false, gen, release, nil
+		}
+		if poll == flightPollMin {
+			m.remoteWaiters.Add(1)
+			defer m.remoteWaiters.Add(-1)
+		}
+		wake := m.st.flightDone()
+		t := time.NewTimer(poll)
+		beforeBlocking(ctx)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, false, gen, noop, fmt.Errorf("memory: waiting for an identical call on another replica: %w", context.Cause(ctx))
+		case <-wake:
+		case <-t.C:
+		}
+		t.Stop()
+		poll = min(2*poll, flightPollMax)
+		e, found, g, lerr := m.st.lookup(ctx, c.t, c.key)
+		if lerr != nil {
+			cerr = lerr
+			continue
+		}
+		gen = g
+		if found {
+			now := m.now().UnixMilli()
+			if c.ttl.Never || now < e.createdAt+c.ttl.D.Milliseconds() {
+				f.res, f.status, f.created = e.result, StatusHit, time.UnixMilli(e.createdAt)
+				m.pend.touch(e.id, now)
+				m.pend.count(c.t, func(k *counters) { k.coalesced++; k.saved += e.durationMS })
+				return m.mark(c.t, e.result, StatusHit, max(now-e.createdAt, 0), true), true, gen, noop, nil
+			}
+		}
+		lead, release, cerr = m.st.claim(ctx, c.key, m.opts.FlightLease)
 	}
 }

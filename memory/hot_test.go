@@ -153,28 +153,28 @@ func TestMetaTemplate(t *testing.T) {
 // WAL-index header only; a commit elsewhere sends it to SQLite again.
 func TestWatcherFastPath(t *testing.T) {
 	m := openTest(t, Options{})
-	if m.watch.shm == nil {
+	if sq(m).watch.shm == nil {
 		t.Skip("no wal-index mapping on this platform")
 	}
 	c := &child{}
 	do(t, m, "", readTool, `{"q":1}`, c)
 	do(t, m, "", readTool, `{"q":1}`, c)
 	ctx := context.Background()
-	l, err := m.watch.sync(ctx, m.hot)
-	if err != nil || !m.watch.hdrOK {
-		t.Fatalf("sync: %v, header kept %v", err, m.watch.hdrOK)
+	l, err := sq(m).watch.sync(ctx, m.hot)
+	if err != nil || !sq(m).watch.hdrOK {
+		t.Fatalf("sync: %v, header kept %v", err, sq(m).watch.hdrOK)
 	}
-	if l, _ = m.watch.sync(ctx, m.hot); l.moved {
+	if l, _ = sq(m).watch.sync(ctx, m.hot); l.moved {
 		t.Fatal("nothing committed, but the look says data moved")
 	}
-	before := m.watch.lastHdr
+	before := sq(m).watch.lastHdr
 	if _, err := m.Clear(ctx, "", ""); err != nil {
 		t.Fatal(err)
 	}
-	if m.watch.shm.header() == before {
+	if sq(m).watch.shm.header() == before {
 		t.Fatal("a commit left the WAL-index header as it was")
 	}
-	if l, _ = m.watch.sync(ctx, m.hot); !l.moved || !l.invalidated {
+	if l, _ = sq(m).watch.sync(ctx, m.hot); !l.moved || !l.invalidated {
 		t.Fatalf("after Clear: %+v", l)
 	}
 }

@@ -36,6 +36,7 @@ const (
 	DefaultMaxResultBytes = 1 << 20
 	DefaultBusyTimeout    = time.Second
 	DefaultFlushInterval  = time.Second
+	DefaultFlightLease    = 30 * time.Second
 )
 
 // writeBackoff is how long stores are skipped after one found the database
@@ -44,7 +45,8 @@ const writeBackoff = 5 * time.Second
 
 // Options configure Open.
 type Options struct {
-	Path           string              // database file, e.g. $NEXUS_HOME/memory.db
+	Path           string              // SQLite database file, e.g. $NEXUS_HOME/memory.db
+	DSN            string              // PostgreSQL connection string: memory shared by replicas (Path unused)
 	MaxEntries     int                 // 0: DefaultMaxEntries
 	MaxBytes       int64               // 0: DefaultMaxBytes (sum of stored result sizes)
 	MaxResultBytes int                 // 0: DefaultMaxResultBytes; larger results are not stored
@@ -64,9 +66,13 @@ type Options struct {
 	// FlushInterval is how often batched hit counters and last-used times
 	// are written. 0: DefaultFlushInterval.
 	FlushInterval time.Duration
-	// HotBytes bounds the in-process hot layer in front of SQLite (see
+	// HotBytes bounds the in-process hot layer in front of the store (see
 	// hot.go): 0 means DefaultHotBytes, a negative value turns it off.
 	HotBytes int64
+	// FlightLease bounds how long replicas sharing PostgreSQL wait for
+	// the one of them that makes a child call before making it
+	// themselves (a replica that died mid-call). 0: DefaultFlightLease.
+	FlightLease time.Duration
 
 	// Embedder makes the vectors of free-text arguments for similarity
 	// hits. nil: the built-in LexicalEmbedder. (Settings.SemanticOff
@@ -105,12 +111,11 @@ type Memory struct {
 	bounds    bounds
 	maxResult int
 
-	st       *store // nil when disabled
-	disabled error  // why memory steps aside for every call, or nil
+	st       store // nil when disabled
+	disabled error // why memory steps aside for every call, or nil
 
-	hot   *hot     // nil when off
-	watch *watcher // nil if it could not be set up: no hot layer, no index
-	vi    indexState
+	hot *hot       // nil when off
+	vi  indexState // vi.idx nil: no index
 	// stopIndex ends the index build; indexDone is closed when it ended.
 	stopIndex context.CancelFunc
 	indexDone chan struct{}
@@ -120,6 +125,9 @@ type Memory struct {
 	pend    pending
 
 	writeBlockedUntil atomic.Int64 // unix nanos, real clock
+	// remoteWaiters counts calls waiting for another process's identical
+	// call (see claimFlight); tests read it to know they are waiting.
+	remoteWaiters atomic.Int64
 
 	// stale holds invalidations that could not be written; until one lands,
 	// tools it matches bypass memory in this process.
@@ -157,8 +165,8 @@ type Memory struct {
 // Moving the file aside (or deleting it with its -wal and -shm files)
 // resets memory.
 func Open(ctx context.Context, opts Options) (*Memory, error) {
-	if opts.Path == "" {
-		return nil, errors.New("memory: Options.Path is empty")
+	if opts.Path == "" && opts.DSN == "" {
+		return nil, errors.New("memory: Options.Path and Options.DSN are empty")
 	}
 	if opts.MaxEntries <= 0 {
 		opts.MaxEntries = DefaultMaxEntries
@@ -177,6 +185,9 @@ func Open(ctx context.Context, opts Options) (*Memory, error) {
 	}
 	if opts.FlushInterval <= 0 {
 		opts.FlushInterval = DefaultFlushInterval
+	}
+	if opts.FlightLease <= 0 {
+		opts.FlightLease = DefaultFlightLease
 	}
 	m := &Memory{
 		opts:      opts,
@@ -209,38 +220,84 @@ func Open(ctx context.Context, opts Options) (*Memory, error) {
 		m.thresholds = &c
 	}
 	m.rules.Store(newRules(Settings{}))
-	st, err := openDB(ctx, opts.Path, opts.BusyTimeout)
-	if err != nil {
-		m.disabled = fmt.Errorf("memory: open %s: %w", opts.Path, err)
-		m.log.Warn("memory disabled: calls are forwarded uncached; move the file aside to reset it",
-			"path", opts.Path, "err", err)
+	if opts.DSN != "" {
+		m.openPostgres(ctx)
+	} else {
+		m.openSQLite(ctx)
+	}
+	if m.st == nil {
 		close(m.loopDone)
 		return m, nil
 	}
-	m.st = st
-	m.indexDone = make(chan struct{})
-	if m.watch, err = newWatcher(ctx, st.db, opts.Path); err != nil {
-		m.log.Warn("memory: hot layer and similarity index off", "path", opts.Path, "err", err)
-		close(m.indexDone)
-	} else {
-		if opts.HotBytes == 0 {
-			opts.HotBytes = DefaultHotBytes
-		}
-		if opts.HotBytes > 0 {
-			m.hot = newHot(opts.HotBytes)
-		}
-		m.vi.idx = newIndex()
-		bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		m.stopIndex = cancel
-		go func() {
-			defer close(m.indexDone)
-			if err := m.vi.build(bctx, st); err != nil && bctx.Err() == nil {
-				m.log.Warn("memory: similarity index not built; similarity lookups scan SQLite", "path", opts.Path, "err", err)
-			}
-		}()
-	}
 	go m.loop()
 	return m, nil
+}
+
+// openSQLite opens the SQLite store at opts.Path. Without the coherence
+// watcher there is no hot layer and no index: each lookup reads SQLite.
+func (m *Memory) openSQLite(ctx context.Context) {
+	st, err := openSQLite(ctx, m.opts.Path, m.opts.BusyTimeout)
+	if err != nil {
+		m.disabled = fmt.Errorf("memory: open %s: %w", m.opts.Path, err)
+		m.log.Warn("memory disabled: calls are forwarded uncached; move the file aside to reset it",
+			"path", m.opts.Path, "err", err)
+		return
+	}
+	m.st = st
+	if err := st.startWatch(ctx); err != nil {
+		m.log.Warn("memory: hot layer and similarity index off", "path", m.opts.Path, "err", err)
+		m.indexDone = make(chan struct{})
+		close(m.indexDone)
+		return
+	}
+	m.startLayers(ctx)
+}
+
+// openPostgres opens the PostgreSQL store at opts.DSN. A database that is
+// down is not an error: the store connects (and migrates) on first use,
+// and memory steps aside until then.
+func (m *Memory) openPostgres(ctx context.Context) {
+	st, err := openPostgres(ctx, m.opts.DSN, m.opts.BusyTimeout, m.log)
+	if err != nil {
+		m.disabled = fmt.Errorf("memory: postgres: %w", err)
+		m.log.Warn("memory disabled: calls are forwarded uncached", "err", err)
+		return
+	}
+	m.st = st
+	m.vi.always = true
+	m.startLayers(ctx)
+}
+
+// startLayers sets up the hot layer and builds the similarity index in
+// the background.
+func (m *Memory) startLayers(ctx context.Context) {
+	if m.opts.HotBytes == 0 {
+		m.opts.HotBytes = DefaultHotBytes
+	}
+	if m.opts.HotBytes > 0 {
+		m.hot = newHot(m.opts.HotBytes)
+	}
+	m.indexDone = make(chan struct{})
+	m.vi.idx = newIndex()
+	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	m.stopIndex = cancel
+	go func() {
+		defer close(m.indexDone)
+		if err := m.vi.build(bctx, m.st); err != nil && bctx.Err() == nil {
+			m.log.Warn("memory: similarity index not built; similarity lookups scan the store", "store", m.st.where(), "err", err)
+		}
+	}()
+}
+
+// where names the store in logs and Stats.
+func (m *Memory) where() string {
+	if m.st != nil {
+		return m.st.where()
+	}
+	if m.opts.DSN != "" {
+		return redactDSN(m.opts.DSN)
+	}
+	return m.opts.Path
 }
 
 // Err reports why memory steps aside for every call, or nil if it works.
@@ -270,9 +327,8 @@ func (m *Memory) Close() error {
 		if m.stopIndex != nil {
 			m.stopIndex()
 		}
-		<-m.indexDone
-		if m.watch != nil {
-			m.watch.close()
+		if m.indexDone != nil {
+			<-m.indexDone
 		}
 		m.closeErr = m.st.close()
 	})
@@ -460,6 +516,20 @@ func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Conte
 		}
 	}
 
+	// Replicas sharing the store make one child call between them.
+	if lerr == nil {
+		hit, done, g, release, err := m.claimFlight(ctx, c, f, gen)
+		if err != nil {
+			f.retry = true
+			return nil, false, err
+		}
+		if done {
+			return hit, false, nil
+		}
+		gen = g
+		defer release()
+	}
+
 	start := time.Now()
 	res, err = forward(ctx)
 	dur := time.Since(start)
@@ -493,12 +563,9 @@ func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Conte
 
 // lookup returns the entry stored for c (found false if none) and the
 // current invalidation generation of c's tool: from the hot layer when it
-// holds the entry and nothing was invalidated since, else from SQLite.
+// holds the entry and nothing was invalidated since, else from the store.
 func (m *Memory) lookup(ctx context.Context, c *call) (entry, bool, int64, error) {
-	if m.watch == nil {
-		return m.st.lookup(ctx, c.t, c.key)
-	}
-	l, err := m.watch.sync(ctx, m.hot)
+	l, err := m.st.sync(ctx, m.hot)
 	if err != nil {
 		return entry{}, false, 0, err
 	}
@@ -512,10 +579,18 @@ func (m *Memory) lookup(ctx context.Context, c *call) (entry, bool, int64, error
 		return m.st.lookup(ctx, c.t, c.key)
 	}
 	if e, gen, ok := m.hot.get(c.key); ok {
-		if c.ttl.Never || m.now().UnixMilli() < e.createdAt+c.ttl.D.Milliseconds() {
-			return e, true, gen, nil
+		fresh := c.ttl.Never || m.now().UnixMilli() < e.createdAt+c.ttl.D.Milliseconds()
+		if fresh {
+			valid, err := m.st.hotValid(ctx, c.t, gen)
+			if err != nil {
+				return entry{}, false, 0, err
+			}
+			if valid {
+				return e, true, gen, nil
+			}
 		}
-		// Expired: the answer stored after the refetch will replace it.
+		// Expired (the answer stored after the refetch will replace it),
+		// or invalidated elsewhere.
 		m.hot.drop(c.key)
 	}
 	e, found, gen, err := m.st.lookup(ctx, c.t, c.key)
@@ -620,56 +695,23 @@ func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, sha
 	if rec == nil && c.invals == nil {
 		return
 	}
-	var storedID int64
-	err := m.st.writeTx(ctx, func(tx *sql.Tx) error {
-		if rec != nil {
-			// An invalidation since our lookup means res may predate it.
-			cur, err := currentGen(ctx, tx, c.t)
-			if err != nil {
-				return err
-			}
-			if cur != gen {
-				rec = nil
-			}
-		}
-		if c.invals != nil {
-			if _, err := invalidate(ctx, tx, c.invals); err != nil {
-				return err
-			}
-		}
-		if rec == nil {
-			return nil
-		}
-		id, err := upsert(ctx, tx, rec)
-		if err != nil {
-			return err
-		}
-		storedID = id
-		if rec.sem != nil {
-			if err := m.st.storeVector(ctx, tx, id, rec.sem); err != nil {
-				return err
-			}
-		}
-		_, err = evictIfNeeded(ctx, tx, m.bounds, rec.createdAt, id, func() error {
-			touches, tools := m.pend.take()
-			if err := writePending(ctx, tx, touches, tools); err != nil {
-				m.pend.restore(touches, tools)
-				return err
-			}
-			// If the transaction later fails these are lost; they are
-			// statistics and recency hints, not answers.
-			return nil
-		})
-		return err
-	})
-	if err == nil && rec != nil && rec.sem != nil {
-		m.st.vecTables.Store(len(rec.sem.vec), true)
-		if m.vi.idx != nil {
-			m.vi.idx.add(rec.sem.part, storedID, rec.sem.vec)
-		}
+	w := &write{rec: rec, gen: gen, invals: c.invals, bounds: m.bounds, now: m.now().UnixMilli()}
+	var took []pendingBatch
+	w.beforeEvict = func() (map[int64]touch, map[string]*counters) {
+		touches, tools := m.pend.take()
+		took = append(took, pendingBatch{touches, tools})
+		return touches, tools
+	}
+	storedID, err := m.st.write(ctx, w)
+	if err == nil && storedID != 0 && rec.sem != nil && m.vi.idx != nil {
+		m.vi.idx.add(rec.sem.part, storedID, rec.sem.vec)
 	}
 	if err != nil {
-		if isBusy(err) {
+		// Recency taken for an eviction that did not commit goes back.
+		for _, p := range took {
+			m.pend.restore(p.touches, p.tools)
+		}
+		if m.st.busy(err) {
 			m.writeBlockedUntil.Store(time.Now().Add(writeBackoff).UnixNano())
 		}
 		m.stepAside("store", err)
@@ -677,6 +719,12 @@ func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, sha
 			m.addStale(c.invals)
 		}
 	}
+}
+
+// pendingBatch is recency taken from pending for one write.
+type pendingBatch struct {
+	touches map[int64]touch
+	tools   map[string]*counters
 }
 
 // redactBytes returns b without registered secrets: Redact, or
@@ -737,10 +785,7 @@ func (m *Memory) bypass(ctx context.Context, t Tool, invals []string,
 		m.pend.count(t, func(k *counters) { k.bypasses++ })
 		if invals != nil && (err != nil || !reportedFailure(res)) {
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*m.opts.BusyTimeout)
-			err := m.st.writeTx(wctx, func(tx *sql.Tx) error {
-				_, err := invalidate(wctx, tx, invals)
-				return err
-			})
+			_, err := m.st.write(wctx, &write{invals: invals})
 			cancel()
 			if err != nil {
 				m.stepAside("invalidate", err)
@@ -770,10 +815,7 @@ func (m *Memory) InvalidateServer(ctx context.Context, server string) error {
 		return nil
 	}
 	p := []string{server + ".*"}
-	err := m.st.writeTx(ctx, func(tx *sql.Tx) error {
-		_, err := invalidate(ctx, tx, p)
-		return err
-	})
+	_, err := m.st.write(ctx, &write{invals: p})
 	if err != nil {
 		m.addStale(p)
 		return fmt.Errorf("memory: invalidate server %q: %w", server, err)
@@ -791,33 +833,7 @@ func (m *Memory) Clear(ctx context.Context, server, tool string) (int64, error) 
 	if m.disabled != nil {
 		return 0, m.disabled
 	}
-	var n int64
-	err := m.st.writeTx(ctx, func(tx *sql.Tx) error {
-		var (
-			res sql.Result
-			err error
-			gen string
-		)
-		switch {
-		case tool != "" && server != "":
-			gen = "tool:" + tool
-			res, err = tx.ExecContext(ctx, `DELETE FROM entries WHERE tool = ? AND server = ?`, tool, server)
-		case tool != "":
-			gen = "tool:" + tool
-			res, err = tx.ExecContext(ctx, `DELETE FROM entries WHERE tool = ?`, tool)
-		case server != "":
-			gen = "server:" + server
-			res, err = tx.ExecContext(ctx, `DELETE FROM entries WHERE server = ?`, server)
-		default:
-			gen = "*"
-			res, err = tx.ExecContext(ctx, `DELETE FROM entries`)
-		}
-		if err != nil {
-			return err
-		}
-		n, _ = res.RowsAffected()
-		return bumpGen(ctx, tx, gen)
-	})
+	n, err := m.st.clear(ctx, server, tool)
 	if err != nil {
 		return 0, fmt.Errorf("memory: clear server %q tool %q: %w", server, tool, err)
 	}
@@ -880,22 +896,7 @@ func (m *Memory) flush(ctx context.Context) error {
 	if len(stale) == 0 && len(touches) == 0 && len(tools) == 0 && !purge {
 		return nil
 	}
-	err := m.st.writeTx(ctx, func(tx *sql.Tx) error {
-		if len(stale) > 0 {
-			if _, err := invalidate(ctx, tx, stale); err != nil {
-				return err
-			}
-		}
-		if err := writePending(ctx, tx, touches, tools); err != nil {
-			return err
-		}
-		if purge {
-			if _, err := purgeExpired(ctx, tx, m.now().UnixMilli(), 1000); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	_, err := m.st.write(ctx, &write{invals: stale, touches: touches, tools: tools, purge: purge, now: m.now().UnixMilli()})
 	if err != nil {
 		m.pend.restore(touches, tools)
 		return err
@@ -957,5 +958,5 @@ func (m *Memory) stepAside(op string, err error) {
 	if loud {
 		level = slog.LevelWarn
 	}
-	m.log.Log(context.Background(), level, "memory: stepping aside; the call is forwarded", "op", op, "path", m.opts.Path, "err", err)
+	m.log.Log(context.Background(), level, "memory: stepping aside; the call is forwarded", "op", op, "store", m.where(), "err", err)
 }

@@ -42,7 +42,7 @@ func metaMember(t testing.TB, raw json.RawMessage, key string) string {
 // storedResults returns every result blob in m's database.
 func storedResults(t testing.TB, m *Memory) []string {
 	t.Helper()
-	rows, err := m.st.db.Query(`SELECT result FROM entries ORDER BY id`)
+	rows, err := sq(m).db.Query(`SELECT result FROM entries ORDER BY id`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestStoredEntryHasNoReport(t *testing.T) {
 		}
 	}
 	// A report in a stored entry (written by anything else) is replaced.
-	if _, err := m.st.db.Exec(`UPDATE entries SET result = ?`,
+	if _, err := sq(m).db.Exec(`UPDATE entries SET result = ?`,
 		`{"content":[],"_meta":{"nexus/cache":{"status":"bypass"},"k":"v"}}`); err != nil {
 		t.Fatal(err)
 	}

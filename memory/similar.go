@@ -4,18 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
-
-	_ "modernc.org/sqlite/vec" // registers vec0 on every connection
 )
 
 // StatusSemanticHit is the cache status of an answer served for a
@@ -332,19 +328,23 @@ func (m *Memory) semanticHit(ctx context.Context, c *call, sc *semCall) (semHit,
 
 // neighbours returns the semanticCandidates nearest stored entries of
 // sc's bucket: from the in-memory index once it is built and up to date,
-// else by vec0's scan of the bucket.
+// else by the store's scan of the bucket.
 func (m *Memory) neighbours(ctx context.Context, sc *semCall) ([]candidate, error) {
 	if m.vi.idx != nil && m.vi.ready.Load() {
 		err := m.vi.refresh(ctx, m.st)
 		if err == nil {
-			return m.st.indexNeighbours(ctx, &m.vi, sc, semanticCandidates)
+			return m.vi.neighbours(ctx, m.st, sc, semanticCandidates)
 		}
 		if ctx.Err() != nil {
 			return nil, err
 		}
 		m.stepAside("similarity index", err)
 	}
-	return m.st.neighbours(ctx, sc, semanticCandidates)
+	cands, err := m.st.scanNeighbours(ctx, sc, semanticCandidates)
+	if err != nil {
+		return nil, fmt.Errorf("nearest neighbours: %w", err)
+	}
+	return cands, nil
 }
 
 // warn logs like stepAside: loud at most every 30 seconds per op.
@@ -362,103 +362,4 @@ func (m *Memory) warn(op, msg string, args ...any) {
 	} else {
 		m.log.Debug(msg, args...)
 	}
-}
-
-// vecTable is the vec0 table holding vectors of dims dimensions.
-func vecTable(dims int) string { return fmt.Sprintf("vec_f%d", dims) }
-
-// vecBlob encodes v as sqlite-vec's float32 blob (little endian).
-func vecBlob(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
-	}
-	return b
-}
-
-// ensureVecTable creates, once per database, the vec0 table for dims and
-// the triggers that drop a vector with its entry (deleted, evicted,
-// invalidated, expired) or when the entry is replaced.
-func (s *store) ensureVecTable(ctx context.Context, tx *sql.Tx, dims int) error {
-	if _, ok := s.vecTables.Load(dims); ok {
-		return nil
-	}
-	t := vecTable(dims)
-	for _, q := range []string{
-		fmt.Sprintf(`CREATE VIRTUAL TABLE IF NOT EXISTS %s USING vec0(
-			part INTEGER PARTITION KEY, embedding float[%d] distance_metric=cosine)`, t, dims),
-		fmt.Sprintf(`CREATE TRIGGER IF NOT EXISTS %[1]s_ad AFTER DELETE ON entries WHEN OLD.vec_dims = %[2]d
-			BEGIN DELETE FROM %[1]s WHERE rowid = OLD.id; END`, t, dims),
-		fmt.Sprintf(`CREATE TRIGGER IF NOT EXISTS %[1]s_au AFTER UPDATE OF result ON entries WHEN OLD.vec_dims = %[2]d
-			BEGIN DELETE FROM %[1]s WHERE rowid = OLD.id; END`, t, dims),
-	} {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("create vector table: %w", err)
-		}
-	}
-	// Known only once committed; a rolled-back creation is redone (IF NOT EXISTS).
-	return nil
-}
-
-// storeVector writes sc's vector for entry id (whose row already names
-// its bucket, embedder and dims).
-func (s *store) storeVector(ctx context.Context, tx *sql.Tx, id int64, sc *semCall) error {
-	if err := s.ensureVecTable(ctx, tx, len(sc.vec)); err != nil {
-		return err
-	}
-	t := vecTable(len(sc.vec))
-	if _, err := tx.ExecContext(ctx, `DELETE FROM `+t+` WHERE rowid = ?`, id); err != nil {
-		return fmt.Errorf("store vector: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO `+t+` (rowid, part, embedding) VALUES (?, ?, ?)`,
-		id, sc.part, vecBlob(sc.vec)); err != nil {
-		return fmt.Errorf("store vector: %w", err)
-	}
-	return nil
-}
-
-// neighbours returns up to k stored entries nearest to sc.vec in its
-// bucket, made by the same embedder, most similar first.
-func (s *store) neighbours(ctx context.Context, sc *semCall, k int) ([]candidate, error) {
-	dims := len(sc.vec)
-	if _, ok := s.vecTables.Load(dims); !ok {
-		var n int
-		err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE name = ?`, vecTable(dims)).Scan(&n)
-		if err != nil {
-			return nil, fmt.Errorf("find vector table: %w", err)
-		}
-		if n == 0 {
-			return nil, nil // nothing of this embedder's size stored yet
-		}
-		s.vecTables.Store(dims, true)
-	}
-	rows, err := s.db.QueryContext(ctx, fmt.Sprintf(`
-		WITH knn AS (
-			SELECT rowid AS id, distance FROM %s
-			WHERE embedding MATCH ?1 AND k = ?2 AND part = ?3)
-		SELECT e.id, knn.distance, e.result, e.created_at, e.duration_ms, e.free_text
-		FROM knn JOIN entries AS e ON e.id = knn.id
-		WHERE e.bucket = ?4 AND e.embedder = ?5 AND e.vec_dims = ?6
-		ORDER BY knn.distance`, vecTable(dims)),
-		vecBlob(sc.vec), k, sc.part, sc.bucket, sc.emb.ID(), dims)
-	if err != nil {
-		return nil, fmt.Errorf("nearest neighbours: %w", err)
-	}
-	defer rows.Close()
-	var out []candidate
-	for rows.Next() {
-		var (
-			cd   candidate
-			dist float64
-		)
-		if err := rows.Scan(&cd.id, &dist, &cd.result, &cd.createdAt, &cd.durationMS, &cd.text); err != nil {
-			return nil, fmt.Errorf("nearest neighbours: %w", err)
-		}
-		cd.similarity = 1 - dist
-		out = append(out, cd)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("nearest neighbours: %w", err)
-	}
-	return out, nil
 }

@@ -56,14 +56,14 @@ func BenchmarkSimilarityLookup(b *testing.B) {
 					return lat, found
 				}
 				indexed := func(sc *semCall) []candidate {
-					cs, err := m.st.indexNeighbours(ctx, &m.vi, sc, semanticCandidates)
+					cs, err := m.vi.neighbours(ctx, m.st, sc, semanticCandidates)
 					if err != nil {
 						b.Fatal(err)
 					}
 					return cs
 				}
 				exact := func(sc *semCall) []candidate {
-					cs, err := m.st.neighbours(ctx, sc, semanticCandidates)
+					cs, err := m.st.scanNeighbours(ctx, sc, semanticCandidates)
 					if err != nil {
 						b.Fatal(err)
 					}

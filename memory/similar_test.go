@@ -223,7 +223,7 @@ func TestOtherEmbedderNeverCompared(t *testing.T) {
 func vecCount(t testing.TB, m *Memory) int {
 	t.Helper()
 	var n int
-	if err := m.st.db.QueryRow(`SELECT count(*) FROM vec_f512`).Scan(&n); err != nil {
+	if err := sq(m).db.QueryRow(`SELECT count(*) FROM vec_f512`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -275,7 +275,7 @@ func TestSemanticEviction(t *testing.T) {
 		do(t, m, "", searchTool, q(fmt.Sprintf("topic %d design notes", i), 10), c)
 	}
 	var entries int
-	m.st.db.QueryRow(`SELECT count(*) FROM entries`).Scan(&entries)
+	sq(m).db.QueryRow(`SELECT count(*) FROM entries`).Scan(&entries)
 	if n := vecCount(t, m); n != entries {
 		t.Fatalf("%d vectors for %d entries", n, entries)
 	}
@@ -646,8 +646,8 @@ func populateSemantic(tb testing.TB, m *Memory, n, buckets int) []string {
 		policy module service database replica cluster metric alert dashboard pipeline release`)
 	texts := make([]string, n)
 	emb := NewLexicalEmbedder()
-	err := m.st.writeTx(ctx, func(tx *sql.Tx) error {
-		if err := m.st.ensureVecTable(ctx, tx, LexicalDims); err != nil {
+	err := sq(m).writeTx(ctx, func(tx *sql.Tx) error {
+		if err := sq(m).ensureVecTable(ctx, tx, LexicalDims); err != nil {
 			return err
 		}
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO entries (key, tool, server, scope, fingerprint, args, result, size,
@@ -693,7 +693,7 @@ func populateSemantic(tb testing.TB, m *Memory, n, buckets int) []string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	m.st.vecTables.Store(LexicalDims, true)
+	sq(m).vecTables.Store(LexicalDims, true)
 	return texts
 }
 
@@ -735,7 +735,7 @@ func BenchmarkSemantic(b *testing.B) {
 						sc := m.prepareSemantic(c)
 						sc.emb, sc.vec = emb.Identity(), emb.Vector(texts[k])
 						sc.part = partition(sc.emb.ID(), LexicalDims, sc.bucket)
-						cands, err := m.st.neighbours(ctx, sc, semanticCandidates)
+						cands, err := m.st.scanNeighbours(ctx, sc, semanticCandidates)
 						if err != nil || len(cands) == 0 {
 							b.Fatal(err, len(cands))
 						}

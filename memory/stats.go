@@ -2,11 +2,12 @@ package memory
 
 import (
 	"context"
-	"database/sql"
+
 	"encoding/json"
 	"fmt"
-	"maps"
+
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -185,53 +186,13 @@ func (p *pending) restore(touches map[int64]touch, tools map[string]*counters) {
 	}
 }
 
-// writePending writes touches and counters in tx.
-func writePending(ctx context.Context, tx *sql.Tx, touches map[int64]touch, tools map[string]*counters) error {
-	if len(touches) > 0 {
-		st, err := tx.PrepareContext(ctx, `UPDATE entries SET last_used_at = max(last_used_at, ?), hits = hits + ? WHERE id = ?`)
-		if err != nil {
-			return fmt.Errorf("prepare touch: %w", err)
-		}
-		defer st.Close()
-		for _, id := range slices.Sorted(maps.Keys(touches)) {
-			t := touches[id]
-			if _, err := st.ExecContext(ctx, t.lastUsed, t.hits, id); err != nil {
-				return fmt.Errorf("touch entry: %w", err)
-			}
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(tools)) {
-		c := tools[name]
-		_, err := tx.ExecContext(ctx, `
-			INSERT INTO tool_stats (tool, server, hits, misses, bypasses, coalesced, saved_ms,
-				semantic_hits, gray_accepted, gray_rejected, gray_unverified, guard_rejections, embed_failures)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (tool) DO UPDATE SET server = excluded.server,
-				hits = hits + excluded.hits, misses = misses + excluded.misses,
-				bypasses = bypasses + excluded.bypasses, coalesced = coalesced + excluded.coalesced,
-				saved_ms = saved_ms + excluded.saved_ms,
-				semantic_hits = semantic_hits + excluded.semantic_hits,
-				gray_accepted = gray_accepted + excluded.gray_accepted,
-				gray_rejected = gray_rejected + excluded.gray_rejected,
-				gray_unverified = gray_unverified + excluded.gray_unverified,
-				guard_rejections = guard_rejections + excluded.guard_rejections,
-				embed_failures = embed_failures + excluded.embed_failures`,
-			name, c.server, c.hits, c.misses, c.bypasses, c.coalesced, c.saved,
-			c.semanticHits, c.grayAccepted, c.grayRejected, c.grayUnverified, c.guardRejections, c.embedFailures)
-		if err != nil {
-			return fmt.Errorf("write counters of %q: %w", name, err)
-		}
-	}
-	return nil
-}
-
 // Stats returns entry totals and the hit, miss and bypass counters of every
 // process that used the database, including this one's unflushed counts.
 func (m *Memory) Stats(ctx context.Context) (Stats, error) {
 	if m == nil {
 		return Stats{}, fmt.Errorf("memory: off")
 	}
-	st := Stats{Path: m.opts.Path, MaxEntries: m.bounds.maxEntries, MaxBytes: m.bounds.maxBytes}
+	st := Stats{Path: m.where(), MaxEntries: m.bounds.maxEntries, MaxBytes: m.bounds.maxBytes}
 	if m.disabled != nil {
 		st.Disabled = m.disabled.Error()
 		return st, m.disabled
@@ -239,69 +200,22 @@ func (m *Memory) Stats(ctx context.Context) (Stats, error) {
 	if err := m.flush(ctx); err != nil {
 		m.stepAside("flush", err)
 	}
-	byTool := map[string]*ToolStats{}
-	get := func(tool, server string) *ToolStats {
-		ts := byTool[tool]
-		if ts == nil {
-			ts = &ToolStats{Tool: tool, Server: server}
-			byTool[tool] = ts
-		}
-		return ts
-	}
-	tx, err := m.st.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tools, err := m.st.stats(ctx)
 	if err != nil {
 		return st, fmt.Errorf("memory: stats: %w", err)
 	}
-	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT tool, server, count(*), sum(size) FROM entries GROUP BY tool, server`)
-	if err != nil {
-		return st, fmt.Errorf("memory: stats: %w", err)
-	}
-	for rows.Next() {
-		var tool, server string
-		var n, b int64
-		if err := rows.Scan(&tool, &server, &n, &b); err != nil {
-			rows.Close()
-			return st, fmt.Errorf("memory: stats: %w", err)
-		}
-		ts := get(tool, server)
-		ts.Entries += n
-		ts.Bytes += b
-		st.Entries += n
-		st.Bytes += b
-	}
-	if err := rows.Close(); err != nil {
-		return st, fmt.Errorf("memory: stats: %w", err)
-	}
-	rows, err = tx.QueryContext(ctx, `SELECT tool, server, hits, misses, bypasses, coalesced, saved_ms,
-		semantic_hits, gray_accepted, gray_rejected, gray_unverified, guard_rejections, embed_failures FROM tool_stats`)
-	if err != nil {
-		return st, fmt.Errorf("memory: stats: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var tool, server string
-		var c counters
-		if err := rows.Scan(&tool, &server, &c.hits, &c.misses, &c.bypasses, &c.coalesced, &c.saved,
-			&c.semanticHits, &c.grayAccepted, &c.grayRejected, &c.grayUnverified, &c.guardRejections, &c.embedFailures); err != nil {
-			return st, fmt.Errorf("memory: stats: %w", err)
-		}
-		ts := get(tool, server)
-		ts.Hits, ts.Misses, ts.Bypasses, ts.Coalesced, ts.SavedMS = c.hits, c.misses, c.bypasses, c.coalesced, c.saved
-		st.Hits += c.hits
-		st.Misses += c.misses
-		st.Bypasses += c.bypasses
-		st.Coalesced += c.coalesced
-		st.SavedMS += c.saved
-		ts.Similarity = c.similarity()
+	slices.SortFunc(tools, func(a, b ToolStats) int { return strings.Compare(a.Tool, b.Tool) })
+	for _, ts := range tools {
+		st.Entries += ts.Entries
+		st.Bytes += ts.Bytes
+		st.Hits += ts.Hits
+		st.Misses += ts.Misses
+		st.Bypasses += ts.Bypasses
+		st.Coalesced += ts.Coalesced
+		st.SavedMS += ts.SavedMS
 		st.Similarity.add(ts.Similarity)
 	}
-	if err := rows.Err(); err != nil {
-		return st, fmt.Errorf("memory: stats: %w", err)
-	}
-	for _, name := range slices.Sorted(maps.Keys(byTool)) {
-		st.Tools = append(st.Tools, *byTool[name])
-	}
+	st.Tools = tools
 	return st, nil
 }
 
@@ -317,39 +231,8 @@ func (m *Memory) List(ctx context.Context, limit int) ([]EntryInfo, error) {
 	if err := m.flush(ctx); err != nil {
 		m.stepAside("flush", err)
 	}
-	if limit <= 0 {
-		limit = -1
-	}
-	rows, err := m.st.db.QueryContext(ctx, `
-		SELECT id, tool, server, scope, fingerprint, args, size, duration_ms,
-			created_at, expires_at, last_used_at, hits, coalesce(free_text, ''), coalesce(embedder, '')
-		FROM entries ORDER BY last_used_at DESC, id DESC LIMIT ?`, limit)
+	out, err := m.st.list(ctx, limit)
 	if err != nil {
-		return nil, fmt.Errorf("memory: list: %w", err)
-	}
-	defer rows.Close()
-	var out []EntryInfo
-	for rows.Next() {
-		var (
-			e                 EntryInfo
-			args              string
-			created, lastUsed int64
-			expires           sql.NullInt64
-		)
-		if err := rows.Scan(&e.ID, &e.Tool, &e.Server, &e.Scope, &e.Fingerprint, &args, &e.Size,
-			&e.DurationMS, &created, &expires, &lastUsed, &e.Hits, &e.Text, &e.Embedder); err != nil {
-			return nil, fmt.Errorf("memory: list: %w", err)
-		}
-		e.Args = json.RawMessage(args)
-		e.CreatedAt = time.UnixMilli(created)
-		e.LastUsedAt = time.UnixMilli(lastUsed)
-		if expires.Valid {
-			t := time.UnixMilli(expires.Int64)
-			e.ExpiresAt = &t
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("memory: list: %w", err)
 	}
 	return out, nil

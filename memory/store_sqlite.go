@@ -16,23 +16,26 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// store is the SQLite side of Memory. All times are unix milliseconds.
-type store struct {
-	db *sql.DB
+// sqliteStore is the store in one SQLite file that every local process
+// (gateways, CLI commands) shares.
+type sqliteStore struct {
+	db   *sql.DB
+	path string
 	// writeSem serialises this process's write transactions, so they queue
 	// in Go (honouring contexts) instead of in SQLite's busy handler.
 	writeSem chan struct{}
 
 	lookupStmt *sql.Stmt
+	watch      *watcher // nil if it could not be set up: no hot layer coherence
 
 	// vecTables holds the dimensions whose vec0 table is known to exist.
 	vecTables sync.Map // int -> bool
 }
 
-// openDB opens path with WAL, synchronous=NORMAL (durable across process
+// openSQLite opens path with WAL, synchronous=NORMAL (durable across process
 // crashes; a power cut may lose the last commits, which for a cache is only
 // misses) and a busy timeout, and checks that the file is a database.
-func openDB(ctx context.Context, path string, busy time.Duration) (*store, error) {
+func openSQLite(ctx context.Context, path string, busy time.Duration) (*sqliteStore, error) {
 	if strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("path %q: '?' and '#' are not supported in the memory database path", path)
 	}
@@ -76,7 +79,7 @@ func openDB(ctx context.Context, path string, busy time.Duration) (*store, error
 		db.Close()
 		return nil, err
 	}
-	s := &store{db: db, writeSem: make(chan struct{}, 1)}
+	s := &sqliteStore{db: db, path: path, writeSem: make(chan struct{}, 1)}
 	s.lookupStmt, err = db.PrepareContext(ctx, `
 		SELECT g.gen, e.id, e.result, e.created_at, e.duration_ms
 		FROM (SELECT coalesce(sum(gen), 0) AS gen FROM generations WHERE name IN (?1, ?2, '*')) AS g
@@ -88,28 +91,51 @@ func openDB(ctx context.Context, path string, busy time.Duration) (*store, error
 	return s, nil
 }
 
-func (s *store) close() error {
+func (s *sqliteStore) where() string { return s.path }
+
+func (s *sqliteStore) close() error {
+	if s.watch != nil {
+		s.watch.close()
+	}
 	s.lookupStmt.Close()
 	return s.db.Close()
 }
 
-// genNames are the generation counters an entry of t depends on.
-func genNames(t Tool) (tool, server string) {
-	return "tool:" + t.Name, "server:" + t.Server
+// startWatch sets up the coherence watcher; without it there is no hot
+// layer and no similarity index (see Open).
+func (s *sqliteStore) startWatch(ctx context.Context) error {
+	w, err := newWatcher(ctx, s.db, s.path)
+	if err != nil {
+		return err
+	}
+	s.watch = w
+	return nil
 }
 
-// entry is what a lookup finds.
-type entry struct {
-	id         int64
-	result     []byte
-	createdAt  int64
-	durationMS int64
-	tmpl       *metaTemplate // set by the hot layer
+func (s *sqliteStore) sync(ctx context.Context, h *hot) (look, error) {
+	if s.watch == nil {
+		return look{}, nil
+	}
+	return s.watch.sync(ctx, h)
 }
+
+// hotValid: sync already emptied the hot layer if another connection
+// invalidated; this process's own invalidations are in the same file.
+func (s *sqliteStore) hotValid(context.Context, Tool, int64) (bool, error) { return true, nil }
+
+// claim: single flight across processes sharing one file is not done;
+// each process coalesces its own identical calls.
+func (s *sqliteStore) claim(context.Context, []byte, time.Duration) (bool, func(), error) {
+	return true, func() {}, nil
+}
+
+func (s *sqliteStore) flightDone() <-chan struct{} { return nil }
+
+func (s *sqliteStore) busy(err error) bool { return isBusy(err) }
 
 // lookup returns the entry stored under key (found false if none) and the
 // current invalidation generation of t.
-func (s *store) lookup(ctx context.Context, t Tool, key []byte) (e entry, found bool, gen int64, err error) {
+func (s *sqliteStore) lookup(ctx context.Context, t Tool, key []byte) (e entry, found bool, gen int64, err error) {
 	gt, gs := genNames(t)
 	var (
 		id, created, dur sql.NullInt64
@@ -126,7 +152,7 @@ func (s *store) lookup(ctx context.Context, t Tool, key []byte) (e entry, found 
 }
 
 // writeTx runs fn in one IMMEDIATE transaction.
-func (s *store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *sqliteStore) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	select {
 	case s.writeSem <- struct{}{}:
 	case <-ctx.Done():
@@ -145,20 +171,6 @@ func (s *store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
-}
-
-// record is an entry to store.
-type record struct {
-	key         []byte
-	tool        Tool
-	scope       string
-	fingerprint string
-	args        []byte
-	result      []byte
-	durationMS  int64
-	createdAt   int64
-	expiresAt   sql.NullInt64
-	sem         *semCall // non-nil with a vector: stored for similarity hits
 }
 
 // currentGen reads t's generation inside tx.
@@ -247,12 +259,6 @@ func bumpGen(ctx context.Context, tx *sql.Tx, name string) error {
 	return nil
 }
 
-// bounds are the size limits eviction keeps.
-type bounds struct {
-	maxEntries int64
-	maxBytes   int64
-}
-
 // evictIfNeeded keeps the store within b. It reads the trigger-maintained
 // totals (one row), so the common case costs one primary-key read. Once over
 // a bound, it deletes expired entries and then least recently used ones
@@ -338,4 +344,95 @@ func sqliteCode(err error) int {
 func isBusy(err error) bool {
 	c := sqliteCode(err)
 	return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
+}
+
+// write applies w in one IMMEDIATE transaction.
+func (s *sqliteStore) write(ctx context.Context, w *write) (int64, error) {
+	rec := w.rec
+	var storedID int64
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		if rec != nil {
+			// An invalidation since the lookup means the result may predate it.
+			cur, err := currentGen(ctx, tx, rec.tool)
+			if err != nil {
+				return err
+			}
+			if cur != w.gen {
+				rec = nil
+			}
+		}
+		if len(w.invals) > 0 {
+			if _, err := invalidate(ctx, tx, w.invals); err != nil {
+				return err
+			}
+		}
+		if err := writePending(ctx, tx, w.touches, w.tools); err != nil {
+			return err
+		}
+		if w.purge {
+			if _, err := purgeExpired(ctx, tx, w.now, purgeLimit); err != nil {
+				return err
+			}
+		}
+		if rec == nil {
+			return nil
+		}
+		id, err := upsert(ctx, tx, rec)
+		if err != nil {
+			return err
+		}
+		storedID = id
+		if rec.sem != nil {
+			if err := s.storeVector(ctx, tx, id, rec.sem); err != nil {
+				return err
+			}
+		}
+		_, err = evictIfNeeded(ctx, tx, w.bounds, rec.createdAt, id, func() error {
+			if w.beforeEvict == nil {
+				return nil
+			}
+			touches, tools := w.beforeEvict()
+			return writePending(ctx, tx, touches, tools)
+		})
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	if rec != nil && rec.sem != nil {
+		s.vecTables.Store(len(rec.sem.vec), true)
+	}
+	return storedID, nil
+}
+
+// clear deletes the entries of server and tool ("" = any).
+func (s *sqliteStore) clear(ctx context.Context, server, tool string) (int64, error) {
+	var n int64
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var (
+			res sql.Result
+			err error
+			gen string
+		)
+		switch {
+		case tool != "" && server != "":
+			gen = "tool:" + tool
+			res, err = tx.ExecContext(ctx, `DELETE FROM entries WHERE tool = ? AND server = ?`, tool, server)
+		case tool != "":
+			gen = "tool:" + tool
+			res, err = tx.ExecContext(ctx, `DELETE FROM entries WHERE tool = ?`, tool)
+		case server != "":
+			gen = "server:" + server
+			res, err = tx.ExecContext(ctx, `DELETE FROM entries WHERE server = ?`, server)
+		default:
+			gen = "*"
+			res, err = tx.ExecContext(ctx, `DELETE FROM entries`)
+		}
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		return bumpGen(ctx, tx, gen)
+	})
+	return n, err
 }

@@ -74,11 +74,11 @@ func TestEvictionByBytes(t *testing.T) {
 	}
 	// Totals maintained by triggers agree with the table.
 	var n, b int64
-	if err := m.st.db.QueryRow(`SELECT count(*), coalesce(sum(size),0) FROM entries`).Scan(&n, &b); err != nil {
+	if err := sq(m).db.QueryRow(`SELECT count(*), coalesce(sum(size),0) FROM entries`).Scan(&n, &b); err != nil {
 		t.Fatal(err)
 	}
 	var tn, tb int64
-	if err := m.st.db.QueryRow(`SELECT entries, bytes FROM totals`).Scan(&tn, &tb); err != nil {
+	if err := sq(m).db.QueryRow(`SELECT entries, bytes FROM totals`).Scan(&tn, &tb); err != nil {
 		t.Fatal(err)
 	}
 	if n != tn || b != tb {
@@ -168,7 +168,7 @@ func TestStatsPersist(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		var hits int64
-		m2.st.db.QueryRow(`SELECT hits FROM tool_stats WHERE tool = ?`, readTool.Name).Scan(&hits)
+		sq(m2).db.QueryRow(`SELECT hits FROM tool_stats WHERE tool = ?`, readTool.Name).Scan(&hits)
 		if hits == 3 {
 			break
 		}
@@ -397,14 +397,14 @@ func TestNewerSchema(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "memory.db")
 	m := openTest(t, Options{Path: path})
 	var v int
-	if err := m.st.db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != schemaVersion {
+	if err := sq(m).db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != schemaVersion {
 		t.Fatalf("user_version %d, %v", v, err)
 	}
 	var mode string
-	if err := m.st.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+	if err := sq(m).db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
 		t.Fatalf("journal_mode %q, %v", mode, err)
 	}
-	if _, err := m.st.db.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion+1)); err != nil {
+	if _, err := sq(m).db.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion+1)); err != nil {
 		t.Fatal(err)
 	}
 	m.Close()
@@ -431,7 +431,7 @@ func populate(tb testing.TB, m *Memory, tool Tool, n int) {
 	ctx := context.Background()
 	now := m.now().UnixMilli()
 	res := textResult(strings.Repeat("r", 200))
-	err := m.st.writeTx(ctx, func(tx *sql.Tx) error {
+	err := sq(m).writeTx(ctx, func(tx *sql.Tx) error {
 		st, err := tx.PrepareContext(ctx, `INSERT INTO entries (key, tool, server, scope, fingerprint, args, result, size,
 			duration_ms, created_at, expires_at, last_used_at) VALUES (?, ?, ?, '', ?, ?, ?, ?, 5, ?, NULL, ?)`)
 		if err != nil {
@@ -479,3 +479,6 @@ func BenchmarkLookupHit(b *testing.B) {
 		})
 	}
 }
+
+// sq is m's SQLite store, for tests that look inside it.
+func sq(m *Memory) *sqliteStore { return m.st.(*sqliteStore) }

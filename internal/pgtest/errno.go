@@ -1,0 +1,5 @@
+package pgtest
+
+import "syscall"
+
+var errAddrInUse error = syscall.EADDRINUSE

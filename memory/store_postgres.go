@@ -1,0 +1,864 @@
+package memory
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// pgLockClass is the first key of Nexus's advisory locks; the second is a
+// hash of the schema, so deployments sharing a database do not contend.
+const pgLockClass = "74101"
+
+// pgChannel is the LISTEN/NOTIFY channel. Notifications are per database,
+// so every payload starts with the schema it is about.
+const pgChannel = "nexus_memory"
+
+// pgDownBackoff is how long a store that lost its database fails fast
+// before trying again: an outage costs one failed connection a second, not
+// one per call.
+const pgDownBackoff = time.Second
+
+// pgStore is the store in a PostgreSQL database shared by every gateway
+// replica.
+//
+// Coherence: a replica's invalidation commits its generation bumps and
+// deletions, then the replica answers. Other replicas learn of it two
+// ways: a notification (asynchronous: it may arrive after that answer)
+// empties their hot layers and marks their similarity index for pruning,
+// and every hot hit reads the tool's generation (hotValid), so an entry
+// read before an invalidation is never served after the invalidating call
+// returned. A hot hit therefore costs one indexed read of at most three
+// rows of generations, where a hit from the database also transfers the
+// result.
+//
+// Single flight: a replica about to make a child call claims the key in
+// flights for Options.FlightLease, on the database's clock; a replica that
+// finds it claimed waits for the entry (woken by a notification, polling
+// in case one is lost) and claims it itself if the claim lapses or is
+// released without an entry (a failure result, which is not stored).
+//
+// Stores and invalidations serialise on an advisory lock (shared for
+// stores, exclusive for invalidations), so a result fetched before an
+// invalidation is never stored after it.
+type pgStore struct {
+	pool   *pgxpool.Pool
+	cfg    *pgxpool.Config
+	desc   string // the DSN without its password
+	owner  string // this store's name in flights
+	busyTO time.Duration
+	log    *slog.Logger
+
+	migrateMu sync.Mutex
+	ready     atomic.Bool // schema checked and migrated
+	schema    string      // current_schema(), read when migrating
+
+	downUntil atomic.Int64 // unix nanos: fail fast until then
+
+	// Set by the listener, taken by sync.
+	moved, invalidated atomic.Bool
+	wakeMu             sync.Mutex
+	wake               chan struct{} // closed when a flight may have landed
+
+	stopListen context.CancelFunc
+	listenDone chan struct{}
+}
+
+var errPgDown = errors.New("postgres unreachable; retrying shortly")
+
+// openPostgres prepares a pool for dsn. It does not connect: a database
+// that is down when the gateway starts makes memory step aside until it
+// comes up.
+func openPostgres(ctx context.Context, dsn string, busy time.Duration, log *slog.Logger) (*pgStore, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse dsn %s: %w", redactDSN(dsn), redactErr(err, dsn))
+	}
+	cfg.MaxConns = 16
+	cfg.ConnConfig.ConnectTimeout = max(busy, time.Second)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pool %s: %w", redactDSN(dsn), redactErr(err, dsn))
+	}
+	var id [8]byte
+	rand.Read(id[:])
+	s := &pgStore{
+		pool: pool, cfg: cfg, desc: redactDSN(dsn), owner: hex.EncodeToString(id[:]),
+		busyTO: busy, log: log, wake: make(chan struct{}), listenDone: make(chan struct{}),
+	}
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopListen = cancel
+	go s.listen(lctx)
+	return s, nil
+}
+
+func (s *pgStore) where() string { return s.desc }
+
+func (s *pgStore) close() error {
+	s.stopListen()
+	<-s.listenDone
+	s.pool.Close()
+	return nil
+}
+
+// begin checks that the database is worth trying and its schema is
+// current, and bounds the operation: a database that stopped answering
+// must not hold a call longer than the busy timeout.
+func (s *pgStore) begin(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	if time.Now().UnixNano() < s.downUntil.Load() {
+		return nil, nil, errPgDown
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*s.busyTO)
+	if !s.ready.Load() {
+		if err := s.migrate(ctx); err != nil {
+			cancel()
+			return nil, nil, s.failed(ctx, err)
+		}
+	}
+	return ctx, cancel, nil
+}
+
+// failed records err: a connection failure (not an error the server
+// reported) makes the store fail fast for pgDownBackoff.
+func (s *pgStore) failed(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) && ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		s.downUntil.Store(time.Now().Add(pgDownBackoff).UnixNano())
+		s.ready.Store(false) // the database may come back empty
+	}
+	return err
+}
+
+func (s *pgStore) migrate(ctx context.Context) error {
+	s.migrateMu.Lock()
+	defer s.migrateMu.Unlock()
+	if s.ready.Load() {
+		return nil
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Release()
+	if err := conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&s.schema); err != nil {
+		return fmt.Errorf("read current schema: %w", err)
+	}
+	if err := pgMigrate(ctx, conn.Conn()); err != nil {
+		return err
+	}
+	s.ready.Store(true)
+	return nil
+}
+
+// listen follows notifications on a connection of its own, reconnecting
+// after a failure. A notification that may have been missed (while
+// disconnected) counts as an invalidation: the hot layer empties and the
+// index prunes, which costs reads, never correctness.
+func (s *pgStore) listen(ctx context.Context) {
+	defer close(s.listenDone)
+	for ctx.Err() == nil {
+		err := s.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Debug("memory: postgres notifications interrupted; reconnecting", "store", s.desc, "err", err)
+		s.moved.Store(true)
+		s.invalidated.Store(true)
+		s.signal()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pgDownBackoff):
+		}
+	}
+}
+
+func (s *pgStore) listenOnce(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, s.cfg.ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var schema string
+	if err := conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, `LISTEN `+pgChannel); err != nil {
+		return err
+	}
+	// Anything before LISTEN took effect is unknown.
+	s.moved.Store(true)
+	s.invalidated.Store(true)
+	prefix := schema + "|"
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		kind, ok := strings.CutPrefix(n.Payload, prefix)
+		if !ok {
+			continue // another deployment's schema
+		}
+		switch kind {
+		case "invalidate":
+			s.moved.Store(true)
+			s.invalidated.Store(true)
+		case "store":
+			s.moved.Store(true)
+		}
+		s.signal()
+	}
+}
+
+// signal wakes the followers waiting for another replica's flight.
+func (s *pgStore) signal() {
+	s.wakeMu.Lock()
+	close(s.wake)
+	s.wake = make(chan struct{})
+	s.wakeMu.Unlock()
+}
+
+func (s *pgStore) flightDone() <-chan struct{} {
+	s.wakeMu.Lock()
+	defer s.wakeMu.Unlock()
+	return s.wake
+}
+
+func (s *pgStore) sync(_ context.Context, h *hot) (look, error) {
+	var l look
+	if h != nil {
+		l.epoch = h.currentEpoch()
+	}
+	if s.invalidated.Swap(false) {
+		l.invalidated, l.moved = true, true
+		if h != nil {
+			h.reset()
+			l.epoch = h.currentEpoch()
+		}
+	}
+	if s.moved.Swap(false) {
+		l.moved = true
+	}
+	return l, nil
+}
+
+const pgGenQuery = `SELECT coalesce(sum(gen), 0)::bigint FROM generations WHERE name IN ($1, $2, '*')`
+
+func (s *pgStore) hotValid(ctx context.Context, t Tool, gen int64) (bool, error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer cancel()
+	gt, gs := genNames(t)
+	var cur int64
+	if err := s.pool.QueryRow(ctx, pgGenQuery, gt, gs).Scan(&cur); err != nil {
+		return false, s.failed(ctx, fmt.Errorf("read generation: %w", err))
+	}
+	return cur == gen, nil
+}
+
+func (s *pgStore) lookup(ctx context.Context, t Tool, key []byte) (entry, bool, int64, error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return entry{}, false, 0, err
+	}
+	defer cancel()
+	gt, gs := genNames(t)
+	var (
+		gen              int64
+		id, created, dur *int64
+		result           []byte
+	)
+	err = s.pool.QueryRow(ctx, `
+		SELECT g.gen, e.id, e.result, e.created_at, e.duration_ms
+		FROM (`+pgGenQuery+`) AS g (gen)
+		LEFT JOIN entries AS e ON e.key = $3`, gt, gs, key).Scan(&gen, &id, &result, &created, &dur)
+	if err != nil {
+		return entry{}, false, 0, s.failed(ctx, fmt.Errorf("lookup: %w", err))
+	}
+	if id == nil {
+		return entry{}, false, gen, nil
+	}
+	return entry{id: *id, result: result, createdAt: *created, durationMS: *dur}, true, gen, nil
+}
+
+// tx runs fn in one transaction.
+func (s *pgStore) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return s.failed(ctx, fmt.Errorf("begin: %w", err))
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if err := fn(tx); err != nil {
+		return s.failed(ctx, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return s.failed(ctx, fmt.Errorf("commit: %w", err))
+	}
+	return nil
+}
+
+// lockGens takes the generations lock: shared to store (several stores
+// may run at once), exclusive to invalidate (no store in between its
+// generation check and its commit).
+func lockGens(ctx context.Context, tx pgx.Tx, exclusive bool) error {
+	fn := "pg_advisory_xact_lock_shared"
+	if exclusive {
+		fn = "pg_advisory_xact_lock"
+	}
+	if _, err := tx.Exec(ctx, `SELECT `+fn+`(`+pgLockClass+`, hashtext(current_schema()))`); err != nil {
+		return fmt.Errorf("lock generations: %w", err)
+	}
+	return nil
+}
+
+func (s *pgStore) write(ctx context.Context, w *write) (int64, error) {
+	rec := w.rec
+	var storedID int64
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		if rec != nil || len(w.invals) > 0 {
+			if err := lockGens(ctx, tx, len(w.invals) > 0); err != nil {
+				return err
+			}
+		}
+		if rec != nil {
+			gt, gs := genNames(rec.tool)
+			var cur int64
+			if err := tx.QueryRow(ctx, pgGenQuery, gt, gs).Scan(&cur); err != nil {
+				return fmt.Errorf("read generation: %w", err)
+			}
+			if cur != w.gen {
+				rec = nil
+			}
+		}
+		for _, p := range w.invals {
+			if err := pgInvalidate(ctx, tx, p); err != nil {
+				return err
+			}
+		}
+		if len(w.invals) > 0 {
+			if err := s.notify(ctx, tx, "invalidate"); err != nil {
+				return err
+			}
+		}
+		if err := pgWritePending(ctx, tx, w.touches, w.tools); err != nil {
+			return err
+		}
+		if w.purge {
+			if _, err := tx.Exec(ctx, `DELETE FROM entries WHERE id IN (
+				SELECT id FROM entries WHERE expires_at <= $1 LIMIT $2)`, w.now, purgeLimit); err != nil {
+				return fmt.Errorf("purge expired: %w", err)
+			}
+		}
+		if rec == nil {
+			return nil
+		}
+		id, err := pgUpsert(ctx, tx, rec)
+		if err != nil {
+			return err
+		}
+		storedID = id
+		if err := s.notify(ctx, tx, "store"); err != nil {
+			return err
+		}
+		return pgEvictIfNeeded(ctx, tx, w, id)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return storedID, nil
+}
+
+// notify tells the other replicas, when tx commits, that kind happened.
+func (s *pgStore) notify(ctx context.Context, tx pgx.Tx, kind string) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, current_schema() || '|' || $2)`, pgChannel, kind); err != nil {
+		return fmt.Errorf("notify %s: %w", kind, err)
+	}
+	return nil
+}
+
+func pgInvalidate(ctx context.Context, tx pgx.Tx, p string) error {
+	gen, column, value := patternGen(p)
+	var err error
+	if column == "" {
+		_, err = tx.Exec(ctx, `DELETE FROM entries`)
+	} else {
+		_, err = tx.Exec(ctx, `DELETE FROM entries WHERE `+column+` = $1`, value)
+	}
+	if err != nil {
+		return fmt.Errorf("invalidate %q: %w", p, err)
+	}
+	return pgBumpGen(ctx, tx, gen)
+}
+
+func pgBumpGen(ctx context.Context, tx pgx.Tx, name string) error {
+	_, err := tx.Exec(ctx, `INSERT INTO generations (name, gen) VALUES ($1, 1)
+		ON CONFLICT (name) DO UPDATE SET gen = generations.gen + 1`, name)
+	if err != nil {
+		return fmt.Errorf("bump generation %q: %w", name, err)
+	}
+	return nil
+}
+
+func pgUpsert(ctx context.Context, tx pgx.Tx, r *record) (int64, error) {
+	var (
+		bucket, vec    []byte
+		embedder, text *string
+		dims           *int
+		part           *int64
+		expires        *int64
+		emb, txt       string
+		nDims          int
+		nPart          int64
+		hasVec         = r.sem != nil && r.sem.vec != nil
+	)
+	if hasVec {
+		emb, txt, nDims, nPart = r.sem.emb.ID(), r.sem.text, len(r.sem.vec), r.sem.part
+		bucket, embedder, text, dims, part, vec = r.sem.bucket, &emb, &txt, &nDims, &nPart, vecBlob(r.sem.vec)
+	}
+	if r.expiresAt.Valid {
+		expires = &r.expiresAt.Int64
+	}
+	var id int64
+	err := tx.QueryRow(ctx, `
+		INSERT INTO entries (key, tool, server, scope, fingerprint, args, result, size,
+			duration_ms, created_at, expires_at, last_used_at, hits,
+			bucket, embedder, free_text, vec_dims, part, vec)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $10, 0, $12, $13, $14, $15, $16, $17)
+		ON CONFLICT (key) DO UPDATE SET
+			result = excluded.result, size = excluded.size,
+			duration_ms = excluded.duration_ms, created_at = excluded.created_at,
+			expires_at = excluded.expires_at, last_used_at = excluded.last_used_at,
+			bucket = excluded.bucket, embedder = excluded.embedder,
+			free_text = excluded.free_text, vec_dims = excluded.vec_dims,
+			part = excluded.part, vec = excluded.vec, xid = excluded.xid
+		RETURNING id`,
+		r.key, r.tool.Name, r.tool.Server, r.scope, r.fingerprint, string(r.args), r.result, len(r.result),
+		r.durationMS, r.createdAt, expires, bucket, embedder, text, dims, part, vec,
+	).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("store entry: %w", err)
+	}
+	return id, nil
+}
+
+// pgEvictIfNeeded keeps the store within w.bounds, like evictIfNeeded.
+func pgEvictIfNeeded(ctx context.Context, tx pgx.Tx, w *write, keep int64) error {
+	var entries, size int64
+	read := func() error {
+		if err := tx.QueryRow(ctx, `SELECT entries, bytes FROM totals WHERE id = 1`).Scan(&entries, &size); err != nil {
+			return fmt.Errorf("read totals: %w", err)
+		}
+		return nil
+	}
+	if err := read(); err != nil {
+		return err
+	}
+	b := w.bounds
+	if entries <= b.maxEntries && size <= b.maxBytes {
+		return nil
+	}
+	if w.beforeEvict != nil {
+		touches, tools := w.beforeEvict()
+		if err := pgWritePending(ctx, tx, touches, tools); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM entries WHERE id IN (
+		SELECT id FROM entries WHERE expires_at <= $1 AND id <> $2 LIMIT $3)`, w.now, keep, max(entries/10, 64)); err != nil {
+		return fmt.Errorf("evict expired: %w", err)
+	}
+	lowEntries, lowBytes := b.maxEntries*9/10, b.maxBytes*9/10
+	for {
+		if err := read(); err != nil {
+			return err
+		}
+		var k int64
+		switch {
+		case entries > lowEntries && entries > 1:
+			k = entries - lowEntries
+		case size > lowBytes && entries > 1:
+			k = max((size-lowBytes)/max(size/entries, 1), 1)
+		default:
+			return nil
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM entries WHERE id IN (
+			SELECT id FROM entries WHERE id <> $1 ORDER BY last_used_at, id LIMIT $2)`, keep, k)
+		if err != nil {
+			return fmt.Errorf("evict least recently used: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return nil
+		}
+	}
+}
+
+// pgWritePending writes batched recency and counters in one round trip.
+func pgWritePending(ctx context.Context, tx pgx.Tx, touches map[int64]touch, tools map[string]*counters) error {
+	if len(touches) == 0 && len(tools) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, id := range slices.Sorted(maps.Keys(touches)) {
+		t := touches[id]
+		b.Queue(`UPDATE entries SET last_used_at = greatest(last_used_at, $1), hits = hits + $2 WHERE id = $3`, t.lastUsed, t.hits, id)
+	}
+	for _, name := range slices.Sorted(maps.Keys(tools)) {
+		c := tools[name]
+		b.Queue(`
+			INSERT INTO tool_stats AS t (tool, server, hits, misses, bypasses, coalesced, saved_ms,
+				semantic_hits, gray_accepted, gray_rejected, gray_unverified, guard_rejections, embed_failures)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+			ON CONFLICT (tool) DO UPDATE SET server = excluded.server,
+				hits = t.hits + excluded.hits, misses = t.misses + excluded.misses,
+				bypasses = t.bypasses + excluded.bypasses, coalesced = t.coalesced + excluded.coalesced,
+				saved_ms = t.saved_ms + excluded.saved_ms,
+				semantic_hits = t.semantic_hits + excluded.semantic_hits,
+				gray_accepted = t.gray_accepted + excluded.gray_accepted,
+				gray_rejected = t.gray_rejected + excluded.gray_rejected,
+				gray_unverified = t.gray_unverified + excluded.gray_unverified,
+				guard_rejections = t.guard_rejections + excluded.guard_rejections,
+				embed_failures = t.embed_failures + excluded.embed_failures`,
+			name, c.server, c.hits, c.misses, c.bypasses, c.coalesced, c.saved,
+			c.semanticHits, c.grayAccepted, c.grayRejected, c.grayUnverified, c.guardRejections, c.embedFailures)
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("write counters: %w", err)
+	}
+	return nil
+}
+
+func (s *pgStore) clear(ctx context.Context, server, tool string) (int64, error) {
+	var n int64
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		if err := lockGens(ctx, tx, true); err != nil {
+			return err
+		}
+		var (
+			tag pgconn.CommandTag
+			err error
+			gen string
+		)
+		switch {
+		case tool != "" && server != "":
+			gen = "tool:" + tool
+			tag, err = tx.Exec(ctx, `DELETE FROM entries WHERE tool = $1 AND server = $2`, tool, server)
+		case tool != "":
+			gen = "tool:" + tool
+			tag, err = tx.Exec(ctx, `DELETE FROM entries WHERE tool = $1`, tool)
+		case server != "":
+			gen = "server:" + server
+			tag, err = tx.Exec(ctx, `DELETE FROM entries WHERE server = $1`, server)
+		default:
+			gen = "*"
+			tag, err = tx.Exec(ctx, `DELETE FROM entries`)
+		}
+		if err != nil {
+			return fmt.Errorf("clear: %w", err)
+		}
+		n = tag.RowsAffected()
+		if err := pgBumpGen(ctx, tx, gen); err != nil {
+			return err
+		}
+		return s.notify(ctx, tx, "invalidate")
+	})
+	return n, err
+}
+
+// claim takes key in flights unless another replica holds an unexpired
+// claim on it.
+func (s *pgStore) claim(ctx context.Context, key []byte, lease time.Duration) (bool, func(), error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return false, nil, err
+	}
+	defer cancel()
+	var owner string
+	err = s.pool.QueryRow(ctx, `
+		WITH now AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms)
+		INSERT INTO flights AS f (key, owner, until_ms) SELECT $1, $2, ms + $3 FROM now
+		ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, until_ms = excluded.until_ms
+			WHERE f.until_ms < (SELECT ms FROM now)
+		RETURNING owner`, key, s.owner, lease.Milliseconds()).Scan(&owner)
+	if err == pgx.ErrNoRows {
+		return false, nil, nil
+	}
+	if err != nil {
+		return false, nil, s.failed(ctx, fmt.Errorf("claim flight: %w", err))
+	}
+	release := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*s.busyTO)
+		defer cancel()
+		_, err := s.pool.Exec(ctx, `
+			WITH gone AS (DELETE FROM flights WHERE key = $1 AND owner = $2)
+			SELECT pg_notify($3, current_schema() || '|flight')`, key, s.owner, pgChannel)
+		if err != nil {
+			// The claim lapses at its deadline; followers wait until then.
+			s.log.Debug("memory: flight not released", "store", s.desc, "err", err)
+		}
+	}
+	return true, release, nil
+}
+
+// vectorsSince reads the vectors written by transactions from cursor on.
+// Ids are not a cursor here (a transaction may commit a lower id after a
+// higher one), so the cursor is the oldest transaction still running at
+// the last read: everything older was visible to it, everything from it
+// on is read again (add replaces).
+func (s *pgStore) vectorsSince(ctx context.Context, cursor int64, add func(id, part int64, vec []float32)) (int64, error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return cursor, err
+	}
+	defer cancel()
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return cursor, s.failed(ctx, err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	var next int64
+	if err := tx.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`).Scan(&next); err != nil {
+		return cursor, s.failed(ctx, err)
+	}
+	rows, err := tx.Query(ctx, `SELECT id, part, vec, vec_dims FROM entries WHERE xid >= $1 AND vec IS NOT NULL`, cursor)
+	if err != nil {
+		return cursor, s.failed(ctx, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id, part int64
+			blob     []byte
+			dims     int
+		)
+		if err := rows.Scan(&id, &part, &blob, &dims); err != nil {
+			return cursor, err
+		}
+		if v := blobVec(blob); len(v) == dims {
+			add(id, part, v)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return cursor, s.failed(ctx, err)
+	}
+	return next, nil
+}
+
+func (s *pgStore) liveVectorIDs(ctx context.Context) (map[int64]bool, error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT id FROM entries WHERE vec IS NOT NULL`)
+	if err != nil {
+		return nil, s.failed(ctx, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, s.failed(ctx, err)
+	}
+	live := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		live[id] = true
+	}
+	return live, nil
+}
+
+func (s *pgStore) candidates(ctx context.Context, ids []int64) ([]storedCandidate, error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT id, result, created_at, duration_ms, coalesce(free_text, ''), bucket,
+		coalesce(embedder, ''), coalesce(vec_dims, 0) FROM entries WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, s.failed(ctx, err)
+	}
+	defer rows.Close()
+	var out []storedCandidate
+	for rows.Next() {
+		var cd storedCandidate
+		if err := rows.Scan(&cd.id, &cd.result, &cd.createdAt, &cd.durationMS, &cd.text, &cd.bucket, &cd.embedder, &cd.dims); err != nil {
+			return nil, err
+		}
+		out = append(out, cd)
+	}
+	return out, s.failed(ctx, rows.Err())
+}
+
+// scanNeighbours compares sc.vec with every vector of its bucket, in Go
+// (there is no vector extension to ask): used only until the index is
+// built.
+func (s *pgStore) scanNeighbours(ctx context.Context, sc *semCall, k int) ([]candidate, error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT id, vec, result, created_at, duration_ms, free_text FROM entries
+		WHERE part = $1 AND bucket = $2 AND embedder = $3 AND vec_dims = $4`, sc.part, sc.bucket, sc.emb.ID(), len(sc.vec))
+	if err != nil {
+		return nil, s.failed(ctx, err)
+	}
+	defer rows.Close()
+	var out []candidate
+	for rows.Next() {
+		var (
+			cd   candidate
+			blob []byte
+		)
+		if err := rows.Scan(&cd.id, &blob, &cd.result, &cd.createdAt, &cd.durationMS, &cd.text); err != nil {
+			return nil, err
+		}
+		v := blobVec(blob)
+		if len(v) != len(sc.vec) {
+			continue
+		}
+		var dot float64
+		for i := range v {
+			dot += float64(v[i]) * float64(sc.vec[i])
+		}
+		cd.similarity = dot
+		out = append(out, cd)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.failed(ctx, err)
+	}
+	sortCandidates(out)
+	return out[:min(k, len(out))], nil
+}
+
+func (s *pgStore) stats(ctx context.Context) ([]ToolStats, error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `
+		SELECT coalesce(e.tool, t.tool), coalesce(e.server, t.server), coalesce(e.n, 0), coalesce(e.b, 0),
+			coalesce(t.hits, 0), coalesce(t.misses, 0), coalesce(t.bypasses, 0), coalesce(t.coalesced, 0),
+			coalesce(t.saved_ms, 0), coalesce(t.semantic_hits, 0), coalesce(t.gray_accepted, 0),
+			coalesce(t.gray_rejected, 0), coalesce(t.gray_unverified, 0), coalesce(t.guard_rejections, 0),
+			coalesce(t.embed_failures, 0)
+		FROM (SELECT tool, min(server) AS server, count(*) AS n, sum(size)::bigint AS b FROM entries GROUP BY tool) AS e
+		FULL JOIN tool_stats AS t ON t.tool = e.tool`)
+	if err != nil {
+		return nil, s.failed(ctx, err)
+	}
+	defer rows.Close()
+	var out []ToolStats
+	for rows.Next() {
+		var ts ToolStats
+		var c counters
+		if err := rows.Scan(&ts.Tool, &ts.Server, &ts.Entries, &ts.Bytes, &c.hits, &c.misses, &c.bypasses, &c.coalesced,
+			&c.saved, &c.semanticHits, &c.grayAccepted, &c.grayRejected, &c.grayUnverified, &c.guardRejections, &c.embedFailures); err != nil {
+			return nil, err
+		}
+		ts.Hits, ts.Misses, ts.Bypasses, ts.Coalesced, ts.SavedMS = c.hits, c.misses, c.bypasses, c.coalesced, c.saved
+		ts.Similarity = c.similarity()
+		out = append(out, ts)
+	}
+	return out, s.failed(ctx, rows.Err())
+}
+
+func (s *pgStore) list(ctx context.Context, limit int) ([]EntryInfo, error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	var lim *int
+	if limit > 0 {
+		lim = &limit
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, tool, server, scope, fingerprint, args, size, duration_ms,
+			created_at, expires_at, last_used_at, hits, coalesce(free_text, ''), coalesce(embedder, '')
+		FROM entries ORDER BY last_used_at DESC, id DESC LIMIT $1`, lim)
+	if err != nil {
+		return nil, s.failed(ctx, err)
+	}
+	defer rows.Close()
+	var out []EntryInfo
+	for rows.Next() {
+		var (
+			e                 EntryInfo
+			args              string
+			created, lastUsed int64
+			expires           *int64
+		)
+		if err := rows.Scan(&e.ID, &e.Tool, &e.Server, &e.Scope, &e.Fingerprint, &args, &e.Size,
+			&e.DurationMS, &created, &expires, &lastUsed, &e.Hits, &e.Text, &e.Embedder); err != nil {
+			return nil, err
+		}
+		e.Args = []byte(args)
+		e.CreatedAt = time.UnixMilli(created)
+		e.LastUsedAt = time.UnixMilli(lastUsed)
+		if expires != nil {
+			t := time.UnixMilli(*expires)
+			e.ExpiresAt = &t
+		}
+		out = append(out, e)
+	}
+	return out, s.failed(ctx, rows.Err())
+}
+
+// busy reports a deadlock or lock timeout between replicas.
+func (s *pgStore) busy(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "55P03")
+}
+
+var dsnPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+
+// redactDSN returns dsn without its password, for logs and stats.
+func redactDSN(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+		q := u.Query()
+		if q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
+		return u.String()
+	}
+	return dsnPassword.ReplaceAllString(dsn, "${1}xxxxx")
+}
+
+// redactErr keeps a password out of a DSN parse error.
+func redactErr(err error, dsn string) error {
+	if u, perr := url.Parse(dsn); perr == nil {
+		if p, ok := u.User.Password(); ok && p != "" {
+			return errors.New(strings.ReplaceAll(err.Error(), p, "xxxxx"))
+		}
+	}
+	return err
+}

@@ -1,0 +1,78 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/nexus-mcp/nexus/internal/pgtest"
+)
+
+// TestPostgresHotLayerWithoutNotifications: notifications are only a
+// hint. With a replica's listener stopped, so that it never hears of the
+// other replica's write, its hot layer still does not serve the
+// invalidated entry: every hot hit checks the generation.
+func TestPostgresHotLayerWithoutNotifications(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	a, b := openTest(t, Options{DSN: dsn}), openTest(t, Options{DSN: dsn})
+	c := &child{}
+	do(t, a, "", readTool, `{}`, c)
+	wantStatus(t, "hot hit on a", do(t, a, "", readTool, `{}`, c), StatusHit)
+	pa := a.st.(*pgStore)
+	pa.stopListen()
+	<-pa.listenDone
+	pa.sync(context.Background(), a.hot) // take what the listener saw so far
+	if _, _, ok := a.hot.get(cacheKey(readTool.Name, "", fingerprint([]byte(`{}`)))); !ok {
+		t.Fatal("the entry is not in a's hot layer")
+	}
+	do(t, b, "", writeTool, `{}`, c)
+	res, err := a.Call(context.Background(), "", readTool, json.RawMessage(`{}`), answer(string(errorResult("down"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, "a after b's write, unnotified", res, StatusMiss)
+}
+
+// TestPostgresOutage: with the database gone, calls are forwarded and
+// marked bypass, never failed; once it is back, memory serves again.
+func TestPostgresOutage(t *testing.T) {
+	proxy, dsn := pgtest.NewProxy(t, pgtest.Schema(t))
+	m := openTest(t, Options{DSN: dsn})
+	c := &child{}
+	do(t, m, "", readTool, `{}`, c)
+	wantStatus(t, "before the outage", do(t, m, "", readTool, `{}`, c), StatusHit)
+	proxy.Stop()
+	for i := range 3 {
+		res := do(t, m, "", readTool, `{}`, c)
+		wantStatus(t, "during the outage", res, StatusBypass)
+		if !strings.HasPrefix(text(res), "answer ") {
+			t.Fatalf("call %d during the outage: %q", i, text(res))
+		}
+	}
+	do(t, m, "", writeTool, `{}`, c) // its invalidation is retried later
+	proxy.Start()
+	waitFor(t, "memory to come back", func() bool {
+		return status(t, do(t, m, "", readTool, `{"after":1}`, c)) == StatusHit
+	})
+	st, err := m.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Bypasses < 3 {
+		t.Fatalf("%d bypasses counted, want at least 3", st.Bypasses)
+	}
+}
+
+func TestRedactDSN(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"postgres://nexus:s3cret@db:5432/nexus?sslmode=disable", "postgres://nexus:xxxxx@db:5432/nexus?sslmode=disable"},
+		{"postgres://db/nexus?password=s3cret", "postgres://db/nexus?password=xxxxx"},
+		{"host=db user=nexus password=s3cret dbname=nexus", "host=db user=nexus password=xxxxx dbname=nexus"},
+		{"host=db password='s3 cret' dbname=nexus", "host=db password=xxxxx dbname=nexus"},
+	} {
+		if got := redactDSN(tc.in); got != tc.want {
+			t.Errorf("redactDSN(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
