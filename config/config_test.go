@@ -245,6 +245,12 @@ func TestSharedLayerRefusesLiteralSecrets(t *testing.T) {
 		{`{"servers": {"d": {"url": "https://x/mcp", "headers": {"Authorization": "Bearer abc.def"}}}}`, "${keyring:d/header/Authorization}"},
 		{`{"servers": {"p": {"command": "x", "args": ["postgres://u:pw@h/db"]}}}`, "credential"},
 		{`{"servers": {"gh": {"command": "x", "env": {"GITHUB_TOKEN": "${env:GITHUB_TOKEN}", "MODE": "fast"}}}}`, ""},
+		{`{"memory": {"backend": "postgres", "dsn": "postgres://nexus:pw@db/nexus"}}`, "memory.dsn"},
+		{`{"memory": {"backend": "postgres", "dsn": "host=db user=nexus password=pw"}}`, "${env:NEXUS_PG_DSN}"},
+		{`{"memory": {"backend": "postgres", "dsn": "postgres://db/nexus?password=pw"}}`, "database password"},
+		{`{"memory": {"backend": "postgres", "dsn": "${env:NEXUS_PG_DSN}"}}`, ""},
+		{`{"memory": {"backend": "postgres", "dsn": "postgres://nexus:${keyring:memory/pg}@db/nexus"}}`, ""},
+		{`{"memory": {"backend": "postgres", "dsn": "postgres://nexus@db/nexus"}}`, ""},
 	}
 	for i, tc := range tests {
 		p := write(t, dir, "team"+string(rune('a'+i))+".json", tc.doc)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -45,7 +46,44 @@ func refuseLiteralSecrets(file string, data []byte) error {
 			}
 		}
 	}
+	errs = append(errs, literalDSN(file, data, top["memory"])...)
 	return errors.Join(errs...)
+}
+
+// literalDSN refuses memory.dsn holding a database password in clear: a
+// team file is read by everyone it is shared with, and the database holds
+// every replica's cached results.
+func literalDSN(file string, data []byte, raw json.RawMessage) []error {
+	var mem struct {
+		DSN string `json:"dsn"`
+	}
+	if json.Unmarshal(raw, &mem) != nil || !dsnHasPassword(mem.DSN) {
+		return nil
+	}
+	line, col := position(data, "memory", "dsn")
+	return []error{&Error{File: file, Line: line, Col: col, Key: "memory.dsn",
+		Msg: `a shared config layer holds a database password; write "${env:NEXUS_PG_DSN}" (or "${keyring:memory/dsn}", then: nexus secrets set memory/dsn) instead`}}
+}
+
+// dsnHasPassword reports a PostgreSQL connection string (URL or
+// key=value form) with a literal password. A password given by reference
+// (${env:...}, ${keyring:...}) is fine.
+func dsnHasPassword(dsn string) bool {
+	if dsn == "" || strings.Contains(dsn, "${keyring:") || strings.Contains(dsn, "${env:") {
+		return false
+	}
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
+		if p, ok := u.User.Password(); ok && p != "" {
+			return true
+		}
+		return u.Query().Get("password") != ""
+	}
+	for _, f := range strings.Fields(dsn) {
+		if k, v, ok := strings.Cut(f, "="); ok && strings.EqualFold(strings.TrimSpace(k), "password") && v != "" {
+			return true
+		}
+	}
+	return strings.Contains(strings.ToLower(dsn), "password =")
 }
 
 // literalSecrets checks one env or headers map of a server in a shared layer.

@@ -20,8 +20,14 @@ import (
 // stderr so far.
 func (h *home) serveHTTP(args ...string) (url string, stderr *lockedBuffer) {
 	h.t.Helper()
+	return h.serveHTTPEnv(nil, args...)
+}
+
+// serveHTTPEnv is serveHTTP with extra environment variables ("K=V").
+func (h *home) serveHTTPEnv(env []string, args ...string) (url string, stderr *lockedBuffer) {
+	h.t.Helper()
 	cmd := exec.Command(built.nexus, append([]string{"serve", "--http", "127.0.0.1:0"}, args...)...)
-	cmd.Env = h.env()
+	cmd.Env = h.env(env...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		h.t.Fatal(err)

@@ -231,6 +231,18 @@ func (e *env) openMemory(ctx context.Context, cfg *config.Config) (*memory.Memor
 		RedactText:     e.redactor.String,
 	}
 	resolve := e.resolver(ctx, cfg)
+	if cfg.Memory.Backend == config.BackendPostgres {
+		// Replicas share memory in PostgreSQL; the DSN is a reference like
+		// every other secret, expanded here and never logged.
+		dsn, err := resolve(cfg.Memory.DSN)
+		if err != nil {
+			return nil, fmt.Errorf("memory.dsn: %w", err)
+		}
+		if strings.TrimSpace(dsn) == "" {
+			return nil, fmt.Errorf("memory.dsn: %q expands to nothing; set the variable it names", cfg.Memory.DSN)
+		}
+		opts.Path, opts.DSN = "", dsn
+	}
 	endpoint := func(what string, ep config.Endpoint, dims int) (memory.HTTPConfig, error) {
 		key, err := resolve(ep.APIKey)
 		if err != nil {
