@@ -276,6 +276,9 @@ func (m *Memory) startLayers(ctx context.Context) {
 	}
 	if m.opts.HotBytes > 0 {
 		m.hot = newHot(m.opts.HotBytes)
+		if ps, ok := m.st.(*pgStore); ok {
+			ps.attachHot(m.hot)
+		}
 	}
 	m.indexDone = make(chan struct{})
 	m.vi.idx = newIndex()

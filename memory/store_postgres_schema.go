@@ -83,6 +83,20 @@ var pgMigrations = [...][]string{
 			owner    text   NOT NULL,
 			until_ms bigint NOT NULL -- the database's clock: a dead leader's claim lapses
 		)`,
+		// epoch counts invalidations; replicas lists the live replicas and
+		// the last invalidation each has applied to its hot layer, so an
+		// invalidating replica answers only once every live one has (see
+		// awaitAcks).
+		`CREATE TABLE epoch (
+			id integer PRIMARY KEY CHECK (id = 1),
+			e  bigint NOT NULL
+		)`,
+		`INSERT INTO epoch (id, e) VALUES (1, 0)`,
+		`CREATE TABLE replicas (
+			id          text PRIMARY KEY,
+			acked       bigint NOT NULL, -- the last epoch applied to its hot layer
+			alive_until bigint NOT NULL  -- the database's clock, unix ms
+		)`,
 		`CREATE TABLE tool_stats (
 			tool             text PRIMARY KEY,
 			server           text   NOT NULL,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nexus-mcp/nexus/internal/pgtest"
@@ -32,6 +33,39 @@ func TestPostgresHotLayerWithoutNotifications(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantStatus(t, "a after b's write, unnotified", res, StatusMiss)
+}
+
+// TestPostgresHungReplica: a replica that stops applying invalidations
+// (its listener hangs) must not serve an invalidated entry from its hot
+// layer after the invalidating call returned on another replica: that
+// call waits until the hung replica's lease is over, and the hung replica
+// stops trusting its hot layer before then.
+func TestPostgresHungReplica(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	a, b := openTest(t, Options{DSN: dsn}), openTest(t, Options{DSN: dsn})
+	pa := a.st.(*pgStore)
+	waitFor(t, "a's hot-layer lease", func() bool { return pa.leaseUntil.Load() > 0 })
+	c := &child{}
+	do(t, a, "", readTool, `{}`, c)
+	wantStatus(t, "hot hit on a", do(t, a, "", readTool, `{}`, c), StatusHit)
+
+	// The listener reads beforeApply only when an invalidation arrives,
+	// after the write below started.
+	hung, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hook := func() {
+		once.Do(func() { close(hung) })
+		<-release
+	}
+	pa.beforeApply.Store(&hook)
+	defer close(release)
+	do(t, b, "", writeTool, `{}`, c)
+	<-hung // a received the invalidation but never applied it
+	res, err := a.Call(context.Background(), "", readTool, json.RawMessage(`{}`), answer(string(errorResult("down"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, "hung a after b's write", res, StatusMiss)
 }
 
 // TestPostgresOutage: with the database gone, calls are forwarded and

@@ -26,16 +26,23 @@ func (h *home) serveHTTP(args ...string) (url string, stderr *lockedBuffer) {
 // serveHTTPEnv is serveHTTP with extra environment variables ("K=V").
 func (h *home) serveHTTPEnv(env []string, args ...string) (url string, stderr *lockedBuffer) {
 	h.t.Helper()
+	return serveHTTPProcess(h.t, h.env(env...), args...)
+}
+
+// serveHTTPProcess starts `nexus serve --http 127.0.0.1:0` with env, stopped when t
+// ends, and returns its /mcp URL and its stderr so far.
+func serveHTTPProcess(t testing.TB, env []string, args ...string) (url string, stderr *lockedBuffer) {
+	t.Helper()
 	cmd := exec.Command(built.nexus, append([]string{"serve", "--http", "127.0.0.1:0"}, args...)...)
-	cmd.Env = h.env(env...)
+	cmd.Env = env
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
-		h.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		h.t.Fatal(err)
+		t.Fatal(err)
 	}
-	h.t.Cleanup(func() {
+	t.Cleanup(func() {
 		cmd.Process.Signal(interrupt)
 		done := make(chan struct{})
 		go func() { cmd.Wait(); close(done) }()
@@ -61,19 +68,19 @@ func (h *home) serveHTTPEnv(env []string, args ...string) (url string, stderr *l
 	case url = <-found:
 		return url, stderr
 	case <-time.After(30 * time.Second):
-		h.t.Fatalf("nexus serve --http did not start:\n%s", stderr)
+		t.Fatalf("nexus serve --http did not start:\n%s", stderr)
 	}
 	return "", nil
 }
 
-func httpClient(t *testing.T, url, token string) (*client.Client, error) {
+func httpClient(t testing.TB, url, token string) (*client.Client, error) {
 	t.Helper()
 	return httpClientNamed(t, url, token, "admin")
 }
 
 // httpClientNamed is an initialized streamable HTTP client that calls itself
 // clientName in initialize.
-func httpClientNamed(t *testing.T, url, token, clientName string) (*client.Client, error) {
+func httpClientNamed(t testing.TB, url, token, clientName string) (*client.Client, error) {
 	t.Helper()
 	opts := []transport.StreamableHTTPCOption{}
 	if token != "" {
