@@ -307,7 +307,7 @@ func TestContractStats(t *testing.T) {
 }
 
 // waitFor polls cond until it holds, failing t after 10 seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {

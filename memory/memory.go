@@ -533,9 +533,9 @@ func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Conte
 		defer release()
 	}
 
-	start := time.Now()
+	start := m.now()
 	res, err = forward(ctx)
-	dur := time.Since(start)
+	dur := m.now().Sub(start)
 	if err != nil && ctx.Err() != nil {
 		// Our own context ended: followers must not inherit that.
 		f.retry = true

@@ -524,7 +524,7 @@ func TestLeaderCancelDoesNotPoisonFollowers(t *testing.T) {
 		res, err := m.Call(context.Background(), "", readTool, json.RawMessage(`{}`), forward)
 		follower <- out{res, err}
 	}()
-	time.Sleep(30 * time.Millisecond) // let the follower join
+	waitFor(t, "the follower to join", func() bool { return m.flights.followers() == 1 })
 	cancel()
 	if err := <-leaderErr; !errors.Is(err, context.Canceled) {
 		t.Fatalf("leader: %v", err)
@@ -537,13 +537,14 @@ func TestLeaderCancelDoesNotPoisonFollowers(t *testing.T) {
 		t.Fatalf("forward called %d times, want 2", calls.Load())
 	}
 	// A follower whose own context ends stops waiting.
-	block := make(chan struct{})
+	block, leading := make(chan struct{}), make(chan struct{})
 	defer close(block)
 	go m.Call(context.Background(), "", readTool, json.RawMessage(`{"x":1}`), func(context.Context) (json.RawMessage, error) {
+		close(leading)
 		<-block
 		return textResult("late"), nil
 	})
-	time.Sleep(20 * time.Millisecond)
+	<-leading
 	ctx, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel2()
 	if _, err := m.Call(ctx, "", readTool, json.RawMessage(`{"x":1}`), forward); !errors.Is(err, context.DeadlineExceeded) {

@@ -302,7 +302,7 @@ func TestForwardErrorUnchanged(t *testing.T) {
 	for i := 1; i < len(errs); i++ {
 		wg.Go(func() { _, errs[i] = m.Call(ctx, "", readTool, json.RawMessage(`{"f":1}`), failing) })
 	}
-	time.Sleep(30 * time.Millisecond) // let followers join
+	waitFor(t, "the followers to join", func() bool { return m.flights.followers() == len(errs)-1 })
 	close(release)
 	wg.Wait()
 	for i, err := range errs {

@@ -482,7 +482,8 @@ func TestOpenAIEmbedder(t *testing.T) {
 			w.Write([]byte(`<html>`))
 			return
 		case "slow":
-			time.Sleep(300 * time.Millisecond)
+			<-r.Context().Done() // never answers: the client's timeout ends the request
+			return
 		}
 		if req.Model != "emb" || req.Format != "float" {
 			http.Error(w, "bad request", 400)
@@ -558,7 +559,8 @@ func TestOllamaEmbedder(t *testing.T) {
 		case "extra":
 			out = append(out, []float32{1, 1, 1})
 		case "slow":
-			time.Sleep(300 * time.Millisecond)
+			<-r.Context().Done() // never answers: the client's timeout ends the request
+			return
 		}
 		json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "embeddings": out})
 	}))
@@ -610,7 +612,8 @@ func TestChatVerifier(t *testing.T) {
 			http.Error(w, "overloaded", 503)
 			return
 		case "slow":
-			time.Sleep(300 * time.Millisecond)
+			<-r.Context().Done() // never answers: the client's timeout ends the request
+			return
 		}
 		json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": a}}}})
 	}))

@@ -130,9 +130,10 @@ func TestTwoProcesses(t *testing.T) {
 
 func TestStatsPersist(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "memory.db")
-	m := openTest(t, Options{Path: path})
+	clk := newClock()
+	m := openTest(t, Options{Path: path, Now: clk.Now})
 	slow := func(context.Context) (json.RawMessage, error) {
-		time.Sleep(30 * time.Millisecond)
+		clk.Advance(30 * time.Millisecond) // the child takes 30 ms
 		return textResult("slow answer"), nil
 	}
 	ctx := context.Background()
@@ -146,7 +147,7 @@ func TestStatsPersist(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another process (a CLI) reads them.
-	m2 := openTest(t, Options{Path: path})
+	m2 := openTest(t, Options{Path: path, Now: clk.Now})
 	st, err := m2.Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +162,7 @@ func TestStatsPersist(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Counters flush in the background too, without Close or Stats.
-	m3 := openTest(t, Options{Path: path, FlushInterval: 10 * time.Millisecond})
+	m3 := openTest(t, Options{Path: path, FlushInterval: 10 * time.Millisecond, Now: clk.Now})
 	if _, err := m3.Call(ctx, "", readTool, nil, slow); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -118,8 +119,9 @@ func TestReplicasShareMemory(t *testing.T) {
 }
 
 // TestReplicasOutlivePostgres: with the database gone, every call is
-// forwarded and answered (memory steps aside and says so on stderr);
-// when it is back, memory serves again without a restart.
+// answered, and once the replicas' hot-layer leases lapse, forwarded
+// (memory steps aside and says so on stderr); when it is back, memory
+// serves again without a restart.
 func TestReplicasOutlivePostgres(t *testing.T) {
 	proxy, dsn := pgtest.NewProxy(t, pgtest.Schema(t))
 	rs := startReplicas(t, 2, dsn)
@@ -129,6 +131,17 @@ func TestReplicasOutlivePostgres(t *testing.T) {
 		t.Fatalf("before the outage: %q, want hit", st)
 	}
 	proxy.Stop()
+	// A replica may serve its hot layer until its lease lapses (no other
+	// replica can answer an invalidation meanwhile); then it steps aside.
+	for i, r := range rs {
+		eventually(t, 10*time.Second, fmt.Sprintf("replica %d to step aside", i+1), func() bool {
+			st, _ := r.call(t, "fx__lookup", args)
+			if st != "hit" && st != "bypass" {
+				t.Fatalf("replica %d during the outage: %q", i+1, st)
+			}
+			return st == "bypass"
+		})
+	}
 	before := lookups(rs)
 	for i, r := range rs {
 		for j := range 3 {
