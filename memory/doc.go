@@ -2,7 +2,8 @@
 // argument hits, and similarity hits for paraphrased free text.
 //
 // An agent that asks the same question twice should not make a child MCP
-// server answer twice: memory stores the result of a cacheable call in SQLite
+// server answer twice: memory stores the result of a cacheable call in its
+// store (SQLite, or PostgreSQL shared by gateway replicas)
 // and serves an identical later call from there, marking every result it
 // touched with _meta["nexus/cache"] = {"status": "hit"|"miss"|"bypass",
 // "age_ms": N} so agents and operators can see where an answer came from.
@@ -81,6 +82,28 @@
 // bypass memory in this process until a retry lands. A file that cannot be
 // opened as a database gives a Memory that bypasses every call (see Open
 // and Err).
+//
+// # Replicas on PostgreSQL
+//
+// With Options.DSN, the store is a PostgreSQL database shared by gateway
+// replicas (store_postgres.go), with the same semantics across them:
+// exact and similarity hits, TTLs and bounds are the shared store's; an
+// identical call arriving at two replicas makes one child call (a claim
+// row with a lease, on the database's clock); and an invalidation is
+// applied to every live replica's hot layer before the invalidating call
+// returns (an epoch, a notification, and an acknowledgement from each
+// replica holding a lease; see pgStore). An unreachable database makes
+// memory step aside as above, and it comes back by itself.
+//
+// # Where things are
+//
+// memory.go is memory's logic (Call, lookup, remember, invalidation);
+// key.go the key (canonical JSON); store.go the store interface, with
+// store_sqlite*.go and store_postgres*.go behind it; hot.go the hot
+// layer; flight.go single flight; similar*.go similarity (the bucket and
+// decision, the guard, the in-memory index and its sync with the store);
+// embed*.go the embedders; settings.go, ttl.go and meta.go the rules, TTLs
+// and the raw-JSON handling of results.
 //
 // Size is bounded by entry count and total bytes. Totals are kept by
 // triggers, so checking a bound is one row read; once over a bound, the

@@ -328,8 +328,7 @@ func (s *pgStore) applyInvalidation() {
 
 // awaitAcks waits until every live replica applied invalidation epoch e
 // to its hot layer, or stopped being live. It gives up only when the
-// database cannot be asked: the replicas' own leases then end within
-// pgLeaseLocal, and the error is logged by the caller.
+// database cannot be asked.
 func (s *pgStore) awaitAcks(ctx context.Context, e int64) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgLeaseDB+2*s.busyTO)
 	defer cancel()
@@ -519,9 +518,7 @@ func (s *pgStore) write(ctx context.Context, w *write) (int64, error) {
 		return 0, err
 	}
 	if epoch > 0 {
-		if err := s.awaitAcks(ctx, epoch); err != nil {
-			return storedID, err
-		}
+		s.confirm(ctx, epoch)
 	}
 	return storedID, nil
 }
@@ -733,7 +730,18 @@ func (s *pgStore) clear(ctx context.Context, server, tool string) (int64, error)
 	if err != nil {
 		return 0, err
 	}
-	return n, s.awaitAcks(ctx, epoch)
+	s.confirm(ctx, epoch)
+	return n, nil
+}
+
+// confirm waits for the replicas to apply invalidation epoch, which is
+// committed whatever happens here. If the database cannot be asked, the
+// failure is logged: replicas that cannot reach it either stop trusting
+// their hot layers within pgLeaseLocal, the others get the notification.
+func (s *pgStore) confirm(ctx context.Context, epoch int64) {
+	if err := s.awaitAcks(ctx, epoch); err != nil {
+		s.log.Warn("memory: invalidation committed, but not confirmed by every replica", "store", s.desc, "err", err)
+	}
 }
 
 // claim takes key in flights unless another replica holds an unexpired
