@@ -39,6 +39,10 @@ const (
 	DefaultFlightLease    = 30 * time.Second
 )
 
+// indexRetry is how often building the similarity index is tried again
+// after it failed.
+const indexRetry = 5 * time.Second
+
 // writeBackoff is how long stores are skipped after one found the database
 // locked, so a lock held elsewhere delays one call, not every call.
 const writeBackoff = 5 * time.Second
@@ -286,8 +290,19 @@ func (m *Memory) startLayers(ctx context.Context) {
 	m.stopIndex = cancel
 	go func() {
 		defer close(m.indexDone)
-		if err := m.vi.build(bctx, m.st); err != nil && bctx.Err() == nil {
-			m.log.Warn("memory: similarity index not built; similarity lookups scan the store", "store", m.st.where(), "err", err)
+		// A database that is down at start (PostgreSQL) comes back later:
+		// try again until the index is built or memory closes.
+		for {
+			err := m.vi.build(bctx, m.st)
+			if err == nil || bctx.Err() != nil {
+				return
+			}
+			m.warn("index", "memory: similarity index not built yet; similarity lookups scan the store", "store", m.st.where(), "err", err)
+			select {
+			case <-bctx.Done():
+				return
+			case <-time.After(indexRetry):
+			}
 		}
 	}()
 }

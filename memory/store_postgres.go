@@ -89,7 +89,6 @@ type pgStore struct {
 
 	migrateMu sync.Mutex
 	ready     atomic.Bool // schema checked and migrated
-	schema    string      // current_schema(), read when migrating
 
 	downUntil atomic.Int64 // unix nanos: fail fast until then
 
@@ -176,7 +175,9 @@ func (s *pgStore) failed(ctx context.Context, err error) error {
 		return nil
 	}
 	var pe *pgconn.PgError
-	if !errors.As(err, &pe) && ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	serverSaid := errors.As(err, &pe)
+	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
+	if timedOut || (!serverSaid && ctx.Err() == nil) {
 		s.downUntil.Store(time.Now().Add(pgDownBackoff).UnixNano())
 		s.ready.Store(false) // the database may come back empty
 	}
@@ -194,9 +195,6 @@ func (s *pgStore) migrate(ctx context.Context) error {
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Release()
-	if err := conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&s.schema); err != nil {
-		return fmt.Errorf("read current schema: %w", err)
-	}
 	if err := pgMigrate(ctx, conn.Conn()); err != nil {
 		return err
 	}
