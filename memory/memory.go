@@ -157,11 +157,14 @@ type Memory struct {
 	closeErr  error
 }
 
-// Open opens (creating if needed) the database at opts.Path and migrates
-// its schema.
+// Open opens (creating if needed) the SQLite database at opts.Path, or
+// the PostgreSQL database at opts.DSN, and migrates its schema.
 //
-// Open fails only when opts.Path is empty or opts.Thresholds are out of
-// range (0 <= Verify <= Serve <= 1). A database that cannot be used
+// Open fails only when both opts.Path and opts.DSN are empty or
+// opts.Thresholds are out of range (0 <= Verify <= Serve <= 1). A
+// PostgreSQL database that is down is not an error: memory steps aside
+// until it answers; a DSN that cannot be parsed disables memory like a
+// file that is not a database. A database that cannot be used
 // (not a database, corrupt header, unreadable, newer schema, locked during
 // migration) yields a working *Memory that steps aside: every call is
 // forwarded and marked "bypass", the reason is logged and reported by Err
