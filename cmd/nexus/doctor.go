@@ -476,6 +476,9 @@ func (e *env) checkMemory(ctx context.Context, cfg *config.Config) check {
 		ch.Detail = "off in the config"
 		return ch
 	}
+	if cfg.Memory.Backend == config.BackendPostgres {
+		return e.checkPostgresMemory(ctx, cfg, ch)
+	}
 	path := filepath.Join(e.home, "memory.db")
 	ch.Name = path
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
@@ -501,6 +504,29 @@ func (e *env) checkMemory(ctx context.Context, cfg *config.Config) check {
 		return ch
 	}
 	ch.Detail = fmt.Sprintf("%d entries, %s; %d hits, %d misses", st.Entries, humanBytes(st.Bytes), st.Hits, st.Misses)
+	return ch
+}
+
+// checkPostgresMemory checks that the shared PostgreSQL memory answers.
+func (e *env) checkPostgresMemory(ctx context.Context, cfg *config.Config, ch check) check {
+	ch.Name = "memory (postgres)"
+	mem, err := e.openMemory(ctx, cfg)
+	if err != nil {
+		ch.Status, ch.Detail = checkFail, err.Error()
+		ch.Fix = "set the variable or keychain item memory.dsn names"
+		return ch
+	}
+	defer mem.Close()
+	st, err := mem.Stats(ctx)
+	if st.Path != "" {
+		ch.Name = st.Path // the DSN without its password
+	}
+	if err != nil {
+		ch.Status, ch.Detail = checkFail, "cannot use the database: "+err.Error()
+		ch.Fix = "calls still work, uncached; check that the database is up and memory.dsn's host, user and database"
+		return ch
+	}
+	ch.Detail = fmt.Sprintf("%d entries, %s; %d hits, %d misses (shared by every replica)", st.Entries, humanBytes(st.Bytes), st.Hits, st.Misses)
 	return ch
 }
 
