@@ -95,49 +95,60 @@ func (f *flight) wait(ctx context.Context) error {
 
 // claimFlight makes c's child call this process's among every process
 // sharing the store (replicas on PostgreSQL; with SQLite, it always is).
-// If another process leads the identical call, it waits for that
-// process's answer and returns it as a coalesced hit (done true), sharing
-// it with f's followers. Otherwise it returns the generation read last
-// (stores check it) and release, to call once the result is stored. A
-// store that fails lets the call go ahead: memory never fails a call.
-// err is returned only when ctx ends.
-func (m *Memory) claimFlight(ctx context.Context, c *call, f *flight, gen int64) (hit json.RawMessage, done bool, _ int64, release func(), err error) {
+// seen is the creation time of the entry the caller's lookup found (and
+// could not serve), -1 if none. If another process leads the identical
+// call, or stored its answer since that lookup, claimFlight waits for it
+// and returns it as a coalesced hit (done true), sharing it with f's
+// followers. Otherwise it returns the generation read last (stores check
+// it) and release, to call once the result is stored. A store that fails
+// lets the call go ahead: memory never fails a call. err is returned
+// only when ctx ends.
+func (m *Memory) claimFlight(ctx context.Context, c *call, f *flight, gen, seen int64) (hit json.RawMessage, done bool, _ int64, release func(), err error) {
 	noop := func() {}
-	lead, release, cerr := m.st.claim(ctx, c.key, m.opts.FlightLease)
 	poll := flightPollMin
+	waiting := false
 	for {
-		if cerr != nil {
+		lead, changed, release, err := m.st.claim(ctx, c.key, m.opts.FlightLease, seen)
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil, false, gen, noop, ctx.Err()
 			}
-			m.stepAside("claim", cerr)
+			m.stepAside("claim", err)
 			return nil, false, gen, noop, nil
 		}
-		if lead {
+		switch {
+		case lead && !changed:
 			return nil, false, gen, release, nil
-		}
-		if poll == flightPollMin {
-			m.remoteWaiters.Add(1)
-			defer m.remoteWaiters.Add(-1)
-		}
-		wake := m.st.flightDone()
-		t := time.NewTimer(poll)
-		beforeBlocking(ctx)
-		select {
-		case <-ctx.Done():
+		case lead:
+			release() // stored since our lookup: read it rather than call
+		default:
+			if !waiting {
+				waiting = true
+				m.remoteWaiters.Add(1)
+				defer m.remoteWaiters.Add(-1)
+			}
+			wake := m.st.flightDone()
+			t := time.NewTimer(poll)
+			beforeBlocking(ctx)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, false, gen, noop, fmt.Errorf("memory: waiting for an identical call on another replica: %w", context.Cause(ctx))
+			case <-wake:
+			case <-t.C:
+			}
 			t.Stop()
-			return nil, false, gen, noop, fmt.Errorf("memory: waiting for an identical call on another replica: %w", context.Cause(ctx))
-		case <-wake:
-		case <-t.C:
+			poll = min(2*poll, flightPollMax)
 		}
-		t.Stop()
-		poll = min(2*poll, flightPollMax)
-		e, found, g, lerr := m.st.lookup(ctx, c.t, c.key)
-		if lerr != nil {
-			cerr = lerr
-			continue
+		e, found, g, err := m.st.lookup(ctx, c.t, c.key)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, false, gen, noop, ctx.Err()
+			}
+			m.stepAside("lookup", err)
+			return nil, false, gen, noop, nil
 		}
-		gen = g
+		gen, seen = g, -1
 		if found {
 			now := m.now().UnixMilli()
 			if c.ttl.Never || now < e.createdAt+c.ttl.D.Milliseconds() {
@@ -146,7 +157,7 @@ func (m *Memory) claimFlight(ctx context.Context, c *call, f *flight, gen int64)
 				m.pend.count(c.t, func(k *counters) { k.coalesced++; k.saved += e.durationMS })
 				return m.mark(c.t, e.result, StatusHit, max(now-e.createdAt, 0), true), true, gen, noop, nil
 			}
+			seen = e.createdAt
 		}
-		lead, release, cerr = m.st.claim(ctx, c.key, m.opts.FlightLease)
 	}
 }

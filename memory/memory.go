@@ -539,7 +539,11 @@ func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Conte
 
 	// Replicas sharing the store make one child call between them.
 	if lerr == nil {
-		hit, done, g, release, err := m.claimFlight(ctx, c, f, gen)
+		seen := int64(-1)
+		if found {
+			seen = e.createdAt
+		}
+		hit, done, g, release, err := m.claimFlight(ctx, c, f, gen, seen)
 		if err != nil {
 			f.retry = true
 			return nil, false, err

@@ -39,8 +39,11 @@ type store interface {
 
 	// claim asks to lead the child call for key among every process that
 	// shares the store, for at most lease. lead false means another
-	// process leads it. release ends a claim that led.
-	claim(ctx context.Context, key []byte, lease time.Duration) (lead bool, release func(), err error)
+	// process leads it. changed reports that the entry stored under key
+	// is not the one the caller saw (created at seen, -1: none): another
+	// process stored it since, so the caller should read it instead of
+	// calling (releasing the claim). release ends a claim that led.
+	claim(ctx context.Context, key []byte, lease time.Duration, seen int64) (lead, changed bool, release func(), err error)
 	// flightDone returns a channel that is closed (or sent to) when a
 	// flight of another process may have landed, to wake a follower
 	// early; nil when the store has no such signal.

@@ -743,25 +743,27 @@ func (s *pgStore) confirm(ctx context.Context, epoch int64) {
 }
 
 // claim takes key in flights unless another replica holds an unexpired
-// claim on it.
-func (s *pgStore) claim(ctx context.Context, key []byte, lease time.Duration) (bool, func(), error) {
+// claim on it, and says whether the entry under key changed since the
+// caller's lookup (a leader that finished between the two).
+func (s *pgStore) claim(ctx context.Context, key []byte, lease time.Duration, seen int64) (bool, bool, func(), error) {
 	ctx, cancel, err := s.begin(ctx)
 	if err != nil {
-		return false, nil, err
+		return false, false, nil, err
 	}
 	defer cancel()
-	var owner string
+	var stored int64
 	err = s.pool.QueryRow(ctx, `
-		WITH now AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms)
+		WITH now AS (SELECT `+pgNowMS+` AS ms)
 		INSERT INTO flights AS f (key, owner, until_ms) SELECT $1, $2, ms + $3 FROM now
 		ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, until_ms = excluded.until_ms
 			WHERE f.until_ms < (SELECT ms FROM now)
-		RETURNING owner`, key, s.owner, lease.Milliseconds()).Scan(&owner)
+		RETURNING coalesce((SELECT created_at FROM entries WHERE key = $1), -1)`,
+		key, s.owner, lease.Milliseconds()).Scan(&stored)
 	if err == pgx.ErrNoRows {
-		return false, nil, nil
+		return false, false, nil, nil
 	}
 	if err != nil {
-		return false, nil, s.failed(ctx, fmt.Errorf("claim flight: %w", err))
+		return false, false, nil, s.failed(ctx, fmt.Errorf("claim flight: %w", err))
 	}
 	release := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*s.busyTO)
@@ -774,7 +776,7 @@ func (s *pgStore) claim(ctx context.Context, key []byte, lease time.Duration) (b
 			s.log.Debug("memory: flight not released", "store", s.desc, "err", err)
 		}
 	}
-	return true, release, nil
+	return true, stored != seen, release, nil
 }
 
 // vectorsSince reads the vectors written by transactions from cursor on.

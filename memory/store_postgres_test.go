@@ -68,6 +68,45 @@ func TestPostgresHungReplica(t *testing.T) {
 	wantStatus(t, "hung a after b's write", res, StatusMiss)
 }
 
+// TestPostgresClaimAfterAnotherStored: a replica whose lookup missed
+// just before another replica stored the answer (and released its claim)
+// is served that answer instead of calling the child again.
+func TestPostgresClaimAfterAnotherStored(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	a, b := openTest(t, Options{DSN: dsn}), openTest(t, Options{DSN: dsn})
+	c := &child{}
+	do(t, a, "", readTool, `{}`, c)
+	r := b.rules.Load()
+	bc := &call{t: readTool, r: r, ttl: r.ttl(readTool), key: cacheKey(readTool.Name, "", fingerprint([]byte(`{}`)))}
+	// b's lookup happened before a stored: it saw no entry (-1).
+	res, done, _, release, err := b.claimFlight(context.Background(), bc, &flight{done: make(chan struct{})}, 0, -1)
+	if err != nil || !done {
+		t.Fatalf("claim after another replica stored: done %v, err %v; want its answer", done, err)
+	}
+	release()
+	if text(res) != "answer 1 to {}" {
+		t.Fatalf("served %q", text(res))
+	}
+	if n := c.calls.Load(); n != 1 {
+		t.Fatalf("child called %d times, want 1", n)
+	}
+}
+
+// TestPostgresLeaseRenewed: the listener renews the replica's lease while
+// it waits for notifications.
+func TestPostgresLeaseRenewed(t *testing.T) {
+	m := openTest(t, Options{DSN: pgtest.Schema(t)})
+	ps := m.st.(*pgStore)
+	waitFor(t, "the first lease", func() bool { return ps.leaseUntil.Load() > 0 })
+	first := ps.leaseUntil.Load()
+	waitFor(t, "a renewal", func() bool { return ps.leaseUntil.Load() > first })
+	var alive bool
+	err := ps.pool.QueryRow(context.Background(), `SELECT alive_until > `+pgNowMS+` FROM replicas WHERE id = $1`, ps.owner).Scan(&alive)
+	if err != nil || !alive {
+		t.Fatalf("replica row alive %v, err %v", alive, err)
+	}
+}
+
 // TestPostgresOutage: with the database gone, calls are forwarded and
 // marked bypass, never failed (after at most the hot layer's lease); once
 // it is back, memory serves again.

@@ -125,8 +125,8 @@ func (s *sqliteStore) hotValid(context.Context, Tool, int64) (bool, error) { ret
 
 // claim: single flight across processes sharing one file is not done;
 // each process coalesces its own identical calls.
-func (s *sqliteStore) claim(context.Context, []byte, time.Duration) (bool, func(), error) {
-	return true, func() {}, nil
+func (s *sqliteStore) claim(context.Context, []byte, time.Duration, int64) (bool, bool, func(), error) {
+	return true, false, func() {}, nil
 }
 
 func (s *sqliteStore) flightDone() <-chan struct{} { return nil }

@@ -3,7 +3,9 @@ package tests
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -167,4 +169,29 @@ func TestReplicasOutlivePostgres(t *testing.T) {
 		st, _ := rs[1].call(t, "fx__lookup", fresh)
 		return st == "hit"
 	})
+}
+
+// TestReplicasSingleFlight: the same slow read sent to three replicas at
+// once reaches one child. (Whether the others waited for it or found it
+// stored depends on timing; either way the child answers once. The
+// memory contract suite pins the waiting itself.)
+func TestReplicasSingleFlight(t *testing.T) {
+	rs := startReplicas(t, 3, pgtest.Schema(t))
+	args := map[string]any{"ms": 300}
+	statuses := make([]string, len(rs))
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		wg.Go(func() { statuses[i], _ = r.call(t, "fx__sleep", args) })
+	}
+	wg.Wait()
+	n := 0
+	for _, r := range rs {
+		n += r.h.calls()["sleep"]
+	}
+	if n != 1 {
+		t.Fatalf("the children received %d sleeps, want 1 (statuses %v)", n, statuses)
+	}
+	if slices.Sort(statuses); !slices.Equal(statuses, []string{"hit", "hit", "miss"}) {
+		t.Fatalf("statuses %v, want one miss and two hits", statuses)
+	}
 }
