@@ -34,6 +34,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/memory"
 	"github.com/nexus-mcp/nexus/policy"
@@ -64,6 +67,11 @@ type Options struct {
 	// Redact removes secret values from what children send back (results, errors,
 	// resources, prompts) before it reaches memory or a client; nil keeps it as is.
 	Redact func([]byte) []byte
+	// Observer sees every finished call (metrics, the audit trail); nil sees none.
+	Observer Observer
+	// Tracer makes the spans of each request (the request, then its policy, memory
+	// and child steps); nil traces nothing.
+	Tracer trace.TracerProvider
 }
 
 // Gateway is the aggregating MCP server.
@@ -76,6 +84,8 @@ type Gateway struct {
 	redact   func([]byte) []byte
 	methods  map[string]method
 	denials  *policy.Counter
+	observer Observer
+	tracer   trace.Tracer
 	sessions sessionSet
 	views    views
 	subs     subscriptions
@@ -127,9 +137,14 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if opts.Redact == nil {
 		opts.Redact = func(b []byte) []byte { return b }
 	}
+	tp := opts.Tracer
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
 	g := &Gateway{
 		log: log, mem: opts.Memory, names: names, resolve: resolve, redact: opts.Redact, before: opts.BeforeStart,
-		denials: &policy.Counter{}, rebuild: make(chan struct{}, 1), published: map[string]string{},
+		denials: &policy.Counter{}, observer: opts.Observer, tracer: tp.Tracer("github.com/nexus-mcp/nexus/aggregation"),
+		rebuild: make(chan struct{}, 1), published: map[string]string{},
 	}
 	g.methods = g.methodTable()
 	g.settled = make(chan struct{})
@@ -300,6 +315,17 @@ func (g *Gateway) Servers() []Status {
 	}
 	return out
 }
+
+// Config is the config in force (replaced whole on reload; never modify it).
+func (g *Gateway) Config() *config.Config { return g.cfg.Load() }
+
+// Sessions counts the live sessions per front ("stdio", "http").
+func (g *Gateway) Sessions() map[string]int {
+	return map[string]int{frontStdio: g.sessions.count(frontStdio), frontHTTP: g.sessions.count(frontHTTP)}
+}
+
+// Memory is the gateway's memory, nil when off.
+func (g *Gateway) Memory() *memory.Memory { return g.mem }
 
 // Tools is the current merged manifest, sorted by canonical name.
 func (g *Gateway) Tools() []*Tool { return slices.Clone(g.man.Load().tools) }
