@@ -19,7 +19,7 @@ import (
 // Keys a user may write, per level. Kept beside the structs they mirror.
 var (
 	topKeys = []string{"servers", "mcpServers", "toolNames", "maxMessageBytes", "maxChildMessageBytes", "policy",
-		"agents", "ttl", "cache", "invalidate", "memory", "secrets", "locked", "projectLayers"}
+		"agents", "ttl", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "locked", "projectLayers"}
 	serverKeys = []string{"transport", "command", "args", "env", "cwd", "url", "headers",
 		"timeout", "prefix", "disabled", "protocolVersion", "annotations", "cacheScope"}
 	// Claude Desktop's, Cursor's and VS Code's mcpServers entries.
@@ -240,7 +240,7 @@ func (m *merger) add(file string, data []byte) bool {
 			m.scalarFrom[k] = file
 		}
 	}
-	for _, k := range []string{"agents", "ttl", "cache", "invalidate", "memory", "secrets"} {
+	for _, k := range []string{"agents", "ttl", "cache", "invalidate", "memory", "secrets", "audit", "tracing"} {
 		raw, ok := top[k]
 		if !ok {
 			continue
@@ -475,6 +475,7 @@ func (m *merger) build() *Config {
 	m.decodeSection("invalidate", &cfg.Invalidate)
 	m.decodeSection("memory", &cfg.Memory)
 	m.decodeSection("secrets", &cfg.Secrets)
+	m.buildObserve(cfg)
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		file := m.mapFrom["agents"][name]
 		if !policy.ValidAgentName(name) {
