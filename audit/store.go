@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -60,6 +61,9 @@ type Store struct {
 	db       *sql.DB
 	postgres bool
 	where    string // for messages: the file, or "PostgreSQL"
+
+	mu       sync.Mutex
+	migrated bool // the table exists: created at the first use that reaches the database
 }
 
 const table = "nexus_audit"
@@ -78,7 +82,7 @@ func OpenSQLite(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("audit: opening %s: %w", path, err)
 	}
 	s := &Store{db: db, where: filepath.Clean(path)}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.ensure(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -86,20 +90,30 @@ func OpenSQLite(ctx context.Context, path string) (*Store, error) {
 }
 
 // OpenPostgres opens the trail in the PostgreSQL database of dsn (a URL or
-// key=value string, as libpq takes), creating its table if needed. The table is
-// nexus_audit, in the first schema of the connection's search_path.
-func OpenPostgres(ctx context.Context, dsn string) (*Store, error) {
+// key=value string, as libpq takes). Its table, nexus_audit in the first schema of
+// the connection's search_path, is created at the first use that reaches the
+// database: a database that is down when the gateway starts only delays the trail
+// (the Writer retries), it does not turn it off.
+func OpenPostgres(dsn string) (*Store, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("audit: the PostgreSQL dsn: %w", err)
 	}
-	db := stdlib.OpenDB(*cfg)
-	s := &Store{db: db, postgres: true, where: "PostgreSQL " + cfg.Host + "/" + cfg.Database}
-	if err := s.migrate(ctx); err != nil {
-		db.Close()
-		return nil, err
+	return &Store{db: stdlib.OpenDB(*cfg), postgres: true, where: "PostgreSQL " + cfg.Host + "/" + cfg.Database}, nil
+}
+
+// ensure creates the table once.
+func (s *Store) ensure(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.migrated {
+		return nil
 	}
-	return s, nil
+	if err := s.migrate(ctx); err != nil {
+		return err
+	}
+	s.migrated = true
+	return nil
 }
 
 // Where says where the trail is, for messages.
@@ -155,6 +169,9 @@ func (s *Store) Write(ctx context.Context, recs []Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
+	if err := s.ensure(ctx); err != nil {
+		return err
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("audit: writing to %s: %w", s.where, err)
@@ -190,6 +207,9 @@ func (s *Store) Write(ctx context.Context, recs []Record) error {
 // Prune deletes records older than maxAge, then the oldest records until the rest
 // count no more than maxBytes (see Record.size). A zero bound is no bound.
 func (s *Store) Prune(ctx context.Context, now time.Time, maxAge time.Duration, maxBytes int64) (int64, error) {
+	if err := s.ensure(ctx); err != nil {
+		return 0, err
+	}
 	var deleted int64
 	if maxAge > 0 {
 		res, err := s.db.ExecContext(ctx, s.rebind(`DELETE FROM `+table+` WHERE at < ?`), now.Add(-maxAge).UnixMicro())
@@ -251,6 +271,9 @@ func (s *Store) Query(ctx context.Context, f Filter) ([]Record, error) {
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
+	if err := s.ensure(ctx); err != nil {
+		return nil, err
+	}
 	q := `SELECT at, agent, method, tool, server, refused, rule, origin, source, outcome, duration_us, memory, arguments FROM ` + table
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
@@ -292,6 +315,9 @@ type Count struct {
 // Refusals counts the refusals the trail holds since a time (zero: all it holds),
 // per agent and tool, most frequent first.
 func (s *Store) Refusals(ctx context.Context, since time.Time) ([]Count, error) {
+	if err := s.ensure(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT agent, tool, COUNT(*) FROM `+table+`
 		WHERE refused = 1 AND at >= ? GROUP BY agent, tool ORDER BY COUNT(*) DESC, agent, tool`), since.UnixMicro())
 	if err != nil {

@@ -169,16 +169,25 @@ type gatewayOptions struct {
 	noWait bool
 	// waitFor names the servers to wait for; none means every one.
 	waitFor []string
+	// observe keeps the audit trail and traces (observe.go); metrics also counts
+	// for a /metrics page.
+	observe, metrics bool
 }
 
 // running is a started gateway and what must be closed with it.
 type running struct {
 	*aggregation.Gateway
 	mem *memory.Memory
+	obs *observation // nil when not observed
 }
 
 func (r *running) Close() {
-	r.Gateway.Close()
+	if r.Gateway != nil {
+		r.Gateway.Close()
+	}
+	if r.obs != nil {
+		r.obs.Close()
+	}
 	if r.mem != nil {
 		_ = r.mem.Close()
 	}
@@ -195,15 +204,21 @@ func (e *env) startGateway(ctx context.Context, cfg *config.Config, opts gateway
 			r.mem = mem
 		}
 	}
-	g, err := aggregation.New(cfg, aggregation.Options{Logger: e.log, Memory: r.mem, ToolNames: opts.toolNames,
-		Resolve: e.resolver(ctx, cfg), Redact: e.redactor.JSON, BeforeStart: e.registerChildValues})
+	gopts := aggregation.Options{Logger: e.log, Memory: r.mem, ToolNames: opts.toolNames,
+		Resolve: e.resolver(ctx, cfg), Redact: e.redactor.JSON, BeforeStart: e.registerChildValues}
+	if opts.observe {
+		r.obs = e.observe(ctx, cfg, opts.metrics)
+		r.obs.apply(&gopts)
+	}
+	g, err := aggregation.New(cfg, gopts)
 	if err != nil {
-		if r.mem != nil {
-			r.mem.Close()
-		}
+		r.Close()
 		return nil, err
 	}
 	r.Gateway = g
+	if r.obs != nil {
+		r.obs.attach(g)
+	}
 	if err := g.Start(ctx); err != nil {
 		r.Close()
 		return nil, err
