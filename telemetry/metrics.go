@@ -38,13 +38,13 @@ type Source interface {
 // are counted as calls finish (Observe); children, sessions and memory size are
 // read from the gateway when scraped.
 type Metrics struct {
-	reg        *prometheus.Registry
-	calls      *prometheus.CounterVec
-	duration   *prometheus.HistogramVec
-	child      *prometheus.HistogramVec
-	refusals   *prometheus.CounterVec
-	memory     *prometheus.CounterVec
-	state      *stateCollector
+	reg      *prometheus.Registry
+	calls    *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	child    *prometheus.HistogramVec
+	refusals *prometheus.CounterVec
+	memory   *prometheus.CounterVec
+	state    *stateCollector
 }
 
 // NewMetrics builds the metrics; the gateway's state is read from src (set later
