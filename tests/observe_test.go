@@ -222,7 +222,7 @@ func TestMetricsMatchASession(t *testing.T) {
 		{"nexus_calls_total", map[string]string{"server": "fx", "tool": "fx.lookup", "agent": "coder", "outcome": "refused"}, 2},
 		{"nexus_calls_total", map[string]string{"server": "fx", "tool": "fx.sleep", "agent": "coder", "outcome": "timeout"}, 1},
 		{"nexus_refusals_total", map[string]string{"agent": "coder", "origin": "policy.agents.coder", "rule": `deny "fx.lookup"`}, 2},
-		{"nexus_memory_lookups_total", map[string]string{"server": "fx", "result": "miss"}, 3}, // echo, getenv, sleep
+		{"nexus_memory_lookups_total", map[string]string{"server": "fx", "result": "miss"}, 3},   // echo, getenv, sleep
 		{"nexus_memory_lookups_total", map[string]string{"server": "fx", "result": "bypass"}, 1}, // destroy
 		{"nexus_memory_lookups_total", map[string]string{"server": "fx", "result": "hit"}, 2},
 		{"nexus_call_duration_seconds_count", map[string]string{"server": "fx", "tool": "fx.echo"}, 3},
