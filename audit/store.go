@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -164,7 +165,14 @@ func (s *Store) rebind(q string) string {
 	return b.String()
 }
 
-// Write appends records in one transaction: one commit per batch.
+// insertRows is how many records one INSERT carries: a statement per record
+// would cost most of a batch's time in the driver, not in the database.
+const insertRows = 64
+
+const insertColumns = "(at, agent, method, tool, server, refused, rule, origin, source, outcome, duration_us, memory, arguments, size)"
+
+// Write appends records in one transaction: one commit per batch, a few
+// multi-row INSERTs.
 func (s *Store) Write(ctx context.Context, recs []Record) error {
 	if len(recs) == 0 {
 		return nil
@@ -177,24 +185,29 @@ func (s *Store) Write(ctx context.Context, recs []Record) error {
 		return fmt.Errorf("audit: writing to %s: %w", s.where, err)
 	}
 	defer tx.Rollback()
-	stmt, err := tx.PrepareContext(ctx, s.rebind(`INSERT INTO `+table+` (at, agent, method, tool, server, refused, rule, origin, source, outcome, duration_us, memory, arguments, size)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`))
-	if err != nil {
-		return fmt.Errorf("audit: writing to %s: %w", s.where, err)
-	}
-	defer stmt.Close()
-	for i := range recs {
-		r := &recs[i]
-		var args sql.NullString
-		if len(r.Arguments) > 0 {
-			args = sql.NullString{String: string(r.Arguments), Valid: true}
+	args := make([]any, 0, 14*min(len(recs), insertRows))
+	for chunk := range slices.Chunk(recs, insertRows) {
+		var q strings.Builder
+		q.WriteString("INSERT INTO " + table + " " + insertColumns + " VALUES ")
+		args = args[:0]
+		for i := range chunk {
+			r := &chunk[i]
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			var arguments sql.NullString
+			if len(r.Arguments) > 0 {
+				arguments = sql.NullString{String: string(r.Arguments), Valid: true}
+			}
+			refused := 0
+			if r.Refused {
+				refused = 1
+			}
+			args = append(args, r.Time.UnixMicro(), r.Agent, r.Method, r.Tool, r.Server, refused, r.Rule, r.Origin, r.Source,
+				r.Outcome, r.Duration.Microseconds(), r.Memory, arguments, r.size())
 		}
-		refused := 0
-		if r.Refused {
-			refused = 1
-		}
-		if _, err := stmt.ExecContext(ctx, r.Time.UnixMicro(), r.Agent, r.Method, r.Tool, r.Server, refused, r.Rule, r.Origin, r.Source,
-			r.Outcome, r.Duration.Microseconds(), r.Memory, args, r.size()); err != nil {
+		if _, err := tx.ExecContext(ctx, s.rebind(q.String()), args...); err != nil {
 			return fmt.Errorf("audit: writing to %s: %w", s.where, err)
 		}
 	}

@@ -3,17 +3,23 @@ package tests
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -381,4 +387,70 @@ func TestStdioMetrics(t *testing.T) {
 	if code, page := get(t, base+"/", ""); code != http.StatusOK || !strings.Contains(page, "fx.echo") {
 		t.Errorf("the status page on --metrics' address: %d %s", code, page)
 	}
+}
+
+// TestAuditSharedInPostgres: two gateways (two NEXUS_HOMEs, as two replicas) whose
+// config says "memory": {"backend": "postgres"} keep one trail in the shared
+// database: either one's `nexus audit` and `cache stats` see both refusals.
+func TestAuditSharedInPostgres(t *testing.T) {
+	dsn := os.Getenv("NEXUS_TEST_PG_DSN")
+	if dsn == "" {
+		if os.Getenv("NEXUS_REQUIRE_POSTGRES") == "1" {
+			t.Fatal("NEXUS_REQUIRE_POSTGRES=1 but NEXUS_TEST_PG_DSN is not set")
+		}
+		t.Skip("the PostgreSQL audit trail is tested when NEXUS_TEST_PG_DSN names a database (e.g. postgres://postgres@127.0.0.1/postgres)")
+	}
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("NEXUS_TEST_PG_DSN: %v", err)
+	}
+	defer admin.Close(ctx)
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "nexus_e2e_audit_" + hex.EncodeToString(b)
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+	shared := withSearchPath(dsn, schema)
+
+	var replicas []*home
+	for range 2 {
+		h, token := observedHome(t, map[string]any{"memory": map[string]any{"backend": "postgres", "dsn": shared}})
+		s := h.startServe("listening on", "--http", "127.0.0.1:0")
+		c, err := httpClient(t, s.base+"/mcp", token)
+		if err != nil {
+			t.Fatalf("initialize: %v\n%s", err, s.stderr)
+		}
+		if res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "fx__lookup"}}); err != nil || !res.IsError {
+			t.Fatalf("lookup: want a refusal: %v %+v", err, res)
+		}
+		c.Close()
+		s.stop(t)
+		replicas = append(replicas, h)
+	}
+	out, stderr, code := replicas[0].nexus("audit", "--refused", "--json")
+	var recs []struct{ Tool string }
+	if code != 0 || json.Unmarshal([]byte(out), &recs) != nil || len(recs) != 2 {
+		t.Fatalf("nexus audit on one replica should see both refusals: %d %s %s", code, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(replicas[0].dir, "audit.db")); err == nil {
+		t.Error("with the postgres backend the trail was also written to audit.db")
+	}
+	out, _, _ = replicas[1].nexus("cache", "stats")
+	if !strings.Contains(out, "refusals (audit trail): 2") {
+		t.Errorf("cache stats on the other replica should count both refusals:\n%s", out)
+	}
+}
+
+// withSearchPath adds search_path to a URL or key=value DSN.
+func withSearchPath(dsn, schema string) string {
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return dsn + " search_path=" + schema
 }
