@@ -97,9 +97,11 @@ func (g *Gateway) callTool(ctx context.Context, c *caller, agent string, p callP
 
 // decide is the policy step: nil when the call may go on, else the refusal.
 func (g *Gateway) decide(ctx context.Context, pol *policy.Policy, agent string, t *Tool, rec *Call) json.RawMessage {
-	_, sp := g.span(ctx, "policy", attribute.String("nexus.agent", agent), attribute.String("nexus.tool", t.Canonical))
+	_, sp := g.span(ctx, "policy")
 	d := pol.Decide(agent, t.policyTool())
-	sp.SetAttributes(attribute.Bool("nexus.allowed", d.Allowed), attribute.String("nexus.rule", d.Rule), attribute.String("nexus.origin", d.Origin))
+	if sp.IsRecording() {
+		sp.SetAttributes(attribute.String("nexus.agent", agent), attribute.String("nexus.tool", t.Canonical), attribute.Bool("nexus.allowed", d.Allowed), attribute.String("nexus.rule", d.Rule), attribute.String("nexus.origin", d.Origin))
+	}
 	sp.End()
 	rec.decided(d)
 	g.denials.Record(d)
@@ -121,7 +123,9 @@ func (g *Gateway) remember(ctx context.Context, agent string, t *Tool, args json
 	}
 	ctx, sp := g.span(ctx, "memory")
 	raw, err := g.mem.Call(ctx, agent, t.memoryTool(), args, forward)
-	sp.SetAttributes(attribute.String("nexus.memory", cacheStatus(raw)))
+	if sp.IsRecording() {
+		sp.SetAttributes(attribute.String("nexus.memory", cacheStatus(raw)))
+	}
 	sp.End()
 	return raw, err
 }
@@ -129,7 +133,10 @@ func (g *Gateway) remember(ctx context.Context, agent string, t *Tool, args json
 // forward sends the call to the child that owns the tool. The call's context carries
 // its caller, so that what the child sends during the call finds its way back.
 func (g *Gateway) forward(ctx context.Context, c *caller, t *Tool, args json.RawMessage, progress json.RawMessage, rec *Call) (json.RawMessage, error) {
-	ctx, sp := g.span(ctx, "child", attribute.String("nexus.server", t.Server), attribute.String("nexus.tool", t.Name))
+	ctx, sp := g.span(ctx, "child")
+	if sp.IsRecording() {
+		sp.SetAttributes(attribute.String("nexus.server", t.Server), attribute.String("nexus.tool", t.Name))
+	}
 	start := time.Now()
 	raw, err := g.forwardTo(ctx, c, t, args, progress, rec)
 	rec.Child = time.Since(start)

@@ -86,6 +86,7 @@ type Gateway struct {
 	denials  *policy.Counter
 	observer Observer
 	tracer   trace.Tracer
+	tracing  bool // a tracer was given: spans are made
 	sessions sessionSet
 	views    views
 	subs     subscriptions
@@ -143,7 +144,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{
 		log: log, mem: opts.Memory, names: names, resolve: resolve, redact: opts.Redact, before: opts.BeforeStart,
-		denials: &policy.Counter{}, observer: opts.Observer, tracer: tp.Tracer("github.com/nexus-mcp/nexus/aggregation"),
+		denials: &policy.Counter{}, observer: opts.Observer, tracer: tp.Tracer("github.com/nexus-mcp/nexus/aggregation"), tracing: opts.Tracer != nil,
 		rebuild: make(chan struct{}, 1), published: map[string]string{},
 	}
 	g.methods = g.methodTable()

@@ -265,7 +265,7 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 	}
 	body = bytes.TrimSpace(body)
 	// A client's traceparent makes its trace the parent of what this request does.
-	r = r.WithContext(extractTrace(r))
+	r = withTrace(r)
 	if len(body) > 0 && body[0] == '[' {
 		if s := h.session(w, r, agent, nil); s != nil {
 			rep := newHTTPReply(w, r)

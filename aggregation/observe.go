@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/nexus-mcp/nexus/memory"
 	"github.com/nexus-mcp/nexus/policy"
@@ -143,9 +144,14 @@ func isToolError(raw json.RawMessage) bool {
 	return bytes.Contains(raw, []byte(`"isError":true`))
 }
 
-// tracer is the gateway's tracer; a no-op one when tracing is off.
-func (g *Gateway) span(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	return g.tracer.Start(ctx, name, trace.WithAttributes(attrs...))
+// span starts a span of one step of a request. With tracing off it costs nothing:
+// the span is a no-op value and ctx is returned as it is.
+// Callers set attributes only when the span is recording.
+func (g *Gateway) span(ctx context.Context, name string) (context.Context, trace.Span) {
+	if !g.tracing {
+		return ctx, noop.Span{}
+	}
+	return g.tracer.Start(ctx, name)
 }
 
 // endSpan records how a step ended and ends its span.
@@ -166,10 +172,13 @@ func endSpan(sp trace.Span, outcome Outcome) {
 // otel global propagator: the gateway keeps no package-level state.
 var traceContext = propagation.TraceContext{}
 
-// extractTrace makes the incoming traceparent, if any, the parent of what the
-// request does.
-func extractTrace(r *http.Request) context.Context {
-	return traceContext.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+// withTrace makes the incoming traceparent, if any, the parent of what the request
+// does.
+func withTrace(r *http.Request) *http.Request {
+	if r.Header.Get("traceparent") == "" {
+		return r
+	}
+	return r.WithContext(traceContext.Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
 }
 
 // traceHeaders are the headers that carry ctx's span to an HTTP child.

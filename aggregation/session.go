@@ -134,7 +134,10 @@ func (s *session) answer(ctx context.Context, m *message, r sink) []byte {
 	}
 	ctx, done := s.track(ctx, m.ID)
 	defer done()
-	ctx, sp := s.g.span(ctx, m.Method, attribute.String("nexus.agent", s.agentName()), attribute.String("nexus.front", s.front))
+	ctx, sp := s.g.span(ctx, m.Method)
+	if sp.IsRecording() {
+		sp.SetAttributes(attribute.String("nexus.agent", s.agentName()), attribute.String("nexus.front", s.front))
+	}
 	result, rpcErr := step(ctx, s, m.Params, r)
 	if rpcErr != nil {
 		sp.SetStatus(codes.Error, rpcErr.Message)
