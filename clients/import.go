@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -167,52 +166,28 @@ func isNexusEntry(raw json.RawMessage) bool {
 	return base == "nexus" || base == "nexus.exe"
 }
 
-// clientEntry is every key of a server entry that Nexus understands.
-type clientEntry struct {
-	Type     string            `json:"type"`
-	Command  string            `json:"command"`
-	Args     []string          `json:"args"`
-	Env      map[string]string `json:"env"`
-	Cwd      string            `json:"cwd"`
-	URL      string            `json:"url"`
-	Headers  map[string]string `json:"headers"`
-	Disabled bool              `json:"disabled"`
-}
-
-var knownEntryKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled"}
-
+// convert makes a Nexus server of one client entry with config's one conversion,
+// then moves every value that looks like a secret into the returned map (keyring
+// name -> value), leaving a ${keyring:NAME} reference in its place.
 func convert(name string, raw json.RawMessage) (*config.Server, map[string]string, []string, error) {
-	obj, err := parseDocument(raw)
-	if err != nil {
+	var entry map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &entry); err != nil || entry == nil {
 		return nil, nil, nil, fmt.Errorf("an entry must be an object with \"command\" or \"url\"")
 	}
+	converted, unknown, err := config.ClientEntry(entry)
 	var notes []string
-	for _, k := range obj.keys {
-		if !slices.Contains(knownEntryKeys, k) {
-			notes = append(notes, fmt.Sprintf("key %q is not used by Nexus and was left out", k))
-		}
+	for _, k := range unknown {
+		notes = append(notes, fmt.Sprintf("key %q is not used by Nexus and was left out", k))
 	}
-	var e clientEntry
-	if err := json.Unmarshal(raw, &e); err != nil {
-		return nil, nil, nil, fmt.Errorf("unexpected value (%v)", strings.TrimPrefix(err.Error(), "json: "))
+	if err != nil {
+		return nil, nil, notes, err
 	}
-	s := &config.Server{Name: name, Command: e.Command, Args: e.Args, Cwd: e.Cwd, URL: e.URL, Disabled: e.Disabled}
-	switch strings.ToLower(e.Type) {
-	case "":
-		if e.URL != "" {
-			s.Transport = config.TransportStreamableHTTP
-		} else {
-			s.Transport = config.TransportStdio
-		}
-	case "stdio":
-		s.Transport = config.TransportStdio
-	case "sse":
-		s.Transport = config.TransportSSE
-	case "http", "streamable-http", "streamablehttp", "streamable_http":
-		s.Transport = config.TransportStreamableHTTP
-	default:
-		return nil, nil, nil, fmt.Errorf("unknown type %q (Nexus runs stdio, sse and http servers)", e.Type)
+	one, _ := json.Marshal(converted)
+	s := &config.Server{}
+	if err := config.DecodeStrict(one, s); err != nil {
+		return nil, nil, notes, fmt.Errorf("unexpected value (%v)", strings.TrimPrefix(err.Error(), "json: "))
 	}
+	s.Name = name
 	secrets := map[string]string{}
 	// Keyring names follow `nexus add --env/--header`: <server>/env/<KEY>, <server>/header/<NAME>.
 	store := func(key, value string) string {
@@ -220,8 +195,10 @@ func convert(name string, raw json.RawMessage) (*config.Server, map[string]strin
 		secrets[ref] = value
 		return "${keyring:" + ref + "}"
 	}
-	for _, k := range sortedKeys(e.Env) {
-		v := e.Env[k]
+	env, headers := s.Env, s.Headers
+	s.Env, s.Headers = nil, nil
+	for _, k := range sortedKeys(env) {
+		v := env[k]
 		if s.Env == nil {
 			s.Env = map[string]string{}
 		}
@@ -235,8 +212,8 @@ func convert(name string, raw json.RawMessage) (*config.Server, map[string]strin
 			s.Env[k] = v
 		}
 	}
-	for _, k := range sortedKeys(e.Headers) {
-		v := e.Headers[k]
+	for _, k := range sortedKeys(headers) {
+		v := headers[k]
 		if s.Headers == nil {
 			s.Headers = map[string]string{}
 		}

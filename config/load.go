@@ -22,8 +22,6 @@ var (
 		"agents", "ttl", "cache", "invalidate", "memory", "secrets", "locked", "projectLayers"}
 	serverKeys = []string{"transport", "command", "args", "env", "cwd", "url", "headers",
 		"timeout", "prefix", "disabled", "protocolVersion", "annotations", "cacheScope"}
-	// Claude Desktop's, Cursor's and VS Code's mcpServers entries.
-	mcpServersKeys = []string{"command", "args", "env", "cwd", "url", "headers", "type", "disabled", "timeout"}
 )
 
 // Layer is one config file in the stack.
@@ -295,7 +293,9 @@ func (m *merger) addServers(file string, top map[string]json.RawMessage, touched
 				continue
 			}
 			if section == "mcpServers" {
-				entry = m.fromMCPServers(file, name, entry)
+				if entry = m.fromMCPServers(file, name, entry); entry == nil {
+					continue
+				}
 			}
 			for _, k := range slices.Sorted(maps.Keys(entry)) {
 				if !slices.Contains(serverKeys, k) {
@@ -418,25 +418,17 @@ func (m *merger) addPolicy(file string, raw json.RawMessage, touched func(...str
 	m.policyFrom[dotted] = file
 }
 
-// fromMCPServers turns a Claude Desktop / Cursor style entry into a Nexus one.
+// fromMCPServers turns a Claude Desktop / Cursor style entry into a Nexus one,
+// recording unknown keys and an unknown type as mistakes; nil when it cannot.
 func (m *merger) fromMCPServers(file, name string, e map[string]json.RawMessage) map[string]json.RawMessage {
-	out := maps.Clone(e)
-	for _, k := range slices.Sorted(maps.Keys(e)) {
-		if !slices.Contains(mcpServersKeys, k) {
-			m.unknownKey(file, k, mcpServersKeys, "mcpServers", name)
-			delete(out, k)
-		}
+	out, unknown, err := ClientEntry(e)
+	for _, k := range unknown {
+		m.unknownKey(file, k, clientEntryKeys, "mcpServers", name)
 	}
-	delete(out, "type")
-	transport := TransportStdio
-	if _, hasURL := e["url"]; hasURL {
-		transport = TransportStreamableHTTP
-		var typ string
-		if raw, ok := e["type"]; ok && json.Unmarshal(raw, &typ) == nil && typ == "sse" {
-			transport = TransportSSE
-		}
+	if err != nil {
+		m.errs.add(m.errAt(file, err.Error(), "mcpServers", name, "type"))
+		return nil
 	}
-	out["transport"], _ = json.Marshal(transport)
 	return out
 }
 
