@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nexus-mcp/nexus/internal/suggest"
 	"io"
 	"io/fs"
 	"maps"
@@ -200,7 +201,7 @@ func decodeDocument(file string, data []byte) (map[string]json.RawMessage, error
 
 func (m *merger) unknownKey(file, key string, valid []string, path ...string) {
 	msg := fmt.Sprintf("unknown key %q", key)
-	if near := closest(key, valid); near != "" {
+	if near := suggest.Closest(key, valid); near != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", near)
 	}
 	msg += "; valid keys: " + strings.Join(valid, ", ")
@@ -711,40 +712,4 @@ func isHex64(s string) bool {
 		}
 	}
 	return true
-}
-
-// closest returns the candidate nearest to s by edit distance, if near enough.
-func closest(s string, candidates []string) string { return Closest(s, candidates) }
-
-// Closest returns the candidate nearest to s by edit distance (ignoring case), or
-// "" when none is near enough to be what the user meant: for "did you mean" hints.
-func Closest(s string, candidates []string) string {
-	best, bestD := "", len(s)/2+2
-	for _, c := range candidates {
-		if d := Levenshtein(strings.ToLower(s), strings.ToLower(c)); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-// Levenshtein is the edit distance between a and b.
-func Levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

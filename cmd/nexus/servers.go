@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/nexus-mcp/nexus/internal/suggest"
 	"log/slog"
 	"os/exec"
 	"runtime"
@@ -294,7 +295,7 @@ func versionCommand() *cli.Command {
 func (e *env) notInCatalog(name string) error {
 	msg := fmt.Sprintf("%q is not in the catalog, and no --command or --url says how to run it", name)
 	if cat, err := e.loadCatalog(); err == nil {
-		if near := config.Closest(name, cat.Names()); near != "" {
+		if near := suggest.Closest(name, cat.Names()); near != "" {
 			return usageHint(msg, fmt.Sprintf("did you mean `nexus add %s`? (nexus catalog list shows the entries)", near))
 		}
 	}
