@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -484,24 +483,15 @@ func mergeHints(d config.Document, key string, hints map[string]string) ([]strin
 	if len(hints) == 0 {
 		return nil, nil
 	}
-	obj, err := d.Object(key)
-	if err != nil {
-		return nil, err
-	}
 	var added []string
 	for _, k := range slices.Sorted(maps.Keys(hints)) {
-		if _, set := obj[k]; set {
+		if _, set := d.Get(key, k); set {
 			continue
 		}
-		raw, err := json.Marshal(hints[k])
-		if err != nil {
+		if err := d.Set(hints[k], key, k); err != nil {
 			return nil, err
 		}
-		obj[k] = raw
 		added = append(added, k)
 	}
-	if len(added) == 0 {
-		return nil, nil
-	}
-	return added, d.Set(key, obj)
+	return added, nil
 }

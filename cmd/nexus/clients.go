@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -223,12 +222,7 @@ func (e *env) keepFileStore(ctx context.Context, cfg *config.Config, dryRun bool
 		return true, nil
 	}
 	err := config.Edit(e.personal, func(d config.Document) error {
-		sec, err := d.Object("secrets")
-		if err != nil {
-			return err
-		}
-		sec["insecureFileStore"] = json.RawMessage("true")
-		return d.Set("secrets", sec)
+		return d.Set(true, "secrets", "insecureFileStore")
 	})
 	if err != nil {
 		return false, fmt.Errorf("recording the insecure file store in %s: %w", e.personal, err)
@@ -252,9 +246,7 @@ func (e *env) fileStoreWarning(w io.Writer, dryRun bool) {
 func (e *env) undoImport(c *cli.Context, ims []*clients.Imported, stored []string) {
 	err := config.Edit(e.personal, func(d config.Document) error {
 		for _, im := range ims {
-			if _, err := d.RemoveServer(im.Name); err != nil {
-				return err
-			}
+			d.RemoveServer(im.Name)
 		}
 		return nil
 	})

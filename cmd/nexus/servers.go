@@ -134,8 +134,8 @@ func removeCommand() *cli.Command {
 			before, _ := e.load() // to find the server's secrets once it is gone
 			found := false
 			err = config.Edit(target, func(d config.Document) error {
-				found, err = d.RemoveServer(name)
-				return err
+				found = d.RemoveServer(name)
+				return nil
 			})
 			if err != nil {
 				return err
