@@ -364,8 +364,40 @@ func TestSetupNewFileAndVSCode(t *testing.T) {
 	}
 }
 
+// TestSetupKeepsComments: VS Code's files hold comments and trailing commas; an
+// edit adds the entry and leaves every comment and the rest of the text in place.
+func TestSetupKeepsComments(t *testing.T) {
+	file := copyFile(t, "testdata/vscode_mcp.json")
+	orig, _ := os.ReadFile(file)
+	res, err := Setup(file, NexusEntry("/bin/nexus", ""), SetupOptions{Format: FormatVSCode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(file)
+	for _, line := range strings.Split(string(orig), "\n") {
+		if strings.Contains(line, "//") && !strings.Contains(string(after), strings.TrimSpace(line)) {
+			t.Errorf("comment line lost: %q\n%s", line, after)
+		}
+	}
+	names, err := Names(file, "")
+	if err != nil || !slices.Contains(names, "nexus") {
+		t.Errorf("after setup: names %v, %v", names, err)
+	}
+	if !res.Changed || res.Backup == "" {
+		t.Errorf("result: %+v", res)
+	}
+	// A second run finds the entry there and leaves the file alone.
+	res, err = Setup(file, NexusEntry("/bin/nexus", ""), SetupOptions{Format: FormatVSCode})
+	if err != nil || res.Changed {
+		t.Errorf("second run: changed %v, %v", res != nil && res.Changed, err)
+	}
+	if again, _ := os.ReadFile(file); string(again) != string(after) {
+		t.Error("second run rewrote the file")
+	}
+}
+
 func TestSetupRefuses(t *testing.T) {
-	for _, src := range []string{"testdata/malformed.json", "testdata/vscode_mcp.json"} {
+	for _, src := range []string{"testdata/malformed.json"} {
 		file := copyFile(t, src)
 		orig, _ := os.ReadFile(file)
 		_, err := Setup(file, NexusEntry("/bin/nexus", ""), SetupOptions{})

@@ -74,7 +74,7 @@ func (im *Imported) Rename(name string) error {
 // that cannot be converted comes back with Err set, so one odd entry does not block the
 // others.
 func ReadServers(file string) ([]Imported, error) {
-	doc, _, exists, _, err := readDocument(file)
+	doc, _, exists, err := readDocument(file)
 	if err != nil {
 		return nil, err
 	}
@@ -87,8 +87,8 @@ func ReadServers(file string) ([]Imported, error) {
 	}
 	names := importNames(srv)
 	var out []Imported
-	for _, orig := range srv.keys {
-		raw := srv.vals[orig]
+	for _, orig := range srv.names {
+		raw, _ := srv.get(orig)
 		if isNexusEntry(raw) {
 			continue
 		}
@@ -106,11 +106,11 @@ func ReadServers(file string) ([]Imported, error) {
 
 // importNames maps each entry of a servers object to its Nexus name, unique in file
 // order, so that ReadServers and Setup name an entry alike.
-func importNames(srv *document) map[string]string {
+func importNames(srv *serverList) map[string]string {
 	used := map[string]bool{}
 	names := map[string]string{}
-	for _, orig := range srv.keys {
-		if isNexusEntry(srv.vals[orig]) {
+	for _, orig := range srv.names {
+		if raw, _ := srv.get(orig); isNexusEntry(raw) {
 			continue
 		}
 		name := uniqueName(SanitizeName(orig), used)
