@@ -350,10 +350,7 @@ func installEntry(c *cli.Context, e *env, entry *catalog.Entry) error {
 			return usageError(fmt.Sprintf("--name %q: use 1-32 lower-case letters, digits or '-', starting with a letter or digit", server))
 		}
 	}
-	target, err := e.target(c)
-	if err != nil {
-		return err
-	}
+	target := e.edits
 	if cfg, err := e.load(); err == nil {
 		if s, exists := cfg.Servers[server]; exists && !c.Bool("force") {
 			return usageError(fmt.Sprintf("a server named %q already exists (from %s); pass --force to replace it, --name OTHER to install %s under another name, or `nexus remove %s` first", server, s.Source, entry.Name, server))

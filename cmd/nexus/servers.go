@@ -78,10 +78,7 @@ func addCommand() *cli.Command {
 			if err := applyServerFlags(c, srv); err != nil {
 				return err
 			}
-			target, err := e.target(c)
-			if err != nil {
-				return err
-			}
+			target := e.edits
 			if cfg, err := e.load(); err == nil {
 				if _, exists := cfg.Servers[name]; exists && !c.Bool("force") {
 					return usageError(fmt.Sprintf("a server named %q already exists (from %s); pass --force to replace it or `nexus remove %s` first", name, cfg.Servers[name].Source, name))
@@ -127,10 +124,7 @@ func removeCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			target, err := e.target(c)
-			if err != nil {
-				return err
-			}
+			target := e.edits
 			before, _ := e.load() // to find the server's secrets once it is gone
 			found := false
 			err = config.Edit(target, func(d config.Document) error {
