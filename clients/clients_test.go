@@ -2,6 +2,7 @@ package clients
 
 import (
 	"encoding/json"
+	nexsecrets "github.com/nexus-mcp/nexus/secrets"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -174,18 +175,18 @@ func TestSecretDetection(t *testing.T) {
 		"GITHUB_TOKEN": true, "OPENAI_API_KEY": true, "DB_PASSWORD": true, "CLIENT_SECRET": true, "GITHUB_PAT": true,
 		"AWS_CREDENTIALS_FILE": true, "PATH": false, "HOME": false, "UNITS": false, "LOG_LEVEL": false,
 	} {
-		if SecretKey(k) != want {
+		if nexsecrets.LooksSecretKey(k) != want {
 			t.Errorf("SecretKey(%s) = %v", k, !want)
 		}
 	}
 	for v, want := range map[string]bool{
 		"Bearer x": true, "sk-abc": true, "xoxb-1": true, "postgres://u:p@h/db": true, "https://h/x": false, "metric": false,
 	} {
-		if SecretValue(v) != want {
+		if nexsecrets.LooksSecretValue(v) != want {
 			t.Errorf("SecretValue(%s) = %v", v, !want)
 		}
 	}
-	if !SecretHeader("Authorization") || SecretHeader("X-Team") {
+	if !nexsecrets.LooksSecretHeader("Authorization") || nexsecrets.LooksSecretHeader("X-Team") {
 		t.Error("SecretHeader")
 	}
 }

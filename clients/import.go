@@ -189,9 +189,9 @@ func convert(name string, raw json.RawMessage) (*config.Server, map[string]strin
 	}
 	s.Name = name
 	secrets := map[string]string{}
-	// Keyring names follow `nexus add --env/--header`: <server>/env/<KEY>, <server>/header/<NAME>.
-	store := func(key, value string) string {
-		ref := name + "/" + key
+	// Keyring names are those `nexus add --env/--header` uses (secrets.EnvName,
+	// secrets.HeaderName).
+	store := func(ref, value string) string {
 		secrets[ref] = value
 		return "${keyring:" + ref + "}"
 	}
@@ -204,10 +204,10 @@ func convert(name string, raw json.RawMessage) (*config.Server, map[string]strin
 		}
 		switch {
 		case strings.Contains(v, "${input:"):
-			notes = append(notes, fmt.Sprintf("env %s uses a VS Code input variable; set the value with `nexus secrets set %s/env/%s`", k, name, k))
-			s.Env[k] = "${keyring:" + name + "/env/" + k + "}"
-		case v != "" && !isReference(v) && (SecretKey(k) || SecretValue(v)):
-			s.Env[k] = store("env/"+k, v)
+			notes = append(notes, fmt.Sprintf("env %s uses a VS Code input variable; set the value with `nexus secrets set %s`", k, nexsecrets.EnvName(name, k)))
+			s.Env[k] = "${keyring:" + nexsecrets.EnvName(name, k) + "}"
+		case v != "" && !nexsecrets.IsReference(v) && (nexsecrets.LooksSecretKey(k) || nexsecrets.LooksSecretValue(v)):
+			s.Env[k] = store(nexsecrets.EnvName(name, k), v)
 		default:
 			s.Env[k] = v
 		}
@@ -217,21 +217,21 @@ func convert(name string, raw json.RawMessage) (*config.Server, map[string]strin
 		if s.Headers == nil {
 			s.Headers = map[string]string{}
 		}
-		key := "header/" + headerSecretName(k)
+		ref := nexsecrets.HeaderName(name, k)
 		switch {
 		case strings.Contains(v, "${input:"):
-			notes = append(notes, fmt.Sprintf("header %s uses a VS Code input variable; set the value with `nexus secrets set %s/%s`", k, name, key))
+			notes = append(notes, fmt.Sprintf("header %s uses a VS Code input variable; set the value with `nexus secrets set %s`", k, ref))
 			prefix := ""
 			if p, _, ok := strings.Cut(v, "${input:"); ok {
 				prefix = p
 			}
-			s.Headers[k] = prefix + "${keyring:" + name + "/" + key + "}"
-		case v != "" && !isReference(v) && (SecretHeader(k) || SecretValue(v)):
+			s.Headers[k] = prefix + "${keyring:" + ref + "}"
+		case v != "" && !nexsecrets.IsReference(v) && (nexsecrets.LooksSecretHeader(k) || nexsecrets.LooksSecretValue(v)):
 			// Keep the scheme in the config so the keychain holds the token alone.
 			if scheme, token, ok := strings.Cut(v, " "); ok && (strings.EqualFold(scheme, "Bearer") || strings.EqualFold(scheme, "Basic") || strings.EqualFold(scheme, "token")) {
-				s.Headers[k] = scheme + " " + store(key, token)
+				s.Headers[k] = scheme + " " + store(ref, token)
 			} else {
-				s.Headers[k] = store(key, v)
+				s.Headers[k] = store(ref, v)
 			}
 		default:
 			s.Headers[k] = v
@@ -241,7 +241,7 @@ func convert(name string, raw json.RawMessage) (*config.Server, map[string]strin
 	// argument cannot become one. A PostgreSQL URL's password moves to PGPASSWORD,
 	// which libpq and node-postgres read; any other stays, with a note.
 	for i, a := range s.Args {
-		if !urlWithPassword(a) {
+		if !nexsecrets.URLHasPassword(a) {
 			continue
 		}
 		u, err := url.Parse(a)
@@ -255,13 +255,13 @@ func convert(name string, raw json.RawMessage) (*config.Server, map[string]strin
 			if s.Env == nil {
 				s.Env = map[string]string{}
 			}
-			s.Env["PGPASSWORD"] = store("env/PGPASSWORD", pw)
+			s.Env["PGPASSWORD"] = store(nexsecrets.EnvName(name, "PGPASSWORD"), pw)
 			notes = append(notes, fmt.Sprintf("the password in argument %d moved to the keychain, passed as PGPASSWORD", i+1))
 			continue
 		}
 		notes = append(notes, fmt.Sprintf("argument %d holds a password, which stays in the Nexus config in plain text; pass it through an env var if the server allows", i+1))
 	}
-	if urlWithPassword(s.URL) {
+	if nexsecrets.URLHasPassword(s.URL) {
 		notes = append(notes, "the url holds a password, which stays in the Nexus config; move it into a header if the server allows")
 	}
 	if len(secrets) == 0 {
@@ -279,23 +279,3 @@ func convert(name string, raw json.RawMessage) (*config.Server, map[string]strin
 	}
 	return s, secrets, notes, nil
 }
-
-// headerSecretName turns a header name into a keyring name part.
-func headerSecretName(h string) string { return invalidSecretChars.ReplaceAllString(h, "_") }
-
-var invalidSecretChars = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
-
-// SecretKey reports whether an environment variable called name probably holds a
-// secret (see secrets.LooksSecretKey).
-func SecretKey(name string) bool { return nexsecrets.LooksSecretKey(name) }
-
-// SecretHeader reports whether a header called name probably carries a credential.
-func SecretHeader(name string) bool { return nexsecrets.LooksSecretHeader(name) }
-
-// SecretValue reports whether a value looks like a credential whatever its key.
-func SecretValue(v string) bool { return nexsecrets.LooksSecretValue(v) }
-
-func urlWithPassword(s string) bool { return nexsecrets.URLHasPassword(s) }
-
-// isReference reports whether s is one whole ${keyring:...} or ${env:...} reference.
-func isReference(s string) bool { return nexsecrets.IsReference(s) }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	nexsecrets "github.com/nexus-mcp/nexus/secrets"
 	"io/fs"
 	"os"
 	"regexp"
@@ -254,8 +255,8 @@ func redact(text []byte) string {
 				key = val // a key; its value comes next
 				continue
 			}
-			secret := val != "" && !isReference(val) &&
-				(SecretValue(val) || (key != "" && (SecretHeader(key) || SecretKey(key))))
+			secret := val != "" && !nexsecrets.IsReference(val) &&
+				(nexsecrets.LooksSecretValue(val) || (key != "" && (nexsecrets.LooksSecretHeader(key) || nexsecrets.LooksSecretKey(key))))
 			key = ""
 			if secret {
 				b.WriteString(l[last:m[0]])
