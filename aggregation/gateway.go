@@ -100,7 +100,8 @@ type Gateway struct {
 	children atomic.Pointer[map[string]*child] // replaced whole on reload
 	tokens   atomic.Pointer[map[string]string] // hex SHA-256 of a bearer token -> agent
 
-	reloadMu sync.Mutex // one reload at a time
+	reloadMu sync.Mutex // one reload at a time, and none once Close began
+	closed   bool       // Close began; guarded by reloadMu
 	runCtx   context.Context
 
 	settled    chan struct{} // closed when every child of the first config made its first attempt
@@ -262,6 +263,10 @@ func (g *Gateway) sweepLoop(ctx context.Context) {
 
 // Close ends every session, stops every child and waits for them.
 func (g *Gateway) Close() {
+	// Serialised with Reload: a reload either finished before, or is refused.
+	g.reloadMu.Lock()
+	g.closed = true
+	g.reloadMu.Unlock()
 	if g.cancel != nil {
 		g.cancel()
 	}
@@ -349,6 +354,9 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 	}
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
+	if g.closed {
+		return errors.New("the gateway is closing; reload skipped")
+	}
 	g.cfg.Store(cfg)
 	g.swapPolicy(pol)
 	g.tokens.Store(agentTokens(cfg))

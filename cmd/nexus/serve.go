@@ -110,11 +110,13 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 			}
 		}
 	}()
+	// Every goroutine serve starts is joined before the gateway closes: a reload
+	// (from the watcher or SIGHUP) never runs while Close does.
 	ctx, cancel := context.WithCancel(ctx)
-	var checks sync.WaitGroup
-	defer checks.Wait() // after cancel (defers run in reverse)
+	var workers sync.WaitGroup
+	defer workers.Wait() // after cancel (defers run in reverse), before g.Close
 	defer cancel()
-	checks.Go(func() {
+	workers.Go(func() {
 		// Once every server made its first attempt, say which policy entries name
 		// nothing: serve does not wait for its servers to answer its client.
 		if g.Ready(ctx) == nil {
@@ -127,13 +129,13 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 	if p := e.projectLayer(); p != "" {
 		watched = append(slices.Clone(watched), p)
 	}
-	go config.Watch(ctx, watched, 500*time.Millisecond, func() { e.reload(g.Gateway) })
+	workers.Go(func() { config.Watch(ctx, watched, 500*time.Millisecond, func() { e.reload(g.Gateway) }) })
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP) // SIGHUP forces a reload (the CLI sends it after an edit)
 	defer signal.Stop(hup)
 	reloaded, unannounce := e.announce()
 	defer unannounce()
-	go func() {
+	workers.Go(func() {
 		for {
 			select {
 			case <-ctx.Done():
@@ -144,7 +146,7 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 				reloaded() // tells the waiting command the edit is in force
 			}
 		}
-	}()
+	})
 
 	if metricsListener != nil {
 		mux := http.NewServeMux()
@@ -152,14 +154,13 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 			mux.Handle(pattern, g.Guard(h, metricsRequireToken))
 		}
 		msrv := aggregation.NewHTTPServer(mux)
-		var served sync.WaitGroup
-		defer served.Wait() // after the shutdown below (defers run in reverse)
-		defer func() {
+		workers.Go(func() {
+			<-ctx.Done()
 			shut, done := context.WithTimeout(context.Background(), 5*time.Second)
 			defer done()
 			_ = msrv.Shutdown(shut)
-		}()
-		served.Go(func() {
+		})
+		workers.Go(func() {
 			if err := msrv.Serve(metricsListener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				e.log.Error("the metrics server stopped", "err", err)
 			}
@@ -176,12 +177,12 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 		return g.ServeStdio(ctx, os.Stdin, os.Stdout, opts.agent)
 	}
 	srv := aggregation.NewHTTPServer(g.HTTPHandler(aggregation.HTTPOptions{RequireToken: requireToken, Pages: g.obs.pages(g.Gateway)}))
-	go func() {
+	workers.Go(func() {
 		<-ctx.Done()
 		shut, done := context.WithTimeout(context.Background(), 5*time.Second)
 		defer done()
 		_ = srv.Shutdown(shut)
-	}()
+	})
 	e.log.Info("serving streamable HTTP", "url", "http://"+listener.Addr().String()+"/mcp", "tools", len(g.Tools()))
 	fmt.Fprintf(e.stderr, "nexus: listening on http://%s/mcp\n", listener.Addr())
 	if err := srv.Serve(listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
