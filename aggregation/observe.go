@@ -121,13 +121,13 @@ func (c *Call) finish(raw json.RawMessage, rpcErr *RPCError) {
 
 // cacheReportPrefix is how memory's report begins in a result's _meta (memory
 // writes it compact, see memory.MetaKey).
-var cacheReportPrefix = []byte(`"` + memory.MetaKey + `":{"status":"`)
+const cacheReportPrefix = `"` + memory.MetaKey + `":{"status":"`
 
 // cacheStatus finds memory's report in a result without decoding the result: the
 // last occurrence is the one memory spliced into _meta (a quote inside a string is
 // escaped, so the pattern cannot come from a text).
 func cacheStatus(raw json.RawMessage) string {
-	i := bytes.LastIndex(raw, cacheReportPrefix)
+	i := bytes.LastIndex(raw, []byte(cacheReportPrefix))
 	if i < 0 {
 		return ""
 	}
