@@ -12,6 +12,7 @@
 //	  -> session  (initialized? whose? the agent is decided once, at initialize)
 //	  -> method   (methods.go: lists from the agent's view, policy on every item)
 //	  -> policy -> memory -> child, for tools/call (chain.go)
+//	  -> observer (observe.go: the finished call, in one record, for metrics and audit)
 //
 // and everything a child sends back is routed to the session it belongs to
 // (routes.go, childreq.go): progress to the caller, logs to the sessions that may see
