@@ -88,7 +88,7 @@ func (e *env) openAuditToRead(ctx context.Context, cfg *config.Config) (*audit.S
 
 var errNoTrail = errors.New("no audit trail yet")
 
-// gatewayOptions returns the observer and tracer to build the gateway with.
+// apply sets the observer and, when tracing is on, the tracer the gateway is built with.
 func (o *observation) apply(opts *aggregation.Options) {
 	opts.Observer = o
 	if o.tracing != nil {
