@@ -454,3 +454,27 @@ func withSearchPath(dsn, schema string) string {
 	}
 	return dsn + " search_path=" + schema
 }
+
+// TestMetricsCountRestarts: a child that exits is counted as restarting, then
+// ready again with one restart; the crashed call is a tool error.
+func TestMetricsCountRestarts(t *testing.T) {
+	h, token := observedHome(t, nil)
+	s := h.startServe("listening on", "--http", "127.0.0.1:0")
+	c, err := httpClient(t, s.base+"/mcp", token)
+	if err != nil {
+		t.Fatalf("initialize: %v\n%s", err, s.stderr)
+	}
+	res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "fx__crash"}})
+	if err != nil || !res.IsError {
+		t.Fatalf("crash: want a tool error, got %v %+v", err, res)
+	}
+	var text string
+	eventually(t, 20*time.Second, "fx restarted once and is ready", func() bool {
+		_, text = get(t, s.base+"/metrics", token)
+		return metricValue(text, "nexus_server_restarts_total", map[string]string{"server": "fx"}) == 1 &&
+			metricValue(text, "nexus_server_up", map[string]string{"server": "fx"}) == 1
+	})
+	if v := metricValue(text, "nexus_calls_total", map[string]string{"server": "fx", "tool": "fx.crash", "agent": "coder", "outcome": "tool_error"}); v != 1 {
+		t.Errorf("the crashed call: %v\n%s", v, text)
+	}
+}
