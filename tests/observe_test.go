@@ -478,3 +478,31 @@ func TestMetricsCountRestarts(t *testing.T) {
 		t.Errorf("the crashed call: %v\n%s", v, text)
 	}
 }
+
+// TestCallsDoNotWaitForADeadTrail: with the shared database down, calls are
+// answered as usual; the failing trail is logged, not the calls' problem.
+func TestCallsDoNotWaitForADeadTrail(t *testing.T) {
+	h, token := observedHome(t, map[string]any{"memory": map[string]any{"enabled": false, "backend": "postgres", "dsn": "postgres://nexus@127.0.0.1:1/nexus?connect_timeout=2"}})
+	s := h.startServe("listening on", "--http", "127.0.0.1:0")
+	c, err := httpClient(t, s.base+"/mcp", token)
+	if err != nil {
+		t.Fatalf("initialize: %v\n%s", err, s.stderr)
+	}
+	ctx := context.Background()
+	for range 3 {
+		if res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "fx__lookup"}}); err != nil || !res.IsError {
+			t.Fatalf("lookup: want the refusal, got %v %+v", err, res)
+		}
+		if res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "fx__destroy"}}); err != nil || res.IsError {
+			t.Fatalf("destroy: %v %+v", err, res)
+		}
+	}
+	eventually(t, 20*time.Second, "the failing trail is logged", func() bool {
+		return strings.Contains(s.stderr.String(), "audit: writing the trail failed")
+	})
+	c.Close()
+	s.stop(t)
+	if !strings.Contains(s.stderr.String(), "audit: records lost at shutdown") {
+		t.Errorf("a shutdown with the store down should say what was lost:\n%s", s.stderr)
+	}
+}
