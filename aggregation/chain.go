@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/policy"
@@ -49,31 +52,41 @@ func callerOf(ctx context.Context) *caller {
 }
 
 // callTool is the call chain: identity (the session's agent, decided at initialize)
-// -> policy -> memory -> child. It returns the raw result object or a JSON-RPC error.
-func (g *Gateway) callTool(ctx context.Context, c *caller, agent string, p callParams) (json.RawMessage, *RPCError) {
+// -> policy -> memory -> child, then observation: the finished call goes to the
+// observer (metrics, audit) in one piece. It returns the raw result object or a
+// JSON-RPC error.
+func (g *Gateway) callTool(ctx context.Context, c *caller, agent string, p callParams) (raw json.RawMessage, rpcErr *RPCError) {
+	rec := &Call{Start: time.Now(), Method: "tools/call", Agent: agent, Requested: p.Name, Arguments: p.Arguments}
+	defer func() {
+		rec.finish(raw, rpcErr)
+		g.observe(rec)
+	}()
 	t, err := g.resolveTool(ctx, p.Name)
 	if err != nil {
 		var down *notRunningError
 		if errors.As(err, &down) {
+			rec.Server = down.st.Name
 			return toolError(down.Error()), nil
 		}
 		return nil, err.(*RPCError)
 	}
+	pt := t.policyTool()
+	rec.Tool, rec.Server, rec.ReadOnly = t.Canonical, t.Server, pt.ReadOnly && !pt.Destructive
 	args, err := normaliseArguments(p.Arguments)
 	if err != nil {
 		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("%s: %v", t.Canonical, err)}
 	}
+	rec.Arguments = args
 
 	pol := g.pol.Load()
-	if refused := g.decide(pol, agent, t); refused != nil {
+	if refused := g.decide(ctx, pol, agent, t, rec); refused != nil {
 		return refused, nil
 	}
 	forward := func(ctx context.Context) (json.RawMessage, error) {
-		return g.forward(withWriteGate(ctx, g, pol, agent, t), c, t, args, p.progressToken())
+		return g.forward(withWriteGate(ctx, g, pol, agent, t, rec), c, t, args, p.progressToken(), rec)
 	}
-	raw, err := g.remember(ctx, agent, t, args, forward)
+	raw, err = g.remember(ctx, agent, t, args, forward)
 	if err != nil {
-		var rpcErr *RPCError
 		if errors.As(err, &rpcErr) {
 			return nil, rpcErr
 		}
@@ -83,8 +96,14 @@ func (g *Gateway) callTool(ctx context.Context, c *caller, agent string, p callP
 }
 
 // decide is the policy step: nil when the call may go on, else the refusal.
-func (g *Gateway) decide(pol *policy.Policy, agent string, t *Tool) json.RawMessage {
+func (g *Gateway) decide(ctx context.Context, pol *policy.Policy, agent string, t *Tool, rec *Call) json.RawMessage {
+	_, sp := g.span(ctx, "policy")
 	d := pol.Decide(agent, t.policyTool())
+	if sp.IsRecording() {
+		sp.SetAttributes(attribute.String("nexus.agent", agent), attribute.String("nexus.tool", t.Canonical), attribute.Bool("nexus.allowed", d.Allowed), attribute.String("nexus.rule", d.Rule), attribute.String("nexus.origin", d.Origin))
+	}
+	sp.End()
+	rec.decided(d)
 	g.denials.Record(d)
 	if !d.Allowed {
 		g.log.Info("policy: call refused", "agent", agent, "tool", t.Canonical, "rule", d.Rule, "origin", d.Origin)
@@ -99,12 +118,44 @@ func (g *Gateway) decide(pol *policy.Policy, agent string, t *Tool) json.RawMess
 // every content type and field reaches the client; memory only splices its
 // report into _meta. A nil memory is off and returns forward's bytes as they are.
 func (g *Gateway) remember(ctx context.Context, agent string, t *Tool, args json.RawMessage, forward func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
-	return g.mem.Call(ctx, agent, t.memoryTool(), args, forward)
+	if g.mem == nil {
+		return forward(ctx)
+	}
+	ctx, sp := g.span(ctx, "memory")
+	raw, err := g.mem.Call(ctx, agent, t.memoryTool(), args, forward)
+	if sp.IsRecording() {
+		sp.SetAttributes(attribute.String("nexus.memory", cacheStatus(raw)))
+	}
+	sp.End()
+	return raw, err
 }
 
 // forward sends the call to the child that owns the tool. The call's context carries
 // its caller, so that what the child sends during the call finds its way back.
-func (g *Gateway) forward(ctx context.Context, c *caller, t *Tool, args json.RawMessage, progress json.RawMessage) (json.RawMessage, error) {
+func (g *Gateway) forward(ctx context.Context, c *caller, t *Tool, args json.RawMessage, progress json.RawMessage, rec *Call) (json.RawMessage, error) {
+	ctx, sp := g.span(ctx, "child")
+	if sp.IsRecording() {
+		sp.SetAttributes(attribute.String("nexus.server", t.Server), attribute.String("nexus.tool", t.Name))
+	}
+	start := time.Now()
+	raw, err := g.forwardTo(ctx, c, t, args, progress, rec)
+	rec.Child = time.Since(start)
+	outcome := rec.Outcome
+	switch {
+	case outcome != "":
+	case err != nil:
+		outcome = OutcomeRPCError
+	case isToolError(raw):
+		outcome = OutcomeToolError
+	default:
+		outcome = OutcomeOK
+	}
+	endSpan(sp, outcome)
+	return raw, err
+}
+
+// forwardTo is forward's work, timed by forward.
+func (g *Gateway) forwardTo(ctx context.Context, c *caller, t *Tool, args json.RawMessage, progress json.RawMessage, rec *Call) (json.RawMessage, error) {
 	ch := g.kids()[t.Server]
 	if ch == nil {
 		return toolError(fmt.Sprintf("server %s was removed from the config", t.Server)), nil
@@ -142,6 +193,7 @@ func (g *Gateway) forward(ctx context.Context, c *caller, t *Tool, args json.Raw
 		return refusal, nil
 	}
 	if errors.Is(err, errCallTimeout) {
+		rec.Outcome = OutcomeTimeout
 		return toolError(fmt.Sprintf("server %s did not answer %s within %s; raise servers.%s.timeout if it needs longer", t.Server, t.Canonical, timeout, t.Server)), nil
 	}
 	if errors.Is(err, errChildGone) {

@@ -69,6 +69,7 @@ type child struct {
 	changed   chan struct{} // closed and replaced at every change of state
 	lastErr   error
 	nextRetry time.Time // when a retrying or restarting child tries again
+	restarts  int       // exits followed by a restart (Status.Restarts)
 
 	settled     chan struct{} // closed once the first attempt is over
 	settledOnce sync.Once
@@ -142,6 +143,9 @@ type Status struct {
 	Error     string    `json:"error,omitempty"`    // the last error, while not ready
 	NextRetry time.Time `json:"nextRetry,omitzero"` // when it tries again
 	Source    string    `json:"source,omitempty"`
+	// Restarts counts the times the child exited (or its connection dropped) and
+	// was started again since the gateway started it.
+	Restarts int `json:"restarts"`
 }
 
 // Describe says in words what a server that is not ready is doing: its state, its
@@ -160,7 +164,7 @@ func (s Status) Describe() string {
 func (c *child) status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := Status{Name: c.name, Transport: c.config().Transport, State: c.state, Tools: len(c.tools), Source: c.config().Source, NextRetry: c.nextRetry}
+	s := Status{Name: c.name, Transport: c.config().Transport, State: c.state, Tools: len(c.tools), Source: c.config().Source, NextRetry: c.nextRetry, Restarts: c.restarts}
 	if c.config().Transport == config.TransportStdio {
 		s.Target = strings.Join(append([]string{c.config().Command}, c.config().Args...), " ")
 	} else {
@@ -258,6 +262,9 @@ func (c *child) run(ctx context.Context) {
 			c.set(nil, nil, extras{}, StateFailed, fmt.Errorf("exited %d times in a row; gave up (see the log for its stderr)", failures), time.Time{})
 			return
 		}
+		c.mu.Lock()
+		c.restarts++
+		c.mu.Unlock()
 		c.set(nil, nil, extras{}, StateRestarting, errors.New(cn.exitReason()), time.Now().Add(backoff))
 		if !sleep(ctx, backoff) {
 			return
@@ -377,12 +384,12 @@ func (c *child) connect(ctx context.Context) (*conn, []json.RawMessage, error) {
 	case config.TransportSSE:
 		var headers map[string]string
 		if headers, err = c.resolveMap(c.config().Headers); err == nil {
-			cn.tr, err = transport.NewSSE(c.config().URL, transport.WithHeaders(headers), transport.WithSSELogger(c.log))
+			cn.tr, err = transport.NewSSE(c.config().URL, transport.WithHeaders(headers), transport.WithHeaderFunc(traceHeaders), transport.WithSSELogger(c.log))
 		}
 	case config.TransportStreamableHTTP:
 		var headers map[string]string
 		if headers, err = c.resolveMap(c.config().Headers); err == nil {
-			cn.tr, err = transport.NewStreamableHTTP(c.config().URL, transport.WithHTTPHeaders(headers), transport.WithContinuousListening(), transport.WithHTTPLogger(c.log))
+			cn.tr, err = transport.NewStreamableHTTP(c.config().URL, transport.WithHTTPHeaders(headers), transport.WithHTTPHeaderFunc(traceHeaders), transport.WithContinuousListening(), transport.WithHTTPLogger(c.log))
 		}
 	default:
 		err = fmt.Errorf("unknown transport %q", c.config().Transport)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/nexus-mcp/nexus/config"
 )
 
 // canary is a secret value the test children leak everywhere they can: in a tool
@@ -155,4 +157,28 @@ func (c *testChild) serveHTTP(t *testing.T) string {
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	return ts.URL + "/mcp"
+}
+
+// TestReloadAfterCloseIsRefused: serve joins its watcher and SIGHUP handler before
+// Close, and Close itself shuts the door, so a late reload cannot start children
+// on a gateway that is going away.
+func TestReloadAfterCloseIsRefused(t *testing.T) {
+	cfg, err := config.Parse("test.json", []byte(fmt.Sprintf(`{"servers": {"good": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "good"}}}}`, os.Args[0])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Reload(cfg); err != nil {
+		t.Fatalf("reload of a running gateway: %v", err)
+	}
+	g.Close()
+	if err := g.Reload(cfg); err == nil {
+		t.Fatal("a reload after Close was applied")
+	}
 }

@@ -26,6 +26,7 @@ type writeGate struct {
 	pol   *policy.Policy // the policy the call was decided under
 	agent string
 	tool  *Tool
+	rec   *Call // the call's record: a refusal at the gate is the call's decision
 }
 
 // errRevoked is what a call gets when the policy changed under it and no longer
@@ -34,8 +35,8 @@ type errRevoked struct{ refusal json.RawMessage }
 
 func (e *errRevoked) Error() string { return "the policy changed and no longer allows this call" }
 
-func withWriteGate(ctx context.Context, g *Gateway, pol *policy.Policy, agent string, t *Tool) context.Context {
-	return context.WithValue(ctx, writeGateKey{}, &writeGate{g: g, pol: pol, agent: agent, tool: t})
+func withWriteGate(ctx context.Context, g *Gateway, pol *policy.Policy, agent string, t *Tool, rec *Call) context.Context {
+	return context.WithValue(ctx, writeGateKey{}, &writeGate{g: g, pol: pol, agent: agent, tool: t, rec: rec})
 }
 
 // enter takes the gate before a call's request is written: when the policy changed
@@ -48,7 +49,7 @@ func enter(ctx context.Context) error {
 	}
 	w.g.gate.RLock()
 	if pol := w.g.pol.Load(); pol != w.pol {
-		if refused := w.g.decide(pol, w.agent, w.tool); refused != nil {
+		if refused := w.g.decide(ctx, pol, w.agent, w.tool, w.rec); refused != nil {
 			w.g.gate.RUnlock()
 			return &errRevoked{refused}
 		}

@@ -12,6 +12,7 @@
 //	  -> session  (initialized? whose? the agent is decided once, at initialize)
 //	  -> method   (methods.go: lists from the agent's view, policy on every item)
 //	  -> policy -> memory -> child, for tools/call (chain.go)
+//	  -> observer (observe.go: the finished call, in one record, for metrics and audit)
 //
 // and everything a child sends back is routed to the session it belongs to
 // (routes.go, childreq.go): progress to the caller, logs to the sessions that may see
@@ -33,6 +34,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/memory"
@@ -64,6 +68,11 @@ type Options struct {
 	// Redact removes secret values from what children send back (results, errors,
 	// resources, prompts) before it reaches memory or a client; nil keeps it as is.
 	Redact func([]byte) []byte
+	// Observer sees every finished call (metrics, the audit trail); nil sees none.
+	Observer Observer
+	// Tracer makes the spans of each request (the request, then its policy, memory
+	// and child steps); nil traces nothing.
+	Tracer trace.TracerProvider
 }
 
 // Gateway is the aggregating MCP server.
@@ -76,6 +85,9 @@ type Gateway struct {
 	redact   func([]byte) []byte
 	methods  map[string]method
 	denials  *policy.Counter
+	observer Observer
+	tracer   trace.Tracer
+	tracing  bool // a tracer was given: spans are made
 	sessions sessionSet
 	views    views
 	subs     subscriptions
@@ -89,7 +101,8 @@ type Gateway struct {
 	children atomic.Pointer[map[string]*child] // replaced whole on reload
 	tokens   atomic.Pointer[map[string]string] // hex SHA-256 of a bearer token -> agent
 
-	reloadMu sync.Mutex // one reload at a time
+	reloadMu sync.Mutex // one reload at a time, and none once Close began
+	closed   bool       // Close began; guarded by reloadMu
 	runCtx   context.Context
 
 	settled    chan struct{} // closed when every child of the first config made its first attempt
@@ -127,9 +140,14 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if opts.Redact == nil {
 		opts.Redact = func(b []byte) []byte { return b }
 	}
+	tp := opts.Tracer
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
 	g := &Gateway{
 		log: log, mem: opts.Memory, names: names, resolve: resolve, redact: opts.Redact, before: opts.BeforeStart,
-		denials: &policy.Counter{}, rebuild: make(chan struct{}, 1), published: map[string]string{},
+		denials: &policy.Counter{}, observer: opts.Observer, tracer: tp.Tracer("github.com/nexus-mcp/nexus/aggregation"), tracing: opts.Tracer != nil,
+		rebuild: make(chan struct{}, 1), published: map[string]string{},
 	}
 	g.methods = g.methodTable()
 	g.settled = make(chan struct{})
@@ -246,6 +264,10 @@ func (g *Gateway) sweepLoop(ctx context.Context) {
 
 // Close ends every session, stops every child and waits for them.
 func (g *Gateway) Close() {
+	// Serialised with Reload: a reload either finished before, or is refused.
+	g.reloadMu.Lock()
+	g.closed = true
+	g.reloadMu.Unlock()
 	if g.cancel != nil {
 		g.cancel()
 	}
@@ -301,6 +323,17 @@ func (g *Gateway) Servers() []Status {
 	return out
 }
 
+// Config is the config in force (replaced whole on reload; never modify it).
+func (g *Gateway) Config() *config.Config { return g.cfg.Load() }
+
+// Sessions counts the live sessions per front ("stdio", "http").
+func (g *Gateway) Sessions() map[string]int {
+	return map[string]int{frontStdio: g.sessions.count(frontStdio), frontHTTP: g.sessions.count(frontHTTP)}
+}
+
+// Memory is the gateway's memory, nil when off.
+func (g *Gateway) Memory() *memory.Memory { return g.mem }
+
 // Tools is the current merged manifest, sorted by canonical name.
 func (g *Gateway) Tools() []*Tool { return slices.Clone(g.man.Load().tools) }
 
@@ -322,6 +355,9 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 	}
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
+	if g.closed {
+		return errors.New("the gateway is closing; reload skipped")
+	}
 	g.cfg.Store(cfg)
 	g.swapPolicy(pol)
 	g.tokens.Store(agentTokens(cfg))

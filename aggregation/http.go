@@ -31,6 +31,9 @@ type HTTPOptions struct {
 	// of serving everyone as anonymous: for addresses beyond this machine, where a
 	// reload that removes the last token must not open the gateway.
 	RequireToken bool
+	// Pages are more read-only handlers served beside /mcp (e.g. "/metrics", "/"),
+	// behind Guard: to authenticated agents, or to clients on this machine.
+	Pages map[string]http.Handler
 }
 
 // Timeouts of the HTTP server that the front runs under (NewHTTPServer). A response
@@ -74,7 +77,53 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
+	for pattern, page := range opts.Pages {
+		mux.Handle(pattern, g.Guard(page, opts.RequireToken))
+	}
 	return mux
+}
+
+// Guard serves h only to whom may see what the gateway does: a request with a valid
+// agent token (or any request while no token is configured and requireToken is
+// false, as on /mcp), or a request from this machine to a loopback address (a
+// browser on the operator's own machine cannot send a bearer token). The Host and
+// Origin checks of /mcp apply either way. Only GET and HEAD are served: the pages
+// are read-only.
+func (g *Gateway) Guard(h http.Handler, requireToken bool) http.Handler {
+	front := &httpFront{g: g, opts: HTTPOptions{RequireToken: requireToken}}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := front.authenticate(r); !ok && !fromLoopback(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="nexus"`)
+			http.Error(w, "401 unauthorized: send Authorization: Bearer <token>, or browse from the gateway's own machine", http.StatusUnauthorized)
+			return
+		}
+		if !allowedOrigin(r) {
+			http.Error(w, "403 forbidden: the Host or Origin of this request is not this gateway's (DNS rebinding protection)", http.StatusForbidden)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "405 method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// fromLoopback reports whether a request came from this machine to a loopback
+// address of it.
+func fromLoopback(r *http.Request) bool {
+	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	tcp, ok := local.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsLoopback() {
+		return false
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 type httpFront struct {
@@ -215,6 +264,8 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 		return
 	}
 	body = bytes.TrimSpace(body)
+	// A client's traceparent makes its trace the parent of what this request does.
+	r = withTrace(r)
 	if len(body) > 0 && body[0] == '[' {
 		if s := h.session(w, r, agent, nil); s != nil {
 			rep := newHTTPReply(w, r)

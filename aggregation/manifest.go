@@ -2,12 +2,9 @@ package aggregation
 
 import (
 	"fmt"
-	"slices"
+	"github.com/nexus-mcp/nexus/internal/suggest"
 	"sort"
-	"strings"
 	"unicode/utf8"
-
-	"github.com/nexus-mcp/nexus/config"
 )
 
 // manifest is everything the children offer, merged: tools, prompts, resources and
@@ -109,45 +106,17 @@ func (m *manifest) templateOwner(pattern string) (string, bool) {
 	return "", false
 }
 
-// maxSuggestInput bounds the names "did you mean" looks at: an edit distance costs
-// the product of the two lengths, and a client may send a name of megabytes.
-const maxSuggestInput = 128
-
-// suggest returns up to three known names close to name, for "did you mean".
+// suggest returns up to three known names (wire or canonical) close to name,
+// for "did you mean".
 func (m *manifest) suggest(name string) []string {
-	if len(name) > maxSuggestInput {
+	if len(name) > suggest.MaxInput {
 		return nil
 	}
-	type cand struct {
-		name string
-		d    int
-	}
-	var cands []cand
-	lower := strings.ToLower(strings.TrimSpace(name))
+	names := make([]string, 0, 2*len(m.tools))
 	for _, t := range m.tools {
-		for _, n := range []string{t.Wire, t.Canonical} {
-			d := config.Levenshtein(lower, strings.ToLower(n))
-			if strings.Contains(strings.ToLower(n), lower) && lower != "" {
-				d = min(d, 2)
-			}
-			if d <= max(3, len(n)/3) {
-				cands = append(cands, cand{n, d})
-			}
-		}
+		names = append(names, t.Wire, t.Canonical)
 	}
-	sort.SliceStable(cands, func(i, j int) bool {
-		if cands[i].d != cands[j].d {
-			return cands[i].d < cands[j].d
-		}
-		return cands[i].name < cands[j].name
-	})
-	var out []string
-	for _, c := range cands {
-		if !slices.Contains(out, c.name) && len(out) < 3 {
-			out = append(out, c.name)
-		}
-	}
-	return out
+	return suggest.Nearest(name, names, 3)
 }
 
 // quoted quotes a client-supplied name for an error message, cut to a bounded

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/nexus-mcp/nexus/policy"
 )
@@ -148,7 +149,7 @@ func getPrompt(ctx context.Context, s *session, params json.RawMessage, _ sink) 
 	if pr == nil {
 		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown prompt %s (prompts/list shows them)", quoted(p.Name))}
 	}
-	if d := s.g.decideItem(s.agent, pr.server, pr.name); !d.Allowed {
+	if d := s.g.decideItem("prompts/get", s.agent, pr.server, pr.name); !d.Allowed {
 		return nil, refusal(d, "get prompt "+quoted(p.Name))
 	}
 	out := map[string]any{"name": pr.name}
@@ -213,7 +214,11 @@ func (s *session) resourceServer(params json.RawMessage, verb string) (string, *
 	if !ok {
 		return "", &RPCError{Code: codeNotFound, Message: fmt.Sprintf("resource %s not found: no server lists it or a template that matches it", quoted(uri)), Data: map[string]any{"uri": uri}}
 	}
-	if d := s.g.decideItem(s.agent, server, ""); !d.Allowed {
+	method := "resources/read"
+	if verb != "read" {
+		method = "resources/subscribe"
+	}
+	if d := s.g.decideItem(method, s.agent, server, ""); !d.Allowed {
 		return "", refusal(d, verb+" resource "+quoted(uri))
 	}
 	return server, nil
@@ -238,7 +243,7 @@ func complete(ctx context.Context, s *session, params json.RawMessage, _ sink) (
 		if pr == nil {
 			return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown prompt %s", quoted(ref.Name))}
 		}
-		if d := s.g.decideItem(s.agent, pr.server, pr.name); !d.Allowed {
+		if d := s.g.decideItem("completion/complete", s.agent, pr.server, pr.name); !d.Allowed {
 			return nil, refusal(d, "complete prompt "+quoted(ref.Name))
 		}
 		server = pr.server
@@ -250,7 +255,7 @@ func complete(ctx context.Context, s *session, params json.RawMessage, _ sink) (
 				return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown resource template %s", quoted(ref.URI))}
 			}
 		}
-		if d := s.g.decideItem(s.agent, server, ""); !d.Allowed {
+		if d := s.g.decideItem("completion/complete", s.agent, server, ""); !d.Allowed {
 			return nil, refusal(d, "complete resource "+quoted(ref.URI))
 		}
 	default:
@@ -276,12 +281,17 @@ func setLevel(ctx context.Context, s *session, params json.RawMessage, _ sink) (
 	return json.RawMessage("{}"), nil
 }
 
-// decideItem decides a prompt (name != "") or the resources of server for agent.
-func (g *Gateway) decideItem(agent, server, name string) policy.Decision {
+// decideItem decides a prompt (name != "") or the resources of server for agent, for
+// method. A refusal is observed like a refused tool call; an allowed request is a
+// read and is not.
+func (g *Gateway) decideItem(method, agent, server, name string) policy.Decision {
 	d := g.pol.Load().DecideItem(agent, server, name)
 	g.denials.Record(d)
 	if !d.Allowed {
 		g.log.Info("policy: request refused", "agent", agent, "item", d.Tool, "rule", d.Rule, "origin", d.Origin)
+		rec := &Call{Start: time.Now(), Method: method, Agent: agent, Tool: d.Tool, Server: server, Requested: d.Tool}
+		rec.decided(d)
+		g.observe(rec)
 	}
 	return d
 }

@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+
 	"github.com/nexus-mcp/nexus/policy"
 )
 
@@ -131,7 +134,15 @@ func (s *session) answer(ctx context.Context, m *message, r sink) []byte {
 	}
 	ctx, done := s.track(ctx, m.ID)
 	defer done()
+	ctx, sp := s.g.span(ctx, m.Method)
+	if sp.IsRecording() {
+		sp.SetAttributes(attribute.String("nexus.agent", s.agentName()), attribute.String("nexus.front", s.front))
+	}
 	result, rpcErr := step(ctx, s, m.Params, r)
+	if rpcErr != nil {
+		sp.SetStatus(codes.Error, rpcErr.Message)
+	}
+	sp.End()
 	if rpcErr == nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), errClientCancelled) {
 		rpcErr = &RPCError{Code: codeCancelled, Message: "request cancelled by the client"}
 	}

@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nexus-mcp/nexus/internal/suggest"
 	"io/fs"
 	"maps"
 	"os"
@@ -190,20 +191,6 @@ func LayerFiles(layers []string) []string {
 	return out
 }
 
-// Error is a mistake in a catalog file: where it is and what to write instead.
-type Error struct {
-	File string // the catalog file
-	Key  string // dotted path, e.g. "servers.github.values[0].name"
-	Msg  string
-}
-
-func (e *Error) Error() string {
-	if e.Key == "" {
-		return fmt.Sprintf("catalog %s: %s", e.File, e.Msg)
-	}
-	return fmt.Sprintf("catalog %s: %s: %s", e.File, e.Key, e.Msg)
-}
-
 // Keys a catalog file may hold, per level.
 var (
 	topKeys    = []string{"servers"}
@@ -223,7 +210,7 @@ func (c *Catalog) add(file string, data []byte) error {
 	}
 	raw, ok := top["servers"]
 	if !ok {
-		return &Error{File: file, Msg: `write {"servers": {"NAME": {...}}}`}
+		return &config.Error{File: file, Msg: `write {"servers": {"NAME": {...}}}`}
 	}
 	servers, err := object(file, "servers", raw)
 	if err != nil {
@@ -241,10 +228,10 @@ func (c *Catalog) add(file string, data []byte) error {
 		}
 		e.Name, e.Source = name, file
 		if !config.ValidServerName(name) {
-			return &Error{File: file, Key: "servers." + name, Msg: "an entry name is a server name: 1-32 lower-case letters, digits or '-', starting with a letter or digit"}
+			return &config.Error{File: file, Key: "servers." + name, Msg: "an entry name is a server name: 1-32 lower-case letters, digits or '-', starting with a letter or digit"}
 		}
 		if err := e.validate(); err != nil {
-			return &Error{File: file, Key: "servers." + name + keySuffix(err), Msg: msgOf(err)}
+			return &config.Error{File: file, Key: "servers." + name + keySuffix(err), Msg: msgOf(err), Err: err}
 		}
 		c.entries[name] = e
 	}
@@ -283,7 +270,7 @@ func decodeEntry(file, path string, raw json.RawMessage) (*Entry, error) {
 	if v, ok := obj["values"]; ok {
 		var list []json.RawMessage
 		if err := json.Unmarshal(v, &list); err != nil {
-			return nil, &Error{File: file, Key: path + ".values", Msg: "must be a list of objects"}
+			return nil, &config.Error{File: file, Key: path + ".values", Msg: "must be a list of objects"}
 		}
 		for i, item := range list {
 			p := fmt.Sprintf("%s.values[%d]", path, i)
@@ -311,7 +298,7 @@ func decodeEntry(file, path string, raw json.RawMessage) (*Entry, error) {
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		// Decode key by key so that a type error names its key.
 		if err := config.DecodeStrict(obj[k], fieldOf(e, k)); err != nil {
-			return nil, &Error{File: file, Key: path + "." + k, Msg: err.Error()}
+			return nil, &config.Error{File: file, Key: path + "." + k, Msg: err.Error(), Err: err}
 		}
 	}
 	return e, nil
@@ -355,10 +342,10 @@ func object(file, key string, data []byte) (map[string]json.RawMessage, error) {
 		if err != nil {
 			msg += fmt.Sprintf(" (%v)", err)
 		}
-		return nil, &Error{File: file, Key: key, Msg: msg}
+		return nil, &config.Error{File: file, Key: key, Msg: msg}
 	}
 	if dec.More() {
-		return nil, &Error{File: file, Key: key, Msg: "has trailing data after the JSON object"}
+		return nil, &config.Error{File: file, Key: key, Msg: "has trailing data after the JSON object"}
 	}
 	return obj, nil
 }
@@ -369,13 +356,7 @@ func checkKeys(file, path string, obj map[string]json.RawMessage, valid []string
 			continue
 		}
 		msg := fmt.Sprintf("unknown key %q", k)
-		best, bestD := "", len(k)/2+2
-		for _, v := range valid {
-			if d := config.Levenshtein(strings.ToLower(k), strings.ToLower(v)); d < bestD {
-				best, bestD = v, d
-			}
-		}
-		if best != "" {
+		if best := suggest.Closest(k, valid); best != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", best)
 		}
 		msg += "; valid keys: " + strings.Join(valid, ", ")
@@ -383,7 +364,7 @@ func checkKeys(file, path string, obj map[string]json.RawMessage, valid []string
 		if path != "" {
 			key = path + "." + k
 		}
-		return &Error{File: file, Key: key, Msg: msg}
+		return &config.Error{File: file, Key: key, Msg: msg}
 	}
 	return nil
 }

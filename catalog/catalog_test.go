@@ -276,7 +276,7 @@ func TestLoadErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := write(t, dir, "c.json", tt.doc)
 			_, err := Load(p)
-			var ce *Error
+			var ce *config.Error
 			if !errors.As(err, &ce) || ce.File != p {
 				t.Fatalf("error %v does not name the file", err)
 			}

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/secrets"
 )
 
 // Installation is an entry filled in for one server name.
@@ -135,13 +135,13 @@ func (e *Entry) Install(server string, values map[string]string, self string) (*
 			continue
 		}
 		switch {
-		case v.Secret && isReference(val):
+		case v.Secret && secrets.IsReference(val):
 			resolved[v.Name] = []string{val}
 		case v.Secret:
 			ref := e.secretName(server, v.Name)
 			inst.Secrets[ref] = val
 			resolved[v.Name] = []string{"${keyring:" + ref + "}"}
-		case urlWithPassword(val):
+		case secrets.URLHasPassword(val):
 			return nil, fmt.Errorf("value %s holds a password, which would be written to the config in plain text; give it without the password (%s)", v.Name, v.Description)
 		case v.List == ListPaths:
 			parts := slices.DeleteFunc(filepath.SplitList(val), func(s string) bool { return s == "" })
@@ -209,12 +209,12 @@ func (e *Entry) secretName(server, v string) string {
 	ph := "{{" + v + "}}"
 	for _, k := range slices.Sorted(maps.Keys(e.Env)) {
 		if strings.Contains(normalize(e.Env[k]), ph) {
-			return server + "/env/" + k
+			return secrets.EnvName(server, k)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
 		if strings.Contains(normalize(e.Headers[k]), ph) {
-			return server + "/header/" + invalidSecretChars.ReplaceAllString(k, "_")
+			return secrets.HeaderName(server, k)
 		}
 	}
 	return server + "/" + v // unreachable: validate puts secrets in env or headers only
@@ -224,14 +224,6 @@ func (e *Entry) secretName(server, v string) string {
 func normalize(tmpl string) string {
 	return placeholderRE.ReplaceAllString(tmpl, "{{$1}}")
 }
-
-var (
-	invalidSecretChars = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
-	urlPasswordRE      = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*:[^/@\s]+@`)
-)
-
-// urlWithPassword reports whether s is a URL with a password in it.
-func urlWithPassword(s string) bool { return urlPasswordRE.MatchString(s) }
 
 func (e *Entry) usesSelf() bool {
 	for _, m := range placeholderRE.FindAllStringSubmatch(e.Command, -1) {
@@ -283,16 +275,6 @@ func fillMap(tmpl map[string]string, resolved map[string][]string) map[string]st
 		out[k] = v
 	}
 	return out
-}
-
-// isReference reports whether s is one whole ${keyring:...} or ${env:...} reference.
-func isReference(s string) bool {
-	for _, kind := range []string{"${keyring:", "${env:"} {
-		if strings.HasPrefix(s, kind) && strings.HasSuffix(s, "}") && strings.Count(s, "}") == 1 {
-			return true
-		}
-	}
-	return false
 }
 
 // splitWords splits a command line into words. Single and double quotes group words

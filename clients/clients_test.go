@@ -2,6 +2,7 @@ package clients
 
 import (
 	"encoding/json"
+	nexsecrets "github.com/nexus-mcp/nexus/secrets"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -174,18 +175,18 @@ func TestSecretDetection(t *testing.T) {
 		"GITHUB_TOKEN": true, "OPENAI_API_KEY": true, "DB_PASSWORD": true, "CLIENT_SECRET": true, "GITHUB_PAT": true,
 		"AWS_CREDENTIALS_FILE": true, "PATH": false, "HOME": false, "UNITS": false, "LOG_LEVEL": false,
 	} {
-		if SecretKey(k) != want {
+		if nexsecrets.LooksSecretKey(k) != want {
 			t.Errorf("SecretKey(%s) = %v", k, !want)
 		}
 	}
 	for v, want := range map[string]bool{
 		"Bearer x": true, "sk-abc": true, "xoxb-1": true, "postgres://u:p@h/db": true, "https://h/x": false, "metric": false,
 	} {
-		if SecretValue(v) != want {
+		if nexsecrets.LooksSecretValue(v) != want {
 			t.Errorf("SecretValue(%s) = %v", v, !want)
 		}
 	}
-	if !SecretHeader("Authorization") || SecretHeader("X-Team") {
+	if !nexsecrets.LooksSecretHeader("Authorization") || nexsecrets.LooksSecretHeader("X-Team") {
 		t.Error("SecretHeader")
 	}
 }
@@ -364,8 +365,40 @@ func TestSetupNewFileAndVSCode(t *testing.T) {
 	}
 }
 
+// TestSetupKeepsComments: VS Code's files hold comments and trailing commas; an
+// edit adds the entry and leaves every comment and the rest of the text in place.
+func TestSetupKeepsComments(t *testing.T) {
+	file := copyFile(t, "testdata/vscode_mcp.json")
+	orig, _ := os.ReadFile(file)
+	res, err := Setup(file, NexusEntry("/bin/nexus", ""), SetupOptions{Format: FormatVSCode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(file)
+	for _, line := range strings.Split(string(orig), "\n") {
+		if strings.Contains(line, "//") && !strings.Contains(string(after), strings.TrimSpace(line)) {
+			t.Errorf("comment line lost: %q\n%s", line, after)
+		}
+	}
+	names, err := Names(file, "")
+	if err != nil || !slices.Contains(names, "nexus") {
+		t.Errorf("after setup: names %v, %v", names, err)
+	}
+	if !res.Changed || res.Backup == "" {
+		t.Errorf("result: %+v", res)
+	}
+	// A second run finds the entry there and leaves the file alone.
+	res, err = Setup(file, NexusEntry("/bin/nexus", ""), SetupOptions{Format: FormatVSCode})
+	if err != nil || res.Changed {
+		t.Errorf("second run: changed %v, %v", res != nil && res.Changed, err)
+	}
+	if again, _ := os.ReadFile(file); string(again) != string(after) {
+		t.Error("second run rewrote the file")
+	}
+}
+
 func TestSetupRefuses(t *testing.T) {
-	for _, src := range []string{"testdata/malformed.json", "testdata/vscode_mcp.json"} {
+	for _, src := range []string{"testdata/malformed.json"} {
 		file := copyFile(t, src)
 		orig, _ := os.ReadFile(file)
 		_, err := Setup(file, NexusEntry("/bin/nexus", ""), SetupOptions{})

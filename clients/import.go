@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -75,7 +74,7 @@ func (im *Imported) Rename(name string) error {
 // that cannot be converted comes back with Err set, so one odd entry does not block the
 // others.
 func ReadServers(file string) ([]Imported, error) {
-	doc, _, exists, _, err := readDocument(file)
+	doc, _, exists, err := readDocument(file)
 	if err != nil {
 		return nil, err
 	}
@@ -88,8 +87,8 @@ func ReadServers(file string) ([]Imported, error) {
 	}
 	names := importNames(srv)
 	var out []Imported
-	for _, orig := range srv.keys {
-		raw := srv.vals[orig]
+	for _, orig := range srv.names {
+		raw, _ := srv.get(orig)
 		if isNexusEntry(raw) {
 			continue
 		}
@@ -107,11 +106,11 @@ func ReadServers(file string) ([]Imported, error) {
 
 // importNames maps each entry of a servers object to its Nexus name, unique in file
 // order, so that ReadServers and Setup name an entry alike.
-func importNames(srv *document) map[string]string {
+func importNames(srv *serverList) map[string]string {
 	used := map[string]bool{}
 	names := map[string]string{}
-	for _, orig := range srv.keys {
-		if isNexusEntry(srv.vals[orig]) {
+	for _, orig := range srv.names {
+		if raw, _ := srv.get(orig); isNexusEntry(raw) {
 			continue
 		}
 		name := uniqueName(SanitizeName(orig), used)
@@ -167,94 +166,72 @@ func isNexusEntry(raw json.RawMessage) bool {
 	return base == "nexus" || base == "nexus.exe"
 }
 
-// clientEntry is every key of a server entry that Nexus understands.
-type clientEntry struct {
-	Type     string            `json:"type"`
-	Command  string            `json:"command"`
-	Args     []string          `json:"args"`
-	Env      map[string]string `json:"env"`
-	Cwd      string            `json:"cwd"`
-	URL      string            `json:"url"`
-	Headers  map[string]string `json:"headers"`
-	Disabled bool              `json:"disabled"`
-}
-
-var knownEntryKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled"}
-
+// convert makes a Nexus server of one client entry with config's one conversion,
+// then moves every value that looks like a secret into the returned map (keyring
+// name -> value), leaving a ${keyring:NAME} reference in its place.
 func convert(name string, raw json.RawMessage) (*config.Server, map[string]string, []string, error) {
-	obj, err := parseDocument(raw)
-	if err != nil {
+	var entry map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &entry); err != nil || entry == nil {
 		return nil, nil, nil, fmt.Errorf("an entry must be an object with \"command\" or \"url\"")
 	}
+	converted, unknown, err := config.ClientEntry(entry)
 	var notes []string
-	for _, k := range obj.keys {
-		if !slices.Contains(knownEntryKeys, k) {
-			notes = append(notes, fmt.Sprintf("key %q is not used by Nexus and was left out", k))
-		}
+	for _, k := range unknown {
+		notes = append(notes, fmt.Sprintf("key %q is not used by Nexus and was left out", k))
 	}
-	var e clientEntry
-	if err := json.Unmarshal(raw, &e); err != nil {
-		return nil, nil, nil, fmt.Errorf("unexpected value (%v)", strings.TrimPrefix(err.Error(), "json: "))
+	if err != nil {
+		return nil, nil, notes, err
 	}
-	s := &config.Server{Name: name, Command: e.Command, Args: e.Args, Cwd: e.Cwd, URL: e.URL, Disabled: e.Disabled}
-	switch strings.ToLower(e.Type) {
-	case "":
-		if e.URL != "" {
-			s.Transport = config.TransportStreamableHTTP
-		} else {
-			s.Transport = config.TransportStdio
-		}
-	case "stdio":
-		s.Transport = config.TransportStdio
-	case "sse":
-		s.Transport = config.TransportSSE
-	case "http", "streamable-http", "streamablehttp", "streamable_http":
-		s.Transport = config.TransportStreamableHTTP
-	default:
-		return nil, nil, nil, fmt.Errorf("unknown type %q (Nexus runs stdio, sse and http servers)", e.Type)
+	one, _ := json.Marshal(converted)
+	s := &config.Server{}
+	if err := config.DecodeStrict(one, s); err != nil {
+		return nil, nil, notes, fmt.Errorf("unexpected value (%v)", strings.TrimPrefix(err.Error(), "json: "))
 	}
+	s.Name = name
 	secrets := map[string]string{}
-	// Keyring names follow `nexus add --env/--header`: <server>/env/<KEY>, <server>/header/<NAME>.
-	store := func(key, value string) string {
-		ref := name + "/" + key
+	// Keyring names are those `nexus add --env/--header` uses (secrets.EnvName,
+	// secrets.HeaderName).
+	store := func(ref, value string) string {
 		secrets[ref] = value
 		return "${keyring:" + ref + "}"
 	}
-	for _, k := range sortedKeys(e.Env) {
-		v := e.Env[k]
+	env, headers := s.Env, s.Headers
+	s.Env, s.Headers = nil, nil
+	for _, k := range sortedKeys(env) {
+		v := env[k]
 		if s.Env == nil {
 			s.Env = map[string]string{}
 		}
 		switch {
 		case strings.Contains(v, "${input:"):
-			notes = append(notes, fmt.Sprintf("env %s uses a VS Code input variable; set the value with `nexus secrets set %s/env/%s`", k, name, k))
-			s.Env[k] = "${keyring:" + name + "/env/" + k + "}"
-		case v != "" && !isReference(v) && (SecretKey(k) || SecretValue(v)):
-			s.Env[k] = store("env/"+k, v)
+			notes = append(notes, fmt.Sprintf("env %s uses a VS Code input variable; set the value with `nexus secrets set %s`", k, nexsecrets.EnvName(name, k)))
+			s.Env[k] = "${keyring:" + nexsecrets.EnvName(name, k) + "}"
+		case v != "" && !nexsecrets.IsReference(v) && (nexsecrets.LooksSecretKey(k) || nexsecrets.LooksSecretValue(v)):
+			s.Env[k] = store(nexsecrets.EnvName(name, k), v)
 		default:
 			s.Env[k] = v
 		}
 	}
-	for _, k := range sortedKeys(e.Headers) {
-		v := e.Headers[k]
+	for _, k := range sortedKeys(headers) {
+		v := headers[k]
 		if s.Headers == nil {
 			s.Headers = map[string]string{}
 		}
-		key := "header/" + headerSecretName(k)
+		ref := nexsecrets.HeaderName(name, k)
 		switch {
 		case strings.Contains(v, "${input:"):
-			notes = append(notes, fmt.Sprintf("header %s uses a VS Code input variable; set the value with `nexus secrets set %s/%s`", k, name, key))
+			notes = append(notes, fmt.Sprintf("header %s uses a VS Code input variable; set the value with `nexus secrets set %s`", k, ref))
 			prefix := ""
 			if p, _, ok := strings.Cut(v, "${input:"); ok {
 				prefix = p
 			}
-			s.Headers[k] = prefix + "${keyring:" + name + "/" + key + "}"
-		case v != "" && !isReference(v) && (SecretHeader(k) || SecretValue(v)):
+			s.Headers[k] = prefix + "${keyring:" + ref + "}"
+		case v != "" && !nexsecrets.IsReference(v) && (nexsecrets.LooksSecretHeader(k) || nexsecrets.LooksSecretValue(v)):
 			// Keep the scheme in the config so the keychain holds the token alone.
 			if scheme, token, ok := strings.Cut(v, " "); ok && (strings.EqualFold(scheme, "Bearer") || strings.EqualFold(scheme, "Basic") || strings.EqualFold(scheme, "token")) {
-				s.Headers[k] = scheme + " " + store(key, token)
+				s.Headers[k] = scheme + " " + store(ref, token)
 			} else {
-				s.Headers[k] = store(key, v)
+				s.Headers[k] = store(ref, v)
 			}
 		default:
 			s.Headers[k] = v
@@ -264,7 +241,7 @@ func convert(name string, raw json.RawMessage) (*config.Server, map[string]strin
 	// argument cannot become one. A PostgreSQL URL's password moves to PGPASSWORD,
 	// which libpq and node-postgres read; any other stays, with a note.
 	for i, a := range s.Args {
-		if !urlWithPassword(a) {
+		if !nexsecrets.URLHasPassword(a) {
 			continue
 		}
 		u, err := url.Parse(a)
@@ -278,13 +255,13 @@ func convert(name string, raw json.RawMessage) (*config.Server, map[string]strin
 			if s.Env == nil {
 				s.Env = map[string]string{}
 			}
-			s.Env["PGPASSWORD"] = store("env/PGPASSWORD", pw)
+			s.Env["PGPASSWORD"] = store(nexsecrets.EnvName(name, "PGPASSWORD"), pw)
 			notes = append(notes, fmt.Sprintf("the password in argument %d moved to the keychain, passed as PGPASSWORD", i+1))
 			continue
 		}
 		notes = append(notes, fmt.Sprintf("argument %d holds a password, which stays in the Nexus config in plain text; pass it through an env var if the server allows", i+1))
 	}
-	if urlWithPassword(s.URL) {
+	if nexsecrets.URLHasPassword(s.URL) {
 		notes = append(notes, "the url holds a password, which stays in the Nexus config; move it into a header if the server allows")
 	}
 	if len(secrets) == 0 {
@@ -302,23 +279,3 @@ func convert(name string, raw json.RawMessage) (*config.Server, map[string]strin
 	}
 	return s, secrets, notes, nil
 }
-
-// headerSecretName turns a header name into a keyring name part.
-func headerSecretName(h string) string { return invalidSecretChars.ReplaceAllString(h, "_") }
-
-var invalidSecretChars = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
-
-// SecretKey reports whether an environment variable called name probably holds a
-// secret (see secrets.LooksSecretKey).
-func SecretKey(name string) bool { return nexsecrets.LooksSecretKey(name) }
-
-// SecretHeader reports whether a header called name probably carries a credential.
-func SecretHeader(name string) bool { return nexsecrets.LooksSecretHeader(name) }
-
-// SecretValue reports whether a value looks like a credential whatever its key.
-func SecretValue(v string) bool { return nexsecrets.LooksSecretValue(v) }
-
-func urlWithPassword(s string) bool { return nexsecrets.URLHasPassword(s) }
-
-// isReference reports whether s is one whole ${keyring:...} or ${env:...} reference.
-func isReference(s string) bool { return nexsecrets.IsReference(s) }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	nexsecrets "github.com/nexus-mcp/nexus/secrets"
 	"io/fs"
 	"os"
 	"regexp"
@@ -80,39 +81,26 @@ func Setup(path string, entry Entry, opts SetupOptions) (*Result, error) {
 	if entry.Name == "" || entry.Command == "" {
 		return nil, errors.New("the nexus entry needs a name and a command (the path of the nexus executable)")
 	}
-	doc, data, exists, hasComments, err := readDocument(path)
+	doc, data, exists, err := readDocument(path)
 	if err != nil {
 		return nil, err
 	}
-	if hasComments {
-		return nil, fmt.Errorf("%s has comments or trailing commas, which rewriting it would lose; remove them, or add the nexus entry by hand (see --dry-run for it)", path)
-	}
 	format := opts.Format
 	if format == "" {
-		if _, key := serversKey(doc, ""); key == "servers" {
-			format = FormatVSCode
-		} else {
-			format = FormatMCPServers
-		}
+		format = detectFormat(doc)
 	}
 	srv, err := servers(path, doc, format)
 	if err != nil {
 		return nil, err
 	}
-	before, err := doc.pretty()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if !exists {
-		before = nil
-	}
+	before := data
 
 	res := &Result{Created: !exists}
 	names := importNames(srv)
 	for _, name := range opts.Move {
 		raw, ok := srv.get(name)
 		if !ok {
-			return nil, fmt.Errorf("%s has no server %q to move; it has: %s", path, name, strings.Join(srv.keys, ", "))
+			return nil, fmt.Errorf("%s has no server %q to move; it has: %s", path, name, strings.Join(srv.names, ", "))
 		}
 		if name == entry.Name || isNexusEntry(raw) {
 			return nil, fmt.Errorf("cannot move %q behind Nexus: it is the Nexus entry itself", name)
@@ -126,27 +114,15 @@ func Setup(path string, entry Entry, opts SetupOptions) (*Result, error) {
 		srv.delete(name)
 	}
 
-	newEntry, err := encodeEntry(entry, format)
-	if err != nil {
-		return nil, err
-	}
-	if old, ok := srv.get(entry.Name); ok {
-		res.Replaced = !jsonEqual(old, newEntry)
-		if res.Replaced {
-			// Keep keys the user added to the entry (say, "disabled") unless we set them.
-			newEntry = mergeEntry(old, newEntry)
-		} else {
-			newEntry = old
-		}
-	}
-	srv.set(entry.Name, newEntry)
-	if err := putServers(doc, srv, format); err != nil {
+	old, existed := srv.get(entry.Name)
+	if err := putEntry(srv, entry, format); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	after, err := doc.pretty()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if existed {
+		now, _ := srv.get(entry.Name)
+		res.Replaced = !jsonEqual(old, now)
 	}
+	after := doc.Bytes()
 	res.Changed = !bytes.Equal(before, after)
 	if !res.Changed {
 		return res, nil
@@ -202,65 +178,52 @@ func writeBackup(path string, data []byte, now time.Time) (string, error) {
 	}
 }
 
-func encodeEntry(e Entry, format Format) (json.RawMessage, error) {
-	d := &document{vals: map[string]json.RawMessage{}}
+// nexusEntry is the client entry that runs Nexus, its keys in the order clients
+// write them.
+type nexusEntry struct {
+	Type    string            `json:"type,omitempty"`
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env,omitempty"`
+}
+
+// putEntry writes the Nexus entry into the servers object. An entry of that name
+// already there keeps its place and the keys the user added to it (say,
+// "disabled"); the keys Nexus sets are replaced one by one.
+func putEntry(srv *serverList, e Entry, format Format) error {
+	next := nexusEntry{Command: e.Command, Args: append([]string{}, e.Args...), Env: e.Env}
 	if format == FormatVSCode {
-		d.set("type", json.RawMessage(`"stdio"`))
+		next.Type = "stdio"
 	}
-	cmd, _ := json.Marshal(e.Command)
-	d.set("command", cmd)
-	args, _ := json.Marshal(append([]string{}, e.Args...))
-	d.set("args", args)
-	if len(e.Env) > 0 {
-		env, _ := json.Marshal(e.Env)
-		d.set("env", env)
+	old, exists := srv.get(e.Name)
+	if !exists || len(old) == 0 || old[0] != '{' {
+		return srv.doc.Set(next, srv.at(e.Name)...)
 	}
-	b, err := d.pretty()
-	if err != nil {
-		return nil, fmt.Errorf("encoding the nexus entry: %w", err)
+	// Only what differs is written, so a file that already has the entry, in any
+	// layout, is left byte for byte alone.
+	set := func(key string, v any) error {
+		path := append(srv.at(e.Name), key)
+		if have, ok := srv.doc.Get(path...); ok {
+			if want, err := json.Marshal(v); err == nil && jsonEqual(have, want) {
+				return nil
+			}
+		}
+		return srv.doc.Set(v, path...)
 	}
-	return bytes.TrimSpace(b), nil
-}
-
-// mergeEntry sets the keys of next over old, keeping old's other keys.
-func mergeEntry(old, next json.RawMessage) json.RawMessage {
-	o, err := parseDocument(old)
-	if err != nil {
-		return next
+	if next.Type != "" {
+		if err := set("type", next.Type); err != nil {
+			return err
+		}
 	}
-	n, _ := parseDocument(next)
-	for _, k := range n.keys {
-		o.set(k, n.vals[k])
-	}
-	b, err := o.pretty()
-	if err != nil {
-		return next
-	}
-	return bytes.TrimSpace(b)
-}
-
-func putServers(doc, srv *document, format Format) error {
-	b, err := srv.pretty()
-	if err != nil {
+	if err := set("command", next.Command); err != nil {
 		return err
 	}
-	raw := json.RawMessage(bytes.TrimSpace(b))
-	nested, key := serversKey(doc, format)
-	if !nested {
-		doc.set(key, raw)
-		return nil
-	}
-	mraw, _ := doc.get("mcp")
-	mcp, err := parseDocument(mraw)
-	if err != nil {
-		return errors.New(`"mcp" must be an object`)
-	}
-	mcp.set(key, raw)
-	mb, err := mcp.pretty()
-	if err != nil {
+	if err := set("args", next.Args); err != nil {
 		return err
 	}
-	doc.set("mcp", bytes.TrimSpace(mb))
+	if len(next.Env) > 0 {
+		return set("env", next.Env)
+	}
 	return nil
 }
 
@@ -274,35 +237,43 @@ func jsonEqual(a, b json.RawMessage) bool {
 	return bytes.Equal(xb, yb)
 }
 
-var leafRE = regexp.MustCompile(`^(\s*)(?:("(?:[^"\\]|\\.)*"): )?("(?:[^"\\]|\\.)*")(,?)$`)
-
-// redact hides the values of pretty-printed JSON that look like credentials (by key or
-// by value), so that a diff can be shown on a screen or pasted into an issue. Each
-// string leaf of pretty JSON is on a line of its own, so a line-wise pass suffices.
-func redact(pretty []byte) string {
-	lines := strings.Split(string(pretty), "\n")
+// redact hides, in a file's text shown as a diff, every string value that looks
+// like a credential or sits under a key that names one, whatever the layout: a
+// diff is printed and may be pasted into a bug report.
+func redact(text []byte) string {
+	lines := strings.Split(string(text), "\n")
 	for i, l := range lines {
-		m := leafRE.FindStringSubmatch(l)
-		if m == nil {
-			continue
-		}
-		var key, val string
-		if m[2] != "" && json.Unmarshal([]byte(m[2]), &key) != nil {
-			continue
-		}
-		if json.Unmarshal([]byte(m[3]), &val) != nil || val == "" || isReference(val) {
-			continue
-		}
-		if (key != "" && SecretHeader(key)) || SecretValue(val) {
-			k := ""
-			if m[2] != "" {
-				k = m[2] + ": "
+		var b strings.Builder
+		last, key := 0, ""
+		for _, m := range stringRE.FindAllStringIndex(l, -1) {
+			lit := l[m[0]:m[1]]
+			var val string
+			if json.Unmarshal([]byte(lit), &val) != nil {
+				continue
 			}
-			lines[i] = m[1] + k + `"[redacted]"` + m[4]
+			if rest := strings.TrimLeft(l[m[1]:], " \t"); strings.HasPrefix(rest, ":") {
+				key = val // a key; its value comes next
+				continue
+			}
+			secret := val != "" && !nexsecrets.IsReference(val) &&
+				(nexsecrets.LooksSecretValue(val) || (key != "" && (nexsecrets.LooksSecretHeader(key) || nexsecrets.LooksSecretKey(key))))
+			key = ""
+			if secret {
+				b.WriteString(l[last:m[0]])
+				b.WriteString(`"[redacted]"`)
+				last = m[1]
+			}
+		}
+		if last > 0 {
+			b.WriteString(l[last:])
+			lines[i] = b.String()
 		}
 	}
 	return strings.Join(lines, "\n")
 }
+
+// stringRE matches one JSON string literal.
+var stringRE = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 
 // UnifiedDiff is a unified diff of two texts, line by line, with three lines of
 // context, headed by the two names. It is empty when the texts are equal.
@@ -427,7 +398,7 @@ func diffLines(a, b []string) []diffOp {
 // Names lists the server names in a client file, in file order, leaving out the
 // entry called skip (the Nexus entry), for offering which to move behind Nexus.
 func Names(path string, skip string) ([]string, error) {
-	doc, _, _, _, err := readDocument(path)
+	doc, _, _, err := readDocument(path)
 	if err != nil {
 		return nil, err
 	}
@@ -435,5 +406,5 @@ func Names(path string, skip string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(slices.Clone(srv.keys), func(s string) bool { return s == skip }), nil
+	return slices.DeleteFunc(slices.Clone(srv.names), func(s string) bool { return s == skip }), nil
 }

@@ -81,6 +81,10 @@ type Config struct {
 	Memory Memory `json:"memory,omitzero"`
 	// Secrets configures where secret values are kept.
 	Secrets Secrets `json:"secrets,omitzero"`
+	// Audit configures the audit trail (config/observe.go).
+	Audit Audit `json:"audit,omitzero"`
+	// Tracing configures OpenTelemetry traces (config/observe.go).
+	Tracing Tracing `json:"tracing,omitzero"`
 	// ProjectLayers reads .nexus/config.json from the working directory upward (off
 	// by default: a repository you clone should not silently start processes).
 	ProjectLayers bool `json:"projectLayers,omitempty"`

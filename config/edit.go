@@ -4,41 +4,42 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nexus-mcp/nexus/internal/jsonedit"
 	"io/fs"
 	"os"
 	"path/filepath"
 )
 
-// Document is one config file as raw top-level keys, so that an edit keeps every key
-// the user wrote, including ones this version does not touch.
-type Document map[string]json.RawMessage
+// Document is one config file being edited. Its changes touch only the members
+// they name: the user's key order, spacing and every key this version does not
+// know stay as written.
+type Document struct{ doc *jsonedit.Doc }
 
 // Edit applies change to the file at path and writes it back atomically (a temporary
 // file in the same directory, then a rename), so a crash never leaves half a config.
 // The result is validated as a layer on its own before anything is written: an edit
 // that would make the file invalid changes nothing.
 func Edit(path string, change func(Document) error) error {
-	doc := Document{}
 	data, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		data = nil
 	case err != nil:
 		return fmt.Errorf("reading %s: %w", path, err)
 	default:
-		obj, err := decodeDocument(path, data)
-		if err != nil {
+		// The strict reader first: its errors say where and what to fix.
+		if _, err := decodeDocument(path, data); err != nil {
 			return err
 		}
-		doc = obj
 	}
-	if err := change(doc); err != nil {
+	doc, err := jsonedit.Parse(data)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	if err := change(Document{doc}); err != nil {
 		return err
 	}
-	out, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encoding %s: %w", path, err)
-	}
-	out = append(out, '\n')
+	out := doc.Bytes()
 	if _, err := Parse(path, out); err != nil {
 		return fmt.Errorf("the change would make the config invalid, so nothing was written: %w", err)
 	}
@@ -77,75 +78,27 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	return nil
 }
 
-// Object decodes the object under key (empty if absent).
-func (d Document) Object(key string) (map[string]json.RawMessage, error) {
-	obj := map[string]json.RawMessage{}
-	if raw, ok := d[key]; ok {
-		if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-			return nil, fmt.Errorf("%q must be an object", key)
-		}
-	}
-	return obj, nil
-}
+// Get returns the value at path ("policy", "agents", "coder"), if set.
+func (d Document) Get(path ...string) (json.RawMessage, bool) { return d.doc.Get(path...) }
 
-// Set encodes v under key.
-func (d Document) Set(key string, v any) error {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encoding %q: %w", key, err)
-	}
-	d[key] = raw
-	return nil
-}
+// Set encodes v at path, creating the objects along it; an existing key keeps its
+// place in the file.
+func (d Document) Set(v any, path ...string) error { return d.doc.Set(v, path...) }
 
 // SetServer puts entry under servers.name, replacing a previous entry of that name in
 // either "servers" or "mcpServers".
 func (d Document) SetServer(name string, entry *Server) error {
-	servers, err := d.Object("servers")
-	if err != nil {
+	if err := d.Set(entry, "servers", name); err != nil {
 		return err
 	}
-	raw, err := json.Marshal(entry)
-	if err != nil {
-		return fmt.Errorf("encoding server %q: %w", name, err)
-	}
-	servers[name] = raw
-	if err := d.removeFrom("mcpServers", name); err != nil {
-		return err
-	}
-	return d.Set("servers", servers)
+	d.doc.Delete(true, "mcpServers", name)
+	return nil
 }
 
-// RemoveServer deletes servers.name (or mcpServers.name) and reports whether it existed.
-func (d Document) RemoveServer(name string) (bool, error) {
-	found := false
-	for _, section := range []string{"servers", "mcpServers"} {
-		obj, err := d.Object(section)
-		if err != nil {
-			return false, err
-		}
-		if _, ok := obj[name]; ok {
-			found = true
-			if err := d.removeFrom(section, name); err != nil {
-				return false, err
-			}
-		}
-	}
-	return found, nil
-}
-
-func (d Document) removeFrom(section, name string) error {
-	obj, err := d.Object(section)
-	if err != nil {
-		return err
-	}
-	if _, ok := obj[name]; !ok {
-		return nil
-	}
-	delete(obj, name)
-	if len(obj) == 0 {
-		delete(d, section)
-		return nil
-	}
-	return d.Set(section, obj)
+// RemoveServer deletes servers.name (or mcpServers.name) and reports whether it
+// existed. A section left empty is removed.
+func (d Document) RemoveServer(name string) bool {
+	a := d.doc.Delete(true, "servers", name)
+	b := d.doc.Delete(true, "mcpServers", name)
+	return a || b
 }

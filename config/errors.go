@@ -16,8 +16,15 @@ type Error struct {
 	// unknown.
 	Line, Col int
 	Key       string // dotted path of the key, e.g. "servers.github.command"
-	Msg       string
+	// Msg says what is wrong and what to write instead.
+	Msg string
+	// Err is the underlying error, if any (a JSON syntax error, a failed read),
+	// for errors.Is and errors.As; Msg already says it in words.
+	Err error
 }
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
 
 // Error reads like a compiler's: FILE:LINE:COL: KEY: MESSAGE, so editors and
 // terminals can jump to the spot.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nexus-mcp/nexus/internal/suggest"
 	"io"
 	"io/fs"
 	"maps"
@@ -19,11 +20,9 @@ import (
 // Keys a user may write, per level. Kept beside the structs they mirror.
 var (
 	topKeys = []string{"servers", "mcpServers", "toolNames", "maxMessageBytes", "maxChildMessageBytes", "policy",
-		"agents", "ttl", "cache", "invalidate", "memory", "secrets", "locked", "projectLayers"}
+		"agents", "ttl", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "locked", "projectLayers"}
 	serverKeys = []string{"transport", "command", "args", "env", "cwd", "url", "headers",
 		"timeout", "prefix", "disabled", "protocolVersion", "annotations", "cacheScope"}
-	// Claude Desktop's, Cursor's and VS Code's mcpServers entries.
-	mcpServersKeys = []string{"command", "args", "env", "cwd", "url", "headers", "type", "disabled", "timeout"}
 )
 
 // Layer is one config file in the stack.
@@ -202,7 +201,7 @@ func decodeDocument(file string, data []byte) (map[string]json.RawMessage, error
 
 func (m *merger) unknownKey(file, key string, valid []string, path ...string) {
 	msg := fmt.Sprintf("unknown key %q", key)
-	if near := closest(key, valid); near != "" {
+	if near := suggest.Closest(key, valid); near != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", near)
 	}
 	msg += "; valid keys: " + strings.Join(valid, ", ")
@@ -240,7 +239,7 @@ func (m *merger) add(file string, data []byte) bool {
 			m.scalarFrom[k] = file
 		}
 	}
-	for _, k := range []string{"agents", "ttl", "cache", "invalidate", "memory", "secrets"} {
+	for _, k := range []string{"agents", "ttl", "cache", "invalidate", "memory", "secrets", "audit", "tracing"} {
 		raw, ok := top[k]
 		if !ok {
 			continue
@@ -295,7 +294,9 @@ func (m *merger) addServers(file string, top map[string]json.RawMessage, touched
 				continue
 			}
 			if section == "mcpServers" {
-				entry = m.fromMCPServers(file, name, entry)
+				if entry = m.fromMCPServers(file, name, entry); entry == nil {
+					continue
+				}
 			}
 			for _, k := range slices.Sorted(maps.Keys(entry)) {
 				if !slices.Contains(serverKeys, k) {
@@ -418,25 +419,17 @@ func (m *merger) addPolicy(file string, raw json.RawMessage, touched func(...str
 	m.policyFrom[dotted] = file
 }
 
-// fromMCPServers turns a Claude Desktop / Cursor style entry into a Nexus one.
+// fromMCPServers turns a Claude Desktop / Cursor style entry into a Nexus one,
+// recording unknown keys and an unknown type as mistakes; nil when it cannot.
 func (m *merger) fromMCPServers(file, name string, e map[string]json.RawMessage) map[string]json.RawMessage {
-	out := maps.Clone(e)
-	for _, k := range slices.Sorted(maps.Keys(e)) {
-		if !slices.Contains(mcpServersKeys, k) {
-			m.unknownKey(file, k, mcpServersKeys, "mcpServers", name)
-			delete(out, k)
-		}
+	out, unknown, err := ClientEntry(e)
+	for _, k := range unknown {
+		m.unknownKey(file, k, clientEntryKeys, "mcpServers", name)
 	}
-	delete(out, "type")
-	transport := TransportStdio
-	if _, hasURL := e["url"]; hasURL {
-		transport = TransportStreamableHTTP
-		var typ string
-		if raw, ok := e["type"]; ok && json.Unmarshal(raw, &typ) == nil && typ == "sse" {
-			transport = TransportSSE
-		}
+	if err != nil {
+		m.errs.add(m.errAt(file, err.Error(), "mcpServers", name, "type"))
+		return nil
 	}
-	out["transport"], _ = json.Marshal(transport)
 	return out
 }
 
@@ -475,6 +468,7 @@ func (m *merger) build() *Config {
 	m.decodeSection("invalidate", &cfg.Invalidate)
 	m.decodeSection("memory", &cfg.Memory)
 	m.decodeSection("secrets", &cfg.Secrets)
+	m.buildObserve(cfg)
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		file := m.mapFrom["agents"][name]
 		if !policy.ValidAgentName(name) {
@@ -719,40 +713,4 @@ func isHex64(s string) bool {
 		}
 	}
 	return true
-}
-
-// closest returns the candidate nearest to s by edit distance, if near enough.
-func closest(s string, candidates []string) string { return Closest(s, candidates) }
-
-// Closest returns the candidate nearest to s by edit distance (ignoring case), or
-// "" when none is near enough to be what the user meant: for "did you mean" hints.
-func Closest(s string, candidates []string) string {
-	best, bestD := "", len(s)/2+2
-	for _, c := range candidates {
-		if d := Levenshtein(strings.ToLower(s), strings.ToLower(c)); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-// Levenshtein is the edit distance between a and b.
-func Levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -62,6 +62,7 @@ func (m *merger) buildMemoryRules(cfg *Config) {
 	}
 	m.semanticRules(cfg.Memory.Semantic, &s)
 	m.checkBackend(cfg.Memory)
+	m.checkModels(cfg.Memory)
 	cfg.memRules = s
 }
 
@@ -80,6 +81,33 @@ func (m *merger) checkBackend(mem Memory) {
 		}
 	default:
 		m.errs.add(m.errAt(file("backend"), fmt.Sprintf(`write "sqlite" (default) or "postgres", not %q`, mem.Backend), "memory", "backend"))
+	}
+}
+
+// checkModels builds the embedder and the verifier the way serve does (with the
+// API key left unresolved: references are checked by doctor, against the store)
+// and checks the thresholds, so that a provider typo or a missing model fails
+// validate, doctor and serve alike.
+func (m *merger) checkModels(mem Memory) {
+	file := func(key string) string { return m.mapFrom["memory"][key] }
+	if em := mem.Embedder; em != nil {
+		hc := memory.HTTPConfig{BaseURL: em.BaseURL, Model: em.Model, Dims: em.Dims}
+		if _, err := memory.NewEmbedder(memory.EmbedderConfig{Provider: em.Provider, HTTPConfig: hc}); err != nil {
+			m.errs.add(m.errAt(file("embedder"), strings.TrimPrefix(err.Error(), "memory: "), "memory", "embedder"))
+		}
+		if em.Dims < 0 {
+			m.errs.add(m.errAt(file("embedder"), "dims is a positive number of dimensions, or left out", "memory", "embedder"))
+		}
+	}
+	if v := mem.Verifier; v != nil {
+		if _, err := memory.NewChatVerifier(memory.HTTPConfig{BaseURL: v.BaseURL, Model: v.Model}); err != nil {
+			m.errs.add(m.errAt(file("verifier"), strings.TrimPrefix(err.Error(), "memory: "), "memory", "verifier"))
+		}
+	}
+	if th := mem.Thresholds; th != nil {
+		if err := (memory.Thresholds{Serve: th.Serve, Verify: th.Verify}).Validate(); err != nil {
+			m.errs.add(m.errAt(file("thresholds"), strings.TrimPrefix(err.Error(), "memory: thresholds "), "memory", "thresholds"))
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"github.com/nexus-mcp/nexus/internal/suggest"
 	"maps"
 	"slices"
 	"strings"
@@ -51,10 +52,8 @@ func checkKnown(e string, known map[string][]string, servers string) string {
 		return ""
 	}
 	msg := fmt.Sprintf("server %q lists no tool %q", srv, tool)
-	for _, t := range slices.Sorted(slices.Values(tools)) {
-		if strings.EqualFold(t, tool) || strings.HasPrefix(t, tool) {
-			return msg + fmt.Sprintf("; did you mean %q?", srv+"."+t)
-		}
+	if near := suggest.Closest(tool, tools); near != "" {
+		return msg + fmt.Sprintf("; did you mean %q?", srv+"."+near)
 	}
 	return msg + "; fix the name or remove the entry"
 }

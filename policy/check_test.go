@@ -19,7 +19,7 @@ func TestCheck(t *testing.T) {
 		"later":   nil, // connecting: tools not known yet
 	}
 	want := []string{
-		`policy.default.allow[2] "doc-kg.doc_kg_serch": server "doc-kg" lists no tool "doc_kg_serch"; fix the name or remove the entry`,
+		`policy.default.allow[2] "doc-kg.doc_kg_serch": server "doc-kg" lists no tool "doc_kg_serch"; did you mean "doc-kg.doc_kg_search"?`,
 		`policy.agents.coder.allow[0] "code-kg.kg_regenerat": server "code-kg" lists no tool "kg_regenerat"; did you mean "code-kg.kg_regenerate"?`,
 		`policy.agents.coder.allow[1] "cod-kg.*": no server is named "cod-kg" (known: code-kg, doc-kg, later); fix the name or remove the entry`,
 		`policy.agents.coder.allow[3] "code-kg.kg_regenerate_submit": also in deny[0], which wins: this entry has no effect; remove one of them`,

@@ -16,6 +16,25 @@ var placeVars = []string{
 	"XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
 }
 
+// EnvName is the keyring name of the secret a child gets in its env var key:
+// "<server>/env/<KEY>". `nexus add --env`, `nexus import` and catalog installs all
+// name it so, which lets `nexus remove` find what to purge.
+func EnvName(server, key string) string { return server + "/env/" + nameSafe(key) }
+
+// HeaderName is the keyring name of the secret a child gets in its header:
+// "<server>/header/<NAME>", with any character a name may not hold made '_'.
+func HeaderName(server, header string) string { return server + "/header/" + nameSafe(header) }
+
+// nameSafe replaces the characters ValidateName refuses.
+func nameSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x80 && nameByte(byte(r)) && r != '/' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
 // RegisterChildValues registers with r every value that server's child is given and
 // that may be a secret, so that nothing the child echoes back (in results, errors,
 // notifications, lists, stderr) shows it. Call it when the child is started (or
@@ -38,10 +57,10 @@ func RegisterChildValues(r *Redactor, server string, env, headers map[string]str
 		lookupEnv = os.LookupEnv
 	}
 	for k, v := range env {
-		registerValue(r, server+"/env/"+k, v, LooksSecretKey(k), lookupEnv)
+		registerValue(r, EnvName(server, k), v, LooksSecretKey(k), lookupEnv)
 	}
 	for k, v := range headers {
-		registerValue(r, server+"/header/"+k, v, LooksSecretHeader(k), lookupEnv)
+		registerValue(r, HeaderName(server, k), v, LooksSecretHeader(k), lookupEnv)
 	}
 }
 

@@ -115,3 +115,91 @@ func BenchmarkStartupWithAHungChild(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "initialize-p50-ms")
 	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "initialize-max-ms")
 }
+
+// BenchmarkObservation measures what metrics and the audit trail add to a call:
+// the same stdio gateway and fixture child, once with the trail off and no
+// metrics, once with --metrics and the trail on, in one run. The echo tool is
+// annotated as not read-only, so every observed call is also written to the
+// trail (the worst case: read-only calls that are allowed are only counted).
+//
+//	go test ./tests -run '^$' -bench Observation -benchtime 5000x -count 5
+func BenchmarkObservation(b *testing.B) {
+	if raceEnabled {
+		b.Skip("benchmarks need binaries built without -race")
+	}
+	t := &testing.T{}
+	config := func(audit bool) map[string]any {
+		return map[string]any{
+			"servers": map[string]any{"fx": map[string]any{"command": built.fixture,
+				"annotations": map[string]any{"echo": map[string]any{"readOnlyHint": false, "destructiveHint": false}}}},
+			"policy": map[string]any{"default": map[string]any{"allow": []string{"*"}}},
+			"audit":  map[string]any{"enabled": audit},
+		}
+	}
+	off, on := newHome(t, config(false)), newHome(t, config(true))
+	targets := []struct {
+		name string
+		s    func() *session
+	}{
+		{"off", func() *session { return startSession(t, off.env(), built.nexus, "serve", "--no-memory") }},
+		{"on", func() *session {
+			return startSession(t, on.env(), built.nexus, "serve", "--no-memory", "--metrics", "127.0.0.1:0")
+		}},
+	}
+	seq := map[string][]time.Duration{}
+	rate := map[string]float64{}
+	sessions := map[string]*session{}
+	for _, tg := range targets {
+		sessions[tg.name] = tg.s()
+		for i := 0; i < 200; i++ {
+			sessions[tg.name].call("fx__echo", distinct(i))
+		}
+		seq[tg.name] = make([]time.Duration, 0, b.N)
+	}
+	// Interleaved, so that both see the same moments of a noisy machine.
+	for i := range b.N {
+		for _, tg := range targets {
+			start := time.Now()
+			sessions[tg.name].call("fx__echo", distinct(i))
+			seq[tg.name] = append(seq[tg.name], time.Since(start))
+		}
+	}
+	// 8 calls at a time, in alternating rounds for the same reason.
+	busy := map[string]time.Duration{}
+	per := max(b.N/8/4, 1)
+	for round := range 4 {
+		for _, tg := range targets {
+			s := sessions[tg.name]
+			start := time.Now()
+			var wg sync.WaitGroup
+			for w := range 8 {
+				wg.Go(func() {
+					for i := range per {
+						s.call("fx__echo", distinct((round*8+w)*per+i))
+					}
+				})
+			}
+			wg.Wait()
+			busy[tg.name] += time.Since(start)
+		}
+	}
+	for _, tg := range targets {
+		rate[tg.name] = float64(4*8*per) / busy[tg.name].Seconds()
+		sessions[tg.name].close()
+	}
+	if t.Failed() {
+		b.Fatal("a call failed")
+	}
+	p := func(lat []time.Duration, q float64) float64 {
+		s := slices.Clone(lat)
+		slices.Sort(s)
+		return float64(s[int(q*float64(len(s)-1))].Microseconds())
+	}
+	for _, tg := range targets {
+		b.ReportMetric(p(seq[tg.name], 0.5), tg.name+"-p50-µs")
+		b.ReportMetric(p(seq[tg.name], 0.99), tg.name+"-p99-µs")
+		b.ReportMetric(rate[tg.name], tg.name+"-8way-req/s")
+	}
+	b.ReportMetric(100*(p(seq["on"], 0.5)/p(seq["off"], 0.5)-1), "p50-added-%")
+	b.ReportMetric(100*(1-rate["on"]/rate["off"]), "8way-throughput-lost-%")
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 
@@ -39,17 +38,10 @@ func agentCommand() *cli.Command {
 				token := "nxs_" + base64.RawURLEncoding.EncodeToString(secret)
 				firstToken := !anyAgentToken(e)
 				err = config.Edit(e.personal, func(d config.Document) error {
-					agents, err := d.Object("agents")
-					if err != nil {
-						return err
-					}
-					if _, exists := agents[name]; exists && !c.Bool("force") {
+					if _, exists := d.Get("agents", name); exists && !c.Bool("force") {
 						return usageError(fmt.Sprintf("agent %q already exists; pass --force to replace its token", name))
 					}
-					if agents[name], err = json.Marshal(config.Agent{TokenSHA256: aggregation.TokenHash(token)}); err != nil {
-						return err
-					}
-					return d.Set("agents", agents)
+					return d.Set(config.Agent{TokenSHA256: aggregation.TokenHash(token)}, "agents", name)
 				})
 				if err != nil {
 					return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"text/tabwriter"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nexus-mcp/nexus/audit"
 	"github.com/nexus-mcp/nexus/memory"
 )
 
@@ -38,9 +40,14 @@ func cacheCommand() *cli.Command {
 						if err != nil {
 							return err
 						}
+						refusals, trailErr := e.refusalCounts(c)
 						if c.Bool("json") {
-							return printJSON(e.stdout, st)
+							return printJSON(e.stdout, struct {
+								memory.Stats
+								Refusals []audit.Count `json:"refusals"`
+							}{st, refusals})
 						}
+						defer e.printRefusals(refusals, trailErr)
 						if st.Disabled != "" {
 							fmt.Fprintf(e.stdout, "memory is stepping aside: %s\n", st.Disabled)
 						}
@@ -125,4 +132,49 @@ func sizeIEC(n int64) string {
 		return fmt.Sprintf("%d %s", int64(f), name)
 	}
 	return fmt.Sprintf("%.1f %s", f, name)
+}
+
+// refusalCounts are the refusals the audit trail holds, per agent and tool: with
+// the postgres backend, those of every replica.
+func (e *env) refusalCounts(c *cli.Context) ([]audit.Count, error) {
+	cfg, err := e.load()
+	if err != nil {
+		return nil, err
+	}
+	store, err := e.openAuditToRead(c.Context, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	counts, err := store.Refusals(c.Context, time.Time{})
+	if counts == nil {
+		counts = []audit.Count{}
+	}
+	return counts, err
+}
+
+// printRefusals ends `cache stats` with the refusal counts.
+func (e *env) printRefusals(counts []audit.Count, err error) {
+	switch {
+	case errors.Is(err, errNoTrail):
+		fmt.Fprintln(e.stdout, "refusals: none recorded (no audit trail yet)")
+		return
+	case err != nil:
+		fmt.Fprintf(e.stdout, "refusals: the audit trail could not be read: %v\n", err)
+		return
+	}
+	var total int64
+	for _, n := range counts {
+		total += n.N
+	}
+	fmt.Fprintf(e.stdout, "refusals (audit trail): %d\n", total)
+	if len(counts) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tTOOL\tREFUSALS")
+	for _, n := range counts {
+		fmt.Fprintf(tw, "%s\t%s\t%d\n", n.Agent, n.Tool, n.N)
+	}
+	_ = tw.Flush()
 }

@@ -2,7 +2,7 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/catalog"
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/secrets"
 )
 
 // loadCatalog reads the builtin catalog extended by $NEXUS_HOME/catalog.json and the
@@ -349,10 +350,7 @@ func installEntry(c *cli.Context, e *env, entry *catalog.Entry) error {
 			return usageError(fmt.Sprintf("--name %q: use 1-32 lower-case letters, digits or '-', starting with a letter or digit", server))
 		}
 	}
-	target, err := e.target(c)
-	if err != nil {
-		return err
-	}
+	target := e.edits
 	if cfg, err := e.load(); err == nil {
 		if s, exists := cfg.Servers[server]; exists && !c.Bool("force") {
 			return usageError(fmt.Sprintf("a server named %q already exists (from %s); pass --force to replace it, --name OTHER to install %s under another name, or `nexus remove %s` first", server, s.Source, entry.Name, server))
@@ -404,32 +402,12 @@ func installEntry(c *cli.Context, e *env, entry *catalog.Entry) error {
 		return err
 	}
 
-	stored, err := e.storeNamedSecrets(c, server, inst.Secrets)
+	inst.Server = srv
+	w, err := inst.Write(c.Context, target, server, func(ctx context.Context) (secrets.Store, error) { return e.secrets(ctx, nil) }, e.log)
 	if err != nil {
 		return err
 	}
-	var addedTTL, addedCache []string
-	err = config.Edit(target, func(d config.Document) error {
-		if err := d.SetServer(server, srv); err != nil {
-			return err
-		}
-		var err error
-		if addedTTL, err = mergeHints(d, "ttl", inst.Hints.TTL); err != nil {
-			return err
-		}
-		cache := map[string]string{}
-		for k, v := range inst.Hints.Cache {
-			if v != "auto" { // auto is what the cache does anyway
-				cache[k] = v
-			}
-		}
-		addedCache, err = mergeHints(d, "cache", cache)
-		return err
-	})
-	if err != nil {
-		e.deleteSecrets(c.Context, stored)
-		return err
-	}
+	stored, addedTTL, addedCache := w.Stored, w.AddedTTL, w.AddedCache
 	fmt.Fprintf(e.stdout, "added %s (catalog entry %s) to %s\n", server, entry.Name, target)
 	for _, n := range stored {
 		fmt.Fprintf(e.stdout, "stored secret %s in %s\n", n, e.secretPlace(c.Context, n))
@@ -455,53 +433,4 @@ func installEntry(c *cli.Context, e *env, entry *catalog.Entry) error {
 	}
 	fmt.Fprintln(e.stdout, "check it with: nexus list-tools  (or nexus doctor)")
 	return nil
-}
-
-// storeNamedSecrets stores secrets by their keyring names; on failure nothing stays
-// stored and the error says what to do.
-func (e *env) storeNamedSecrets(c *cli.Context, server string, values map[string]string) ([]string, error) {
-	if len(values) == 0 {
-		return nil, nil
-	}
-	store, err := e.secrets(c.Context, nil)
-	if err != nil {
-		return nil, fmt.Errorf("cannot store the secrets of %s, so nothing was written: %w\n(or give a secret as a reference, e.g. --value NAME='${env:VAR}', to read it from the environment)", server, err)
-	}
-	var stored []string
-	for _, name := range slices.Sorted(maps.Keys(values)) {
-		if err := store.Set(c.Context, name, values[name]); err != nil {
-			e.deleteSecrets(c.Context, stored)
-			return nil, fmt.Errorf("storing the secret %s of %s, so nothing was written: %w", name, server, err)
-		}
-		stored = append(stored, name)
-	}
-	return stored, nil
-}
-
-// mergeHints adds the keys of hints to the object d[key] where the edited file does not set
-// them already, and returns the keys added, sorted.
-func mergeHints(d config.Document, key string, hints map[string]string) ([]string, error) {
-	if len(hints) == 0 {
-		return nil, nil
-	}
-	obj, err := d.Object(key)
-	if err != nil {
-		return nil, err
-	}
-	var added []string
-	for _, k := range slices.Sorted(maps.Keys(hints)) {
-		if _, set := obj[k]; set {
-			continue
-		}
-		raw, err := json.Marshal(hints[k])
-		if err != nil {
-			return nil, err
-		}
-		obj[k] = raw
-		added = append(added, k)
-	}
-	if len(added) == 0 {
-		return nil, nil
-	}
-	return added, d.Set(key, obj)
 }

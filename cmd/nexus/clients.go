@@ -3,13 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -20,6 +17,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/clients"
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/secrets"
 )
 
 // clientFile is the config file of a client named on the command line.
@@ -68,144 +66,15 @@ func selfPath() (string, error) {
 	return exe, nil
 }
 
-// importResult is what became of one client server entry.
-type importResult struct {
-	Original string   `json:"original"`
-	Name     string   `json:"name,omitempty"`
-	Status   string   `json:"status"` // imported, exists, skipped, stayed
-	Secrets  []string `json:"secrets,omitempty"`
-	Store    string   `json:"store,omitempty"` // where its secrets went (or would go)
-	Notes    []string `json:"notes,omitempty"`
-	Error    string   `json:"error,omitempty"`
-	Fix      string   `json:"fix,omitempty"`
-}
-
-// Import statuses. A server "stayed" because its secrets could not be stored; one
-// "skipped" cannot run behind Nexus at all.
-const (
-	statusImported = "imported"
-	statusExists   = "exists"
-	statusSkipped  = "skipped"
-	statusStayed   = "stayed"
-)
-
-// plannedImport decides the Nexus name of each entry: an entry whose launch matches a
-// configured server is "exists"; a name taken by another server gets a -2, -3...
-// suffix. Entries with Err are "skipped".
-func plannedImport(cfg *config.Config, ims []clients.Imported) ([]importResult, []*clients.Imported, error) {
-	taken := map[string]bool{}
-	for n := range cfg.Servers {
-		taken[n] = true
+// importer writes imported servers into the personal config and their secrets into
+// the store this command opens.
+func (e *env) importer(cfg *config.Config) *clients.Importer {
+	return &clients.Importer{
+		Config:    e.personal,
+		Store:     func(ctx context.Context) (secrets.Store, error) { return e.secrets(ctx, cfg) },
+		StoreName: e.storeName,
+		Log:       e.log,
 	}
-	var results []importResult
-	var todo []*clients.Imported
-	for i := range ims {
-		im := &ims[i]
-		r := importResult{Original: im.Original, Name: im.Name, Notes: im.Notes}
-		if im.Err != nil {
-			r.Status, r.Name, r.Error = statusSkipped, "", im.Err.Error()
-			results = append(results, r)
-			continue
-		}
-		if old, ok := cfg.Servers[im.Name]; ok && sameLaunch(old, im.Server) {
-			r.Status = statusExists
-			results = append(results, r)
-			continue
-		}
-		if taken[im.Name] {
-			base := im.Name
-			name := base
-			for n := 2; taken[name]; n++ {
-				suffix := fmt.Sprintf("-%d", n)
-				name = base
-				if len(name)+len(suffix) > 32 {
-					name = strings.TrimRight(name[:32-len(suffix)], "-")
-				}
-				name += suffix
-			}
-			if err := im.Rename(name); err != nil {
-				return nil, nil, err
-			}
-			r.Name = name
-			r.Notes = append(r.Notes, fmt.Sprintf("a server named %s exists already, so this one is %s", base, name))
-		}
-		taken[im.Name] = true
-		r.Status = statusImported
-		r.Secrets = slices.Sorted(maps.Keys(im.Secrets))
-		results = append(results, r)
-		todo = append(todo, im)
-	}
-	return results, todo, nil
-}
-
-func sameLaunch(a, b *config.Server) bool {
-	return a.Transport == b.Transport && a.Command == b.Command && slices.Equal(a.Args, b.Args) && a.URL == b.URL
-}
-
-// placeSecrets opens the secret store for the servers of todo that carry secrets,
-// and says in results where their secrets go. When no store is usable, those servers
-// stay where they are (status "stayed", with the reason and the fix) and the others,
-// which need no store, go ahead: it returns the servers that can be imported. A dry
-// run calls it too, so that what it promises was checked.
-func (e *env) placeSecrets(ctx context.Context, cfg *config.Config, results []importResult, todo []*clients.Imported) []*clients.Imported {
-	if !slices.ContainsFunc(todo, func(im *clients.Imported) bool { return len(im.Secrets) > 0 }) {
-		return todo
-	}
-	_, err := e.secrets(ctx, cfg)
-	var keep []*clients.Imported
-	for _, im := range todo {
-		i := slices.IndexFunc(results, func(r importResult) bool { return r.Original == im.Original })
-		switch {
-		case len(im.Secrets) == 0:
-			keep = append(keep, im)
-		case err == nil:
-			results[i].Store = e.storeName()
-			keep = append(keep, im)
-		default:
-			results[i].Status = statusStayed
-			results[i].Error = "its secrets cannot be stored: " + firstLine(err.Error())
-			results[i].Fix = fixPart(err.Error())
-		}
-	}
-	return keep
-}
-
-// importInto stores the secrets of ims and writes them into the personal config, all or
-// nothing. Call placeSecrets first. It returns the secrets stored, for undoing.
-func (e *env) importInto(c *cli.Context, ims []*clients.Imported) ([]string, error) {
-	all := map[string]string{}
-	for _, im := range ims {
-		for k, v := range im.Secrets {
-			all[k] = v
-		}
-	}
-	var stored []string
-	if len(all) > 0 {
-		store, err := e.secrets(c.Context, nil)
-		if err != nil {
-			return nil, fmt.Errorf("the servers to import carry secrets (tokens in their env or headers), and they cannot be stored, so nothing was written: %w", err)
-		}
-		for _, name := range slices.Sorted(maps.Keys(all)) {
-			if err := store.Set(c.Context, name, all[name]); err != nil {
-				e.deleteSecrets(c.Context, stored)
-				return nil, fmt.Errorf("storing the secret %s in %s, so nothing was written: %w", name, e.storeName(), err)
-			}
-			stored = append(stored, name)
-		}
-	}
-	err := config.Edit(e.personal, func(d config.Document) error {
-		for _, im := range ims {
-			if err := d.SetServer(im.Name, im.Server); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		e.deleteSecrets(c.Context, stored)
-		return nil, err
-	}
-	return stored, nil
 }
 
 // keepFileStore records the choice of --insecure-file-store in the personal config
@@ -223,12 +92,7 @@ func (e *env) keepFileStore(ctx context.Context, cfg *config.Config, dryRun bool
 		return true, nil
 	}
 	err := config.Edit(e.personal, func(d config.Document) error {
-		sec, err := d.Object("secrets")
-		if err != nil {
-			return err
-		}
-		sec["insecureFileStore"] = json.RawMessage("true")
-		return d.Set("secrets", sec)
+		return d.Set(true, "secrets", "insecureFileStore")
 	})
 	if err != nil {
 		return false, fmt.Errorf("recording the insecure file store in %s: %w", e.personal, err)
@@ -248,23 +112,7 @@ func (e *env) fileStoreWarning(w io.Writer, dryRun bool) {
 		e.storeFile, verb, e.personal)
 }
 
-// undoImport takes imported servers out of the personal config again.
-func (e *env) undoImport(c *cli.Context, ims []*clients.Imported, stored []string) {
-	err := config.Edit(e.personal, func(d config.Document) error {
-		for _, im := range ims {
-			if _, err := d.RemoveServer(im.Name); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		e.log.Warn("could not take the imported servers out of the config again; remove them with nexus remove", "err", err)
-	}
-	e.deleteSecrets(c.Context, stored)
-}
-
-func printImport(w io.Writer, results []importResult, dryRun, moving bool) {
+func printImport(w io.Writer, results []clients.ImportResult, dryRun, moving bool) {
 	verb := "imported"
 	switch {
 	case moving && dryRun:
@@ -276,11 +124,11 @@ func printImport(w io.Writer, results []importResult, dryRun, moving bool) {
 	}
 	for _, r := range results {
 		switch r.Status {
-		case statusSkipped:
+		case clients.StatusSkipped:
 			fmt.Fprintf(w, "skipped %s: %s\n", r.Original, r.Error)
-		case statusExists:
+		case clients.StatusExists:
 			fmt.Fprintf(w, "%s is already configured in Nexus as %s\n", r.Original, r.Name)
-		case statusStayed:
+		case clients.StatusStayed:
 			not := "not imported"
 			if moving {
 				not = "not moved (it stays in the client)"
@@ -346,14 +194,15 @@ func importCommand() *cli.Command {
 			if err != nil {
 				return fmt.Errorf("the Nexus config is broken, so nothing was imported; fix it first (nexus doctor): %w", err)
 			}
-			results, todo, err := plannedImport(cfg, ims)
+			results, todo, err := clients.PlanImport(cfg, ims)
 			if err != nil {
 				return err
 			}
 			dry := c.Bool("dry-run")
-			todo = e.placeSecrets(c.Context, cfg, results, todo)
+			imp := e.importer(cfg)
+			todo = imp.PlaceSecrets(c.Context, results, todo)
 			if !dry && len(todo) > 0 {
-				if _, err := e.importInto(c, todo); err != nil {
+				if _, err := imp.Import(c.Context, todo); err != nil {
 					return err
 				}
 			}
@@ -437,112 +286,42 @@ func setupClientCommand() *cli.Command {
 			entry := clients.NexusEntry(exe, agent)
 			entry.Env = entryEnv(e)
 
-			// The servers the client runs now, which may move behind Nexus.
-			var ims []clients.Imported
-			if _, err := os.Stat(cf.Path); err == nil {
-				if ims, err = clients.ReadServers(cf.Path); err != nil {
-					return err
-				}
-			} else if !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("reading %s: %w", cf.Path, err)
-			}
-			ims = slices.DeleteFunc(ims, func(im clients.Imported) bool { return im.Original == entry.Name })
-			var movable []string
-			for _, im := range ims {
-				if im.Err == nil {
-					movable = append(movable, im.Original)
-				}
-			}
 			var move []string
 			switch {
 			case c.Bool("move-all"):
-				move = movable
+				if move, err = clients.Movable(cf.Path, entry.Name); err != nil {
+					return err
+				}
 			case c.IsSet("move"):
 				for _, m := range c.StringSlice("move") {
-					i := slices.IndexFunc(ims, func(im clients.Imported) bool { return im.Original == m })
-					if i < 0 {
-						return usageError(fmt.Sprintf("--move %s: %s has no server %q; it has: %s", m, cf.Path, m, strings.Join(names(ims), ", ")))
-					}
-					if ims[i].Err != nil {
-						return fmt.Errorf("--move %s: it cannot run behind Nexus (leave it in the client, or fix it): %w", m, ims[i].Err)
-					}
 					if !slices.Contains(move, m) {
 						move = append(move, m)
 					}
 				}
 			default:
+				movable, err := clients.Movable(cf.Path, entry.Name)
+				if err != nil {
+					return err
+				}
 				if tty, ok := stdinTerminal(c.App.Reader); ok && !c.Bool("json") && len(movable) > 0 {
 					if move, err = askMoves(tty, e.stderr, cf, movable); err != nil {
 						return err
 					}
 				}
 			}
-
-			// A dry run first: it refuses a file it cannot edit before anything is written.
-			res, err := clients.Setup(cf.Path, entry, clients.SetupOptions{Format: cf.Format, DryRun: true, Move: move})
+			cfg, cfgErr := e.load()
+			dry := c.Bool("dry-run")
+			conn, err := e.importer(cfg).Connect(c.Context, cf.Path, entry,
+				clients.ConnectOptions{Format: cf.Format, Move: move, DryRun: dry, Config: cfg, ConfigErr: cfgErr})
 			if err != nil {
 				return err
 			}
-			cfg, err := e.load()
-			if err != nil && len(res.Moved) > 0 {
-				return fmt.Errorf("the Nexus config is broken, so no server can move into it and nothing was written; fix it first (nexus doctor): %w", err)
-			}
-			dry := c.Bool("dry-run")
-			var results []importResult
-			var todo []*clients.Imported
-			if len(res.Moved) > 0 {
-				if results, todo, err = plannedImport(cfg, res.Moved); err != nil {
-					return err
-				}
-				todo = e.placeSecrets(c.Context, cfg, results, todo)
-				// A server whose secrets cannot be stored stays in the client.
-				held := false
-				for _, r := range results {
-					if r.Status == statusStayed {
-						move = slices.DeleteFunc(move, func(m string) bool { return m == r.Original })
-						held = true
-					}
-				}
-				if held {
-					if res, err = clients.Setup(cf.Path, entry, clients.SetupOptions{Format: cf.Format, DryRun: true, Move: move}); err != nil {
-						return err
-					}
-				}
-			}
-			out := setupOutput{Client: cf.Display, File: cf.Path, DryRun: dry, Changed: res.Changed, Created: res.Created,
-				Diff: res.Diff, Moved: nonNil(results)}
-			if !dry && res.Changed {
-				var stored []string
-				if len(todo) > 0 {
-					if stored, err = e.importInto(c, todo); err != nil {
-						return err
-					}
-				}
-				real, err := clients.Setup(cf.Path, entry, clients.SetupOptions{Format: cf.Format, Move: move})
-				if err != nil {
-					if len(todo) > 0 {
-						e.undoImport(c, todo, stored)
-					}
-					return fmt.Errorf("%w\n(the Nexus config is as it was)", err)
-				}
-				out.Backup, out.Diff = real.Backup, real.Diff
-			}
+			out := setupOutput{Client: cf.Display, File: cf.Path, DryRun: dry, Changed: conn.Changed, Created: conn.Created,
+				Backup: conn.Backup, Diff: conn.Diff, Moved: nonNil(conn.Moved), Stayed: conn.Stayed}
 			// Kept once the rest is written: the entry just written runs Nexus, which
 			// must open the store the secrets went to.
 			if out.FileStoreKept, err = e.keepFileStore(c.Context, cfg, dry); err != nil {
 				return err
-			}
-			for _, im := range ims {
-				if slices.Contains(move, im.Original) {
-					continue
-				}
-				reason := notChosen
-				if i := slices.IndexFunc(results, func(r importResult) bool { return r.Original == im.Original }); i >= 0 {
-					reason = results[i].Error
-				} else if im.Err != nil {
-					reason = "it cannot run behind Nexus: " + im.Err.Error()
-				}
-				out.Stayed = append(out.Stayed, stayedServer{Name: im.Original, Reason: reason})
 			}
 			if c.Bool("json") {
 				return printJSON(e.stdout, out)
@@ -570,25 +349,16 @@ func entryEnv(e *env) map[string]string {
 }
 
 type setupOutput struct {
-	Client        string         `json:"client"`
-	File          string         `json:"file"`
-	DryRun        bool           `json:"dryRun"`
-	Changed       bool           `json:"changed"`
-	Created       bool           `json:"created"`
-	Backup        string         `json:"backup,omitempty"`
-	Diff          string         `json:"diff,omitempty"`
-	Moved         []importResult `json:"moved"`
-	Stayed        []stayedServer `json:"stayed,omitempty"`
-	FileStoreKept bool           `json:"fileStoreKept,omitempty"` // secrets.insecureFileStore set in the personal config
-}
-
-// notChosen is the reason a server stayed in the client when the user kept it there.
-const notChosen = "not chosen to move"
-
-// stayedServer is a server of the client that still runs in the client, and why.
-type stayedServer struct {
-	Name   string `json:"name"`
-	Reason string `json:"reason"`
+	Client        string                 `json:"client"`
+	File          string                 `json:"file"`
+	DryRun        bool                   `json:"dryRun"`
+	Changed       bool                   `json:"changed"`
+	Created       bool                   `json:"created"`
+	Backup        string                 `json:"backup,omitempty"`
+	Diff          string                 `json:"diff,omitempty"`
+	Moved         []clients.ImportResult `json:"moved"`
+	Stayed        []clients.Stayed       `json:"stayed,omitempty"`
+	FileStoreKept bool                   `json:"fileStoreKept,omitempty"` // secrets.insecureFileStore set in the personal config
 }
 
 func (o setupOutput) print(w io.Writer, arg string) {
@@ -618,9 +388,9 @@ func (o setupOutput) print(w io.Writer, arg string) {
 	var chosen []string
 	for _, s := range o.Stayed {
 		switch {
-		case s.Reason == notChosen:
+		case s.Reason == clients.NotChosen:
 			chosen = append(chosen, s.Name)
-		case !slices.ContainsFunc(o.Moved, func(r importResult) bool { return r.Original == s.Name }):
+		case !slices.ContainsFunc(o.Moved, func(r clients.ImportResult) bool { return r.Original == s.Name }):
 			fmt.Fprintf(w, "%s stays in the client: %s\n", s.Name, s.Reason) // reported above otherwise
 		}
 	}
@@ -630,14 +400,6 @@ func (o setupOutput) print(w io.Writer, arg string) {
 	if o.Changed {
 		fmt.Fprintf(w, "restart %s to connect it to Nexus\n", o.Client)
 	}
-}
-
-func names(ims []clients.Imported) []string {
-	var out []string
-	for _, im := range ims {
-		out = append(out, im.Original)
-	}
-	return out
 }
 
 // askMoves asks on the terminal which of the client's servers should move behind Nexus.

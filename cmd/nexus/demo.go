@@ -52,7 +52,7 @@ func demoCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("serve") {
-				return e.serve(c.Context, serveOptions{agent: c.String("agent")})
+				return e.serve(c.Context, serveOptions{agent: c.String("agent"), gw: gatewayOptions{observe: true}})
 			}
 			return e.demo(c.Context)
 		},

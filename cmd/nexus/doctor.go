@@ -18,7 +18,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nexus-mcp/nexus/aggregation"
-	"github.com/nexus-mcp/nexus/catalog"
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/secrets"
 )
@@ -208,7 +207,7 @@ func (e *env) checkCatalog() check {
 	cat, err := e.loadCatalog()
 	if err != nil {
 		ch := check{Area: "catalog", Name: "catalog", Status: checkFail, Detail: err.Error(), Fix: "fix or remove the catalog file named"}
-		var ce *catalog.Error
+		var ce *config.Error
 		if errors.As(err, &ce) {
 			ch.Name = ce.File
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"text/tabwriter"
@@ -217,23 +216,7 @@ func (e *env) editPolicy(agent, entry, verb string, apply func(policy.Config, st
 	}
 	rules := next.Agents[agent]
 	err = config.Edit(e.personal, func(d config.Document) error {
-		pol, err := d.Object("policy")
-		if err != nil {
-			return err
-		}
-		agents := map[string]json.RawMessage{}
-		if raw, ok := pol["agents"]; ok {
-			if err := json.Unmarshal(raw, &agents); err != nil {
-				return fmt.Errorf("policy.agents must be an object: %w", err)
-			}
-		}
-		if agents[agent], err = json.Marshal(rules); err != nil {
-			return err
-		}
-		if pol["agents"], err = json.Marshal(agents); err != nil {
-			return err
-		}
-		return d.Set("policy", pol)
+		return d.Set(rules, "policy", "agents", agent)
 	})
 	if err != nil {
 		return err

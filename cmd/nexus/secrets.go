@@ -207,7 +207,10 @@ func (e *env) storeSecrets(ctx context.Context, server string, srv *config.Serve
 			if err != nil {
 				return fmt.Errorf("cannot store the secret %s %s of %s, so nothing was written: %w\n(use --plain-%s for a value that is not secret)", kind, k, server, err, kind)
 			}
-			name := server + "/" + kind + "/" + k
+			name := secrets.EnvName(server, k)
+			if kind == "header" {
+				name = secrets.HeaderName(server, k)
+			}
 			if err := store.Set(ctx, name, v); err != nil {
 				return fmt.Errorf("storing the secret %s of %s, so nothing was written: %w", k, server, err)
 			}

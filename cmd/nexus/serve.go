@@ -26,10 +26,13 @@ func serveCommand() *cli.Command {
 		Usage: "serve the gateway over stdio (default) or streamable HTTP",
 		Description: "Over stdio (for Claude Desktop and other local clients) stdout carries only MCP\n" +
 			"messages and logs go to stderr. With --http ADDR the gateway listens at\n" +
-			"http://ADDR/mcp; agents are identified by bearer tokens (nexus agent add).",
+			"http://ADDR/mcp; agents are identified by bearer tokens (nexus agent add).\n" +
+			"Metrics (/metrics) and the status page (/) are served to agents with a token\n" +
+			"and to browsers on this machine, at --http's address or at --metrics ADDR.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "agent", Usage: "the agent `NAME` this stdio client is (default: the client's own name, else anonymous)", EnvVars: []string{"NEXUS_AGENT"}},
-			&cli.StringFlag{Name: "http", Usage: "listen for streamable HTTP on `ADDR` (e.g. 127.0.0.1:8765) instead of stdio"},
+			&cli.StringFlag{Name: "http", Usage: "listen for streamable HTTP on `ADDR` (e.g. 127.0.0.1:8765) instead of stdio; /metrics and the status page / are served there too"},
+			&cli.StringFlag{Name: "metrics", Usage: "serve Prometheus metrics (/metrics) and the status page (/) on `ADDR` (e.g. 127.0.0.1:9464)"},
 			&cli.BoolFlag{Name: "insecure-no-auth", Usage: "allow --http on a non-loopback address with no agent tokens configured"},
 			&cli.StringFlag{Name: "tool-names", Usage: "wire names: `STYLE` wire (<server>__<tool>) or dotted (<server>.<tool>)"},
 			&cli.BoolFlag{Name: "no-memory", Usage: "do not answer from or write to memory"},
@@ -43,8 +46,9 @@ func serveCommand() *cli.Command {
 				return err
 			}
 			err = e.serve(c.Context, serveOptions{
-				agent: c.String("agent"), httpAddr: c.String("http"), insecure: c.Bool("insecure-no-auth"),
-				gw: gatewayOptions{noMemory: c.Bool("no-memory"), toolNames: c.String("tool-names"), noWait: true},
+				agent: c.String("agent"), httpAddr: c.String("http"), metricsAddr: c.String("metrics"), insecure: c.Bool("insecure-no-auth"),
+				gw: gatewayOptions{noMemory: c.Bool("no-memory"), toolNames: c.String("tool-names"), noWait: true,
+					observe: true, metrics: c.String("http") != "" || c.String("metrics") != ""},
 			})
 			if c.Context.Err() != nil && errors.Is(err, context.Canceled) {
 				return nil // SIGINT or SIGTERM: the stop the user asked for
@@ -55,10 +59,11 @@ func serveCommand() *cli.Command {
 }
 
 type serveOptions struct {
-	agent    string
-	httpAddr string
-	insecure bool
-	gw       gatewayOptions
+	agent       string
+	httpAddr    string
+	metricsAddr string
+	insecure    bool
+	gw          gatewayOptions
 }
 
 func (e *env) serve(ctx context.Context, opts serveOptions) error {
@@ -72,17 +77,27 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 	if opts.gw.toolNames != "" && opts.gw.toolNames != config.ToolNamesWire && opts.gw.toolNames != config.ToolNamesDotted {
 		return usageError(fmt.Sprintf("--tool-names %q: use wire or dotted", opts.gw.toolNames))
 	}
-	var listener net.Listener
-	requireToken := false
+	var listener, metricsListener net.Listener
+	requireToken, metricsRequireToken := false, false
 	if opts.httpAddr != "" {
-		if listener, requireToken, err = e.listen(cfg, opts); err != nil {
+		if listener, requireToken, err = e.listen(cfg, "http", opts.httpAddr, opts.insecure); err != nil {
+			return err
+		}
+	}
+	if opts.metricsAddr != "" {
+		if metricsListener, metricsRequireToken, err = e.listen(cfg, "metrics", opts.metricsAddr, opts.insecure); err != nil {
+			if listener != nil {
+				listener.Close()
+			}
 			return err
 		}
 	}
 	g, err := e.startGateway(ctx, cfg, opts.gw)
 	if err != nil {
-		if listener != nil {
-			listener.Close()
+		for _, l := range []net.Listener{listener, metricsListener} {
+			if l != nil {
+				l.Close()
+			}
 		}
 		return err
 	}
@@ -95,11 +110,13 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 			}
 		}
 	}()
+	// Every goroutine serve starts is joined before the gateway closes: a reload
+	// (from the watcher or SIGHUP) never runs while Close does.
 	ctx, cancel := context.WithCancel(ctx)
-	var checks sync.WaitGroup
-	defer checks.Wait() // after cancel (defers run in reverse)
+	var workers sync.WaitGroup
+	defer workers.Wait() // after cancel (defers run in reverse), before g.Close
 	defer cancel()
-	checks.Go(func() {
+	workers.Go(func() {
 		// Once every server made its first attempt, say which policy entries name
 		// nothing: serve does not wait for its servers to answer its client.
 		if g.Ready(ctx) == nil {
@@ -112,13 +129,13 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 	if p := e.projectLayer(); p != "" {
 		watched = append(slices.Clone(watched), p)
 	}
-	go config.Watch(ctx, watched, 500*time.Millisecond, func() { e.reload(g.Gateway) })
+	workers.Go(func() { config.Watch(ctx, watched, 500*time.Millisecond, func() { e.reload(g.Gateway) }) })
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP) // SIGHUP forces a reload (the CLI sends it after an edit)
 	defer signal.Stop(hup)
 	reloaded, unannounce := e.announce()
 	defer unannounce()
-	go func() {
+	workers.Go(func() {
 		for {
 			select {
 			case <-ctx.Done():
@@ -129,7 +146,28 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 				reloaded() // tells the waiting command the edit is in force
 			}
 		}
-	}()
+	})
+
+	if metricsListener != nil {
+		mux := http.NewServeMux()
+		for pattern, h := range g.obs.pages(g.Gateway) {
+			mux.Handle(pattern, g.Guard(h, metricsRequireToken))
+		}
+		msrv := aggregation.NewHTTPServer(mux)
+		workers.Go(func() {
+			<-ctx.Done()
+			shut, done := context.WithTimeout(context.Background(), 5*time.Second)
+			defer done()
+			_ = msrv.Shutdown(shut)
+		})
+		workers.Go(func() {
+			if err := msrv.Serve(metricsListener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				e.log.Error("the metrics server stopped", "err", err)
+			}
+		})
+		e.log.Info("serving metrics and the status page", "url", "http://"+metricsListener.Addr().String()+"/metrics")
+		fmt.Fprintf(e.stderr, "nexus: metrics on http://%s/metrics, status page on http://%s/\n", metricsListener.Addr(), metricsListener.Addr())
+	}
 
 	if listener == nil {
 		e.log.Info("serving over stdio", "servers", len(cfg.EnabledServers()), "tools", len(g.Tools()))
@@ -138,13 +176,13 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 		}
 		return g.ServeStdio(ctx, os.Stdin, os.Stdout, opts.agent)
 	}
-	srv := aggregation.NewHTTPServer(g.HTTPHandler(aggregation.HTTPOptions{RequireToken: requireToken}))
-	go func() {
+	srv := aggregation.NewHTTPServer(g.HTTPHandler(aggregation.HTTPOptions{RequireToken: requireToken, Pages: g.obs.pages(g.Gateway)}))
+	workers.Go(func() {
 		<-ctx.Done()
 		shut, done := context.WithTimeout(context.Background(), 5*time.Second)
 		defer done()
 		_ = srv.Shutdown(shut)
-	}()
+	})
 	e.log.Info("serving streamable HTTP", "url", "http://"+listener.Addr().String()+"/mcp", "tools", len(g.Tools()))
 	fmt.Fprintf(e.stderr, "nexus: listening on http://%s/mcp\n", listener.Addr())
 	if err := srv.Serve(listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -156,10 +194,10 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 // listen opens the HTTP listener, refusing to expose an unauthenticated gateway
 // beyond this machine unless the user said so explicitly. requireToken tells the
 // handler to refuse everyone should a reload remove the last token.
-func (e *env) listen(cfg *config.Config, opts serveOptions) (l net.Listener, requireToken bool, err error) {
-	host, _, err := net.SplitHostPort(opts.httpAddr)
+func (e *env) listen(cfg *config.Config, flag, addr string, insecure bool) (l net.Listener, requireToken bool, err error) {
+	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, false, usageError(fmt.Sprintf("--http %q: write HOST:PORT, e.g. 127.0.0.1:8765", opts.httpAddr))
+		return nil, false, usageError(fmt.Sprintf("--%s %q: write HOST:PORT, e.g. 127.0.0.1:8765", flag, addr))
 	}
 	hasTokens := false
 	for _, a := range cfg.Agents {
@@ -170,16 +208,16 @@ func (e *env) listen(cfg *config.Config, opts serveOptions) (l net.Listener, req
 		loopback = ip.IsLoopback()
 	}
 	if !hasTokens {
-		if !loopback && !opts.insecure {
-			return nil, false, usageError(fmt.Sprintf("refusing to serve %s without authentication: create an agent token with `nexus agent add NAME`, listen on 127.0.0.1, or pass --insecure-no-auth", opts.httpAddr))
+		if !loopback && !insecure {
+			return nil, false, usageError(fmt.Sprintf("refusing to serve %s without authentication: create an agent token with `nexus agent add NAME`, listen on 127.0.0.1, or pass --insecure-no-auth", addr))
 		}
 		e.log.Warn("no agent tokens configured: every HTTP client is served as the anonymous agent (nexus agent add NAME creates a token)")
 	}
-	l, err = net.Listen("tcp", opts.httpAddr)
+	l, err = net.Listen("tcp", addr)
 	if err != nil {
-		return nil, false, fmt.Errorf("listening on %s: %w", opts.httpAddr, err)
+		return nil, false, fmt.Errorf("listening on %s: %w", addr, err)
 	}
-	return l, !loopback && !opts.insecure, nil
+	return l, !loopback && !insecure, nil
 }
 
 // reload applies an edited config to the running gateway; an invalid edit is logged

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/nexus-mcp/nexus/internal/suggest"
 	"log/slog"
 	"os/exec"
 	"runtime"
@@ -77,10 +78,7 @@ func addCommand() *cli.Command {
 			if err := applyServerFlags(c, srv); err != nil {
 				return err
 			}
-			target, err := e.target(c)
-			if err != nil {
-				return err
-			}
+			target := e.edits
 			if cfg, err := e.load(); err == nil {
 				if _, exists := cfg.Servers[name]; exists && !c.Bool("force") {
 					return usageError(fmt.Sprintf("a server named %q already exists (from %s); pass --force to replace it or `nexus remove %s` first", name, cfg.Servers[name].Source, name))
@@ -126,15 +124,12 @@ func removeCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			target, err := e.target(c)
-			if err != nil {
-				return err
-			}
+			target := e.edits
 			before, _ := e.load() // to find the server's secrets once it is gone
 			found := false
 			err = config.Edit(target, func(d config.Document) error {
-				found, err = d.RemoveServer(name)
-				return err
+				found = d.RemoveServer(name)
+				return nil
 			})
 			if err != nil {
 				return err
@@ -294,7 +289,7 @@ func versionCommand() *cli.Command {
 func (e *env) notInCatalog(name string) error {
 	msg := fmt.Sprintf("%q is not in the catalog, and no --command or --url says how to run it", name)
 	if cat, err := e.loadCatalog(); err == nil {
-		if near := config.Closest(name, cat.Names()); near != "" {
+		if near := suggest.Closest(name, cat.Names()); near != "" {
 			return usageHint(msg, fmt.Sprintf("did you mean `nexus add %s`? (nexus catalog list shows the entries)", near))
 		}
 	}

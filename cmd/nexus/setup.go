@@ -35,6 +35,9 @@ type env struct {
 	project  bool // --project
 	shared   int  // layers[:shared] are shared (--config) layers
 	optional map[string]bool
+	// edits is the file a command that writes config edits: its own --config
+	// FILE (add, remove), else the personal file.
+	edits string
 
 	storeOnce sync.Once
 	store     secrets.Store
@@ -63,6 +66,9 @@ func newEnv(c *cli.Context, defaultLevel slog.Level) (*env, error) {
 	}
 	e.shared = len(e.layers)
 	e.layers = append(e.layers, e.personal)
+	if e.edits, err = e.editTarget(c); err != nil {
+		return nil, err
+	}
 	level := defaultLevel
 	if s := c.String("log-level"); s != "" {
 		if err := level.UnmarshalText([]byte(s)); err != nil {
@@ -138,10 +144,15 @@ func (e *env) projectLayer() string {
 	}
 }
 
-// target is the layer a command edits: --config FILE of the command, else the
-// personal file. A shared layer edited this way is also read as a layer.
-func (e *env) target(c *cli.Context) (string, error) {
-	f := c.String("config")
+// editTarget is the layer a command edits: the command's own --config FILE (add
+// and remove have one), else the personal file. A shared layer edited this way is
+// also read, as a layer the command may be about to create.
+func (e *env) editTarget(c *cli.Context) (string, error) {
+	own := c.Command != nil && slices.ContainsFunc(c.Command.Flags, func(f cli.Flag) bool { return slices.Contains(f.Names(), "config") })
+	f := ""
+	if own {
+		f = c.String("config")
+	}
 	if f == "" {
 		return e.personal, nil
 	}
@@ -150,13 +161,10 @@ func (e *env) target(c *cli.Context) (string, error) {
 		return "", fmt.Errorf("--config %s: %w", f, err)
 	}
 	if !slices.Contains(e.layers, abs) {
-		e.layers = append(e.layers[:e.shared:e.shared], append([]string{abs}, e.layers[e.shared:]...)...)
+		e.layers = slices.Insert(e.layers, e.shared, abs)
 		e.shared++
 	}
-	if e.optional == nil {
-		e.optional = map[string]bool{}
-	}
-	e.optional[abs] = true // a layer the command is about to create
+	e.optional = map[string]bool{abs: true}
 	return abs, nil
 }
 
@@ -169,16 +177,25 @@ type gatewayOptions struct {
 	noWait bool
 	// waitFor names the servers to wait for; none means every one.
 	waitFor []string
+	// observe keeps the audit trail and traces (observe.go); metrics also counts
+	// for a /metrics page.
+	observe, metrics bool
 }
 
 // running is a started gateway and what must be closed with it.
 type running struct {
 	*aggregation.Gateway
 	mem *memory.Memory
+	obs *observation // nil when not observed
 }
 
 func (r *running) Close() {
-	r.Gateway.Close()
+	if r.Gateway != nil {
+		r.Gateway.Close()
+	}
+	if r.obs != nil {
+		r.obs.Close()
+	}
 	if r.mem != nil {
 		_ = r.mem.Close()
 	}
@@ -195,15 +212,21 @@ func (e *env) startGateway(ctx context.Context, cfg *config.Config, opts gateway
 			r.mem = mem
 		}
 	}
-	g, err := aggregation.New(cfg, aggregation.Options{Logger: e.log, Memory: r.mem, ToolNames: opts.toolNames,
-		Resolve: e.resolver(ctx, cfg), Redact: e.redactor.JSON, BeforeStart: e.registerChildValues})
+	gopts := aggregation.Options{Logger: e.log, Memory: r.mem, ToolNames: opts.toolNames,
+		Resolve: e.resolver(ctx, cfg), Redact: e.redactor.JSON, BeforeStart: e.registerChildValues}
+	if opts.observe {
+		r.obs = e.observe(ctx, cfg, opts.metrics)
+		r.obs.apply(&gopts)
+	}
+	g, err := aggregation.New(cfg, gopts)
 	if err != nil {
-		if r.mem != nil {
-			r.mem.Close()
-		}
+		r.Close()
 		return nil, err
 	}
 	r.Gateway = g
+	if r.obs != nil {
+		r.obs.attach(g)
+	}
 	if err := g.Start(ctx); err != nil {
 		r.Close()
 		return nil, err

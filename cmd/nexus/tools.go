@@ -103,9 +103,10 @@ func callCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			// A call waits only for the servers its tool may belong to.
+			// A call waits only for the servers its tool may belong to. It is audited
+			// like a client's call.
 			g, err := e.startGatewayShowingProgress(c.Context, cfg, gatewayOptions{noMemory: c.Bool("no-memory"),
-				waitFor: aggregation.OwnersOf(cfg, c.Args().First())}, c.Bool("json"))
+				waitFor: aggregation.OwnersOf(cfg, c.Args().First()), observe: true}, c.Bool("json"))
 			if err != nil {
 				return err
 			}

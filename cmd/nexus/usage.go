@@ -2,12 +2,11 @@ package main
 
 import (
 	"fmt"
+	"github.com/nexus-mcp/nexus/internal/suggest"
 	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
-
-	"github.com/nexus-mcp/nexus/config"
 )
 
 // argsKey finds the command line as typed in the app's metadata, to quote it back
@@ -65,7 +64,7 @@ func unknownCommand(c *cli.Context) error {
 		}
 	}
 	msg := fmt.Sprintf("unknown command %q", path+" "+name)
-	if near := config.Closest(name, names); near != "" {
+	if near := suggest.Closest(name, names); near != "" {
 		return usageHint(msg, fmt.Sprintf("did you mean `%s %s`?", path, near))
 	}
 	return usageHint(msg, fmt.Sprintf("`%s --help` lists the commands", path))
@@ -97,7 +96,7 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 	for _, f := range c.App.Flags {
 		flags = append(flags, f.Names()...)
 	}
-	if near := config.Closest(strings.TrimLeft(bad, "-"), flags); near != "" {
+	if near := suggest.Closest(strings.TrimLeft(bad, "-"), flags); near != "" {
 		return usageHint(msg, fmt.Sprintf("did you mean --%s? (`%s --help` lists the flags)", near, name))
 	}
 	return usageHint(msg, fmt.Sprintf("`%s --help` lists its flags", name))

@@ -1,0 +1,113 @@
+package aggregation
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// TestGuard: the read-only pages go to agents with a token, and to clients on this
+// machine; a remote client without a token is refused before anything is served,
+// and the Host/Origin guard applies to everyone.
+func TestGuard(t *testing.T) {
+	f := newFixture(t) // tokens are configured
+	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("the page")) })
+	h := f.g.Guard(page, false)
+	remote := &net.TCPAddr{IP: net.ParseIP("192.0.2.10"), Port: 8765}
+	loopback := &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 8765}
+	tests := []struct {
+		name       string
+		local      net.Addr
+		remoteAddr string
+		host       string
+		header     map[string]string
+		method     string
+		want       int
+	}{
+		{"remote without token", remote, "198.51.100.7:5555", "192.0.2.10:8765", nil, "GET", http.StatusUnauthorized},
+		{"remote with a wrong token", remote, "198.51.100.7:5555", "192.0.2.10:8765", map[string]string{"Authorization": "Bearer nope"}, "GET", http.StatusUnauthorized},
+		{"remote with a token", remote, "198.51.100.7:5555", "192.0.2.10:8765", map[string]string{"Authorization": "Bearer " + tokens["tester"]}, "GET", http.StatusOK},
+		{"remote with a token, foreign origin", remote, "198.51.100.7:5555", "192.0.2.10:8765", map[string]string{"Authorization": "Bearer " + tokens["tester"], "Origin": "http://evil.example"}, "GET", http.StatusForbidden},
+		{"loopback without token", loopback, "127.0.0.1:5555", "127.0.0.1:8765", nil, "GET", http.StatusOK},
+		{"loopback, rebound host name", loopback, "127.0.0.1:5555", "evil.example:8765", nil, "GET", http.StatusForbidden},
+		{"loopback, POST", loopback, "127.0.0.1:5555", "127.0.0.1:8765", nil, "POST", http.StatusMethodNotAllowed},
+		{"remote peer on a loopback listener", loopback, "198.51.100.7:5555", "127.0.0.1:8765", nil, "GET", http.StatusUnauthorized},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(tt.method, "http://"+tt.host+"/", nil)
+			r.RemoteAddr = tt.remoteAddr
+			r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, tt.local))
+			for k, v := range tt.header {
+				r.Header.Set(k, v)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != tt.want {
+				t.Fatalf("status %d, want %d: %s", w.Code, tt.want, w.Body)
+			}
+			if tt.want != http.StatusOK && w.Body.String() == "the page" {
+				t.Fatal("the page was served to a refused client")
+			}
+		})
+	}
+}
+
+// recorder keeps the calls an Observer sees.
+type recorder struct{ calls chan Call }
+
+func (r *recorder) Observe(c *Call) { r.calls <- *c }
+
+// TestObserverSeesEveryCall: each call reaches the observer once, with the
+// decision, the outcome and the names a metric may use.
+func TestObserverSeesEveryCall(t *testing.T) {
+	f := newFixture(t)
+	rec := &recorder{calls: make(chan Call, 16)}
+	f.g.observer = rec
+	tests := []struct {
+		agent, tool string
+		want        Outcome
+		known       bool
+		decided     bool
+	}{
+		{"other", "good__echo", OutcomeOK, true, true},
+		{"tester", "evil__echo", OutcomeRefused, true, true},
+		{"tester", "nope__nothing", OutcomeRPCError, true, false},
+		{"stranger", "good__echo", OutcomeOK, false, true}, // the built-in default: @readonly
+	}
+	for _, tt := range tests {
+		_, _ = f.g.Call(context.Background(), tt.agent, tt.tool, json.RawMessage(`{"message":"hi"}`))
+		c := <-rec.calls
+		if c.Outcome != tt.want || c.KnownAgent != tt.known || c.Decided != tt.decided || c.Agent != tt.agent || c.Requested != tt.tool {
+			t.Errorf("%s calls %s: observed %+v", tt.agent, tt.tool, c)
+		}
+		if tt.decided && (c.Tool == "" || c.Server == "" || c.Rule == "" || c.Origin == "") {
+			t.Errorf("%s calls %s: the decision is not recorded: %+v", tt.agent, tt.tool, c)
+		}
+		if c.Duration <= 0 {
+			t.Errorf("%s calls %s: no duration", tt.agent, tt.tool)
+		}
+	}
+	select {
+	case c := <-rec.calls:
+		t.Errorf("an extra observation: %+v", c)
+	default:
+	}
+}
+
+func TestCacheStatus(t *testing.T) {
+	tests := map[string]string{
+		`{"content":[],"_meta":{"nexus/cache":{"status":"hit","age_ms":3}}}`:                 "hit",
+		`{"content":[{"type":"text","text":"\"nexus/cache\":{\"status\":\"hit\""}]}`:         "",
+		`{"content":[],"_meta":{"nexus/cache":{"status":"semantic_hit","similarity":0.93}}}`: "semantic_hit",
+		`{"content":[]}`: "",
+	}
+	for raw, want := range tests {
+		if got := cacheStatus(json.RawMessage(raw)); got != want {
+			t.Errorf("cacheStatus(%s) = %q, want %q", raw, got, want)
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nexus-mcp/nexus/audit"
+	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/policy"
+)
+
+func auditCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "audit",
+		Usage: "show the audit trail: refused calls, and allowed calls of tools that are not read-only",
+		Description: "The trail is kept by nexus serve (and nexus call) in NEXUS_HOME/audit.db, or in the\n" +
+			"shared PostgreSQL database with \"memory\": {\"backend\": \"postgres\"}. Newest first.\n\n" +
+			"   nexus audit --refused --since 1h\n" +
+			"   nexus audit --agent coder --tool code-kg.* --json",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "agent", Usage: "only calls of agent `NAME`"},
+			&cli.StringFlag{Name: "tool", Usage: "only calls of canonical tool `NAME` (server.tool), or server.* for a server's"},
+			&cli.StringFlag{Name: "since", Usage: "only the last `DURATION` (e.g. 30m, 1h, 2d)"},
+			&cli.BoolFlag{Name: "refused", Usage: "only refused calls"},
+			&cli.IntFlag{Name: "limit", Value: 100, Usage: "at most `N` records"},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON, one array"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() > 0 {
+				return usageError(fmt.Sprintf("audit takes no arguments, got %q (filters are flags: --agent, --tool, --since, --refused)", c.Args().First()))
+			}
+			f, err := auditFilter(c)
+			if err != nil {
+				return err
+			}
+			e, cfg, err := loadEnv(c, slog.LevelWarn)
+			if err != nil {
+				return err
+			}
+			store, err := e.openAuditToRead(c.Context, cfg)
+			if errors.Is(err, errNoTrail) {
+				if c.Bool("json") {
+					_, err := fmt.Fprintln(e.stdout, "[]")
+					return err
+				}
+				fmt.Fprintf(e.stdout, "nexus: %v\n", err)
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			recs, err := store.Query(c.Context, f)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				if recs == nil {
+					recs = []audit.Record{}
+				}
+				return printJSON(e.stdout, recs)
+			}
+			if len(recs) == 0 {
+				fmt.Fprintln(e.stdout, "no record matches")
+				return nil
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TIME\tAGENT\tTOOL\tDECISION\tRULE\tOUTCOME\tDURATION\tMEMORY")
+			for _, r := range recs {
+				decision := "allowed"
+				if r.Refused {
+					decision = "refused"
+				}
+				rule := r.Origin + ": " + r.Rule
+				if r.Source != "" {
+					rule += " (" + r.Source + ")"
+				}
+				mem := r.Memory
+				if mem == "" {
+					mem = "-"
+				}
+				tool := r.Tool
+				if r.Method != "tools/call" {
+					tool = r.Method + " " + tool
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format(time.DateTime), r.Agent, tool, decision, rule, r.Outcome, r.Duration.Round(time.Microsecond), mem)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+// auditFilter reads the filter flags, refusing what would silently match nothing.
+func auditFilter(c *cli.Context) (audit.Filter, error) {
+	f := audit.Filter{Agent: c.String("agent"), Tool: c.String("tool"), Refused: c.Bool("refused"), Limit: c.Int("limit")}
+	if f.Agent != "" && !policy.ValidAgentName(f.Agent) {
+		return f, usageError(fmt.Sprintf("--agent %q: an agent name is 1-32 lower-case letters, digits or '-'", f.Agent))
+	}
+	if f.Tool != "" && (!strings.Contains(f.Tool, ".") || strings.HasPrefix(f.Tool, ".")) {
+		return f, usageError(fmt.Sprintf("--tool %q: write a canonical name, server.tool, or server.* (nexus list-tools shows them)", f.Tool))
+	}
+	if s := c.String("since"); s != "" {
+		d, err := config.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return f, usageError(fmt.Sprintf("--since %q: write a duration such as 30m, 1h or 2d", s))
+		}
+		f.Since = time.Now().Add(-d)
+	}
+	if f.Limit <= 0 {
+		return f, usageError(fmt.Sprintf("--limit %d: write a positive number", f.Limit))
+	}
+	return f, nil
+}

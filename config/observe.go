@@ -1,0 +1,70 @@
+package config
+
+import (
+	"net/url"
+	"time"
+)
+
+// Audit configures the audit trail: every refused call and every allowed call of a
+// tool that is not read-only, kept in NEXUS_HOME (audit.db) or, with the postgres
+// memory backend, in the shared database.
+type Audit struct {
+	// Enabled turns the trail off when false (it is on by default).
+	Enabled *bool `json:"enabled,omitempty"`
+	// Arguments keeps each call's arguments (redacted) in the trail; off by
+	// default, since arguments may hold what the trail should not.
+	Arguments bool `json:"arguments,omitempty"`
+	// MaxAge drops records older than this (default 30 days).
+	MaxAge Duration `json:"maxAge,omitzero"`
+	// MaxBytes bounds the trail's size (default 64 MiB); the oldest records go first.
+	MaxBytes int64 `json:"maxBytes,omitempty"`
+}
+
+// Audit defaults.
+const (
+	DefaultAuditMaxAge   = 30 * 24 * time.Hour
+	DefaultAuditMaxBytes = 64 << 20
+	minAuditMaxBytes     = 1 << 20
+)
+
+// On reports whether the trail is kept.
+func (a Audit) On() bool { return a.Enabled == nil || *a.Enabled }
+
+// Age is MaxAge or its default.
+func (a Audit) Age() time.Duration {
+	if a.MaxAge.D > 0 {
+		return a.MaxAge.D
+	}
+	return DefaultAuditMaxAge
+}
+
+// Bytes is MaxBytes or its default.
+func (a Audit) Bytes() int64 {
+	if a.MaxBytes > 0 {
+		return a.MaxBytes
+	}
+	return DefaultAuditMaxBytes
+}
+
+// Tracing configures OpenTelemetry traces, sent with OTLP over HTTP. Off unless an
+// endpoint is set here or in OTEL_EXPORTER_OTLP_ENDPOINT.
+type Tracing struct {
+	// Endpoint is the OTLP/HTTP collector's base URL, e.g. http://127.0.0.1:4318
+	// (spans go to its /v1/traces).
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// buildObserve checks the audit and tracing sections, so that a mistake is found
+// when the config is loaded, not by the first serve.
+func (m *merger) buildObserve(cfg *Config) {
+	m.decodeSection("audit", &cfg.Audit)
+	m.decodeSection("tracing", &cfg.Tracing)
+	if b := cfg.Audit.MaxBytes; b != 0 && b < minAuditMaxBytes {
+		m.errs.add(m.errAt(m.mapFrom["audit"]["maxBytes"], "write a number of bytes of at least 1048576 (default 67108864)", "audit", "maxBytes"))
+	}
+	if ep := cfg.Tracing.Endpoint; ep != "" {
+		if u, err := url.Parse(ep); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			m.errs.add(m.errAt(m.mapFrom["tracing"]["endpoint"], "write the OTLP/HTTP collector's URL, e.g. http://127.0.0.1:4318", "tracing", "endpoint"))
+		}
+	}
+}

@@ -1,0 +1,147 @@
+// Package status serves the gateway's status page: its servers and their state,
+// the tools of each, what each agent's policy lets it call, how often memory
+// answered, and the latest refusals. The page is read-only HTML rendered on the
+// server from an embedded html/template: nothing to build, no script.
+package status
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"html/template"
+	"maps"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/nexus-mcp/nexus/aggregation"
+	"github.com/nexus-mcp/nexus/audit"
+	"github.com/nexus-mcp/nexus/policy"
+)
+
+//go:embed page.html
+var files embed.FS
+
+// page is parsed once; a template is immutable once parsed and safe for
+// concurrent use.
+var page = template.Must(template.New("page.html").Funcs(template.FuncMap{
+	"ago": func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
+}).ParseFS(files, "page.html"))
+
+// Sources are what the page shows.
+type Sources struct {
+	Gateway *aggregation.Gateway
+	// Refusals returns the latest refusals, newest first; nil when no audit trail is
+	// kept.
+	Refusals func(ctx context.Context, limit int) ([]audit.Record, error)
+}
+
+// Handler serves the page at "/" (any other path is 404). Guard it: it shows
+// what the gateway does to whoever may see it (aggregation.Gateway.Guard).
+func Handler(src Sources) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		data := build(r.Context(), src)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+		if err := page.Execute(w, data); err != nil {
+			http.Error(w, "rendering the status page: "+err.Error(), http.StatusInternalServerError)
+		}
+	})
+}
+
+// view is the page's data.
+type view struct {
+	Version  string
+	Now      time.Time
+	Servers  []server
+	Agents   []agent
+	Memory   memoryView
+	Refusals []audit.Record
+	// RefusalsNote says why there are no refusals to show, when it is not that
+	// there were none.
+	RefusalsNote string
+}
+
+type server struct {
+	aggregation.Status
+	ToolNames []string
+}
+
+type agent struct {
+	Name    string
+	Policy  string // the policy that applies: policy.agents.NAME, policy.default...
+	Allowed []string
+	Refused int
+}
+
+type memoryView struct {
+	On                                   bool
+	Note                                 string
+	Entries, Bytes                       int64
+	Hits, SemanticHits, Misses, Bypasses int64
+	HitRate                              string
+}
+
+func build(ctx context.Context, src Sources) view {
+	g := src.Gateway
+	v := view{Version: aggregation.Version, Now: time.Now()}
+	tools := g.Tools()
+	perServer := map[string][]string{}
+	for _, t := range tools {
+		perServer[t.Server] = append(perServer[t.Server], t.Name)
+	}
+	for _, st := range g.Servers() {
+		v.Servers = append(v.Servers, server{Status: st, ToolNames: perServer[st.Name]})
+	}
+
+	cfg := g.Config()
+	names := map[string]bool{policy.Anonymous: true}
+	for n := range cfg.Agents {
+		names[n] = true
+	}
+	for n := range cfg.Policy.Agents {
+		names[n] = true
+	}
+	pol := g.Policy()
+	for _, n := range slices.Sorted(maps.Keys(names)) {
+		// The policy that applies to the agent, whatever it offers today.
+		a := agent{Name: n, Policy: pol.Decide(n, policy.Tool{Name: "-.-"}).Origin}
+		for _, e := range g.Explain(n) {
+			if e.Kind != "tool" {
+				continue
+			}
+			if e.Allowed {
+				a.Allowed = append(a.Allowed, e.Name)
+			} else {
+				a.Refused++
+			}
+		}
+		v.Agents = append(v.Agents, a)
+	}
+
+	if mem := g.Memory(); mem == nil {
+		v.Memory.Note = "memory is off"
+	} else if st, err := mem.Stats(ctx); err != nil {
+		v.Memory.Note = "memory stats: " + err.Error()
+	} else {
+		v.Memory = memoryView{On: true, Note: st.Disabled, Entries: st.Entries, Bytes: st.Bytes,
+			Hits: st.Hits, SemanticHits: st.SemanticHits, Misses: st.Misses, Bypasses: st.Bypasses, HitRate: "no lookups yet"}
+		if n := st.Hits + st.Misses; n > 0 {
+			v.Memory.HitRate = fmt.Sprintf("%.1f%%", 100*float64(st.Hits)/float64(n))
+		}
+	}
+
+	if src.Refusals == nil {
+		v.RefusalsNote = "the audit trail is off"
+	} else if recs, err := src.Refusals(ctx, 20); err != nil {
+		v.RefusalsNote = "reading the audit trail: " + err.Error()
+	} else {
+		v.Refusals = recs
+	}
+	return v
+}

@@ -1,0 +1,68 @@
+package status
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nexus-mcp/nexus/aggregation"
+	"github.com/nexus-mcp/nexus/audit"
+	"github.com/nexus-mcp/nexus/config"
+)
+
+func gateway(t *testing.T) *aggregation.Gateway {
+	t.Helper()
+	cfg, err := config.Parse("test.json", []byte(`{"servers": {}, "agents": {"coder": {}},
+		"policy": {"agents": {"coder": {"allow": ["*"]}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := aggregation.New(cfg, aggregation.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestPageEscapesWhatItShows: names, rules and files come from configs and
+// children; the page shows them as text, never as markup.
+func TestPageEscapesWhatItShows(t *testing.T) {
+	refusals := func(context.Context, int) ([]audit.Record, error) {
+		return []audit.Record{{Time: time.Now(), Agent: "coder", Method: "tools/call", Tool: "fx.<script>alert(1)</script>",
+			Rule: `deny "fx.*"`, Origin: "policy.agents.coder", Source: "/etc/<b>nexus</b>.json"}}, nil
+	}
+	h := Handler(Sources{Gateway: gateway(t), Refusals: refusals})
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+	body := w.Body.String()
+	if w.Code != http.StatusOK || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") {
+		t.Fatalf("GET /: %d %s", w.Code, w.Header().Get("Content-Type"))
+	}
+	for _, bad := range []string{"<script>alert", "<b>nexus</b>"} {
+		if strings.Contains(body, bad) {
+			t.Errorf("the page carries %q unescaped", bad)
+		}
+	}
+	for _, want := range []string{"&lt;script&gt;alert(1)&lt;/script&gt;", `data-agent="coder"`, `data-agent="anonymous"`, "memory is off", "No server is configured."} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page lacks %q:\n%s", want, body)
+		}
+	}
+}
+
+func TestPageNotFoundElsewhere(t *testing.T) {
+	h := Handler(Sources{Gateway: gateway(t)})
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/favicon.ico", nil))
+	if w.Code != http.StatusNotFound {
+		t.Errorf("GET /favicon.ico: %d, want 404", w.Code)
+	}
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+	if !strings.Contains(w.Body.String(), "the audit trail is off") {
+		t.Errorf("without a trail the page should say so:\n%s", w.Body)
+	}
+}
