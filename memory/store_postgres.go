@@ -31,9 +31,10 @@ const pgLockClass = "74101"
 const pgChannel = "nexus_memory"
 
 // Replica leases: every pgHeartbeat a replica's listener connection
-// extends its row in replicas to pgLeaseDB ahead on the database's clock,
-// and its own hot-layer lease to pgLeaseLocal ahead of when it asked, so
-// its own lease ends first even if the two clocks drift a little.
+// extends its row in nexus_memory_replicas to pgLeaseDB ahead on the
+// database's clock, and its own hot-layer lease to pgLeaseLocal ahead of
+// when it asked, so its own lease ends first even if the two clocks drift
+// a little.
 const (
 	pgHeartbeat  = 500 * time.Millisecond
 	pgLeaseDB    = 3 * time.Second
@@ -59,8 +60,9 @@ const pgDownBackoff = time.Second
 // invalidating replica waits (awaitAcks) until every live replica has
 // acknowledged that epoch, which each does on its listener connection
 // right after emptying its hot layer. A replica is live while its lease
-// in replicas (pgLeaseDB ahead, renewed every pgHeartbeat by the same
-// connection that listens) runs; it serves hot hits without asking the
+// in nexus_memory_replicas (pgLeaseDB ahead, renewed every pgHeartbeat
+// by the same connection that listens) runs; it serves hot hits without
+// asking the
 // database only while its own, shorter lease runs (hotValid), and
 // otherwise reads the tool's generation on every hot hit. A replica that
 // hangs or loses its connection thus stops serving from its hot layer
@@ -71,10 +73,11 @@ const pgDownBackoff = time.Second
 // generation on every hot hit instead made the hit p50 2.8x SQLite's.
 //
 // Single flight: a replica about to make a child call claims the key in
-// flights for Options.FlightLease, on the database's clock; a replica that
-// finds it claimed waits for the entry (woken by a notification, polling
-// in case one is lost) and claims it itself if the claim lapses or is
-// released without an entry (a failure result, which is not stored).
+// nexus_memory_flights for Options.FlightLease, on the database's clock;
+// a replica that finds it claimed waits for the entry (woken by a
+// notification, polling in case one is lost) and claims it itself if the
+// claim lapses or is released without an entry (a failure result, which
+// is not stored).
 //
 // Stores and invalidations serialise on an advisory lock (shared for
 // stores, exclusive for invalidations), so a result fetched before an
@@ -83,7 +86,7 @@ type pgStore struct {
 	pool   *pgxpool.Pool
 	cfg    *pgxpool.Config
 	desc   string // the DSN without its password
-	owner  string // this store's name in flights
+	owner  string // this store's name in nexus_memory_flights
 	busyTO time.Duration
 	log    *slog.Logger
 
@@ -142,7 +145,7 @@ func (s *pgStore) close() error {
 	<-s.listenDone
 	// Invalidations stop waiting for this replica.
 	ctx, cancel := context.WithTimeout(context.Background(), s.busyTO)
-	s.pool.Exec(ctx, `DELETE FROM replicas WHERE id = $1`, s.owner)
+	s.pool.Exec(ctx, `DELETE FROM nexus_memory_replicas WHERE id = $1`, s.owner)
 	cancel()
 	s.pool.Close()
 	return nil
@@ -251,8 +254,8 @@ func (s *pgStore) listenOnce(ctx context.Context) error {
 	// replica. Those committed before are covered by emptying the hot
 	// layer after registering.
 	asked := time.Now()
-	if _, err := conn.Exec(ctx, `INSERT INTO replicas (id, acked, alive_until)
-		SELECT $1, e, `+pgNowMS+` + $2 FROM epoch
+	if _, err := conn.Exec(ctx, `INSERT INTO nexus_memory_replicas (id, acked, alive_until)
+		SELECT $1, e, `+pgNowMS+` + $2 FROM nexus_memory_epoch
 		ON CONFLICT (id) DO UPDATE SET acked = excluded.acked, alive_until = excluded.alive_until`,
 		s.owner, pgLeaseDB.Milliseconds()); err != nil {
 		return fmt.Errorf("register replica: %w", err)
@@ -260,7 +263,7 @@ func (s *pgStore) listenOnce(ctx context.Context) error {
 	s.applyInvalidation()
 	s.leaseUntil.Store(asked.Add(pgLeaseLocal).UnixNano())
 	// Rows of replicas gone for good.
-	conn.Exec(ctx, `DELETE FROM replicas WHERE alive_until < `+pgNowMS+` - 3600000`)
+	conn.Exec(ctx, `DELETE FROM nexus_memory_replicas WHERE alive_until < `+pgNowMS+` - 3600000`)
 
 	prefix := schema + "|"
 	next := asked.Add(pgHeartbeat)
@@ -276,7 +279,7 @@ func (s *pgStore) listenOnce(ctx context.Context) error {
 		}
 		if err != nil || !time.Now().Before(next) {
 			asked := time.Now()
-			tag, err := conn.Exec(ctx, `UPDATE replicas SET alive_until = `+pgNowMS+` + $2 WHERE id = $1`,
+			tag, err := conn.Exec(ctx, `UPDATE nexus_memory_replicas SET alive_until = `+pgNowMS+` + $2 WHERE id = $1`,
 				s.owner, pgLeaseDB.Milliseconds())
 			if err != nil {
 				return fmt.Errorf("renew lease: %w", err)
@@ -304,7 +307,7 @@ func (s *pgStore) listenOnce(ctx context.Context) error {
 				(*hook)()
 			}
 			s.applyInvalidation()
-			if _, err := conn.Exec(ctx, `UPDATE replicas SET acked = greatest(acked, $2) WHERE id = $1`, s.owner, epoch); err != nil {
+			if _, err := conn.Exec(ctx, `UPDATE nexus_memory_replicas SET acked = greatest(acked, $2) WHERE id = $1`, s.owner, epoch); err != nil {
 				return fmt.Errorf("acknowledge invalidation: %w", err)
 			}
 		case kind == "store":
@@ -333,7 +336,7 @@ func (s *pgStore) awaitAcks(ctx context.Context, e int64) error {
 	poll := 200 * time.Microsecond
 	for {
 		var waiting int
-		err := s.pool.QueryRow(ctx, `SELECT count(*) FROM replicas WHERE acked < $1 AND alive_until > `+pgNowMS, e).Scan(&waiting)
+		err := s.pool.QueryRow(ctx, `SELECT count(*) FROM nexus_memory_replicas WHERE acked < $1 AND alive_until > `+pgNowMS, e).Scan(&waiting)
 		if err != nil {
 			return s.failed(ctx, fmt.Errorf("wait for replicas to apply invalidation %d: %w", e, err))
 		}
@@ -379,7 +382,7 @@ func (s *pgStore) sync(_ context.Context, h *hot) (look, error) {
 	return l, nil
 }
 
-const pgGenQuery = `SELECT coalesce(sum(gen), 0)::bigint FROM generations WHERE name IN ($1, $2, '*')`
+const pgGenQuery = `SELECT coalesce(sum(gen), 0)::bigint FROM nexus_memory_generations WHERE name IN ($1, $2, '*')`
 
 func (s *pgStore) hotValid(ctx context.Context, t Tool, gen int64) (bool, error) {
 	if time.Now().UnixNano() < s.leaseUntil.Load() {
@@ -414,7 +417,7 @@ func (s *pgStore) lookup(ctx context.Context, t Tool, key []byte) (entry, bool, 
 	err = s.pool.QueryRow(ctx, `
 		SELECT g.gen, e.id, e.result, e.created_at, e.duration_ms
 		FROM (`+pgGenQuery+`) AS g (gen)
-		LEFT JOIN entries AS e ON e.key = $3`, gt, gs, key).Scan(&gen, &id, &result, &created, &dur)
+		LEFT JOIN nexus_memory_entries AS e ON e.key = $3`, gt, gs, key).Scan(&gen, &id, &result, &created, &dur)
 	if err != nil {
 		return entry{}, false, 0, s.failed(ctx, fmt.Errorf("lookup: %w", err))
 	}
@@ -494,8 +497,8 @@ func (s *pgStore) write(ctx context.Context, w *write) (int64, error) {
 			return err
 		}
 		if w.purge {
-			if _, err := tx.Exec(ctx, `DELETE FROM entries WHERE id IN (
-				SELECT id FROM entries WHERE expires_at <= $1 LIMIT $2)`, w.now, purgeLimit); err != nil {
+			if _, err := tx.Exec(ctx, `DELETE FROM nexus_memory_entries WHERE id IN (
+				SELECT id FROM nexus_memory_entries WHERE expires_at <= $1 LIMIT $2)`, w.now, purgeLimit); err != nil {
 				return fmt.Errorf("purge expired: %w", err)
 			}
 		}
@@ -525,7 +528,7 @@ func (s *pgStore) write(ctx context.Context, w *write) (int64, error) {
 // commits, to apply it; the caller then waits for them (awaitAcks).
 func (s *pgStore) bumpEpoch(ctx context.Context, tx pgx.Tx) (int64, error) {
 	var e int64
-	if err := tx.QueryRow(ctx, `UPDATE epoch SET e = e + 1 WHERE id = 1 RETURNING e`).Scan(&e); err != nil {
+	if err := tx.QueryRow(ctx, `UPDATE nexus_memory_epoch SET e = e + 1 WHERE id = 1 RETURNING e`).Scan(&e); err != nil {
 		return 0, fmt.Errorf("bump epoch: %w", err)
 	}
 	return e, s.notify(ctx, tx, "invalidate:"+strconv.FormatInt(e, 10))
@@ -543,9 +546,9 @@ func pgInvalidate(ctx context.Context, tx pgx.Tx, p string) error {
 	gen, column, value := patternGen(p)
 	var err error
 	if column == "" {
-		_, err = tx.Exec(ctx, `DELETE FROM entries`)
+		_, err = tx.Exec(ctx, `DELETE FROM nexus_memory_entries`)
 	} else {
-		_, err = tx.Exec(ctx, `DELETE FROM entries WHERE `+column+` = $1`, value)
+		_, err = tx.Exec(ctx, `DELETE FROM nexus_memory_entries WHERE `+column+` = $1`, value)
 	}
 	if err != nil {
 		return fmt.Errorf("invalidate %q: %w", p, err)
@@ -554,8 +557,8 @@ func pgInvalidate(ctx context.Context, tx pgx.Tx, p string) error {
 }
 
 func pgBumpGen(ctx context.Context, tx pgx.Tx, name string) error {
-	_, err := tx.Exec(ctx, `INSERT INTO generations (name, gen) VALUES ($1, 1)
-		ON CONFLICT (name) DO UPDATE SET gen = generations.gen + 1`, name)
+	_, err := tx.Exec(ctx, `INSERT INTO nexus_memory_generations (name, gen) VALUES ($1, 1)
+		ON CONFLICT (name) DO UPDATE SET gen = nexus_memory_generations.gen + 1`, name)
 	if err != nil {
 		return fmt.Errorf("bump generation %q: %w", name, err)
 	}
@@ -583,7 +586,7 @@ func pgUpsert(ctx context.Context, tx pgx.Tx, r *record) (int64, error) {
 	}
 	var id int64
 	err := tx.QueryRow(ctx, `
-		INSERT INTO entries (key, tool, server, scope, fingerprint, args, result, size,
+		INSERT INTO nexus_memory_entries (key, tool, server, scope, fingerprint, args, result, size,
 			duration_ms, created_at, expires_at, last_used_at, hits,
 			bucket, embedder, free_text, vec_dims, part, vec)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $10, 0, $12, $13, $14, $15, $16, $17)
@@ -608,7 +611,7 @@ func pgUpsert(ctx context.Context, tx pgx.Tx, r *record) (int64, error) {
 func pgEvictIfNeeded(ctx context.Context, tx pgx.Tx, w *write, keep int64) error {
 	var entries, size int64
 	read := func() error {
-		if err := tx.QueryRow(ctx, `SELECT entries, bytes FROM totals WHERE id = 1`).Scan(&entries, &size); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT entries, bytes FROM nexus_memory_totals WHERE id = 1`).Scan(&entries, &size); err != nil {
 			return fmt.Errorf("read totals: %w", err)
 		}
 		return nil
@@ -626,8 +629,8 @@ func pgEvictIfNeeded(ctx context.Context, tx pgx.Tx, w *write, keep int64) error
 			return err
 		}
 	}
-	if _, err := tx.Exec(ctx, `DELETE FROM entries WHERE id IN (
-		SELECT id FROM entries WHERE expires_at <= $1 AND id <> $2 LIMIT $3)`, w.now, keep, max(entries/10, 64)); err != nil {
+	if _, err := tx.Exec(ctx, `DELETE FROM nexus_memory_entries WHERE id IN (
+		SELECT id FROM nexus_memory_entries WHERE expires_at <= $1 AND id <> $2 LIMIT $3)`, w.now, keep, max(entries/10, 64)); err != nil {
 		return fmt.Errorf("evict expired: %w", err)
 	}
 	lowEntries, lowBytes := b.maxEntries*9/10, b.maxBytes*9/10
@@ -644,8 +647,8 @@ func pgEvictIfNeeded(ctx context.Context, tx pgx.Tx, w *write, keep int64) error
 		default:
 			return nil
 		}
-		tag, err := tx.Exec(ctx, `DELETE FROM entries WHERE id IN (
-			SELECT id FROM entries WHERE id <> $1 ORDER BY last_used_at, id LIMIT $2)`, keep, k)
+		tag, err := tx.Exec(ctx, `DELETE FROM nexus_memory_entries WHERE id IN (
+			SELECT id FROM nexus_memory_entries WHERE id <> $1 ORDER BY last_used_at, id LIMIT $2)`, keep, k)
 		if err != nil {
 			return fmt.Errorf("evict least recently used: %w", err)
 		}
@@ -663,12 +666,12 @@ func pgWritePending(ctx context.Context, tx pgx.Tx, touches map[int64]touch, too
 	b := &pgx.Batch{}
 	for _, id := range slices.Sorted(maps.Keys(touches)) {
 		t := touches[id]
-		b.Queue(`UPDATE entries SET last_used_at = greatest(last_used_at, $1), hits = hits + $2 WHERE id = $3`, t.lastUsed, t.hits, id)
+		b.Queue(`UPDATE nexus_memory_entries SET last_used_at = greatest(last_used_at, $1), hits = hits + $2 WHERE id = $3`, t.lastUsed, t.hits, id)
 	}
 	for _, name := range slices.Sorted(maps.Keys(tools)) {
 		c := tools[name]
 		b.Queue(`
-			INSERT INTO tool_stats AS t (tool, server, hits, misses, bypasses, coalesced, saved_ms,
+			INSERT INTO nexus_memory_tool_stats AS t (tool, server, hits, misses, bypasses, coalesced, saved_ms,
 				semantic_hits, gray_accepted, gray_rejected, gray_unverified, guard_rejections, embed_failures)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 			ON CONFLICT (tool) DO UPDATE SET server = excluded.server,
@@ -704,16 +707,16 @@ func (s *pgStore) clear(ctx context.Context, server, tool string) (int64, error)
 		switch {
 		case tool != "" && server != "":
 			gen = "tool:" + tool
-			tag, err = tx.Exec(ctx, `DELETE FROM entries WHERE tool = $1 AND server = $2`, tool, server)
+			tag, err = tx.Exec(ctx, `DELETE FROM nexus_memory_entries WHERE tool = $1 AND server = $2`, tool, server)
 		case tool != "":
 			gen = "tool:" + tool
-			tag, err = tx.Exec(ctx, `DELETE FROM entries WHERE tool = $1`, tool)
+			tag, err = tx.Exec(ctx, `DELETE FROM nexus_memory_entries WHERE tool = $1`, tool)
 		case server != "":
 			gen = "server:" + server
-			tag, err = tx.Exec(ctx, `DELETE FROM entries WHERE server = $1`, server)
+			tag, err = tx.Exec(ctx, `DELETE FROM nexus_memory_entries WHERE server = $1`, server)
 		default:
 			gen = "*"
-			tag, err = tx.Exec(ctx, `DELETE FROM entries`)
+			tag, err = tx.Exec(ctx, `DELETE FROM nexus_memory_entries`)
 		}
 		if err != nil {
 			return fmt.Errorf("clear: %w", err)
@@ -742,7 +745,7 @@ func (s *pgStore) confirm(ctx context.Context, epoch int64) {
 	}
 }
 
-// claim takes key in flights unless another replica holds an unexpired
+// claim takes key in nexus_memory_flights unless another replica holds an unexpired
 // claim on it, and says whether the entry under key changed since the
 // caller's lookup (a leader that finished between the two).
 func (s *pgStore) claim(ctx context.Context, key []byte, lease time.Duration, seen int64) (bool, bool, func(), error) {
@@ -754,10 +757,10 @@ func (s *pgStore) claim(ctx context.Context, key []byte, lease time.Duration, se
 	var stored int64
 	err = s.pool.QueryRow(ctx, `
 		WITH now AS (SELECT `+pgNowMS+` AS ms)
-		INSERT INTO flights AS f (key, owner, until_ms) SELECT $1, $2, ms + $3 FROM now
+		INSERT INTO nexus_memory_flights AS f (key, owner, until_ms) SELECT $1, $2, ms + $3 FROM now
 		ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, until_ms = excluded.until_ms
 			WHERE f.until_ms < (SELECT ms FROM now)
-		RETURNING coalesce((SELECT created_at FROM entries WHERE key = $1), -1)`,
+		RETURNING coalesce((SELECT created_at FROM nexus_memory_entries WHERE key = $1), -1)`,
 		key, s.owner, lease.Milliseconds()).Scan(&stored)
 	if err == pgx.ErrNoRows {
 		return false, false, nil, nil
@@ -769,7 +772,7 @@ func (s *pgStore) claim(ctx context.Context, key []byte, lease time.Duration, se
 		ctx, cancel := context.WithTimeout(context.Background(), 2*s.busyTO)
 		defer cancel()
 		_, err := s.pool.Exec(ctx, `
-			WITH gone AS (DELETE FROM flights WHERE key = $1 AND owner = $2)
+			WITH gone AS (DELETE FROM nexus_memory_flights WHERE key = $1 AND owner = $2)
 			SELECT pg_notify($3, current_schema() || '|flight')`, key, s.owner, pgChannel)
 		if err != nil {
 			// The claim lapses at its deadline; followers wait until then.
@@ -799,7 +802,7 @@ func (s *pgStore) vectorsSince(ctx context.Context, cursor int64, add func(id, p
 	if err := tx.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`).Scan(&next); err != nil {
 		return cursor, s.failed(ctx, err)
 	}
-	rows, err := tx.Query(ctx, `SELECT id, part, vec, vec_dims FROM entries WHERE xid >= $1 AND vec IS NOT NULL`, cursor)
+	rows, err := tx.Query(ctx, `SELECT id, part, vec, vec_dims FROM nexus_memory_entries WHERE xid >= $1 AND vec IS NOT NULL`, cursor)
 	if err != nil {
 		return cursor, s.failed(ctx, err)
 	}
@@ -829,7 +832,7 @@ func (s *pgStore) liveVectorIDs(ctx context.Context) (map[int64]bool, error) {
 		return nil, err
 	}
 	defer cancel()
-	rows, err := s.pool.Query(ctx, `SELECT id FROM entries WHERE vec IS NOT NULL`)
+	rows, err := s.pool.Query(ctx, `SELECT id FROM nexus_memory_entries WHERE vec IS NOT NULL`)
 	if err != nil {
 		return nil, s.failed(ctx, err)
 	}
@@ -851,7 +854,7 @@ func (s *pgStore) candidates(ctx context.Context, ids []int64) ([]storedCandidat
 	}
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT id, result, created_at, duration_ms, coalesce(free_text, ''), bucket,
-		coalesce(embedder, ''), coalesce(vec_dims, 0) FROM entries WHERE id = ANY($1)`, ids)
+		coalesce(embedder, ''), coalesce(vec_dims, 0) FROM nexus_memory_entries WHERE id = ANY($1)`, ids)
 	if err != nil {
 		return nil, s.failed(ctx, err)
 	}
@@ -876,7 +879,7 @@ func (s *pgStore) scanNeighbours(ctx context.Context, sc *semCall, k int) ([]can
 		return nil, err
 	}
 	defer cancel()
-	rows, err := s.pool.Query(ctx, `SELECT id, vec, result, created_at, duration_ms, free_text FROM entries
+	rows, err := s.pool.Query(ctx, `SELECT id, vec, result, created_at, duration_ms, free_text FROM nexus_memory_entries
 		WHERE part = $1 AND bucket = $2 AND embedder = $3 AND vec_dims = $4`, sc.part, sc.bucket, sc.emb.ID(), len(sc.vec))
 	if err != nil {
 		return nil, s.failed(ctx, err)
@@ -921,8 +924,8 @@ func (s *pgStore) stats(ctx context.Context) ([]ToolStats, error) {
 			coalesce(t.saved_ms, 0), coalesce(t.semantic_hits, 0), coalesce(t.gray_accepted, 0),
 			coalesce(t.gray_rejected, 0), coalesce(t.gray_unverified, 0), coalesce(t.guard_rejections, 0),
 			coalesce(t.embed_failures, 0)
-		FROM (SELECT tool, min(server) AS server, count(*) AS n, sum(size)::bigint AS b FROM entries GROUP BY tool) AS e
-		FULL JOIN tool_stats AS t ON t.tool = e.tool`)
+		FROM (SELECT tool, min(server) AS server, count(*) AS n, sum(size)::bigint AS b FROM nexus_memory_entries GROUP BY tool) AS e
+		FULL JOIN nexus_memory_tool_stats AS t ON t.tool = e.tool`)
 	if err != nil {
 		return nil, s.failed(ctx, err)
 	}
@@ -955,7 +958,7 @@ func (s *pgStore) list(ctx context.Context, limit int) ([]EntryInfo, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT id, tool, server, scope, fingerprint, args, size, duration_ms,
 			created_at, expires_at, last_used_at, hits, coalesce(free_text, ''), coalesce(embedder, '')
-		FROM entries ORDER BY last_used_at DESC, id DESC LIMIT $1`, lim)
+		FROM nexus_memory_entries ORDER BY last_used_at DESC, id DESC LIMIT $1`, lim)
 	if err != nil {
 		return nil, s.failed(ctx, err)
 	}

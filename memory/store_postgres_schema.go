@@ -13,11 +13,12 @@ import (
 // in the migrating transaction. Append new migrations; never edit a
 // released one.
 //
-// The tables live in the connection's current schema (search_path), so
-// several deployments, or tests, can share one database.
+// The tables, named nexus_memory_* (beside the audit trail's nexus_audit),
+// live in the connection's current schema (search_path), so several
+// deployments, or tests, can share one database.
 var pgMigrations = [...][]string{
 	{
-		`CREATE TABLE entries (
+		`CREATE TABLE nexus_memory_entries (
 			id           bigserial PRIMARY KEY,
 			key          bytea  NOT NULL UNIQUE, -- sha256(tool, scope, fingerprint)
 			tool         text   NOT NULL,        -- canonical name "server.tool"
@@ -43,42 +44,42 @@ var pgMigrations = [...][]string{
 			-- vectors committed since their last look (see vectorsSince)
 			xid          bigint NOT NULL DEFAULT (pg_current_xact_id()::text::bigint)
 		)`,
-		`CREATE INDEX entries_lru ON entries (last_used_at, id)`,
-		`CREATE INDEX entries_expiry ON entries (expires_at) WHERE expires_at IS NOT NULL`,
-		`CREATE INDEX entries_server ON entries (server)`,
-		`CREATE INDEX entries_tool ON entries (tool)`,
-		`CREATE INDEX entries_part ON entries (part) WHERE part IS NOT NULL`,
-		`CREATE INDEX entries_xid ON entries (xid) WHERE vec IS NOT NULL`,
+		`CREATE INDEX nexus_memory_entries_lru ON nexus_memory_entries (last_used_at, id)`,
+		`CREATE INDEX nexus_memory_entries_expiry ON nexus_memory_entries (expires_at) WHERE expires_at IS NOT NULL`,
+		`CREATE INDEX nexus_memory_entries_server ON nexus_memory_entries (server)`,
+		`CREATE INDEX nexus_memory_entries_tool ON nexus_memory_entries (tool)`,
+		`CREATE INDEX nexus_memory_entries_part ON nexus_memory_entries (part) WHERE part IS NOT NULL`,
+		`CREATE INDEX nexus_memory_entries_xid ON nexus_memory_entries (xid) WHERE vec IS NOT NULL`,
 		// totals is kept exact by triggers, so bounds are checked without a scan.
-		`CREATE TABLE totals (
+		`CREATE TABLE nexus_memory_totals (
 			id      integer PRIMARY KEY CHECK (id = 1),
 			entries bigint NOT NULL,
 			bytes   bigint NOT NULL
 		)`,
-		`INSERT INTO totals (id, entries, bytes) VALUES (1, 0, 0)`,
-		`CREATE FUNCTION entries_totals() RETURNS trigger LANGUAGE plpgsql AS $$
+		`INSERT INTO nexus_memory_totals (id, entries, bytes) VALUES (1, 0, 0)`,
+		`CREATE FUNCTION nexus_memory_entries_totals() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN
 			IF TG_OP = 'INSERT' THEN
-				UPDATE totals SET entries = entries + 1, bytes = bytes + NEW.size WHERE id = 1;
+				UPDATE nexus_memory_totals SET entries = entries + 1, bytes = bytes + NEW.size WHERE id = 1;
 			ELSIF TG_OP = 'DELETE' THEN
-				UPDATE totals SET entries = entries - 1, bytes = bytes - OLD.size WHERE id = 1;
+				UPDATE nexus_memory_totals SET entries = entries - 1, bytes = bytes - OLD.size WHERE id = 1;
 			ELSIF NEW.size <> OLD.size THEN
-				UPDATE totals SET bytes = bytes - OLD.size + NEW.size WHERE id = 1;
+				UPDATE nexus_memory_totals SET bytes = bytes - OLD.size + NEW.size WHERE id = 1;
 			END IF;
 			RETURN NULL;
 		END $$`,
-		`CREATE TRIGGER entries_totals AFTER INSERT OR DELETE OR UPDATE OF size ON entries
-			FOR EACH ROW EXECUTE FUNCTION entries_totals()`,
+		`CREATE TRIGGER nexus_memory_entries_totals AFTER INSERT OR DELETE OR UPDATE OF size ON nexus_memory_entries
+			FOR EACH ROW EXECUTE FUNCTION nexus_memory_entries_totals()`,
 		// generations counts invalidations per "tool:NAME", "server:NAME"
 		// and "*"; a result fetched before an invalidation is not stored
 		// after it, and a hot entry read before one is not served after it.
-		`CREATE TABLE generations (
+		`CREATE TABLE nexus_memory_generations (
 			name text PRIMARY KEY,
 			gen  bigint NOT NULL
 		)`,
 		// flights are the child calls in progress on some replica, so an
 		// identical call on another replica waits instead of calling too.
-		`CREATE TABLE flights (
+		`CREATE TABLE nexus_memory_flights (
 			key      bytea PRIMARY KEY,
 			owner    text   NOT NULL,
 			until_ms bigint NOT NULL -- the database's clock: a dead leader's claim lapses
@@ -87,17 +88,17 @@ var pgMigrations = [...][]string{
 		// the last invalidation each has applied to its hot layer, so an
 		// invalidating replica answers only once every live one has (see
 		// awaitAcks).
-		`CREATE TABLE epoch (
+		`CREATE TABLE nexus_memory_epoch (
 			id integer PRIMARY KEY CHECK (id = 1),
 			e  bigint NOT NULL
 		)`,
-		`INSERT INTO epoch (id, e) VALUES (1, 0)`,
-		`CREATE TABLE replicas (
+		`INSERT INTO nexus_memory_epoch (id, e) VALUES (1, 0)`,
+		`CREATE TABLE nexus_memory_replicas (
 			id          text PRIMARY KEY,
 			acked       bigint NOT NULL, -- the last epoch applied to its hot layer
 			alive_until bigint NOT NULL  -- the database's clock, unix ms
 		)`,
-		`CREATE TABLE tool_stats (
+		`CREATE TABLE nexus_memory_tool_stats (
 			tool             text PRIMARY KEY,
 			server           text   NOT NULL,
 			hits             bigint NOT NULL DEFAULT 0,

@@ -101,7 +101,7 @@ func TestPostgresLeaseRenewed(t *testing.T) {
 	first := ps.leaseUntil.Load()
 	waitFor(t, "a renewal", func() bool { return ps.leaseUntil.Load() > first })
 	var alive bool
-	err := ps.pool.QueryRow(context.Background(), `SELECT alive_until > `+pgNowMS+` FROM replicas WHERE id = $1`, ps.owner).Scan(&alive)
+	err := ps.pool.QueryRow(context.Background(), `SELECT alive_until > `+pgNowMS+` FROM nexus_memory_replicas WHERE id = $1`, ps.owner).Scan(&alive)
 	if err != nil || !alive {
 		t.Fatalf("replica row alive %v, err %v", alive, err)
 	}
