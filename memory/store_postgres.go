@@ -62,9 +62,8 @@ const pgDownBackoff = time.Second
 // right after emptying its hot layer. A replica is live while its lease
 // in nexus_memory_replicas (pgLeaseDB ahead, renewed every pgHeartbeat
 // by the same connection that listens) runs; it serves hot hits without
-// asking the
-// database only while its own, shorter lease runs (hotValid), and
-// otherwise reads the tool's generation on every hot hit. A replica that
+// asking the database only while its own, shorter lease runs (hotValid),
+// and otherwise reads the tool's generation on every hot hit. A replica that
 // hangs or loses its connection thus stops serving from its hot layer
 // before its row stops making invalidations wait for it: an invalidation
 // costs a notification round trip (about a millisecond on a LAN), at
