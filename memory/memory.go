@@ -217,8 +217,8 @@ func Open(ctx context.Context, opts Options) (*Memory, error) {
 		m.emb = NewLexicalEmbedder()
 	}
 	if th := opts.Thresholds; th != nil {
-		if th.Serve <= 0 || th.Serve > 1 || th.Verify < 0 || th.Verify > th.Serve {
-			return nil, fmt.Errorf("memory: thresholds serve %v verify %v: want 0 <= verify <= serve <= 1", th.Serve, th.Verify)
+		if err := th.Validate(); err != nil {
+			return nil, err
 		}
 		c := *th
 		if c.Verify == 0 {
