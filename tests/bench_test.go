@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -69,16 +70,8 @@ func BenchmarkGateway(b *testing.B) {
 			b.Fatalf("%s failed", tg.name)
 		}
 	}
-	p := func(lat []time.Duration, q float64) float64 {
-		s := slices.Clone(lat)
-		slices.Sort(s)
-		return float64(s[int(q*float64(len(s)-1))].Microseconds())
-	}
-	for _, tg := range targets {
-		b.ReportMetric(p(seq[tg.name], 0.5), tg.name+"-p50-µs")
-		b.ReportMetric(p(seq[tg.name], 0.99), tg.name+"-p99-µs")
-		b.ReportMetric(rate[tg.name], tg.name+"-8way-req/s")
-	}
+	reportLatencies(b, seq, rate)
+	p := quantileMicros
 	b.ReportMetric(p(seq["nexus"], 0.5)/p(seq["direct"], 0.5), "nexus/direct-p50-x")
 	b.ReportMetric(p(seq["relay"], 0.5)/p(seq["direct"], 0.5), "relay/direct-p50-x")
 	b.ReportMetric(rate["nexus"]/rate["direct"], "nexus/direct-8way-x")
@@ -190,16 +183,25 @@ func BenchmarkObservation(b *testing.B) {
 	if t.Failed() {
 		b.Fatal("a call failed")
 	}
-	p := func(lat []time.Duration, q float64) float64 {
-		s := slices.Clone(lat)
-		slices.Sort(s)
-		return float64(s[int(q*float64(len(s)-1))].Microseconds())
-	}
-	for _, tg := range targets {
-		b.ReportMetric(p(seq[tg.name], 0.5), tg.name+"-p50-µs")
-		b.ReportMetric(p(seq[tg.name], 0.99), tg.name+"-p99-µs")
-		b.ReportMetric(rate[tg.name], tg.name+"-8way-req/s")
-	}
+	reportLatencies(b, seq, rate)
+	p := quantileMicros
 	b.ReportMetric(100*(p(seq["on"], 0.5)/p(seq["off"], 0.5)-1), "p50-added-%")
 	b.ReportMetric(100*(1-rate["on"]/rate["off"]), "8way-throughput-lost-%")
+}
+
+// quantileMicros is the q-quantile of lat, in microseconds.
+func quantileMicros(lat []time.Duration, q float64) float64 {
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	return float64(s[int(q*float64(len(s)-1))].Microseconds())
+}
+
+// reportLatencies reports each target's p50 and p99 of sequential calls and its
+// rate 8 calls at a time.
+func reportLatencies(b *testing.B, seq map[string][]time.Duration, rate map[string]float64) {
+	for _, name := range slices.Sorted(maps.Keys(seq)) {
+		b.ReportMetric(quantileMicros(seq[name], 0.5), name+"-p50-µs")
+		b.ReportMetric(quantileMicros(seq[name], 0.99), name+"-p99-µs")
+		b.ReportMetric(rate[name], name+"-8way-req/s")
+	}
 }
