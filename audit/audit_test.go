@@ -2,18 +2,14 @@ package audit
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/url"
+	"github.com/nexus-mcp/nexus/internal/pgtest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // stores are the stores every test runs against: SQLite always, PostgreSQL when
@@ -29,55 +25,19 @@ func stores(t *testing.T) map[string]func(t *testing.T) *Store {
 			return s
 		},
 	}
-	dsn := os.Getenv("NEXUS_TEST_PG_DSN")
-	switch {
-	case dsn != "":
-		out["postgres"] = func(t *testing.T) *Store { return postgresStore(t, dsn) }
-	case os.Getenv("NEXUS_REQUIRE_POSTGRES") == "1":
-		t.Fatal("NEXUS_REQUIRE_POSTGRES=1 but NEXUS_TEST_PG_DSN is not set")
-	default:
-		t.Log("PostgreSQL audit store not tested: set NEXUS_TEST_PG_DSN (e.g. postgres://postgres@127.0.0.1/postgres) to test it")
+	if os.Getenv(pgtest.EnvDSN) != "" || os.Getenv(pgtest.EnvRequire) == "1" {
+		out["postgres"] = func(t *testing.T) *Store {
+			s, err := OpenPostgres(pgtest.Schema(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}
+	} else {
+		t.Logf("PostgreSQL audit store not tested: set %s to test it", pgtest.EnvDSN)
 	}
 	return out
-}
-
-// postgresStore opens a store in a schema of its own, dropped after the test.
-func postgresStore(t *testing.T, dsn string) *Store {
-	t.Helper()
-	ctx := context.Background()
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "nexus_audit_test_" + hex.EncodeToString(b)
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("NEXUS_TEST_PG_DSN: %v", err)
-	}
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("dropping %s: %v", schema, err)
-		}
-		admin.Close(context.Background())
-	})
-	s, err := OpenPostgres(withSearchPath(dsn, schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-// withSearchPath adds search_path to a URL or key=value DSN.
-func withSearchPath(dsn, schema string) string {
-	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		return u.String()
-	}
-	return dsn + " search_path=" + schema
 }
 
 func rec(agent, tool string, refused bool, at time.Time) Record {

@@ -3,13 +3,11 @@ package tests
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/nexus-mcp/nexus/internal/pgtest"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -393,27 +390,8 @@ func TestStdioMetrics(t *testing.T) {
 // config says "memory": {"backend": "postgres"} keep one trail in the shared
 // database: either one's `nexus audit` and `cache stats` see both refusals.
 func TestAuditSharedInPostgres(t *testing.T) {
-	dsn := os.Getenv("NEXUS_TEST_PG_DSN")
-	if dsn == "" {
-		if os.Getenv("NEXUS_REQUIRE_POSTGRES") == "1" {
-			t.Fatal("NEXUS_REQUIRE_POSTGRES=1 but NEXUS_TEST_PG_DSN is not set")
-		}
-		t.Skip("the PostgreSQL audit trail is tested when NEXUS_TEST_PG_DSN names a database (e.g. postgres://postgres@127.0.0.1/postgres)")
-	}
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("NEXUS_TEST_PG_DSN: %v", err)
-	}
-	defer admin.Close(ctx)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "nexus_e2e_audit_" + hex.EncodeToString(b)
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-	shared := withSearchPath(dsn, schema)
+	shared := pgtest.Schema(t)
 
 	var replicas []*home
 	for range 2 {
@@ -442,17 +420,6 @@ func TestAuditSharedInPostgres(t *testing.T) {
 	if !strings.Contains(out, "refusals (audit trail): 2") {
 		t.Errorf("cache stats on the other replica should count both refusals:\n%s", out)
 	}
-}
-
-// withSearchPath adds search_path to a URL or key=value DSN.
-func withSearchPath(dsn, schema string) string {
-	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		return u.String()
-	}
-	return dsn + " search_path=" + schema
 }
 
 // TestMetricsCountRestarts: a child that exits is counted as restarting, then
