@@ -236,15 +236,7 @@ func TestTruncatedFile(t *testing.T) {
 
 // testTruncated cuts a database with 300 entries to (keep-1)/keep of its size.
 func testTruncated(t *testing.T, keep int) {
-	path := filepath.Join(t.TempDir(), "memory.db")
-	m := openTest(t, Options{Path: path, MaxEntries: 100000})
-	big := &child{text: func(args json.RawMessage) string { return string(args) + strings.Repeat("y", 3000) }}
-	for i := range 300 {
-		do(t, m, "", readTool, fmt.Sprintf(`{"i":%d}`, i), big)
-	}
-	if err := m.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := damageFixture(t)
 	if _, err := os.Stat(path + "-wal"); err == nil {
 		os.Remove(path + "-wal")
 		os.Remove(path + "-shm")
@@ -256,45 +248,13 @@ func testTruncated(t *testing.T, keep int) {
 	if err := os.Truncate(path, fi.Size()*int64(keep-1)/int64(keep)); err != nil {
 		t.Fatal(err)
 	}
-	m2, err := Open(context.Background(), Options{Path: path, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	defer m2.Close()
-	t.Logf("Err after truncation: %v", m2.Err())
-	seen := map[string]int{}
-	for i := range 300 {
-		args := json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))
-		want := string(args) + strings.Repeat("y", 3000)
-		res, err := m2.Call(context.Background(), "", readTool, args, func(context.Context) (json.RawMessage, error) {
-			return textResult(want), nil
-		})
-		if err != nil {
-			t.Fatalf("call %d: %v", i, err)
-		}
-		if text(res) != want {
-			t.Fatalf("call %d: wrong answer %.40q", i, text(res))
-		}
-		seen[status(t, res)]++
-	}
-	t.Logf("statuses after truncation: %v", seen)
-	if seen[StatusBypass] == 0 {
-		t.Fatalf("truncated database never noticed: %v", seen)
-	}
+	checkServesAfterDamage(t, path, "truncation")
 }
 
 func TestCorruptPages(t *testing.T) {
 	// Pages overwritten in the middle: the schema on page 1 is intact, so
 	// Open succeeds and the damage shows per query.
-	path := filepath.Join(t.TempDir(), "memory.db")
-	m := openTest(t, Options{Path: path, MaxEntries: 100000})
-	big := &child{text: func(args json.RawMessage) string { return string(args) + strings.Repeat("y", 3000) }}
-	for i := range 300 {
-		do(t, m, "", readTool, fmt.Sprintf(`{"i":%d}`, i), big)
-	}
-	if err := m.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := damageFixture(t)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -304,34 +264,7 @@ func TestCorruptPages(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	m2, err := Open(context.Background(), Options{Path: path, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	defer m2.Close()
-	t.Logf("Err after corruption: %v", m2.Err())
-	seen := map[string]int{}
-	for i := range 300 {
-		args := json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))
-		want := string(args) + strings.Repeat("y", 3000)
-		res, err := m2.Call(context.Background(), "", readTool, args, func(context.Context) (json.RawMessage, error) {
-			return textResult(want), nil
-		})
-		if err != nil {
-			t.Fatalf("call %d: %v", i, err)
-		}
-		if text(res) != want {
-			t.Fatalf("call %d: wrong answer %.40q", i, text(res))
-		}
-		seen[status(t, res)]++
-	}
-	t.Logf("statuses after corruption: %v", seen)
-	if seen[StatusBypass] == 0 {
-		t.Fatalf("corruption never noticed: %v", seen)
-	}
-	if _, err := m2.Stats(context.Background()); err == nil {
-		t.Log("Stats succeeded on a corrupt database")
-	}
+	checkServesAfterDamage(t, path, "corruption")
 }
 
 func TestLockedDatabase(t *testing.T) {
@@ -483,3 +416,50 @@ func BenchmarkLookupHit(b *testing.B) {
 
 // sq is m's SQLite store, for tests that look inside it.
 func sq(m *Memory) *sqliteStore { return m.st.(*sqliteStore) }
+
+// damageFixture is a closed memory.db holding 300 entries of 3 KB, to damage.
+func damageFixture(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "memory.db")
+	m := openTest(t, Options{Path: path, MaxEntries: 100000})
+	big := &child{text: func(args json.RawMessage) string { return string(args) + strings.Repeat("y", 3000) }}
+	for i := range 300 {
+		do(t, m, "", readTool, fmt.Sprintf(`{"i":%d}`, i), big)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// checkServesAfterDamage opens the damaged database and makes the 300 calls again:
+// every one must get the child's answer, never a damaged entry, and memory must
+// notice the damage (some calls bypass it).
+func checkServesAfterDamage(t *testing.T, path, damage string) {
+	t.Helper()
+	m, err := Open(context.Background(), Options{Path: path, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer m.Close()
+	t.Logf("Err after %s: %v", damage, m.Err())
+	seen := map[string]int{}
+	for i := range 300 {
+		args := json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))
+		want := string(args) + strings.Repeat("y", 3000)
+		res, err := m.Call(context.Background(), "", readTool, args, func(context.Context) (json.RawMessage, error) {
+			return textResult(want), nil
+		})
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if text(res) != want {
+			t.Fatalf("call %d: wrong answer %.40q", i, text(res))
+		}
+		seen[status(t, res)]++
+	}
+	t.Logf("statuses after %s: %v", damage, seen)
+	if seen[StatusBypass] == 0 {
+		t.Fatalf("%s never noticed: %v", damage, seen)
+	}
+}
