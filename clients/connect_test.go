@@ -67,7 +67,7 @@ func TestConnectMovesServersAndSecrets(t *testing.T) {
 	if !conn.Changed || conn.Backup == "" {
 		t.Errorf("connection: %+v", conn)
 	}
-	left, _ := Names(f.client, "")
+	left := serverNames(t, f.client)
 	if slices.Contains(left, "github") || slices.Contains(left, "My Files_2") || !slices.Contains(left, "nexus") || !slices.Contains(left, "pg") {
 		t.Errorf("client servers after the move: %v", left)
 	}
@@ -108,7 +108,7 @@ func TestConnectWithoutAStore(t *testing.T) {
 	if i < 0 || conn.Moved[i].Status != StatusStayed || conn.Moved[i].Fix != "unlock it" {
 		t.Fatalf("github: %+v", conn.Moved)
 	}
-	left, _ := Names(f.client, "")
+	left := serverNames(t, f.client)
 	if !slices.Contains(left, "github") || slices.Contains(left, "My Files_2") {
 		t.Errorf("client servers: %v", left)
 	}

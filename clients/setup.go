@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -393,18 +392,4 @@ func diffLines(a, b []string) []diffOp {
 		}
 	}
 	return ops
-}
-
-// Names lists the server names in a client file, in file order, leaving out the
-// entry called skip (the Nexus entry), for offering which to move behind Nexus.
-func Names(path string, skip string) ([]string, error) {
-	doc, _, _, err := readDocument(path)
-	if err != nil {
-		return nil, err
-	}
-	srv, err := servers(path, doc, "")
-	if err != nil {
-		return nil, err
-	}
-	return slices.DeleteFunc(slices.Clone(srv.names), func(s string) bool { return s == skip }), nil
 }
