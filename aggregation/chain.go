@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/memory"
 	"github.com/nexus-mcp/nexus/policy"
 )
 
@@ -25,6 +26,18 @@ type callParams struct {
 	Meta      *struct {
 		ProgressToken json.RawMessage `json:"progressToken,omitempty"`
 	} `json:"_meta,omitempty"`
+	// InputResponses and RequestState are a 2026-07-28 retry's answers to
+	// what the server asked: per-caller state, so its answer is never
+	// shared.
+	InputResponses json.RawMessage `json:"inputResponses,omitempty"`
+	RequestState   json.RawMessage `json:"requestState,omitempty"`
+}
+
+// carriesCallerState reports a call made with its caller's answers to an
+// earlier round trip.
+func (p callParams) carriesCallerState() bool {
+	present := func(r json.RawMessage) bool { return len(r) > 0 && string(r) != "null" }
+	return present(p.InputResponses) || present(p.RequestState)
 }
 
 func (p callParams) progressToken() json.RawMessage {
@@ -64,11 +77,16 @@ func (g *Gateway) callTool(ctx context.Context, c *caller, agent string, p callP
 	t, err := g.resolveTool(ctx, p.Name)
 	if err != nil {
 		var down *notRunningError
-		if errors.As(err, &down) {
-			rec.Server = down.st.Name
+		if !errors.As(err, &down) {
+			return nil, err.(*RPCError)
+		}
+		rec.Server = down.st.Name
+		// A tool of a server that is down goes on through the chain only
+		// when memory may stand in for it (stale-if-error); its forward
+		// finds no connection.
+		if t = g.knownTool(p.Name); t == nil || !g.mem.ServesStale(t.memoryTool()) {
 			return toolError(down.Error()), nil
 		}
-		return nil, err.(*RPCError)
 	}
 	pt := t.policyTool()
 	rec.Tool, rec.Server, rec.ReadOnly = t.Canonical, t.Server, pt.ReadOnly && !pt.Destructive
@@ -82,8 +100,10 @@ func (g *Gateway) callTool(ctx context.Context, c *caller, agent string, p callP
 	if refused := g.decide(ctx, pol, agent, t, rec); refused != nil {
 		return refused, nil
 	}
-	forward := func(ctx context.Context) (json.RawMessage, error) {
-		return g.forward(withWriteGate(ctx, g, pol, agent, t, rec), c, t, args, p.progressToken(), rec)
+	forward := func(ctx context.Context) (memory.Answer, error) {
+		a, err := g.forward(withWriteGate(ctx, g, pol, agent, t, rec), c, t, args, p.progressToken(), rec)
+		a.AskedClient = a.AskedClient || p.carriesCallerState()
+		return a, err
 	}
 	raw, err = g.remember(ctx, agent, t, args, forward)
 	if err != nil {
@@ -117,9 +137,10 @@ func (g *Gateway) decide(ctx context.Context, pol *policy.Policy, agent string, 
 // remember is the memory step. Results stay the raw bytes the child sent, so
 // every content type and field reaches the client; memory only splices its
 // report into _meta. A nil memory is off and returns forward's bytes as they are.
-func (g *Gateway) remember(ctx context.Context, agent string, t *Tool, args json.RawMessage, forward func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+func (g *Gateway) remember(ctx context.Context, agent string, t *Tool, args json.RawMessage, forward memory.Forward) (json.RawMessage, error) {
 	if g.mem == nil {
-		return forward(ctx)
+		a, err := forward(ctx)
+		return a.Result, err
 	}
 	ctx, sp := g.span(ctx, "memory")
 	raw, err := g.mem.Call(ctx, agent, t.memoryTool(), args, forward)
@@ -132,41 +153,56 @@ func (g *Gateway) remember(ctx context.Context, agent string, t *Tool, args json
 
 // forward sends the call to the child that owns the tool. The call's context carries
 // its caller, so that what the child sends during the call finds its way back.
-func (g *Gateway) forward(ctx context.Context, c *caller, t *Tool, args json.RawMessage, progress json.RawMessage, rec *Call) (json.RawMessage, error) {
+func (g *Gateway) forward(ctx context.Context, c *caller, t *Tool, args json.RawMessage, progress json.RawMessage, rec *Call) (memory.Answer, error) {
 	ctx, sp := g.span(ctx, "child")
 	if sp.IsRecording() {
 		sp.SetAttributes(attribute.String("nexus.server", t.Server), attribute.String("nexus.tool", t.Name))
 	}
 	start := time.Now()
-	raw, err := g.forwardTo(ctx, c, t, args, progress, rec)
+	a, err := g.forwardTo(ctx, c, t, args, progress, rec)
 	rec.Child = time.Since(start)
 	outcome := rec.Outcome
 	switch {
 	case outcome != "":
 	case err != nil:
 		outcome = OutcomeRPCError
-	case isToolError(raw):
+	case isToolError(a.Result):
 		outcome = OutcomeToolError
 	default:
 		outcome = OutcomeOK
 	}
 	endSpan(sp, outcome)
-	return raw, err
+	return a, err
+}
+
+// failed is the answer to a call the child did not answer: the gateway's
+// isError result saying why, and what became of the request.
+func failed(outcome memory.Outcome, msg string) memory.Answer {
+	return memory.Answer{Result: toolError(msg), Outcome: outcome, Failure: msg}
 }
 
 // forwardTo is forward's work, timed by forward.
-func (g *Gateway) forwardTo(ctx context.Context, c *caller, t *Tool, args json.RawMessage, progress json.RawMessage, rec *Call) (json.RawMessage, error) {
+func (g *Gateway) forwardTo(ctx context.Context, c *caller, t *Tool, args json.RawMessage, progress json.RawMessage, rec *Call) (memory.Answer, error) {
 	ch := g.kids()[t.Server]
 	if ch == nil {
-		return toolError(fmt.Sprintf("server %s was removed from the config", t.Server)), nil
+		return failed(memory.NotSent, fmt.Sprintf("server %s was removed from the config", t.Server)), nil
 	}
 	timeout := ch.config().CallTimeout()
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errCallTimeout)
 	defer cancel()
 	cn := ch.connected(ctx)
 	if cn == nil {
-		return toolError((&notRunningError{ch.status()}).Error()), nil
+		return failed(memory.NotSent, (&notRunningError{ch.status()}).Error()), nil
 	}
+	fl := cn.asked.begin()
+	defer cn.asked.end(fl)
+	a, err := g.send(ctx, cn, c, t, args, progress, timeout, rec)
+	a.AskedClient = fl.asked.Load()
+	return a, err
+}
+
+// send writes the call to the child's connection cn and waits for its answer.
+func (g *Gateway) send(ctx context.Context, cn *conn, c *caller, t *Tool, args json.RawMessage, progress json.RawMessage, timeout time.Duration, rec *Call) (memory.Answer, error) {
 
 	var token string
 	if c != nil {
@@ -181,30 +217,37 @@ func (g *Gateway) forwardTo(ctx context.Context, c *caller, t *Tool, args json.R
 		// mcp-go's transports write the request themselves: check just before.
 		if err := enter(ctx); err != nil {
 			refusal, _ := asRevoked(err)
-			return refusal, nil
+			return memory.Answer{Result: refusal, Outcome: memory.Refused}, nil
 		}
 		leave(ctx)
 	}
 	raw, err := cn.request(ctx, "tools/call", callRequest(t.Name, args, token))
 	if err == nil {
-		return g.redact(compact(raw)), nil
+		return memory.Answer{Result: g.redact(compact(raw))}, nil
 	}
 	if refusal, ok := asRevoked(err); ok {
-		return refusal, nil
+		return memory.Answer{Result: refusal, Outcome: memory.Refused}, nil
 	}
+	// From here the request may have reached the child: the outcome is
+	// unknown unless the child answered with an error of its own.
 	if errors.Is(err, errCallTimeout) {
 		rec.Outcome = OutcomeTimeout
-		return toolError(fmt.Sprintf("server %s did not answer %s within %s; raise servers.%s.timeout if it needs longer", t.Server, t.Canonical, timeout, t.Server)), nil
+		return failed(memory.Unknown, fmt.Sprintf("server %s did not answer %s within %s; raise servers.%s.timeout if it needs longer", t.Server, t.Canonical, timeout, t.Server)), nil
 	}
 	if errors.Is(err, errChildGone) {
-		return toolError(fmt.Sprintf("server %s exited during the call to %s; Nexus is restarting it", t.Server, t.Canonical)), nil
+		return failed(memory.Unknown, fmt.Sprintf("server %s exited during the call to %s; Nexus is restarting it", t.Server, t.Canonical)), nil
+	}
+	var own *RPCError
+	outcome := memory.Unknown
+	if errors.As(err, &own) {
+		outcome = memory.Answered // the child's own JSON-RPC error
 	}
 	rpcErr := g.childError(ctx, t.Server, t.Canonical, err)
 	if rpcErr.Code == codeInternal && ctx.Err() == nil {
 		// A transport failure reads better as a tool error the model can act on.
-		return toolError(rpcErr.Message), nil
+		return failed(outcome, rpcErr.Message), nil
 	}
-	return nil, rpcErr
+	return memory.Answer{Outcome: outcome, Failure: rpcErr.Message}, rpcErr
 }
 
 // callRequest encodes the params of a tools/call to a child by hand: the arguments
@@ -349,6 +392,22 @@ func (g *Gateway) resolveTool(ctx context.Context, name string) (*Tool, error) {
 		}
 	}
 	return nil, g.unknownTool(name)
+}
+
+// knownTool is the tool a name referred to while its server was last up, or
+// nil: what memory may stand in for while the server is down.
+func (g *Gateway) knownTool(name string) *Tool {
+	for _, c := range g.possibleOwners(name) {
+		c.mu.Lock()
+		known := c.known
+		c.mu.Unlock()
+		for _, t := range known {
+			if t.Wire == name || t.Canonical == name {
+				return t
+			}
+		}
+	}
+	return nil
 }
 
 // possibleOwners are the children a tool name may belong to (see OwnersOf).

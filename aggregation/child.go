@@ -64,6 +64,7 @@ type child struct {
 	conn      *conn
 	raws      []json.RawMessage // the tools as the child listed them
 	tools     []*Tool
+	known     []*Tool // the last tools it had while up: what stale-if-error may stand in for
 	extras    extras
 	state     State
 	changed   chan struct{} // closed and replaced at every change of state
@@ -111,6 +112,9 @@ func (c *child) reconfigure(cfg *config.Server) {
 	c.cfgp.Store(cfg)
 	c.mu.Lock()
 	c.tools = c.toolsFrom(c.raws)
+	if c.tools != nil {
+		c.known = c.tools
+	}
 	c.mu.Unlock()
 	c.events.toolsChanged(c.name)
 }
@@ -205,6 +209,9 @@ func (c *child) current() (*conn, []*Tool) {
 func (c *child) set(cn *conn, raws []json.RawMessage, ex extras, state State, err error, next time.Time) {
 	c.mu.Lock()
 	c.conn, c.raws, c.tools, c.extras, c.state, c.lastErr, c.nextRetry = cn, raws, c.toolsFrom(raws), ex, state, err, next
+	if c.tools != nil {
+		c.known = c.tools
+	}
 	close(c.changed)
 	c.changed = make(chan struct{})
 	c.mu.Unlock()
@@ -252,6 +259,9 @@ func (c *child) run(ctx context.Context) {
 		case <-cn.done:
 		}
 		cn.close()
+		if ctx.Err() != nil {
+			return // it exited because the gateway is shutting down: not a crash
+		}
 		up := time.Since(started)
 		if up >= stablePeriod {
 			backoff, failures = firstBackoff, 0
@@ -297,6 +307,7 @@ func (c *child) relist(ctx context.Context, cn *conn) {
 		return
 	}
 	c.raws, c.tools = raws, c.toolsFrom(raws)
+	c.known = c.tools
 	c.mu.Unlock()
 	c.events.toolsChanged(c.name)
 }
@@ -323,6 +334,7 @@ type conn struct {
 	ids     atomic.Int64
 	tail    *tailBuffer
 	callers callers
+	asked   asking // calls in flight, marked when the child asks a client something
 
 	done     chan struct{}
 	doneOnce sync.Once

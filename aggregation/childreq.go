@@ -28,6 +28,7 @@ func (g *Gateway) childRequests(cn *conn) transport.RequestHandler {
 		if req.Method == string(mcp.MethodPing) {
 			return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage("{}")), nil
 		}
+		cn.asked.mark() // whatever the client answers, the calls in flight are not shareable
 		c, why := g.callerFor(ctx, cn)
 		if c != nil && !c.s.declared(req.Method) {
 			c, why = nil, fmt.Sprintf("the client of the call did not declare the capability for %s", req.Method)

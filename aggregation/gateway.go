@@ -103,6 +103,7 @@ type Gateway struct {
 
 	reloadMu sync.Mutex // one reload at a time, and none once Close began
 	closed   bool       // Close began; guarded by reloadMu
+	closing  atomic.Bool // Close began: children exiting now are not restarts
 	runCtx   context.Context
 
 	settled    chan struct{} // closed when every child of the first config made its first attempt
@@ -267,6 +268,7 @@ func (g *Gateway) Close() {
 	// Serialised with Reload: a reload either finished before, or is refused.
 	g.reloadMu.Lock()
 	g.closed = true
+	g.closing.Store(true)
 	g.reloadMu.Unlock()
 	if g.cancel != nil {
 		g.cancel()
@@ -469,17 +471,19 @@ func (g *Gateway) rebuildNow(ctx context.Context) []error {
 	return errs
 }
 
-// forget drops a server's remembered answers: it restarted, its tools changed, or it
-// is gone.
+// forget makes a server's remembered answers unfit to be served as fresh: it
+// crashed, restarted, its tools changed, or it is gone. They stay for
+// stale-if-error. Children that exit because the gateway closes are not
+// forgotten: a clean shutdown changes nothing they said.
 func (g *Gateway) forget(ctx context.Context, server string) {
-	if g.mem == nil {
+	if g.mem == nil || g.closing.Load() {
 		return
 	}
 	if ctx == nil || ctx.Err() != nil {
 		ctx = context.Background()
 	}
-	if err := g.mem.InvalidateServer(ctx, server); err != nil {
-		g.log.Warn("forgetting remembered answers failed", "server", server, "err", err)
+	if err := g.mem.MarkStale(ctx, server); err != nil {
+		g.log.Warn("marking remembered answers stale failed", "server", server, "err", err)
 	}
 }
 

@@ -179,7 +179,7 @@ func TestContractInvalidateServer(t *testing.T) {
 		do(t, a, "", readTool, `{}`, c)
 		do(t, b, "", readTool, `{}`, c)
 		wantStatus(t, "hot on b", do(t, b, "", readTool, `{}`, c), StatusHit)
-		if err := a.InvalidateServer(context.Background(), readTool.Server); err != nil {
+		if err := a.MarkStale(context.Background(), readTool.Server); err != nil {
 			t.Fatal(err)
 		}
 		wantStatus(t, "on b after the restart", do(t, b, "", readTool, `{}`, c), StatusMiss)
@@ -198,10 +198,10 @@ func TestContractFetchedBeforeInvalidation(t *testing.T) {
 		a, b := open(Options{}), open(Options{})
 		c := &child{}
 		ctx := context.Background()
-		_, err := a.Call(ctx, "", readTool, json.RawMessage(`{}`), func(context.Context) (json.RawMessage, error) {
+		_, err := a.Call(ctx, "", readTool, json.RawMessage(`{}`), plain(func(context.Context) (json.RawMessage, error) {
 			do(t, b, "", writeTool, `{}`, c) // invalidates code-kg while a's call is out
 			return textResult("old"), nil
-		})
+		}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,14 +221,14 @@ func TestContractSingleFlight(t *testing.T) {
 		var calls int
 		var mu sync.Mutex
 		entered, release := make(chan struct{}), make(chan struct{})
-		forward := func(context.Context) (json.RawMessage, error) {
+		forward := plain(func(context.Context) (json.RawMessage, error) {
 			mu.Lock()
 			calls++
 			mu.Unlock()
 			close(entered)
 			<-release
 			return textResult("one answer"), nil
-		}
+		})
 		ctx := context.Background()
 		results := make([]json.RawMessage, 2)
 		errs := make([]error, 2)
@@ -273,7 +273,7 @@ func TestContractSimilarity(t *testing.T) {
 			t.Fatalf("paraphrase on b: %s", st)
 		}
 		wantStatus(t, "other limit (another bucket)", do(t, b, "", searchTool, q("connection pool settings for postgres", 20), c), StatusMiss)
-		if err := a.InvalidateServer(context.Background(), searchTool.Server); err != nil {
+		if err := a.MarkStale(context.Background(), searchTool.Server); err != nil {
 			t.Fatal(err)
 		}
 		wantStatus(t, "after invalidation", do(t, b, "", searchTool, q("settings of the postgres connection pool", 10), c), StatusMiss)

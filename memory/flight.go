@@ -151,7 +151,7 @@ func (m *Memory) claimFlight(ctx context.Context, c *call, f *flight, gen, seen 
 		gen, seen = g, -1
 		if found {
 			now := m.now().UnixMilli()
-			if c.ttl.Never || now < e.createdAt+c.ttl.D.Milliseconds() {
+			if c.fresh(e, now) {
 				f.res, f.status, f.created = e.result, StatusHit, time.UnixMilli(e.createdAt)
 				m.pend.touch(e.id, now)
 				m.pend.count(c.t, func(k *counters) { k.coalesced++; k.saved += e.durationMS })

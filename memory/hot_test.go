@@ -20,8 +20,8 @@ func TestHotLayerSeesOtherProcesses(t *testing.T) {
 		invalidate bool
 	}{
 		{"mutating call", func(t *testing.T, m2 *Memory, c *child) { do(t, m2, "", writeTool, `{}`, c) }, true},
-		{"InvalidateServer", func(t *testing.T, m2 *Memory, c *child) {
-			if err := m2.InvalidateServer(ctx, readTool.Server); err != nil {
+		{"MarkStale", func(t *testing.T, m2 *Memory, c *child) {
+			if err := m2.MarkStale(ctx, readTool.Server); err != nil {
 				t.Fatal(err)
 			}
 		}, true},
@@ -36,7 +36,7 @@ func TestHotLayerSeesOtherProcesses(t *testing.T) {
 			}
 		}, true},
 		{"other server invalidated", func(t *testing.T, m2 *Memory, c *child) {
-			if err := m2.InvalidateServer(ctx, otherTool.Server); err != nil {
+			if err := m2.MarkStale(ctx, otherTool.Server); err != nil {
 				t.Fatal(err)
 			}
 		}, false},
@@ -93,7 +93,7 @@ func TestHelperInvalidate(t *testing.T) {
 		t.Skip("helper process only")
 	}
 	m := openTest(t, Options{Path: path})
-	if err := m.InvalidateServer(context.Background(), os.Getenv("NEXUS_MEMORY_HELPER_SERVER")); err != nil {
+	if err := m.MarkStale(context.Background(), os.Getenv("NEXUS_MEMORY_HELPER_SERVER")); err != nil {
 		t.Fatal(err)
 	}
 }

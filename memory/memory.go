@@ -27,6 +27,10 @@ const (
 	StatusHit    = "hit"
 	StatusMiss   = "miss"
 	StatusBypass = "bypass"
+	// StatusStale marks an answer served because the child failed: an
+	// expired entry younger than the tool's stale-if-error window, with
+	// "age_ms" and the failure under "error".
+	StatusStale = "stale"
 )
 
 // Defaults for zero Options fields.
@@ -365,28 +369,33 @@ func (m *Memory) SetSettings(s Settings) {
 }
 
 // Call is the call-chain step: answer from memory, or forward and remember.
-// forward performs the child call and returns the raw JSON of its
-// CallToolResult (the "result" member of the JSON-RPC response); an error
-// from forward is returned as the same value.
+// forward performs the child call and returns its Answer: the raw JSON of
+// the CallToolResult (the "result" member of the JSON-RPC response) and
+// how it was made; an error from forward is returned as the same value.
 //
 // Results stay raw JSON end to end: memory stores the child's bytes as they
 // are (after Options.Redact) and reads only isError, resultType,
-// inputRequests and _meta, so content types and fields it does not know
-// pass through and are replayed unchanged. What Call returns is the
-// child's (or the stored) result with a cache report spliced in at
-// _meta[MetaKey], replacing any report already there; the child's other
-// _meta members are kept. A result that is not a JSON object is returned
-// unchanged and never stored. A nil *Memory returns forward's bytes as
-// they are.
+// inputRequests, requestState and _meta, spelled exactly (see readShape),
+// so content types and fields it does not know pass through and are
+// replayed unchanged. What Call returns is the child's (or the stored)
+// result with a cache report spliced in at _meta[MetaKey], replacing any
+// report already there; the child's other _meta members are kept. A result
+// that is not a JSON object is returned unchanged and never stored. A nil
+// *Memory returns forward's bytes as they are.
 //
-// Non-cacheable tools are forwarded and marked bypass; a forwarded call of a
-// tool that is not read-only (unless its cache mode is "always") invalidates
-// what Settings.Invalidate names for it, by default its whole server, unless
-// the child reported failure (isError).
-func (m *Memory) Call(ctx context.Context, agent string, t Tool, args json.RawMessage,
-	forward func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+// Only read-only tools are remembered, for the TTL someone gave them
+// (Settings.Freshness); without one, identical calls in flight at once
+// still share one child call. An answer during which the child asked the
+// client something (Answer.AskedClient) is never stored nor shared.
+// Non-cacheable tools are forwarded and marked bypass; a forwarded call of
+// a tool that is not read-only (unless its cache mode is "always")
+// invalidates what Settings.Invalidate names for it, by default its whole
+// server, unless the child reported failure (isError) or the request never
+// left (NotSent): a call whose outcome is unknown counts as done.
+func (m *Memory) Call(ctx context.Context, agent string, t Tool, args json.RawMessage, forward Forward) (json.RawMessage, error) {
 	if m == nil {
-		return forward(ctx)
+		a, err := forward(ctx)
+		return a.Result, err
 	}
 	r := m.rules.Load()
 	if m.disabled != nil {
@@ -410,6 +419,7 @@ func (m *Memory) Call(ctx context.Context, agent string, t Tool, args json.RawMe
 		fp:     fingerprint(canonical),
 		args:   canonical,
 		ttl:    r.ttl(t),
+		window: r.staleWindow(t),
 		invals: r.invalidates(t),
 	}
 	c.key = cacheKey(t.Name, c.scope, c.fp)
@@ -424,6 +434,20 @@ func (m *Memory) Call(ctx context.Context, agent string, t Tool, args json.RawMe
 	}
 }
 
+// ServesStale reports whether t has a stale-if-error window: a call of it
+// is worth making through memory even when its server is down.
+func (m *Memory) ServesStale(t Tool) bool {
+	return m != nil && m.disabled == nil && m.rules.Load().staleWindow(t) > 0
+}
+
+// Freshness is Settings.Freshness under the current settings.
+func (m *Memory) Freshness(t Tool) (TTL, string) {
+	if m == nil {
+		return TTL{}, ""
+	}
+	return m.rules.Load().s.Freshness(t)
+}
+
 // call is one cacheable call's derived facts.
 type call struct {
 	t      Tool
@@ -433,13 +457,37 @@ type call struct {
 	args   []byte
 	key    []byte
 	ttl    TTL
+	window time.Duration // stale-if-error; 0: never
 	invals []string
+}
+
+// stores reports whether c's answer is kept at all: fresh for its TTL, or
+// for stale-if-error only.
+func (c *call) stores() bool { return c.ttl.Keeps() || c.window > 0 }
+
+// fresh reports whether e may be served as c's answer now: not marked
+// stale (its server restarted or changed its tools) and within the TTL of
+// the moment, so a TTL shortened by a reload applies to stored entries.
+func (c *call) fresh(e entry, now int64) bool {
+	if e.stale || !c.ttl.Keeps() {
+		return false
+	}
+	return c.ttl.Never || now < e.createdAt+c.ttl.D.Milliseconds()
+}
+
+// staleUsable reports whether e may stand in for c's answer when the
+// child failed: younger than c's stale-if-error window.
+func (c *call) staleUsable(e entry, now int64) bool {
+	return c.window > 0 && now-e.createdAt < c.window.Milliseconds()
 }
 
 // cached is one attempt at a cacheable call. retry reports that the leader
 // of an identical call gave up because its own context ended.
-func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Context) (json.RawMessage, error)) (res json.RawMessage, retry bool, err error) {
-	if res, ok, err := m.lookupHit(ctx, c); err != nil {
+func (m *Memory) cached(ctx context.Context, c *call, forward Forward) (res json.RawMessage, retry bool, err error) {
+	if !c.ttl.Keeps() {
+		// Nothing is served fresh: straight to the flight, which shares
+		// one child call among identical calls in flight.
+	} else if res, ok, err := m.lookupHit(ctx, c); err != nil {
 		if ctx.Err() != nil {
 			return nil, false, ctx.Err()
 		}
@@ -460,6 +508,8 @@ func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Conte
 		}
 		coalesced := f.status == StatusMiss
 		switch f.status {
+		case StatusStale:
+			return f.res, false, nil
 		case StatusMiss:
 			m.pend.count(c.t, func(k *counters) { k.coalesced++ })
 		case StatusSemanticHit:
@@ -500,10 +550,20 @@ func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Conte
 	}()
 
 	// Double-check: the previous leader may have stored the answer
-	// between our lookup and our joining.
-	e, found, gen, lerr := m.lookup(ctx, c)
+	// between our lookup and our joining. Skipped when nothing is kept.
+	var (
+		e     entry
+		found bool
+		gen   int64
+		lerr  = errNotLooked
+	)
+	if c.stores() {
+		e, found, gen, lerr = m.lookup(ctx, c)
+	}
 	canStore := lerr == nil
-	if lerr != nil {
+	if lerr == errNotLooked {
+		// Nothing to store, nothing to look up.
+	} else if lerr != nil {
 		if ctx.Err() != nil {
 			f.retry = true
 			return nil, false, ctx.Err()
@@ -519,7 +579,7 @@ func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Conte
 
 	// Similarity: only after an exact miss, so exact hits never embed.
 	var sc *semCall
-	if lerr == nil {
+	if lerr == nil && c.ttl.Keeps() {
 		if sc = m.prepareSemantic(c); sc != nil {
 			m.embed(ctx, c, sc)
 			if sc.vec != nil {
@@ -556,13 +616,31 @@ func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Conte
 	}
 
 	start := m.now()
-	res, err = forward(ctx)
+	a, err := forward(ctx)
+	res = a.Result
 	dur := m.now().Sub(start)
 	if err != nil && ctx.Err() != nil {
 		// Our own context ended: followers must not inherit that.
 		f.retry = true
 		m.pend.count(c.t, func(k *counters) { k.misses++ })
+		m.invalidateAfter(ctx, c, a, err)
 		return res, false, err
+	}
+	m.pend.count(c.t, func(k *counters) { k.misses++ })
+	if a.AskedClient {
+		// Made with this caller's input: followers make calls of their own,
+		// and nothing is stored.
+		f.retry = true
+		m.invalidateAfter(ctx, c, a, err)
+		return m.mark(c.t, res, StatusMiss, 0, false), false, err
+	}
+	if a.childFailed() && found {
+		if now := m.now().UnixMilli(); c.staleUsable(e, now) {
+			if out, ok := m.serveStale(c, e, now, a.Failure); ok {
+				f.res, f.status, f.created = out, StatusStale, time.UnixMilli(e.createdAt)
+				return out, false, nil
+			}
+		}
 	}
 	f.res, f.err, f.status, f.created = res, err, StatusMiss, m.now()
 	// Followers (and callers arriving until the store commits) share the
@@ -570,20 +648,63 @@ func (m *Memory) cached(ctx context.Context, c *call, forward func(context.Conte
 	// that no identical call forwards again in between.
 	publish()
 
-	m.pend.count(c.t, func(k *counters) { k.misses++ })
-	if err != nil {
-		if c.invals != nil {
-			m.remember(ctx, c, nil, resultShape{}, dur, gen, false, nil)
-		}
-		return res, false, err
+	if err != nil || a.childFailed() {
+		m.invalidateAfter(ctx, c, a, err)
+		return m.markUnlessErr(c.t, res, err)
 	}
 	shape, serr := readShape(res)
-	if serr == nil && !shape.IsError && shape.complete() {
-		m.remember(ctx, c, res, shape, dur, gen, canStore, sc)
-	} else if serr != nil {
-		m.log.Debug("memory: result not stored: not a CallToolResult object", "tool", c.t.Name, "err", serr)
+	switch {
+	case serr != nil:
+		m.log.Debug("memory: result not stored: not a CallToolResult memory can read", "tool", c.t.Name, "err", serr)
+		m.invalidateAfter(ctx, c, a, err)
+	case shape.IsError || !shape.complete():
+		// A failure, or an exchange with this caller still under way.
+	case c.stores() || c.invals != nil:
+		m.remember(ctx, c, res, shape, dur, gen, canStore && c.stores(), sc)
 	}
 	return m.mark(c.t, res, StatusMiss, 0, false), false, nil
+}
+
+// errNotLooked stands for a lookup cached skipped: nothing is kept for the
+// call, so there is nothing to find.
+var errNotLooked = errors.New("memory: not looked up")
+
+// markUnlessErr is mark for a forwarded answer that may be an error.
+func (m *Memory) markUnlessErr(t Tool, res json.RawMessage, err error) (json.RawMessage, bool, error) {
+	if err != nil {
+		return res, false, err
+	}
+	return m.mark(t, res, StatusMiss, 0, false), false, nil
+}
+
+// invalidateAfter applies c's invalidations (a cacheable tool with an
+// invalidate rule) after a call that did not end in a storable answer,
+// when the call may have run.
+func (m *Memory) invalidateAfter(ctx context.Context, c *call, a Answer, err error) {
+	if c.invals != nil && mayHaveRun(a, err) {
+		m.remember(ctx, c, nil, resultShape{}, 0, 0, false, nil)
+	}
+}
+
+// serveStale returns e marked as a stale answer standing in for a child
+// that failed with failure.
+func (m *Memory) serveStale(c *call, e entry, now int64, failure string) (json.RawMessage, bool) {
+	report, err := marshalVerbatim(struct {
+		Status string `json:"status"`
+		AgeMS  int64  `json:"age_ms"`
+		Error  string `json:"error"`
+	}{StatusStale, max(now-e.createdAt, 0), failure})
+	if err != nil {
+		return nil, false
+	}
+	out, err := withMeta(e.result, MetaKey, report)
+	if err != nil {
+		m.stepAside("decode", fmt.Errorf("entry %d of %s: %w", e.id, c.t.Name, err))
+		return nil, false
+	}
+	m.pend.touch(e.id, now)
+	m.log.Info("memory: the child failed; served a stale answer", "tool", c.t.Name, "age", time.Duration(now-e.createdAt)*time.Millisecond, "err", failure)
+	return out, true
 }
 
 // lookup returns the entry stored for c (found false if none) and the
@@ -604,8 +725,7 @@ func (m *Memory) lookup(ctx context.Context, c *call) (entry, bool, int64, error
 		return m.st.lookup(ctx, c.t, c.key)
 	}
 	if e, gen, ok := m.hot.get(c.key); ok {
-		fresh := c.ttl.Never || m.now().UnixMilli() < e.createdAt+c.ttl.D.Milliseconds()
-		if fresh {
+		if c.fresh(e, m.now().UnixMilli()) {
 			valid, err := m.st.hotValid(ctx, c.t, gen)
 			if err != nil {
 				return entry{}, false, 0, err
@@ -645,7 +765,7 @@ func (m *Memory) lookupHit(ctx context.Context, c *call) (json.RawMessage, bool,
 // (damaged in the database) is treated as absent.
 func (m *Memory) serve(c *call, e entry) (json.RawMessage, bool) {
 	now := m.now().UnixMilli()
-	if !c.ttl.Never && now >= e.createdAt+c.ttl.D.Milliseconds() {
+	if !c.fresh(e, now) {
 		return nil, false
 	}
 	report := cacheReport(StatusHit, max(now-e.createdAt, 0), false)
@@ -713,7 +833,9 @@ func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, sha
 				rec.sem = sc
 			}
 			if !c.ttl.Never {
-				rec.expiresAt = sql.NullInt64{Int64: now + c.ttl.D.Milliseconds(), Valid: true}
+				// Kept (not served) past its TTL while stale-if-error may
+				// still want it.
+				rec.expiresAt = sql.NullInt64{Int64: now + max(c.ttl.D, 0).Milliseconds() + c.window.Milliseconds(), Valid: true}
 			}
 		}
 	}
@@ -800,15 +922,14 @@ func (m *Memory) encode(t Tool, res json.RawMessage, shape resultShape) ([]byte,
 	return blob, true
 }
 
-// bypass forwards without memory, then applies invals unless the child
-// reported failure. A transport error, or a result memory cannot read,
-// leaves the outcome unknown, so it invalidates too.
-func (m *Memory) bypass(ctx context.Context, t Tool, invals []string,
-	forward func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
-	res, err := forward(ctx)
+// bypass forwards without memory, then applies invals when the call may
+// have run (see mayHaveRun).
+func (m *Memory) bypass(ctx context.Context, t Tool, invals []string, forward Forward) (json.RawMessage, error) {
+	a, err := forward(ctx)
+	res := a.Result
 	if m.st != nil {
 		m.pend.count(t, func(k *counters) { k.bypasses++ })
-		if invals != nil && (err != nil || !reportedFailure(res)) {
+		if invals != nil && mayHaveRun(a, err) {
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*m.opts.BusyTimeout)
 			_, err := m.st.write(wctx, &write{invals: invals})
 			cancel()
@@ -824,26 +945,37 @@ func (m *Memory) bypass(ctx context.Context, t Tool, invals []string,
 	return m.mark(t, res, StatusBypass, 0, false), nil
 }
 
-// reportedFailure reports a result in which the child says the call failed
-// (isError).
-func reportedFailure(res json.RawMessage) bool {
-	s, err := readShape(res)
-	return err == nil && s.IsError
+// mayHaveRun reports whether a call may have changed something: unless the
+// request never left, or the child itself said the call failed (isError,
+// read strictly: an ambiguous result counts as success). An unknown
+// outcome (a timeout, a cancellation, a child that died, a broken
+// transport) counts as done, and so does a JSON-RPC error.
+func mayHaveRun(a Answer, err error) bool {
+	switch {
+	case a.Outcome == NotSent || a.Outcome == Refused:
+		return false
+	case a.Outcome == Unknown || err != nil:
+		return true
+	}
+	s, serr := readShape(a.Result)
+	return serr != nil || !s.IsError
 }
 
-// InvalidateServer drops the entries of server, for a child that restarted
-// or whose tool list changed. If the database cannot be written, the
-// server's tools bypass memory in this process until a retry succeeds, and
-// the error is returned.
-func (m *Memory) InvalidateServer(ctx context.Context, server string) error {
+// MarkStale makes the entries of server unfit to be served as fresh, for
+// a child that crashed, restarted or whose tool list changed: nothing says
+// its answers are wrong, but nothing says they still hold. They stay
+// available to stale-if-error until they expire. If the database cannot be
+// written, the server's tools bypass memory in this process until a retry
+// succeeds, and the error is returned.
+func (m *Memory) MarkStale(ctx context.Context, server string) error {
 	if m == nil || m.st == nil {
 		return nil
 	}
 	p := []string{server + ".*"}
-	_, err := m.st.write(ctx, &write{invals: p})
+	_, err := m.st.write(ctx, &write{soft: p})
 	if err != nil {
 		m.addStale(p)
-		return fmt.Errorf("memory: invalidate server %q: %w", server, err)
+		return fmt.Errorf("memory: mark the answers of server %q stale: %w", server, err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,7 +65,24 @@ func openTest(t testing.TB, opts Options) *Memory {
 		t.Fatalf("Open: memory disabled: %v", err)
 	}
 	t.Cleanup(func() { m.Close() })
+	m.SetSettings(kept(Settings{}))
 	return m
+}
+
+// testTTL is what most tests keep answers for: results are kept only for a
+// TTL someone gave (see TestNoTTLNoMemory).
+const testTTL = 5 * time.Minute
+
+// kept is s with testTTL for every tool s gives no TTL.
+func kept(s Settings) Settings {
+	if _, ok := s.TTL["*"]; !ok {
+		s.TTL = maps.Clone(s.TTL)
+		if s.TTL == nil {
+			s.TTL = map[string]TTL{}
+		}
+		s.TTL["*"] = TTL{D: testTTL}
+	}
+	return s
 }
 
 // child is a fake child server that counts calls.
@@ -73,15 +91,15 @@ type child struct {
 	text  func(args json.RawMessage) string
 }
 
-func (c *child) forward(args json.RawMessage) func(context.Context) (json.RawMessage, error) {
-	return func(context.Context) (json.RawMessage, error) {
+func (c *child) forward(args json.RawMessage) Forward {
+	return plain(func(context.Context) (json.RawMessage, error) {
 		n := c.calls.Add(1)
 		text := fmt.Sprintf("answer %d to %s", n, args)
 		if c.text != nil {
 			text = c.text(args)
 		}
 		return textResult(text), nil
-	}
+	})
 }
 
 // textResult is the raw CallToolResult a child sends for one text item.
@@ -103,8 +121,8 @@ func errorResult(text string) json.RawMessage {
 }
 
 // answer returns a forward func that always answers raw.
-func answer(raw string) func(context.Context) (json.RawMessage, error) {
-	return func(context.Context) (json.RawMessage, error) { return json.RawMessage(raw), nil }
+func answer(raw string) Forward {
+	return plain(func(context.Context) (json.RawMessage, error) { return json.RawMessage(raw), nil })
 }
 
 var (
@@ -214,7 +232,7 @@ func TestDifferentArgsMiss(t *testing.T) {
 func TestTTLExpiry(t *testing.T) {
 	clk := newClock()
 	m := openTest(t, Options{Now: clk.Now})
-	m.SetSettings(Settings{TTL: map[string]TTL{"code-kg.*": {D: time.Minute}}})
+	m.SetSettings(kept(Settings{TTL: map[string]TTL{"code-kg.*": {D: time.Minute}}}))
 	c := &child{}
 	do(t, m, "", readTool, `{}`, c)
 	clk.Advance(59 * time.Second)
@@ -232,14 +250,14 @@ func TestTTLExpiry(t *testing.T) {
 		t.Fatalf("refetched entry not served: %q %q", status(t, res2), text(res2))
 	}
 	// A shortened TTL applies to stored entries at once.
-	m.SetSettings(Settings{TTL: map[string]TTL{"code-kg.*": {D: 500 * time.Millisecond}}})
+	m.SetSettings(kept(Settings{TTL: map[string]TTL{"code-kg.*": {D: 500 * time.Millisecond}}}))
 	if st := status(t, do(t, m, "", readTool, `{}`, c)); st != StatusMiss {
 		t.Fatalf("after shortening ttl: %q", st)
 	}
 	// Default TTL: five minutes.
-	m.SetSettings(Settings{})
+	m.SetSettings(kept(Settings{}))
 	do(t, m, "", otherTool, `{}`, c)
-	clk.Advance(DefaultTTL - time.Millisecond)
+	clk.Advance(testTTL - time.Millisecond)
 	if st := status(t, do(t, m, "", otherTool, `{}`, c)); st != StatusHit {
 		t.Fatalf("within default ttl: %q", st)
 	}
@@ -248,7 +266,7 @@ func TestTTLExpiry(t *testing.T) {
 		t.Fatalf("after default ttl: %q", st)
 	}
 	// never: no expiry.
-	m.SetSettings(Settings{TTL: map[string]TTL{"*": {Never: true}}})
+	m.SetSettings(kept(Settings{TTL: map[string]TTL{"*": {Never: true}}}))
 	do(t, m, "", otherTool, `{"x":1}`, c)
 	clk.Advance(1000 * 24 * time.Hour)
 	if st := status(t, do(t, m, "", otherTool, `{"x":1}`, c)); st != StatusHit {
@@ -260,15 +278,15 @@ func TestErrorsNotStored(t *testing.T) {
 	m := openTest(t, Options{})
 	var calls atomic.Int64
 	errDown := errors.New("transport down")
-	failing := func(context.Context) (json.RawMessage, error) {
+	failing := plain(func(context.Context) (json.RawMessage, error) {
 		calls.Add(1)
 		return nil, errDown
-	}
-	counted := func(raw json.RawMessage) func(context.Context) (json.RawMessage, error) {
-		return func(context.Context) (json.RawMessage, error) {
+	})
+	counted := func(raw json.RawMessage) Forward {
+		return plain(func(context.Context) (json.RawMessage, error) {
 			calls.Add(1)
 			return raw, nil
-		}
+		})
 	}
 	incomplete := []string{
 		`{"content":[{"type":"text","text":"need more"}],"resultType":"input_required","inputRequests":{"r1":{"method":"roots/list"}}}`,
@@ -349,22 +367,22 @@ func TestMutatingCallInvalidates(t *testing.T) {
 	}
 
 	// Narrowed by config.
-	m.SetSettings(Settings{Invalidate: map[string][]string{writeTool.Name: {readTool.Name}}})
+	m.SetSettings(kept(Settings{Invalidate: map[string][]string{writeTool.Name: {readTool.Name}}}))
 	do(t, m, "", writeTool, `{}`, c)
 	if got := statuses(); got != "miss,hit,hit" {
 		t.Fatalf("after narrowed invalidation: %s", got)
 	}
-	m.SetSettings(Settings{Invalidate: map[string][]string{writeTool.Name: {"doc-kg.*"}}})
+	m.SetSettings(kept(Settings{Invalidate: map[string][]string{writeTool.Name: {"doc-kg.*"}}}))
 	do(t, m, "", writeTool, `{}`, c)
 	if got := statuses(); got != "hit,hit,miss" {
 		t.Fatalf("after cross-server invalidation: %s", got)
 	}
 
 	// A call the child reports as failed changes nothing.
-	m.SetSettings(Settings{})
-	_, err := m.Call(context.Background(), "", writeTool, nil, func(context.Context) (json.RawMessage, error) {
+	m.SetSettings(kept(Settings{}))
+	_, err := m.Call(context.Background(), "", writeTool, nil, plain(func(context.Context) (json.RawMessage, error) {
 		return errorResult("denied"), nil
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,11 +391,11 @@ func TestMutatingCallInvalidates(t *testing.T) {
 	}
 
 	// A read-only tool forced to never is not a mutation.
-	m.SetSettings(Settings{Cache: map[string]Mode{otherTool.Name: Never}})
+	m.SetSettings(kept(Settings{Cache: map[string]Mode{otherTool.Name: Never}}))
 	if st := status(t, do(t, m, "", otherTool, `{}`, c)); st != StatusBypass {
 		t.Fatalf("never: %q", st)
 	}
-	m.SetSettings(Settings{})
+	m.SetSettings(kept(Settings{}))
 	if got := statuses(); got != "hit,hit,hit" {
 		t.Fatalf("after read-only bypass: %s", got)
 	}
@@ -391,11 +409,11 @@ func TestInvalidationRace(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		m.Call(context.Background(), "", readTool, nil, func(context.Context) (json.RawMessage, error) {
+		m.Call(context.Background(), "", readTool, nil, plain(func(context.Context) (json.RawMessage, error) {
 			close(entered)
 			<-release
 			return textResult("before the write"), nil
-		})
+		}))
 	}()
 	<-entered
 	c := &child{}
@@ -414,7 +432,7 @@ func TestAgentScoped(t *testing.T) {
 	if st := status(t, do(t, m, "bob", readTool, `{}`, c)); st != StatusHit {
 		t.Fatalf("shared scope: bob got %q", st)
 	}
-	m.SetSettings(Settings{AgentScoped: map[string]bool{"code-kg": true}})
+	m.SetSettings(kept(Settings{AgentScoped: map[string]bool{"code-kg": true}}))
 	do(t, m, "alice", readTool, `{"q":1}`, c)
 	if st := status(t, do(t, m, "bob", readTool, `{"q":1}`, c)); st != StatusMiss {
 		t.Fatalf("agent scope: bob got alice's answer (%q)", st)
@@ -436,13 +454,13 @@ func TestSingleFlight(t *testing.T) {
 	var calls atomic.Int64
 	entered := make(chan struct{})
 	release := make(chan struct{})
-	forward := func(context.Context) (json.RawMessage, error) {
+	forward := plain(func(context.Context) (json.RawMessage, error) {
 		if calls.Add(1) == 1 {
 			close(entered)
 		}
 		<-release
 		return json.RawMessage(`{"content":[{"type":"text","text":"shared"}],"_meta":{"child/trace":"t1"}}`), nil
-	}
+	})
 	var wg sync.WaitGroup
 	results := make([]json.RawMessage, n)
 	errs := make([]error, n)
@@ -500,14 +518,14 @@ func TestLeaderCancelDoesNotPoisonFollowers(t *testing.T) {
 	m := openTest(t, Options{})
 	var calls atomic.Int64
 	leaderIn := make(chan struct{})
-	forward := func(ctx context.Context) (json.RawMessage, error) {
+	forward := plain(func(ctx context.Context) (json.RawMessage, error) {
 		if calls.Add(1) == 1 {
 			close(leaderIn)
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}
 		return textResult("from the follower's retry"), nil
-	}
+	})
 	leaderCtx, cancel := context.WithCancel(context.Background())
 	leaderErr := make(chan error, 1)
 	go func() {
@@ -539,11 +557,11 @@ func TestLeaderCancelDoesNotPoisonFollowers(t *testing.T) {
 	// A follower whose own context ends stops waiting.
 	block, leading := make(chan struct{}), make(chan struct{})
 	defer close(block)
-	go m.Call(context.Background(), "", readTool, json.RawMessage(`{"x":1}`), func(context.Context) (json.RawMessage, error) {
+	go m.Call(context.Background(), "", readTool, json.RawMessage(`{"x":1}`), plain(func(context.Context) (json.RawMessage, error) {
 		close(leading)
 		<-block
 		return textResult("late"), nil
-	})
+	}))
 	<-leading
 	ctx, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel2()
@@ -594,10 +612,10 @@ func TestNilAndBypass(t *testing.T) {
 			t.Fatalf("nil memory changed %s to %s (%v)", raw, res, err)
 		}
 	}
-	if err := m.InvalidateServer(context.Background(), "x"); err != nil {
+	if err := m.MarkStale(context.Background(), "x"); err != nil {
 		t.Fatal(err)
 	}
-	m.SetSettings(Settings{})
+	m.SetSettings(kept(Settings{}))
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -623,21 +641,26 @@ func TestInvalidateServerAndClear(t *testing.T) {
 		do(t, m, "", readTool, fmt.Sprintf(`{"i":%d}`, i), c)
 		do(t, m, "", otherTool, fmt.Sprintf(`{"i":%d}`, i), c)
 	}
-	if err := m.InvalidateServer(ctx, "code-kg"); err != nil {
+	if err := m.MarkStale(ctx, "code-kg"); err != nil {
 		t.Fatal(err)
 	}
 	if st := status(t, do(t, m, "", readTool, `{"i":0}`, c)); st != StatusMiss {
-		t.Fatalf("after InvalidateServer: %q", st)
+		t.Fatalf("after MarkStale: %q", st)
 	}
 	if st := status(t, do(t, m, "", otherTool, `{"i":0}`, c)); st != StatusHit {
-		t.Fatalf("other server after InvalidateServer: %q", st)
+		t.Fatalf("other server after MarkStale: %q", st)
+	}
+	if st := status(t, do(t, m, "", readTool, `{"i":1}`, c)); st != StatusMiss {
+		t.Fatalf("another stale entry: %q", st)
 	}
 	n, err := m.Clear(ctx, "doc-kg", "")
 	if err != nil || n != 3 {
 		t.Fatalf("Clear(doc-kg) = %d, %v", n, err)
 	}
+	// Stale entries are kept (for stale-if-error) until they expire or are
+	// cleared.
 	n, err = m.Clear(ctx, "", "")
-	if err != nil || n != 1 {
+	if err != nil || n != 3 {
 		t.Fatalf("Clear(all) = %d, %v", n, err)
 	}
 	list, err := m.List(ctx, 0)
@@ -649,7 +672,7 @@ func TestInvalidateServerAndClear(t *testing.T) {
 func TestList(t *testing.T) {
 	clk := newClock()
 	m := openTest(t, Options{Now: clk.Now})
-	m.SetSettings(Settings{TTL: map[string]TTL{"doc-kg.*": {Never: true}}})
+	m.SetSettings(kept(Settings{TTL: map[string]TTL{"doc-kg.*": {Never: true}}}))
 	c := &child{}
 	do(t, m, "", readTool, `{"b":1,"a":"x"}`, c)
 	clk.Advance(time.Second)
@@ -662,7 +685,7 @@ func TestList(t *testing.T) {
 	}
 	e := list[0]
 	if e.Tool != readTool.Name || string(e.Args) != `{"a":"x","b":1}` || e.Hits != 1 || e.ExpiresAt == nil ||
-		e.ExpiresAt.Sub(e.CreatedAt) != DefaultTTL || len(e.Fingerprint) != 64 {
+		e.ExpiresAt.Sub(e.CreatedAt) != testTTL || len(e.Fingerprint) != 64 {
 		t.Fatalf("entry %+v", e)
 	}
 	if list[1].ExpiresAt != nil {
@@ -674,23 +697,25 @@ func TestList(t *testing.T) {
 }
 
 func TestIdempotentWriteTool(t *testing.T) {
-	// idempotentHint without readOnlyHint is cacheable (per the issue), and
-	// because it is not read-only, its forwarded calls still invalidate.
+	// idempotentHint without readOnlyHint is never remembered: repeating an
+	// idempotent call changes nothing more, but skipping it skips the
+	// change (a directory that was never created). Its calls invalidate.
 	m := openTest(t, Options{})
 	ensure := Tool{Name: "code-kg.ensure_label", Server: "code-kg", Annotated: true, Idempotent: true}
 	c := &child{}
 	do(t, m, "", readTool, `{}`, c)
-	if st := status(t, do(t, m, "", ensure, `{"l":"bug"}`, c)); st != StatusMiss {
+	if st := status(t, do(t, m, "", ensure, `{"l":"bug"}`, c)); st != StatusBypass {
 		t.Fatalf("first idempotent call: %q", st)
 	}
 	if st := status(t, do(t, m, "", readTool, `{}`, c)); st != StatusMiss {
 		t.Fatalf("read after idempotent write: %q", st)
 	}
-	if st := status(t, do(t, m, "", ensure, `{"l":"bug"}`, c)); st != StatusHit {
-		t.Fatalf("repeated idempotent call: %q", st)
+	before := c.calls.Load()
+	if st := status(t, do(t, m, "", ensure, `{"l":"bug"}`, c)); st != StatusBypass || c.calls.Load() != before+1 {
+		t.Fatalf("repeated idempotent call: %q, child calls %d -> %d", st, before, c.calls.Load())
 	}
-	if st := status(t, do(t, m, "", readTool, `{}`, c)); st != StatusHit {
-		t.Fatalf("a hit must not invalidate: %q", st)
+	if st := status(t, do(t, m, "", readTool, `{}`, c)); st != StatusMiss {
+		t.Fatalf("read after the repeated idempotent write: %q", st)
 	}
 }
 
@@ -718,5 +743,14 @@ func TestExactKeysAsTheChildSeesThem(t *testing.T) {
 		if got := status(t, do(t, m, "", tool, a, c)); got != StatusHit {
 			t.Errorf("%q again: status %s, want hit", a, got)
 		}
+	}
+}
+
+// plain adapts a forward that answers like a child that always answered: the
+// shape most tests need.
+func plain(f func(context.Context) (json.RawMessage, error)) Forward {
+	return func(ctx context.Context) (Answer, error) {
+		raw, err := f(ctx)
+		return Answer{Result: raw}, err
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // Results travel through memory as the raw JSON the child sent, never as
@@ -104,31 +105,101 @@ func isObject(raw []byte) bool {
 // resultShape is what memory reads of a CallToolResult to decide whether to
 // store it.
 type resultShape struct {
-	IsError       bool                       `json:"isError"`
-	ResultType    string                     `json:"resultType"`
-	InputRequests json.RawMessage            `json:"inputRequests"`
-	Meta          map[string]json.RawMessage `json:"_meta"`
+	IsError       bool
+	ResultType    string
+	InputRequests json.RawMessage
+	RequestState  json.RawMessage
+	Meta          map[string]json.RawMessage
 }
+
+// shapeMembers are the members memory relies on, spelled as the spec
+// spells them. encoding/json matches member names case-insensitively and
+// lets the last duplicate win, so a child could send {"isError": true,
+// "ISERROR": false}: the client may read one, memory the other. readShape
+// reads these members exactly, and refuses a result that spells one of
+// them twice or in another case.
+var shapeMembers = [...]string{"isError", "resultType", "inputRequests", "requestState", "_meta"}
+
+// errAmbiguous reports a result memory must not trust: one of
+// shapeMembers repeated, or spelled in another case.
+var errAmbiguous = errors.New("result spells a member memory reads twice or in another case")
 
 // readShape decodes the members of result memory needs. It fails for
 // anything that is not a JSON object with members of the expected types,
-// which memory then neither stores nor trusts to report success.
+// or whose members are ambiguous (errAmbiguous), which memory then neither
+// stores nor trusts to report failure.
 func readShape(result json.RawMessage) (resultShape, error) {
 	var s resultShape
 	if !isObject(result) {
 		return s, errNotObject
 	}
-	if err := json.Unmarshal(result, &s); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(result))
+	if _, err := dec.Token(); err != nil { // {
 		return s, fmt.Errorf("result: %w", err)
+	}
+	var seen [len(shapeMembers)]bool
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return s, fmt.Errorf("result: %w", err)
+		}
+		name, _ := tok.(string)
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return s, fmt.Errorf("result member %q: %w", name, err)
+		}
+		for i, want := range shapeMembers {
+			if !strings.EqualFold(name, want) {
+				continue
+			}
+			if name != want || seen[i] {
+				return s, fmt.Errorf("%w: %q", errAmbiguous, name)
+			}
+			seen[i] = true
+			if err := s.set(want, value); err != nil {
+				return s, err
+			}
+		}
+	}
+	if _, err := dec.Token(); err != nil { // }
+		return s, fmt.Errorf("result: %w", err)
+	}
+	if dec.More() {
+		return s, errors.New("result: data after the object")
 	}
 	return s, nil
 }
 
-// complete reports a final answer: not one that asks the client for more
-// input first (MCP's multi-round-trip results), which would be wrong to
-// replay.
+// set decodes one member of shapeMembers; null is its absence.
+func (s *resultShape) set(name string, value json.RawMessage) error {
+	if string(value) == "null" {
+		return nil
+	}
+	var err error
+	switch name {
+	case "isError":
+		err = json.Unmarshal(value, &s.IsError)
+	case "resultType":
+		err = json.Unmarshal(value, &s.ResultType)
+	case "inputRequests":
+		s.InputRequests = value
+	case "requestState":
+		s.RequestState = value
+	case "_meta":
+		err = json.Unmarshal(value, &s.Meta)
+	}
+	if err != nil {
+		return fmt.Errorf("result member %q: %w", name, err)
+	}
+	return nil
+}
+
+// complete reports a final answer that holds no per-caller state: not one
+// that asks the client for more input first (MCP's multi-round-trip
+// results) nor one carrying the state of such an exchange, which would be
+// wrong to replay to anyone.
 func (s resultShape) complete() bool {
-	return (s.ResultType == "" || s.ResultType == "complete") && len(s.InputRequests) == 0
+	return (s.ResultType == "" || s.ResultType == "complete") && len(s.InputRequests) == 0 && len(s.RequestState) == 0
 }
 
 // cacheReport is the JSON of the value memory sets at _meta[MetaKey]. It is

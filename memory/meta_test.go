@@ -239,10 +239,10 @@ func TestNonObjectResults(t *testing.T) {
 	ctx := context.Background()
 	for _, raw := range []string{`[1,2]`, `"text"`, `null`, `42`, `{"content":[`, `{"_meta":"x","content":[]}`, `{"_meta":[1]}`} {
 		var calls int
-		forward := func(context.Context) (json.RawMessage, error) {
+		forward := plain(func(context.Context) (json.RawMessage, error) {
 			calls++
 			return json.RawMessage(raw), nil
-		}
+		})
 		for _, tool := range []Tool{readTool, readTool, {Name: "x.y", Server: "x"}} {
 			res, err := m.Call(ctx, "", tool, json.RawMessage(`{"r":`+jsonString(raw)+`}`), forward)
 			if err != nil || string(res) != raw {
@@ -272,7 +272,7 @@ func TestForwardErrorUnchanged(t *testing.T) {
 	m := openTest(t, Options{})
 	ctx := context.Background()
 	want := &rpcError{code: -32001}
-	failing := func(context.Context) (json.RawMessage, error) { return nil, want }
+	failing := plain(func(context.Context) (json.RawMessage, error) { return nil, want })
 	check := func(what string, res json.RawMessage, err error) {
 		t.Helper()
 		var re *rpcError
@@ -290,11 +290,11 @@ func TestForwardErrorUnchanged(t *testing.T) {
 
 	// Followers of a failed identical call get the same value.
 	entered, release := make(chan struct{}), make(chan struct{})
-	leader := func(context.Context) (json.RawMessage, error) {
+	leader := plain(func(context.Context) (json.RawMessage, error) {
 		close(entered)
 		<-release
 		return nil, want
-	}
+	})
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	wg.Go(func() { _, errs[0] = m.Call(ctx, "", readTool, json.RawMessage(`{"f":1}`), leader) })

@@ -13,8 +13,10 @@ import (
 type Mode int
 
 const (
-	// Auto caches a tool whose annotations say readOnlyHint or
-	// idempotentHint and not destructiveHint.
+	// Auto caches a tool whose effective annotations say readOnlyHint
+	// (and not an operator's destructiveHint). idempotentHint alone never
+	// does: repeating an idempotent call changes nothing more, but
+	// skipping it skips the change.
 	Auto Mode = iota
 	// Never bypasses memory for the tool.
 	Never
@@ -74,11 +76,23 @@ func (m *Mode) UnmarshalJSON(b []byte) error {
 // ("server.*") or everything ("*"). The most specific pattern wins:
 // exact name, then "server.*", then "*".
 type Settings struct {
-	TTL         map[string]TTL      // pattern -> ttl
+	// TTL, CommandTTL and CatalogTTL say how long results stay fresh,
+	// per pattern: the user's config, `nexus cache ttl`, and the catalog
+	// entry a server was installed from. The most specific pattern wins;
+	// at the same specificity, config before command before catalog. A
+	// tool no pattern covers has no TTL: its results are not kept across
+	// calls (see Freshness).
+	TTL         map[string]TTL
+	CommandTTL  map[string]TTL
+	CatalogTTL  map[string]TTL
 	Cache       map[string]Mode     // pattern -> never/always
 	Invalidate  map[string][]string // mutating canonical tool -> patterns it invalidates
 	AgentScoped map[string]bool     // server -> cacheScope "agent"
-	DefaultTTL  time.Duration       // 0 means the built-in DefaultTTL
+	// StaleIfError maps patterns to how old an expired (or restarted
+	// server's) entry may be and still be served when the child fails:
+	// not running, timed out, or a transport error. Never when the child
+	// answered.
+	StaleIfError map[string]time.Duration
 
 	// Semantic names the free-text arguments compared by similarity, per
 	// pattern (config memory.semantic: {"doc-kg.doc_kg_search": ["query"]}).
@@ -103,6 +117,18 @@ func (s Settings) Validate() error {
 	for p := range s.TTL {
 		check("ttl", p)
 	}
+	for p := range s.CommandTTL {
+		check("ttl", p)
+	}
+	for p := range s.CatalogTTL {
+		check("ttl", p)
+	}
+	for p, d := range s.StaleIfError {
+		check("staleIfError", p)
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("memory: staleIfError: %s: %v must be positive", p, d))
+		}
+	}
 	for p := range s.Cache {
 		check("cache", p)
 	}
@@ -121,9 +147,6 @@ func (s Settings) Validate() error {
 		for _, p := range targets {
 			check("invalidate."+tool, p)
 		}
-	}
-	if s.DefaultTTL < 0 {
-		errs = append(errs, fmt.Errorf("memory: default ttl %v must not be negative", s.DefaultTTL))
 	}
 	return errors.Join(errs...)
 }
@@ -154,13 +177,15 @@ type rules struct {
 
 func newRules(s Settings) *rules {
 	c := Settings{
-		TTL:         maps.Clone(s.TTL),
-		Cache:       maps.Clone(s.Cache),
-		Invalidate:  make(map[string][]string, len(s.Invalidate)),
-		AgentScoped: maps.Clone(s.AgentScoped),
-		DefaultTTL:  s.DefaultTTL,
-		Semantic:    make(map[string][]string, len(s.Semantic)),
-		SemanticOff: s.SemanticOff,
+		TTL:          maps.Clone(s.TTL),
+		CommandTTL:   maps.Clone(s.CommandTTL),
+		CatalogTTL:   maps.Clone(s.CatalogTTL),
+		Cache:        maps.Clone(s.Cache),
+		Invalidate:   make(map[string][]string, len(s.Invalidate)),
+		AgentScoped:  maps.Clone(s.AgentScoped),
+		StaleIfError: maps.Clone(s.StaleIfError),
+		Semantic:     make(map[string][]string, len(s.Semantic)),
+		SemanticOff:  s.SemanticOff,
 	}
 	for k, v := range s.Semantic {
 		c.Semantic[k] = append([]string(nil), v...)
@@ -183,14 +208,47 @@ func lookup[V any](m map[string]V, t Tool) (V, bool) {
 	return v, ok
 }
 
+// Where a TTL came from, as Freshness reports it.
+const (
+	FromConfig  = "config"  // the user's config files ("ttl")
+	FromCommand = "command" // `nexus cache ttl`
+	FromCatalog = "catalog" // the catalog entry the server was installed from
+)
+
+// Freshness returns how long results of t stay fresh and who said so
+// ("" and the zero TTL when nobody did: results are not kept). Patterns
+// are tried from the most specific ("server.tool", then "server.*", then
+// "*"); at each, the user's config, then the command, then the catalog.
+func (s Settings) Freshness(t Tool) (TTL, string) {
+	sources := [...]struct {
+		from string
+		m    map[string]TTL
+	}{{FromConfig, s.TTL}, {FromCommand, s.CommandTTL}, {FromCatalog, s.CatalogTTL}}
+	for _, p := range [...]string{t.Name, t.Server + ".*", "*"} {
+		for _, src := range sources {
+			if v, ok := src.m[p]; ok {
+				return v, src.from
+			}
+		}
+	}
+	return TTL{}, ""
+}
+
+// Cacheable reports whether results of t may be remembered at all under
+// s: its effective annotations say readOnlyHint (or its cache mode is
+// "always") and its cache mode is not "never".
+func (s Settings) Cacheable(t Tool) bool { return (&rules{s: s}).cacheable(t) }
+
 func (r *rules) ttl(t Tool) TTL {
-	if v, ok := lookup(r.s.TTL, t); ok {
-		return v
-	}
-	if r.s.DefaultTTL > 0 {
-		return TTL{D: r.s.DefaultTTL}
-	}
-	return TTL{D: DefaultTTL}
+	v, _ := r.s.Freshness(t)
+	return v
+}
+
+// staleWindow is how old an entry of t may be and still be served when
+// the child fails; 0: never.
+func (r *rules) staleWindow(t Tool) time.Duration {
+	v, _ := lookup(r.s.StaleIfError, t)
+	return v
 }
 
 func (r *rules) mode(t Tool) Mode {
@@ -206,7 +264,7 @@ func (r *rules) cacheable(t Tool) bool {
 	case Always:
 		return true
 	}
-	return t.Annotated && (t.ReadOnly || t.Idempotent) && !t.Destructive
+	return t.Annotated && t.ReadOnly && !t.Destructive
 }
 
 // invalidates returns the patterns a forwarded call of t makes stale, or

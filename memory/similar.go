@@ -288,7 +288,7 @@ func (m *Memory) semanticHit(ctx context.Context, c *call, sc *semCall) (semHit,
 		if cd.similarity < th.Verify {
 			break
 		}
-		if !c.ttl.Never && now >= cd.createdAt+c.ttl.D.Milliseconds() {
+		if !c.fresh(cd.entry, now) {
 			continue
 		}
 		if ok, reason := Guard(sc.text, cd.text); !ok {

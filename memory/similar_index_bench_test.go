@@ -23,7 +23,7 @@ func BenchmarkSimilarityLookup(b *testing.B) {
 		for _, buckets := range []int{1, 100} {
 			b.Run(fmt.Sprintf("entries=%d/buckets=%d", n, buckets), func(b *testing.B) {
 				m := openTest(b, Options{MaxEntries: 2 * n, FlushInterval: time.Hour, Logger: testLogger(b)})
-				m.SetSettings(Settings{TTL: map[string]TTL{"*": {Never: true}}})
+				m.SetSettings(kept(Settings{TTL: map[string]TTL{"*": {Never: true}}}))
 				<-m.indexDone
 				texts := populateSemantic(b, m, n, buckets)
 				ctx := context.Background()

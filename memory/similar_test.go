@@ -232,7 +232,7 @@ func vecCount(t testing.TB, m *Memory) int {
 func TestSemanticFreshness(t *testing.T) {
 	clk := newClock()
 	m := openTest(t, Options{Now: clk.Now})
-	m.SetSettings(Settings{TTL: map[string]TTL{"*": {D: time.Minute}}})
+	m.SetSettings(kept(Settings{TTL: map[string]TTL{"*": {D: time.Minute}}}))
 	c := &child{}
 	para := q("connection pool settings for postgres", 10)
 	do(t, m, "", searchTool, q("postgres connection pool settings", 10), c)
@@ -242,15 +242,24 @@ func TestSemanticFreshness(t *testing.T) {
 	if s := status(t, do(t, m, "", searchTool, para, c)); s != StatusMiss {
 		t.Fatalf("expired: %s", s)
 	}
-	// Invalidation drops entries and their vectors.
+	// A stale entry (its server restarted) is never served by similarity,
+	// and keeps its vector until it goes.
 	if n := vecCount(t, m); n != 2 {
 		t.Fatalf("vectors: %d, want 2", n)
 	}
-	if err := m.InvalidateServer(context.Background(), "doc-kg"); err != nil {
+	do(t, m, "", searchTool, q("postgres connection pool settings", 10), c)
+	if err := m.MarkStale(context.Background(), "doc-kg"); err != nil {
 		t.Fatal(err)
 	}
-	if n := vecCount(t, m); n != 0 {
-		t.Fatalf("vectors after invalidation: %d", n)
+	if s := status(t, do(t, m, "", searchTool, para, c)); s != StatusMiss {
+		t.Fatalf("stale: %s", s)
+	}
+	if n := vecCount(t, m); n != 2 {
+		t.Fatalf("vectors after marking stale: %d, want 2", n)
+	}
+	// A mutating call drops entries and their vectors.
+	if _, err := m.Clear(context.Background(), "", ""); err != nil {
+		t.Fatal(err)
 	}
 	do(t, m, "", searchTool, q("postgres connection pool settings", 10), c)
 	write := Tool{Name: "doc-kg.reindex", Server: "doc-kg", Annotated: true}
@@ -299,12 +308,12 @@ func TestSemanticSettings(t *testing.T) {
 		if _, err := m.Clear(context.Background(), "", ""); err != nil {
 			t.Fatal(err)
 		}
-		m.SetSettings(Settings{})
+		m.SetSettings(kept(Settings{}))
 		do(t, m, "", searchTool, q("postgres connection pool settings", 10), c)
 	}
 	// Config names a field the schema would not: it is used.
 	tool := Tool{Name: "wiki.find", Server: "wiki", Annotated: true, ReadOnly: true}
-	m.SetSettings(Settings{Semantic: map[string][]string{"wiki.find": {"topic"}}})
+	m.SetSettings(kept(Settings{Semantic: map[string][]string{"wiki.find": {"topic"}}}))
 	do(t, m, "", tool, `{"topic":"postgres connection pool settings"}`, c)
 	if got := status(t, do(t, m, "", tool, `{"topic":"connection pool settings for postgres"}`, c)); got != StatusSemanticHit {
 		t.Fatalf("configured field: %s", got)
@@ -708,12 +717,12 @@ func BenchmarkSemantic(b *testing.B) {
 		for _, buckets := range []int{1, 100} {
 			b.Run(fmt.Sprintf("entries=%d/buckets=%d", n, buckets), func(b *testing.B) {
 				m := openTest(b, Options{MaxEntries: 2 * n, FlushInterval: time.Hour, Logger: testLogger(b)})
-				m.SetSettings(Settings{TTL: map[string]TTL{"*": {Never: true}}})
+				m.SetSettings(kept(Settings{TTL: map[string]TTL{"*": {Never: true}}}))
 				texts := populateSemantic(b, m, n, buckets)
 				ctx := context.Background()
-				forward := func(context.Context) (json.RawMessage, error) {
+				forward := plain(func(context.Context) (json.RawMessage, error) {
 					return nil, errors.New("forwarded: not a semantic hit")
-				}
+				})
 				b.Run("call", func(b *testing.B) {
 					i := 0
 					for b.Loop() {

@@ -86,6 +86,9 @@ type write struct {
 	gen int64
 
 	invals []string // invalidation patterns: "*", "server.*", "server.tool"
+	// soft are patterns whose entries are marked stale, not deleted: not
+	// served as fresh, still there for stale-if-error.
+	soft []string
 
 	touches map[int64]touch
 	tools   map[string]*counters
@@ -123,6 +126,7 @@ type entry struct {
 	result     []byte
 	createdAt  int64
 	durationMS int64
+	stale      bool          // marked by a soft invalidation (write.soft)
 	tmpl       *metaTemplate // set by the hot layer
 }
 

@@ -412,18 +412,19 @@ func (s *pgStore) lookup(ctx context.Context, t Tool, key []byte) (entry, bool, 
 		gen              int64
 		id, created, dur *int64
 		result           []byte
+		stale            *bool
 	)
 	err = s.pool.QueryRow(ctx, `
-		SELECT g.gen, e.id, e.result, e.created_at, e.duration_ms
+		SELECT g.gen, e.id, e.result, e.created_at, e.duration_ms, e.stale
 		FROM (`+pgGenQuery+`) AS g (gen)
-		LEFT JOIN nexus_memory_entries AS e ON e.key = $3`, gt, gs, key).Scan(&gen, &id, &result, &created, &dur)
+		LEFT JOIN nexus_memory_entries AS e ON e.key = $3`, gt, gs, key).Scan(&gen, &id, &result, &created, &dur, &stale)
 	if err != nil {
 		return entry{}, false, 0, s.failed(ctx, fmt.Errorf("lookup: %w", err))
 	}
 	if id == nil {
 		return entry{}, false, gen, nil
 	}
-	return entry{id: *id, result: result, createdAt: *created, durationMS: *dur}, true, gen, nil
+	return entry{id: *id, result: result, createdAt: *created, durationMS: *dur, stale: stale != nil && *stale}, true, gen, nil
 }
 
 // tx runs fn in one transaction.
@@ -465,8 +466,9 @@ func (s *pgStore) write(ctx context.Context, w *write) (int64, error) {
 	rec := w.rec
 	var storedID, epoch int64
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		if rec != nil || len(w.invals) > 0 {
-			if err := lockGens(ctx, tx, len(w.invals) > 0); err != nil {
+		invalidates := len(w.invals) > 0 || len(w.soft) > 0
+		if rec != nil || invalidates {
+			if err := lockGens(ctx, tx, invalidates); err != nil {
 				return err
 			}
 		}
@@ -485,7 +487,12 @@ func (s *pgStore) write(ctx context.Context, w *write) (int64, error) {
 				return err
 			}
 		}
-		if len(w.invals) > 0 {
+		for _, p := range w.soft {
+			if err := pgMarkStale(ctx, tx, p); err != nil {
+				return err
+			}
+		}
+		if invalidates {
 			e, err := s.bumpEpoch(ctx, tx)
 			if err != nil {
 				return err
@@ -555,6 +562,21 @@ func pgInvalidate(ctx context.Context, tx pgx.Tx, p string) error {
 	return pgBumpGen(ctx, tx, gen)
 }
 
+// pgMarkStale is markStale for PostgreSQL.
+func pgMarkStale(ctx context.Context, tx pgx.Tx, p string) error {
+	gen, column, value := patternGen(p)
+	var err error
+	if column == "" {
+		_, err = tx.Exec(ctx, `UPDATE nexus_memory_entries SET stale = true WHERE NOT stale`)
+	} else {
+		_, err = tx.Exec(ctx, `UPDATE nexus_memory_entries SET stale = true WHERE NOT stale AND `+column+` = $1`, value)
+	}
+	if err != nil {
+		return fmt.Errorf("mark %q stale: %w", p, err)
+	}
+	return pgBumpGen(ctx, tx, gen)
+}
+
 func pgBumpGen(ctx context.Context, tx pgx.Tx, name string) error {
 	_, err := tx.Exec(ctx, `INSERT INTO nexus_memory_generations (name, gen) VALUES ($1, 1)
 		ON CONFLICT (name) DO UPDATE SET gen = nexus_memory_generations.gen + 1`, name)
@@ -593,7 +615,7 @@ func pgUpsert(ctx context.Context, tx pgx.Tx, r *record) (int64, error) {
 			result = excluded.result, size = excluded.size,
 			duration_ms = excluded.duration_ms, created_at = excluded.created_at,
 			expires_at = excluded.expires_at, last_used_at = excluded.last_used_at,
-			bucket = excluded.bucket, embedder = excluded.embedder,
+			stale = false, bucket = excluded.bucket, embedder = excluded.embedder,
 			free_text = excluded.free_text, vec_dims = excluded.vec_dims,
 			part = excluded.part, vec = excluded.vec, xid = excluded.xid
 		RETURNING id`,
@@ -852,7 +874,7 @@ func (s *pgStore) candidates(ctx context.Context, ids []int64) ([]storedCandidat
 		return nil, err
 	}
 	defer cancel()
-	rows, err := s.pool.Query(ctx, `SELECT id, result, created_at, duration_ms, coalesce(free_text, ''), bucket,
+	rows, err := s.pool.Query(ctx, `SELECT id, result, created_at, duration_ms, stale, coalesce(free_text, ''), bucket,
 		coalesce(embedder, ''), coalesce(vec_dims, 0) FROM nexus_memory_entries WHERE id = ANY($1)`, ids)
 	if err != nil {
 		return nil, s.failed(ctx, err)
@@ -861,7 +883,7 @@ func (s *pgStore) candidates(ctx context.Context, ids []int64) ([]storedCandidat
 	var out []storedCandidate
 	for rows.Next() {
 		var cd storedCandidate
-		if err := rows.Scan(&cd.id, &cd.result, &cd.createdAt, &cd.durationMS, &cd.text, &cd.bucket, &cd.embedder, &cd.dims); err != nil {
+		if err := rows.Scan(&cd.id, &cd.result, &cd.createdAt, &cd.durationMS, &cd.stale, &cd.text, &cd.bucket, &cd.embedder, &cd.dims); err != nil {
 			return nil, err
 		}
 		out = append(out, cd)
@@ -878,7 +900,7 @@ func (s *pgStore) scanNeighbours(ctx context.Context, sc *semCall, k int) ([]can
 		return nil, err
 	}
 	defer cancel()
-	rows, err := s.pool.Query(ctx, `SELECT id, vec, result, created_at, duration_ms, free_text FROM nexus_memory_entries
+	rows, err := s.pool.Query(ctx, `SELECT id, vec, result, created_at, duration_ms, free_text, stale FROM nexus_memory_entries
 		WHERE part = $1 AND bucket = $2 AND embedder = $3 AND vec_dims = $4`, sc.part, sc.bucket, sc.emb.ID(), len(sc.vec))
 	if err != nil {
 		return nil, s.failed(ctx, err)
@@ -890,7 +912,7 @@ func (s *pgStore) scanNeighbours(ctx context.Context, sc *semCall, k int) ([]can
 			cd   candidate
 			blob []byte
 		)
-		if err := rows.Scan(&cd.id, &blob, &cd.result, &cd.createdAt, &cd.durationMS, &cd.text); err != nil {
+		if err := rows.Scan(&cd.id, &blob, &cd.result, &cd.createdAt, &cd.durationMS, &cd.text, &cd.stale); err != nil {
 			return nil, err
 		}
 		v := blobVec(blob)

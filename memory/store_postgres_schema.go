@@ -114,6 +114,10 @@ var pgMigrations = [...][]string{
 			embed_failures   bigint NOT NULL DEFAULT 0
 		)`,
 	},
+	// Version 2: stale-if-error (see the SQLite schema's version 3).
+	{
+		`ALTER TABLE nexus_memory_entries ADD COLUMN stale boolean NOT NULL DEFAULT false`,
+	},
 }
 
 // pgSchemaVersion is the version this package writes and reads.

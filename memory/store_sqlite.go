@@ -81,7 +81,7 @@ func openSQLite(ctx context.Context, path string, busy time.Duration) (*sqliteSt
 	}
 	s := &sqliteStore{db: db, path: path, writeSem: make(chan struct{}, 1)}
 	s.lookupStmt, err = db.PrepareContext(ctx, `
-		SELECT g.gen, e.id, e.result, e.created_at, e.duration_ms
+		SELECT g.gen, e.id, e.result, e.created_at, e.duration_ms, e.stale
 		FROM (SELECT coalesce(sum(gen), 0) AS gen FROM generations WHERE name IN (?1, ?2, '*')) AS g
 		LEFT JOIN entries AS e ON e.key = ?3`)
 	if err != nil {
@@ -140,15 +140,16 @@ func (s *sqliteStore) lookup(ctx context.Context, t Tool, key []byte) (e entry, 
 	var (
 		id, created, dur sql.NullInt64
 		result           []byte
+		stale            sql.NullBool
 	)
-	err = s.lookupStmt.QueryRowContext(ctx, gt, gs, key).Scan(&gen, &id, &result, &created, &dur)
+	err = s.lookupStmt.QueryRowContext(ctx, gt, gs, key).Scan(&gen, &id, &result, &created, &dur, &stale)
 	if err != nil {
 		return entry{}, false, 0, fmt.Errorf("lookup: %w", err)
 	}
 	if !id.Valid {
 		return entry{}, false, gen, nil
 	}
-	return entry{id: id.Int64, result: result, createdAt: created.Int64, durationMS: dur.Int64}, true, gen, nil
+	return entry{id: id.Int64, result: result, createdAt: created.Int64, durationMS: dur.Int64, stale: stale.Bool}, true, gen, nil
 }
 
 // writeTx runs fn in one IMMEDIATE transaction.
@@ -205,7 +206,7 @@ func upsert(ctx context.Context, tx *sql.Tx, r *record) (int64, error) {
 			result = excluded.result, size = excluded.size,
 			duration_ms = excluded.duration_ms, created_at = excluded.created_at,
 			expires_at = excluded.expires_at, last_used_at = excluded.last_used_at,
-			bucket = excluded.bucket, embedder = excluded.embedder,
+			stale = 0, bucket = excluded.bucket, embedder = excluded.embedder,
 			free_text = excluded.free_text, vec_dims = excluded.vec_dims
 		RETURNING id`,
 		r.key, r.tool.Name, r.tool.Server, r.scope, r.fingerprint, string(r.args), r.result, len(r.result),
@@ -248,6 +249,28 @@ func invalidate(ctx context.Context, tx *sql.Tx, patterns []string) (int64, erro
 		}
 	}
 	return total, nil
+}
+
+// markStale marks the entries matching patterns stale (see write.soft) and
+// bumps their generations, so hot layers drop them and results fetched
+// before now are not stored after it.
+func markStale(ctx context.Context, tx *sql.Tx, patterns []string) error {
+	for _, p := range patterns {
+		gen, column, value := patternGen(p)
+		var err error
+		if column == "" {
+			_, err = tx.ExecContext(ctx, `UPDATE entries SET stale = 1 WHERE stale = 0`)
+		} else {
+			_, err = tx.ExecContext(ctx, `UPDATE entries SET stale = 1 WHERE stale = 0 AND `+column+` = ?`, value)
+		}
+		if err != nil {
+			return fmt.Errorf("mark %q stale: %w", p, err)
+		}
+		if err := bumpGen(ctx, tx, gen); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func bumpGen(ctx context.Context, tx *sql.Tx, name string) error {
@@ -363,6 +386,11 @@ func (s *sqliteStore) write(ctx context.Context, w *write) (int64, error) {
 		}
 		if len(w.invals) > 0 {
 			if _, err := invalidate(ctx, tx, w.invals); err != nil {
+				return err
+			}
+		}
+		if len(w.soft) > 0 {
+			if err := markStale(ctx, tx, w.soft); err != nil {
 				return err
 			}
 		}

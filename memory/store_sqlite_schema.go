@@ -86,6 +86,12 @@ var migrations = [...]migration{
 		`ALTER TABLE tool_stats ADD COLUMN guard_rejections INTEGER NOT NULL DEFAULT 0`,
 		`ALTER TABLE tool_stats ADD COLUMN embed_failures INTEGER NOT NULL DEFAULT 0`,
 	),
+	// Version 3: stale-if-error. A server that restarted or changed its
+	// tools marks its entries stale instead of deleting them: never
+	// served as fresh, still there to stand in for a failing child.
+	execAll(
+		`ALTER TABLE entries ADD COLUMN stale INTEGER NOT NULL DEFAULT 0`,
+	),
 }
 
 // schemaVersion is the user_version this package writes and reads.

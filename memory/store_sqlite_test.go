@@ -132,10 +132,10 @@ func TestStatsPersist(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "memory.db")
 	clk := newClock()
 	m := openTest(t, Options{Path: path, Now: clk.Now})
-	slow := func(context.Context) (json.RawMessage, error) {
+	slow := plain(func(context.Context) (json.RawMessage, error) {
 		clk.Advance(30 * time.Millisecond) // the child takes 30 ms
 		return textResult("slow answer"), nil
-	}
+	})
 	ctx := context.Background()
 	for range 3 {
 		if _, err := m.Call(ctx, "", readTool, nil, slow); err != nil {
@@ -184,10 +184,10 @@ func forwarded(t *testing.T, m *Memory, tool Tool) (string, time.Duration) {
 	t.Helper()
 	var calls atomic.Int64
 	start := time.Now()
-	res, err := m.Call(context.Background(), "", tool, json.RawMessage(`{"z":1}`), func(context.Context) (json.RawMessage, error) {
+	res, err := m.Call(context.Background(), "", tool, json.RawMessage(`{"z":1}`), plain(func(context.Context) (json.RawMessage, error) {
 		calls.Add(1)
 		return textResult("fresh"), nil
-	})
+	}))
 	took := time.Since(start)
 	if err != nil || text(res) != "fresh" || calls.Load() != 1 {
 		t.Fatalf("call not forwarded: %v %q %d", err, text(res), calls.Load())
@@ -216,7 +216,7 @@ func TestCorruptFile(t *testing.T) {
 			t.Fatalf("status %q, want bypass", s)
 		}
 	}
-	if err := m.InvalidateServer(context.Background(), "code-kg"); err != nil {
+	if err := m.MarkStale(context.Background(), "code-kg"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Stats(context.Background()); err == nil {
@@ -390,16 +390,16 @@ func BenchmarkLookupHit(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
 			m := openTest(b, Options{MaxEntries: 2 * n, FlushInterval: time.Hour})
-			m.SetSettings(Settings{TTL: map[string]TTL{"*": {Never: true}}})
+			m.SetSettings(kept(Settings{TTL: map[string]TTL{"*": {Never: true}}}))
 			populate(b, m, readTool, n)
 			args := make([]json.RawMessage, 1024)
 			for i := range args {
 				args[i] = json.RawMessage(fmt.Sprintf(`{"i":%d}`, (i*7919)%n))
 			}
-			forward := func(context.Context) (json.RawMessage, error) {
+			forward := plain(func(context.Context) (json.RawMessage, error) {
 				b.Fatal("forwarded: not a hit")
 				return nil, nil
-			}
+			})
 			ctx := context.Background()
 			b.ReportAllocs()
 			i := 0
@@ -442,14 +442,15 @@ func checkServesAfterDamage(t *testing.T, path, damage string) {
 		t.Fatalf("Open: %v", err)
 	}
 	defer m.Close()
+	m.SetSettings(kept(Settings{}))
 	t.Logf("Err after %s: %v", damage, m.Err())
 	seen := map[string]int{}
 	for i := range 300 {
 		args := json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))
 		want := string(args) + strings.Repeat("y", 3000)
-		res, err := m.Call(context.Background(), "", readTool, args, func(context.Context) (json.RawMessage, error) {
+		res, err := m.Call(context.Background(), "", readTool, args, plain(func(context.Context) (json.RawMessage, error) {
 			return textResult(want), nil
-		})
+		}))
 		if err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}

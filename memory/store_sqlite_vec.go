@@ -84,7 +84,7 @@ func (s *sqliteStore) scanNeighbours(ctx context.Context, sc *semCall, k int) ([
 		WITH knn AS (
 			SELECT rowid AS id, distance FROM %s
 			WHERE embedding MATCH ?1 AND k = ?2 AND part = ?3)
-		SELECT e.id, knn.distance, e.result, e.created_at, e.duration_ms, e.free_text
+		SELECT e.id, knn.distance, e.result, e.created_at, e.duration_ms, e.free_text, e.stale
 		FROM knn JOIN entries AS e ON e.id = knn.id
 		WHERE e.bucket = ?4 AND e.embedder = ?5 AND e.vec_dims = ?6
 		ORDER BY knn.distance`, vecTable(dims)),
@@ -99,7 +99,7 @@ func (s *sqliteStore) scanNeighbours(ctx context.Context, sc *semCall, k int) ([
 			cd   candidate
 			dist float64
 		)
-		if err := rows.Scan(&cd.id, &dist, &cd.result, &cd.createdAt, &cd.durationMS, &cd.text); err != nil {
+		if err := rows.Scan(&cd.id, &dist, &cd.result, &cd.createdAt, &cd.durationMS, &cd.text, &cd.stale); err != nil {
 			return nil, fmt.Errorf("nearest neighbours: %w", err)
 		}
 		cd.similarity = 1 - dist
@@ -239,7 +239,7 @@ func (s *sqliteStore) liveVectorIDs(ctx context.Context) (map[int64]bool, error)
 
 func (s *sqliteStore) candidates(ctx context.Context, ids []int64) ([]storedCandidate, error) {
 	var q strings.Builder
-	q.WriteString(`SELECT id, result, created_at, duration_ms, free_text, bucket, embedder, vec_dims FROM entries WHERE id IN (`)
+	q.WriteString(`SELECT id, result, created_at, duration_ms, stale, free_text, bucket, embedder, vec_dims FROM entries WHERE id IN (`)
 	args := make([]any, 0, len(ids))
 	for i, id := range ids {
 		if i > 0 {
@@ -262,7 +262,7 @@ func (s *sqliteStore) candidates(ctx context.Context, ids []int64) ([]storedCand
 			embedder sql.NullString
 			dims     sql.NullInt64
 		)
-		if err := rows.Scan(&cd.id, &cd.result, &cd.createdAt, &cd.durationMS, &text, &cd.bucket, &embedder, &dims); err != nil {
+		if err := rows.Scan(&cd.id, &cd.result, &cd.createdAt, &cd.durationMS, &cd.stale, &text, &cd.bucket, &embedder, &dims); err != nil {
 			return nil, err
 		}
 		cd.text, cd.embedder, cd.dims = text.String, embedder.String, int(dims.Int64)

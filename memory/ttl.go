@@ -10,12 +10,9 @@ import (
 	"time"
 )
 
-// DefaultTTL is the built-in time to live of a cached result when neither
-// the tool, its server nor "*" has a ttl rule and Settings.DefaultTTL is 0.
-// See the package documentation for why it is short.
-const DefaultTTL = 5 * time.Minute
-
-// TTL is how long a cached result may be served. Never means no expiry.
+// TTL is how long a cached result may be served. Never means no expiry;
+// the zero TTL means results are not kept across calls (nobody said how
+// long they stay true).
 type TTL struct {
 	D     time.Duration
 	Never bool
@@ -23,11 +20,17 @@ type TTL struct {
 
 // String returns the TTL as config accepts it: "never" or a Go duration.
 func (t TTL) String() string {
-	if t.Never {
+	switch {
+	case t.Never:
 		return "never"
+	case t.D <= 0:
+		return "none"
 	}
 	return t.D.String()
 }
+
+// Keeps reports whether results under t are kept across calls at all.
+func (t TTL) Keeps() bool { return t.Never || t.D > 0 }
 
 // MarshalJSON encodes the TTL as a string ParseTTL accepts.
 func (t TTL) MarshalJSON() ([]byte, error) {

@@ -115,11 +115,8 @@ func TestTTLPrecedence(t *testing.T) {
 			t.Errorf("ttl(%s) = %v, want %v", tt.t.Name, got, tt.want)
 		}
 	}
-	if got := newRules(Settings{}).ttl(tool("a", "b")); got != (TTL{D: DefaultTTL}) {
-		t.Errorf("built-in default = %v", got)
-	}
-	if got := newRules(Settings{DefaultTTL: time.Minute}).ttl(tool("a", "b")); got != (TTL{D: time.Minute}) {
-		t.Errorf("configured default = %v", got)
+	if got := newRules(Settings{}).ttl(tool("a", "b")); got.Keeps() {
+		t.Errorf("no ttl given = %v, want none (not kept)", got)
 	}
 	// Settings are copied: mutating the caller's map changes nothing.
 	s.TTL["*"] = TTL{D: time.Hour}
@@ -141,7 +138,8 @@ func TestSettingsValidate(t *testing.T) {
 		{Cache: map[string]Mode{"server": Never}},
 		{Invalidate: map[string][]string{"a.*": {"a.b"}}},
 		{Invalidate: map[string][]string{"a.w": {"*.b"}}},
-		{DefaultTTL: -time.Second},
+		{StaleIfError: map[string]time.Duration{"a.*": 0}},
+		{StaleIfError: map[string]time.Duration{"a": time.Minute}},
 	} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("Validate(%+v) = nil", bad)
@@ -160,7 +158,7 @@ func TestCacheable(t *testing.T) {
 	}{
 		{"unannotated", ann{}, Auto, false, true},
 		{"read-only", ann{true, true, false, false}, Auto, true, false},
-		{"idempotent", ann{true, false, true, false}, Auto, true, true},
+		{"idempotent alone is not read-only", ann{true, false, true, false}, Auto, false, true},
 		{"read-only destructive", ann{true, true, false, true}, Auto, false, false},
 		{"idempotent destructive", ann{true, false, true, true}, Auto, false, true},
 		{"annotated mutating", ann{true, false, false, false}, Auto, false, true},
@@ -187,5 +185,35 @@ func TestCacheable(t *testing.T) {
 	r := newRules(Settings{Cache: map[string]Mode{"s.t": Always, "s.*": Never, "*": Never}})
 	if !r.cacheable(Tool{Name: "s.t", Server: "s"}) || r.cacheable(Tool{Name: "s.u", Server: "s", Annotated: true, ReadOnly: true}) {
 		t.Error("cache mode precedence wrong")
+	}
+}
+
+func TestFreshnessSources(t *testing.T) {
+	s := Settings{
+		TTL:        map[string]TTL{"fs.read": {D: time.Minute}, "*": {D: 2 * time.Minute}},
+		CommandTTL: map[string]TTL{"fs.*": {D: time.Hour}, "fs.read": {D: 3 * time.Hour}, "kg.*": {D: 4 * time.Hour}},
+		CatalogTTL: map[string]TTL{"kg.*": {D: 5 * time.Hour}, "kg.summary": {D: 6 * time.Hour}, "docs.*": {Never: true}},
+	}
+	tool := func(server, name string) Tool { return Tool{Name: server + "." + name, Server: server} }
+	for _, tt := range []struct {
+		t    Tool
+		want TTL
+		from string
+	}{
+		{tool("fs", "read"), TTL{D: time.Minute}, FromConfig},       // config beats command at one specificity
+		{tool("fs", "list"), TTL{D: time.Hour}, FromCommand},        // server.* beats config's "*"
+		{tool("kg", "summary"), TTL{D: 6 * time.Hour}, FromCatalog}, // the exact name wins whoever gave it
+		{tool("kg", "graph"), TTL{D: 4 * time.Hour}, FromCommand},   // command beats catalog
+		{tool("docs", "search"), TTL{Never: true}, FromCatalog},     //
+		{tool("other", "x"), TTL{D: 2 * time.Minute}, FromConfig},   // "*"
+		{Tool{Name: "y.z", Server: "y"}, TTL{D: 2 * time.Minute}, FromConfig},
+	} {
+		got, from := s.Freshness(tt.t)
+		if got != tt.want || from != tt.from {
+			t.Errorf("Freshness(%s) = %v from %q, want %v from %q", tt.t.Name, got, from, tt.want, tt.from)
+		}
+	}
+	if got, from := (Settings{}).Freshness(tool("a", "b")); got.Keeps() || from != "" {
+		t.Errorf("nobody said: %v from %q", got, from)
 	}
 }

@@ -192,9 +192,9 @@ func Evaluate(ctx context.Context, s *Set, e memory.Embedder, th memory.Threshol
 			}
 			t := s.tool(p.Tool)
 			var calls atomic.Int64
-			fwd := func(context.Context) (json.RawMessage, error) {
+			fwd := func(context.Context) (memory.Answer, error) {
 				calls.Add(1)
-				return json.RawMessage(`{"content":[{"type":"text","text":"answer"}]}`), nil
+				return memory.Answer{Result: json.RawMessage(`{"content":[{"type":"text","text":"answer"}]}`)}, nil
 			}
 			if _, err := m.Call(ctx, "", t, p.First, fwd); err != nil {
 				return 0, err
