@@ -46,6 +46,9 @@ func (t *Tool) policyTool() policy.Tool {
 	return policy.Tool{Name: t.Canonical, ReadOnly: t.Hints.ReadOnly, Destructive: t.Hints.Destructive}
 }
 
+// MemoryTool is what memory knows of t: its names and effective annotations.
+func (t *Tool) MemoryTool() memory.Tool { return t.memoryTool() }
+
 func (t *Tool) memoryTool() memory.Tool {
 	return memory.Tool{Name: t.Canonical, Server: t.Server, Annotated: t.Hints.Annotated,
 		ReadOnly: t.Hints.ReadOnly, Idempotent: t.Hints.Idempotent, Destructive: t.Hints.Destructive,

@@ -87,6 +87,9 @@ func TestBuiltinEntriesInstall(t *testing.T) {
 					t.Errorf("TTL hint %q not canonical", tool)
 				}
 			}
+			if _, err := e.Lifetimes(e.Name); err != nil {
+				t.Errorf("Lifetimes: %v", err)
+			}
 		})
 	}
 }

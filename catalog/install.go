@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/memory"
 	"github.com/nexus-mcp/nexus/secrets"
 )
 
@@ -27,11 +28,13 @@ type Installation struct {
 }
 
 // Hints are an entry's suggestions for the config, keyed by canonical tool names
-// ("<server>.<tool>", "<server>.*"), ready to be merged into the config's "ttl",
-// "cache" and policy sections. They are suggestions: the CLI writes them only where
-// the user has not set the key already.
+// ("<server>.<tool>", "<server>.*"), ready to be merged into the config's "cache"
+// and policy sections. They are suggestions: the CLI writes them only where the
+// user has not set the key already. The entry's result lifetimes are not copied:
+// the server entry names its catalog entry, and they apply from there
+// (Entry.Lifetimes), so `list-tools` can say where a ttl came from.
 type Hints struct {
-	TTL   map[string]string // config "ttl"
+	TTL   map[string]string // the entry's suggested lifetimes, for display
 	Cache map[string]string // config "cache"
 	// Annotations go into the server's "annotations" (keyed by the child's tool
 	// name): they let the read-only policy work even for a child that does not mark
@@ -197,9 +200,27 @@ func (e *Entry) Install(server string, values map[string]string, self string) (*
 	if _, err := config.Parse("catalog entry "+e.Name, doc); err != nil {
 		return nil, fmt.Errorf("the values given do not make a valid server entry; check them: %w", err)
 	}
+	s.Catalog = e.Name
 	inst.Server = s
 	inst.Hints = e.hints(server)
 	return inst, nil
+}
+
+// Lifetimes are the entry's suggested result lifetimes for a server installed
+// from it under the name server, keyed by tool pattern ("server.tool",
+// "server.*"): what memory keeps answers for when neither the config nor `nexus
+// cache ttl` says otherwise.
+func (e *Entry) Lifetimes(server string) (map[string]memory.TTL, error) {
+	out := make(map[string]memory.TTL, len(e.TTL))
+	for tool, v := range e.TTL {
+		raw, _ := json.Marshal(v)
+		ttl, err := memory.ParseTTL(raw)
+		if err != nil {
+			return nil, fmt.Errorf("catalog entry %s: ttl %s: %w", e.Name, tool, err)
+		}
+		out[canonical(server, tool)] = ttl
+	}
+	return out, nil
 }
 
 // secretName is the keyring name of secret value v: "<server>/env/<KEY>" or

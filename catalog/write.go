@@ -14,13 +14,12 @@ import (
 // Written is what Write did.
 type Written struct {
 	Stored     []string // keyring names of the secrets stored
-	AddedTTL   []string // ttl patterns the hints added
 	AddedCache []string // cache patterns the hints added
 }
 
 // Write stores the installation's secrets, then writes its server under name
-// into the config file at path with the entry's ttl and cache hints where the file
-// does not set those keys already, all or nothing: if the config cannot be
+// into the config file at path with the entry's cache hints where the file does not
+// set those keys already, all or nothing: if the config cannot be
 // written, the secrets stored are deleted again. store is called only when there
 // are secrets; log receives what could not be undone (nil discards).
 func (inst *Installation) Write(ctx context.Context, path, name string, store func(context.Context) (secrets.Store, error), log *slog.Logger) (*Written, error) {
@@ -57,9 +56,6 @@ func (inst *Installation) Write(ctx context.Context, path, name string, store fu
 			return err
 		}
 		var err error
-		if w.AddedTTL, err = addMissing(d, "ttl", inst.Hints.TTL); err != nil {
-			return err
-		}
 		w.AddedCache, err = addMissing(d, "cache", cache)
 		return err
 	})

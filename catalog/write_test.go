@@ -47,11 +47,18 @@ func TestWrite(t *testing.T) {
 		if got := string(cfg.TTL["docs.doc_kg_search"]); got != `"1s"` {
 			t.Errorf("the user's ttl became %s", got)
 		}
-		for _, k := range w.AddedTTL {
-			if k == "docs.doc_kg_search" {
-				t.Error("a hint replaced the user's ttl")
-			}
+		if len(cfg.TTL) != 1 {
+			t.Errorf("the catalog's lifetimes were copied into the config: %v", cfg.TTL)
 		}
+		if got := cfg.Servers["docs"].Catalog; got != "doc-kg" {
+			t.Errorf("the server entry names catalog entry %q, want doc-kg", got)
+		}
+		// The entry's lifetimes apply from the catalog, under the server's name.
+		life, err := entry.Lifetimes("docs")
+		if err != nil || life["docs.*"].D.Minutes() != 10 || life["docs.doc_kg_status"].D.Minutes() != 1 {
+			t.Errorf("Lifetimes = %v, %v", life, err)
+		}
+		_ = w
 		if v, err := store.Get(ctx, "docs/header/Authorization"); err != nil || v != "tok-1" {
 			t.Errorf("stored secret: %q %v", v, err)
 		}

@@ -73,6 +73,9 @@ type Config struct {
 	Agents map[string]Agent `json:"agents,omitempty"`
 	// TTL maps tool patterns ("srv.tool", "srv.*", "*") to result lifetimes.
 	TTL map[string]json.RawMessage `json:"ttl,omitempty"`
+	// StaleIfError maps tool patterns to how old an answer may be and still be
+	// served when the child fails (not running, timed out, transport error).
+	StaleIfError map[string]string `json:"staleIfError,omitempty"`
 	// Cache maps tool patterns to "never" or "always".
 	Cache map[string]string `json:"cache,omitempty"`
 	// Invalidate maps a mutating tool to the tool patterns its success makes stale.
@@ -189,6 +192,10 @@ type Server struct {
 	// CacheScope is "server" (default: answers depend on the child's credentials only)
 	// or "agent" (the child answers per caller).
 	CacheScope string `json:"cacheScope,omitempty"`
+	// Catalog names the catalog entry the server was installed from (nexus add
+	// writes it): its suggested result lifetimes apply unless the config or
+	// `nexus cache ttl` gives others.
+	Catalog string `json:"catalog,omitempty"`
 
 	// Name is the server's key in "servers".
 	Name string `json:"-"`

@@ -20,9 +20,9 @@ import (
 // Keys a user may write, per level. Kept beside the structs they mirror.
 var (
 	topKeys = []string{"servers", "mcpServers", "toolNames", "maxMessageBytes", "maxChildMessageBytes", "policy",
-		"agents", "ttl", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "locked", "projectLayers"}
+		"agents", "ttl", "staleIfError", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "locked", "projectLayers"}
 	serverKeys = []string{"transport", "command", "args", "env", "cwd", "url", "headers",
-		"timeout", "prefix", "disabled", "protocolVersion", "annotations", "cacheScope"}
+		"timeout", "prefix", "disabled", "protocolVersion", "annotations", "cacheScope", "catalog"}
 )
 
 // Layer is one config file in the stack.
@@ -239,7 +239,7 @@ func (m *merger) add(file string, data []byte) bool {
 			m.scalarFrom[k] = file
 		}
 	}
-	for _, k := range []string{"agents", "ttl", "cache", "invalidate", "memory", "secrets", "audit", "tracing"} {
+	for _, k := range []string{"agents", "ttl", "staleIfError", "cache", "invalidate", "memory", "secrets", "audit", "tracing"} {
 		raw, ok := top[k]
 		if !ok {
 			continue
@@ -464,6 +464,7 @@ func (m *merger) build() *Config {
 	}
 	m.decodeSection("agents", &cfg.Agents)
 	m.decodeSection("ttl", &cfg.TTL)
+	m.decodeSection("staleIfError", &cfg.StaleIfError)
 	m.decodeSection("cache", &cfg.Cache)
 	m.decodeSection("invalidate", &cfg.Invalidate)
 	m.decodeSection("memory", &cfg.Memory)

@@ -2,10 +2,12 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nexus-mcp/nexus/memory"
 )
@@ -15,6 +17,14 @@ import (
 // loaded: a config that loads has rules memory accepts, so serve never has to drop
 // them at run time.
 func (c *Config) MemoryRules() memory.Settings { return c.memRules }
+
+// SetTTLSources adds the result lifetimes that come from outside the config files:
+// those set with `nexus cache ttl` and those the catalog suggests for the servers
+// installed from it. The config's own ttl wins over both (memory.Settings.Freshness).
+func (c *Config) SetTTLSources(command, catalog map[string]memory.TTL) {
+	c.memRules.CommandTTL = maps.Clone(command)
+	c.memRules.CatalogTTL = maps.Clone(catalog)
+}
 
 // buildMemoryRules parses the memory settings with memory's own parsers, recording
 // each mistake under its key.
@@ -35,6 +45,23 @@ func (m *merger) buildMemoryRules(cfg *Config) {
 			continue
 		}
 		s.TTL[pattern] = ttl
+	}
+	for _, pattern := range slices.Sorted(maps.Keys(cfg.StaleIfError)) {
+		d, err := ParseDuration(cfg.StaleIfError[pattern])
+		if err == nil && d <= 0 {
+			err = errors.New("must be positive")
+		}
+		if err == nil {
+			err = patternError(memory.Settings{StaleIfError: map[string]time.Duration{pattern: d}}.Validate())
+		}
+		if err != nil {
+			bad("staleIfError", pattern, fmt.Errorf(`%v: write how old an answer may be when the server fails, e.g. "30m" or "1d"`, err))
+			continue
+		}
+		if s.StaleIfError == nil {
+			s.StaleIfError = map[string]time.Duration{}
+		}
+		s.StaleIfError[pattern] = d
 	}
 	for _, pattern := range slices.Sorted(maps.Keys(cfg.Cache)) {
 		v := cfg.Cache[pattern]
@@ -118,7 +145,7 @@ func patternError(err error) error {
 		return nil
 	}
 	msg := strings.TrimPrefix(err.Error(), "memory: ")
-	for _, section := range []string{"ttl: ", "cache: ", "semantic: ", "invalidate: "} {
+	for _, section := range []string{"ttl: ", "staleIfError: ", "cache: ", "semantic: ", "invalidate: "} {
 		msg = strings.TrimPrefix(msg, section)
 	}
 	return fmt.Errorf("%s", msg)

@@ -67,6 +67,10 @@ type ToolStats struct {
 	Bypasses  int64  `json:"bypasses"`
 	Coalesced int64  `json:"coalesced"`
 	SavedMS   int64  `json:"time_saved_ms"`
+	// TTL is the tool's effective ttl now ("none": answers are not kept) and
+	// TTLFrom who gave it: FromConfig, FromCommand, FromCatalog or "".
+	TTL     string `json:"ttl"`
+	TTLFrom string `json:"ttlFrom"`
 	Similarity
 }
 
@@ -205,7 +209,10 @@ func (m *Memory) Stats(ctx context.Context) (Stats, error) {
 		return st, fmt.Errorf("memory: stats: %w", err)
 	}
 	slices.SortFunc(tools, func(a, b ToolStats) int { return strings.Compare(a.Tool, b.Tool) })
-	for _, ts := range tools {
+	rules := m.rules.Load()
+	for i, ts := range tools {
+		ttl, from := rules.s.Freshness(Tool{Name: ts.Tool, Server: ts.Server})
+		tools[i].TTL, tools[i].TTLFrom = ttl.String(), from
 		st.Entries += ts.Entries
 		st.Bytes += ts.Bytes
 		st.Hits += ts.Hits

@@ -4,12 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/nexus-mcp/nexus/audit"
+	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/memory"
 )
 
@@ -59,9 +63,9 @@ func cacheCommand() *cli.Command {
 							return nil
 						}
 						tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-						fmt.Fprintln(tw, "TOOL\tHITS\tSEMANTIC\tMISSES\tBYPASSES\tSAVED")
+						fmt.Fprintln(tw, "TOOL\tTTL\tFROM\tHITS\tSEMANTIC\tMISSES\tBYPASSES\tSAVED")
 						for _, t := range st.Tools {
-							fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", t.Tool, t.Hits, t.SemanticHits, t.Misses, t.Bypasses, time.Duration(t.SavedMS)*time.Millisecond)
+							fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", t.Tool, t.TTL, orDash(t.TTLFrom), t.Hits, t.SemanticHits, t.Misses, t.Bypasses, time.Duration(t.SavedMS)*time.Millisecond)
 						}
 						return tw.Flush()
 					})
@@ -94,6 +98,19 @@ func cacheCommand() *cli.Command {
 				},
 			},
 			{
+				Name:      "ttl",
+				Usage:     "say how long answers of a server or tool stay true (memory keeps nothing without a ttl)",
+				ArgsUsage: "[NAME DURATION|off]",
+				Description: "NAME is a server (all its tools), server.* or server.tool; DURATION is e.g. 30s,\n" +
+					"5m, 12h, 1d or never; off removes what this command set. Without arguments, lists\n" +
+					"what it set. A ttl in the config files wins over one set here for the same\n" +
+					"pattern; both win over the catalog's suggestions. Running gateways apply it at once.",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON (without arguments)"}},
+				Action: func(c *cli.Context) error {
+					return cacheTTL(c)
+				},
+			},
+			{
 				Name:  "clear",
 				Usage: "forget remembered entries (all, or of one server or tool)",
 				Flags: []cli.Flag{
@@ -113,6 +130,78 @@ func cacheCommand() *cli.Command {
 			},
 		},
 	}
+}
+
+// cacheTTL is `nexus cache ttl`: it edits the lifetimes file and has the running
+// gateways reload.
+func cacheTTL(c *cli.Context) error {
+	if n := c.NArg(); n != 0 && n != 2 {
+		return usageError("cache ttl takes a NAME and a DURATION (e.g. nexus cache ttl files 5m), or nothing to list")
+	}
+	e, cfg, err := loadEnv(c, slog.LevelWarn)
+	if err != nil {
+		return err
+	}
+	path := config.CommandTTLFile(e.home)
+	set, err := config.ReadCommandTTL(path)
+	if err != nil {
+		return err
+	}
+	if c.NArg() == 0 {
+		if c.Bool("json") {
+			return printJSON(e.stdout, set)
+		}
+		if len(set) == 0 {
+			fmt.Fprintln(e.stdout, "no ttl set with nexus cache ttl (nexus list-tools shows every tool's ttl and where it came from)")
+			return nil
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "PATTERN\tTTL")
+		for _, p := range slices.Sorted(maps.Keys(set)) {
+			fmt.Fprintf(tw, "%s\t%s\n", p, set[p])
+		}
+		return tw.Flush()
+	}
+	name, value := c.Args().Get(0), strings.TrimSpace(c.Args().Get(1))
+	pattern := name
+	if !strings.Contains(name, ".") && name != "*" {
+		pattern = name + ".*" // a server: every tool of it
+	}
+	if value == "off" {
+		if _, ok := set[pattern]; !ok {
+			return usageError(fmt.Sprintf("no ttl for %s was set with nexus cache ttl (nexus cache ttl lists them)", pattern))
+		}
+		delete(set, pattern)
+	} else {
+		set[pattern] = value
+		if _, err := config.ParseCommandTTL(map[string]string{pattern: value}); err != nil {
+			return usageError(err.Error())
+		}
+	}
+	if server, _, _ := strings.Cut(pattern, "."); pattern != "*" && cfg.Servers[server] == nil {
+		fmt.Fprintf(e.stderr, "nexus: note: no server %q is configured (yet); the ttl applies once it is\n", server)
+	}
+	if err := config.WriteCommandTTL(path, set); err != nil {
+		return err
+	}
+	if value == "off" {
+		fmt.Fprintf(e.stdout, "removed the ttl of %s\n", pattern)
+	} else {
+		fmt.Fprintf(e.stdout, "answers of %s are kept for %s\n", pattern, value)
+	}
+	if raw, ok := cfg.TTL[pattern]; ok {
+		fmt.Fprintf(e.stdout, "note: the config sets %s for %s, which wins; edit or remove it there\n", raw, pattern)
+	}
+	e.confirmRunning(c.Context)
+	return nil
+}
+
+// orDash is s, or "-" when it is empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // sizeIEC writes a byte count for people: "256 MiB", "1.5 KiB", "512 B" (--json

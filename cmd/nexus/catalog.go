@@ -23,6 +23,19 @@ import (
 	"github.com/nexus-mcp/nexus/secrets"
 )
 
+// memoryHint is the line `nexus add` prints about memory for a new server: what
+// the catalog keeps (lifetimes, by canonical pattern), or how to turn it on.
+func memoryHint(server string, lifetimes map[string]string) string {
+	if len(lifetimes) == 0 {
+		return fmt.Sprintf("memory: answers of %s are not kept until you say how long they stay true, e.g. nexus cache ttl %s 5m", server, server)
+	}
+	parts := make([]string, 0, len(lifetimes))
+	for _, p := range slices.Sorted(maps.Keys(lifetimes)) {
+		parts = append(parts, p+" "+lifetimes[p])
+	}
+	return fmt.Sprintf("memory: read-only answers kept as the catalog suggests (%s); change with nexus cache ttl %s DURATION", strings.Join(parts, ", "), server)
+}
+
 // loadCatalog reads the builtin catalog extended by $NEXUS_HOME/catalog.json and the
 // catalog.json beside each config layer.
 func (e *env) loadCatalog() (*catalog.Catalog, error) {
@@ -407,14 +420,12 @@ func installEntry(c *cli.Context, e *env, entry *catalog.Entry) error {
 	if err != nil {
 		return err
 	}
-	stored, addedTTL, addedCache := w.Stored, w.AddedTTL, w.AddedCache
+	stored, addedCache := w.Stored, w.AddedCache
 	fmt.Fprintf(e.stdout, "added %s (catalog entry %s) to %s\n", server, entry.Name, target)
 	for _, n := range stored {
 		fmt.Fprintf(e.stdout, "stored secret %s in %s\n", n, e.secretPlace(c.Context, n))
 	}
-	if len(addedTTL) > 0 {
-		fmt.Fprintf(e.stdout, "suggested result lifetimes set: %s\n", strings.Join(addedTTL, ", "))
-	}
+	fmt.Fprintln(e.stdout, memoryHint(server, inst.Hints.TTL))
 	if len(addedCache) > 0 {
 		fmt.Fprintf(e.stdout, "cache hints set: %s\n", strings.Join(addedCache, ", "))
 	}

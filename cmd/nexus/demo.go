@@ -59,7 +59,8 @@ func demoCommand() *cli.Command {
 	}
 }
 
-// writeDemoConfig points the demo at this very binary's sample servers.
+// writeDemoConfig points the demo at this very binary's sample servers, installed as
+// from their catalog entries (which say how long their answers stay true).
 func writeDemoConfig(path string) error {
 	self, err := os.Executable()
 	if err != nil {
@@ -67,7 +68,8 @@ func writeDemoConfig(path string) error {
 	}
 	return config.Edit(path, func(d config.Document) error {
 		for _, name := range []string{"code-kg", "doc-kg"} {
-			if err := d.SetServer(name, &config.Server{Transport: config.TransportStdio, Command: self, Args: []string{"sample-server", name}}); err != nil {
+			srv := &config.Server{Transport: config.TransportStdio, Command: self, Args: []string{"sample-server", name}, Catalog: name + "-sample"}
+			if err := d.SetServer(name, srv); err != nil {
 				return err
 			}
 		}

@@ -125,9 +125,9 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 			}
 		}
 	})
-	watched := e.layers
+	watched := append(slices.Clone(e.layers), config.CommandTTLFile(e.home))
 	if p := e.projectLayer(); p != "" {
-		watched = append(slices.Clone(watched), p)
+		watched = append(watched, p)
 	}
 	workers.Go(func() { config.Watch(ctx, watched, 500*time.Millisecond, func() { e.reload(g.Gateway) }) })
 	hup := make(chan os.Signal, 1)

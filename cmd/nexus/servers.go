@@ -97,6 +97,7 @@ func addCommand() *cli.Command {
 			for _, n := range stored {
 				fmt.Fprintf(e.stdout, "stored secret %s in %s\n", n, e.secretPlace(c.Context, n))
 			}
+			fmt.Fprintln(e.stdout, memoryHint(name, nil))
 			if srv.Command != "" {
 				if _, err := exec.LookPath(srv.Command); err != nil {
 					fmt.Fprintf(e.stderr, "warning: %s is not on PATH (%v); the server is saved, but it will not start until %s is installed (nexus doctor checks it)\n", srv.Command, errors.Unwrap(err), srv.Command)

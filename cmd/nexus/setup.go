@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nexus-mcp/nexus/aggregation"
+	"github.com/nexus-mcp/nexus/catalog"
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/memory"
 	"github.com/nexus-mcp/nexus/policy"
@@ -114,7 +116,52 @@ func (e *env) load() (*config.Config, error) {
 	if p := e.projectLayer(); p != "" {
 		layers = append(layers[:e.shared:e.shared], append([]config.Layer{{Path: p, Shared: true}}, layers[e.shared:]...)...)
 	}
-	return config.LoadLayers(layers)
+	cfg, err := config.LoadLayers(layers)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.addTTLSources(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// addTTLSources gives cfg the result lifetimes that live outside its files: those
+// set with `nexus cache ttl`, and those of the catalog entries its servers were
+// installed from.
+func (e *env) addTTLSources(cfg *config.Config) error {
+	raw, err := config.ReadCommandTTL(config.CommandTTLFile(e.home))
+	if err != nil {
+		return err
+	}
+	command, err := config.ParseCommandTTL(raw)
+	if err != nil {
+		return err
+	}
+	catalogTTL := map[string]memory.TTL{}
+	var cat *catalog.Catalog
+	for _, name := range cfg.ServerNames() {
+		srv := cfg.Servers[name]
+		if srv.Catalog == "" {
+			continue
+		}
+		if cat == nil {
+			if cat, err = e.loadCatalog(); err != nil {
+				return err
+			}
+		}
+		entry, ok := cat.Get(srv.Catalog)
+		if !ok {
+			return fmt.Errorf("%s: servers.%s.catalog: no catalog entry %q (nexus catalog lists them); remove the key to keep no suggested lifetimes", srv.Source, name, srv.Catalog)
+		}
+		life, err := entry.Lifetimes(name)
+		if err != nil {
+			return err
+		}
+		maps.Copy(catalogTTL, life)
+	}
+	cfg.SetTTLSources(command, catalogTTL)
+	return nil
 }
 
 // projectLayer finds .nexus/config.json from the working directory upward, when the
@@ -296,7 +343,12 @@ func (e *env) openMemory(ctx context.Context, cfg *config.Config) (*memory.Memor
 	if th := cfg.Memory.Thresholds; th != nil {
 		opts.Thresholds = &memory.Thresholds{Serve: th.Serve, Verify: th.Verify}
 	}
-	return memory.Open(ctx, opts)
+	mem, err := memory.Open(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	mem.SetSettings(cfg.MemoryRules())
+	return mem, nil
 }
 
 // secrets opens the secret store once, when first needed: most commands never touch

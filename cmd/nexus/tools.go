@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nexus-mcp/nexus/aggregation"
+	"github.com/nexus-mcp/nexus/memory"
 	"github.com/nexus-mcp/nexus/policy"
 )
 
@@ -47,27 +48,40 @@ func listToolsCommand() *cli.Command {
 				Server      string `json:"server"`
 				ReadOnly    bool   `json:"readOnly"`
 				Destructive bool   `json:"destructive,omitempty"`
+				// TTL is how long memory keeps the tool's answers ("none": not kept),
+				// TTLFrom who said so: "config", "command" or "catalog".
+				TTL         string `json:"ttl"`
+				TTLFrom     string `json:"ttlFrom,omitempty"`
 				Description string `json:"description,omitempty"`
 			}
 			rows := []row{}
 			agent := c.String("agent")
+			rules := cfg.MemoryRules()
 			for _, t := range g.Tools() {
 				if c.IsSet("agent") && !g.Policy().Decide(agent, policy.Tool{Name: t.Canonical, ReadOnly: t.Hints.ReadOnly, Destructive: t.Hints.Destructive}).Allowed {
 					continue
 				}
-				rows = append(rows, row{t.Canonical, t.Wire, t.Server, t.Hints.ReadOnly, t.Hints.Destructive, t.Description()})
+				ttl, from := memory.TTL{}, ""
+				if mt := t.MemoryTool(); rules.Cacheable(mt) && cfg.Memory.On() {
+					ttl, from = rules.Freshness(mt)
+				}
+				rows = append(rows, row{t.Canonical, t.Wire, t.Server, t.Hints.ReadOnly, t.Hints.Destructive, ttl.String(), from, t.Description()})
 			}
 			if c.Bool("json") {
 				return printJSON(e.stdout, rows)
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TOOL\tWIRE NAME\tSERVER\tREAD-ONLY\tDESCRIPTION")
+			fmt.Fprintln(tw, "TOOL\tWIRE NAME\tSERVER\tREAD-ONLY\tTTL\tDESCRIPTION")
 			for _, r := range rows {
 				ro := "no"
 				if r.ReadOnly {
 					ro = "yes"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Canonical, r.Wire, r.Server, ro, truncate(r.Description, 70))
+				ttl := r.TTL
+				if r.TTLFrom != "" {
+					ttl += " (" + r.TTLFrom + ")"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Canonical, r.Wire, r.Server, ro, ttl, truncate(r.Description, 70))
 			}
 			return tw.Flush()
 		},
