@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,6 +69,12 @@ func newHome(t *testing.T, cfg map[string]any) *home {
 
 func (h *home) writeConfig(cfg map[string]any) {
 	h.t.Helper()
+	if _, ok := cfg["ttl"]; !ok {
+		// Memory keeps nothing for a tool nobody gave a ttl; the tests' homes
+		// keep answers 5 minutes unless they say otherwise ("ttl": {} for none).
+		cfg = maps.Clone(cfg)
+		cfg["ttl"] = map[string]any{"*": "5m"}
+	}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		h.t.Fatal(err)
