@@ -10,11 +10,18 @@
 //
 // # What is cached
 //
-// A tool is cacheable when its effective annotations say readOnlyHint or
-// idempotentHint and not destructiveHint; a tool without annotations is not
-// cached, because nothing says it is safe. Config overrides this per tool
-// with cache mode "never" or "always". Error results (isError), results
-// that ask for more input, and results over the size cap are never stored.
+// A tool is cacheable when its effective annotations say readOnlyHint and
+// not destructiveHint; idempotentHint alone is not enough (repeating such a
+// call changes nothing more, skipping it skips the change), and a tool
+// without annotations is not cached, because nothing says it is safe.
+// Config overrides this per tool with cache mode "never" or "always".
+// Error results (isError), results that ask for more input or carry
+// per-caller state (requestState), results whose members memory reads are
+// spelled twice or in another case, and results over the size cap are
+// never stored. Neither is an answer during which the child asked the
+// client something (Answer.AskedClient): it may be made of that caller's
+// roots, elicited answer or model output, so waiting identical calls make
+// calls of their own.
 //
 // Results are handled as the raw JSON the child sent, never decoded into
 // mcp-go's types: memory stores those bytes as they are (after
@@ -40,22 +47,26 @@
 // current is the worst thing a cache can do to an agent, which acts on it
 // without a human to notice. So memory errs towards refetching:
 //
-//   - Every entry expires. The TTL comes from config (exact "server.tool",
-//     then "server.*", then "*") and otherwise is DefaultTTL, five minutes:
-//     long enough to absorb the bursts of identical calls agents make within
-//     one task (re-reading a file listing, re-fetching a ticket while
-//     planning), short enough that an answer is never older than a coffee
-//     break. Results that never expire are how stale answers reach agents,
-//     so "never" must be asked for per tool.
+//   - An answer is kept only for a TTL someone who knows gave
+//     (Settings.Freshness: the config, `nexus cache ttl`, the catalog entry
+//     the server came from; exact "server.tool", then "server.*", then
+//     "*"). A tool nobody gave one keeps nothing across calls; identical
+//     calls in flight at once still share one child call. Results that
+//     never expire are how stale answers reach agents, so "never" must be
+//     asked for per tool.
 //   - TTLs apply at read time, so a shortened TTL takes effect on entries
 //     already stored when config reloads.
 //   - A forwarded call of a tool that is not read-only invalidates its
 //     server's entries (or what config's invalidate rule names for it),
-//     unless the child reported failure. A result fetched before an
-//     invalidation is not stored after it: invalidation generations are
-//     checked in the storing transaction.
-//   - The gateway calls InvalidateServer when a child restarts or its tool
-//     list changes, and Clear when a server is removed.
+//     unless the child reported failure or the request never left
+//     (Outcome): a call whose outcome is unknown counts as done. A result
+//     fetched before an invalidation is not stored after it: invalidation
+//     generations are checked in the storing transaction.
+//   - The gateway calls MarkStale when a child crashes, restarts or its
+//     tool list changes (not when the gateway shuts down), and Clear when
+//     a server is removed. Stale entries are never served as fresh, but
+//     stand in, like expired ones younger than Settings.StaleIfError,
+//     when the child fails (StatusStale).
 //
 // # Sharing and failure
 //
