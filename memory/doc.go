@@ -211,14 +211,29 @@
 // from, by, above, below, before, after, since, until, with, for, than)
 // must point at the same words ("from paris to london" is not "from
 // london to paris"; "by alice" is not "for alice"), quantifiers must
-// agree (all/any/some/none/only/both/exactly; "all" may be left out), and
-// the shared words must stand on the same side of a relational verb
-// ("who calls X" is not "what does X call").
+// agree (all/any/some/none/only/both/exactly; "all" may be left out).
+//
+// And it reads roles (similar_guard_roles.go), by a shallow parse rather than a
+// word list: the words both texts share must keep their side of every
+// verb the texts have in common, whichever verb it is: in a relative
+// clause ("services that call X" is not "services X calls"), a question
+// that moves its subject ("who does alice supervise"), a passive
+// ("people interviewed by alice" is "people alice interviewed", not
+// "people who interviewed alice"); their clause around when, if, while
+// and during ("memory leaks when scaling" is not "scaling when memory
+// leaks"); their head around "of", "'s" and "in" ("users of the group" is
+// "group users", not "user groups"); and their scope (in = inside =
+// within, outside, across = between, near = close to). Voice changes and
+// reorderings that keep the roles pass ("queues the notifier consumes" /
+// "which queues does the notifier consume"; "when the build breaks,
+// notify slack").
 //
 // What it cannot catch: a swap of ordinary words ("auth module" vs
 // "billing module", "engineers" vs "designers"), which only the threshold
-// (or a verifier) separates; polarity written with words it does not list
-// ("former members"); scope words it does not know; and it is
+// (or a verifier) separates; polarity written with words it does not list;
+// roles its shallow parse does not see (a verb it cannot tell from a noun
+// on one side, "alice trains bob" / "bob trains alice" without an article
+// or a relative pronoun); and it is
 // conservative: a paraphrase that drops or changes a listed word ("top
 // 10" vs "10", "bugs reported by customers" vs "customer reported bugs")
 // is a miss. It compares top-level free text only, and the stored text is

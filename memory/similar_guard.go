@@ -187,7 +187,7 @@ var polarity = func() map[string]string {
 	add("rel", "today", "today", "tonight", "now", "current", "currently")
 	add("rel", "yesterday", "yesterday")
 	add("rel", "tomorrow", "tomorrow")
-	add("rel", "previous", "previous", "prev", "past")
+	add("rel", "previous", "previous", "prev", "past", "former")
 	add("rel", "next", "next", "upcoming", "future")
 	for _, u := range []string{"second", "minute", "hour", "day", "week", "month", "quarter", "year", "sprint"} {
 		add("unit", u, u, u+"s", u+"ly")
@@ -355,6 +355,8 @@ func guardFeatures(s string) features {
 			// A switch in "turn on", a preposition in "bugs on the login
 			// page", neither in "on call".
 			ok = ok && switchVerbs[prev] && !articles[next] && !onPhrase[next]
+		case "close":
+			ok = ok && next != "to" // "close to the airport" is near it
 		case "up", "down":
 			// More and less in "scale up", a particle in "set up".
 			ok, p = movers[prev], "trend:"+w

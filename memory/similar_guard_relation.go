@@ -78,8 +78,9 @@ func verbForm(toks []token, i int) bool {
 		return false
 	}
 	if strings.HasSuffix(raw, "ing") || strings.HasSuffix(raw, "er") || strings.HasSuffix(raw, "ers") ||
-		strings.HasSuffix(raw, "ion") || strings.HasSuffix(raw, "ions") || strings.HasSuffix(raw, "ment") {
-		return false // "blocking issues", "reviewer", "implementation"
+		strings.HasSuffix(raw, "ion") || strings.HasSuffix(raw, "ions") || strings.HasSuffix(raw, "ment") ||
+		strings.HasSuffix(raw, "ments") {
+		return false // "blocking issues", "reviewer", "implementation", "requirements"
 	}
 	if strings.HasSuffix(raw, "s") || strings.HasSuffix(raw, "ed") || raw == "paid" || raw == "sent" || raw == "led" {
 		return true
@@ -200,7 +201,11 @@ func uniqueSorted(v []string) []string {
 // where they differ.
 func relationGuard(a, b string) (bool, string) {
 	ra, rb := readRelations(a), readRelations(b)
+	oa, ob := readBothRoles(a, b)
 	for _, m := range strictMarkers {
+		if m == "by" && (ra.present[m] && passiveBy(oa, ob) || rb.present[m] && passiveBy(ob, oa)) {
+			continue // a passive's agent: "services called by X" = "services X calls"
+		}
 		if ra.present[m] != rb.present[m] {
 			return false, fmt.Sprintf("direction differs: %q in one text only", m)
 		}
@@ -239,10 +244,7 @@ func relationGuard(a, b string) (bool, string) {
 	if !slices.Equal(qa, qb) || (len(ra.quant) > 0 && len(rb.quant) > 0 && !slices.Equal(ra.quant, rb.quant)) {
 		return false, fmt.Sprintf("quantity differs: %v / %v", ra.quant, rb.quant)
 	}
-	if ok, reason := verbSides(ra, rb); !ok {
-		return false, reason
-	}
-	return true, ""
+	return roleGuard(oa, ob)
 }
 
 // oneSided checks the "to" and "from" of x that y lacks. "to X" on one

@@ -27,7 +27,9 @@ type Set struct {
 // Pair is two calls of one tool: the first is stored, the second asked.
 type Pair struct {
 	// Category groups pairs in the report: code, docs, search, tickets,
-	// files, people, dates, directions, quantities, negations, v1-set.
+	// files, people, dates, directions, quantities, negations, v1-set;
+	// in roles.json the kind of structure: relative, passive, when, of,
+	// spatial.
 	Category string          `json:"category"`
 	Tool     string          `json:"tool"`
 	First    json.RawMessage `json:"first"`

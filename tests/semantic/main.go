@@ -7,7 +7,10 @@
 //
 // pairs.json is the evaluation set the guard and the lexical embedder
 // were developed against; heldout.json (-pairs tests/semantic/heldout.json)
-// was written afterwards and is only measured.
+// was written afterwards and is only measured. roles.json (relative
+// clauses, passives, "X when Y", "X of Y", scope prepositions) was written
+// before the guard read roles and then developed against; roles-heldout.json
+// was written after that and is only measured.
 //
 // The key for -openai-url comes from $OPENAI_API_KEY (or -openai-key).
 package main
