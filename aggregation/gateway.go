@@ -101,8 +101,8 @@ type Gateway struct {
 	children atomic.Pointer[map[string]*child] // replaced whole on reload
 	tokens   atomic.Pointer[map[string]string] // hex SHA-256 of a bearer token -> agent
 
-	reloadMu sync.Mutex // one reload at a time, and none once Close began
-	closed   bool       // Close began; guarded by reloadMu
+	reloadMu sync.Mutex  // one reload at a time, and none once Close began
+	closed   bool        // Close began; guarded by reloadMu
 	closing  atomic.Bool // Close began: children exiting now are not restarts
 	runCtx   context.Context
 

@@ -102,10 +102,36 @@ func TestCatalogInstallWithoutTerminal(t *testing.T) {
 			t.Errorf("config lacks %s:\n%s", want, cfg)
 		}
 	}
+	// The catalog says how long its answers stay true, and add says so in one line;
+	// list-tools shows where each ttl came from.
+	if !strings.Contains(out, "memory: read-only answers kept as the catalog suggests (code-kg-sample.* 10m") || !strings.Contains(cfg, `"catalog": "code-kg-sample"`) {
+		t.Errorf("add's memory line or the catalog key is missing:\n%s\n%s", out, cfg)
+	}
 	out, stderr, code = h.nexus("list-tools", "--json")
 	if code != 0 || !strings.Contains(out, `"code-kg-sample.kg_latest_graph"`) {
 		t.Errorf("list-tools after the catalog install: %d\n%s%s", code, out, stderr)
 	}
+	var tools []struct{ Canonical, TTL, TTLFrom string }
+	if err := json.Unmarshal([]byte(out), &tools); err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range tools {
+		want := [2]string{"10m0s", "catalog"}
+		switch tl.Canonical {
+		case "code-kg-sample.kg_regenerate_dry_run":
+			want = [2]string{"1m0s", "catalog"}
+		case "code-kg-sample.kg_regenerate", "code-kg-sample.kg_regenerate_submit", "code-kg-sample.kg_compare_with_local_git":
+			want = [2]string{"none", ""} // not read-only, or cache: never
+		}
+		if got := [2]string{tl.TTL, tl.TTLFrom}; got != want {
+			t.Errorf("%s: ttl %v, want %v", tl.Canonical, got, want)
+		}
+	}
+	// A server of one's own keeps nothing until told how long.
+	if out, _, _ := h.nexus("add", "mine", "--command", built.fixture); !strings.Contains(out, "memory: answers of mine are not kept until you say how long they stay true, e.g. nexus cache ttl mine 5m") {
+		t.Errorf("add of a server without a catalog entry: %s", out)
+	}
+	h.nexus("remove", "mine")
 	if _, stderr, code := h.nexus("add", "code-kg-sample"); code != 2 || !strings.Contains(stderr, "--force") || !strings.Contains(stderr, "--name") {
 		t.Errorf("installing twice should say how to replace it or pick another name: %d %s", code, stderr)
 	}

@@ -177,7 +177,7 @@ func TestStaleIfError(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			os.Remove(down)
-			extra := map[string]any{"ttl": map[string]any{"fx.lookup": "200ms"}}// crash is read-only here so that it invalidates nothing: only
+			extra := map[string]any{"ttl": map[string]any{"fx.lookup": "200ms"}} // crash is read-only here so that it invalidates nothing: only
 			// the child's death makes the entry stale.
 
 			if tc.window != nil {
@@ -304,5 +304,47 @@ func TestCacheTTLCommand(t *testing.T) {
 	cmd.Env = h.env()
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "ttl") {
 		t.Fatalf("a bad duration: %v %s", err, out)
+	}
+}
+
+// TestResultsReadStrictly: a child that spells isError twice or in another case
+// has its answer passed on as it sent it, never stored; a write with such a
+// result counts as done.
+func TestResultsReadStrictly(t *testing.T) {
+	h := fixtureHome(t, map[string]any{"env": map[string]string{"FIXTURE_MODE": "raw", "FIXTURE_CALL_LOG": filepath.Join(t.TempDir(), "calls")}}, nil)
+	s := h.serveStdio()
+	for _, tc := range []struct {
+		shape  string
+		stored bool
+	}{
+		{"plain", true},
+		{"error", false},
+		{"error-then-case", false},
+		{"case-only", false},
+		{"duplicate", false},
+	} {
+		t.Run(tc.shape, func(t *testing.T) {
+			first := s.call("fx__shape", map[string]any{"shape": tc.shape})
+			second := s.call("fx__shape", map[string]any{"shape": tc.shape})
+			if got := second.cacheStatus() == "hit"; got != tc.stored {
+				t.Fatalf("second call %q (%s), stored %v, want %v", second.cacheStatus(), second.text(), got, tc.stored)
+			}
+			if !tc.stored && first.text() == second.text() {
+				t.Fatalf("the child was not asked again: %q", second.text())
+			}
+		})
+	}
+	// A mutating call whose isError is ambiguous counts as done: it invalidates.
+	s.call("fx__shape", map[string]any{"shape": "plain"})
+	if r := s.call("fx__shape", map[string]any{"shape": "plain"}); r.cacheStatus() != "hit" {
+		t.Fatalf("plain read: %q", r.cacheStatus())
+	}
+	s.call("fx__write_shape", map[string]any{"shape": "error"}) // the child said plainly it failed
+	if r := s.call("fx__shape", map[string]any{"shape": "plain"}); r.cacheStatus() != "hit" {
+		t.Fatalf("after a write that failed: %q", r.cacheStatus())
+	}
+	s.call("fx__write_shape", map[string]any{"shape": "error-then-case"})
+	if r := s.call("fx__shape", map[string]any{"shape": "plain"}); r.cacheStatus() != "miss" {
+		t.Fatalf("after a write whose failure is ambiguous: %q, want miss", r.cacheStatus())
 	}
 }
