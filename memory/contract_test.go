@@ -110,6 +110,42 @@ func TestContractTTL(t *testing.T) {
 	})
 }
 
+// TestContractStaleIfError: an entry marked stale by one process (its child
+// restarted) is not fresh for any, and stands in for a failed child on
+// every process; an expired one too, within the window.
+func TestContractStaleIfError(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, _ backend, open func(Options) *Memory) {
+		clk := newClock()
+		a, b := open(Options{Now: clk.Now}), open(Options{Now: clk.Now})
+		rules := Settings{TTL: map[string]TTL{readTool.Name: {D: time.Minute}}, StaleIfError: map[string]time.Duration{"code-kg.*": time.Hour}}
+		a.SetSettings(rules)
+		b.SetSettings(rules)
+		c := &child{}
+		do(t, a, "", readTool, `{}`, c)
+		down := func(context.Context) (Answer, error) {
+			return Answer{Result: errorResult("down"), Outcome: NotSent, Failure: "server code-kg is not running"}, nil
+		}
+		call := func(m *Memory) json.RawMessage {
+			res, err := m.Call(context.Background(), "", readTool, json.RawMessage(`{}`), down)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		wantStatus(t, "fresh on b", call(b), StatusHit)
+		if err := a.MarkStale(context.Background(), readTool.Server); err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, "marked stale by a, child down, on b", call(b), StatusStale)
+		wantStatus(t, "child up on b", do(t, b, "", readTool, `{}`, c), StatusMiss)
+		wantStatus(t, "the refetched answer on a", call(a), StatusHit)
+		clk.Advance(2 * time.Minute)
+		wantStatus(t, "expired, child down, on a", call(a), StatusStale)
+		clk.Advance(2 * time.Hour)
+		wantStatus(t, "beyond the window", call(b), StatusMiss)
+	})
+}
+
 // TestContractBounds: stores keep the entry count within MaxEntries,
 // evicting the least recently used.
 func TestContractBounds(t *testing.T) {
