@@ -185,7 +185,9 @@ func TestCrashAndRecovery(t *testing.T) {
 }
 
 func TestCallTimeout(t *testing.T) {
-	h := fixtureHome(t, map[string]any{"timeout": "300ms"}, nil)
+	// The timeout also bounds the child's handshake: 1s leaves room for a loaded
+	// machine to start the fixture.
+	h := fixtureHome(t, map[string]any{"timeout": "1s"}, nil)
 	s := h.serveStdio()
 	start := time.Now()
 	r := s.call("fx__sleep", map[string]any{"ms": 5000})

@@ -146,7 +146,9 @@ func TestAnswersMadeWithCallerInputAreNotShared(t *testing.T) {
 // TestTimedOutWriteInvalidates: a mutating call that times out at the gateway
 // may still complete at the child, so it invalidates like a success.
 func TestTimedOutWriteInvalidates(t *testing.T) {
-	h := fixtureHome(t, map[string]any{"timeout": "300ms",
+	// The timeout also bounds the child's handshake: 1s leaves room for a loaded
+	// machine to start the fixture.
+	h := fixtureHome(t, map[string]any{"timeout": "1s",
 		// sleep stands for a slow write here.
 		"annotations": map[string]any{"sleep": map[string]any{"readOnlyHint": false}}}, nil)
 	s := h.serveStdio()
@@ -154,7 +156,7 @@ func TestTimedOutWriteInvalidates(t *testing.T) {
 	if r := s.call("fx__lookup", map[string]any{"env": "a"}); r.cacheStatus() != "hit" {
 		t.Fatalf("second read: %q", r.cacheStatus())
 	}
-	if r := s.call("fx__sleep", map[string]any{"ms": 1500}); !r.IsError || !strings.Contains(r.text(), "did not answer") {
+	if r := s.call("fx__sleep", map[string]any{"ms": 4000}); !r.IsError || !strings.Contains(r.text(), "did not answer") {
 		t.Fatalf("the slow write: %+v", r)
 	}
 	if r := s.call("fx__lookup", map[string]any{"env": "a"}); r.cacheStatus() != "miss" {
@@ -185,7 +187,7 @@ func TestStaleIfError(t *testing.T) {
 			}
 			// A call made while its server restarts waits for it, up to the
 			// server's timeout; then the child has failed.
-			h := fixtureHome(t, map[string]any{"timeout": "1s", "env": map[string]string{"FIXTURE_CALL_LOG": filepath.Join(t.TempDir(), "calls"), "FIXTURE_DOWN_FILE": down},
+			h := fixtureHome(t, map[string]any{"timeout": "2s", "env": map[string]string{"FIXTURE_CALL_LOG": filepath.Join(t.TempDir(), "calls"), "FIXTURE_DOWN_FILE": down},
 				"annotations": map[string]any{"crash": map[string]any{"readOnlyHint": true}}}, extra)
 			s := h.serveStdio()
 			first := s.call("fx__lookup", map[string]any{"env": "prod"})
