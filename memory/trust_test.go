@@ -37,20 +37,10 @@ func TestNoTTLNoMemory(t *testing.T) {
 		<-release
 		return textResult("shared"), nil
 	})
-	var wg sync.WaitGroup
-	results := make([]json.RawMessage, 4)
-	for i := range results {
-		wg.Go(func() {
-			res, err := m.Call(context.Background(), "", readTool, json.RawMessage(`{"q":1}`), slow)
-			if err != nil {
-				t.Error(err)
-			}
-			results[i] = res
-		})
-	}
-	waitFor(t, "three followers", func() bool { return m.flights.followers() == 3 })
-	close(release)
-	wg.Wait()
+	results := callTogether(t, m, "", `{"q":1}`, slow, 4, func() {
+		waitFor(t, "three followers", func() bool { return m.flights.followers() == 3 })
+		close(release)
+	})
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("identical concurrent calls made %d child calls, want 1", n)
 	}
@@ -75,20 +65,10 @@ func TestAskedClientNeverShared(t *testing.T) {
 		}
 		return Answer{Result: textResult("made with another caller's roots"), AskedClient: true}, nil
 	}
-	var wg sync.WaitGroup
-	results := make([]json.RawMessage, 3)
-	for i := range results {
-		wg.Go(func() {
-			res, err := m.Call(context.Background(), "agent", readTool, json.RawMessage(`{}`), asking)
-			if err != nil {
-				t.Error(err)
-			}
-			results[i] = res
-		})
-	}
-	waitFor(t, "two followers", func() bool { return m.flights.followers() == 2 })
-	close(release)
-	wg.Wait()
+	results := callTogether(t, m, "agent", `{}`, asking, 3, func() {
+		waitFor(t, "two followers", func() bool { return m.flights.followers() == 2 })
+		close(release)
+	})
 	if n := calls.Load(); n != 3 {
 		t.Fatalf("child calls %d, want 3 (one per caller)", n)
 	}
@@ -245,4 +225,24 @@ func TestStaleIfError(t *testing.T) {
 	do(t, m, "", readTool, `{}`, c)
 	clk.Advance(2 * time.Minute)
 	wantStatus(t, "no window", call(down), StatusMiss)
+}
+
+// callTogether makes n identical calls of readTool at once, runs meanwhile
+// while they are under way, and returns their results.
+func callTogether(t *testing.T, m *Memory, agent, args string, forward Forward, n int, meanwhile func()) []json.RawMessage {
+	t.Helper()
+	var wg sync.WaitGroup
+	results := make([]json.RawMessage, n)
+	for i := range results {
+		wg.Go(func() {
+			res, err := m.Call(context.Background(), agent, readTool, json.RawMessage(args), forward)
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] = res
+		})
+	}
+	meanwhile()
+	wg.Wait()
+	return results
 }

@@ -2,9 +2,6 @@ package tests
 
 import (
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -15,15 +12,7 @@ import (
 // (.ci/run sets NEXUS_REQUIRE_NODE_PEERS=1).
 func everythingServer(t *testing.T) (node, script string) {
 	t.Helper()
-	script, _ = filepath.Abs("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-	node, err := exec.LookPath("node")
-	if _, statErr := os.Stat(script); statErr != nil || err != nil {
-		if os.Getenv("NEXUS_REQUIRE_NODE_PEERS") == "1" {
-			t.Fatalf("server-everything is not installed (run npm ci in tests/): %v %v", statErr, err)
-		}
-		t.Skip("server-everything is not installed: run `npm ci` in tests/")
-	}
-	return node, script
+	return peerScript(t, "@modelcontextprotocol/server-everything/dist/index.js")
 }
 
 // TestServerEverythingThroughNexus runs a real third-party server as a child and checks
