@@ -211,7 +211,12 @@ func (m *Memory) Stats(ctx context.Context) (Stats, error) {
 	slices.SortFunc(tools, func(a, b ToolStats) int { return strings.Compare(a.Tool, b.Tool) })
 	rules := m.rules.Load()
 	for i, ts := range tools {
-		ttl, from := rules.s.Freshness(Tool{Name: ts.Tool, Server: ts.Server})
+		// A tool memory only ever forwarded is not remembered, whatever a
+		// pattern would give it.
+		ttl, from := TTL{}, ""
+		if ts.Hits+ts.Misses+ts.Coalesced > 0 {
+			ttl, from = rules.s.Freshness(Tool{Name: ts.Tool, Server: ts.Server})
+		}
 		tools[i].TTL, tools[i].TTLFrom = ttl.String(), from
 		st.Entries += ts.Entries
 		st.Bytes += ts.Bytes

@@ -26,13 +26,36 @@ func (t TTL) String() string {
 	case t.D <= 0:
 		return "none"
 	}
-	return t.D.String()
+	return shortDuration(t.D)
+}
+
+// shortDuration is d as people write it: "5m", "1h", "1h30m", "1d2h" rather
+// than Go's "5m0s", "1h0m0s", "26h0m0s". ParseTTL reads it back.
+func shortDuration(d time.Duration) string {
+	days := d / (24 * time.Hour)
+	rest := d - days*24*time.Hour
+	s := ""
+	if days > 0 {
+		s = strconv.FormatInt(int64(days), 10) + "d"
+		if rest == 0 {
+			return s
+		}
+	}
+	r := rest.String()
+	if strings.HasSuffix(r, "m0s") {
+		r = strings.TrimSuffix(r, "0s")
+	}
+	if strings.HasSuffix(r, "h0m") {
+		r = strings.TrimSuffix(r, "0m")
+	}
+	return s + r
 }
 
 // Keeps reports whether results under t are kept across calls at all.
 func (t TTL) Keeps() bool { return t.Never || t.D > 0 }
 
-// MarshalJSON encodes the TTL as a string ParseTTL accepts.
+// MarshalJSON encodes the TTL as a string ParseTTL accepts (except the zero
+// TTL, "none", which no config holds).
 func (t TTL) MarshalJSON() ([]byte, error) {
 	return json.Marshal(t.String())
 }

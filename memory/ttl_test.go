@@ -217,3 +217,32 @@ func TestFreshnessSources(t *testing.T) {
 		t.Errorf("nobody said: %v from %q", got, from)
 	}
 }
+
+func TestTTLString(t *testing.T) {
+	for _, tt := range []struct {
+		ttl  TTL
+		want string
+	}{
+		{TTL{D: 5 * time.Minute}, "5m"},
+		{TTL{D: time.Hour}, "1h"},
+		{TTL{D: 90 * time.Minute}, "1h30m"},
+		{TTL{D: 90 * time.Second}, "1m30s"},
+		{TTL{D: 500 * time.Millisecond}, "500ms"},
+		{TTL{D: 24 * time.Hour}, "1d"},
+		{TTL{D: 26 * time.Hour}, "1d2h"},
+		{TTL{D: 24*time.Hour + time.Second}, "1d1s"},
+		{TTL{Never: true}, "never"},
+		{TTL{}, "none"},
+	} {
+		got := tt.ttl.String()
+		if got != tt.want {
+			t.Errorf("%v: %q, want %q", tt.ttl.D, got, tt.want)
+		}
+		if tt.ttl.Keeps() {
+			back, err := ParseTTL([]byte(`"` + got + `"`))
+			if err != nil || back != tt.ttl {
+				t.Errorf("%q reads back as %v, %v", got, back, err)
+			}
+		}
+	}
+}

@@ -116,10 +116,10 @@ func TestCatalogInstallWithoutTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tl := range tools {
-		want := [2]string{"10m0s", "catalog"}
+		want := [2]string{"10m", "catalog"}
 		switch tl.Canonical {
 		case "code-kg-sample.kg_regenerate_dry_run":
-			want = [2]string{"1m0s", "catalog"}
+			want = [2]string{"1m", "catalog"}
 		case "code-kg-sample.kg_regenerate", "code-kg-sample.kg_regenerate_submit", "code-kg-sample.kg_compare_with_local_git":
 			want = [2]string{"none", ""} // not read-only, or cache: never
 		}

@@ -278,14 +278,14 @@ func TestCacheTTLCommand(t *testing.T) {
 	// The harness's default ttl ("*") is replaced: only fx.echo has one.
 	h.writeConfig(map[string]any{"servers": map[string]any{"fx": h.fixtureServer(nil)},
 		"policy": map[string]any{"default": map[string]any{"allow": []string{"*"}}}, "ttl": map[string]any{"fx.echo": "1m"}})
-	if got := ttlOf(); got["fx.lookup"] != [2]string{"none", ""} || got["fx.echo"] != [2]string{"1m0s", "config"} || got["fx.destroy"] != [2]string{"none", ""} {
+	if got := ttlOf(); got["fx.lookup"] != [2]string{"none", ""} || got["fx.echo"] != [2]string{"1m", "config"} || got["fx.destroy"] != [2]string{"none", ""} {
 		t.Fatalf("before: %v", got)
 	}
 	if out := run("cache", "ttl", "fx", "10m"); !strings.Contains(out, "fx.* are kept for 10m") {
 		t.Fatalf("cache ttl: %s", out)
 	}
 	got := ttlOf()
-	if got["fx.lookup"] != [2]string{"10m0s", "command"} || got["fx.echo"] != [2]string{"1m0s", "config"} || got["fx.destroy"] != [2]string{"none", ""} {
+	if got["fx.lookup"] != [2]string{"10m", "command"} || got["fx.echo"] != [2]string{"1m", "config"} || got["fx.destroy"] != [2]string{"none", ""} {
 		t.Fatalf("after cache ttl: %v", got)
 	}
 	run("call", "fx.lookup", "--args", `{"env":"x"}`)
