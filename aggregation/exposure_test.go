@@ -1,0 +1,60 @@
+package aggregation
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// TestOriginIsTheFrontsOwn: over real HTTP on 127.0.0.1, a browser request is
+// served only from the front's own origin, or from one http.allowedOrigins lists;
+// a page of another port of this machine (another local app, a dev server) is
+// refused, though its host is a loopback one.
+func TestOriginIsTheFrontsOwn(t *testing.T) {
+	f := newFixture(t)
+	u, err := url.Parse(f.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := "http://" + u.Host
+	tests := []struct {
+		name    string
+		allowed []string
+		origin  string
+		want    int
+	}{
+		{"no Origin (not a browser)", nil, "", http.StatusOK},
+		{"the front's own origin", nil, own, http.StatusOK},
+		{"another port of this machine", nil, "http://127.0.0.1:3000", http.StatusForbidden},
+		{"localhost on another port", nil, "http://localhost:3000", http.StatusForbidden},
+		{"the front's host and port over https", nil, "https://" + u.Host, http.StatusForbidden},
+		{"a foreign site", nil, "http://evil.example", http.StatusForbidden},
+		{"another port, configured", []string{"http://localhost:3000"}, "http://localhost:3000", http.StatusOK},
+		{"a configured site", []string{"https://app.example/"}, "https://app.example", http.StatusOK},
+		{"a site not configured", []string{"https://app.example"}, "https://evil.example", http.StatusForbidden},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := *f.g.Config()
+			cfg.HTTP.AllowedOrigins = tt.allowed
+			if err := f.g.Reload(&cfg); err != nil {
+				t.Fatal(err)
+			}
+			req, _ := http.NewRequest(http.MethodPost, f.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+tokens["tester"])
+			if tt.origin != "" {
+				req.Header.Set("Origin", tt.origin)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.want {
+				t.Errorf("Origin %q: status %d, want %d", tt.origin, resp.StatusCode, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,101 @@
+package tests
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// exposureScripts are children that put their key where people look: one answers
+// initialize with an error quoting its key (the status page's "last error"), one
+// writes it on stdout and stderr right where the gateway cuts those lines (80 bytes
+// of a stray stdout line, 16 KiB of a stderr line), and a key holding a quote and a
+// backslash on a stray stdout line, which the log quotes twice.
+var exposureScripts = map[string]string{
+	"broken": `read -r line
+id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"bad API key %s"}}\n' "$id" "$API_KEY"
+cat >/dev/null`,
+	"noisy": `pad() { head -c "$1" /dev/zero | tr '\0' "$2"; }
+printf '%s%s\n' "$(pad $((80 - ${#API_KEY} + 1)) x)" "$API_KEY"
+printf '%s%s\n' "$(pad $((16384 - ${#API_KEY} + 1)) y)" "$API_KEY" >&2
+printf 'stray %s\n' "$QUOTED_KEY"
+cat >/dev/null`,
+}
+
+// TestStatusAndMetricsRedacted: with a canary key in a child's handshake error, in
+// a tool's name and on its stdout and stderr right at the cuts, the status page,
+// /metrics, the gateway's log and list-servers show it nowhere; the page and the
+// metrics need a token.
+func TestStatusAndMetricsRedacted(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the children are shell scripts")
+	}
+	b := make([]byte, 12)
+	rand.Read(b)
+	canary := "canary-" + hex.EncodeToString(b[:6])
+	quotedHex := hex.EncodeToString(b[6:])
+	quoted := `q"uo\te-` + quotedHex // reaches the log quoted, then quoted again
+	h := newHome(t, nil)
+	token := "nxs_exposure_test_token"
+	servers := map[string]any{
+		"fx": h.fixtureServer(map[string]any{"env": map[string]string{
+			"FIXTURE_CALL_LOG": h.log, "FX_API_KEY": canary, "FIXTURE_EXTRA_TOOLS": canary}}),
+	}
+	for name, script := range exposureScripts {
+		servers[name] = map[string]any{"command": "sh", "args": []string{"-c", script}, "timeout": "1s",
+			"env": map[string]string{"API_KEY": canary, "QUOTED_KEY": quoted}}
+	}
+	h.writeConfig(map[string]any{
+		"servers": servers,
+		"agents":  map[string]any{"coder": map[string]any{"tokenSha256": polTokenHash(token)}},
+		"policy":  map[string]any{"agents": map[string]any{"coder": map[string]any{"allow": []string{"*"}}}},
+	})
+	s := h.startServe("listening on", "--http", "127.0.0.1:0")
+	c, err := httpClient(t, s.base+"/mcp", token)
+	if err != nil {
+		t.Fatalf("initialize: %v\n%s", err, s.stderr)
+	}
+	if _, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "fx__" + canary}}); err != nil {
+		t.Fatalf("calling the tool named after the key: %v", err)
+	}
+
+	var page string
+	eventually(t, 15*time.Second, "the status page shows the broken child's handshake error", func() bool {
+		_, page = get(t, s.base+"/", token)
+		return strings.Contains(page, "bad API key [redacted:")
+	})
+	_, metrics := get(t, s.base+"/metrics", token)
+	counted := regexp.MustCompile(`(?m)^nexus_calls_total\{agent="coder",outcome="ok",server="fx",tool="fx\.\[redacted:[^"]+\]"\} 1$`)
+	if !counted.MatchString(metrics) {
+		t.Errorf("the call of the tool named after the key is not counted under its redacted name:\n%s", metrics)
+	}
+	for _, p := range []string{"/", "/metrics"} {
+		if code, body := get(t, s.base+p, ""); code != http.StatusUnauthorized || strings.Contains(body, "fx.") {
+			t.Errorf("GET %s without a token from this machine: %d, want 401\n%s", p, code, body)
+		}
+	}
+	eventually(t, 15*time.Second, "the noisy child's lines reach the log", func() bool {
+		log := s.stderr.String()
+		return strings.Contains(log, "x[redacted:") && strings.Contains(log, "y[redacted:") && strings.Contains(log, "stray [redacted:")
+	})
+	list, listErr, _ := h.nexus("list-servers", "--live")
+	s.stop(t)
+
+	for what, text := range map[string]string{"the status page": page, "/metrics": metrics, "the log": s.stderr.String(), "list-servers --live": list + listErr} {
+		// The whole key but its last byte: what a cut before redaction leaves.
+		for _, leak := range []string{canary[:len(canary)-1], quotedHex} {
+			if strings.Contains(text, leak) {
+				t.Errorf("%s holds %q:\n%s", what, leak, text)
+			}
+		}
+	}
+}
