@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -97,5 +99,47 @@ func TestStatusAndMetricsRedacted(t *testing.T) {
 				t.Errorf("%s holds %q:\n%s", what, leak, text)
 			}
 		}
+	}
+}
+
+// TestHomeFileModes: in a NEXUS_HOME made by hand (0755), a serving gateway makes
+// the home private, says so in its log, and creates its databases (memory and the
+// audit trail, with their -wal and -shm files) readable by the user only.
+func TestHomeFileModes(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("permission bits do not say who may read a file on Windows")
+	}
+	h := newHome(t, nil)
+	h.writeConfig(map[string]any{
+		"servers": map[string]any{"fx": h.fixtureServer(nil)},
+		"policy":  map[string]any{"default": map[string]any{"allow": []string{"*"}, "deny": []string{"fx.lookup"}}},
+	})
+	if err := os.Chmod(h.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := startSession(t, h.env(), built.nexus, "serve")
+	if r := s.call("fx__echo", map[string]any{"message": "m"}); r.text() != "m" {
+		t.Fatalf("echo: %+v", r)
+	}
+	s.call("fx__lookup", map[string]any{"q": "x"}) // a refusal, for the trail
+	files := []string{"memory.db", "memory.db-wal", "memory.db-shm", "audit.db", "audit.db-wal", "audit.db-shm"}
+	eventually(t, 10*time.Second, "the databases and their WAL files exist", func() bool {
+		for _, f := range files {
+			if _, err := os.Stat(filepath.Join(h.dir, f)); err != nil {
+				return false
+			}
+		}
+		return true
+	})
+	for _, f := range files {
+		if info, err := os.Stat(filepath.Join(h.dir, f)); err != nil || info.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v, want mode 0600 (%v)", f, info.Mode().Perm(), err)
+		}
+	}
+	if info, err := os.Stat(h.dir); err != nil || info.Mode().Perm() != 0o700 {
+		t.Errorf("NEXUS_HOME: %v, want 0700 (%v)", info.Mode().Perm(), err)
+	}
+	if !strings.Contains(s.stderr.String(), "NEXUS_HOME: made private") {
+		t.Errorf("the log does not say NEXUS_HOME was made private:\n%s", s.stderr)
 	}
 }
