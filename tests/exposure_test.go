@@ -4,12 +4,16 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -141,5 +145,54 @@ func TestHomeFileModes(t *testing.T) {
 	}
 	if !strings.Contains(s.stderr.String(), "NEXUS_HOME: made private") {
 		t.Errorf("the log does not say NEXUS_HOME was made private:\n%s", s.stderr)
+	}
+}
+
+// TestStaleRunFileNotSignalled: a gateway killed with SIGKILL leaves run/<pid>
+// behind, and the pid may go to an unrelated process. `nexus policy allow` must
+// not send that process SIGHUP (which kills it); it removes the stale file. A
+// live gateway of the same home is still signalled and confirms.
+func TestStaleRunFileNotSignalled(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("start times are read from /proc; elsewhere nothing is signalled at all")
+	}
+	tests := []struct{ name, content string }{
+		{"another process's start time", "3\nstart 1\n"},
+		{"an older gateway's file, no start time", "3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHome(t, nil)
+			h.writeConfig(map[string]any{"servers": map[string]any{"fx": h.fixtureServer(nil)}})
+			gw := h.serveStdio()
+			if r := gw.call("fx__echo", map[string]any{"message": "m"}); r.text() != "m" {
+				t.Fatalf("echo: %+v", r)
+			}
+			stranger := exec.Command("sleep", "60")
+			if err := stranger.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { stranger.Process.Kill(); stranger.Wait() })
+			stale := filepath.Join(h.dir, "run", strconv.Itoa(stranger.Process.Pid))
+			if err := os.WriteFile(stale, []byte(tt.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+
+			_, stderr, code := h.nexus("policy", "allow", "--agent", "coder", "fx.*")
+			if code != 0 || !strings.Contains(stderr, "in force in 1 running gateway") {
+				t.Errorf("policy allow: exit %d, want the live gateway confirmed:\n%s", code, stderr)
+			}
+			if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the stale run/ file is still there: %v", err)
+			}
+			// Signals are delivered lowest number first: had the command sent SIGHUP,
+			// the process would die of it, not of this SIGTERM.
+			stranger.Process.Signal(syscall.SIGTERM)
+			err := stranger.Wait()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+				t.Errorf("the unrelated process was signalled by the CLI: %v", err)
+			}
+		})
 	}
 }
