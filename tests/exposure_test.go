@@ -196,3 +196,53 @@ func TestStaleRunFileNotSignalled(t *testing.T) {
 		})
 	}
 }
+
+// TestMissingConfigKeepsRunning: a config file that disappears (an editor saving
+// by delete and rewrite) does not stop the children nor drop the tokens at once:
+// the running config stays, with a warning, until reload.missingGrace passes;
+// then an ERROR says so and the config without the file applies.
+func TestMissingConfigKeepsRunning(t *testing.T) {
+	h := newHome(t, nil)
+	token := "nxs_missing_config_token"
+	h.writeConfig(map[string]any{
+		"servers": map[string]any{"fx": h.fixtureServer(nil)},
+		"agents":  map[string]any{"coder": map[string]any{"tokenSha256": polTokenHash(token)}},
+		"policy":  map[string]any{"agents": map[string]any{"coder": map[string]any{"allow": []string{"*"}}}},
+		"reload":  map[string]any{"missingGrace": "5s"},
+	})
+	s := h.startServe("listening on", "--http", "127.0.0.1:0")
+	echo := func(c interface {
+		CallTool(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error)
+	}) string {
+		res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"message": "here"}}})
+		if err != nil {
+			return err.Error()
+		}
+		return mcp.GetTextFromContent(res.Content[0])
+	}
+	c, err := httpClient(t, s.base+"/mcp", token)
+	if err != nil || echo(c) != "here" {
+		t.Fatalf("before: %v\n%s", err, s.stderr)
+	}
+
+	if err := os.Remove(filepath.Join(h.dir, "config.json")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the gateway notices the missing file", func() bool {
+		return strings.Contains(s.stderr.String(), "a config file is missing")
+	})
+	if got := echo(c); got != "here" {
+		t.Errorf("within the grace, the child stopped: %s", got)
+	}
+	if _, err := httpClient(t, s.base+"/mcp", ""); err == nil {
+		t.Error("within the grace, a client without a token was served (the tokens were dropped)")
+	}
+
+	eventually(t, 15*time.Second, "the grace ends with an ERROR", func() bool {
+		return strings.Contains(s.stderr.String(), "level=ERROR msg=\"a config file has been missing")
+	})
+	eventually(t, 5*time.Second, "the config without the file applies", func() bool {
+		_, err := httpClient(t, s.base+"/mcp", "") // no token configured any more
+		return err == nil
+	})
+}

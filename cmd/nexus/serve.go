@@ -130,7 +130,9 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 	if p := e.projectLayer(); p != "" {
 		watched = append(slices.Clone(watched), p)
 	}
-	workers.Go(func() { config.Watch(ctx, watched, 500*time.Millisecond, func() { e.reload(g.Gateway) }) })
+	rl := newReloader(e, g.Gateway)
+	defer rl.stop()
+	workers.Go(func() { config.Watch(ctx, watched, 500*time.Millisecond, rl.reload) })
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP) // SIGHUP forces a reload (the CLI sends it after an edit)
 	defer signal.Stop(hup)
@@ -143,8 +145,10 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 				return
 			case <-hup:
 				e.log.Info("SIGHUP: reloading the config")
-				e.reload(g.Gateway)
+				rl.reload()
 				reloaded() // tells the waiting command the edit is in force
+			case <-rl.recheck:
+				rl.reload() // a missing config file's grace has ended
 			}
 		}
 	})
