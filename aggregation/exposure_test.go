@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestOriginIsTheFrontsOwn: over real HTTP on 127.0.0.1, a browser request is
@@ -56,5 +57,33 @@ func TestOriginIsTheFrontsOwn(t *testing.T) {
 				t.Errorf("Origin %q: status %d, want %d", tt.origin, resp.StatusCode, tt.want)
 			}
 		})
+	}
+}
+
+// TestCheckText: arguments that are not valid text are refused naming the field;
+// valid ones, escaped or not, pass.
+func TestCheckText(t *testing.T) {
+	tests := []struct {
+		args string
+		want string // "" when valid
+	}{
+		{`{"message":"héllo \u00e9 \ud83d\ude00 \"q\" \\"}`, ""},
+		{`{"n":1,"b":true,"x":null,"l":[1,"two",{"k":"v"}]}`, ""},
+		{"{\"message\":\"bad \xff byte\"}", "arguments.message: invalid UTF-8"},
+		{"{\"items\":[\"ok\",{\"name\":\"\xc3\"}]}", "arguments.items[1].name: invalid UTF-8"},
+		{`{"a b":{"c":"\ud800 alone"}}`, `arguments["a b"].c: a lone surrogate escape (\uD800)`},
+		{`{"s":"\udc00\ud800"}`, `arguments.s: a lone surrogate escape (\uDC00)`},
+		{"{\"k\xfe\":1}", "arguments (a key): invalid UTF-8"},
+		{"{\"x\":\"y\"", ""},  // cut short: not this check's to refuse, and it must end
+		{"{\"x\" 1 \xff", ""}, // not JSON at all
+	}
+	for _, tt := range tests {
+		err := checkText([]byte(tt.args))
+		switch {
+		case tt.want == "" && err != nil && utf8.ValidString(tt.args):
+			t.Errorf("%q: %v, want it accepted", tt.args, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%q: %v, want %q", tt.args, err, tt.want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -245,4 +246,38 @@ func TestMissingConfigKeepsRunning(t *testing.T) {
 		_, err := httpClient(t, s.base+"/mcp", "") // no token configured any more
 		return err == nil
 	})
+}
+
+// TestInvalidUTF8Arguments: over a real stdio session, a call whose arguments hold
+// bytes that are not UTF-8, or a lone surrogate escape, is refused with -32602
+// naming the field, and never reaches the child, which keeps serving.
+func TestInvalidUTF8Arguments(t *testing.T) {
+	h := newHome(t, nil)
+	h.writeConfig(map[string]any{
+		"servers": map[string]any{"fx": h.fixtureServer(nil)},
+		"policy":  map[string]any{"default": map[string]any{"allow": []string{"*"}}},
+	})
+	s := h.serveStdio()
+	tests := []struct{ name, args, field string }{
+		{"a byte that is not UTF-8", "{\"message\":\"caf\xe9\"}", "arguments.message"},
+		{"a truncated sequence, nested", "{\"message\":\"ok\",\"extra\":[{\"note\":\"\xe2\x82\"}]}", "arguments.extra[0].note"},
+		{"a lone surrogate escape", `{"message":"\ud800"}`, "arguments.message"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := fmt.Sprint("utf8-", i)
+			ch := s.expect(`"` + id + `"`)
+			s.sendRaw([]byte(`{"jsonrpc":"2.0","id":"` + id + `","method":"tools/call","params":{"name":"fx__echo","arguments":` + tt.args + `}}`))
+			m := s.wait(ch, tt.name)
+			if m.Error == nil || m.Error.Code != -32602 || !strings.Contains(m.Error.Message, tt.field) || !strings.Contains(m.Error.Message, "UTF-8") {
+				t.Errorf("got %s %+v, want -32602 naming %s", m.Result, m.Error, tt.field)
+			}
+		})
+	}
+	if n := h.calls()["echo"]; n != 0 {
+		t.Errorf("the child received %d of the refused calls", n)
+	}
+	if r := s.call("fx__echo", map[string]any{"message": "still here"}); r.text() != "still here" {
+		t.Errorf("after the refusals: %+v", r)
+	}
 }
