@@ -633,7 +633,7 @@ func (c *child) toolsFrom(raws []json.RawMessage) []*Tool {
 	for _, raw := range raws {
 		t, err := newTool(cfg, raw, c.names)
 		if err != nil {
-			c.log.Warn("skipping a tool", "err", err)
+			c.log.Warn("skipping a tool", "err", c.skipReason(err))
 			continue
 		}
 		tools = append(tools, t)

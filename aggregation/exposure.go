@@ -2,6 +2,7 @@ package aggregation
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -184,4 +185,25 @@ func hex4rune(b []byte) (rune, bool) {
 	}
 	n, err := strconv.ParseUint(string(b[:4]), 16, 32)
 	return rune(n), err == nil
+}
+
+// unsafeNameError is a child's tool whose name no client or policy could name
+// safely. It keeps the whole name so that the log can redact it before it is cut
+// (describe): a secret straddling the cut would otherwise be logged but for its end.
+type unsafeNameError struct{ name, server string }
+
+func (e *unsafeNameError) Error() string { return e.describe(func(s string) string { return s }) }
+
+func (e *unsafeNameError) describe(redact func(string) string) string {
+	return fmt.Sprintf("tool %s of server %s is refused: its name has control characters, is not UTF-8, has surrounding spaces or a \"*\", so no client or policy could name it safely", quoted(redact(e.name)), e.server)
+}
+
+// skipReason is why a child's tool is skipped, as the log says it: redacted
+// before any name in it is cut.
+func (c *child) skipReason(err error) string {
+	var unsafe *unsafeNameError
+	if errors.As(err, &unsafe) {
+		return unsafe.describe(c.events.redactText)
+	}
+	return err.Error()
 }

@@ -1,11 +1,16 @@
 package aggregation
 
 import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/nexus-mcp/nexus/config"
 )
 
 // TestOriginIsTheFrontsOwn: over real HTTP on 127.0.0.1, a browser request is
@@ -85,5 +90,31 @@ func TestCheckText(t *testing.T) {
 		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 			t.Errorf("%q: %v, want %q", tt.args, err, tt.want)
 		}
+	}
+}
+
+// TestSkippedToolNameRedactedBeforeCut: a tool refused for its name is logged with
+// the name cut at 80 bytes; a secret straddling the cut is redacted first, so no
+// part of it reaches the log.
+func TestSkippedToolNameRedactedBeforeCut(t *testing.T) {
+	const secret = "sk-live-0123456789abcdef"
+	cfg, err := config.Parse("test.json", []byte(`{"servers": {"fx": {"command": "fx"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	g, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(&logged, nil)),
+		RedactText: func(s string) string { return strings.ReplaceAll(s, secret, "[redacted:k]") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "\x01" + strings.Repeat("n", 80-len(secret)) + secret // the secret ends past byte 80
+	raw, _ := json.Marshal(map[string]any{"name": name})
+	c := g.newChild(cfg.Servers["fx"])
+	if tools := c.toolsFrom([]json.RawMessage{raw}); len(tools) != 0 {
+		t.Fatalf("the tool was served: %v", tools)
+	}
+	if !strings.Contains(logged.String(), "skipping a tool") || strings.Contains(logged.String(), secret[:8]) {
+		t.Errorf("the log holds part of the secret, or nothing:\n%s", logged.String())
 	}
 }
