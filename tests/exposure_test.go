@@ -122,7 +122,8 @@ func TestHomeFileModes(t *testing.T) {
 	if err := os.Chmod(h.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := startSession(t, h.env(), built.nexus, "serve")
+	// HOME elsewhere: a NEXUS_HOME that is the user's own home keeps its mode.
+	s := startSession(t, h.env("HOME="+t.TempDir()), built.nexus, "serve")
 	if r := s.call("fx__echo", map[string]any{"message": "m"}); r.text() != "m" {
 		t.Fatalf("echo: %+v", r)
 	}
