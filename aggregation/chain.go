@@ -320,6 +320,9 @@ func normaliseArguments(raw json.RawMessage) (json.RawMessage, error) {
 	if trimmed[0] != '{' {
 		return nil, errors.New("arguments must be a JSON object")
 	}
+	if err := checkText(trimmed); err != nil {
+		return nil, err
+	}
 	return trimmed, nil
 }
 

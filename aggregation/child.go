@@ -45,6 +45,8 @@ type childEvents interface {
 	reconnected(server string)
 	// childMessageLimit bounds one message from a child.
 	childMessageLimit() int64
+	// redactText removes secret values from text a person reads (Options.RedactText).
+	redactText(string) string
 }
 
 // child supervises one configured server: it connects, lists the tools, notices when
@@ -177,6 +179,9 @@ func (c *child) status() Status {
 	if c.lastErr != nil {
 		s.Error = c.lastErr.Error()
 	}
+	// A status is what people read (the status page, list-servers, errors): a
+	// handshake error or a URL may hold the very key the child was given.
+	s.Target, s.Error = c.events.redactText(s.Target), c.events.redactText(s.Error)
 	return s
 }
 
@@ -594,6 +599,7 @@ func (c *child) stdioTransport(cn *conn) (transport.Interface, error) {
 	// call it answers fails with a clear error and the gateway's memory stays bounded.
 	p := newProcess(cmd, c.log, c.events.childMessageLimit(), cn.tail)
 	p.name = c.name
+	p.redact = c.events.redactText
 	// Child stderr goes to the log a line at a time, prefixed with the server's name.
 	p.stderrLine = func(line string) { c.log.Info("[" + c.name + "] " + line) }
 	return p, nil
@@ -639,7 +645,7 @@ func (c *child) toolsFrom(raws []json.RawMessage) []*Tool {
 	for _, raw := range raws {
 		t, err := newTool(cfg, raw, c.names)
 		if err != nil {
-			c.log.Warn("skipping a tool", "err", err)
+			c.log.Warn("skipping a tool", "err", c.skipReason(err))
 			continue
 		}
 		tools = append(tools, t)

@@ -68,6 +68,10 @@ type Options struct {
 	// Redact removes secret values from what children send back (results, errors,
 	// resources, prompts) before it reaches memory or a client; nil keeps it as is.
 	Redact func([]byte) []byte
+	// RedactText removes secret values from text a person reads: a child's stderr
+	// and stray stdout lines before they are cut and logged, its errors in Servers
+	// (the status page, list-servers); nil keeps it as is.
+	RedactText func(string) string
 	// Observer sees every finished call (metrics, the audit trail); nil sees none.
 	Observer Observer
 	// Tracer makes the spans of each request (the request, then its policy, memory
@@ -83,6 +87,7 @@ type Gateway struct {
 	before   func(*config.Server)
 	resolve  func(string) (string, error)
 	redact   func([]byte) []byte
+	text     func(string) string // Options.RedactText
 	methods  map[string]method
 	denials  *policy.Counter
 	observer Observer
@@ -141,12 +146,15 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if opts.Redact == nil {
 		opts.Redact = func(b []byte) []byte { return b }
 	}
+	if opts.RedactText == nil {
+		opts.RedactText = func(s string) string { return s }
+	}
 	tp := opts.Tracer
 	if tp == nil {
 		tp = noop.NewTracerProvider()
 	}
 	g := &Gateway{
-		log: log, mem: opts.Memory, names: names, resolve: resolve, redact: opts.Redact, before: opts.BeforeStart,
+		log: log, mem: opts.Memory, names: names, resolve: resolve, redact: opts.Redact, text: opts.RedactText, before: opts.BeforeStart,
 		denials: &policy.Counter{}, observer: opts.Observer, tracer: tp.Tracer("github.com/nexus-mcp/nexus/aggregation"), tracing: opts.Tracer != nil,
 		rebuild: make(chan struct{}, 1), published: map[string]string{},
 	}

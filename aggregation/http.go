@@ -32,7 +32,7 @@ type HTTPOptions struct {
 	// reload that removes the last token must not open the gateway.
 	RequireToken bool
 	// Pages are more read-only handlers served beside /mcp (e.g. "/metrics", "/"),
-	// behind Guard: to authenticated agents, or to clients on this machine.
+	// behind Guard: to authenticated agents, or to anyone when status.public.
 	Pages map[string]http.Handler
 }
 
@@ -78,26 +78,26 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	for pattern, page := range opts.Pages {
-		mux.Handle(pattern, g.Guard(page, opts.RequireToken))
+		mux.Handle(pattern, g.Guard(page))
 	}
 	return mux
 }
 
 // Guard serves h only to whom may see what the gateway does: a request with a valid
-// agent token (or any request while no token is configured and requireToken is
-// false, as on /mcp), or a request from this machine to a loopback address (a
-// browser on the operator's own machine cannot send a bearer token). The Host and
-// Origin checks of /mcp apply either way. Only GET and HEAD are served: the pages
-// are read-only.
-func (g *Gateway) Guard(h http.Handler, requireToken bool) http.Handler {
-	front := &httpFront{g: g, opts: HTTPOptions{RequireToken: requireToken}}
+// agent token, or anyone when the config says "status": {"public": true}. Whoever
+// /mcp serves anonymously (no token configured) is not enough: the page shows
+// every server's errors and every agent's rights, which any local process could
+// otherwise read. The Host and Origin checks of /mcp apply either way. Only GET and
+// HEAD are served: the pages are read-only.
+func (g *Gateway) Guard(h http.Handler) http.Handler {
+	front := &httpFront{g: g}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := front.authenticate(r); !ok && !fromLoopback(r) {
+		if _, ok := front.tokenAgent(r); !ok && !g.cfg.Load().Status.Public {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="nexus"`)
-			http.Error(w, "401 unauthorized: send Authorization: Bearer <token>, or browse from the gateway's own machine", http.StatusUnauthorized)
+			http.Error(w, `401 unauthorized: send Authorization: Bearer <token> (nexus agent add NAME creates one), or set "status": {"public": true} in the config`, http.StatusUnauthorized)
 			return
 		}
-		if !allowedOrigin(r) {
+		if !g.allowedOrigin(r) {
 			http.Error(w, "403 forbidden: the Host or Origin of this request is not this gateway's (DNS rebinding protection)", http.StatusForbidden)
 			return
 		}
@@ -108,22 +108,6 @@ func (g *Gateway) Guard(h http.Handler, requireToken bool) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
-}
-
-// fromLoopback reports whether a request came from this machine to a loopback
-// address of it.
-func fromLoopback(r *http.Request) bool {
-	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	tcp, ok := local.(*net.TCPAddr)
-	if !ok || !tcp.IP.IsLoopback() {
-		return false
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 type httpFront struct {
@@ -138,10 +122,16 @@ func TokenHash(token string) string {
 }
 
 func (h *httpFront) authenticate(r *http.Request) (string, bool) {
-	tokens := *h.g.tokens.Load()
-	if len(tokens) == 0 {
+	if len(*h.g.tokens.Load()) == 0 {
 		return policy.Anonymous, !h.opts.RequireToken
 	}
+	return h.tokenAgent(r)
+}
+
+// tokenAgent is the agent whose bearer token the request carries; false without
+// a valid one.
+func (h *httpFront) tokenAgent(r *http.Request) (string, bool) {
+	tokens := *h.g.tokens.Load()
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || token == "" {
 		return "", false
@@ -158,7 +148,7 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "401 unauthorized: send Authorization: Bearer <token> (nexus agent add NAME creates one)", http.StatusUnauthorized)
 		return
 	}
-	if !allowedOrigin(r) {
+	if !h.g.allowedOrigin(r) {
 		http.Error(w, "403 forbidden: the Host or Origin of this request is not this gateway's (DNS rebinding protection)", http.StatusForbidden)
 		return
 	}
@@ -184,12 +174,14 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// allowedOrigin guards against DNS rebinding: a web page must not reach a gateway on
-// this machine by pointing a name of its own at 127.0.0.1. A request that arrived on
-// a loopback address must name a loopback host, and any Origin it carries must be a
-// loopback one too; elsewhere an Origin must match the Host. Clients that are not
-// browsers send no Origin.
-func allowedOrigin(r *http.Request) bool {
+// allowedOrigin guards against DNS rebinding and against other web pages: a page
+// must not reach a gateway on this machine by pointing a name of its own at
+// 127.0.0.1, nor from another origin of this machine (another port, another local
+// app). A request that arrived on a loopback address must name a loopback host; an
+// Origin it carries must be the front's own (http:// and the Host it was sent to)
+// or one the config lists in http.allowedOrigins. Clients that are not browsers
+// send no Origin.
+func (g *Gateway) allowedOrigin(r *http.Request) bool {
 	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 	onLoopback := false
 	if tcp, ok := local.(*net.TCPAddr); ok {
@@ -202,14 +194,14 @@ func allowedOrigin(r *http.Request) bool {
 	if origin == "" {
 		return true
 	}
+	if g.cfg.Load().HTTP.OriginAllowed(origin) {
+		return true
+	}
 	u, err := url.Parse(origin)
 	if err != nil || u.Host == "" {
 		return false
 	}
-	if onLoopback {
-		return loopbackHost(u.Hostname())
-	}
-	return u.Host == r.Host
+	return u.Scheme == "http" && strings.EqualFold(u.Host, r.Host)
 }
 
 func hostOnly(hostport string) string {

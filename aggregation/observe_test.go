@@ -9,17 +9,20 @@ import (
 	"testing"
 )
 
-// TestGuard: the read-only pages go to agents with a token, and to clients on this
-// machine; a remote client without a token is refused before anything is served,
-// and the Host/Origin guard applies to everyone.
+// TestGuard: the read-only pages go to agents with a token, and without one only
+// when the config says status.public (a local process that holds no token must not
+// read the servers' errors and the agents' rights); the Host/Origin guard applies
+// to everyone.
 func TestGuard(t *testing.T) {
 	f := newFixture(t) // tokens are configured
 	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("the page")) })
-	h := f.g.Guard(page, false)
+	h := f.g.Guard(page)
 	remote := &net.TCPAddr{IP: net.ParseIP("192.0.2.10"), Port: 8765}
 	loopback := &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 8765}
+	bearer := map[string]string{"Authorization": "Bearer " + tokens["tester"]}
 	tests := []struct {
 		name       string
+		public     bool
 		local      net.Addr
 		remoteAddr string
 		host       string
@@ -27,17 +30,26 @@ func TestGuard(t *testing.T) {
 		method     string
 		want       int
 	}{
-		{"remote without token", remote, "198.51.100.7:5555", "192.0.2.10:8765", nil, "GET", http.StatusUnauthorized},
-		{"remote with a wrong token", remote, "198.51.100.7:5555", "192.0.2.10:8765", map[string]string{"Authorization": "Bearer nope"}, "GET", http.StatusUnauthorized},
-		{"remote with a token", remote, "198.51.100.7:5555", "192.0.2.10:8765", map[string]string{"Authorization": "Bearer " + tokens["tester"]}, "GET", http.StatusOK},
-		{"remote with a token, foreign origin", remote, "198.51.100.7:5555", "192.0.2.10:8765", map[string]string{"Authorization": "Bearer " + tokens["tester"], "Origin": "http://evil.example"}, "GET", http.StatusForbidden},
-		{"loopback without token", loopback, "127.0.0.1:5555", "127.0.0.1:8765", nil, "GET", http.StatusOK},
-		{"loopback, rebound host name", loopback, "127.0.0.1:5555", "evil.example:8765", nil, "GET", http.StatusForbidden},
-		{"loopback, POST", loopback, "127.0.0.1:5555", "127.0.0.1:8765", nil, "POST", http.StatusMethodNotAllowed},
-		{"remote peer on a loopback listener", loopback, "198.51.100.7:5555", "127.0.0.1:8765", nil, "GET", http.StatusUnauthorized},
+		{"remote without token", false, remote, "198.51.100.7:5555", "192.0.2.10:8765", nil, "GET", http.StatusUnauthorized},
+		{"remote with a wrong token", false, remote, "198.51.100.7:5555", "192.0.2.10:8765", map[string]string{"Authorization": "Bearer nope"}, "GET", http.StatusUnauthorized},
+		{"remote with a token", false, remote, "198.51.100.7:5555", "192.0.2.10:8765", bearer, "GET", http.StatusOK},
+		{"remote with a token, foreign origin", false, remote, "198.51.100.7:5555", "192.0.2.10:8765", map[string]string{"Authorization": "Bearer " + tokens["tester"], "Origin": "http://evil.example"}, "GET", http.StatusForbidden},
+		{"loopback without token", false, loopback, "127.0.0.1:5555", "127.0.0.1:8765", nil, "GET", http.StatusUnauthorized},
+		{"loopback with a token", false, loopback, "127.0.0.1:5555", "127.0.0.1:8765", bearer, "GET", http.StatusOK},
+		{"loopback without token, public", true, loopback, "127.0.0.1:5555", "127.0.0.1:8765", nil, "GET", http.StatusOK},
+		{"remote without token, public", true, remote, "198.51.100.7:5555", "192.0.2.10:8765", nil, "GET", http.StatusOK},
+		{"loopback, rebound host name, public", true, loopback, "127.0.0.1:5555", "evil.example:8765", nil, "GET", http.StatusForbidden},
+		{"loopback, another port's page, public", true, loopback, "127.0.0.1:5555", "127.0.0.1:8765", map[string]string{"Origin": "http://127.0.0.1:3000"}, "GET", http.StatusForbidden},
+		{"loopback, POST", false, loopback, "127.0.0.1:5555", "127.0.0.1:8765", bearer, "POST", http.StatusMethodNotAllowed},
+		{"remote peer on a loopback listener", false, loopback, "198.51.100.7:5555", "127.0.0.1:8765", nil, "GET", http.StatusUnauthorized},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			cfg := *f.g.Config()
+			cfg.Status.Public = tt.public
+			if err := f.g.Reload(&cfg); err != nil {
+				t.Fatal(err)
+			}
 			r := httptest.NewRequest(tt.method, "http://"+tt.host+"/", nil)
 			r.RemoteAddr = tt.remoteAddr
 			r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, tt.local))

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -23,6 +24,13 @@ const (
 	// maxStderrLine is the longest stderr line logged whole; a longer one is logged
 	// cut, with its size. A child's log is never a reason to stop it.
 	maxStderrLine = 16 << 10
+	// redactMargin is how much of a line is kept past where it is cut, so that it
+	// is redacted before the cut: a value that straddles the cut is then replaced
+	// whole rather than logged but for its last bytes. It exceeds every spelling of
+	// a value the secret store accepts (2560 bytes, escaped at most 6 bytes a byte).
+	redactMargin = 16 << 10
+	// maxStrayLine is how much of a line on stdout that is not JSON-RPC is logged.
+	maxStrayLine = 80
 	// shutdownGrace is how long a child has to exit after its stdin closes before it
 	// is signalled.
 	shutdownGrace = 2 * time.Second
@@ -46,6 +54,9 @@ type process struct {
 	maxMessage int64
 	tail       *tailBuffer
 	stderrLine func(string) // logs one line of the child's stderr
+	// redact removes secret values from the child's text before it is cut and
+	// logged; nil keeps it as is.
+	redact func(string) string
 
 	writeMu sync.Mutex
 
@@ -173,7 +184,7 @@ type incomingMessage struct {
 func (p *process) dispatch(line []byte) {
 	var m incomingMessage
 	if err := json.Unmarshal(line, &m); err != nil {
-		p.log.Warn("the server wrote a line that is not JSON-RPC", "err", err, "line", quoted(string(line)))
+		p.log.Warn("the server wrote a line that is not JSON-RPC", "err", err, "line", p.cut(line, maxStrayLine))
 		return
 	}
 	hasID := len(m.ID) > 0 && string(m.ID) != "null"
@@ -241,17 +252,14 @@ func (p *process) readStderr(r io.Reader) {
 	for {
 		chunk, err := br.ReadSlice('\n')
 		size += len(chunk)
-		if len(line) < maxStderrLine {
-			line = append(line, chunk[:min(len(chunk), maxStderrLine-len(line))]...)
+		if keep := maxStderrLine + redactMargin; len(line) < keep {
+			line = append(line, chunk[:min(len(chunk), keep-len(line))]...)
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
 		if len(line) > 0 {
-			text := string(trimNewline(line))
-			if size > maxStderrLine {
-				text += " … (line of " + strconv.Itoa(size) + " bytes, cut)"
-			}
+			text := p.cutLine(trimNewline(line), size)
 			p.tail.add(text)
 			if p.stderrLine != nil {
 				p.stderrLine(text)
@@ -262,6 +270,45 @@ func (p *process) readStderr(r io.Reader) {
 			return // the end of stderr is the end of the log, not of the process
 		}
 	}
+}
+
+// cutLine is a stderr line (size bytes long, of which line holds the first ones)
+// as it is logged: redacted, then cut to maxStderrLine with its size said.
+func (p *process) cutLine(line []byte, size int) string {
+	text := p.redactText(string(line))
+	if len(text) <= maxStderrLine && size <= maxStderrLine {
+		return text
+	}
+	return validPrefix(text, maxStderrLine) + " … (line of " + strconv.Itoa(size) + " bytes, cut)"
+}
+
+// cut is b as a quoted excerpt of at most n bytes for a log line: redacted first,
+// then cut, so a value that straddles the cut is replaced whole.
+func (p *process) cut(b []byte, n int) string {
+	text := p.redactText(string(b[:min(len(b), n+redactMargin)]))
+	if len(text) <= n && len(b) <= n+redactMargin {
+		return strconv.Quote(text)
+	}
+	return strconv.Quote(validPrefix(text, n)) + "… (" + strconv.Itoa(len(b)) + " bytes)"
+}
+
+func (p *process) redactText(s string) string {
+	if p.redact == nil {
+		return s
+	}
+	return p.redact(s)
+}
+
+// validPrefix is s cut to at most n bytes, at a rune boundary.
+func validPrefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 func trimNewline(b []byte) []byte {

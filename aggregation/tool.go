@@ -85,7 +85,7 @@ func newTool(srv *config.Server, raw json.RawMessage, names string) (*Tool, erro
 		return nil, fmt.Errorf("server %s listed a tool without a name", srv.Name)
 	}
 	if !policy.ValidToolName(rt.Name) {
-		return nil, fmt.Errorf("tool %s of server %s is refused: its name has control characters, is not UTF-8, has surrounding spaces or a \"*\", so no client or policy could name it safely", quoted(rt.Name), srv.Name)
+		return nil, &unsafeNameError{name: rt.Name, server: srv.Name}
 	}
 	if len(rt.InputSchema) == 0 || string(rt.InputSchema) == "null" {
 		rt.InputSchema = json.RawMessage(`{"type":"object"}`)

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -73,6 +74,15 @@ const table = "nexus_audit"
 // with synchronous=NORMAL: a batch costs no fsync of its own, and a crash loses at
 // most the last batches, never the file.
 func OpenSQLite(ctx context.Context, path string) (*Store, error) {
+	// The file is created private to the user before SQLite opens it: SQLite
+	// gives the -wal and -shm files the mode of the database, and its own default
+	// (0644) would let every local user read who called what, and the arguments
+	// when they are kept.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit: creating %s: %w", path, err)
+	}
+	f.Close()
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(5000)")
 	q.Add("_pragma", "journal_mode(WAL)")

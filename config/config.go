@@ -88,6 +88,12 @@ type Config struct {
 	Audit Audit `json:"audit,omitzero"`
 	// Tracing configures OpenTelemetry traces (config/observe.go).
 	Tracing Tracing `json:"tracing,omitzero"`
+	// Status says who may see the status page and the metrics (config/exposure.go).
+	Status Status `json:"status,omitzero"`
+	// HTTP configures the streamable HTTP front (config/exposure.go).
+	HTTP HTTP `json:"http,omitzero"`
+	// Reload configures how a serving gateway follows its files (config/exposure.go).
+	Reload Reload `json:"reload,omitzero"`
 	// ProjectLayers reads .nexus/config.json from the working directory upward (off
 	// by default: a repository you clone should not silently start processes).
 	ProjectLayers bool `json:"projectLayers,omitempty"`

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,8 +23,9 @@ const MinRedactBytes = 4
 // lists, log lines, child stderr.
 //
 // Each value is registered with the spellings it commonly takes on the way out: as is,
-// JSON-escaped (with and without HTML escaping), URL-encoded (query and path
-// escaping), and base64 of the whole value (standard and URL-safe alphabets, matched
+// JSON-escaped (with and without HTML escaping), Go-quoted (strconv.Quote and
+// QuoteToASCII), each quoted form quoted once more (a log line that quotes a quoted
+// text), URL-encoded (query and path escaping), and base64 of the whole value (standard and URL-safe alphabets, matched
 // without padding so padded text matches too). [Redactor.String] and [Redactor.Bytes]
 // match those spellings as exact bytes, which suits logs and other text.
 // [Redactor.JSON] also decodes every JSON string, through up to [maxJSONDepth] levels
@@ -85,6 +87,12 @@ func (r *Redactor) Add(name, value string) {
 // spellings lists value and the encodings it is registered under, each once. Only
 // encodings of the whole value are listed: base64 of a value inside a longer encoded
 // text starts at an offset that changes every character.
+//
+// Quoting is listed twice over because logs quote what was quoted already: slog's
+// text handler Go-quotes an attribute that holds a %q-quoted line, and a child's
+// JSON log line is Go-quoted again when the gateway logs it. So each quoted form
+// (JSON with and without HTML escaping, Go's strconv.Quote and QuoteToASCII) is
+// also registered quoted once more by each of them.
 func spellings(value string) []string {
 	out := []string{value}
 	add := func(s string) {
@@ -92,14 +100,16 @@ func spellings(value string) []string {
 			out = append(out, s)
 		}
 	}
-	// Go's encoding/json escapes <, > and & by default; most other encoders do not.
-	for _, html := range []bool{true, false} {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(html)
-		if enc.Encode(value) == nil {
-			s := strings.TrimSuffix(buf.String(), "\n")
-			add(s[1 : len(s)-1]) // drop the quotes
+	quoted := quotings(value)
+	for _, q := range quoted {
+		add(q)
+	}
+	for _, q := range quoted {
+		if q == value {
+			continue // quoting changed nothing: quoting it again changes nothing either
+		}
+		for _, qq := range quotings(q) {
+			add(qq)
 		}
 	}
 	add(url.QueryEscape(value))
@@ -107,6 +117,26 @@ func spellings(value string) []string {
 	// Unpadded: the padded text contains it, and so does base64 cut short.
 	add(base64.RawStdEncoding.EncodeToString([]byte(value)))
 	add(base64.RawURLEncoding.EncodeToString([]byte(value)))
+	return out
+}
+
+// quotings is value inside each kind of quotes a log or a message puts around it,
+// without the quotes: JSON (Go's encoding/json escapes <, > and & by default; most
+// other encoders do not) and Go (strconv.Quote, and QuoteToASCII for non-ASCII).
+func quotings(value string) []string {
+	var out []string
+	for _, html := range []bool{true, false} {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(html)
+		if enc.Encode(value) == nil {
+			s := strings.TrimSuffix(buf.String(), "\n")
+			out = append(out, s[1:len(s)-1]) // drop the quotes
+		}
+	}
+	for _, q := range []string{strconv.Quote(value), strconv.QuoteToASCII(value)} {
+		out = append(out, q[1:len(q)-1])
+	}
 	return out
 }
 

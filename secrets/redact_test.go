@@ -3,7 +3,9 @@ package secrets
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -193,5 +195,37 @@ func BenchmarkRedactMatch(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r.Bytes(in)
+	}
+}
+
+// TestRedactorQuotedForms: a value holding a quote, a backslash, a control
+// character or non-ASCII text reaches logs quoted, and often quoted twice (slog's
+// text handler quoting a %q-quoted line, or a child's JSON log line); each of
+// those spellings is replaced whole.
+func TestRedactorQuotedForms(t *testing.T) {
+	const value = "pa\"ss\\w\x01rd-é-7f3a"
+	r := NewRedactor()
+	r.Add("k", value)
+	jsonQuote := func(s string) string {
+		b, _ := json.Marshal(s)
+		return string(b)
+	}
+	for _, tc := range []struct{ name, in string }{
+		{"as is", value},
+		{"JSON", jsonQuote(value)},
+		{"Go %q", fmt.Sprintf("%q", value)},
+		{"Go %+q", fmt.Sprintf("%+q", value)},
+		{"%q of %q (slog quoting a quoted line)", strconv.Quote(strconv.Quote(value))},
+		{"%q of JSON (a child's JSON log line, logged)", strconv.Quote(jsonQuote(value))},
+		{"JSON of %q", jsonQuote(strconv.Quote(value))},
+		{"JSON of JSON", jsonQuote(jsonQuote(value))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := "line=" + tc.in + " end"
+			got := r.String(in)
+			if !strings.Contains(got, "[redacted:k]") || strings.Contains(got, "7f3a") {
+				t.Errorf("String(%s) = %s: the value is not replaced whole", in, got)
+			}
+		})
 	}
 }

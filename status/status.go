@@ -34,6 +34,10 @@ type Sources struct {
 	// Refusals returns the latest refusals, newest first; nil when no audit trail is
 	// kept.
 	Refusals func(ctx context.Context, limit int) ([]audit.Record, error)
+	// Redact removes secret values from every text the page shows (the wire's
+	// redactor: a child's handshake error may hold the key it was given, a tool
+	// may be named after one); nil shows text as it is.
+	Redact func(string) string
 }
 
 // Handler serves the page at "/" (any other path is 404). Guard it: it shows
@@ -45,6 +49,9 @@ func Handler(src Sources) http.Handler {
 			return
 		}
 		data := build(r.Context(), src)
+		if src.Redact != nil {
+			data.redact(src.Redact)
+		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
@@ -144,4 +151,32 @@ func build(ctx context.Context, src Sources) view {
 		v.Refusals = recs
 	}
 	return v
+}
+
+// redact passes every text of the page through r. Each string is redacted whole,
+// before html/template escapes it: escaping would change the spelling of a value
+// holding <, >, &, ' or ", and the redactor would no longer see it.
+func (v *view) redact(r func(string) string) {
+	all := func(list []string) {
+		for i := range list {
+			list[i] = r(list[i])
+		}
+	}
+	for i := range v.Servers {
+		s := &v.Servers[i]
+		s.Name, s.Transport, s.Target, s.Error, s.Source = r(s.Name), r(s.Transport), r(s.Target), r(s.Error), r(s.Source)
+		all(s.ToolNames)
+	}
+	for i := range v.Agents {
+		a := &v.Agents[i]
+		a.Name, a.Policy = r(a.Name), r(a.Policy)
+		all(a.Allowed)
+	}
+	v.Memory.Note = r(v.Memory.Note)
+	for i := range v.Refusals {
+		x := &v.Refusals[i]
+		x.Agent, x.Method, x.Tool, x.Server = r(x.Agent), r(x.Method), r(x.Tool), r(x.Server)
+		x.Rule, x.Origin, x.Source = r(x.Rule), r(x.Origin), r(x.Source)
+	}
+	v.RefusalsNote = r(v.RefusalsNote)
 }

@@ -45,11 +45,18 @@ type Metrics struct {
 	refusals *prometheus.CounterVec
 	memory   *prometheus.CounterVec
 	state    *stateCollector
+	redact   func(string) string
 }
 
 // NewMetrics builds the metrics; the gateway's state is read from src (set later
-// with SetSource when the gateway is built after the metrics).
-func NewMetrics() *Metrics {
+// with SetSource when the gateway is built after the metrics). Every label value
+// that comes from a config or a child (server, tool, agent, the policy and rule of
+// a refusal) passes redact first, the wire's redactor: a tool named after a secret
+// must not put it in a scrape. nil keeps values as they are.
+func NewMetrics(redact func(string) string) *Metrics {
+	if redact == nil {
+		redact = func(s string) string { return s }
+	}
 	buckets := []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
@@ -68,7 +75,8 @@ func NewMetrics() *Metrics {
 		memory: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nexus_memory_lookups_total",
 			Help: "What memory did for tool calls, by server and result (hit, semantic_hit, miss, bypass)."},
 			[]string{"server", "result"}),
-		state: &stateCollector{},
+		state:  &stateCollector{redact: redact},
+		redact: redact,
 	}
 	m.reg.MustRegister(m.calls, m.duration, m.child, m.refusals, m.memory, m.state,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -88,23 +96,27 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 // Observe counts one finished call (aggregation.Observer).
+//
+// Label values stay a bounded set: the tool and server are those the call matched
+// in the manifest (a name that matched nothing is OtherTool), the agent one the
+// config names (else UnknownAgent), each redacted.
 func (m *Metrics) Observe(c *aggregation.Call) {
-	agent := c.Agent
-	if !c.KnownAgent {
-		agent = UnknownAgent
+	agent := UnknownAgent
+	if c.KnownAgent {
+		agent = m.redact(c.Agent)
 	}
 	if c.Outcome == aggregation.OutcomeRefused {
-		m.refusals.WithLabelValues(agent, c.Origin, c.Rule).Inc()
+		m.refusals.WithLabelValues(agent, m.redact(c.Origin), m.redact(c.Rule)).Inc()
 	}
 	if c.Method != "tools/call" {
 		return
 	}
-	server, tool := c.Server, c.Tool
-	if server == "" {
-		server = OtherTool
+	server, tool := OtherTool, OtherTool
+	if c.Server != "" {
+		server = m.redact(c.Server)
 	}
-	if tool == "" {
-		tool = OtherTool
+	if c.Tool != "" {
+		tool = m.redact(c.Tool)
 	}
 	m.calls.WithLabelValues(server, tool, agent, string(c.Outcome)).Inc()
 	m.duration.WithLabelValues(server, tool).Observe(c.Duration.Seconds())
@@ -119,7 +131,8 @@ func (m *Metrics) Observe(c *aggregation.Call) {
 // stateCollector reads the gateway's state when scraped: children by state and
 // their restarts, sessions by front, memory's size.
 type stateCollector struct {
-	src Source
+	src    Source
+	redact func(string) string
 }
 
 var (
@@ -150,9 +163,10 @@ func (s *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		if st.State == aggregation.StateReady {
 			up = 1
 		}
-		ch <- prometheus.MustNewConstMetric(serverUpDesc, prometheus.GaugeValue, up, st.Name)
-		ch <- prometheus.MustNewConstMetric(restartsDesc, prometheus.CounterValue, float64(st.Restarts), st.Name)
-		ch <- prometheus.MustNewConstMetric(toolsDesc, prometheus.GaugeValue, float64(st.Tools), st.Name)
+		name := s.redact(st.Name)
+		ch <- prometheus.MustNewConstMetric(serverUpDesc, prometheus.GaugeValue, up, name)
+		ch <- prometheus.MustNewConstMetric(restartsDesc, prometheus.CounterValue, float64(st.Restarts), name)
+		ch <- prometheus.MustNewConstMetric(toolsDesc, prometheus.GaugeValue, float64(st.Tools), name)
 	}
 	for state, n := range byState {
 		ch <- prometheus.MustNewConstMetric(serversDesc, prometheus.GaugeValue, float64(n), string(state))

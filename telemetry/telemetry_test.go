@@ -14,7 +14,7 @@ import (
 // TestLabelsStayBounded: a name the config does not know never becomes a label
 // value, whatever a client sends.
 func TestLabelsStayBounded(t *testing.T) {
-	m := NewMetrics()
+	m := NewMetrics(nil)
 	calls := []aggregation.Call{
 		{Method: "tools/call", Agent: "coder", KnownAgent: true, Tool: "fx.echo", Server: "fx", Outcome: aggregation.OutcomeOK, Duration: time.Millisecond, Child: time.Millisecond, Memory: "miss"},
 		{Method: "tools/call", Agent: "made-up-by-a-client", Requested: "fx__no_such_tool", Outcome: aggregation.OutcomeRPCError, Duration: time.Millisecond},

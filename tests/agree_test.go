@@ -42,6 +42,9 @@ func TestValidateDoctorServeAgree(t *testing.T) {
 		{"projectLayers", `{"projectLayers": false}`, `{"projectLayers": "yes"}`, "projectLayers"},
 		{"audit", `{"audit": {"arguments": true, "maxAge": "7d", "maxBytes": 1048576}}`, `{"audit": {"maxBytes": 10}}`, "audit.maxBytes"},
 		{"tracing", `{"tracing": {"endpoint": "http://127.0.0.1:1"}}`, `{"tracing": {"endpoint": "localhost:4318"}}`, "tracing.endpoint"},
+		{"status", `{"status": {"public": true}}`, `{"status": {"public": "yes"}}`, "status.public"},
+		{"http", `{"http": {"allowedOrigins": ["http://localhost:3000"]}}`, `{"http": {"allowedOrigins": ["localhost:3000"]}}`, "http.allowedOrigins[0]"},
+		{"reload", `{"reload": {"missingGrace": "30s"}}`, `{"reload": {"missingGrace": "soon"}}`, "reload.missingGrace"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.section, func(t *testing.T) {

@@ -354,7 +354,7 @@ func TestAuditCommandFlags(t *testing.T) {
 // TestStdioMetrics: serve --metrics serves a stdio gateway's metrics; an agent
 // the config does not name is counted as "unknown", never by its name.
 func TestStdioMetrics(t *testing.T) {
-	h, _ := observedHome(t, nil)
+	h, token := observedHome(t, nil)
 	s := startSession(t, h.env(), built.nexus, "serve", "--metrics", "127.0.0.1:0") // the client calls itself e2e-test
 	re := regexp.MustCompile(`metrics on (http://\S+)/metrics`)
 	var base string
@@ -368,7 +368,7 @@ func TestStdioMetrics(t *testing.T) {
 	if r := s.call("fx__echo", map[string]any{"message": "m"}); r.text() != "m" {
 		t.Fatalf("echo: %+v", r)
 	}
-	code, text := get(t, base+"/metrics", "")
+	code, text := get(t, base+"/metrics", token)
 	if code != http.StatusOK {
 		t.Fatalf("GET /metrics: %d %s", code, text)
 	}
@@ -381,7 +381,7 @@ func TestStdioMetrics(t *testing.T) {
 	if v := metricValue(text, "nexus_sessions", map[string]string{"front": "stdio"}); v != 1 {
 		t.Errorf("nexus_sessions{front=stdio} = %v", v)
 	}
-	if code, page := get(t, base+"/", ""); code != http.StatusOK || !strings.Contains(page, "fx.echo") {
+	if code, page := get(t, base+"/", token); code != http.StatusOK || !strings.Contains(page, "fx.echo") {
 		t.Errorf("the status page on --metrics' address: %d %s", code, page)
 	}
 }

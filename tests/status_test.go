@@ -50,10 +50,11 @@ func dumpDOM(t *testing.T, browser, url string) string {
 
 // TestStatusPageInChromium: the page a browser on this machine renders shows the
 // servers and their state, their tools, each agent's policy and what it may call,
-// memory's hit rate and the latest refusal with its rule.
+// memory's hit rate and the latest refusal with its rule. A browser sends no
+// bearer token: the config makes the page public.
 func TestStatusPageInChromium(t *testing.T) {
 	browser := chromium(t)
-	h, token := observedHome(t, nil)
+	h, token := observedHome(t, map[string]any{"status": map[string]any{"public": true}})
 	s := h.startServe("listening on", "--http", "127.0.0.1:0")
 	c, err := httpClient(t, s.base+"/mcp", token)
 	if err != nil {

@@ -388,7 +388,7 @@ func (e *env) startServer(ctx context.Context, cfg *config.Config, s *config.Ser
 	defer cancel()
 	secrets.RegisterChildValues(e.redactor, s.Name, s.Env, s.Headers, os.LookupEnv)
 	start := time.Now()
-	g, err := aggregation.New(&one, aggregation.Options{Logger: slog.New(capture), Resolve: e.resolver(ctx, cfg), Redact: e.redactor.JSON})
+	g, err := aggregation.New(&one, aggregation.Options{Logger: slog.New(capture), Resolve: e.resolver(ctx, cfg), Redact: e.redactor.JSON, RedactText: e.redactor.String})
 	if err != nil {
 		ch.Status, ch.Detail = checkFail, err.Error()
 		ch.Fix = "fix servers." + s.Name + " in " + s.Source

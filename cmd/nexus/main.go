@@ -23,15 +23,16 @@ func main() {
 	stopProfile()
 	stop()
 	if err != nil {
+		// run's error is already redacted: print its text, exit with its code.
+		code := 1
 		var exit cli.ExitCoder
 		if errors.As(err, &exit) {
-			if msg := exit.Error(); msg != "" {
-				fmt.Fprintln(os.Stderr, "nexus:", msg)
-			}
-			os.Exit(exit.ExitCode())
+			code = exit.ExitCode()
 		}
-		fmt.Fprintln(os.Stderr, "nexus:", err)
-		os.Exit(1)
+		if msg := err.Error(); msg != "" {
+			fmt.Fprintln(os.Stderr, "nexus:", msg)
+		}
+		os.Exit(code)
 	}
 }
 
@@ -67,8 +68,28 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	defer out.Close()
 	app := newApp(stdin, out, errw)
 	app.Metadata = map[string]any{redactorKey: redactor, argsKey: args}
-	return app.RunContext(ctx, interspersed(app, args))
+	if err := app.RunContext(ctx, interspersed(app, args)); err != nil {
+		// main prints the error to stderr itself, past the redacting writer: its
+		// text passes the redactor here (a child's error may quote its key).
+		msg := err.Error()
+		var exit cli.ExitCoder
+		if errors.As(err, &exit) {
+			msg = exit.Error()
+		}
+		return &redactedError{err: err, msg: redactor.String(msg)}
+	}
+	return nil
 }
+
+// redactedError is an error whose text passed the redactor; errors.As still finds
+// what it wraps (the exit code of a cli.ExitCoder).
+type redactedError struct {
+	err error
+	msg string
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // redactorKey finds the process's redactor in the app's metadata.
 const redactorKey = "redactor"

@@ -26,6 +26,8 @@ type observation struct {
 	trail   *audit.Writer
 	tracing *telemetry.Tracing // nil when tracing is off
 	redact  func([]byte) []byte
+	// text redacts what people and scrapers read: the status page, metric labels.
+	text func(string) string
 	// cfg is the config in force (it changes on reload), for audit.arguments.
 	cfg func() *config.Config
 }
@@ -34,9 +36,9 @@ type observation struct {
 // gateway from serving: a trail or a collector that cannot be reached is logged
 // and the gateway runs without it.
 func (e *env) observe(ctx context.Context, cfg *config.Config, metrics bool) *observation {
-	o := &observation{redact: e.redactor.JSON, cfg: func() *config.Config { return cfg }}
+	o := &observation{redact: e.redactor.JSON, text: e.redactor.String, cfg: func() *config.Config { return cfg }}
 	if metrics {
-		o.metrics = telemetry.NewMetrics()
+		o.metrics = telemetry.NewMetrics(o.text)
 	}
 	if cfg.Audit.On() {
 		store, err := e.openAudit(ctx, cfg)
@@ -137,7 +139,7 @@ func audited(c *aggregation.Call) bool {
 
 // pages are the read-only pages served beside /mcp, or on --metrics' address.
 func (o *observation) pages(g *aggregation.Gateway) map[string]http.Handler {
-	src := status.Sources{Gateway: g}
+	src := status.Sources{Gateway: g, Redact: o.text}
 	if o.store != nil {
 		src.Refusals = func(ctx context.Context, limit int) ([]audit.Record, error) {
 			if err := o.trail.Flush(ctx); err != nil {

@@ -28,7 +28,8 @@ func serveCommand() *cli.Command {
 			"messages and logs go to stderr. With --http ADDR the gateway listens at\n" +
 			"http://ADDR/mcp; agents are identified by bearer tokens (nexus agent add).\n" +
 			"Metrics (/metrics) and the status page (/) are served to agents with a token\n" +
-			"and to browsers on this machine, at --http's address or at --metrics ADDR.",
+			"(or to anyone with \"status\": {\"public\": true}), at --http's address or at\n" +
+			"--metrics ADDR.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "agent", Usage: "the agent `NAME` this stdio client is (default: the client's own name, else anonymous)", EnvVars: []string{"NEXUS_AGENT"}},
 			&cli.StringFlag{Name: "http", Usage: "listen for streamable HTTP on `ADDR` (e.g. 127.0.0.1:8765) instead of stdio; /metrics and the status page / are served there too"},
@@ -78,14 +79,14 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 		return usageError(fmt.Sprintf("--tool-names %q: use wire or dotted", opts.gw.toolNames))
 	}
 	var listener, metricsListener net.Listener
-	requireToken, metricsRequireToken := false, false
+	requireToken := false
 	if opts.httpAddr != "" {
 		if listener, requireToken, err = e.listen(cfg, "http", opts.httpAddr, opts.insecure); err != nil {
 			return err
 		}
 	}
 	if opts.metricsAddr != "" {
-		if metricsListener, metricsRequireToken, err = e.listen(cfg, "metrics", opts.metricsAddr, opts.insecure); err != nil {
+		if metricsListener, _, err = e.listen(cfg, "metrics", opts.metricsAddr, opts.insecure); err != nil {
 			if listener != nil {
 				listener.Close()
 			}
@@ -129,7 +130,9 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 	if p := e.projectLayer(); p != "" {
 		watched = append(watched, p)
 	}
-	workers.Go(func() { config.Watch(ctx, watched, 500*time.Millisecond, func() { e.reload(g.Gateway) }) })
+	rl := newReloader(e, g.Gateway)
+	defer rl.stop()
+	workers.Go(func() { config.Watch(ctx, watched, 500*time.Millisecond, rl.reload) })
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP) // SIGHUP forces a reload (the CLI sends it after an edit)
 	defer signal.Stop(hup)
@@ -142,8 +145,10 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 				return
 			case <-hup:
 				e.log.Info("SIGHUP: reloading the config")
-				e.reload(g.Gateway)
+				rl.reload()
 				reloaded() // tells the waiting command the edit is in force
+			case <-rl.recheck:
+				rl.reload() // a missing config file's grace has ended
 			}
 		}
 	})
@@ -151,7 +156,7 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 	if metricsListener != nil {
 		mux := http.NewServeMux()
 		for pattern, h := range g.obs.pages(g.Gateway) {
-			mux.Handle(pattern, g.Guard(h, metricsRequireToken))
+			mux.Handle(pattern, g.Guard(h))
 		}
 		msrv := aggregation.NewHTTPServer(mux)
 		workers.Go(func() {

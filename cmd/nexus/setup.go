@@ -78,7 +78,23 @@ func newEnv(c *cli.Context, defaultLevel slog.Level) (*env, error) {
 		}
 	}
 	e.log = slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	e.secureHome()
 	return e, nil
+}
+
+// secureHome makes an existing NEXUS_HOME private to the user, and says so when it
+// was not: its files may hold tokens, cached results and the audit trail. A home
+// that cannot be changed (another user's) is reported, not fatal: the command may
+// only read it.
+func (e *env) secureHome() {
+	changed, err := config.SecureHome(e.home)
+	for _, c := range changed {
+		e.log.Warn("NEXUS_HOME: made private, it was open to other users", "path", c.Path,
+			"from", fmt.Sprintf("%#o", c.From), "to", fmt.Sprintf("%#o", c.To))
+	}
+	if err != nil {
+		e.log.Warn("NEXUS_HOME could not be made private to you", "err", err)
+	}
 }
 
 // load reads the layers: the --config files (shared), the project's
@@ -260,7 +276,7 @@ func (e *env) startGateway(ctx context.Context, cfg *config.Config, opts gateway
 		}
 	}
 	gopts := aggregation.Options{Logger: e.log, Memory: r.mem, ToolNames: opts.toolNames,
-		Resolve: e.resolver(ctx, cfg), Redact: e.redactor.JSON, BeforeStart: e.registerChildValues}
+		Resolve: e.resolver(ctx, cfg), Redact: e.redactor.JSON, RedactText: e.redactor.String, BeforeStart: e.registerChildValues}
 	if opts.observe {
 		r.obs = e.observe(ctx, cfg, opts.metrics)
 		r.obs.apply(&gopts)
