@@ -85,6 +85,9 @@ type Config struct {
 	Audit Audit `json:"audit,omitzero"`
 	// Tracing configures OpenTelemetry traces (config/observe.go).
 	Tracing Tracing `json:"tracing,omitzero"`
+	// Limits bound what one client, agent or child can make the gateway hold
+	// (config/limits.go).
+	Limits Limits `json:"limits,omitzero"`
 	// ProjectLayers reads .nexus/config.json from the working directory upward (off
 	// by default: a repository you clone should not silently start processes).
 	ProjectLayers bool `json:"projectLayers,omitempty"`

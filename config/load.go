@@ -20,7 +20,7 @@ import (
 // Keys a user may write, per level. Kept beside the structs they mirror.
 var (
 	topKeys = []string{"servers", "mcpServers", "toolNames", "maxMessageBytes", "maxChildMessageBytes", "policy",
-		"agents", "ttl", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "locked", "projectLayers"}
+		"agents", "ttl", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "limits", "locked", "projectLayers"}
 	serverKeys = []string{"transport", "command", "args", "env", "cwd", "url", "headers",
 		"timeout", "prefix", "disabled", "protocolVersion", "annotations", "cacheScope"}
 )
@@ -239,7 +239,7 @@ func (m *merger) add(file string, data []byte) bool {
 			m.scalarFrom[k] = file
 		}
 	}
-	for _, k := range []string{"agents", "ttl", "cache", "invalidate", "memory", "secrets", "audit", "tracing"} {
+	for _, k := range []string{"agents", "ttl", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "limits"} {
 		raw, ok := top[k]
 		if !ok {
 			continue
@@ -469,6 +469,7 @@ func (m *merger) build() *Config {
 	m.decodeSection("memory", &cfg.Memory)
 	m.decodeSection("secrets", &cfg.Secrets)
 	m.buildObserve(cfg)
+	m.buildLimits(cfg)
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		file := m.mapFrom["agents"][name]
 		if !policy.ValidAgentName(name) {
