@@ -44,8 +44,12 @@ type testChild struct {
 
 	mu       sync.Mutex
 	requests map[string]int
-	// release, when set, blocks the "wait" tool until closed.
+	// release, when set, blocks the "wait" tool until closed or sent to.
 	release chan struct{}
+	// entered, when set, is told of each "wait" call as it starts.
+	entered chan struct{}
+	// waiting and mostWaiting count the "wait" calls in progress, now and at most.
+	waiting, mostWaiting int
 	// tokens records the progress tokens the child was given, for forging tests.
 	tokens []any
 }
@@ -98,8 +102,19 @@ func newTestChild(name string) *testChild {
 			c.mu.Unlock()
 		}
 		c.mu.Lock()
-		ch := c.release
+		ch, entered := c.release, c.entered
+		c.waiting++
+		c.mostWaiting = max(c.mostWaiting, c.waiting)
 		c.mu.Unlock()
+		defer func() {
+			c.mu.Lock()
+			c.waiting--
+			c.mu.Unlock()
+		}()
+		select { // a test that stopped counting must not block the child
+		case entered <- struct{}{}:
+		default:
+		}
 		select {
 		case <-ch:
 		case <-ctx.Done():

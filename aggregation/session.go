@@ -56,6 +56,9 @@ type session struct {
 	nextID atomic.Int64
 	ctx    context.Context // ends when the session closes
 	cancel context.CancelFunc
+	// slots bounds the requests in flight (limits.maxCallsPerSession): one client
+	// cannot make the gateway hold more goroutines and answers than that.
+	slots chan struct{}
 
 	mu      sync.Mutex
 	closed  bool
@@ -81,6 +84,7 @@ type seenLists struct {
 func (g *Gateway) newSession(front, preset string, out sink) *session {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &session{g: g, id: newSessionID(), front: front, preset: preset, out: out, ctx: ctx, cancel: cancel,
+		slots: make(chan struct{}, g.cfg.Load().Limits.CallsPerSession()),
 		calls: map[string]context.CancelFunc{}, pending: map[string]chan *message{}, subs: map[string]string{}}
 	s.level.Store(levelUnset)
 	s.touch()
@@ -120,7 +124,35 @@ func (s *session) handle(ctx context.Context, m *message, r sink) {
 		s.notified(m)
 		return
 	}
+	if !s.acquire() {
+		r.reply(s.outward(s.busy(m.ID)))
+		return
+	}
+	defer s.release()
+	s.respond(ctx, m, r)
+}
+
+// respond runs a request for which the caller holds a slot, and sends its answer.
+func (s *session) respond(ctx context.Context, m *message, r sink) {
 	r.reply(s.outward(s.answer(ctx, m, r)))
+}
+
+// acquire takes a slot for one request in flight, without waiting: a client past
+// its bound is told so at once rather than queued in the gateway's memory.
+func (s *session) acquire() bool {
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *session) release() { <-s.slots }
+
+// busy is the answer to a request past the session's bound.
+func (s *session) busy(id json.RawMessage) []byte {
+	return errorBytes(id, codeInternal, "this session has %d requests in flight: at most %d; wait for one to finish (limits.maxCallsPerSession)", cap(s.slots), cap(s.slots))
 }
 
 // answer runs one request and encodes its response.

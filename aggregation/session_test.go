@@ -32,8 +32,15 @@ var tokens = map[string]string{"tester": "tok-tester", "other": "tok-other"}
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureLimits(t, "{}")
+}
+
+// newFixtureLimits is newFixture with the config's limits section.
+func newFixtureLimits(t *testing.T, limits string) *fixture {
+	t.Helper()
 	evil := newTestChild("evil")
 	cfgJSON := fmt.Sprintf(`{
+		"limits": %s,
 		"servers": {
 			"good": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "good"}},
 			"evil": {"transport": "streamable-http", "url": %q}
@@ -43,7 +50,7 @@ func newFixture(t *testing.T) *fixture {
 			"tester": {"allow": ["*"], "deny": ["evil.*"]},
 			"other": {"allow": ["*"]}
 		}}
-	}`, os.Args[0], evil.serveHTTP(t), TokenHash(tokens["tester"]), TokenHash(tokens["other"]))
+	}`, limits, os.Args[0], evil.serveHTTP(t), TokenHash(tokens["tester"]), TokenHash(tokens["other"]))
 	cfg, err := config.Parse("test.json", []byte(cfgJSON))
 	if err != nil {
 		t.Fatal(err)
