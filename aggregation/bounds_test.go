@@ -2,12 +2,18 @@ package aggregation
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nexus-mcp/nexus/config"
 )
 
 // peakHeap samples the heap in use until stop is called, and returns the highest
@@ -209,6 +215,191 @@ func TestCallsPerSession(t *testing.T) {
 			t.Logf("a batch of 256 calls: %d more goroutines, at most %d calls in flight at the child", grown, most)
 			if grown > 100 || most > 3 {
 				t.Errorf("a batch of 256 calls: %d more goroutines, %d calls in flight at once; want one worker per slot (3)", grown, most)
+			}
+		})
+	}
+}
+
+// rawHTTP speaks to the HTTP front one request at a time, to see statuses and
+// streams as they are.
+type rawHTTP struct{ url, token string }
+
+func (c rawHTTP) do(ctx context.Context, method, sid, body string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	return http.DefaultClient.Do(req)
+}
+
+// initialize opens a session; its status and id.
+func (c rawHTTP) initialize(t *testing.T) (int, string) {
+	t.Helper()
+	resp, err := c.do(context.Background(), http.MethodPost, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id")
+}
+
+// call sends one request on a session; its status.
+func (c rawHTTP) call(t *testing.T, sid, method string) int {
+	t.Helper()
+	resp, err := c.do(context.Background(), http.MethodPost, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":%q}`, method))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// stream opens the session's stream; ended is closed when the gateway ends it.
+func (c rawHTTP) stream(t *testing.T, sid string) (status int, ended <-chan struct{}) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	resp, err := c.do(ctx, http.MethodGet, sid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+	}()
+	return resp.StatusCode, done
+}
+
+func ends(ch <-chan struct{}, within time.Duration) bool {
+	select {
+	case <-ch:
+		return true
+	case <-time.After(within):
+		return false
+	}
+}
+
+// TestAgentSessionFlood: one agent opening 1,000 sessions in a burst ends its own
+// oldest idle ones and holds no more than its share; another agent's session lives
+// on and it can still open more (it used to get 503 for the idle hour).
+func TestAgentSessionFlood(t *testing.T) {
+	f := newFixtureLimits(t, `{"maxSessions": 30}`) // two agents: a share of 10
+	other := rawHTTP{f.url, tokens["other"]}
+	_, kept := other.initialize(t)
+	flooder := rawHTTP{f.url, tokens["tester"]}
+	statuses := make([]int, 1000)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < len(statuses); i += 8 {
+				statuses[i], _ = flooder.initialize(t)
+			}
+		})
+	}
+	wg.Wait()
+	refused := 0
+	for _, s := range statuses {
+		if s != http.StatusOK {
+			refused++
+		}
+	}
+	held := map[string]int{}
+	for _, s := range f.g.sessions.snapshot() {
+		held[s.preset]++
+	}
+	t.Logf("1000 initialize of one agent: %d refused; sessions held %v", refused, held)
+	if held["tester"] > 10 {
+		t.Errorf("the flooding agent holds %d sessions, more than its share of 10", held["tester"])
+	}
+	if st := other.call(t, kept, "tools/list"); st != http.StatusOK {
+		t.Errorf("the other agent's session after the flood: status %d", st)
+	}
+	for i := range 5 {
+		if st, _ := other.initialize(t); st != http.StatusOK {
+			t.Errorf("the other agent's new session %d after the flood: status %d", i, st)
+		}
+	}
+}
+
+// TestStreamDoesNotKeepSessionAlive: a session with its stream open and no request
+// expires after the idle timeout, and its stream ends; a second stream of a session
+// is refused while the first is open.
+func TestStreamDoesNotKeepSessionAlive(t *testing.T) {
+	f := newFixture(t)
+	srv := httptest.NewServer(f.g.HTTPHandler(HTTPOptions{IdleTimeout: 300 * time.Millisecond}))
+	t.Cleanup(srv.Close)
+	c := rawHTTP{srv.URL + "/mcp", tokens["other"]}
+	_, sid := c.initialize(t)
+	st, ended := c.stream(t, sid)
+	if st != http.StatusOK {
+		t.Fatalf("opening the stream: status %d", st)
+	}
+	if st, _ := c.stream(t, sid); st != http.StatusConflict {
+		t.Errorf("a second stream of one session: status %d, want 409", st)
+	}
+	if !ends(ended, 5*time.Second) {
+		t.Fatal("an idle session's open stream kept it alive past the idle timeout")
+	}
+	if st := c.call(t, sid, "tools/list"); st != http.StatusNotFound {
+		t.Errorf("a request on the expired session: status %d, want 404", st)
+	}
+}
+
+// TestRevokeEndsStreams: a reload that removes or changes an agent's token ends
+// that agent's sessions and their open streams at once; a reload that keeps it
+// leaves them be.
+func TestRevokeEndsStreams(t *testing.T) {
+	testerHash := TokenHash(tokens["tester"])
+	tests := []struct {
+		name string
+		edit func(cfg string) string
+		ends bool
+	}{
+		{"token removed", func(cfg string) string {
+			return strings.Replace(cfg, fmt.Sprintf(`"tester": {"tokenSha256": %q}, `, testerHash), "", 1)
+		}, true},
+		{"token changed", func(cfg string) string { return strings.Replace(cfg, testerHash, TokenHash("tok-new"), 1) }, true},
+		{"token kept", func(cfg string) string { return cfg }, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			tester, other := rawHTTP{f.url, tokens["tester"]}, rawHTTP{f.url, tokens["other"]}
+			_, sid := tester.initialize(t)
+			_, otherSID := other.initialize(t)
+			st, ended := tester.stream(t, sid)
+			if st != http.StatusOK {
+				t.Fatalf("opening the stream: status %d", st)
+			}
+			edited := tc.edit(f.cfg)
+			if tc.ends && edited == f.cfg {
+				t.Fatal("the edit changed nothing")
+			}
+			cfg, err := config.Parse("test.json", []byte(edited))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.g.Reload(cfg); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.g.sessions.get(sid) == nil; got != tc.ends {
+				t.Errorf("session ended by the reload: %v, want %v", got, tc.ends)
+			}
+			if tc.ends && !ends(ended, 5*time.Second) {
+				t.Error("the revoked agent's stream is still open")
+			}
+			if f.g.sessions.get(otherSID) == nil {
+				t.Error("the other agent's session ended")
 			}
 		})
 	}

@@ -46,7 +46,11 @@ type session struct {
 	// NEXUS_AGENT, or a bearer token); "" lets initialize use the client's name as a
 	// hint (stdio only).
 	preset string
-	out    sink // unsolicited messages: list changes, logs, resource updates
+	// credential is the hex SHA-256 of the bearer token an HTTP session was opened
+	// with ("" with no token): a reload that no longer maps it to the session's agent
+	// ends the session.
+	credential string
+	out        sink // unsolicited messages: list changes, logs, resource updates
 
 	ready  atomic.Bool // initialize answered; agent and caps are set
 	agent  string
@@ -62,10 +66,10 @@ type session struct {
 
 	mu      sync.Mutex
 	closed  bool
-	calls   map[string]context.CancelFunc // requests in flight, by canonical id
-	pending map[string]chan *message      // requests sent to the client, by id
-	subs    map[string]string             // subscribed resource URI -> server
-	seen    seenLists                     // fingerprints of the lists the client was last told of
+	calls   map[string]context.CancelCauseFunc // requests in flight, by canonical id
+	pending map[string]chan *message           // requests sent to the client, by id
+	subs    map[string]string                  // subscribed resource URI -> server
+	seen    seenLists                          // fingerprints of the lists the client was last told of
 }
 
 // clientCaps is what the client declared it can do for servers.
@@ -81,14 +85,14 @@ type seenLists struct {
 	listedResources            bool
 }
 
+// newSession makes a session; it is live once added to g.sessions.
 func (g *Gateway) newSession(front, preset string, out sink) *session {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &session{g: g, id: newSessionID(), front: front, preset: preset, out: out, ctx: ctx, cancel: cancel,
 		slots: make(chan struct{}, g.cfg.Load().Limits.CallsPerSession()),
-		calls: map[string]context.CancelFunc{}, pending: map[string]chan *message{}, subs: map[string]string{}}
+		calls: map[string]context.CancelCauseFunc{}, pending: map[string]chan *message{}, subs: map[string]string{}}
 	s.level.Store(levelUnset)
 	s.touch()
-	g.sessions.add(s)
 	return s
 }
 
@@ -181,7 +185,10 @@ func (s *session) answer(ctx context.Context, m *message, r sink) []byte {
 	return responseBytes(m.ID, result, rpcErr)
 }
 
-var errClientCancelled = errors.New("cancelled by the client")
+var (
+	errClientCancelled = errors.New("cancelled by the client")
+	errSessionClosed   = errors.New("the session has ended")
+)
 
 // track registers a request in flight so that the client's notifications/cancelled
 // cancels it. ctx ends with the session on stdio (it is the session's) and with the
@@ -190,7 +197,7 @@ func (s *session) track(ctx context.Context, id json.RawMessage) (context.Contex
 	ctx, cancel := context.WithCancelCause(ctx)
 	key := idOf(id)
 	s.mu.Lock()
-	s.calls[key] = func() { cancel(errClientCancelled) }
+	s.calls[key] = cancel
 	s.mu.Unlock()
 	return ctx, func() {
 		s.mu.Lock()
@@ -214,7 +221,7 @@ func (s *session) notified(m *message) {
 		cancel := s.calls[idOf(p.RequestID)]
 		s.mu.Unlock()
 		if cancel != nil {
-			cancel()
+			cancel(errClientCancelled)
 		}
 	case "notifications/roots/list_changed":
 		if s.ready.Load() {
@@ -276,8 +283,9 @@ func (s *session) answered(m *message) {
 	}
 }
 
-// close ends the session: its calls are cancelled, requests waiting on the client
-// fail, and its subscriptions are dropped.
+// close ends the session: its calls are cancelled (over HTTP they run under their
+// requests' contexts, not the session's), its stream ends, requests waiting on the
+// client fail, and its subscriptions are dropped.
 func (s *session) close() {
 	s.mu.Lock()
 	if s.closed {
@@ -285,6 +293,9 @@ func (s *session) close() {
 		return
 	}
 	s.closed = true
+	for _, cancel := range s.calls {
+		cancel(errSessionClosed)
+	}
 	pending := s.pending
 	s.pending = map[string]chan *message{}
 	subs := s.subs
@@ -317,10 +328,57 @@ type sessionSet struct {
 func (ss *sessionSet) add(s *session) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	ss.put(s)
+}
+
+func (ss *sessionSet) put(s *session) {
 	if ss.m == nil {
 		ss.m = map[string]*session{}
 	}
 	ss.m[s.id] = s
+}
+
+// errSessionLimit is an HTTP session refused for the session bounds.
+type errSessionLimit struct{ msg string }
+
+func (e *errSessionLimit) Error() string { return e.msg }
+
+// admit adds an HTTP session within the bounds: at most total HTTP sessions, and at
+// most perAgent of its agent's. An agent at its share gives up its oldest idle
+// session (none of its requests in flight) for the new one, so one agent's flood
+// of initialize ends its own sessions, never another agent's; evicted is that
+// session, for the caller to close. Counting and adding under one lock keeps a
+// burst of initialize from overshooting.
+func (ss *sessionSet) admit(s *session, total, perAgent int) (evicted *session, err error) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	n, mine := 0, 0
+	for _, o := range ss.m {
+		if o.front != frontHTTP {
+			continue
+		}
+		n++
+		if o.preset != s.preset {
+			continue
+		}
+		mine++
+		if len(o.slots) == 0 && (evicted == nil || o.idleSince().Before(evicted.idleSince())) {
+			evicted = o
+		}
+	}
+	if mine < perAgent {
+		evicted = nil
+	} else if evicted == nil {
+		return nil, &errSessionLimit{fmt.Sprintf("agent %s holds its maximum of %d sessions, all busy; close idle sessions (DELETE /mcp) or raise limits.maxSessionsPerAgent", s.preset, perAgent)}
+	}
+	if evicted == nil && n >= total {
+		return nil, &errSessionLimit{fmt.Sprintf("Nexus is serving its maximum of %d sessions; close idle sessions (DELETE /mcp), retry later or raise limits.maxSessions", total)}
+	}
+	if evicted != nil {
+		delete(ss.m, evicted.id)
+	}
+	ss.put(s)
+	return evicted, nil
 }
 
 func (ss *sessionSet) remove(s *session) {

@@ -26,6 +26,7 @@ type fixture struct {
 	g    *Gateway
 	evil *testChild
 	url  string // the HTTP front
+	cfg  string // the config's text, for reload tests to edit
 }
 
 var tokens = map[string]string{"tester": "tok-tester", "other": "tok-other"}
@@ -74,7 +75,7 @@ func newFixtureLimits(t *testing.T, limits string) *fixture {
 			t.Fatalf("server %s: %s %s", s.Name, s.State, s.Error)
 		}
 	}
-	return &fixture{t: t, g: g, evil: evil, url: srv.URL + "/mcp"}
+	return &fixture{t: t, g: g, evil: evil, url: srv.URL + "/mcp", cfg: cfgJSON}
 }
 
 // client opens an initialized session of agent on front.

@@ -21,6 +21,7 @@ import (
 func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, agent string) error {
 	w := &lineWriter{w: out}
 	s := g.newSession(frontStdio, agent, w)
+	g.sessions.add(s)
 	defer s.close()
 	stop := context.AfterFunc(ctx, s.close)
 	defer stop()
