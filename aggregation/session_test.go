@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +29,39 @@ type fixture struct {
 	evil *testChild
 	url  string // the HTTP front
 	cfg  string // the config's text, for reload tests to edit
+	logs *logBuffer
+}
+
+// logBuffer keeps what the gateway logs, for tests of what it logs.
+type logBuffer struct {
+	mu    sync.Mutex
+	b     bytes.Buffer
+	wrote chan struct{} // told of each write
+}
+
+func newLogBuffer() *logBuffer { return &logBuffer{wrote: make(chan struct{}, 1)} }
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	select {
+	case l.wrote <- struct{}{}:
+	default:
+	}
+	return l.b.Write(p)
+}
+
+// lines returns the logged lines that contain s.
+func (l *logBuffer) lines(s string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range strings.Split(l.b.String(), "\n") {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 var tokens = map[string]string{"tester": "tok-tester", "other": "tok-other"}
@@ -57,7 +92,8 @@ func newFixtureLimits(t *testing.T, limits string) *fixture {
 		t.Fatal(err)
 	}
 	redact := func(b []byte) []byte { return bytes.ReplaceAll(b, []byte(canary), []byte("[redacted:canary]")) }
-	g, err := New(cfg, Options{Redact: redact})
+	logs := newLogBuffer()
+	g, err := New(cfg, Options{Redact: redact, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +111,7 @@ func newFixtureLimits(t *testing.T, limits string) *fixture {
 			t.Fatalf("server %s: %s %s", s.Name, s.State, s.Error)
 		}
 	}
-	return &fixture{t: t, g: g, evil: evil, url: srv.URL + "/mcp", cfg: cfgJSON}
+	return &fixture{t: t, g: g, evil: evil, url: srv.URL + "/mcp", cfg: cfgJSON, logs: logs}
 }
 
 // client opens an initialized session of agent on front.
