@@ -42,6 +42,7 @@ func TestValidateDoctorServeAgree(t *testing.T) {
 		{"projectLayers", `{"projectLayers": false}`, `{"projectLayers": "yes"}`, "projectLayers"},
 		{"audit", `{"audit": {"arguments": true, "maxAge": "7d", "maxBytes": 1048576}}`, `{"audit": {"maxBytes": 10}}`, "audit.maxBytes"},
 		{"tracing", `{"tracing": {"endpoint": "http://127.0.0.1:1"}}`, `{"tracing": {"endpoint": "localhost:4318"}}`, "tracing.endpoint"},
+		{"limits", `{"limits": {"maxBatchMessages": 64, "sessionIdleTimeout": "15m"}}`, `{"limits": {"maxBatchMessages": -1}}`, "limits.maxBatchMessages"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.section, func(t *testing.T) {
