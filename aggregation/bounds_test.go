@@ -178,7 +178,7 @@ func TestCallsPerSession(t *testing.T) {
 				<-entered
 			}
 			m := c.request("tools/list", nil)
-			if m.Error == nil || !strings.Contains(m.Error.Message, "at most 3") || !strings.Contains(m.Error.Message, "limits.maxCallsPerSession") {
+			if m.Error == nil || !strings.Contains(m.Error.Message, "maximum of 3 requests") || !strings.Contains(m.Error.Message, "limits.maxCallsPerSession") {
 				t.Errorf("a request past the bound: %s %v", m.Result, m.Error)
 			}
 			waits := c.expect(2)

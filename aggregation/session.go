@@ -156,7 +156,7 @@ func (s *session) release() { <-s.slots }
 
 // busy is the answer to a request past the session's bound.
 func (s *session) busy(id json.RawMessage) []byte {
-	return errorBytes(id, codeInternal, "this session has %d requests in flight: at most %d; wait for one to finish (limits.maxCallsPerSession)", cap(s.slots), cap(s.slots))
+	return errorBytes(id, codeInternal, "this session already has its maximum of %d requests in flight; wait for one to finish (limits.maxCallsPerSession)", cap(s.slots))
 }
 
 // answer runs one request and encodes its response.
@@ -338,11 +338,6 @@ func (ss *sessionSet) put(s *session) {
 	ss.m[s.id] = s
 }
 
-// errSessionLimit is an HTTP session refused for the session bounds.
-type errSessionLimit struct{ msg string }
-
-func (e *errSessionLimit) Error() string { return e.msg }
-
 // admit adds an HTTP session within the bounds: at most total HTTP sessions, and at
 // most perAgent of its agent's. An agent at its share gives up its oldest idle
 // session (none of its requests in flight) for the new one, so one agent's flood
@@ -369,10 +364,10 @@ func (ss *sessionSet) admit(s *session, total, perAgent int) (evicted *session, 
 	if mine < perAgent {
 		evicted = nil
 	} else if evicted == nil {
-		return nil, &errSessionLimit{fmt.Sprintf("agent %s holds its maximum of %d sessions, all busy; close idle sessions (DELETE /mcp) or raise limits.maxSessionsPerAgent", s.preset, perAgent)}
+		return nil, fmt.Errorf("agent %s holds its maximum of %d sessions, all busy; close idle sessions (DELETE /mcp) or raise limits.maxSessionsPerAgent", s.preset, perAgent)
 	}
 	if evicted == nil && n >= total {
-		return nil, &errSessionLimit{fmt.Sprintf("Nexus is serving its maximum of %d sessions; close idle sessions (DELETE /mcp), retry later or raise limits.maxSessions", total)}
+		return nil, fmt.Errorf("the gateway is serving its maximum of %d sessions; close idle sessions (DELETE /mcp), retry later or raise limits.maxSessions", total)
 	}
 	if evicted != nil {
 		delete(ss.m, evicted.id)
