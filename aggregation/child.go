@@ -424,12 +424,13 @@ func (c *child) connect(ctx context.Context) (*conn, []json.RawMessage, error) {
 				ListChanged bool `json:"listChanged,omitempty"`
 			}{ListChanged: true},
 		}))
+	drops := newRateLog(c.log, slog.LevelWarn, "dropped notifications from the child: the gateway is not keeping up", time.Second)
 	cn.client.OnNotification(func(n mcp.JSONRPCNotification) {
 		// This runs on the transport's read loop: hand off, never block it.
 		select {
 		case cn.notes <- n:
 		default:
-			c.log.Warn("dropping a notification from the child: the gateway is not keeping up", "method", n.Method)
+			drops.add("method", n.Method)
 		}
 	})
 	cn.client.OnConnectionLost(cn.lose)

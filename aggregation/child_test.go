@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -44,10 +46,16 @@ type testChild struct {
 
 	mu       sync.Mutex
 	requests map[string]int
-	// release, when set, blocks the "wait" tool until closed.
+	// release, when set, blocks the "wait" tool until closed or sent to.
 	release chan struct{}
+	// entered, when set, is told of each "wait" call as it starts.
+	entered chan struct{}
+	// waiting and mostWaiting count the "wait" calls in progress, now and at most.
+	waiting, mostWaiting int
 	// tokens records the progress tokens the child was given, for forging tests.
 	tokens []any
+	// session is the gateway's session, for requests the child sends unasked.
+	session server.ClientSession
 }
 
 func newTestChild(name string) *testChild {
@@ -56,6 +64,11 @@ func newTestChild(name string) *testChild {
 	hooks.AddBeforeAny(func(_ context.Context, _ any, method mcp.MCPMethod, _ any) {
 		c.mu.Lock()
 		c.requests[string(method)]++
+		c.mu.Unlock()
+	})
+	hooks.AddOnRegisterSession(func(_ context.Context, s server.ClientSession) {
+		c.mu.Lock()
+		c.session = s
 		c.mu.Unlock()
 	})
 	c.srv = server.NewMCPServer(name, "1.0",
@@ -98,8 +111,19 @@ func newTestChild(name string) *testChild {
 			c.mu.Unlock()
 		}
 		c.mu.Lock()
-		ch := c.release
+		ch, entered := c.release, c.entered
+		c.waiting++
+		c.mostWaiting = max(c.mostWaiting, c.waiting)
 		c.mu.Unlock()
+		defer func() {
+			c.mu.Lock()
+			c.waiting--
+			c.mu.Unlock()
+		}()
+		select { // a test that stopped counting must not block the child
+		case entered <- struct{}{}:
+		default:
+		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -125,6 +149,47 @@ func newTestChild(name string) *testChild {
 		}
 		return mcp.NewToolResultText(fmt.Sprintf("sampled: %v", res.Content)), nil
 	})
+	tool("flood", "Sends sampling requests at once until the gateway refused as many as asked.", func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		n, want := r.GetInt("n", 0), r.GetInt("refusals", 0)
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		refusals := make(chan struct{}, n)
+		for range n {
+			go func() {
+				_, err := c.srv.RequestSampling(ctx, mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
+					Messages: []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("flood")}}, MaxTokens: 1,
+				}})
+				if err != nil && strings.Contains(err.Error(), "limits.maxChildRequests") {
+					refusals <- struct{}{}
+				}
+			}()
+		}
+		got := 0
+		for got < want {
+			select {
+			case <-refusals:
+				got++
+			case <-ctx.Done():
+				return mcp.NewToolResultText(fmt.Sprintf("refused=%d", got)), nil
+			}
+		}
+		return mcp.NewToolResultText(fmt.Sprintf("refused=%d", got)), nil
+	})
+	tool("shout", "Sends n log messages as fast as it can.", func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		n := r.GetInt("n", 0)
+		for i := 0; i < n; {
+			err := c.srv.SendNotificationToClient(ctx, "notifications/message", map[string]any{"level": "info", "data": i})
+			switch {
+			case err == nil:
+				i++
+			case ctx.Err() != nil:
+				return mcp.NewToolResultError(err.Error()), nil
+			default:
+				runtime.Gosched() // the child's own queue is full: wait for it, never drop
+			}
+		}
+		return mcp.NewToolResultText(fmt.Sprintf("sent=%d", n)), nil
+	})
 	tool("touch", "Marks its resource as updated.", func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		c.srv.SendNotificationToAllClients("notifications/resources/updated", map[string]any{"uri": "mem://" + name + "/doc"})
 		return mcp.NewToolResultText("touched"), nil
@@ -142,6 +207,26 @@ func newTestChild(name string) *testChild {
 		return []mcp.ResourceContents{mcp.TextResourceContents{URI: r.Params.URI, Text: name + " item"}}, nil
 	})
 	return c
+}
+
+// ask sends the gateway a request unasked (no call in flight): sampling or roots.
+func (c *testChild) ask(method string) (string, error) {
+	c.mu.Lock()
+	ctx := c.srv.WithContext(context.Background(), c.session)
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var res any
+	var err error
+	switch method {
+	case "sampling/createMessage":
+		res, err = c.srv.RequestSampling(ctx, mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
+			Messages: []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("unasked")}}, MaxTokens: 1,
+		}})
+	case "roots/list":
+		res, err = c.srv.RequestRoots(ctx, mcp.ListRootsRequest{})
+	}
+	return fmt.Sprint(res), err
 }
 
 func (c *testChild) count(method string) int {

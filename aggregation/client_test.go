@@ -201,6 +201,12 @@ func (c *testClient) serveRequest(m wireMsg) {
 // request sends a request and waits for its response.
 func (c *testClient) request(method string, params any) wireMsg {
 	c.t.Helper()
+	return c.requestWithin(method, params, 10*time.Second)
+}
+
+// requestWithin is request for a call that may take up to d.
+func (c *testClient) requestWithin(method string, params any, d time.Duration) wireMsg {
+	c.t.Helper()
 	c.mu.Lock()
 	c.nextID++
 	id := fmt.Sprintf(`"c%d"`, c.nextID)
@@ -216,8 +222,8 @@ func (c *testClient) request(method string, params any) wireMsg {
 	select {
 	case m := <-ch:
 		return m
-	case <-time.After(10 * time.Second):
-		c.t.Fatalf("no answer to %s within 10s", method)
+	case <-time.After(d):
+		c.t.Fatalf("no answer to %s within %s", method, d)
 		return wireMsg{}
 	}
 }

@@ -371,6 +371,7 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 	g.cfg.Store(cfg)
 	g.swapPolicy(pol)
 	g.tokens.Store(agentTokens(cfg))
+	g.endRevokedSessions()
 	g.applyMemorySettings(cfg)
 
 	old := g.kids()

@@ -22,10 +22,13 @@ import (
 
 // HTTPOptions configure the streamable HTTP front.
 type HTTPOptions struct {
-	// IdleTimeout ends sessions that received no request for that long (default 1h).
+	// IdleTimeout ends sessions that received no request for that long, open stream
+	// or not; zero means limits.sessionIdleTimeout (default 1h).
 	IdleTimeout time.Duration
-	// MaxSessions bounds the live sessions (default 1000); an initialize beyond it is
-	// refused with a clear error rather than exhausting the gateway's memory.
+	// MaxSessions bounds the live sessions; zero means limits.maxSessions (default
+	// 1000). An initialize beyond it is refused with a clear error rather than
+	// exhausting the gateway's memory, and each agent gets a fair share of it
+	// (limits.maxSessionsPerAgent).
 	MaxSessions int
 	// RequireToken refuses every request while no agent token is configured, instead
 	// of serving everyone as anonymous: for addresses beyond this machine, where a
@@ -65,12 +68,6 @@ func NewHTTPServer(h http.Handler) *http.Server {
 // acceptable for the address it listens on). Call it after Start: the idle sweep
 // runs until Close.
 func (g *Gateway) HTTPHandler(opts HTTPOptions) http.Handler {
-	if opts.IdleTimeout <= 0 {
-		opts.IdleTimeout = time.Hour
-	}
-	if opts.MaxSessions <= 0 {
-		opts.MaxSessions = 1000
-	}
 	h := &httpFront{g: g, opts: opts}
 	if ctx := g.runCtx; ctx != nil {
 		g.wg.Go(func() { h.sweep(ctx) })
@@ -113,6 +110,41 @@ func (g *Gateway) Guard(h http.Handler) http.Handler {
 type httpFront struct {
 	g    *Gateway
 	opts HTTPOptions
+}
+
+// idleTimeout and maxSessions are the options', else the config's limits as of now,
+// so that a reload changes them.
+func (h *httpFront) idleTimeout() time.Duration {
+	if h.opts.IdleTimeout > 0 {
+		return h.opts.IdleTimeout
+	}
+	return h.g.cfg.Load().Limits.IdleTimeout()
+}
+
+func (h *httpFront) maxSessions() int {
+	if h.opts.MaxSessions > 0 {
+		return h.opts.MaxSessions
+	}
+	return h.g.cfg.Load().Limits.Sessions()
+}
+
+// perAgent is an agent's share of the sessions: the bound divided among the agents
+// that have a token, with a share left for one more.
+func (h *httpFront) perAgent(sessions int) int {
+	agents := map[string]bool{}
+	for _, a := range *h.g.tokens.Load() {
+		agents[a] = true
+	}
+	return h.g.cfg.Load().Limits.SessionsPerAgent(sessions, len(agents))
+}
+
+// credential is the hex SHA-256 of the request's bearer token, or "".
+func credential(r *http.Request) string {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || token == "" {
+		return ""
+	}
+	return TokenHash(token)
 }
 
 // TokenHash is how a bearer token is kept in config: hex SHA-256.
@@ -296,13 +328,22 @@ func (s scanWriter) Write(p []byte) (int, error) { s.sc.write(p); return len(p),
 
 // initialize starts a session: the bearer token's agent is its identity for good.
 func (h *httpFront) initialize(w http.ResponseWriter, r *http.Request, agent string, m *message) {
-	if n := h.g.sessions.count(frontHTTP); n >= h.opts.MaxSessions {
-		h.g.log.Warn("refused a new session: the session limit is reached", "sessions", n)
-		writeJSON(w, http.StatusServiceUnavailable, errorBytes(m.ID, codeInternal,
-			"Nexus is serving its maximum of %d sessions; close idle sessions (DELETE /mcp) or retry later", h.opts.MaxSessions))
+	s := h.g.newSession(frontHTTP, agent, newHTTPStream())
+	s.credential = credential(r)
+	if len(*h.g.tokens.Load()) == 0 {
+		s.credential = "" // anonymous: whatever the client sent, no token was asked for
+	}
+	total := h.maxSessions()
+	evicted, err := h.g.sessions.admit(s, total, h.perAgent(total))
+	if err != nil {
+		h.g.log.Warn("refused a new session", "agent", agent, "reason", err)
+		writeJSON(w, http.StatusServiceUnavailable, errorBytes(m.ID, codeInternal, "%s", err))
 		return
 	}
-	s := h.g.newSession(frontHTTP, agent, newHTTPStream())
+	if evicted != nil {
+		h.g.log.Info("ended an agent's oldest idle session: it holds its share of sessions", "agent", agent, "session", evicted.id)
+		evicted.close()
+	}
 	var answer []byte
 	s.handle(r.Context(), m, replyFunc(func(b []byte) { answer = b }))
 	if !s.ready.Load() {
@@ -320,23 +361,48 @@ type replyFunc func([]byte)
 func (f replyFunc) send([]byte) bool { return false }
 func (f replyFunc) reply(b []byte)   { f(b) }
 
-// sweep ends sessions that have been idle for longer than the idle timeout. A
-// session with its stream open is in use.
+// sweep ends sessions that received no request for longer than the idle timeout.
+// An open stream does not keep a session alive (it would, forever, at no cost to
+// its client); a request in flight does, since its answer is still to come. The
+// stream of an expired session ends with it.
 func (h *httpFront) sweep(ctx context.Context) {
-	every := min(max(h.opts.IdleTimeout/4, 10*time.Millisecond), time.Minute)
-	t := time.NewTicker(every)
+	every := func() time.Duration { return min(max(h.idleTimeout()/4, 10*time.Millisecond), time.Minute) }
+	t := time.NewTimer(every())
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
+			idle := h.idleTimeout()
 			for _, s := range h.g.sessions.snapshot() {
-				if s.front == frontHTTP && !s.out.(*httpStream).attached() && now.Sub(s.idleSince()) > h.opts.IdleTimeout {
+				if s.front == frontHTTP && len(s.slots) == 0 && now.Sub(s.idleSince()) > idle {
 					h.g.log.Debug("session expired", "session", s.id, "agent", s.agentName())
 					s.close()
 				}
 			}
+			t.Reset(every())
+		}
+	}
+}
+
+// endRevokedSessions ends, with their streams, the HTTP sessions whose bearer token
+// no longer stands for their agent (removed or changed by a reload), and the
+// anonymous ones once a token is required. Their next request would be refused
+// anyway; their open streams must not go on receiving what the agent may see.
+func (g *Gateway) endRevokedSessions() {
+	tokens := *g.tokens.Load()
+	for _, s := range g.sessions.snapshot() {
+		if s.front != frontHTTP {
+			continue
+		}
+		valid := len(tokens) == 0 && s.credential == ""
+		if s.credential != "" {
+			valid = tokens[s.credential] == s.preset
+		}
+		if !valid {
+			g.log.Info("ended a session: its token was revoked", "session", s.id, "agent", s.preset)
+			s.close()
 		}
 	}
 }
@@ -439,12 +505,6 @@ func (st *httpStream) send(msg []byte) bool {
 
 func (st *httpStream) reply([]byte) {}
 
-func (st *httpStream) attached() bool {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.open
-}
-
 var errStreamOpen = errors.New("the session's stream is already open")
 
 // serve streams queued and new messages until the client goes or the session ends.
@@ -461,7 +521,6 @@ func (st *httpStream) serve(w http.ResponseWriter, r *http.Request, s *session) 
 		st.mu.Lock()
 		st.open = false
 		st.mu.Unlock()
-		s.touch() // the idle timer starts when the stream closes
 	}()
 	flusher, ok := w.(http.Flusher)
 	if !ok {

@@ -337,6 +337,18 @@ func (cs *callers) add(c *caller) (remove func()) {
 	}
 }
 
+// from reports whether a call of session s is in flight.
+func (cs *callers) from(s *session) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for _, c := range cs.calls {
+		if c.s == s {
+			return true
+		}
+	}
+	return false
+}
+
 // only returns the latest call in flight when every call in flight comes from one
 // session (its client is the only one that can answer), and how many sessions have
 // calls in flight.

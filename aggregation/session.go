@@ -46,7 +46,11 @@ type session struct {
 	// NEXUS_AGENT, or a bearer token); "" lets initialize use the client's name as a
 	// hint (stdio only).
 	preset string
-	out    sink // unsolicited messages: list changes, logs, resource updates
+	// credential is the hex SHA-256 of the bearer token an HTTP session was opened
+	// with ("" with no token): a reload that no longer maps it to the session's agent
+	// ends the session.
+	credential string
+	out        sink // unsolicited messages: list changes, logs, resource updates
 
 	ready  atomic.Bool // initialize answered; agent and caps are set
 	agent  string
@@ -56,13 +60,16 @@ type session struct {
 	nextID atomic.Int64
 	ctx    context.Context // ends when the session closes
 	cancel context.CancelFunc
+	// slots bounds the requests in flight (limits.maxCallsPerSession): one client
+	// cannot make the gateway hold more goroutines and answers than that.
+	slots chan struct{}
 
 	mu      sync.Mutex
 	closed  bool
-	calls   map[string]context.CancelFunc // requests in flight, by canonical id
-	pending map[string]chan *message      // requests sent to the client, by id
-	subs    map[string]string             // subscribed resource URI -> server
-	seen    seenLists                     // fingerprints of the lists the client was last told of
+	calls   map[string]context.CancelCauseFunc // requests in flight, by canonical id
+	pending map[string]chan *message           // requests sent to the client, by id
+	subs    map[string]string                  // subscribed resource URI -> server
+	seen    seenLists                          // fingerprints of the lists the client was last told of
 }
 
 // clientCaps is what the client declared it can do for servers.
@@ -78,13 +85,14 @@ type seenLists struct {
 	listedResources            bool
 }
 
+// newSession makes a session; it is live once added to g.sessions.
 func (g *Gateway) newSession(front, preset string, out sink) *session {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &session{g: g, id: newSessionID(), front: front, preset: preset, out: out, ctx: ctx, cancel: cancel,
-		calls: map[string]context.CancelFunc{}, pending: map[string]chan *message{}, subs: map[string]string{}}
+		slots: make(chan struct{}, g.cfg.Load().Limits.CallsPerSession()),
+		calls: map[string]context.CancelCauseFunc{}, pending: map[string]chan *message{}, subs: map[string]string{}}
 	s.level.Store(levelUnset)
 	s.touch()
-	g.sessions.add(s)
 	return s
 }
 
@@ -120,7 +128,35 @@ func (s *session) handle(ctx context.Context, m *message, r sink) {
 		s.notified(m)
 		return
 	}
+	if !s.acquire() {
+		r.reply(s.outward(s.busy(m.ID)))
+		return
+	}
+	defer s.release()
+	s.respond(ctx, m, r)
+}
+
+// respond runs a request for which the caller holds a slot, and sends its answer.
+func (s *session) respond(ctx context.Context, m *message, r sink) {
 	r.reply(s.outward(s.answer(ctx, m, r)))
+}
+
+// acquire takes a slot for one request in flight, without waiting: a client past
+// its bound is told so at once rather than queued in the gateway's memory.
+func (s *session) acquire() bool {
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *session) release() { <-s.slots }
+
+// busy is the answer to a request past the session's bound.
+func (s *session) busy(id json.RawMessage) []byte {
+	return errorBytes(id, codeInternal, "this session already has its maximum of %d requests in flight; wait for one to finish (limits.maxCallsPerSession)", cap(s.slots))
 }
 
 // answer runs one request and encodes its response.
@@ -149,7 +185,10 @@ func (s *session) answer(ctx context.Context, m *message, r sink) []byte {
 	return responseBytes(m.ID, result, rpcErr)
 }
 
-var errClientCancelled = errors.New("cancelled by the client")
+var (
+	errClientCancelled = errors.New("cancelled by the client")
+	errSessionClosed   = errors.New("the session has ended")
+)
 
 // track registers a request in flight so that the client's notifications/cancelled
 // cancels it. ctx ends with the session on stdio (it is the session's) and with the
@@ -158,7 +197,7 @@ func (s *session) track(ctx context.Context, id json.RawMessage) (context.Contex
 	ctx, cancel := context.WithCancelCause(ctx)
 	key := idOf(id)
 	s.mu.Lock()
-	s.calls[key] = func() { cancel(errClientCancelled) }
+	s.calls[key] = cancel
 	s.mu.Unlock()
 	return ctx, func() {
 		s.mu.Lock()
@@ -182,7 +221,7 @@ func (s *session) notified(m *message) {
 		cancel := s.calls[idOf(p.RequestID)]
 		s.mu.Unlock()
 		if cancel != nil {
-			cancel()
+			cancel(errClientCancelled)
 		}
 	case "notifications/roots/list_changed":
 		if s.ready.Load() {
@@ -244,8 +283,9 @@ func (s *session) answered(m *message) {
 	}
 }
 
-// close ends the session: its calls are cancelled, requests waiting on the client
-// fail, and its subscriptions are dropped.
+// close ends the session: its calls are cancelled (over HTTP they run under their
+// requests' contexts, not the session's), its stream ends, requests waiting on the
+// client fail, and its subscriptions are dropped.
 func (s *session) close() {
 	s.mu.Lock()
 	if s.closed {
@@ -253,6 +293,9 @@ func (s *session) close() {
 		return
 	}
 	s.closed = true
+	for _, cancel := range s.calls {
+		cancel(errSessionClosed)
+	}
 	pending := s.pending
 	s.pending = map[string]chan *message{}
 	subs := s.subs
@@ -285,10 +328,52 @@ type sessionSet struct {
 func (ss *sessionSet) add(s *session) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	ss.put(s)
+}
+
+func (ss *sessionSet) put(s *session) {
 	if ss.m == nil {
 		ss.m = map[string]*session{}
 	}
 	ss.m[s.id] = s
+}
+
+// admit adds an HTTP session within the bounds: at most total HTTP sessions, and at
+// most perAgent of its agent's. An agent at its share gives up its oldest idle
+// session (none of its requests in flight) for the new one, so one agent's flood
+// of initialize ends its own sessions, never another agent's; evicted is that
+// session, for the caller to close. Counting and adding under one lock keeps a
+// burst of initialize from overshooting.
+func (ss *sessionSet) admit(s *session, total, perAgent int) (evicted *session, err error) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	n, mine := 0, 0
+	for _, o := range ss.m {
+		if o.front != frontHTTP {
+			continue
+		}
+		n++
+		if o.preset != s.preset {
+			continue
+		}
+		mine++
+		if len(o.slots) == 0 && (evicted == nil || o.idleSince().Before(evicted.idleSince())) {
+			evicted = o
+		}
+	}
+	if mine < perAgent {
+		evicted = nil
+	} else if evicted == nil {
+		return nil, fmt.Errorf("agent %s holds its maximum of %d sessions, all busy; close idle sessions (DELETE /mcp) or raise limits.maxSessionsPerAgent", s.preset, perAgent)
+	}
+	if evicted == nil && n >= total {
+		return nil, fmt.Errorf("the gateway is serving its maximum of %d sessions; close idle sessions (DELETE /mcp), retry later or raise limits.maxSessions", total)
+	}
+	if evicted != nil {
+		delete(ss.m, evicted.id)
+	}
+	ss.put(s)
+	return evicted, nil
 }
 
 func (ss *sessionSet) remove(s *session) {

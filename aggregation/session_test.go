@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,14 +28,55 @@ type fixture struct {
 	g    *Gateway
 	evil *testChild
 	url  string // the HTTP front
+	cfg  string // the config's text, for reload tests to edit
+	logs *logBuffer
+}
+
+// logBuffer keeps what the gateway logs, for tests of what it logs.
+type logBuffer struct {
+	mu    sync.Mutex
+	b     bytes.Buffer
+	wrote chan struct{} // told of each write
+}
+
+func newLogBuffer() *logBuffer { return &logBuffer{wrote: make(chan struct{}, 1)} }
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	select {
+	case l.wrote <- struct{}{}:
+	default:
+	}
+	return l.b.Write(p)
+}
+
+// lines returns the logged lines that contain s.
+func (l *logBuffer) lines(s string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range strings.Split(l.b.String(), "\n") {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 var tokens = map[string]string{"tester": "tok-tester", "other": "tok-other"}
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureLimits(t, "{}")
+}
+
+// newFixtureLimits is newFixture with the config's limits section.
+func newFixtureLimits(t *testing.T, limits string) *fixture {
+	t.Helper()
 	evil := newTestChild("evil")
 	cfgJSON := fmt.Sprintf(`{
+		"limits": %s,
 		"servers": {
 			"good": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "good"}},
 			"evil": {"transport": "streamable-http", "url": %q}
@@ -43,13 +86,14 @@ func newFixture(t *testing.T) *fixture {
 			"tester": {"allow": ["*"], "deny": ["evil.*"]},
 			"other": {"allow": ["*"]}
 		}}
-	}`, os.Args[0], evil.serveHTTP(t), TokenHash(tokens["tester"]), TokenHash(tokens["other"]))
+	}`, limits, os.Args[0], evil.serveHTTP(t), TokenHash(tokens["tester"]), TokenHash(tokens["other"]))
 	cfg, err := config.Parse("test.json", []byte(cfgJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
 	redact := func(b []byte) []byte { return bytes.ReplaceAll(b, []byte(canary), []byte("[redacted:canary]")) }
-	g, err := New(cfg, Options{Redact: redact})
+	logs := newLogBuffer()
+	g, err := New(cfg, Options{Redact: redact, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +111,7 @@ func newFixture(t *testing.T) *fixture {
 			t.Fatalf("server %s: %s %s", s.Name, s.State, s.Error)
 		}
 	}
-	return &fixture{t: t, g: g, evil: evil, url: srv.URL + "/mcp"}
+	return &fixture{t: t, g: g, evil: evil, url: srv.URL + "/mcp", cfg: cfgJSON, logs: logs}
 }
 
 // client opens an initialized session of agent on front.

@@ -94,6 +94,9 @@ type Config struct {
 	HTTP HTTP `json:"http,omitzero"`
 	// Reload configures how a serving gateway follows its files (config/exposure.go).
 	Reload Reload `json:"reload,omitzero"`
+	// Limits bound what one client, agent or child can make the gateway hold
+	// (config/limits.go).
+	Limits Limits `json:"limits,omitzero"`
 	// ProjectLayers reads .nexus/config.json from the working directory upward (off
 	// by default: a repository you clone should not silently start processes).
 	ProjectLayers bool `json:"projectLayers,omitempty"`

@@ -39,6 +39,12 @@ func TestParseErrors(t *testing.T) {
 		{"bad policy entry", `{"policy": {"default": {"allow": ["code-kg__kg_regenerate"]}}}`, []string{"code-kg__kg_regenerate", "code-kg.kg_regenerate"}},
 		{"unknown policy key", `{"policy": {"defaults": {}}}`, []string{`unknown key "defaults"`, `"default"`}},
 		{"token instead of hash", `{"agents": {"coder": {"tokenSha256": "nxs_abc"}}}`, []string{"tokenSha256", "never the token"}},
+		{"unknown limit", `{"limits": {"maxBatchMesages": 10}}`, []string{"limits.maxBatchMesages", `did you mean "maxBatchMessages"`}},
+		{"zero-sized batch", `{"limits": {"maxBatchMessages": -1}}`, []string{"limits.maxBatchMessages", "at least 1"}},
+		{"tiny batch answer", `{"limits": {"maxBatchAnswerBytes": 10}}`, []string{"limits.maxBatchAnswerBytes", "at least 65536"}},
+		{"limit of the wrong type", `{"limits": {"maxCallsPerSession": "many"}}`, []string{"limits.maxCallsPerSession", "must be a number"}},
+		{"instant idle timeout", `{"limits": {"sessionIdleTimeout": "1ms"}}`, []string{"limits.sessionIdleTimeout", "at least 1s"}},
+		{"negative agent share", `{"limits": {"maxSessionsPerAgent": -2}}`, []string{"limits.maxSessionsPerAgent"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,6 +58,33 @@ func TestParseErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLimits: unset limits are their defaults; set ones are kept; an agent's share
+// of sessions is a fair part of the bound, never below the floor.
+func TestLimits(t *testing.T) {
+	cfg, err := Parse("f.json", []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := cfg.Limits
+	if l.BatchMessages() != 256 || l.BatchAnswerBytes() != 64<<20 || l.CallsPerSession() != 64 || l.Sessions() != 1000 ||
+		l.IdleTimeout() != time.Hour || l.ChildRequests() != 16 {
+		t.Errorf("defaults: %+v", l)
+	}
+	for _, tc := range []struct{ sessions, agents, want int }{{1000, 0, 1000}, {1000, 1, 500}, {1000, 3, 250}, {1000, 500, 8}} {
+		if got := l.SessionsPerAgent(tc.sessions, tc.agents); got != tc.want {
+			t.Errorf("share of %d sessions among %d agents: %d, want %d", tc.sessions, tc.agents, got, tc.want)
+		}
+	}
+	cfg, err = Parse("f.json", []byte(`{"limits": {"maxBatchMessages": 10, "maxSessionsPerAgent": 3, "sessionIdleTimeout": "5m", "maxChildRequests": 2}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l = cfg.Limits
+	if l.BatchMessages() != 10 || l.SessionsPerAgent(1000, 1) != 3 || l.IdleTimeout() != 5*time.Minute || l.ChildRequests() != 2 {
+		t.Errorf("set limits: %+v", l)
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 // Keys a user may write, per level. Kept beside the structs they mirror.
 var (
 	topKeys = []string{"servers", "mcpServers", "toolNames", "maxMessageBytes", "maxChildMessageBytes", "policy",
-		"agents", "ttl", "staleIfError", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "status", "http", "reload", "locked", "projectLayers"}
+		"agents", "ttl", "staleIfError", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "status", "http", "reload", "limits", "locked", "projectLayers"}
 	serverKeys = []string{"transport", "command", "args", "env", "cwd", "url", "headers",
 		"timeout", "prefix", "disabled", "protocolVersion", "annotations", "cacheScope", "catalog"}
 )
@@ -239,7 +239,7 @@ func (m *merger) add(file string, data []byte) bool {
 			m.scalarFrom[k] = file
 		}
 	}
-	for _, k := range []string{"agents", "ttl", "staleIfError", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "status", "http", "reload"} {
+	for _, k := range []string{"agents", "ttl", "staleIfError", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "status", "http", "reload", "limits"} {
 		raw, ok := top[k]
 		if !ok {
 			continue
@@ -471,6 +471,7 @@ func (m *merger) build() *Config {
 	m.decodeSection("secrets", &cfg.Secrets)
 	m.buildObserve(cfg)
 	m.buildExposure(cfg)
+	m.buildLimits(cfg)
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		file := m.mapFrom["agents"][name]
 		if !policy.ValidAgentName(name) {

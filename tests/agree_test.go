@@ -45,6 +45,7 @@ func TestValidateDoctorServeAgree(t *testing.T) {
 		{"status", `{"status": {"public": true}}`, `{"status": {"public": "yes"}}`, "status.public"},
 		{"http", `{"http": {"allowedOrigins": ["http://localhost:3000"]}}`, `{"http": {"allowedOrigins": ["localhost:3000"]}}`, "http.allowedOrigins[0]"},
 		{"reload", `{"reload": {"missingGrace": "30s"}}`, `{"reload": {"missingGrace": "soon"}}`, "reload.missingGrace"},
+		{"limits", `{"limits": {"maxBatchMessages": 64, "sessionIdleTimeout": "15m"}}`, `{"limits": {"maxBatchMessages": -1}}`, "limits.maxBatchMessages"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.section, func(t *testing.T) {

@@ -33,7 +33,14 @@ func (h *home) serveHTTPEnv(env []string, args ...string) (url string, stderr *l
 // ends, and returns its /mcp URL and its stderr so far.
 func serveHTTPProcess(t testing.TB, env []string, args ...string) (url string, stderr *lockedBuffer) {
 	t.Helper()
-	cmd := exec.Command(built.nexus, append([]string{"serve", "--http", "127.0.0.1:0"}, args...)...)
+	_, url, stderr = startHTTPProcess(t, env, args...)
+	return url, stderr
+}
+
+// startHTTPProcess is serveHTTPProcess that also returns the process.
+func startHTTPProcess(t testing.TB, env []string, args ...string) (cmd *exec.Cmd, url string, stderr *lockedBuffer) {
+	t.Helper()
+	cmd = exec.Command(built.nexus, append([]string{"serve", "--http", "127.0.0.1:0"}, args...)...)
 	cmd.Env = env
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
@@ -66,11 +73,11 @@ func serveHTTPProcess(t testing.TB, env []string, args ...string) (url string, s
 	}()
 	select {
 	case url = <-found:
-		return url, stderr
+		return cmd, url, stderr
 	case <-time.After(30 * time.Second):
 		t.Fatalf("nexus serve --http did not start:\n%s", stderr)
 	}
-	return "", nil
+	return nil, "", nil
 }
 
 func httpClient(t testing.TB, url, token string) (*client.Client, error) {
