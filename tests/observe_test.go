@@ -149,7 +149,9 @@ func observedHome(t *testing.T, extra map[string]any) (h *home, token string) {
 	h = newHome(t, nil)
 	token = "nxs_observe_test_token"
 	cfg := map[string]any{
-		"servers": map[string]any{"fx": h.fixtureServer(map[string]any{"timeout": "500ms",
+		// The timeout also bounds the child's handshake: 2s leaves room for a
+		// loaded machine to start the fixture.
+		"servers": map[string]any{"fx": h.fixtureServer(map[string]any{"timeout": "2s",
 			"env": map[string]string{"FIXTURE_CALL_LOG": h.log, "FX_API_KEY": observeSecret}})},
 		"agents": map[string]any{"coder": map[string]any{"tokenSha256": polTokenHash(token)}},
 		"policy": map[string]any{"agents": map[string]any{"coder": map[string]any{"allow": []string{"*"}, "deny": []string{"fx.lookup"}}}},
@@ -187,7 +189,7 @@ func scriptedSession(t *testing.T, c *client.Client) map[string]int {
 			t.Fatalf("lookup: want a refusal, got %v %+v", err, res)
 		}
 	}
-	if res, err := call("fx__sleep", map[string]any{"ms": 3000}); err != nil || !res.IsError || !strings.Contains(mcp.GetTextFromContent(res.Content[0]), "did not answer") {
+	if res, err := call("fx__sleep", map[string]any{"ms": 8000}); err != nil || !res.IsError || !strings.Contains(mcp.GetTextFromContent(res.Content[0]), "did not answer") {
 		t.Fatalf("sleep: want a timeout, got %v %+v", err, res)
 	}
 	if res, err := call("fx__destroy", map[string]any{"target": observeSecret}); err != nil || res.IsError {
