@@ -32,9 +32,9 @@ const (
 	stablePeriod  = 60 * time.Second
 	startTimeout  = 30 * time.Second
 	stderrTailLen = 20
-	// A live connection is pinged every pingInterval, each ping bounded by
-	// pingTimeout: a remote child that restarted or vanished, or a process that
-	// stopped reading, is noticed and reconnected before a call finds out.
+	// A live remote connection is pinged every pingInterval, each ping bounded
+	// by pingTimeout: a remote child that restarted or vanished is noticed and
+	// reconnected before a call finds out.
 	pingInterval = 20 * time.Second
 	pingTimeout  = 10 * time.Second
 )
@@ -332,7 +332,9 @@ func (c *child) run(ctx context.Context) {
 		}
 		c.set(cn, raws, c.listExtras(ctx, cn), StateReady, nil, time.Time{})
 		c.settle()
-		go c.pingLoop(ctx, cn)
+		if _, own := cn.tr.(*process); !own {
+			go c.pingLoop(ctx, cn)
+		}
 		select {
 		case <-ctx.Done():
 			cn.close()
@@ -372,10 +374,12 @@ func (c *child) run(ctx context.Context) {
 	}
 }
 
-// pingLoop pings the child while cn lives. A ping that fails, or is not answered
-// within pingTimeout, ends the connection, which run reconnects: the state the
-// gateway reports is what the child does, not what it last did. Any answer,
-// even an error, shows the child alive.
+// pingLoop pings a remote child while cn lives. A ping that fails, or is not
+// answered within pingTimeout, ends the connection, which run reconnects: the state
+// the gateway reports is what the child does, not what it last did. Any answer,
+// even an error, shows the child alive. A stdio child is not pinged: its process's
+// exit tells, and a server that reads one request at a time must not be killed
+// for a ping that waits behind a long call.
 func (c *child) pingLoop(ctx context.Context, cn *conn) {
 	t := time.NewTicker(c.pingEvery)
 	defer t.Stop()
