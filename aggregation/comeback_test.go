@@ -313,7 +313,7 @@ func TestPingFailureIsNoticed(t *testing.T) {
 
 // TestRequestsWaitForSlowStart: a prompt, a resource or a completion of a server
 // still making its first attempt waits for it, as a tools/call does, instead of
-// answering "unknown" (or going to another server).
+// answering "unknown" (or going to another server); so do a client's first lists.
 func TestRequestsWaitForSlowStart(t *testing.T) {
 	tests := []struct {
 		method string
@@ -324,9 +324,19 @@ func TestRequestsWaitForSlowStart(t *testing.T) {
 		{"resources/read", map[string]any{"uri": "mem://web/doc"}, "web document"},
 		{"resources/read", map[string]any{"uri": "mem://web/item/7"}, "web item"},
 		{"completion/complete", map[string]any{"ref": map[string]any{"type": "ref/prompt", "name": "web__greet"}, "argument": map[string]any{"name": "who", "value": "y"}}, "completion"},
+		// The first lists wait too (up to firstListGrace after Start).
+		{"tools/list", map[string]any{}, "web__echo"},
+		{"prompts/list", map[string]any{}, "web__greet"},
+		{"resources/list", map[string]any{}, "mem://web/doc"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.method+" "+fmt.Sprint(tt.params["name"], tt.params["uri"]), func(t *testing.T) {
+		name := tt.method
+		for _, k := range []string{"name", "uri"} {
+			if v, ok := tt.params[k]; ok {
+				name += " " + fmt.Sprint(v)
+			}
+		}
+		t.Run(name, func(t *testing.T) {
 			gate := make(chan struct{})
 			web := newRestartable(t, gate)
 			// good lists resources too: a URI it does not know must not go to it.
