@@ -194,6 +194,22 @@ func (g *Gateway) forwardTo(ctx context.Context, c *caller, t *Tool, args json.R
 	if cn == nil {
 		return failed(memory.NotSent, (&notRunningError{ch.status()}).Error()), nil
 	}
+	a, err := g.sendOn(ctx, cn, c, t, args, progress, timeout, rec)
+	if !errors.Is(err, errSessionLost) {
+		return a, err
+	}
+	// The child refused the call for its session, before processing it (it
+	// restarted): sent once more, on the new session that replaces it.
+	if next := ch.connectedExcept(ctx, cn); next != nil {
+		if a, err = g.sendOn(ctx, next, c, t, args, progress, timeout, rec); !errors.Is(err, errSessionLost) {
+			return a, err
+		}
+	}
+	return failed(memory.NotSent, fmt.Sprintf("server %s forgot its session and no new one answered the call to %s in time (%v); nexus list-servers --live shows it", t.Server, t.Canonical, err)), nil
+}
+
+// sendOn is send, with the call counted among cn's calls in flight.
+func (g *Gateway) sendOn(ctx context.Context, cn *conn, c *caller, t *Tool, args json.RawMessage, progress json.RawMessage, timeout time.Duration, rec *Call) (memory.Answer, error) {
 	fl := cn.asked.begin()
 	defer cn.asked.end(fl)
 	a, err := g.send(ctx, cn, c, t, args, progress, timeout, rec)
@@ -224,6 +240,9 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *caller, t *Tool, args j
 	raw, err := cn.request(ctx, "tools/call", callRequest(t.Name, args, token))
 	if err == nil {
 		return memory.Answer{Result: g.redact(compact(raw))}, nil
+	}
+	if errors.Is(err, errSessionLost) {
+		return memory.Answer{Outcome: memory.NotSent}, err // forwardTo sends it again
 	}
 	if refusal, ok := asRevoked(err); ok {
 		return memory.Answer{Result: refusal, Outcome: memory.Refused}, nil
@@ -284,6 +303,8 @@ func (g *Gateway) childError(ctx context.Context, server, what string, err error
 		return &RPCError{Code: codeInternal, Message: fmt.Sprintf("server %s did not answer %s in time; raise servers.%s.timeout if it needs longer", server, what, server)}
 	case errors.Is(err, errChildGone):
 		return &RPCError{Code: codeInternal, Message: fmt.Sprintf("server %s exited during %s; Nexus is restarting it", server, what)}
+	case errors.Is(err, errSessionLost):
+		return &RPCError{Code: codeInternal, Message: fmt.Sprintf("server %s forgot its session and no new one answered %s in time; nexus list-servers --live shows it", server, what)}
 	case ctx.Err() != nil:
 		return &RPCError{Code: codeCancelled, Message: "request cancelled: " + context.Cause(ctx).Error()}
 	}
@@ -357,23 +378,18 @@ func (g *Gateway) Resolve(ctx context.Context, name string) (*Tool, error) {
 
 // resolveTool finds a tool by name. A name that may belong to a server still making
 // its first attempt waits for that server (up to its call timeout): a client that
-// calls at once after starting the gateway gets the tool, not "unknown tool".
+// calls at once after starting the gateway gets the tool, not "unknown tool". A
+// tool of a server that gave up makes it try once more, and waits for that try.
 func (g *Gateway) resolveTool(ctx context.Context, name string) (*Tool, error) {
 	if t := g.man.Load().lookup(name); t != nil {
 		return t, nil
 	}
 	owners := g.possibleOwners(name)
-	stale := false // the manifest may lag behind what the owners know
+	stale := g.awaitFirstAttempts(ctx, owners) // the manifest may lag behind what the owners know
 	for _, c := range owners {
-		select {
-		case <-c.settled:
-		default:
-			yieldReader(ctx)
+		if c.status().State == StateFailed && mayOwn(c, name) {
 			wait, cancel := context.WithTimeout(ctx, c.config().CallTimeout())
-			select {
-			case <-c.settled:
-			case <-wait.Done():
-			}
+			c.connected(wait)
 			cancel()
 			stale = true
 		}
@@ -395,6 +411,43 @@ func (g *Gateway) resolveTool(ctx context.Context, name string) (*Tool, error) {
 		}
 	}
 	return nil, g.unknownTool(name)
+}
+
+// awaitFirstAttempts waits for those of kids still making their first attempt,
+// each up to its call timeout from now, the bound a tools/call waits. It reports
+// whether it waited: the manifest may then lag behind them.
+func (g *Gateway) awaitFirstAttempts(ctx context.Context, kids []*child) bool {
+	start := time.Now()
+	waited := false
+	for _, c := range kids {
+		select {
+		case <-c.settled:
+			continue
+		default:
+		}
+		waited = true
+		yieldReader(ctx)
+		wait, cancel := context.WithDeadline(ctx, start.Add(c.config().CallTimeout()))
+		select {
+		case <-c.settled:
+		case <-wait.Done():
+		}
+		cancel()
+	}
+	return waited
+}
+
+// mayOwn reports whether name is one of c's tools for sure: it carries c's name or
+// prefix, or c had it while it was up. A failed server with bare names is not
+// restarted by every unknown name.
+func mayOwn(c *child, name string) bool {
+	cfg := c.config()
+	if p := cfg.WirePrefix(); strings.HasPrefix(name, cfg.Name+".") || p != "" && (strings.HasPrefix(name, p+"__") || strings.HasPrefix(name, p+".")) {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.ContainsFunc(c.known, func(t *Tool) bool { return t.Wire == name || t.Canonical == name })
 }
 
 // knownTool is the tool a name referred to while its server was last up, or

@@ -32,6 +32,11 @@ const (
 	stablePeriod  = 60 * time.Second
 	startTimeout  = 30 * time.Second
 	stderrTailLen = 20
+	// A live remote connection is pinged every pingInterval, each ping bounded
+	// by pingTimeout: a remote child that restarted or vanished is noticed and
+	// reconnected before a call finds out.
+	pingInterval = 20 * time.Second
+	pingTimeout  = 10 * time.Second
 )
 
 // childEvents is what a child tells the gateway.
@@ -73,6 +78,16 @@ type child struct {
 	lastErr   error
 	nextRetry time.Time // when a retrying or restarting child tries again
 	restarts  int       // exits followed by a restart (Status.Restarts)
+	attempts  int       // fresh attempts made after giving up; see connectedExcept
+
+	// retryc asks a failed child for one fresh attempt (see retry). It holds
+	// at most one request, so at most one attempt is ever in flight.
+	retryc chan struct{}
+	// pingEvery is how often a live connection is pinged (pingInterval), and
+	// backoff the first wait before a retry (firstBackoff): fields, so a test
+	// can see a child give up, or a ping fail, without waiting minutes.
+	pingEvery time.Duration
+	backoff   time.Duration
 
 	settled     chan struct{} // closed once the first attempt is over
 	settledOnce sync.Once
@@ -82,7 +97,8 @@ type child struct {
 
 func newChild(cfg *config.Server, names string, log *slog.Logger, events childEvents, resolve func(string) (string, error)) *child {
 	c := &child{name: cfg.Name, names: names, log: log.With("server", cfg.Name), events: events,
-		resolve: resolve, state: StateConnecting, changed: make(chan struct{}), settled: make(chan struct{}), done: make(chan struct{})}
+		resolve: resolve, state: StateConnecting, changed: make(chan struct{}), settled: make(chan struct{}), done: make(chan struct{}),
+		retryc: make(chan struct{}, 1), pingEvery: pingInterval, backoff: firstBackoff}
 	c.cfgp.Store(cfg)
 	return c
 }
@@ -136,7 +152,7 @@ const (
 	StateReady      State = "ready"
 	StateRetrying   State = "retrying"   // failed to start; tries again at NextRetry
 	StateRestarting State = "restarting" // exited; starts again at NextRetry
-	StateFailed     State = "failed"     // gave up; a config change or restart retries
+	StateFailed     State = "failed"     // gave up; the next call, a reload or doctor --retry tries once more
 )
 
 // Status is what list-servers shows of a child.
@@ -187,14 +203,29 @@ func (c *child) status() Status {
 
 // connected returns the live connection, waiting while the child is connecting,
 // retrying or restarting (a call made during a restart waits for it rather than
-// failing); nil when it failed for good or ctx ended first.
-func (c *child) connected(ctx context.Context) *conn {
+// failing); a child that gave up makes one fresh attempt, which the call waits for.
+// It returns nil when that attempt failed too or ctx ended first.
+func (c *child) connected(ctx context.Context) *conn { return c.connectedExcept(ctx, nil) }
+
+// connectedExcept is connected, but never returns old: a caller whose request the
+// child refused for want of a session waits for the connection that replaces it.
+func (c *child) connectedExcept(ctx context.Context, old *conn) *conn {
+	asked := -1 // the fresh attempts made before this call asked for one
 	for {
 		c.mu.Lock()
-		cn, state, changed := c.conn, c.state, c.changed
+		cn, state, changed, attempts := c.conn, c.state, c.changed, c.attempts
 		c.mu.Unlock()
-		if cn != nil || state == StateFailed {
+		if cn != nil && cn != old && !cn.lost() {
 			return cn
+		}
+		if state == StateFailed {
+			if asked >= 0 && attempts > asked {
+				return nil // the attempt made for this call failed too
+			}
+			if asked < 0 {
+				asked = attempts
+				c.retry()
+			}
 		}
 		yieldReader(ctx)
 		select {
@@ -203,6 +234,38 @@ func (c *child) connected(ctx context.Context) *conn {
 			return nil
 		}
 	}
+}
+
+// retry asks a child that gave up for one fresh attempt; a child that has not
+// given up ignores it. Requests made while an attempt is pending or under way
+// share it.
+func (c *child) retry() {
+	select {
+	case c.retryc <- struct{}{}:
+	default:
+	}
+}
+
+// failed records that the child gave up, then waits until someone asks for a
+// fresh attempt (retry). It reports false when ctx ended first.
+func (c *child) failed(ctx context.Context, err error) bool {
+	// A request left from before it gave up is not one for a fresh attempt.
+	select {
+	case <-c.retryc:
+	default:
+	}
+	c.set(nil, nil, extras{}, StateFailed, err, time.Time{})
+	c.settle()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-c.retryc:
+	}
+	c.mu.Lock()
+	c.attempts++
+	c.mu.Unlock()
+	c.set(nil, nil, extras{}, StateRetrying, err, time.Time{})
+	return true
 }
 
 func (c *child) current() (*conn, []*Tool) {
@@ -225,10 +288,13 @@ func (c *child) set(cn *conn, raws []json.RawMessage, ex extras, state State, er
 
 func (c *child) settle() { c.settledOnce.Do(func() { close(c.settled) }) }
 
-// run keeps the child connected until ctx ends.
+// run keeps the child connected until ctx ends. After maxFailures failures in a
+// row it gives up (StateFailed) until asked for a fresh attempt; one that succeeds
+// starts the count afresh, one that fails leaves it failed again.
 func (c *child) run(ctx context.Context) {
 	defer c.settle()
-	backoff, failures, connections := firstBackoff, 0, 0
+	backoff, failures, connections := c.backoff, 0, 0
+	fresh := false // this attempt is one asked for after giving up
 	for ctx.Err() == nil {
 		started := time.Now()
 		cn, raws, err := c.connect(ctx)
@@ -239,9 +305,15 @@ func (c *child) run(ctx context.Context) {
 			failures++
 			c.log.Error("child failed to start", "attempt", failures, "err", err, "stderr", cn.stderrTail())
 			if failures >= maxFailures {
-				c.set(nil, nil, extras{}, StateFailed, fmt.Errorf("gave up after %d attempts: %w", failures, err), time.Time{})
-				c.settle()
-				return
+				why := fmt.Errorf("gave up after %d attempts: %w", failures, err)
+				if fresh {
+					why = fmt.Errorf("a fresh attempt failed too: %w", err)
+				}
+				if !c.failed(ctx, why) {
+					return
+				}
+				failures, fresh = maxFailures-1, true // one fresh attempt
+				continue
 			}
 			c.set(nil, nil, extras{}, StateRetrying, err, time.Now().Add(backoff))
 			c.settle()
@@ -255,8 +327,14 @@ func (c *child) run(ctx context.Context) {
 		if connections++; connections > 1 {
 			c.events.reconnected(c.name)
 		}
+		if fresh {
+			backoff, failures, fresh = c.backoff, 0, false // a fresh attempt that worked
+		}
 		c.set(cn, raws, c.listExtras(ctx, cn), StateReady, nil, time.Time{})
 		c.settle()
+		if _, own := cn.tr.(*process); !own {
+			go c.pingLoop(ctx, cn)
+		}
 		select {
 		case <-ctx.Done():
 			cn.close()
@@ -269,22 +347,59 @@ func (c *child) run(ctx context.Context) {
 		}
 		up := time.Since(started)
 		if up >= stablePeriod {
-			backoff, failures = firstBackoff, 0
+			backoff, failures = c.backoff, 0
 		}
 		failures++
-		c.log.Warn("child exited", "up", up.Round(time.Millisecond), "stderr", cn.stderrTail())
+		c.log.Warn("child exited", "up", up.Round(time.Millisecond), "reason", cn.exitReason(), "stderr", cn.stderrTail())
 		if failures >= maxFailures {
-			c.set(nil, nil, extras{}, StateFailed, fmt.Errorf("exited %d times in a row; gave up (see the log for its stderr)", failures), time.Time{})
-			return
+			if !c.failed(ctx, fmt.Errorf("exited %d times in a row; gave up (see the log for its stderr)", failures)) {
+				return
+			}
+			failures, fresh = maxFailures-1, true
+			continue
 		}
 		c.mu.Lock()
 		c.restarts++
 		c.mu.Unlock()
 		c.set(nil, nil, extras{}, StateRestarting, errors.New(cn.exitReason()), time.Now().Add(backoff))
+		if errors.Is(cn.lostErr, errSessionLost) {
+			// The server is up but forgot the session (it restarted): a new
+			// session at once, so the calls waiting to be sent again go soon.
+			continue
+		}
 		if !sleep(ctx, backoff) {
 			return
 		}
 		backoff = min(backoff*2, maxBackoff)
+	}
+}
+
+// pingLoop pings a remote child while cn lives. A ping that fails, or is not
+// answered within pingTimeout, ends the connection, which run reconnects: the state
+// the gateway reports is what the child does, not what it last did. Any answer,
+// even an error, shows the child alive. A stdio child is not pinged: its process's
+// exit tells, and a server that reads one request at a time must not be killed
+// for a ping that waits behind a long call.
+func (c *child) pingLoop(ctx context.Context, cn *conn) {
+	t := time.NewTicker(c.pingEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-cn.done:
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+		_, err := cn.request(pctx, string(mcp.MethodPing), nil)
+		cancel()
+		var rpcErr *RPCError
+		if err != nil && !errors.As(err, &rpcErr) && ctx.Err() == nil {
+			c.log.Warn("the child did not answer a ping: reconnecting", "err", err)
+			cn.lose(fmt.Errorf("it did not answer a ping: %w", err))
+			return
+		}
 	}
 }
 
@@ -352,6 +467,16 @@ type conn struct {
 }
 
 func (cn *conn) markDone() { cn.lose(nil) }
+
+// lost reports whether the connection ended; run is about to replace it.
+func (cn *conn) lost() bool {
+	select {
+	case <-cn.done:
+		return true
+	default:
+		return false
+	}
+}
 
 // lose ends the connection, keeping why.
 func (cn *conn) lose(err error) {
@@ -661,6 +786,9 @@ func (cn *conn) request(ctx context.Context, method string, params any) (json.Ra
 	id := mcp.NewRequestId("nexus-" + strconv.FormatInt(cn.ids.Add(1), 10))
 	resp, err := cn.tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params})
 	if err != nil {
+		if errors.Is(err, transport.ErrSessionTerminated) {
+			return nil, cn.sessionLost(err)
+		}
 		if ctx.Err() != nil {
 			cn.cancel(id, context.Cause(ctx))
 			return nil, context.Cause(ctx)
@@ -672,12 +800,43 @@ func (cn *conn) request(ctx context.Context, method string, params any) (json.Ra
 		return nil, err
 	}
 	if resp.Error != nil {
+		if _, own := cn.tr.(*process); !own && unknownSession(resp.Error.Message) {
+			return nil, cn.sessionLost(errors.New(resp.Error.Message))
+		}
 		return nil, &RPCError{Code: resp.Error.Code, Message: resp.Error.Message, Data: resp.Error.Data}
 	}
 	return resp.Result, nil
 }
 
 var errChildGone = errors.New("the server exited")
+
+// errSessionLost is what a request fails with when an HTTP child answered that it
+// does not know the connection's session (HTTP 404, or an error saying so): the
+// server restarted or expired the session, and did not process the request, so it
+// may be sent again once a new session is made.
+var errSessionLost = errors.New("the server no longer knows the session")
+
+// sessionLost ends the connection, which run replaces with a new session at once,
+// and returns the error the request failed with.
+func (cn *conn) sessionLost(err error) error {
+	err = fmt.Errorf("%w: %v", errSessionLost, err)
+	cn.lose(err)
+	return err
+}
+
+// unknownSession reports whether an HTTP child's error says it refused the
+// request for its session id, before processing it: mcp-go answers 404, the
+// TypeScript SDK 400 with "Bad Request: No valid session ID provided" (404
+// "Session not found" in later versions).
+func unknownSession(msg string) bool {
+	low := strings.ToLower(msg)
+	for _, s := range []string{"no valid session id", "session not found", "unknown session", "invalid session id"} {
+		if strings.Contains(low, s) {
+			return true
+		}
+	}
+	return false
+}
 
 // notify sends a notification without params to the child.
 func (cn *conn) notify(method string) {

@@ -26,6 +26,10 @@ const canary = "CANARY-5ecret-v4lue-0xDEADBEEF"
 // binary, re-run with NEXUS_TEST_CHILD set to the child's name.
 func TestMain(m *testing.M) {
 	if name := os.Getenv("NEXUS_TEST_CHILD"); name != "" {
+		if _, err := os.Stat(os.Getenv("NEXUS_TEST_DOWN_FILE")); err == nil {
+			fmt.Fprintln(os.Stderr, "down while the down file exists")
+			os.Exit(3) // a child that cannot start until the test lets it
+		}
 		c := newTestChild(name)
 		if err := server.ServeStdio(c.srv); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -199,10 +199,11 @@ func (g *Gateway) Start(ctx context.Context) error {
 
 // firstListGrace is how long, after Start, a client's first lists may wait for
 // children still making their first attempt: a client that lists at once after
-// initialize (most do) gets the tools of every server that starts quickly, and a
-// server that hangs holds nothing up for longer than this; its tools arrive later
-// with list_changed.
-const firstListGrace = 3 * time.Second
+// initialize (most do) gets the tools of every server that starts within it, on a
+// loaded machine too (an npx server may take seconds there), and a server that
+// hangs holds nothing up for longer than this; its tools arrive later with
+// list_changed.
+const firstListGrace = 10 * time.Second
 
 // started reports whether every child of the first config made its first attempt.
 func (g *Gateway) started() bool {
@@ -383,6 +384,7 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 		case ok && launchKey(c.config()) == launchKey(s):
 			next[s.Name] = c
 			c.reconfigure(s)
+			c.retry() // a server that gave up tries once more (doctor --retry)
 		default:
 			if ok {
 				stopped = append(stopped, c)

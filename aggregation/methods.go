@@ -3,7 +3,9 @@ package aggregation
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -145,7 +147,7 @@ func getPrompt(ctx context.Context, s *session, params json.RawMessage, _ sink) 
 	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
 		return nil, &RPCError{Code: codeInvalidParams, Message: `prompts/get params must be {"name": "<prompt>", "arguments": {...}}`}
 	}
-	pr := s.g.man.Load().byPrompt[p.Name]
+	pr := s.g.prompt(ctx, p.Name)
 	if pr == nil {
 		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown prompt %s (prompts/list shows them)", quoted(p.Name))}
 	}
@@ -161,7 +163,7 @@ func getPrompt(ctx context.Context, s *session, params json.RawMessage, _ sink) 
 
 // readResource is resources/read: policy on the owner's resources, then the owner.
 func readResource(ctx context.Context, s *session, params json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
-	server, rpcErr := s.resourceServer(params, "read")
+	server, rpcErr := s.resourceServer(ctx, params, "read")
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
@@ -171,7 +173,7 @@ func readResource(ctx context.Context, s *session, params json.RawMessage, _ sin
 // subscribe forwards resources/subscribe to the owner the first time any session
 // subscribes to a URI; updates then reach only the sessions that subscribed.
 func subscribe(ctx context.Context, s *session, params json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
-	server, rpcErr := s.resourceServer(params, "subscribe to")
+	server, rpcErr := s.resourceServer(ctx, params, "subscribe to")
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
@@ -205,12 +207,12 @@ func uriOf(params json.RawMessage) string {
 }
 
 // resourceServer finds the owner of the URI in params and applies the policy.
-func (s *session) resourceServer(params json.RawMessage, verb string) (string, *RPCError) {
+func (s *session) resourceServer(ctx context.Context, params json.RawMessage, verb string) (string, *RPCError) {
 	uri := uriOf(params)
 	if uri == "" {
 		return "", &RPCError{Code: codeInvalidParams, Message: `params must be {"uri": "<uri>"}`}
 	}
-	server, ok := s.g.man.Load().resourceOwner(uri)
+	server, ok := s.g.manifestFor(ctx, func(m *manifest) bool { return listsURI(m, uri) }).resourceOwner(uri)
 	if !ok {
 		return "", &RPCError{Code: codeNotFound, Message: fmt.Sprintf("resource %s not found: no server lists it or a template that matches it", quoted(uri)), Data: map[string]any{"uri": uri}}
 	}
@@ -239,7 +241,7 @@ func complete(ctx context.Context, s *session, params json.RawMessage, _ sink) (
 	var server string
 	switch ref.Type {
 	case "ref/prompt":
-		pr := s.g.man.Load().byPrompt[ref.Name]
+		pr := s.g.prompt(ctx, ref.Name)
 		if pr == nil {
 			return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown prompt %s", quoted(ref.Name))}
 		}
@@ -249,9 +251,13 @@ func complete(ctx context.Context, s *session, params json.RawMessage, _ sink) (
 		server = pr.server
 		p["ref"], _ = json.Marshal(map[string]string{"type": ref.Type, "name": pr.name})
 	case "ref/resource":
+		m := s.g.manifestFor(ctx, func(m *manifest) bool {
+			_, ok := m.templateOwner(ref.URI)
+			return ok || m.byURI[ref.URI] != nil
+		})
 		var ok bool
-		if server, ok = s.g.man.Load().templateOwner(ref.URI); !ok {
-			if server, ok = s.g.man.Load().resourceOwner(ref.URI); !ok {
+		if server, ok = m.templateOwner(ref.URI); !ok {
+			if server, ok = m.resourceOwner(ref.URI); !ok {
 				return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown resource template %s", quoted(ref.URI))}
 			}
 		}
@@ -311,17 +317,61 @@ func refusal(d policy.Decision, what string) *RPCError {
 	return &RPCError{Code: codeInvalidParams, Message: msg}
 }
 
-// childRequest sends one request to a server and returns its raw, redacted answer,
-// or the child's error with its code.
-func (g *Gateway) childRequest(ctx context.Context, server, method string, params any) (json.RawMessage, *RPCError) {
-	cn, err := g.ownerConn(server)
-	if err != nil {
-		return nil, &RPCError{Code: codeInternal, Message: err.Error()}
+// prompt finds a prompt by its wire name; a name that may belong to a server still
+// making its first attempt waits for it, as a tools/call does.
+func (g *Gateway) prompt(ctx context.Context, name string) *prompt {
+	if pr := g.man.Load().byPrompt[name]; pr != nil {
+		return pr
 	}
+	if g.awaitFirstAttempts(ctx, g.possibleOwners(name)) {
+		g.rebuildNow(ctx)
+	}
+	return g.man.Load().byPrompt[name]
+}
+
+// manifestFor returns the manifest, once has says it holds what a request names,
+// or once every server still making its first attempt made it (each waited for up
+// to its call timeout, as a tools/call does): a resource of a server that starts
+// slowly is read, not "not found".
+func (g *Gateway) manifestFor(ctx context.Context, has func(*manifest) bool) *manifest {
+	if m := g.man.Load(); has(m) {
+		return m
+	}
+	if g.awaitFirstAttempts(ctx, slices.Collect(maps.Values(g.kids()))) {
+		g.rebuildNow(ctx)
+	}
+	return g.man.Load()
+}
+
+// listsURI reports whether a server lists uri, or a template that matches it.
+func listsURI(m *manifest, uri string) bool {
+	if m.byURI[uri] != nil {
+		return true
+	}
+	return slices.ContainsFunc(m.templates, func(t resourceTemplate) bool { return t.tmpl.Regexp().MatchString(uri) })
+}
+
+// childRequest sends one request to a server and returns its raw, redacted answer,
+// or the child's error with its code. It waits for a server that is connecting or
+// restarting, as a tools/call does, and a request the server refused for its session
+// (it restarted) is sent once more on the new session.
+func (g *Gateway) childRequest(ctx context.Context, server, method string, params any) (json.RawMessage, *RPCError) {
 	c := g.kids()[server]
+	if c == nil {
+		return nil, &RPCError{Code: codeInternal, Message: fmt.Sprintf("server %s is no longer in the config", server)}
+	}
 	ctx, cancel := context.WithTimeoutCause(ctx, c.config().CallTimeout(), errCallTimeout)
 	defer cancel()
+	cn := c.connected(ctx)
+	if cn == nil {
+		return nil, &RPCError{Code: codeInternal, Message: (&notRunningError{c.status()}).Error()}
+	}
 	raw, err := cn.request(ctx, method, params)
+	if errors.Is(err, errSessionLost) {
+		if next := c.connectedExcept(ctx, cn); next != nil {
+			raw, err = next.request(ctx, method, params)
+		}
+	}
 	if err != nil {
 		return nil, g.childError(ctx, server, method, err)
 	}

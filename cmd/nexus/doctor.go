@@ -51,6 +51,7 @@ func doctorCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "give each server `DURATION` to start and list its tools"},
+			&cli.BoolFlag{Name: "retry", Usage: "first make every running nexus serve of this NEXUS_HOME try its failed servers once more"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() > 0 {
@@ -60,7 +61,11 @@ func doctorCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			checks := e.doctor(c.Context, c.Duration("timeout"), !c.Bool("json") && isTerminal(os.Stderr))
+			var checks []check
+			if c.Bool("retry") {
+				checks = append(checks, e.retryRunning(c.Context))
+			}
+			checks = append(checks, e.doctor(c.Context, c.Duration("timeout"), !c.Bool("json") && isTerminal(os.Stderr))...)
 			failed := 0
 			for _, ch := range checks {
 				if ch.Status == checkFail {
@@ -125,6 +130,24 @@ func (e *env) doctor(ctx context.Context, timeout time.Duration, progress bool) 
 	checks = append(checks, e.checkServers(ctx, cfg, timeout, progress)...)
 	checks = append(checks, e.checkMemory(ctx, cfg))
 	return checks
+}
+
+// retryRunning makes every running gateway of this home reload, which makes each
+// server that gave up try once more; a server that is not running then comes back
+// without waiting for a call to one of its tools.
+func (e *env) retryRunning(ctx context.Context) check {
+	ch := check{Area: "running gateways", Name: "retry", Status: checkOK}
+	n, err := e.applyToRunning(ctx)
+	switch {
+	case err != nil:
+		ch.Status, ch.Detail = checkWarn, err.Error()
+		ch.Fix = "nexus list-servers --live shows what each server is doing"
+	case n == 0:
+		ch.Detail = "no running gateway to retry (or this platform has no signals: a call to a failed server's tool retries it)"
+	default:
+		ch.Detail = fmt.Sprintf("%d running gateway(s) asked their failed servers to try once more", n)
+	}
+	return ch
 }
 
 // checkLayers reads each layer, then the merged config, and names the layer that

@@ -1,0 +1,381 @@
+package aggregation
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/nexus-mcp/nexus/config"
+)
+
+// restartable serves a test child over streamable HTTP on one 127.0.0.1 port, and
+// can be restarted there as a new server: the sessions of the old one are unknown to
+// the new one, as when a real server restarts.
+type restartable struct {
+	t    *testing.T
+	addr string
+
+	mu    sync.Mutex
+	child *testChild
+	srv   *http.Server
+	// gate, when set, holds every initialize until it is closed.
+	gate chan struct{}
+	// typescript answers a session it does not know as the TypeScript SDK
+	// does: 400 with a JSON-RPC error, not 404.
+	typescript bool
+	issued     map[string]bool // the sessions this instance began
+}
+
+func newRestartable(t *testing.T, gate chan struct{}) *restartable {
+	t.Helper()
+	r := &restartable{t: t, gate: gate}
+	r.start("127.0.0.1:0")
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *restartable) url() string { return "http://" + r.addr + "/mcp" }
+
+func (r *restartable) start(addr string) {
+	r.t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	c := newTestChild("web")
+	h := server.NewStreamableHTTPServer(c.srv, server.WithStateful(true))
+	issued := map[string]bool{}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodPost {
+			body, _ := io.ReadAll(req.Body)
+			initialize := bytes.Contains(body, []byte(`"initialize"`))
+			if initialize && r.gate != nil {
+				select {
+				case <-r.gate:
+				case <-req.Context().Done():
+					return
+				}
+			}
+			r.mu.Lock()
+			known := issued[req.Header.Get("Mcp-Session-Id")]
+			r.mu.Unlock()
+			if r.typescript && !initialize && !known {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = io.WriteString(w, `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}`)
+				return
+			}
+			req.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		h.ServeHTTP(w, req)
+		if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+			r.mu.Lock()
+			issued[id] = true
+			r.mu.Unlock()
+		}
+	})}
+	// Each request on its own connection: a request written to a kept-alive
+	// connection of the old server fails with EOF, which leaves unknown whether
+	// it was processed (a real restart takes long enough for the client to see
+	// the old connections close first).
+	srv.SetKeepAlivesEnabled(false)
+	go func() { _ = srv.Serve(l) }()
+	r.mu.Lock()
+	r.addr, r.child, r.srv = l.Addr().String(), c, srv
+	r.mu.Unlock()
+}
+
+func (r *restartable) stop() {
+	r.mu.Lock()
+	srv := r.srv
+	r.mu.Unlock()
+	_ = srv.Close()
+}
+
+// restart stops the server and starts a new one on the same port.
+func (r *restartable) restart() {
+	r.stop()
+	r.start(r.addr)
+}
+
+func (r *restartable) current() *testChild {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.child
+}
+
+// comebackGateway starts a gateway for the servers JSON, with every agent allowed
+// everything; tune adjusts its children before they start.
+func comebackGateway(t *testing.T, servers string, tune func(map[string]*child)) *Gateway {
+	t.Helper()
+	cfg, err := config.Parse("test.json", []byte(`{"servers": `+servers+`, "policy": {"agents": {"anonymous": {"allow": ["*"]}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tune != nil {
+		tune(g.kids())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := g.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); g.Close() })
+	return g
+}
+
+// waitState waits, on the child's own change signal, until it is in state.
+func waitState(t *testing.T, c *child, state State) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		c.mu.Lock()
+		now, changed := c.state, c.changed
+		c.mu.Unlock()
+		if now == state {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("server %s is %s, not %s", c.name, now, state)
+		}
+	}
+}
+
+func callText(t *testing.T, g *Gateway, tool, args string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	raw, err := g.Call(ctx, "anonymous", tool, json.RawMessage(args))
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return string(raw)
+}
+
+// TestRestartedHTTPChildComesBack: a streamable HTTP child that restarts forgets the
+// gateway's session. A call it refused for that (404: not processed) is sent once
+// more on a new session and succeeds; a call that reached the old server is never
+// sent to the new one.
+func TestRestartedHTTPChildComesBack(t *testing.T) {
+	tests := []struct {
+		name string
+		// during runs while a call to tool is in flight, or before it when tool
+		// is "": it restarts the server.
+		tool string
+		// typescript: the server answers an unknown session as the TypeScript
+		// SDK does (400, "No valid session ID").
+		typescript bool
+		// wantFirst is in the answer to the call to tool; newCalls is how many
+		// tools/call the new server gets in all.
+		wantFirst string
+		newCalls  int
+	}{
+		{name: "refused for its session (404): sent again", newCalls: 1},
+		{name: "refused for its session (No valid session ID): sent again", typescript: true, newCalls: 1},
+		{name: "reached the old server: never sent again", tool: "web__wait", wantFirst: "isError", newCalls: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			web := newRestartable(t, nil)
+			web.typescript = tt.typescript
+			g := comebackGateway(t, fmt.Sprintf(`{"web": {"transport": "streamable-http", "url": %q, "timeout": "20s"}}`, web.url()), nil)
+			if err := g.Ready(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := callText(t, g, "web__echo", `{"text":"one"}`); !strings.Contains(got, "web:one") {
+				t.Fatalf("first call: %s", got)
+			}
+			old := web.current()
+			if tt.tool == "" {
+				web.restart()
+			} else {
+				entered := make(chan struct{}, 1)
+				old.mu.Lock()
+				old.entered = entered
+				old.mu.Unlock()
+				answer := make(chan string, 1)
+				go func() { answer <- callText(t, g, tt.tool, `{}`) }()
+				<-entered
+				web.restart()
+				if got := <-answer; !strings.Contains(got, tt.wantFirst) {
+					t.Fatalf("the call the old server was running: %s", got)
+				}
+			}
+			if got := callText(t, g, "web__echo", `{"text":"two"}`); !strings.Contains(got, "web:two") {
+				t.Fatalf("call after the restart: %s", got)
+			}
+			if n := web.current().count("tools/call"); n != tt.newCalls {
+				t.Errorf("the new server got %d tools/call, want %d", n, tt.newCalls)
+			}
+			if n := web.current().count("initialize"); n != 1 {
+				t.Errorf("the new server was initialized %d times, want 1", n)
+			}
+		})
+	}
+}
+
+// TestFailedChildComesBackOnCall: a child that used up its attempts stays failed
+// only until someone needs it: the next call to one of its tools makes one fresh
+// attempt and waits for it.
+func TestFailedChildComesBackOnCall(t *testing.T) {
+	down := filepath.Join(t.TempDir(), "down")
+	if err := os.WriteFile(down, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := comebackGateway(t, fmt.Sprintf(`{"good": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "good", "NEXUS_TEST_DOWN_FILE": %q}}}`, os.Args[0], down),
+		func(kids map[string]*child) { kids["good"].backoff = time.Millisecond })
+	c := g.kids()["good"]
+	waitState(t, c, StateFailed)
+
+	tests := []struct {
+		name     string
+		up       bool
+		want     string
+		attempts int
+	}{
+		{name: "still down: one attempt, then the reason", want: "is not running (failed", attempts: 1},
+		{name: "up again: the call is served", up: true, want: "good:back", attempts: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.up {
+				if err := os.Remove(down); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := callText(t, g, "good__echo", `{"text":"back"}`); !strings.Contains(got, tt.want) {
+				t.Errorf("call: %s, want %q in it", got, tt.want)
+			}
+			c.mu.Lock()
+			attempts := c.attempts
+			c.mu.Unlock()
+			if attempts != tt.attempts {
+				t.Errorf("%d fresh attempts, want %d", attempts, tt.attempts)
+			}
+		})
+	}
+	if st := c.status(); st.State != StateReady {
+		t.Errorf("state after it came back: %s", st.Describe())
+	}
+}
+
+// TestRetryAfterReload: a reload makes a failed child try once more (what nexus
+// doctor --retry asks of a running gateway).
+func TestRetryAfterReload(t *testing.T) {
+	down := filepath.Join(t.TempDir(), "down")
+	if err := os.WriteFile(down, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	servers := fmt.Sprintf(`{"good": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "good", "NEXUS_TEST_DOWN_FILE": %q}}}`, os.Args[0], down)
+	g := comebackGateway(t, servers, func(kids map[string]*child) { kids["good"].backoff = time.Millisecond })
+	c := g.kids()["good"]
+	waitState(t, c, StateFailed)
+	if err := os.Remove(down); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Reload(g.Config()); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, c, StateReady)
+}
+
+// TestPingFailureIsNoticed: a remote child that stops answering is seen as down by
+// the next ping, not by the next call.
+func TestPingFailureIsNoticed(t *testing.T) {
+	web := newRestartable(t, nil)
+	g := comebackGateway(t, fmt.Sprintf(`{"web": {"transport": "streamable-http", "url": %q}}`, web.url()),
+		func(kids map[string]*child) { kids["web"].pingEvery = 20 * time.Millisecond })
+	c := g.kids()["web"]
+	waitState(t, c, StateReady)
+	web.stop()
+	waitState(t, c, StateRestarting)
+	if st := c.status(); !strings.Contains(st.Error, "ping") {
+		t.Errorf("the reason it is down: %q, want the ping named", st.Error)
+	}
+}
+
+// TestRequestsWaitForSlowStart: a prompt, a resource or a completion of a server
+// still making its first attempt waits for it, as a tools/call does, instead of
+// answering "unknown" (or going to another server); so do a client's first lists.
+func TestRequestsWaitForSlowStart(t *testing.T) {
+	tests := []struct {
+		method string
+		params map[string]any
+		want   string
+	}{
+		{"prompts/get", map[string]any{"name": "web__greet", "arguments": map[string]any{"who": "you"}}, "web greets you"},
+		{"resources/read", map[string]any{"uri": "mem://web/doc"}, "web document"},
+		{"resources/read", map[string]any{"uri": "mem://web/item/7"}, "web item"},
+		{"completion/complete", map[string]any{"ref": map[string]any{"type": "ref/prompt", "name": "web__greet"}, "argument": map[string]any{"name": "who", "value": "y"}}, "completion"},
+		// The first lists wait too (up to firstListGrace after Start).
+		{"tools/list", map[string]any{}, "web__echo"},
+		{"prompts/list", map[string]any{}, "web__greet"},
+		{"resources/list", map[string]any{}, "mem://web/doc"},
+	}
+	for _, tt := range tests {
+		name := tt.method
+		for _, k := range []string{"name", "uri"} {
+			if v, ok := tt.params[k]; ok {
+				name += " " + fmt.Sprint(v)
+			}
+		}
+		t.Run(name, func(t *testing.T) {
+			gate := make(chan struct{})
+			web := newRestartable(t, gate)
+			// good lists resources too: a URI it does not know must not go to it.
+			g := comebackGateway(t, fmt.Sprintf(`{"web": {"transport": "streamable-http", "url": %q, "timeout": "20s"},
+				"good": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "good"}}}`, web.url(), os.Args[0]), nil)
+			if err := g.Ready(context.Background(), "good"); err != nil {
+				t.Fatal(err)
+			}
+			cl := stdioClient(t, g, "anonymous")
+			cl.initialize("slow-start")
+			answer := sendAsync(cl, tt.method, tt.params)
+			// The ping is read after the request started: its answer says the
+			// request is under way (waiting, or answered).
+			if m := cl.request("ping", nil); m.Error != nil {
+				t.Fatal(m.Error)
+			}
+			close(gate)
+			var m wireMsg
+			select {
+			case m = <-answer:
+			case <-time.After(20 * time.Second):
+				t.Fatal("no answer")
+			}
+			if m.Error != nil || !strings.Contains(string(m.Result), tt.want) {
+				t.Errorf("%s: %s %v, want %q in it", tt.method, m.Result, m.Error, tt.want)
+			}
+		})
+	}
+}
+
+// sendAsync sends a request and returns where its answer arrives.
+func sendAsync(c *testClient, method string, params any) chan wireMsg {
+	c.mu.Lock()
+	c.nextID++
+	id := fmt.Sprintf(`"c%d"`, c.nextID)
+	ch := make(chan wireMsg, 1)
+	c.waiting[id] = ch
+	c.mu.Unlock()
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method, "params": params})
+	c.post(b)
+	return ch
+}
