@@ -301,6 +301,9 @@ func (s *session) close() {
 	subs := s.subs
 	s.subs = map[string]string{}
 	s.mu.Unlock()
+	// Gone from the registry before its stream ends: a request that arrives once
+	// the client saw the stream end finds no session (404), never a closing one.
+	s.g.sessions.remove(s)
 	s.cancel()
 	for _, ch := range pending {
 		ch <- nil
@@ -308,7 +311,6 @@ func (s *session) close() {
 	for uri, server := range subs {
 		s.g.subs.remove(s.g, s, server, uri)
 	}
-	s.g.sessions.remove(s)
 }
 
 // agentName is the session's agent; anonymous before initialize.
