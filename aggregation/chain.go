@@ -249,8 +249,9 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *caller, t *Tool, args j
 		outcome = memory.Answered // the child's own JSON-RPC error
 	}
 	rpcErr := g.childError(ctx, t.Server, t.Canonical, err)
-	if rpcErr.Code == codeInternal && ctx.Err() == nil {
-		// A transport failure reads better as a tool error the model can act on.
+	if own == nil && rpcErr.Code == codeInternal && ctx.Err() == nil {
+		// A transport failure reads better as a tool error the model can act on;
+		// the child's own error, whatever its code, reaches the client as it was.
 		return failed(outcome, rpcErr.Message), nil
 	}
 	return memory.Answer{Outcome: outcome, Failure: rpcErr.Message}, rpcErr
