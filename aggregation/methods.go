@@ -37,6 +37,10 @@ func (g *Gateway) methodTable() map[string]method {
 		"resources/unsubscribe": unsubscribe,
 		"completion/complete":   complete,
 		"logging/setLevel":      setLevel,
+		"tasks/get":             taskMethod("tasks/get"),
+		"tasks/result":          taskMethod("tasks/result"),
+		"tasks/cancel":          taskMethod("tasks/cancel"),
+		"tasks/list":            listTasks,
 	}
 }
 
@@ -138,6 +142,9 @@ func callToolMethod(ctx context.Context, s *session, params json.RawMessage, r s
 	var p callParams
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf(`tools/call params must be {"name": "<tool>", "arguments": {...}}: %v`, err)}
+	}
+	if len(p.Task) > 0 && string(p.Task) != "null" {
+		return s.g.callTask(ctx, &caller{s: s, r: r}, p)
 	}
 	return s.g.callTool(ctx, &caller{s: s, r: r}, s.agent, p)
 }

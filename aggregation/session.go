@@ -308,6 +308,7 @@ func (s *session) close() {
 	for uri, server := range subs {
 		s.g.subs.remove(s.g, s, server, uri)
 	}
+	s.g.tasks.dropSession(s)
 	s.g.sessions.remove(s)
 }
 

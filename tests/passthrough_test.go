@@ -1,10 +1,15 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // TestPassThroughInstructions: each child's instructions reach the client in the
@@ -145,4 +150,117 @@ func TestPassThroughChildErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPassThroughTasks runs server-everything's task-required tool through Nexus over
+// HTTP: the gateway declares tasks because the child does; the task is created, read
+// and its result fetched under an id of the gateway's; another agent, or another
+// session of the same agent, cannot use that id, and tasks/list shows each session
+// its own tasks only.
+func TestPassThroughTasks(t *testing.T) {
+	node, script := everythingServer(t)
+	h := newHome(t, map[string]any{"servers": map[string]any{
+		"everything": map[string]any{"command": node, "args": []string{script, "stdio"}},
+	}, "policy": map[string]any{"default": map[string]any{"allow": []string{"*"}},
+		"agents": map[string]any{"bob": map[string]any{"allow": []string{"everything.echo"}}}}})
+	tokens := map[string]string{}
+	for _, agent := range []string{"alice", "bob"} {
+		out, stderr, code := h.nexus("agent", "add", agent)
+		if code != 0 {
+			t.Fatalf("agent add %s: %s", agent, stderr)
+		}
+		tokens[agent] = strings.TrimSpace(out)
+	}
+	url, stderr := h.serveHTTP("--no-memory")
+	alice, err := httpClientNamed(t, url, tokens["alice"], "alice")
+	if err != nil {
+		t.Fatalf("alice: %v\n%s", err, stderr)
+	}
+	if caps := alice.GetServerCapabilities(); caps.Tasks == nil || caps.Tasks.List == nil {
+		t.Errorf("no tasks capability though server-everything offers it: %+v", caps)
+	}
+	bob, err := httpClientNamed(t, url, tokens["bob"], "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice2, err := httpClientNamed(t, url, tokens["alice"], "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Without a task the child refuses in its own words (an isError result that
+	// names -32601), and they reach the client as the child gave them.
+	if res, e := rawRequest(t, alice, "tools/call", map[string]any{"name": "everything__simulate-research-query", "arguments": map[string]any{"topic": "go"}}); e != nil || !strings.Contains(string(res), "requires task augmentation") {
+		t.Errorf("a task-required tool called without a task: %s %+v, want the child's refusal", res, e)
+	}
+	res, e := rawRequest(t, alice, "tools/call", map[string]any{"name": "everything__simulate-research-query",
+		"arguments": map[string]any{"topic": "go"}, "task": map[string]any{"ttl": 60000}})
+	if e != nil {
+		t.Fatalf("task-augmented call: %+v\n%s", e, stderr)
+	}
+	var created struct {
+		Task struct {
+			TaskID string `json:"taskId"`
+			Status string `json:"status"`
+		} `json:"task"`
+	}
+	if err := json.Unmarshal(res, &created); err != nil || !strings.HasPrefix(created.Task.TaskID, "nexus-task-") {
+		t.Fatalf("created task %s: want a gateway task id", res)
+	}
+	id := created.Task.TaskID
+	// A task runs under the agent's policy for its tool.
+	if res, e := rawRequest(t, bob, "tools/call", map[string]any{"name": "everything__simulate-research-query",
+		"arguments": map[string]any{"topic": "go"}, "task": map[string]any{"ttl": 60000}}); e == nil || e.Code != -32602 || !strings.Contains(e.Message, "bob") {
+		t.Errorf("bob's task of a tool his policy refuses: %s %+v, want a refusal", res, e)
+	}
+	got, e := rawRequest(t, alice, "tasks/get", map[string]any{"taskId": id})
+	if e != nil || !strings.Contains(string(got), `"taskId":"`+id+`"`) {
+		t.Errorf("tasks/get by its creator: %s %+v", got, e)
+	}
+	for _, other := range []struct {
+		name string
+		c    *client.Client
+	}{{"another agent", bob}, {"another session of the agent", alice2}} {
+		for _, method := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+			if res, e := rawRequest(t, other.c, method, map[string]any{"taskId": id}); e == nil || e.Code != -32602 {
+				t.Errorf("%s: %s of alice's task: %s %+v, want -32602", other.name, method, res, e)
+			}
+		}
+		if list, e := rawRequest(t, other.c, "tasks/list", map[string]any{}); e != nil || strings.Contains(string(list), id) {
+			t.Errorf("%s: tasks/list shows alice's task: %s %+v", other.name, list, e)
+		}
+	}
+	list, e := rawRequest(t, alice, "tasks/list", map[string]any{})
+	var listed struct {
+		Tasks []struct {
+			TaskID string `json:"taskId"`
+		} `json:"tasks"`
+	}
+	if e != nil || json.Unmarshal(list, &listed) != nil || len(listed.Tasks) != 1 || listed.Tasks[0].TaskID != id {
+		t.Errorf("alice's tasks/list: %s %+v, want her one task", list, e)
+	}
+	result, e := rawRequest(t, alice, "tasks/result", map[string]any{"taskId": id})
+	if e != nil || !strings.Contains(string(result), "Research Report") {
+		t.Fatalf("tasks/result: %s %+v", result, e)
+	}
+	// The child's own task id never reaches the client.
+	if strings.Contains(string(result), `"taskId"`) && !strings.Contains(string(result), `"taskId":"`+id+`"`) {
+		t.Errorf("tasks/result carries another task id: %s", result)
+	}
+	if got, e := rawRequest(t, alice, "tasks/get", map[string]any{"taskId": id}); e != nil || !strings.Contains(string(got), `"status":"completed"`) {
+		t.Errorf("tasks/get after the result: %s %+v", got, e)
+	}
+}
+
+// rawRequest sends one request on c's transport and returns the raw result or error.
+func rawRequest(t *testing.T, c *client.Client, method string, params any) (json.RawMessage, *mcp.JSONRPCErrorDetails) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := c.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION,
+		ID: mcp.NewRequestId("raw-" + method + "-" + time.Now().Format(time.RFC3339Nano)), Method: method, Params: params})
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	return resp.Result, resp.Error
 }
