@@ -169,10 +169,14 @@ func (g *Gateway) callTask(ctx context.Context, c *caller, p callParams) (raw js
 	if refused := g.taskRefusal(s.agent, t, rec); refused != nil {
 		return nil, refused
 	}
-	params := map[string]json.RawMessage{"name": mustMarshal(t.Name), "arguments": args, "task": p.Task}
-	if meta := passMeta(p.Meta); meta != nil {
-		params["_meta"] = meta
+	var token string
+	if progress := p.progressToken(); progress != nil {
+		token = g.progress.add(t.Server, progress, c)
+		defer g.progress.release(token)
 	}
+	params := callRequest(t.Name, args, passMeta(p.Meta), token)
+	params = append(params[:len(params)-1], `,"task":`...) // the object reopened for the task
+	params = append(append(params, p.Task...), '}')
 	raw, rpcErr = g.taskRequest(ctx, c, t.Server, "tools/call", params)
 	if rpcErr != nil {
 		return nil, rpcErr
