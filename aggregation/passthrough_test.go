@@ -1,8 +1,14 @@
 package aggregation
 
 import (
+	"bytes"
 	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
+
+	"github.com/nexus-mcp/nexus/config"
 )
 
 func TestPassMeta(t *testing.T) {
@@ -115,5 +121,58 @@ func TestTaskRoutesBound(t *testing.T) {
 	tr.dropSession(alice)
 	if r := tr.lookup(id, alice); r != nil || len(tr.of(alice)) != 0 {
 		t.Errorf("an ended session's task is still honoured: %+v", r)
+	}
+}
+
+// recordSink keeps what a session was sent.
+type recordSink struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *recordSink) send(msg []byte) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, string(msg))
+	return true
+}
+
+func (r *recordSink) reply(msg []byte) { r.send(msg) }
+
+func (r *recordSink) sent() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.msgs)
+}
+
+// TestTaskStatusRoutedToItsSession: a child's notifications/tasks/status reaches only
+// the session whose task it is, under the gateway's id and redacted; a status from
+// another server with the same child id, or of a task no client made, goes nowhere.
+func TestTaskStatusRoutedToItsSession(t *testing.T) {
+	const secret = "sk-live-0123456789abcdef"
+	cfg, err := config.Parse("test.json", []byte(`{"servers": {"s": {"command": "s"}, "other": {"command": "o"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, Options{Redact: func(b []byte) []byte { return bytes.ReplaceAll(b, []byte(secret), []byte("[redacted]")) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, theirs := &recordSink{}, &recordSink{}
+	s1, s2 := g.newSession(frontStdio, "alice", mine), g.newSession(frontStdio, "alice", theirs)
+	s1.agent, s2.agent = "alice", "alice"
+	id, err := g.tasks.add(s1, &Tool{Server: "s", Name: "t", Canonical: "s.t"}, "c-1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.notification("s", "notifications/tasks/status", json.RawMessage(`{"taskId":"c-1","status":"working","statusMessage":"`+secret+`"}`))
+	g.notification("other", "notifications/tasks/status", json.RawMessage(`{"taskId":"c-1","status":"failed"}`))
+	g.notification("s", "notifications/tasks/status", json.RawMessage(`{"taskId":"c-9","status":"failed"}`))
+	got := mine.sent()
+	if len(got) != 1 || !strings.Contains(got[0], `"taskId":"`+id+`"`) || strings.Contains(got[0], "c-1") || strings.Contains(got[0], secret) {
+		t.Errorf("the task's session got %q", got)
+	}
+	if len(theirs.sent()) != 0 {
+		t.Errorf("another session got %q", theirs.sent())
 	}
 }
