@@ -14,12 +14,14 @@ import (
 
 // TestPassThroughInstructions: each child's instructions reach the client in the
 // gateway's initialize result under the server's name, in server-name order, after
-// Nexus's own line; a child without instructions adds no heading.
+// Nexus's own line, redacted; a child without instructions adds no heading.
 func TestPassThroughInstructions(t *testing.T) {
+	const secret = "litcanary-instructions-0123456789"
 	h := newHome(t, nil)
 	h.writeConfig(map[string]any{"servers": map[string]any{
-		"zeta":  h.fixtureServer(map[string]any{"env": map[string]string{"FIXTURE_INSTRUCTIONS": "Zeta says: call echo first."}}),
-		"alpha": h.fixtureServer(map[string]any{"env": map[string]string{"FIXTURE_INSTRUCTIONS": "Alpha says: be brief."}}),
+		"zeta": h.fixtureServer(map[string]any{"env": map[string]string{"FIXTURE_INSTRUCTIONS": "Zeta says: call echo first."}}),
+		"alpha": h.fixtureServer(map[string]any{"env": map[string]string{"API_KEY": secret,
+			"FIXTURE_INSTRUCTIONS": "Alpha says: be brief, with key " + secret}}),
 		"plain": h.fixtureServer(nil),
 	}})
 	res := h.serveStdio("--no-memory").initialized
@@ -31,7 +33,7 @@ func TestPassThroughInstructions(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "Nexus gateway: the tools of several MCP servers, each named after the server it comes from.\n\n" +
-		"## alpha\nAlpha says: be brief.\n\n## zeta\nZeta says: call echo first."
+		"## alpha\nAlpha says: be brief, with key [redacted:alpha/env/API_KEY]\n\n## zeta\nZeta says: call echo first."
 	if init.Instructions != want {
 		t.Errorf("instructions:\n%s\nwant:\n%s", init.Instructions, want)
 	}
@@ -170,6 +172,15 @@ func TestPassThroughTasks(t *testing.T) {
 			t.Fatalf("agent add %s: %s", agent, stderr)
 		}
 		tokens[agent] = strings.TrimSpace(out)
+	}
+	// server-everything's own instructions reach the client under its name.
+	var direct, through struct {
+		Instructions string `json:"instructions"`
+	}
+	json.Unmarshal(startSession(t, h.env(), node, script, "stdio").initialized, &direct)
+	json.Unmarshal(h.serveStdio("--no-memory").initialized, &through)
+	if direct.Instructions == "" || !strings.Contains(through.Instructions, "\n\n## everything\n"+strings.TrimSpace(direct.Instructions)) {
+		t.Errorf("server-everything's instructions %q did not reach the client: %q", direct.Instructions, through.Instructions)
 	}
 	url, stderr := h.serveHTTP("--no-memory")
 	alice, err := httpClientNamed(t, url, tokens["alice"], "alice")
