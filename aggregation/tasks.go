@@ -203,7 +203,9 @@ func (g *Gateway) callTask(ctx context.Context, c *caller, p callParams) (raw js
 
 // taskRefusal decides the agent's policy for the tool a task runs: nil when allowed,
 // else the JSON-RPC error that names the rule. Unlike a plain call's refusal (an
-// isError result) it is an error: a task request has no tool result to carry it.
+// isError result) it is an error: a task request has no tool result to carry it. rec
+// is the call being observed, if any; a refused tasks/* request is observed on its
+// own, like a refused prompt or resource.
 func (g *Gateway) taskRefusal(agent string, t *Tool, rec *Call) *RPCError {
 	d := g.pol.Load().Decide(agent, t.policyTool())
 	g.denials.Record(d)
@@ -279,17 +281,25 @@ func taskMethod(method string) method {
 	}
 }
 
-// listTasks is tasks/list: the caller's own tasks, each as its child reports it now.
-// A task its child no longer knows is forgotten. Every task is on the one page.
+// listTaskReads bounds the tasks/get requests one tasks/list has in flight.
+const listTaskReads = 8
+
+// listTasks is tasks/list: the caller's own tasks whose tools its policy still
+// allows, each as its child reports it now. A task its child no longer knows is
+// forgotten. Every task is on the one page.
 func listTasks(ctx context.Context, s *session, _ json.RawMessage, r sink) (json.RawMessage, *RPCError) {
 	routes := s.g.tasks.of(s)
 	tasks := make([]json.RawMessage, len(routes))
+	pol := s.g.pol.Load()
+	slots := make(chan struct{}, listTaskReads)
 	var wg sync.WaitGroup
 	for i, rt := range routes {
-		if s.g.taskRefusal(s.agent, rt.tool, nil) != nil {
+		if !pol.Decide(s.agent, rt.tool.policyTool()).Allowed {
 			continue
 		}
+		slots <- struct{}{}
 		wg.Go(func() {
+			defer func() { <-slots }()
 			raw, rpcErr := s.g.taskRequest(ctx, &caller{s: s, r: r}, rt.server, "tasks/get", map[string]string{"taskId": rt.child})
 			if rpcErr != nil {
 				if rpcErr.Code == codeInvalidParams {
