@@ -97,6 +97,22 @@ func TestPassThroughMeta(t *testing.T) {
 			}
 		})
 	}
+	// prompts/get and resources/read carry _meta the same way.
+	h2 := newHome(t, nil)
+	h2.writeConfig(map[string]any{"servers": map[string]any{"fx": h2.fixtureServer(map[string]any{"env": map[string]string{"FIXTURE_META": "1"}})},
+		"policy": map[string]any{"default": map[string]any{"allow": []string{"*"}}}})
+	s2 := h2.serveStdio("--no-memory")
+	meta := map[string]any{"trace/id": "t-2", "progressToken": "p-2", "nexus/x": 1}
+	pm := s2.requestMsg("prompts/get", map[string]any{"name": "fx__meta", "_meta": meta})
+	if pm.Error != nil || !strings.Contains(string(pm.Result), `{\"trace/id\":\"t-2\"}`) ||
+		!strings.Contains(string(pm.Result), `"fixture/back":"from the child"`) || strings.Contains(string(pm.Result), "nexus/forged") {
+		t.Errorf("prompts/get: the child saw or answered another _meta: %s", pm.raw)
+	}
+	rm := s2.requestMsg("resources/read", map[string]any{"uri": "fixture://meta", "_meta": meta})
+	if rm.Error != nil || !strings.Contains(string(rm.Result), `{\"trace/id\":\"t-2\"}`) {
+		t.Errorf("resources/read: the child saw another _meta: %s", rm.raw)
+	}
+
 	// Progress still reaches the client under its own token.
 	res, rpcErr := s.request("tools/call", map[string]any{"name": "fx__progress", "arguments": map[string]any{"steps": 2},
 		"_meta": map[string]any{"progressToken": "p-1", "other": 1}})
