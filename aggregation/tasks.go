@@ -166,7 +166,7 @@ func (g *Gateway) callTask(ctx context.Context, c *caller, p callParams) (raw js
 		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("%s: %v", t.Canonical, err)}
 	}
 	rec.Arguments = args
-	if refused := g.taskRefusal(s.agent, t, rec); refused != nil {
+	if refused := g.taskRefusal("tools/call", s.agent, t, rec); refused != nil {
 		return nil, refused
 	}
 	var token string
@@ -206,7 +206,7 @@ func (g *Gateway) callTask(ctx context.Context, c *caller, p callParams) (raw js
 // isError result) it is an error: a task request has no tool result to carry it. rec
 // is the call being observed, if any; a refused tasks/* request is observed on its
 // own, like a refused prompt or resource.
-func (g *Gateway) taskRefusal(agent string, t *Tool, rec *Call) *RPCError {
+func (g *Gateway) taskRefusal(method, agent string, t *Tool, rec *Call) *RPCError {
 	d := g.pol.Load().Decide(agent, t.policyTool())
 	g.denials.Record(d)
 	if rec != nil {
@@ -217,7 +217,7 @@ func (g *Gateway) taskRefusal(agent string, t *Tool, rec *Call) *RPCError {
 	}
 	g.log.Info("policy: task refused", "agent", agent, "tool", t.Canonical, "rule", d.Rule, "origin", d.Origin)
 	if rec == nil {
-		rec = &Call{Start: time.Now(), Method: "tasks", Agent: agent, Tool: t.Canonical, Server: t.Server, Requested: t.Canonical}
+		rec = &Call{Start: time.Now(), Method: method, Agent: agent, Tool: t.Canonical, Server: t.Server, Requested: t.Canonical}
 		rec.decided(d)
 		g.observe(rec)
 	}
@@ -248,6 +248,16 @@ func (g *Gateway) taskRequest(ctx context.Context, c *caller, server, method str
 	return dropOwnMeta(g.redact(compact(raw))), nil
 }
 
+// taskTool is the tool a task runs as the manifest has it now (a reload may have
+// changed its annotations, and with them what @readonly allows), else as it was
+// when the task was created.
+func (g *Gateway) taskTool(rt *taskRoute) *Tool {
+	if t := g.man.Load().lookup(rt.tool.Canonical); t != nil && t.Server == rt.server {
+		return t
+	}
+	return rt.tool
+}
+
 // taskMethod is tasks/get, tasks/result or tasks/cancel: the client's task id is
 // honoured for its own session only, the policy for the task's tool is decided
 // again, and the child is asked under its own id.
@@ -262,7 +272,7 @@ func taskMethod(method string) method {
 		if rt == nil {
 			return nil, unknownTask(id)
 		}
-		if refused := s.g.taskRefusal(s.agent, rt.tool, nil); refused != nil {
+		if refused := s.g.taskRefusal(method, s.agent, s.g.taskTool(rt), nil); refused != nil {
 			return nil, refused
 		}
 		fields["taskId"] = mustMarshal(rt.child)
@@ -294,7 +304,7 @@ func listTasks(ctx context.Context, s *session, _ json.RawMessage, r sink) (json
 	slots := make(chan struct{}, listTaskReads)
 	var wg sync.WaitGroup
 	for i, rt := range routes {
-		if !pol.Decide(s.agent, rt.tool.policyTool()).Allowed {
+		if !pol.Decide(s.agent, s.g.taskTool(rt).policyTool()).Allowed {
 			continue
 		}
 		slots <- struct{}{}
