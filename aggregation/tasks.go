@@ -285,6 +285,9 @@ func taskMethod(method string) method {
 		}
 		raw, rpcErr := s.g.taskRequest(ctx, &caller{s: s, r: r}, rt.server, method, fields)
 		if rpcErr != nil {
+			if method == "tasks/get" && rpcErr.Code == codeInvalidParams {
+				s.g.tasks.remove(rt.id) // the child no longer knows the task
+			}
 			return nil, renameTaskError(rpcErr, rt.child, rt.id)
 		}
 		return renameTask(raw, rt.child, rt.id), nil
