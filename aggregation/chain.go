@@ -23,9 +23,11 @@ var errCallTimeout = errors.New("call timed out")
 type callParams struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Meta      *struct {
-		ProgressToken json.RawMessage `json:"progressToken,omitempty"`
-	} `json:"_meta,omitempty"`
+	// Meta is the client's _meta: its progress token is routed by Nexus, the rest
+	// passes to the child (passthrough.go).
+	Meta json.RawMessage `json:"_meta,omitempty"`
+	// Task asks for a task-augmented call (tasks.go).
+	Task json.RawMessage `json:"task,omitempty"`
 	// InputResponses and RequestState are a 2026-07-28 retry's answers to
 	// what the server asked: per-caller state, so its answer is never
 	// shared.
@@ -41,10 +43,13 @@ func (p callParams) carriesCallerState() bool {
 }
 
 func (p callParams) progressToken() json.RawMessage {
-	if p.Meta == nil || len(p.Meta.ProgressToken) == 0 || string(p.Meta.ProgressToken) == "null" {
+	var m struct {
+		ProgressToken json.RawMessage `json:"progressToken"`
+	}
+	if len(p.Meta) == 0 || json.Unmarshal(p.Meta, &m) != nil || len(m.ProgressToken) == 0 || string(m.ProgressToken) == "null" {
 		return nil
 	}
-	return p.Meta.ProgressToken
+	return m.ProgressToken
 }
 
 // caller is who made a call: the session and the stream its answer goes to. Progress
@@ -101,7 +106,8 @@ func (g *Gateway) callTool(ctx context.Context, c *caller, agent string, p callP
 		return refused, nil
 	}
 	forward := func(ctx context.Context) (memory.Answer, error) {
-		a, err := g.forward(withWriteGate(ctx, g, pol, agent, t, rec), c, t, args, p.progressToken(), rec)
+		ctx = withRequestMeta(withWriteGate(ctx, g, pol, agent, t, rec), passMeta(p.Meta))
+		a, err := g.forward(ctx, c, t, args, p.progressToken(), rec)
 		a.AskedClient = a.AskedClient || p.carriesCallerState()
 		return a, err
 	}
@@ -237,9 +243,9 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *caller, t *Tool, args j
 		}
 		leave(ctx)
 	}
-	raw, err := cn.request(ctx, "tools/call", callRequest(t.Name, args, token))
+	raw, err := cn.request(ctx, "tools/call", callRequest(t.Name, args, requestMeta(ctx), token))
 	if err == nil {
-		return memory.Answer{Result: g.redact(compact(raw))}, nil
+		return memory.Answer{Result: dropOwnMeta(g.redact(compact(raw)))}, nil
 	}
 	if errors.Is(err, errSessionLost) {
 		return memory.Answer{Outcome: memory.NotSent}, err // forwardTo sends it again
@@ -262,24 +268,37 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *caller, t *Tool, args j
 		outcome = memory.Answered // the child's own JSON-RPC error
 	}
 	rpcErr := g.childError(ctx, t.Server, t.Canonical, err)
-	if rpcErr.Code == codeInternal && ctx.Err() == nil {
-		// A transport failure reads better as a tool error the model can act on.
+	if own == nil && rpcErr.Code == codeInternal && ctx.Err() == nil {
+		// A transport failure reads better as a tool error the model can act on;
+		// the child's own error, whatever its code, reaches the client as it was.
 		return failed(outcome, rpcErr.Message), nil
 	}
 	return memory.Answer{Outcome: outcome, Failure: rpcErr.Message}, rpcErr
 }
 
 // callRequest encodes the params of a tools/call to a child by hand: the arguments
-// are the client's bytes, copied, never decoded and re-encoded.
-func callRequest(name string, args json.RawMessage, progressToken string) json.RawMessage {
-	b := make([]byte, 0, len(args)+len(name)+len(progressToken)+64)
+// are the client's bytes, copied, never decoded and re-encoded. meta is the client's
+// _meta less Nexus's own keys (a JSON object, or nil); progressToken is Nexus's.
+func callRequest(name string, args, meta json.RawMessage, progressToken string) json.RawMessage {
+	b := make([]byte, 0, len(args)+len(name)+len(meta)+len(progressToken)+64)
 	b = append(b, `{"name":`...)
 	b = appendJSONString(b, name)
 	b = append(b, `,"arguments":`...)
 	b = append(b, args...)
-	if progressToken != "" {
-		b = append(b, `,"_meta":{"progressToken":`...)
-		b = appendJSONString(b, progressToken)
+	var members []byte // the client's _meta members, without their braces
+	if len(meta) > 2 {
+		members = meta[1 : len(meta)-1]
+	}
+	if progressToken != "" || len(members) > 0 {
+		b = append(b, `,"_meta":{`...)
+		if progressToken != "" {
+			b = append(b, `"progressToken":`...)
+			b = appendJSONString(b, progressToken)
+			if len(members) > 0 {
+				b = append(b, ',')
+			}
+		}
+		b = append(b, members...)
 		b = append(b, '}')
 	}
 	return append(b, '}')

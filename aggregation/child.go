@@ -464,6 +464,10 @@ type conn struct {
 	relist     chan struct{} // a list_changed arrived; relistLoop reads relistWant
 	relistMu   sync.Mutex
 	relistWant int
+
+	// instructions are what the child's initialize result told its client; the
+	// gateway's own initialize result carries them under the server's name.
+	instructions string
 }
 
 func (cn *conn) markDone() { cn.lose(nil) }
@@ -590,7 +594,7 @@ func (c *child) connect(ctx context.Context) (*conn, []json.RawMessage, error) {
 		}
 		return cn, nil, fmt.Errorf("initializing %s: %w", c.name, err)
 	}
-	cn.caps = res.Capabilities
+	cn.caps, cn.instructions = res.Capabilities, res.Instructions
 	raws, err := c.listTools(initCtx, cn)
 	if err != nil {
 		cn.close()

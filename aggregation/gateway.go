@@ -97,6 +97,7 @@ type Gateway struct {
 	views    views
 	subs     subscriptions
 	progress progressRoutes
+	tasks    taskRoutes
 	listsMu  sync.Mutex   // serializes listsChanged
 	gate     sync.RWMutex // see gate.go
 
@@ -268,6 +269,7 @@ func (g *Gateway) sweepLoop(ctx context.Context) {
 			return
 		case now := <-t.C:
 			g.progress.sweep(now)
+			g.tasks.sweep(now)
 		}
 	}
 }

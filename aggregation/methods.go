@@ -39,19 +39,24 @@ func (g *Gateway) methodTable() map[string]method {
 		"resources/unsubscribe": unsubscribe,
 		"completion/complete":   complete,
 		"logging/setLevel":      setLevel,
+		"tasks/get":             taskMethod("tasks/get"),
+		"tasks/result":          taskMethod("tasks/result"),
+		"tasks/cancel":          taskMethod("tasks/cancel"),
+		"tasks/list":            listTasks,
 	}
 }
 
 // supportedVersions are the protocol revisions the front speaks, newest first.
 var supportedVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
-// serverInstructions tell a model what it is talking to.
-const serverInstructions = "Nexus gateway: the tools of several MCP servers, each named after the server it comes from."
-
 // initialize is the identity step: the agent is decided here, once, for the whole
 // session. Over HTTP the bearer token decided it already; on stdio --agent or
 // NEXUS_AGENT, else the client's self-reported name as a hint, else anonymous.
-func initialize(_ context.Context, s *session, params json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
+//
+// The answer carries the children's instructions and, when a child offers tasks, the
+// tasks capability: it waits for the children's first attempts as the first lists
+// do, so that a client that starts with the gateway is told what its servers say.
+func initialize(ctx context.Context, s *session, params json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
 	if s.ready.Load() {
 		return nil, &RPCError{Code: codeInvalidRequest, Message: "the session is already initialized"}
 	}
@@ -82,6 +87,7 @@ func initialize(_ context.Context, s *session, params json.RawMessage, _ sink) (
 	if slices.Contains(supportedVersions, p.ProtocolVersion) {
 		version = p.ProtocolVersion
 	}
+	s.g.awaitFirstLists(ctx)
 	if s.g.started() {
 		// The client knows the lists of this moment (it can list them); until the
 		// children's first attempts are over its first lists are still to come.
@@ -92,17 +98,21 @@ func initialize(_ context.Context, s *session, params json.RawMessage, _ sink) (
 	}
 	s.ready.Store(true)
 	s.g.log.Debug("session initialized", "session", s.id, "front", s.front, "agent", s.agent, "client", p.ClientInfo.Name)
+	caps := map[string]any{
+		"tools":       map[string]any{"listChanged": true},
+		"prompts":     map[string]any{"listChanged": true},
+		"resources":   map[string]any{"listChanged": true, "subscribe": true},
+		"completions": map[string]any{},
+		"logging":     map[string]any{},
+	}
+	if tc := s.g.taskCapability(); tc != nil {
+		caps["tasks"] = tc
+	}
 	res, _ := json.Marshal(map[string]any{
 		"protocolVersion": version,
-		"capabilities": map[string]any{
-			"tools":       map[string]any{"listChanged": true},
-			"prompts":     map[string]any{"listChanged": true},
-			"resources":   map[string]any{"listChanged": true, "subscribe": true},
-			"completions": map[string]any{},
-			"logging":     map[string]any{},
-		},
-		"serverInfo":   map[string]any{"name": "nexus", "version": Version},
-		"instructions": serverInstructions,
+		"capabilities":    caps,
+		"serverInfo":      map[string]any{"name": "nexus", "version": Version},
+		"instructions":    s.g.instructions(),
 	})
 	return res, nil
 }
@@ -135,6 +145,9 @@ func callToolMethod(ctx context.Context, s *session, params json.RawMessage, r s
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf(`tools/call params must be {"name": "<tool>", "arguments": {...}}: %v`, err)}
 	}
+	if len(p.Task) > 0 && string(p.Task) != "null" {
+		return s.g.callTask(ctx, &caller{s: s, r: r}, p)
+	}
 	return s.g.callTool(ctx, &caller{s: s, r: r}, s.agent, p)
 }
 
@@ -143,6 +156,7 @@ func getPrompt(ctx context.Context, s *session, params json.RawMessage, _ sink) 
 	var p struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments,omitempty"`
+		Meta      json.RawMessage `json:"_meta,omitempty"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
 		return nil, &RPCError{Code: codeInvalidParams, Message: `prompts/get params must be {"name": "<prompt>", "arguments": {...}}`}
@@ -158,6 +172,9 @@ func getPrompt(ctx context.Context, s *session, params json.RawMessage, _ sink) 
 	if len(p.Arguments) > 0 {
 		out["arguments"] = p.Arguments
 	}
+	if meta := passMeta(p.Meta); meta != nil {
+		out["_meta"] = meta
+	}
 	return s.g.childRequest(ctx, pr.server, "prompts/get", out)
 }
 
@@ -167,7 +184,7 @@ func readResource(ctx context.Context, s *session, params json.RawMessage, _ sin
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
-	return s.g.childRequest(ctx, server, "resources/read", params)
+	return s.g.childRequest(ctx, server, "resources/read", forwardParams(params))
 }
 
 // subscribe forwards resources/subscribe to the owner the first time any session
@@ -268,7 +285,7 @@ func complete(ctx context.Context, s *session, params json.RawMessage, _ sink) (
 		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf(`unknown ref type %s: use "ref/prompt" or "ref/resource"`, quoted(ref.Type))}
 	}
 	raw, _ := json.Marshal(p)
-	return s.g.childRequest(ctx, server, "completion/complete", json.RawMessage(raw))
+	return s.g.childRequest(ctx, server, "completion/complete", forwardParams(raw))
 }
 
 // setLevel records the session's logging level (log messages below it are not sent
@@ -375,5 +392,5 @@ func (g *Gateway) childRequest(ctx context.Context, server, method string, param
 	if err != nil {
 		return nil, g.childError(ctx, server, method, err)
 	}
-	return g.redact(compact(raw)), nil
+	return dropOwnMeta(g.redact(compact(raw))), nil
 }

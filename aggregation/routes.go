@@ -99,6 +99,8 @@ func (g *Gateway) notification(server, method string, params json.RawMessage) {
 		g.progress.deliver(server, params)
 	case "notifications/message":
 		g.routeLog(server, params)
+	case "notifications/tasks/status":
+		g.deliverTaskStatus(server, params)
 	case "notifications/resources/updated":
 		uri := uriOf(params)
 		for _, s := range g.subs.subscribers(server, uri) {

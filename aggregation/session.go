@@ -311,6 +311,7 @@ func (s *session) close() {
 	for uri, server := range subs {
 		s.g.subs.remove(s.g, s, server, uri)
 	}
+	s.g.tasks.dropSession(s)
 }
 
 // agentName is the session's agent; anonymous before initialize.

@@ -169,6 +169,8 @@ type session struct {
 	// answer replies to requests the gateway sends the client (sampling, roots...);
 	// set it before the call that triggers them.
 	answer func(m message) (result any, err *rpcError)
+	// initialized is the gateway's initialize result.
+	initialized json.RawMessage
 }
 
 type lockedBuffer struct {
@@ -222,7 +224,7 @@ func startSession(t *testing.T, env []string, command string, args ...string) *s
 	if rpcErr != nil {
 		t.Fatalf("initialize: %+v\nstderr:\n%s", rpcErr, s.stderr)
 	}
-	_ = res
+	s.initialized = res
 	s.notify("notifications/initialized", nil)
 	return s
 }
