@@ -159,24 +159,33 @@ func getPrompt(ctx context.Context, s *session, params json.RawMessage, _ sink) 
 	return s.g.childRequest(ctx, pr.server, "prompts/get", out)
 }
 
-// readResource is resources/read: policy on the owner's resources, then the owner.
+// readResource is resources/read: policy on the owner's resources, then the owner,
+// asked for the URI it knows. URIs in the contents are given back as the client
+// must spell them.
 func readResource(ctx context.Context, s *session, params json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
-	server, rpcErr := s.resourceServer(params, "read")
+	server, uri, rpcErr := s.resourceServer(params, "read")
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
-	return s.g.childRequest(ctx, server, "resources/read", params)
+	if uri != uriOf(params) {
+		params = setField(params, "uri", uri)
+	}
+	raw, rpcErr := s.g.childRequest(ctx, server, "resources/read", params)
+	if rpcErr != nil {
+		return nil, rpcErr
+	}
+	return s.g.man.Load().clientURIs(server, raw), nil
 }
 
 // subscribe forwards resources/subscribe to the owner the first time any session
-// subscribes to a URI; updates then reach only the sessions that subscribed.
+// subscribes to a URI; updates then reach only the sessions that subscribed, under
+// the URI each subscribed with.
 func subscribe(ctx context.Context, s *session, params json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
-	server, rpcErr := s.resourceServer(params, "subscribe to")
+	server, uri, rpcErr := s.resourceServer(params, "subscribe to")
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
-	uri := uriOf(params)
-	if err := s.g.subs.add(ctx, s.g, s, server, uri); err != nil {
+	if err := s.g.subs.add(ctx, s.g, s, subKey{server, uri}, uriOf(params)); err != nil {
 		return nil, err
 	}
 	return json.RawMessage("{}"), nil
@@ -188,10 +197,10 @@ func unsubscribe(ctx context.Context, s *session, params json.RawMessage, _ sink
 		return nil, &RPCError{Code: codeInvalidParams, Message: `resources/unsubscribe params must be {"uri": "<uri>"}`}
 	}
 	s.mu.Lock()
-	server, ok := s.subs[uri]
+	k, ok := s.subs[uri]
 	s.mu.Unlock()
 	if ok {
-		s.g.subs.remove(s.g, s, server, uri)
+		s.g.subs.remove(s.g, s, k, uri)
 	}
 	return json.RawMessage("{}"), nil
 }
@@ -204,24 +213,44 @@ func uriOf(params json.RawMessage) string {
 	return p.URI
 }
 
-// resourceServer finds the owner of the URI in params and applies the policy.
-func (s *session) resourceServer(params json.RawMessage, verb string) (string, *RPCError) {
-	uri := uriOf(params)
-	if uri == "" {
-		return "", &RPCError{Code: codeInvalidParams, Message: `params must be {"uri": "<uri>"}`}
+// resourceServer finds the owner of the URI in params, and the URI the owner knows,
+// and applies the policy. A URI several servers could own is refused with its
+// namespaced forms: guessing would send the request to a server the client did not
+// mean.
+func (s *session) resourceServer(params json.RawMessage, verb string) (server, uri string, _ *RPCError) {
+	asked := uriOf(params)
+	if asked == "" {
+		return "", "", &RPCError{Code: codeInvalidParams, Message: `params must be {"uri": "<uri>"}`}
 	}
-	server, ok := s.g.man.Load().resourceOwner(uri)
-	if !ok {
-		return "", &RPCError{Code: codeNotFound, Message: fmt.Sprintf("resource %s not found: no server lists it or a template that matches it", quoted(uri)), Data: map[string]any{"uri": uri}}
+	server, uri, candidates := s.g.man.Load().routeResource(asked)
+	if candidates != nil {
+		v := s.g.view(s.agent)
+		var visible []string
+		for _, c := range candidates {
+			if cs, _, _ := splitNamespaced(c); v.readable[cs] {
+				visible = append(visible, c)
+			}
+		}
+		switch len(visible) {
+		case 0:
+		case 1:
+			server, uri, _ = splitNamespaced(visible[0])
+		default:
+			return "", "", &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("resource %s is served by several servers; name one: %s", quoted(asked), quoteJoin(visible)),
+				Data: map[string]any{"uri": asked, "candidates": visible}}
+		}
+	}
+	if server == "" {
+		return "", "", &RPCError{Code: codeNotFound, Message: fmt.Sprintf("resource %s not found: no server lists it or a template that matches it", quoted(asked)), Data: map[string]any{"uri": asked}}
 	}
 	method := "resources/read"
 	if verb != "read" {
 		method = "resources/subscribe"
 	}
 	if d := s.g.decideItem(method, s.agent, server, ""); !d.Allowed {
-		return "", refusal(d, verb+" resource "+quoted(uri))
+		return "", "", refusal(d, verb+" resource "+quoted(asked))
 	}
-	return server, nil
+	return server, uri, nil
 }
 
 // complete is completion/complete: the reference names a prompt (by its wire name)
@@ -249,14 +278,19 @@ func complete(ctx context.Context, s *session, params json.RawMessage, _ sink) (
 		server = pr.server
 		p["ref"], _ = json.Marshal(map[string]string{"type": ref.Type, "name": pr.name})
 	case "ref/resource":
+		m := s.g.man.Load()
+		var uri string
 		var ok bool
-		if server, ok = s.g.man.Load().templateOwner(ref.URI); !ok {
-			if server, ok = s.g.man.Load().resourceOwner(ref.URI); !ok {
+		if server, uri, ok = m.templateOwner(ref.URI); !ok {
+			if server, uri, _ = m.routeResource(ref.URI); server == "" {
 				return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown resource template %s", quoted(ref.URI))}
 			}
 		}
 		if d := s.g.decideItem("completion/complete", s.agent, server, ""); !d.Allowed {
 			return nil, refusal(d, "complete resource "+quoted(ref.URI))
+		}
+		if uri != ref.URI {
+			p["ref"], _ = json.Marshal(map[string]string{"type": ref.Type, "uri": uri})
 		}
 	default:
 		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf(`unknown ref type %s: use "ref/prompt" or "ref/resource"`, quoted(ref.Type))}

@@ -63,7 +63,7 @@ func buildView(m *manifest, pol *policy.Policy, agent string) *view {
 	var tools, prompts, resources, templates []json.RawMessage
 	for _, t := range m.tools {
 		if pol.Decide(agent, t.policyTool()).Allowed {
-			tools = append(tools, t.listed)
+			tools = append(tools, m.listedTool(t))
 			v.sees[t.Server] = true
 		}
 	}
@@ -75,12 +75,12 @@ func buildView(m *manifest, pol *policy.Policy, agent string) *view {
 	}
 	for _, r := range m.resources {
 		if v.readable[r.server] {
-			resources = append(resources, r.raw)
+			resources = append(resources, r.listed)
 		}
 	}
 	for _, t := range m.templates {
 		if v.readable[t.server] {
-			templates = append(templates, t.raw)
+			templates = append(templates, t.listed)
 		}
 	}
 	v.tools = listResult("tools", tools)
