@@ -361,9 +361,9 @@ func (g *Gateway) Resolve(ctx context.Context, name string) (*Tool, error) {
 // server's tools by the names that server gave them. Policy then decides on the
 // tool's canonical name, as for any call.
 func (g *Gateway) resolveCall(ctx context.Context, agent, name string) (*Tool, error) {
-	m := g.man.Load()
-	if m.lookup(name) == nil {
-		if t, err := m.bareTool(g.view(agent), name); t != nil {
+	if g.man.Load().lookup(name) == nil {
+		g.awaitFirstLists(ctx) // a child's names are known once its first lists are in
+		if t, err := g.man.Load().bareTool(g.view(agent), name); t != nil {
 			return t, nil
 		} else if err != nil {
 			return nil, err

@@ -163,7 +163,7 @@ func getPrompt(ctx context.Context, s *session, params json.RawMessage, _ sink) 
 // asked for the URI it knows. URIs in the contents are given back as the client
 // must spell them.
 func readResource(ctx context.Context, s *session, params json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
-	server, uri, rpcErr := s.resourceServer(params, "read")
+	server, uri, rpcErr := s.resourceServer(ctx, params, "read")
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
@@ -181,7 +181,7 @@ func readResource(ctx context.Context, s *session, params json.RawMessage, _ sin
 // subscribes to a URI; updates then reach only the sessions that subscribed, under
 // the URI each subscribed with.
 func subscribe(ctx context.Context, s *session, params json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
-	server, uri, rpcErr := s.resourceServer(params, "subscribe to")
+	server, uri, rpcErr := s.resourceServer(ctx, params, "subscribe to")
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
@@ -217,11 +217,12 @@ func uriOf(params json.RawMessage) string {
 // and applies the policy. A URI several servers could own is refused with its
 // namespaced forms: guessing would send the request to a server the client did not
 // mean.
-func (s *session) resourceServer(params json.RawMessage, verb string) (server, uri string, _ *RPCError) {
+func (s *session) resourceServer(ctx context.Context, params json.RawMessage, verb string) (server, uri string, _ *RPCError) {
 	asked := uriOf(params)
 	if asked == "" {
 		return "", "", &RPCError{Code: codeInvalidParams, Message: `params must be {"uri": "<uri>"}`}
 	}
+	s.g.awaitFirstLists(ctx) // the owners are known once their first lists are in
 	server, uri, candidates := s.g.man.Load().routeResource(asked)
 	if candidates != nil {
 		v := s.g.view(s.agent)
