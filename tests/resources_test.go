@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -323,5 +324,54 @@ func TestBareToolNames(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTwoServerEverythings: two instances of a real third-party server list the same
+// resources and templates; through Nexus each is listed once per instance,
+// namespaced, and reads the same contents a direct session reads, under the URI the
+// client asked for.
+func TestTwoServerEverythings(t *testing.T) {
+	node, script := everythingServer(t)
+	server := map[string]any{"command": node, "args": []string{script, "stdio"}}
+	h := newHome(t, map[string]any{"servers": map[string]any{"one": server, "two": server},
+		"policy": map[string]any{"default": map[string]any{"allow": []string{"*"}}}})
+	d := startSession(t, h.env(), node, script, "stdio")
+	s := h.serveStdio("--no-memory")
+	for _, list := range []struct{ method, field, key string }{
+		{"resources/list", "resources", "uri"},
+		{"resources/templates/list", "resourceTemplates", "uriTemplate"},
+	} {
+		direct, through := listKeys(t, d, list.method, list.field, list.key), listKeys(t, s, list.method, list.field, list.key)
+		if len(direct) == 0 || len(through) != 2*len(direct) {
+			t.Fatalf("%s: %d direct, %d through nexus: want twice as many", list.method, len(direct), len(through))
+		}
+		for _, k := range direct {
+			for _, srv := range []string{"one", "two"} {
+				if ns := strings.SplitN(k, ":", 2)[0] + "://nexus/" + srv + "/" + k; !contains(through, ns) {
+					t.Errorf("%s: %q missing through nexus", list.method, ns)
+				}
+			}
+		}
+	}
+	uri := listKeys(t, d, "resources/list", "resources", "uri")[0]
+	ns := strings.SplitN(uri, ":", 2)[0] + "://nexus/two/" + uri
+	rd, rt := d.requestMsg("resources/read", map[string]any{"uri": uri}), s.requestMsg("resources/read", map[string]any{"uri": ns})
+	var direct, through any
+	_ = json.Unmarshal(rd.Result, &direct)
+	_ = json.Unmarshal([]byte(strings.ReplaceAll(string(rt.Result), `"uri":"`+ns+`"`, `"uri":"`+uri+`"`)), &through)
+	if rt.Error != nil || !strings.Contains(string(rt.Result), `"uri":"`+ns+`"`) || !reflect.DeepEqual(direct, through) {
+		t.Errorf("resources/read %s: direct %s, through %s", ns, rd.raw, rt.raw)
+	}
+	if m := s.requestMsg("resources/read", map[string]any{"uri": uri}); m.Error == nil || m.Error.Code != -32602 {
+		t.Errorf("the bare shared %s: want -32602 naming the two, got %s", uri, m.raw)
+	}
+	// A completion of a namespaced template is the owner's completion of its own.
+	tmpl := listKeys(t, d, "resources/templates/list", "resourceTemplates", "uriTemplate")[0]
+	arg := map[string]any{"name": "resourceId", "value": "1"}
+	cd := d.requestMsg("completion/complete", map[string]any{"ref": map[string]any{"type": "ref/resource", "uri": tmpl}, "argument": arg})
+	ct := s.requestMsg("completion/complete", map[string]any{"ref": map[string]any{"type": "ref/resource", "uri": strings.SplitN(tmpl, ":", 2)[0] + "://nexus/one/" + tmpl}, "argument": arg})
+	if ct.Error != nil || cd.Error != nil || compactJSON(t, cd.Result) != compactJSON(t, ct.Result) {
+		t.Errorf("completion/complete of %s: direct %s, through %s", tmpl, cd.raw, ct.raw)
 	}
 }
