@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"maps"
 	"sync"
 	"time"
 )
@@ -102,13 +101,13 @@ func (g *Gateway) notification(server, method string, params json.RawMessage) {
 		g.routeLog(server, params)
 	case "notifications/resources/updated":
 		uri := uriOf(params)
-		for s, known := range g.subs.subscribers(subKey{server, uri}) {
-			if g.view(s.agent).readable[server] {
+		for _, sub := range g.subs.subscribers(subKey{server, uri}) {
+			if g.view(sub.s.agent).readable[server] {
 				out := params
-				if known != uri {
-					out = setField(params, "uri", known)
+				if sub.uri != uri {
+					out = setField(params, "uri", sub.uri)
 				}
-				s.push(notificationBytes(method, out))
+				sub.s.push(notificationBytes(method, out))
 			}
 		}
 	default:
@@ -253,11 +252,11 @@ func (g *Gateway) rootsChanged() {
 
 // subscriptions counts the sessions subscribed to each resource of each server: the
 // child is asked to subscribe when the first session does and to unsubscribe when
-// the last one leaves. Each session is kept with the URI it subscribed with (its own
-// or a namespaced form), which its updates carry.
+// the last one leaves. Each session is kept with the URIs it subscribed with (its
+// own, or a namespaced form: a client may use both), which its updates carry.
 type subscriptions struct {
 	mu sync.Mutex
-	m  map[subKey]map[*session]string
+	m  map[subKey]map[*session]map[string]bool
 }
 
 // subKey is a resource as its server knows it.
@@ -276,12 +275,15 @@ func (sb *subscriptions) add(ctx context.Context, g *Gateway, s *session, k subK
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	if sb.m == nil {
-		sb.m = map[subKey]map[*session]string{}
+		sb.m = map[subKey]map[*session]map[string]bool{}
 	}
 	if sb.m[k] == nil {
-		sb.m[k] = map[*session]string{}
+		sb.m[k] = map[*session]map[string]bool{}
 	}
-	sb.m[k][s] = uri
+	if sb.m[k][s] == nil {
+		sb.m[k][s] = map[string]bool{}
+	}
+	sb.m[k][s][uri] = true
 	s.mu.Lock()
 	s.subs[uri] = k
 	s.mu.Unlock()
@@ -291,7 +293,10 @@ func (sb *subscriptions) add(ctx context.Context, g *Gateway, s *session, k subK
 // remove ends the subscription of s to k, which the client calls uri.
 func (sb *subscriptions) remove(g *Gateway, s *session, k subKey, uri string) {
 	sb.mu.Lock()
-	delete(sb.m[k], s)
+	delete(sb.m[k][s], uri)
+	if len(sb.m[k][s]) == 0 {
+		delete(sb.m[k], s)
+	}
 	last := len(sb.m[k]) == 0
 	if last {
 		delete(sb.m, k)
@@ -309,11 +314,23 @@ func (sb *subscriptions) remove(g *Gateway, s *session, k subKey, uri string) {
 	}
 }
 
-// subscribers are the sessions subscribed to k, each with the URI it knows k by.
-func (sb *subscriptions) subscribers(k subKey) map[*session]string {
+// subscriber is a session subscribed to a resource, under one URI it knows it by.
+type subscriber struct {
+	s   *session
+	uri string
+}
+
+// subscribers are the sessions subscribed to k, once per URI each knows k by.
+func (sb *subscriptions) subscribers(k subKey) []subscriber {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
-	return maps.Clone(sb.m[k])
+	var out []subscriber
+	for s, uris := range sb.m[k] {
+		for u := range uris {
+			out = append(out, subscriber{s, u})
+		}
+	}
+	return out
 }
 
 // callers tracks the calls in flight on one child connection, so that a request the

@@ -93,7 +93,7 @@ func readText(t *testing.T, s *session, uri string) (gotURI, text string) {
 // shared URI is refused with both candidates, not guessed.
 func TestSharedResourceURIsAreNamespaced(t *testing.T) {
 	rs := newResourceServers(t, nil, "alpha", "beta")
-	s := rs.serveStdio()
+	s := rs.serveStdio("--no-memory")
 	want := []string{"alpha://own", "beta://own", "shared://nexus/alpha/shared://doc", "shared://nexus/beta/shared://doc",
 		"ui://nexus/alpha/ui://app/main.html", "ui://nexus/beta/ui://app/main.html"}
 	if got := listed(t, s, "resources/list", "resources", "uri"); !slices.Equal(got, want) {
@@ -133,7 +133,7 @@ func TestSharedResourceURIsAreNamespaced(t *testing.T) {
 func TestSharedTemplatesAreListedPerOwner(t *testing.T) {
 	servers := []string{"alpha", "beta", "gamma"}
 	rs := newResourceServers(t, nil, servers...)
-	s := rs.serveStdio()
+	s := rs.serveStdio("--no-memory")
 	var want []string
 	for _, srv := range servers {
 		want = append(want, "shared://nexus/"+srv+"/shared://item/{id}")
@@ -169,7 +169,7 @@ func TestSharedTemplatesAreListedPerOwner(t *testing.T) {
 // server's update of the same URI does not reach the session.
 func TestSharedResourceSubscription(t *testing.T) {
 	rs := newResourceServers(t, nil, "alpha", "beta")
-	s := rs.serveStdio()
+	s := rs.serveStdio("--no-memory")
 	ns := "shared://nexus/beta/shared://doc"
 	if _, rpcErr := s.request("resources/subscribe", map[string]any{"uri": ns}); rpcErr != nil {
 		t.Fatalf("subscribe: %+v", rpcErr)
@@ -188,11 +188,42 @@ func TestSharedResourceSubscription(t *testing.T) {
 	}
 	eventually(t, 5*time.Second, "beta is asked to unsubscribe", func() bool { return rs.received("beta", "unsubscribe:shared://doc") == 1 })
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, n := range s.notes {
 		if n.Method == "notifications/resources/updated" {
 			t.Errorf("an update the session should not get: %s", n.raw)
 		}
+	}
+	s.notes = nil
+	s.mu.Unlock()
+
+	// A URI one server lists answers to its own name and to its namespaced form; a
+	// session subscribed under both is told under both, and the child is asked once.
+	own, nsOwn := "beta://own", "beta://nexus/beta/beta://own"
+	for _, u := range []string{own, nsOwn} {
+		if _, rpcErr := s.request("resources/subscribe", map[string]any{"uri": u}); rpcErr != nil {
+			t.Fatalf("subscribe %s: %+v", u, rpcErr)
+		}
+	}
+	if n := rs.received("beta", "subscribe:"+own); n != 1 {
+		t.Errorf("beta was asked to subscribe %d times, want once", n)
+	}
+	s.call("beta__touch", map[string]any{"uri": own})
+	got := map[string]bool{}
+	for range 2 {
+		got[uriOfParams(s.waitNote("notifications/resources/updated", 10*time.Second, nil).Params)] = true
+	}
+	if !got[own] || !got[nsOwn] {
+		t.Errorf("updates under %v, want both %s and %s", got, own, nsOwn)
+	}
+	if _, rpcErr := s.request("resources/unsubscribe", map[string]any{"uri": own}); rpcErr != nil {
+		t.Fatal(rpcErr)
+	}
+	if rs.received("beta", "unsubscribe:"+own) != 0 {
+		t.Error("beta was asked to unsubscribe while the session still holds the namespaced subscription")
+	}
+	s.call("beta__touch", map[string]any{"uri": own})
+	if u := uriOfParams(s.waitNote("notifications/resources/updated", 10*time.Second, nil).Params); u != nsOwn {
+		t.Errorf("after unsubscribing %s, the update carries %q, want %q", own, u, nsOwn)
 	}
 }
 
@@ -218,7 +249,7 @@ func TestMCPAppThroughNexus(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rs := newResourceServers(t, nil, tc.servers...)
-			s := rs.serveStdio()
+			s := rs.serveStdio("--no-memory")
 			var tool struct {
 				Meta struct {
 					UI struct {
@@ -291,7 +322,7 @@ func TestBareToolNames(t *testing.T) {
 		{name: "unknown", agent: "anyone", tool: "no-such-tool", errCode: -32602, errHas: []string{"unknown tool"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := h.serveStdio("--agent", tc.agent)
+			s := h.serveStdio("--agent", tc.agent, "--no-memory")
 			before := map[string]int{"alpha": calls("alpha", tc.tool), "beta": calls("beta", tc.tool)}
 			m := s.requestMsg("tools/call", map[string]any{"name": tc.tool, "arguments": map[string]any{"message": "hi"}})
 			if tc.errCode != 0 {
