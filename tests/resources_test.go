@@ -356,6 +356,11 @@ func TestBareToolNames(t *testing.T) {
 			}
 		})
 	}
+	// policy explain accepts the names a call accepts, and decides the full name.
+	out, stderr, _ := h.nexus("policy", "explain", "--agent", "no-weather", "get-weather")
+	if !strings.Contains(out+stderr, "alpha.get-weather") || strings.HasPrefix(out, "allowed:") {
+		t.Errorf("nexus policy explain --agent no-weather get-weather:\n%s%s", out, stderr)
+	}
 }
 
 // TestTwoServerEverythings: two instances of a real third-party server list the same
