@@ -112,7 +112,7 @@ func (g *Gateway) callTool(ctx context.Context, c *caller, agent string, p callP
 		}
 		return toolError(fmt.Sprintf("%s: %v", t.Canonical, err)), nil
 	}
-	return g.man.Load().clientURIs(t.Server, raw), nil
+	return g.view(agent).res.clientURIs(t.Server, raw), nil
 }
 
 // decide is the policy step: nil when the call may go on, else the refusal.

@@ -174,7 +174,7 @@ func readResource(ctx context.Context, s *session, params json.RawMessage, _ sin
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
-	return s.g.man.Load().clientURIs(server, raw), nil
+	return s.g.view(s.agent).res.clientURIs(server, raw), nil
 }
 
 // subscribe forwards resources/subscribe to the owner the first time any session
@@ -223,23 +223,10 @@ func (s *session) resourceServer(ctx context.Context, params json.RawMessage, ve
 		return "", "", &RPCError{Code: codeInvalidParams, Message: `params must be {"uri": "<uri>"}`}
 	}
 	s.g.awaitFirstLists(ctx) // the owners are known once their first lists are in
-	server, uri, candidates := s.g.man.Load().routeResource(asked)
+	server, uri, candidates := s.routeResource(asked)
 	if candidates != nil {
-		v := s.g.view(s.agent)
-		var visible []string
-		for _, c := range candidates {
-			if cs, _, _ := splitNamespaced(c); v.readable[cs] {
-				visible = append(visible, c)
-			}
-		}
-		switch len(visible) {
-		case 0:
-		case 1:
-			server, uri, _ = splitNamespaced(visible[0])
-		default:
-			return "", "", &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("resource %s is served by several servers; name one: %s", quoted(asked), quoteJoin(visible)),
-				Data: map[string]any{"uri": asked, "candidates": visible}}
-		}
+		return "", "", &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("resource %s is served by several servers; name one: %s", quoted(asked), quoteJoin(candidates)),
+			Data: map[string]any{"uri": asked, "candidates": candidates}}
 	}
 	if server == "" {
 		return "", "", &RPCError{Code: codeNotFound, Message: fmt.Sprintf("resource %s not found: no server lists it or a template that matches it", quoted(asked)), Data: map[string]any{"uri": asked}}
@@ -252,6 +239,20 @@ func (s *session) resourceServer(ctx context.Context, params json.RawMessage, ve
 		return "", "", refusal(d, verb+" resource "+quoted(asked))
 	}
 	return server, uri, nil
+}
+
+// routeResource routes a client's URI by the names the agent was given; a URI of
+// a server the agent may not read is found among every server's, for policy to
+// refuse by name.
+func (s *session) routeResource(uri string) (server, childURI string, candidates []string) {
+	if server, childURI, candidates = s.g.view(s.agent).res.route(uri); server != "" || candidates != nil {
+		return server, childURI, candidates
+	}
+	server, childURI, candidates = s.g.man.Load().res.route(uri)
+	if candidates != nil {
+		server, childURI, _ = splitNamespaced(candidates[0]) // none is readable: refused below
+	}
+	return server, childURI, nil
 }
 
 // complete is completion/complete: the reference names a prompt (by its wire name)
@@ -279,11 +280,13 @@ func complete(ctx context.Context, s *session, params json.RawMessage, _ sink) (
 		server = pr.server
 		p["ref"], _ = json.Marshal(map[string]string{"type": ref.Type, "name": pr.name})
 	case "ref/resource":
-		m := s.g.man.Load()
 		var uri string
 		var ok bool
-		if server, uri, ok = m.templateOwner(ref.URI); !ok {
-			if server, uri, _ = m.routeResource(ref.URI); server == "" {
+		if server, uri, ok = s.g.view(s.agent).res.templateOwner(ref.URI); !ok {
+			server, uri, ok = s.g.man.Load().res.templateOwner(ref.URI)
+		}
+		if !ok {
+			if server, uri, _ = s.routeResource(ref.URI); server == "" {
 				return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown resource template %s", quoted(ref.URI))}
 			}
 		}

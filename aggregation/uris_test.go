@@ -97,10 +97,10 @@ func TestResourceRouting(t *testing.T) {
 		t.Fatal(errs)
 	}
 	var listed, patterns []string
-	for _, r := range m.resources {
+	for _, r := range m.res.resources {
 		listed = append(listed, uriOf(r.listed))
 	}
-	for _, tp := range m.templates {
+	for _, tp := range m.res.templates {
 		var f struct {
 			URITemplate string `json:"uriTemplate"`
 		}
@@ -131,10 +131,37 @@ func TestResourceRouting(t *testing.T) {
 		{"x://nothing", "", "", nil},
 		{"shared://nexus/zed/shared://doc", "", "", nil}, // no such server
 	} {
-		server, childURI, candidates := m.routeResource(tc.uri)
+		server, childURI, candidates := m.res.route(tc.uri)
 		if server != tc.server || childURI != tc.childURI || !slices.Equal(candidates, tc.candidates) {
-			t.Errorf("routeResource(%q) = %q, %q, %q; want %q, %q, %q", tc.uri, server, childURI, candidates, tc.server, tc.childURI, tc.candidates)
+			t.Errorf("route(%q) = %q, %q, %q; want %q, %q, %q", tc.uri, server, childURI, candidates, tc.server, tc.childURI, tc.candidates)
 		}
+	}
+}
+
+// TestResourceIndexPerAgent: an agent that may read one of the servers that share a
+// URI or template sees it as that server alone would name it.
+func TestResourceIndexPerAgent(t *testing.T) {
+	m, _ := buildManifest(map[string][]*Tool{"a": nil, "b": nil}, map[string]extras{
+		"a": resourceExtras(t, "a", []string{"shared://doc"}, []string{"shared://item/{id}"}),
+		"b": resourceExtras(t, "b", []string{"shared://doc", "b://own"}, []string{"shared://item/{id}"}),
+	})
+	x := newResourceIndex(m, func(s string) bool { return s == "a" })
+	if len(x.resources) != 1 || uriOf(x.resources[0].listed) != "shared://doc" || x.templates[0].client != "shared://item/{id}" || x.namespacing {
+		t.Errorf("a alone: resources %+v, templates %+v", x.resources, x.templates)
+	}
+	for _, tc := range []struct{ uri, server, childURI string }{
+		{"shared://doc", "a", "shared://doc"},
+		{"shared://item/1", "a", "shared://item/1"},
+		{"shared://nexus/a/shared://doc", "a", "shared://doc"},
+		{"shared://nexus/b/shared://doc", "", ""}, // b is not a's to route: the manifest's index does, for policy
+		{"b://own", "", ""},
+	} {
+		if server, childURI, candidates := x.route(tc.uri); server != tc.server || childURI != tc.childURI || candidates != nil {
+			t.Errorf("route(%q) = %q, %q, %q; want %q, %q", tc.uri, server, childURI, candidates, tc.server, tc.childURI)
+		}
+	}
+	if server, _, _ := m.res.route("b://own"); server != "b" {
+		t.Errorf("the manifest's index routes b://own to %q", server)
 	}
 }
 
@@ -156,7 +183,7 @@ func TestRewriteURIs(t *testing.T) {
 			`{"content":[{"type":"resource_link","uri":"a://mine"}],  "_meta":{"ui":{"resourceUri":"https://x"}}}`},
 		{"structured untouched", `{"structuredContent":{"uri":"ui://app/main.html"}}`, `{"structuredContent":{"uri":"ui://app/main.html"}}`},
 	} {
-		if got := string(m.clientURIs("b", json.RawMessage(tc.in))); got != tc.want {
+		if got := string(m.res.clientURIs("b", json.RawMessage(tc.in))); got != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
 		}
 	}

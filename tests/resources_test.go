@@ -240,16 +240,21 @@ func uriOfParams(params json.RawMessage) string {
 // its result name the server's namespaced page, which reads that server's page.
 func TestMCPAppThroughNexus(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		servers []string
-		page    string
+		name, agent string
+		servers     []string
+		page        string
 	}{
-		{"alone", []string{"alpha"}, "ui://app/main.html"},
-		{"two apps", []string{"alpha", "beta"}, "ui://nexus/alpha/ui://app/main.html"},
+		{"alone", "anyone", []string{"alpha"}, "ui://app/main.html"},
+		{"two apps", "anyone", []string{"alpha", "beta"}, "ui://nexus/alpha/ui://app/main.html"},
+		// An agent that may use alpha only sees it as if connected to alpha alone.
+		{"two apps, an agent that sees one", "alpha-only", []string{"alpha", "beta"}, "ui://app/main.html"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rs := newResourceServers(t, nil, tc.servers...)
-			s := rs.serveStdio("--no-memory")
+			rs := newResourceServers(t, map[string]any{
+				"default": map[string]any{"allow": []string{"@readonly"}},
+				"agents":  map[string]any{"alpha-only": map[string]any{"allow": []string{"alpha.*"}}},
+			}, tc.servers...)
+			s := rs.serveStdio("--agent", tc.agent, "--no-memory")
 			var tool struct {
 				Meta struct {
 					UI struct {
