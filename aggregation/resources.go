@@ -29,8 +29,8 @@ type resourceIndex struct {
 	toolListed map[*Tool]json.RawMessage
 }
 
-// newResourceIndex indexes the resources and templates of m's servers that keep
-// says to keep.
+// newResourceIndex indexes the resources and templates of the servers of m for
+// which keep is true, and the listings of their tools that name a shared URI.
 func newResourceIndex(m *manifest, keep func(server string) bool) *resourceIndex {
 	x := &resourceIndex{byURI: map[string]*resource{}}
 	for _, s := range m.resourceServers {
