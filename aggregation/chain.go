@@ -79,7 +79,7 @@ func (g *Gateway) callTool(ctx context.Context, c *caller, agent string, p callP
 		rec.finish(raw, rpcErr)
 		g.observe(rec)
 	}()
-	t, err := g.resolveTool(ctx, p.Name)
+	t, err := g.resolveCall(ctx, agent, p.Name)
 	if err != nil {
 		var down *notRunningError
 		if !errors.As(err, &down) {
@@ -118,7 +118,7 @@ func (g *Gateway) callTool(ctx context.Context, c *caller, agent string, p callP
 		}
 		return toolError(fmt.Sprintf("%s: %v", t.Canonical, err)), nil
 	}
-	return raw, nil
+	return g.view(agent).res.clientURIs(t.Server, raw), nil
 }
 
 // decide is the policy step: nil when the call may go on, else the refusal.
@@ -392,6 +392,23 @@ func (g *Gateway) Call(ctx context.Context, agent, name string, args json.RawMes
 // unknown name gives the same *RPCError a call would, with the closest names, and a
 // tool of a server that is not running says so.
 func (g *Gateway) Resolve(ctx context.Context, name string) (*Tool, error) {
+	return g.resolveTool(ctx, name)
+}
+
+// resolveCall finds the tool of a client's call. Beyond the names resolveTool knows,
+// it accepts a child's own name for its tool when exactly one server visible to the
+// agent has a tool of that name: an MCP App, rendered by the client, calls its
+// server's tools by the names that server gave them. Policy then decides on the
+// tool's canonical name, as for any call.
+func (g *Gateway) resolveCall(ctx context.Context, agent, name string) (*Tool, error) {
+	if g.man.Load().lookup(name) == nil {
+		g.awaitFirstLists(ctx) // a child's names are known once its first lists are in
+		if t, err := g.man.Load().bareTool(g.view(agent), name); t != nil {
+			return t, nil
+		} else if err != nil {
+			return nil, err
+		}
+	}
 	return g.resolveTool(ctx, name)
 }
 

@@ -34,12 +34,13 @@ func (g *Gateway) Explain(agent string) []Explained {
 	return out
 }
 
-// ExplainName decides one name for agent: a tool (wire or canonical name), a prompt
-// (wire name or "<server>.<prompt>"), or a resource URI. An unknown name gets the
-// error a call would.
+// ExplainName decides one name for agent: a tool (wire or canonical name, or the
+// child's own name as a call accepts it), a prompt (wire name or
+// "<server>.<prompt>"), or a resource URI. An unknown name gets the error a call
+// would.
 func (g *Gateway) ExplainName(ctx context.Context, agent, name string) (Explained, error) {
 	pol := g.pol.Load()
-	t, err := g.resolveTool(ctx, name)
+	t, err := g.resolveCall(ctx, agent, name)
 	if err == nil {
 		return Explained{"tool", t.Canonical, pol.Decide(agent, t.policyTool())}, nil
 	}

@@ -10,8 +10,8 @@ import (
 
 // extras are what a child offers beyond tools: resources, resource templates and
 // prompts, kept as the raw JSON the child listed so no field is lost on the way to
-// the client. Resources keep their URIs (a URI already names its origin); prompts are
-// namespaced like tools.
+// the client. A resource keeps its URI unless another server lists the same one
+// (then each is namespaced, see uris.go); prompts are namespaced like tools.
 type extras struct {
 	// servesResources says the child declared the resources capability: with one such child,
 	// a URI no listing names (a resource the child serves but does not list) is
@@ -25,12 +25,21 @@ type extras struct {
 type resource struct {
 	server, uri string
 	raw         json.RawMessage
+	// client is the URI clients are given, and listed the item as they are given
+	// it: the child's own unless the manifest namespaced it.
+	client string
+	listed json.RawMessage
 }
 
 type resourceTemplate struct {
 	server, pattern string // pattern is the URI template as written
 	tmpl            *mcp.URITemplate
 	raw             json.RawMessage
+	// client and listed are as for resource; shared says another server lists the
+	// same pattern.
+	client string
+	listed json.RawMessage
+	shared bool
 }
 
 type prompt struct {

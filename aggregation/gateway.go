@@ -164,7 +164,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.cfg.Store(cfg)
 	g.pol.Store(pol)
 	g.tokens.Store(agentTokens(cfg))
-	g.man.Store(&manifest{byName: map[string]*Tool{}, byPrompt: map[string]*prompt{}, byURI: map[string]*resource{}})
+	g.man.Store(&manifest{byName: map[string]*Tool{}, byPrompt: map[string]*prompt{}, res: &resourceIndex{}})
 	kids := map[string]*child{}
 	for _, s := range cfg.EnabledServers() {
 		kids[s.Name] = g.newChild(s)

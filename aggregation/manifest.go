@@ -2,9 +2,10 @@ package aggregation
 
 import (
 	"fmt"
-	"github.com/nexus-mcp/nexus/internal/suggest"
 	"sort"
 	"unicode/utf8"
+
+	"github.com/nexus-mcp/nexus/internal/suggest"
 )
 
 // manifest is everything the children offer, merged: tools, prompts, resources and
@@ -15,19 +16,25 @@ type manifest struct {
 	byName    map[string]*Tool // by wire name and by canonical name
 	prompts   []prompt         // in server order
 	byPrompt  map[string]*prompt
-	resources []resource
-	byURI     map[string]*resource
-	templates []resourceTemplate
-	servers   []string // servers with at least one item, sorted
+	resources []resource         // every server's, in server order
+	templates []resourceTemplate // every server's, in server order
+	servers   []string           // servers with at least one item, sorted
 	// resourceServers are the servers that declared the resources capability.
 	resourceServers []string
+	// res names and routes every server's resources together; each view has its
+	// own for the servers its agent may read (resources.go).
+	res *resourceIndex
+	// byChildName holds the tools by the child's own name: an MCP App calls its
+	// server's tools by those names.
+	byChildName map[string][]*Tool
 }
 
 // buildManifest merges the servers' offers. A wire name claimed twice (two servers
 // exposing bare names, say) keeps the first server's tool, in server-name order, and
-// reports the other; a resource URI or prompt name claimed twice keeps the first too.
+// reports the other; a prompt name claimed twice keeps the first too. A resource URI
+// or template that several servers list is kept for each (resources.go names them).
 func buildManifest(perServer map[string][]*Tool, perExtras map[string]extras) (*manifest, []error) {
-	m := &manifest{byName: map[string]*Tool{}, byPrompt: map[string]*prompt{}, byURI: map[string]*resource{}}
+	m := &manifest{byName: map[string]*Tool{}, byPrompt: map[string]*prompt{}, byChildName: map[string][]*Tool{}}
 	var errs []error
 	servers := make([]string, 0, len(perServer))
 	for s := range perServer {
@@ -42,6 +49,7 @@ func buildManifest(perServer map[string][]*Tool, perExtras map[string]extras) (*
 			}
 			m.byName[t.Wire] = t
 			m.byName[t.Canonical] = t
+			m.byChildName[t.Name] = append(m.byChildName[t.Name], t)
 			m.tools = append(m.tools, t)
 		}
 		ex := perExtras[s]
@@ -51,13 +59,20 @@ func buildManifest(perServer map[string][]*Tool, perExtras map[string]extras) (*
 				m.byPrompt[p.wire] = nil // filled below, once the slice stops growing
 			}
 		}
+		listed := map[string]bool{} // a server that lists a URI twice has it once
 		for _, r := range ex.resources {
-			if _, taken := m.byURI[r.uri]; !taken {
+			if !listed[r.uri] {
+				listed[r.uri] = true
 				m.resources = append(m.resources, r)
-				m.byURI[r.uri] = nil
 			}
 		}
-		m.templates = append(m.templates, ex.templates...)
+		patterns := map[string]bool{}
+		for _, t := range ex.templates {
+			if !patterns[t.pattern] {
+				patterns[t.pattern] = true
+				m.templates = append(m.templates, t)
+			}
+		}
 		if ex.servesResources {
 			m.resourceServers = append(m.resourceServers, s)
 		}
@@ -68,42 +83,43 @@ func buildManifest(perServer map[string][]*Tool, perExtras map[string]extras) (*
 	for i := range m.prompts {
 		m.byPrompt[m.prompts[i].wire] = &m.prompts[i]
 	}
-	for i := range m.resources {
-		m.byURI[m.resources[i].uri] = &m.resources[i]
-	}
 	sort.Slice(m.tools, func(i, j int) bool { return m.tools[i].Canonical < m.tools[j].Canonical })
+	m.res = newResourceIndex(m, func(string) bool { return true })
 	return m, errs
 }
 
 // lookup resolves a name a client sent: the wire name or the canonical name, exactly.
 func (m *manifest) lookup(name string) *Tool { return m.byName[name] }
 
-// resourceOwner is the server that serves uri: the one that listed it, else the one
-// whose template matches it (the first, in server order), else the only server that
-// serves resources at all (servers may serve URIs they do not list).
-func (m *manifest) resourceOwner(uri string) (string, bool) {
-	if r := m.byURI[uri]; r != nil {
-		return r.server, true
-	}
-	for _, t := range m.templates {
-		if t.tmpl.Regexp().MatchString(uri) {
-			return t.server, true
+// bareTool is the tool a child calls name, among the servers the agent's view sees:
+// nil when there is none, an error listing the candidates' wire names when there
+// are several (a guess could run the wrong server's tool).
+func (m *manifest) bareTool(v *view, name string) (*Tool, *RPCError) {
+	var found []*Tool
+	for _, t := range m.byChildName[name] {
+		if v.sees[t.Server] {
+			found = append(found, t)
 		}
 	}
-	if len(m.resourceServers) == 1 {
-		return m.resourceServers[0], true
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+		return found[0], nil
 	}
-	return "", false
+	names := make([]string, len(found))
+	for i, t := range found {
+		names[i] = t.Wire
+	}
+	return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("tool name %s is ambiguous: several servers have a tool of that name; call one of %s", quoted(name), quoteJoin(names)),
+		Data: map[string]any{"candidates": names}}
 }
 
-// templateOwner is the server that listed a resource template, by its pattern.
-func (m *manifest) templateOwner(pattern string) (string, bool) {
-	for _, t := range m.templates {
-		if t.pattern == pattern {
-			return t.server, true
-		}
-	}
-	return "", false
+// resourceOwner is the server a client's URI goes to, when exactly one does, by
+// the names every server's resources are given together (no agent's view).
+func (m *manifest) resourceOwner(uri string) (string, bool) {
+	s, _, _ := m.res.route(uri)
+	return s, s != ""
 }
 
 // suggest returns up to three known names (wire or canonical) close to name,

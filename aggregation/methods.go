@@ -178,24 +178,33 @@ func getPrompt(ctx context.Context, s *session, params json.RawMessage, _ sink) 
 	return s.g.childRequest(ctx, pr.server, "prompts/get", out)
 }
 
-// readResource is resources/read: policy on the owner's resources, then the owner.
+// readResource is resources/read: policy on the owner's resources, then the owner,
+// asked for the URI it knows. URIs in the contents are given back as the client
+// must spell them.
 func readResource(ctx context.Context, s *session, params json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
-	server, rpcErr := s.resourceServer(ctx, params, "read")
+	server, uri, rpcErr := s.resourceServer(ctx, params, "read")
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
-	return s.g.childRequest(ctx, server, "resources/read", forwardParams(params))
+	if uri != uriOf(params) {
+		params = setField(params, "uri", uri)
+	}
+	raw, rpcErr := s.g.childRequest(ctx, server, "resources/read", forwardParams(params))
+	if rpcErr != nil {
+		return nil, rpcErr
+	}
+	return s.g.view(s.agent).res.clientURIs(server, raw), nil
 }
 
 // subscribe forwards resources/subscribe to the owner the first time any session
-// subscribes to a URI; updates then reach only the sessions that subscribed.
+// subscribes to a URI; updates then reach only the sessions that subscribed, under
+// the URI each subscribed with.
 func subscribe(ctx context.Context, s *session, params json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
-	server, rpcErr := s.resourceServer(ctx, params, "subscribe to")
+	server, uri, rpcErr := s.resourceServer(ctx, params, "subscribe to")
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
-	uri := uriOf(params)
-	if err := s.g.subs.add(ctx, s.g, s, server, uri); err != nil {
+	if err := s.g.subs.add(ctx, s.g, s, subKey{server, uri}, uriOf(params)); err != nil {
 		return nil, err
 	}
 	return json.RawMessage("{}"), nil
@@ -207,10 +216,10 @@ func unsubscribe(ctx context.Context, s *session, params json.RawMessage, _ sink
 		return nil, &RPCError{Code: codeInvalidParams, Message: `resources/unsubscribe params must be {"uri": "<uri>"}`}
 	}
 	s.mu.Lock()
-	server, ok := s.subs[uri]
+	k, ok := s.subs[uri]
 	s.mu.Unlock()
 	if ok {
-		s.g.subs.remove(s.g, s, server, uri)
+		s.g.subs.remove(s.g, s, k, uri)
 	}
 	return json.RawMessage("{}"), nil
 }
@@ -223,24 +232,49 @@ func uriOf(params json.RawMessage) string {
 	return p.URI
 }
 
-// resourceServer finds the owner of the URI in params and applies the policy.
-func (s *session) resourceServer(ctx context.Context, params json.RawMessage, verb string) (string, *RPCError) {
-	uri := uriOf(params)
-	if uri == "" {
-		return "", &RPCError{Code: codeInvalidParams, Message: `params must be {"uri": "<uri>"}`}
+// resourceServer finds the owner of the URI in params, and the URI the owner knows,
+// and applies the policy. A URI several servers could own is refused with its
+// namespaced forms: guessing would send the request to a server the client did not
+// mean.
+func (s *session) resourceServer(ctx context.Context, params json.RawMessage, verb string) (server, uri string, _ *RPCError) {
+	asked := uriOf(params)
+	if asked == "" {
+		return "", "", &RPCError{Code: codeInvalidParams, Message: `params must be {"uri": "<uri>"}`}
 	}
-	server, ok := s.g.manifestFor(ctx, func(m *manifest) bool { return listsURI(m, uri) }).resourceOwner(uri)
-	if !ok {
-		return "", &RPCError{Code: codeNotFound, Message: fmt.Sprintf("resource %s not found: no server lists it or a template that matches it", quoted(uri)), Data: map[string]any{"uri": uri}}
+	s.g.awaitFirstLists(ctx) // the owners are known once their first lists are in
+	// A server still making its first attempt may be the owner: wait for it, up
+	// to the bound of a tools/call.
+	s.g.manifestFor(ctx, func(m *manifest) bool { return listsURI(m, asked) })
+	server, uri, candidates := s.routeResource(asked)
+	if candidates != nil {
+		return "", "", &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("resource %s is served by several servers; name one: %s", quoted(asked), quoteJoin(candidates)),
+			Data: map[string]any{"uri": asked, "candidates": candidates}}
+	}
+	if server == "" {
+		return "", "", &RPCError{Code: codeNotFound, Message: fmt.Sprintf("resource %s not found: no server lists it or a template that matches it", quoted(asked)), Data: map[string]any{"uri": asked}}
 	}
 	method := "resources/read"
 	if verb != "read" {
 		method = "resources/subscribe"
 	}
 	if d := s.g.decideItem(method, s.agent, server, ""); !d.Allowed {
-		return "", refusal(d, verb+" resource "+quoted(uri))
+		return "", "", refusal(d, verb+" resource "+quoted(asked))
 	}
-	return server, nil
+	return server, uri, nil
+}
+
+// routeResource routes a client's URI by the names the agent was given; a URI of
+// a server the agent may not read is found among every server's, for policy to
+// refuse by name.
+func (s *session) routeResource(uri string) (server, childURI string, candidates []string) {
+	if server, childURI, candidates = s.g.view(s.agent).res.route(uri); server != "" || candidates != nil {
+		return server, childURI, candidates
+	}
+	server, childURI, candidates = s.g.man.Load().res.route(uri)
+	if candidates != nil {
+		server, childURI, _ = splitNamespaced(candidates[0]) // none is readable: refused below
+	}
+	return server, childURI, nil
 }
 
 // complete is completion/complete: the reference names a prompt (by its wire name)
@@ -268,18 +302,25 @@ func complete(ctx context.Context, s *session, params json.RawMessage, _ sink) (
 		server = pr.server
 		p["ref"], _ = json.Marshal(map[string]string{"type": ref.Type, "name": pr.name})
 	case "ref/resource":
-		m := s.g.manifestFor(ctx, func(m *manifest) bool {
-			_, ok := m.templateOwner(ref.URI)
-			return ok || m.byURI[ref.URI] != nil
+		s.g.manifestFor(ctx, func(m *manifest) bool {
+			_, _, ok := m.res.templateOwner(ref.URI)
+			return ok || listsURI(m, ref.URI)
 		})
+		var uri string
 		var ok bool
-		if server, ok = m.templateOwner(ref.URI); !ok {
-			if server, ok = m.resourceOwner(ref.URI); !ok {
+		if server, uri, ok = s.g.view(s.agent).res.templateOwner(ref.URI); !ok {
+			server, uri, ok = s.g.man.Load().res.templateOwner(ref.URI)
+		}
+		if !ok {
+			if server, uri, _ = s.routeResource(ref.URI); server == "" {
 				return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown resource template %s", quoted(ref.URI))}
 			}
 		}
 		if d := s.g.decideItem("completion/complete", s.agent, server, ""); !d.Allowed {
 			return nil, refusal(d, "complete resource "+quoted(ref.URI))
+		}
+		if uri != ref.URI {
+			p["ref"], _ = json.Marshal(map[string]string{"type": ref.Type, "uri": uri})
 		}
 	default:
 		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf(`unknown ref type %s: use "ref/prompt" or "ref/resource"`, quoted(ref.Type))}
@@ -362,10 +403,8 @@ func (g *Gateway) manifestFor(ctx context.Context, has func(*manifest) bool) *ma
 
 // listsURI reports whether a server lists uri, or a template that matches it.
 func listsURI(m *manifest, uri string) bool {
-	if m.byURI[uri] != nil {
-		return true
-	}
-	return slices.ContainsFunc(m.templates, func(t resourceTemplate) bool { return t.tmpl.Regexp().MatchString(uri) })
+	server, _, candidates := m.res.route(uri)
+	return server != "" || candidates != nil
 }
 
 // childRequest sends one request to a server and returns its raw, redacted answer,

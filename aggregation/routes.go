@@ -103,9 +103,13 @@ func (g *Gateway) notification(server, method string, params json.RawMessage) {
 		g.deliverTaskStatus(server, params)
 	case "notifications/resources/updated":
 		uri := uriOf(params)
-		for _, s := range g.subs.subscribers(server, uri) {
-			if g.view(s.agent).readable[server] {
-				s.push(notificationBytes(method, params))
+		for _, sub := range g.subs.subscribers(subKey{server, uri}) {
+			if g.view(sub.s.agent).readable[server] {
+				out := params
+				if sub.uri != uri {
+					out = setField(params, "uri", sub.uri)
+				}
+				sub.s.push(notificationBytes(method, out))
 			}
 		}
 	default:
@@ -250,43 +254,51 @@ func (g *Gateway) rootsChanged() {
 
 // subscriptions counts the sessions subscribed to each resource of each server: the
 // child is asked to subscribe when the first session does and to unsubscribe when
-// the last one leaves.
+// the last one leaves. Each session is kept with the URIs it subscribed with (its
+// own, or a namespaced form: a client may use both), which its updates carry.
 type subscriptions struct {
 	mu sync.Mutex
-	m  map[subKey]map[*session]bool
+	m  map[subKey]map[*session]map[string]bool
 }
 
+// subKey is a resource as its server knows it.
 type subKey struct{ server, uri string }
 
-func (sb *subscriptions) add(ctx context.Context, g *Gateway, s *session, server, uri string) *RPCError {
-	k := subKey{server, uri}
+// add subscribes s to k, which the client calls uri.
+func (sb *subscriptions) add(ctx context.Context, g *Gateway, s *session, k subKey, uri string) *RPCError {
 	sb.mu.Lock()
 	first := len(sb.m[k]) == 0
 	sb.mu.Unlock()
 	if first {
-		if _, err := g.childRequest(ctx, server, "resources/subscribe", map[string]any{"uri": uri}); err != nil {
+		if _, err := g.childRequest(ctx, k.server, "resources/subscribe", map[string]any{"uri": k.uri}); err != nil {
 			return err
 		}
 	}
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	if sb.m == nil {
-		sb.m = map[subKey]map[*session]bool{}
+		sb.m = map[subKey]map[*session]map[string]bool{}
 	}
 	if sb.m[k] == nil {
-		sb.m[k] = map[*session]bool{}
+		sb.m[k] = map[*session]map[string]bool{}
 	}
-	sb.m[k][s] = true
+	if sb.m[k][s] == nil {
+		sb.m[k][s] = map[string]bool{}
+	}
+	sb.m[k][s][uri] = true
 	s.mu.Lock()
-	s.subs[uri] = server
+	s.subs[uri] = k
 	s.mu.Unlock()
 	return nil
 }
 
-func (sb *subscriptions) remove(g *Gateway, s *session, server, uri string) {
-	k := subKey{server, uri}
+// remove ends the subscription of s to k, which the client calls uri.
+func (sb *subscriptions) remove(g *Gateway, s *session, k subKey, uri string) {
 	sb.mu.Lock()
-	delete(sb.m[k], s)
+	delete(sb.m[k][s], uri)
+	if len(sb.m[k][s]) == 0 {
+		delete(sb.m[k], s)
+	}
 	last := len(sb.m[k]) == 0
 	if last {
 		delete(sb.m, k)
@@ -298,18 +310,27 @@ func (sb *subscriptions) remove(g *Gateway, s *session, server, uri string) {
 	if last {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, err := g.childRequest(ctx, server, "resources/unsubscribe", map[string]any{"uri": uri}); err != nil {
-			g.log.Debug("unsubscribing at the child failed", "server", server, "uri", uri, "err", err.Message)
+		if _, err := g.childRequest(ctx, k.server, "resources/unsubscribe", map[string]any{"uri": k.uri}); err != nil {
+			g.log.Debug("unsubscribing at the child failed", "server", k.server, "uri", k.uri, "err", err.Message)
 		}
 	}
 }
 
-func (sb *subscriptions) subscribers(server, uri string) []*session {
+// subscriber is a session subscribed to a resource, under one URI it knows it by.
+type subscriber struct {
+	s   *session
+	uri string
+}
+
+// subscribers are the sessions subscribed to k, once per URI each knows k by.
+func (sb *subscriptions) subscribers(k subKey) []subscriber {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
-	out := make([]*session, 0, len(sb.m[subKey{server, uri}]))
-	for s := range sb.m[subKey{server, uri}] {
-		out = append(out, s)
+	var out []subscriber
+	for s, uris := range sb.m[k] {
+		for u := range uris {
+			out = append(out, subscriber{s, u})
+		}
 	}
 	return out
 }

@@ -68,7 +68,7 @@ type session struct {
 	closed  bool
 	calls   map[string]context.CancelCauseFunc // requests in flight, by canonical id
 	pending map[string]chan *message           // requests sent to the client, by id
-	subs    map[string]string                  // subscribed resource URI -> server
+	subs    map[string]subKey                  // subscribed resource URI, as the client spells it -> the resource
 	seen    seenLists                          // fingerprints of the lists the client was last told of
 }
 
@@ -90,7 +90,7 @@ func (g *Gateway) newSession(front, preset string, out sink) *session {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &session{g: g, id: newSessionID(), front: front, preset: preset, out: out, ctx: ctx, cancel: cancel,
 		slots: make(chan struct{}, g.cfg.Load().Limits.CallsPerSession()),
-		calls: map[string]context.CancelCauseFunc{}, pending: map[string]chan *message{}, subs: map[string]string{}}
+		calls: map[string]context.CancelCauseFunc{}, pending: map[string]chan *message{}, subs: map[string]subKey{}}
 	s.level.Store(levelUnset)
 	s.touch()
 	return s
@@ -299,7 +299,7 @@ func (s *session) close() {
 	pending := s.pending
 	s.pending = map[string]chan *message{}
 	subs := s.subs
-	s.subs = map[string]string{}
+	s.subs = map[string]subKey{}
 	s.mu.Unlock()
 	// Gone from the registry before its stream ends: a request that arrives once
 	// the client saw the stream end finds no session (404), never a closing one.
@@ -308,8 +308,8 @@ func (s *session) close() {
 	for _, ch := range pending {
 		ch <- nil
 	}
-	for uri, server := range subs {
-		s.g.subs.remove(s.g, s, server, uri)
+	for uri, k := range subs {
+		s.g.subs.remove(s.g, s, k, uri)
 	}
 	s.g.tasks.dropSession(s)
 }

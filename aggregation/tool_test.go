@@ -211,3 +211,42 @@ func TestNormaliseArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestBareTool: a child's own tool name finds the tool when exactly one server the
+// view sees has it; several are an error naming their wire names; none is nil, so
+// the caller gives today's unknown-tool answer.
+func TestBareTool(t *testing.T) {
+	aw := mustTool(t, "alpha", "alpha", `{"name":"get-weather"}`)
+	ae := mustTool(t, "alpha", "alpha", `{"name":"echo"}`)
+	be := mustTool(t, "beta", "beta", `{"name":"echo"}`)
+	m, errs := buildManifest(map[string][]*Tool{"alpha": {aw, ae}, "beta": {be}}, nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	both := &view{sees: map[string]bool{"alpha": true, "beta": true}}
+	alphaOnly := &view{sees: map[string]bool{"alpha": true}}
+	for _, tc := range []struct {
+		name    string
+		v       *view
+		want    *Tool
+		errHas  []string
+		noError bool
+	}{
+		{"get-weather", both, aw, nil, true},
+		{"echo", both, nil, []string{"ambiguous", `"alpha__echo"`, `"beta__echo"`}, false},
+		{"echo", alphaOnly, ae, nil, true},
+		{"nothing", both, nil, nil, true},
+		{"alpha__echo", both, nil, nil, true}, // a wire name is not a child's name
+	} {
+		got, err := m.bareTool(tc.v, tc.name)
+		if got != tc.want || (err == nil) != tc.noError {
+			t.Errorf("bareTool(%q) = %v, %v", tc.name, got, err)
+			continue
+		}
+		for _, s := range tc.errHas {
+			if !strings.Contains(err.Message, s) || err.Code != codeInvalidParams {
+				t.Errorf("bareTool(%q): the error %d %q does not say %s", tc.name, err.Code, err.Message, s)
+			}
+		}
+	}
+}

@@ -21,6 +21,8 @@ type view struct {
 	// readable holds the servers whose resources the agent may list, read and
 	// subscribe to.
 	readable map[string]bool
+	// res names and routes the resources of the readable servers.
+	res *resourceIndex
 }
 
 // views caches one view per agent for the current manifest and policy.
@@ -60,10 +62,11 @@ func buildView(m *manifest, pol *policy.Policy, agent string) *view {
 			v.sees[s] = true
 		}
 	}
+	v.res = newResourceIndex(m, func(s string) bool { return v.readable[s] })
 	var tools, prompts, resources, templates []json.RawMessage
 	for _, t := range m.tools {
 		if pol.Decide(agent, t.policyTool()).Allowed {
-			tools = append(tools, t.listed)
+			tools = append(tools, v.res.listedTool(t))
 			v.sees[t.Server] = true
 		}
 	}
@@ -73,15 +76,11 @@ func buildView(m *manifest, pol *policy.Policy, agent string) *view {
 			v.sees[p.server] = true
 		}
 	}
-	for _, r := range m.resources {
-		if v.readable[r.server] {
-			resources = append(resources, r.raw)
-		}
+	for _, r := range v.res.resources {
+		resources = append(resources, r.listed)
 	}
-	for _, t := range m.templates {
-		if v.readable[t.server] {
-			templates = append(templates, t.raw)
-		}
+	for _, t := range v.res.templates {
+		templates = append(templates, t.listed)
 	}
 	v.tools = listResult("tools", tools)
 	v.prompts = listResult("prompts", prompts)

@@ -30,8 +30,9 @@ func TestNamespacing(t *testing.T) {
 		callable []string
 		absent   []string
 	}{
-		{"wire names by default", nil, nil, "fx__echo", []string{"fx__echo", "fx.echo"}, []string{"echo", "fx.Echo", " fx.echo", "fx__ech"}},
-		{"dotted names on request", []string{"--tool-names", "dotted"}, nil, "fx.echo", []string{"fx.echo"}, []string{"fx__echo", "echo"}},
+		// The child's own name is accepted too, when one server alone has it (MCP Apps call by it).
+		{"wire names by default", nil, nil, "fx__echo", []string{"fx__echo", "fx.echo", "echo"}, []string{"Echo", "fx.Echo", " fx.echo", "fx__ech"}},
+		{"dotted names on request", []string{"--tool-names", "dotted"}, nil, "fx.echo", []string{"fx.echo", "echo"}, []string{"fx__echo"}},
 		{"a custom prefix", nil, map[string]any{"prefix": "f"}, "f__echo", []string{"f__echo", "fx.echo"}, []string{"fx__echo"}},
 		{"bare names with an empty prefix", nil, map[string]any{"prefix": ""}, "echo", []string{"echo", "fx.echo"}, []string{"fx__echo"}},
 	}

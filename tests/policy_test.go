@@ -529,10 +529,10 @@ func TestPolicyTricks(t *testing.T) {
 		" code-kg.kg_regenerate", "code-kg.kg_regenerate ", " code-kg__kg_regenerate ", "code-kg. kg_regenerate",
 		"code-kg.kg_regenerate\n", "code-kg.kg_regenerate\t", "\u00a0code-kg.kg_regenerate",
 		"code-kg.kg_regenerat", "code-kg__kg_regenerat", "code-kg.kg_", "code-kg.", "code-kg__", "code-kg.*", "*",
-		"kg_regenerate", "code-kg/kg_regenerate", "code-kg::kg_regenerate", "code-kg.kg_regenerate_", "code-kg.kg_regenerate.",
+		"code-kg/kg_regenerate", "code-kg::kg_regenerate", "code-kg.kg_regenerate_", "code-kg.kg_regenerate.",
 		"code_kg.kg_regenerate", "code-kg___kg_regenerate", "code-kg..kg_regenerate",
 		// Allowed tools are no more reachable by another spelling.
-		"Doc-kg.doc_kg_search", "doc-kg.DOC_KG_SEARCH", " doc-kg.doc_kg_search", "doc-kg.doc_kg_searc", "doc_kg_search",
+		"Doc-kg.doc_kg_search", "doc-kg.DOC_KG_SEARCH", " doc-kg.doc_kg_search", "doc-kg.doc_kg_searc",
 	} {
 		_, rpcErr := s.request("tools/call", map[string]any{"name": name, "arguments": map[string]any{"query": "auth", "repository": "syl2042/Nexus-Pocket", "branch": "main"}})
 		if rpcErr == nil || rpcErr.Code != -32602 {
@@ -541,6 +541,17 @@ func TestPolicyTricks(t *testing.T) {
 	}
 	if calls := h.calls(); len(calls) != 0 {
 		t.Errorf("tricks reached the children: %v", calls)
+	}
+	// The child's own name of a tool only one server has is that tool (README "Names"),
+	// decided by policy on its full name: the same refusal, or the same call.
+	if bare := s.call("kg_regenerate", polNP); bare.text() != canon.text() || bare.IsError != canon.IsError {
+		t.Errorf("the bare name of a denied tool: %s, want the refusal %s", bare.text(), canon.text())
+	}
+	if bare := s.call("doc_kg_search", polDocTools["doc_kg_search"]); bare.IsError {
+		t.Errorf("the bare name of an allowed tool: %s", bare.text())
+	}
+	if calls := h.calls(); len(calls) != 1 || calls["doc_kg_search"] != 1 {
+		t.Errorf("the bare names should reach doc_kg_search only: %v", calls)
 	}
 
 	// Entries that would not match as written are refused, by `policy check` and by serve.
