@@ -18,6 +18,10 @@ import (
 type method func(ctx context.Context, s *session, params json.RawMessage, r sink) (json.RawMessage, *RPCError)
 
 // methods is the gateway's dispatch table, built once.
+// initializeWait bounds how long initialize waits for children still making their
+// first attempt: their instructions and capabilities are part of its answer.
+const initializeWait = time.Second
+
 func (g *Gateway) methodTable() map[string]method {
 	return map[string]method{
 		"initialize": initialize,
@@ -87,7 +91,12 @@ func initialize(ctx context.Context, s *session, params json.RawMessage, _ sink)
 	if slices.Contains(supportedVersions, p.ProtocolVersion) {
 		version = p.ProtocolVersion
 	}
-	s.g.awaitFirstLists(ctx)
+	// The answer holds the children's instructions and whether any offers tasks,
+	// so it waits a moment for children still making their first attempt; never
+	// longer than initializeWait, so a hung child holds no client up.
+	wait, cancel := context.WithTimeout(ctx, initializeWait)
+	s.g.awaitFirstLists(wait)
+	cancel()
 	if s.g.started() {
 		// The client knows the lists of this moment (it can list them); until the
 		// children's first attempts are over its first lists are still to come.
