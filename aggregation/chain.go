@@ -322,6 +322,8 @@ func (g *Gateway) childError(ctx context.Context, server, what string, err error
 		return &RPCError{Code: codeInternal, Message: fmt.Sprintf("server %s did not answer %s in time; raise servers.%s.timeout if it needs longer", server, what, server)}
 	case errors.Is(err, errChildGone):
 		return &RPCError{Code: codeInternal, Message: fmt.Sprintf("server %s exited during %s; Nexus is restarting it", server, what)}
+	case errors.As(err, new(*tooLargeError)):
+		return &RPCError{Code: codeInternal, Message: err.Error()}
 	case errors.Is(err, errSessionLost):
 		return &RPCError{Code: codeInternal, Message: fmt.Sprintf("server %s forgot its session and no new one answered %s in time; nexus list-servers --live shows it", server, what)}
 	case ctx.Err() != nil:

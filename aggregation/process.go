@@ -167,10 +167,17 @@ func (p *process) tooLarge(id json.RawMessage) {
 	delete(p.pending, key)
 	p.mu.Unlock()
 	if ch != nil {
-		ch <- &transport.JSONRPCResponse{Error: &mcp.JSONRPCErrorDetails{Code: codeInternal,
-			Message: fmt.Sprintf("the answer of server %s is larger than %d bytes and was refused; raise maxChildMessageBytes in the config if it is legitimate", p.name, p.maxMessage)}}
+		msg := fmt.Sprintf("the answer of server %s is larger than %d bytes and was refused; raise maxChildMessageBytes in the config if it is legitimate", p.name, p.maxMessage)
+		ch <- &transport.JSONRPCResponse{Error: &mcp.JSONRPCErrorDetails{Code: codeInternal, Message: msg, Data: &tooLargeError{msg}}}
 	}
 }
+
+// tooLargeError is Nexus's refusal of a child's over-size answer. It travels in
+// the response's Data so that conn.request tells it from an error of the child's
+// own, which reaches the client as the child gave it.
+type tooLargeError struct{ msg string }
+
+func (e *tooLargeError) Error() string { return e.msg }
 
 // incomingMessage is a message from the child, decoded once.
 type incomingMessage struct {

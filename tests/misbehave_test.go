@@ -1,8 +1,6 @@
 package tests
 
 import (
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -147,20 +145,7 @@ func TestOverSizeChildMessage(t *testing.T) {
 	if r := s.call("fx__big", map[string]any{"bytes": 512 << 10}); r.IsError || len(r.text()) != 512<<10 {
 		t.Fatalf("an answer under the bound: error %v, %d bytes", r.IsError, len(r.text()))
 	}
-	peak := func() int64 {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
-		if err != nil {
-			return -1
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-				var kb int64
-				fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
-				return kb << 10
-			}
-		}
-		return -1
-	}
+	peak := func() int64 { return peakRSS(s.cmd.Process.Pid) }
 	before := peak()
 	r := s.call("fx__big", map[string]any{"bytes": 48 << 20})
 	if !r.IsError || !strings.Contains(r.text(), "larger than 1048576 bytes") || !strings.Contains(r.text(), "maxChildMessageBytes") {
