@@ -216,8 +216,8 @@ func (g *Gateway) forwardTo(ctx context.Context, c *caller, t *Tool, args json.R
 
 // sendOn is send, with the call counted among cn's calls in flight.
 func (g *Gateway) sendOn(ctx context.Context, cn *conn, c *caller, t *Tool, args json.RawMessage, progress json.RawMessage, timeout time.Duration, rec *Call) (memory.Answer, error) {
-	fl := cn.asked.begin()
-	defer cn.asked.end(fl)
+	fl, remove := cn.callers.add(c)
+	defer remove()
 	a, err := g.send(ctx, cn, c, t, args, progress, timeout, rec)
 	a.AskedClient = fl.asked.Load()
 	return a, err
@@ -233,7 +233,6 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *caller, t *Tool, args j
 			token = g.progress.add(t.Server, progress, c)
 			defer g.progress.release(token)
 		}
-		defer cn.callers.add(c)()
 	}
 	if _, own := cn.tr.(*process); !own {
 		// mcp-go's transports write the request themselves: check just before.

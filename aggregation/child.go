@@ -454,7 +454,6 @@ type conn struct {
 	ids     atomic.Int64
 	tail    *tailBuffer
 	callers callers
-	asked   asking // calls in flight, marked when the child asks a client something
 
 	done     chan struct{}
 	doneOnce sync.Once

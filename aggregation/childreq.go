@@ -35,7 +35,7 @@ func (g *Gateway) childRequests(cn *conn) transport.RequestHandler {
 		if req.Method == string(mcp.MethodPing) {
 			return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage("{}")), nil
 		}
-		cn.asked.mark() // whatever the client answers, the calls in flight are not shareable
+		cn.callers.markAsked() // whatever the client answers, the calls in flight are not shareable
 		select {
 		case waiting <- struct{}{}:
 			defer func() { <-waiting }()

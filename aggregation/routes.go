@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -335,28 +336,51 @@ func (sb *subscriptions) subscribers(k subKey) []subscriber {
 	return out
 }
 
-// callers tracks the calls in flight on one child connection, so that a request the
+// callers tracks the calls in flight on one child connection: so that a request the
 // child sends back during a call can find the session that made it even when the
-// transport (stdio) carries no trace of the call.
+// transport (stdio) carries no trace of the call, and so that memory knows which
+// answers were made while the child asked a client something. Calls from `nexus
+// call` are tracked too, with no caller.
 type callers struct {
 	mu    sync.Mutex
 	next  int
-	calls map[int]*caller
+	calls map[int]*inflight
 }
 
-func (cs *callers) add(c *caller) (remove func()) {
+// inflight is one call in flight on a connection.
+type inflight struct {
+	c *caller // nil for a call with no client
+	// asked is set when the child sends a client any request while the call is in
+	// flight: the answer may be made of that client's input. A child's request
+	// carries no reliable trace of its call, so every call in flight is marked.
+	asked atomic.Bool
+}
+
+// add registers a call; remove must follow.
+func (cs *callers) add(c *caller) (f *inflight, remove func()) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.calls == nil {
-		cs.calls = map[int]*caller{}
+		cs.calls = map[int]*inflight{}
 	}
 	cs.next++
 	id := cs.next
-	cs.calls[id] = c
-	return func() {
+	f = &inflight{c: c}
+	cs.calls[id] = f
+	return f, func() {
 		cs.mu.Lock()
 		delete(cs.calls, id)
 		cs.mu.Unlock()
+	}
+}
+
+// markAsked records that the child sent a client a request while the calls now in
+// flight were waiting.
+func (cs *callers) markAsked() {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for _, f := range cs.calls {
+		f.asked.Store(true)
 	}
 }
 
@@ -364,8 +388,8 @@ func (cs *callers) add(c *caller) (remove func()) {
 func (cs *callers) from(s *session) bool {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	for _, c := range cs.calls {
-		if c.s == s {
+	for _, f := range cs.calls {
+		if f.c != nil && f.c.s == s {
 			return true
 		}
 	}
@@ -381,10 +405,13 @@ func (cs *callers) only() (*caller, int) {
 	var latest *caller
 	best := -1
 	sessions := map[*session]bool{}
-	for id, c := range cs.calls {
-		sessions[c.s] = true
+	for id, f := range cs.calls {
+		if f.c == nil {
+			continue
+		}
+		sessions[f.c.s] = true
 		if id > best {
-			best, latest = id, c
+			best, latest = id, f.c
 		}
 	}
 	if len(sessions) != 1 {

@@ -238,9 +238,8 @@ func (g *Gateway) taskRequest(ctx context.Context, c *caller, server, method str
 		return nil, &RPCError{Code: codeInternal, Message: (&notRunningError{ch.status()}).Error()}
 	}
 	ctx = context.WithValue(ctx, callerKey{}, c)
-	defer cn.callers.add(c)()
-	fl := cn.asked.begin()
-	defer cn.asked.end(fl)
+	_, remove := cn.callers.add(c)
+	defer remove()
 	raw, err := cn.request(ctx, method, params)
 	if err != nil {
 		return nil, g.childError(ctx, server, method, err)
