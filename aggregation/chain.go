@@ -482,22 +482,15 @@ func mayOwn(c *child, name string) bool {
 	if p := cfg.WirePrefix(); strings.HasPrefix(name, cfg.Name+".") || p != "" && (strings.HasPrefix(name, p+"__") || strings.HasPrefix(name, p+".")) {
 		return true
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.ContainsFunc(c.known, func(t *Tool) bool { return t.Wire == name || t.Canonical == name })
+	return c.knownTool(name) != nil
 }
 
 // knownTool is the tool a name referred to while its server was last up, or
 // nil: what memory may stand in for while the server is down.
 func (g *Gateway) knownTool(name string) *Tool {
 	for _, c := range g.possibleOwners(name) {
-		c.mu.Lock()
-		known := c.known
-		c.mu.Unlock()
-		for _, t := range known {
-			if t.Wire == name || t.Canonical == name {
-				return t
-			}
+		if t := c.knownTool(name); t != nil {
+			return t
 		}
 	}
 	return nil

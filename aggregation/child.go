@@ -268,6 +268,19 @@ func (c *child) failed(ctx context.Context, err error) bool {
 	return true
 }
 
+// knownTool is the tool of that wire or canonical name the child had when it was
+// last up, or nil.
+func (c *child) knownTool(name string) *Tool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range c.known {
+		if t.Wire == name || t.Canonical == name {
+			return t
+		}
+	}
+	return nil
+}
+
 func (c *child) current() (*conn, []*Tool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
