@@ -484,18 +484,20 @@ func (c *call) staleUsable(e entry, now int64) bool {
 // cached is one attempt at a cacheable call. retry reports that the leader
 // of an identical call gave up because its own context ended.
 func (m *Memory) cached(ctx context.Context, c *call, forward Forward) (res json.RawMessage, retry bool, err error) {
-	if !c.ttl.Keeps() {
-		// Nothing is served fresh: straight to the flight, which shares
-		// one child call among identical calls in flight.
-	} else if res, ok, err := m.lookupHit(ctx, c); err != nil {
-		if ctx.Err() != nil {
+	// With no TTL nothing is served fresh: straight to the flight, which
+	// shares one child call among identical calls in flight.
+	if c.ttl.Keeps() {
+		res, ok, err := m.lookupHit(ctx, c)
+		switch {
+		case err != nil && ctx.Err() != nil:
 			return nil, false, ctx.Err()
+		case err != nil:
+			m.stepAside("lookup", err)
+			res, err := m.bypass(ctx, c.t, c.invals, forward)
+			return res, false, err
+		case ok:
+			return res, false, nil
 		}
-		m.stepAside("lookup", err)
-		res, err := m.bypass(ctx, c.t, c.invals, forward)
-		return res, false, err
-	} else if ok {
-		return res, false, nil
 	}
 
 	f, leader := m.flights.join(string(c.key))
@@ -550,26 +552,28 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward) (res json
 	}()
 
 	// Double-check: the previous leader may have stored the answer
-	// between our lookup and our joining. Skipped when nothing is kept.
+	// between our lookup and our joining. Skipped when nothing is kept;
+	// canStore reports that the lookup worked (so gen can guard a store).
 	var (
-		e     entry
-		found bool
-		gen   int64
-		lerr  = errNotLooked
+		e        entry
+		found    bool
+		gen      int64
+		canStore bool
 	)
 	if c.stores() {
-		e, found, gen, lerr = m.lookup(ctx, c)
-	}
-	canStore := lerr == nil
-	if lerr == errNotLooked {
-		// Nothing to store, nothing to look up.
-	} else if lerr != nil {
-		if ctx.Err() != nil {
+		var err error
+		e, found, gen, err = m.lookup(ctx, c)
+		switch {
+		case err != nil && ctx.Err() != nil:
 			f.retry = true
 			return nil, false, ctx.Err()
+		case err != nil:
+			m.stepAside("lookup", err)
+		default:
+			canStore = true
 		}
-		m.stepAside("lookup", lerr)
-	} else if found {
+	}
+	if canStore && found {
 		if hit, ok := m.serve(c, e); ok {
 			f.res, f.status, f.created = e.result, StatusHit, time.UnixMilli(e.createdAt)
 			m.pend.count(c.t, func(k *counters) { k.hits++; k.saved += e.durationMS })
@@ -579,7 +583,7 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward) (res json
 
 	// Similarity: only after an exact miss, so exact hits never embed.
 	var sc *semCall
-	if lerr == nil && c.ttl.Keeps() {
+	if canStore && c.ttl.Keeps() {
 		if sc = m.prepareSemantic(c); sc != nil {
 			m.embed(ctx, c, sc)
 			if sc.vec != nil {
@@ -598,7 +602,7 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward) (res json
 	}
 
 	// Replicas sharing the store make one child call between them.
-	if lerr == nil {
+	if canStore {
 		seen := int64(-1)
 		if found {
 			seen = e.createdAt
@@ -660,14 +664,10 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward) (res json
 	case shape.IsError || !shape.complete():
 		// A failure, or an exchange with this caller still under way.
 	case c.stores() || c.invals != nil:
-		m.remember(ctx, c, res, shape, dur, gen, canStore && c.stores(), sc)
+		m.remember(ctx, c, res, shape, dur, gen, canStore, sc)
 	}
 	return m.mark(c.t, res, StatusMiss, 0, false), false, nil
 }
-
-// errNotLooked stands for a lookup cached skipped: nothing is kept for the
-// call, so there is nothing to find.
-var errNotLooked = errors.New("memory: not looked up")
 
 // markUnlessErr is mark for a forwarded answer that may be an error.
 func (m *Memory) markUnlessErr(t Tool, res json.RawMessage, err error) (json.RawMessage, bool, error) {
