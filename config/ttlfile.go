@@ -22,7 +22,7 @@ import (
 func CommandTTLFile(home string) string { return filepath.Join(home, "ttl.json") }
 
 // ReadCommandTTL reads the lifetimes set with `nexus cache ttl`: tool patterns to
-// ttl strings as written. A missing file is none.
+// ttl strings as written (ParseCommandTTL checks them). A missing file is none.
 func ReadCommandTTL(path string) (map[string]string, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -34,9 +34,6 @@ func ReadCommandTTL(path string) (map[string]string, error) {
 	out := map[string]string{}
 	if err := DecodeStrict(data, &out); err != nil {
 		return nil, fmt.Errorf("%s: %w (it is written by nexus cache ttl; fix or delete it)", path, err)
-	}
-	if _, err := ParseCommandTTL(out); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return out, nil
 }

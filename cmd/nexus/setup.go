@@ -146,13 +146,14 @@ func (e *env) load() (*config.Config, error) {
 // set with `nexus cache ttl`, and those of the catalog entries its servers were
 // installed from.
 func (e *env) addTTLSources(cfg *config.Config) error {
-	raw, err := config.ReadCommandTTL(config.CommandTTLFile(e.home))
+	path := config.CommandTTLFile(e.home)
+	raw, err := config.ReadCommandTTL(path)
 	if err != nil {
 		return err
 	}
 	command, err := config.ParseCommandTTL(raw)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w (it is written by nexus cache ttl; fix it with that command or delete the file)", path, err)
 	}
 	catalogTTL := map[string]memory.TTL{}
 	var cat *catalog.Catalog
