@@ -253,16 +253,15 @@ func TestStaleIfError(t *testing.T) {
 // TestCacheTTLCommand: nexus cache ttl turns memory on for a server, list-tools
 // and cache stats say where each ttl came from, and off turns it off again.
 func TestCacheTTLCommand(t *testing.T) {
+	// Only fx.echo has a ttl in the config (this replaces the harness's "*").
 	h := memoryHome(t, map[string]any{"ttl": map[string]any{"fx.echo": "1m"}})
 	run := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command(built.nexus, args...)
-		cmd.Env = h.env()
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("nexus %s: %v\n%s", strings.Join(args, " "), err, out)
+		out, stderr, code := h.nexus(args...)
+		if code != 0 {
+			t.Fatalf("nexus %s: exit %d\n%s%s", strings.Join(args, " "), code, out, stderr)
 		}
-		return string(out)
+		return out
 	}
 	ttlOf := func() map[string][2]string {
 		var rows []struct{ Canonical, TTL, TTLFrom string }
@@ -275,9 +274,6 @@ func TestCacheTTLCommand(t *testing.T) {
 		}
 		return out
 	}
-	// The harness's default ttl ("*") is replaced: only fx.echo has one.
-	h.writeConfig(map[string]any{"servers": map[string]any{"fx": h.fixtureServer(nil)},
-		"policy": map[string]any{"default": map[string]any{"allow": []string{"*"}}}, "ttl": map[string]any{"fx.echo": "1m"}})
 	if got := ttlOf(); got["fx.lookup"] != [2]string{"none", ""} || got["fx.echo"] != [2]string{"1m", "config"} || got["fx.destroy"] != [2]string{"none", ""} {
 		t.Fatalf("before: %v", got)
 	}
@@ -302,10 +298,8 @@ func TestCacheTTLCommand(t *testing.T) {
 	if got := ttlOf(); got["fx.lookup"] != [2]string{"none", ""} {
 		t.Fatalf("after off: %v", got)
 	}
-	cmd := exec.Command(built.nexus, "cache", "ttl", "fx", "soon")
-	cmd.Env = h.env()
-	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "ttl") {
-		t.Fatalf("a bad duration: %v %s", err, out)
+	if _, stderr, code := h.nexus("cache", "ttl", "fx", "soon"); code != 2 || !strings.Contains(stderr, "ttl") {
+		t.Fatalf("a bad duration: exit %d %s", code, stderr)
 	}
 }
 
