@@ -93,13 +93,10 @@ func (g *Gateway) callTool(ctx context.Context, c *caller, agent string, p callP
 			return toolError(down.Error()), nil
 		}
 	}
-	pt := t.policyTool()
-	rec.Tool, rec.Server, rec.ReadOnly = t.Canonical, t.Server, pt.ReadOnly && !pt.Destructive
-	args, err := normaliseArguments(p.Arguments)
-	if err != nil {
-		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("%s: %v", t.Canonical, err)}
+	args, rpcErr := rec.resolved(t, p.Arguments)
+	if rpcErr != nil {
+		return nil, rpcErr
 	}
-	rec.Arguments = args
 
 	pol := g.pol.Load()
 	if refused := g.decide(ctx, pol, agent, t, rec); refused != nil {
@@ -349,6 +346,19 @@ func quoteJoin(names []string) string {
 		q[i] = fmt.Sprintf("%q", n)
 	}
 	return strings.Join(q, ", ")
+}
+
+// resolved records the tool a call resolved to and returns its arguments,
+// normalised (see normaliseArguments), or the -32602 error that refuses them.
+func (rec *Call) resolved(t *Tool, raw json.RawMessage) (json.RawMessage, *RPCError) {
+	pt := t.policyTool()
+	rec.Tool, rec.Server, rec.ReadOnly = t.Canonical, t.Server, pt.ReadOnly && !pt.Destructive
+	args, err := normaliseArguments(raw)
+	if err != nil {
+		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("%s: %v", t.Canonical, err)}
+	}
+	rec.Arguments = args
+	return args, nil
 }
 
 // normaliseArguments turns absent or null arguments into {} (TypeScript servers reject

@@ -159,13 +159,10 @@ func (g *Gateway) callTask(ctx context.Context, c *caller, p callParams) (raw js
 		}
 		return nil, err.(*RPCError)
 	}
-	pt := t.policyTool()
-	rec.Tool, rec.Server, rec.ReadOnly = t.Canonical, t.Server, pt.ReadOnly && !pt.Destructive
-	args, err := normaliseArguments(p.Arguments)
-	if err != nil {
-		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("%s: %v", t.Canonical, err)}
+	args, rpcErr := rec.resolved(t, p.Arguments)
+	if rpcErr != nil {
+		return nil, rpcErr
 	}
-	rec.Arguments = args
 	if refused := g.taskRefusal("tools/call", s.agent, t, rec); refused != nil {
 		return nil, refused
 	}
