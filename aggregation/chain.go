@@ -89,7 +89,7 @@ func (g *Gateway) callTool(ctx context.Context, c *caller, agent string, p callP
 		// A tool of a server that is down goes on through the chain only
 		// when memory may stand in for it (stale-if-error); its forward
 		// finds no connection.
-		if t = g.knownTool(p.Name); t == nil || !g.mem.ServesStale(t.memoryTool()) {
+		if t = g.knownTool(p.Name); t == nil || !g.mem.ServesStale(t.MemoryTool()) {
 			return toolError(down.Error()), nil
 		}
 	}
@@ -146,7 +146,7 @@ func (g *Gateway) remember(ctx context.Context, agent string, t *Tool, args json
 		return a.Result, err
 	}
 	ctx, sp := g.span(ctx, "memory")
-	raw, err := g.mem.Call(ctx, agent, t.memoryTool(), args, forward)
+	raw, err := g.mem.Call(ctx, agent, t.MemoryTool(), args, forward)
 	if sp.IsRecording() {
 		sp.SetAttributes(attribute.String("nexus.memory", cacheStatus(raw)))
 	}

@@ -47,9 +47,7 @@ func (t *Tool) policyTool() policy.Tool {
 }
 
 // MemoryTool is what memory knows of t: its names and effective annotations.
-func (t *Tool) MemoryTool() memory.Tool { return t.memoryTool() }
-
-func (t *Tool) memoryTool() memory.Tool {
+func (t *Tool) MemoryTool() memory.Tool {
 	return memory.Tool{Name: t.Canonical, Server: t.Server, Annotated: t.Hints.Annotated,
 		ReadOnly: t.Hints.ReadOnly, Idempotent: t.Hints.Idempotent, Destructive: t.Hints.Destructive,
 		InputSchema: t.InputSchema}

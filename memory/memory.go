@@ -440,14 +440,6 @@ func (m *Memory) ServesStale(t Tool) bool {
 	return m != nil && m.disabled == nil && m.rules.Load().staleWindow(t) > 0
 }
 
-// Freshness is Settings.Freshness under the current settings.
-func (m *Memory) Freshness(t Tool) (TTL, string) {
-	if m == nil {
-		return TTL{}, ""
-	}
-	return m.rules.Load().s.Freshness(t)
-}
-
 // call is one cacheable call's derived facts.
 type call struct {
 	t      Tool
