@@ -816,9 +816,6 @@ func (cn *conn) request(ctx context.Context, method string, params any) (json.Ra
 		return nil, err
 	}
 	if resp.Error != nil {
-		if big, ok := resp.Error.Data.(*tooLargeError); ok {
-			return nil, big // Nexus's own refusal, not the child's error
-		}
 		if _, own := cn.tr.(*process); !own && unknownSession(resp.Error.Message) {
 			return nil, cn.sessionLost(errors.New(resp.Error.Message))
 		}

@@ -61,7 +61,7 @@ type process struct {
 	writeMu sync.Mutex
 
 	mu       sync.Mutex
-	pending  map[string]chan *transport.JSONRPCResponse
+	pending  map[string]chan reply
 	onNote   func(mcp.JSONRPCNotification)
 	onReq    transport.RequestHandler
 	onLost   func(error)
@@ -77,7 +77,7 @@ var _ transport.BidirectionalInterface = (*process)(nil)
 
 func newProcess(cmd *exec.Cmd, log *slog.Logger, maxMessage int64, tail *tailBuffer) *process {
 	return &process{cmd: cmd, log: log, maxMessage: maxMessage, tail: tail,
-		pending: map[string]chan *transport.JSONRPCResponse{}, exited: make(chan struct{})}
+		pending: map[string]chan reply{}, exited: make(chan struct{})}
 }
 
 // Start starts the process and its readers.
@@ -128,7 +128,7 @@ func (p *process) lost(err error) {
 	p.lostOnce.Do(func() {
 		p.mu.Lock()
 		pending := p.pending
-		p.pending = map[string]chan *transport.JSONRPCResponse{}
+		p.pending = map[string]chan reply{}
 		onLost := p.onLost
 		p.mu.Unlock()
 		for _, ch := range pending {
@@ -167,14 +167,20 @@ func (p *process) tooLarge(id json.RawMessage) {
 	delete(p.pending, key)
 	p.mu.Unlock()
 	if ch != nil {
-		msg := fmt.Sprintf("the answer of server %s is larger than %d bytes and was refused; raise maxChildMessageBytes in the config if it is legitimate", p.name, p.maxMessage)
-		ch <- &transport.JSONRPCResponse{Error: &mcp.JSONRPCErrorDetails{Code: codeInternal, Message: msg, Data: &tooLargeError{msg}}}
+		ch <- reply{err: &tooLargeError{fmt.Sprintf("the answer of server %s is larger than %d bytes and was refused; raise maxChildMessageBytes in the config if it is legitimate", p.name, p.maxMessage)}}
 	}
 }
 
-// tooLargeError is Nexus's refusal of a child's over-size answer. It travels in
-// the response's Data so that conn.request tells it from an error of the child's
-// own, which reaches the client as the child gave it.
+// reply is what a pending request gets: the child's response, or the gateway's
+// own reason for having none.
+type reply struct {
+	resp *transport.JSONRPCResponse
+	err  error
+}
+
+// tooLargeError is Nexus's refusal of a child's over-size answer: an error of the
+// gateway's, never mistaken for one of the child's own, which reach the client as
+// the child gave them.
 type tooLargeError struct{ msg string }
 
 func (e *tooLargeError) Error() string { return e.msg }
@@ -216,7 +222,7 @@ func (p *process) dispatch(line []byte) {
 		delete(p.pending, key)
 		p.mu.Unlock()
 		if ch != nil {
-			ch <- &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, Result: m.Result, Error: m.Error}
+			ch <- reply{resp: &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, Result: m.Result, Error: m.Error}}
 		}
 	}
 }
@@ -342,7 +348,7 @@ func (p *process) SendRequest(ctx context.Context, req transport.JSONRPCRequest)
 		return nil, fmt.Errorf("encoding the id of %s: %w", req.Method, err)
 	}
 	key := string(id) // the child echoes the id as we wrote it
-	ch := make(chan *transport.JSONRPCResponse, 1)
+	ch := make(chan reply, 1)
 	p.mu.Lock()
 	if p.closed || p.ctx == nil || p.ctx.Err() != nil {
 		p.mu.Unlock()
@@ -364,12 +370,15 @@ func (p *process) SendRequest(ctx context.Context, req transport.JSONRPCRequest)
 		return nil, err
 	}
 	select {
-	case resp, ok := <-ch:
+	case r, ok := <-ch:
 		if !ok {
 			return nil, transport.ErrTransportClosed
 		}
-		resp.ID = req.ID
-		return resp, nil
+		if r.err != nil {
+			return nil, r.err
+		}
+		r.resp.ID = req.ID
+		return r.resp, nil
 	case <-ctx.Done():
 		p.mu.Lock()
 		delete(p.pending, key)
