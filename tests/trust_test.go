@@ -44,7 +44,7 @@ func TestFilesystemServerMemory(t *testing.T) {
 		kept bool // a read after an outside edit still sees the old contents
 	}{
 		{"no ttl: every read is fresh", map[string]any{}, false},
-		{"a ttl: exactly the stated freshness", map[string]any{"files.read_text_file": "1h"}, true},
+		{"a ttl: exactly the stated freshness", map[string]any{"files.read_text_file": "3s"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := os.WriteFile(file, []byte("first version"), 0o600); err != nil {
@@ -77,6 +77,7 @@ func TestFilesystemServerMemory(t *testing.T) {
 				}
 				return r
 			}
+			stored := time.Now()
 			if r := read(); !strings.Contains(r.text(), "first version") {
 				t.Fatalf("first read: %s", r.text())
 			}
@@ -84,11 +85,26 @@ func TestFilesystemServerMemory(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := read()
-			switch {
-			case tc.kept && (r.cacheStatus() != "hit" || !strings.Contains(r.text(), "first version")):
-				t.Fatalf("with a 1h ttl the read is a hit of the old contents: %q %s", r.cacheStatus(), r.text())
-			case !tc.kept && (r.cacheStatus() == "hit" || !strings.Contains(r.text(), "second version")):
-				t.Fatalf("without a ttl the read is fresh: %q %s", r.cacheStatus(), r.text())
+			if !tc.kept {
+				if r.cacheStatus() == "hit" || !strings.Contains(r.text(), "second version") {
+					t.Fatalf("without a ttl the read is fresh: %q %s", r.cacheStatus(), r.text())
+				}
+				return
+			}
+			const ttl = 3 * time.Second
+			if time.Since(stored) < ttl-time.Second && (r.cacheStatus() != "hit" || !strings.Contains(r.text(), "first version")) {
+				t.Fatalf("within the 3s ttl the read is a hit of the old contents: %q %s", r.cacheStatus(), r.text())
+			}
+			// The old contents until the ttl ends, then the new ones.
+			for r.cacheStatus() == "hit" {
+				if !strings.Contains(r.text(), "first version") {
+					t.Fatalf("a hit of other contents: %s", r.text())
+				}
+				time.Sleep(100 * time.Millisecond)
+				r = read()
+			}
+			if time.Since(stored) < ttl || !strings.Contains(r.text(), "second version") {
+				t.Fatalf("the stored contents went after %v, before the 3s ttl, or the refetch is stale: %s", time.Since(stored), r.text())
 			}
 		})
 	}
