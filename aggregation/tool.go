@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -130,12 +131,37 @@ func newTool(srv *config.Server, raw json.RawMessage, names string) (*Tool, erro
 	if err := mcp.ValidateParamHeaderAnnotations(&t.front); err != nil {
 		return nil, fmt.Errorf("tool %s has invalid x-mcp-header annotations: %w", t.Canonical, err)
 	}
-	listed, err := json.Marshal(t.front)
+	var overridden *mcp.ToolAnnotation
+	if _, ok := srv.Annotations[rt.Name]; ok {
+		overridden = &ann
+	}
+	listed, err := listedTool(raw, t.Wire, rt.InputSchema, overridden)
 	if err != nil {
 		return nil, fmt.Errorf("encoding tool %s: %w", t.Canonical, err)
 	}
 	t.listed = listed
 	return t, nil
+}
+
+// listedTool is the child's own tool object as a client is given it: every field
+// the child wrote, under its wire name, with the operator's annotations when the
+// config overrides them. Re-encoding mcp-go's struct instead would add fields the
+// child never sent (an empty "annotations") and drop those mcp-go does not know.
+func listedTool(raw json.RawMessage, wire string, schema json.RawMessage, annotations *mcp.ToolAnnotation) (json.RawMessage, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, err
+	}
+	fields["name"] = marshal(wire)
+	fields["inputSchema"] = schema
+	if annotations != nil {
+		fields["annotations"] = marshal(annotations)
+	}
+	out := marshal(fields)
+	if out == nil {
+		return nil, errors.New("the tool does not encode as JSON")
+	}
+	return out, nil
 }
 
 // wireName is the name a tool goes by on the front wire. Clients reject names outside
