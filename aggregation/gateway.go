@@ -58,6 +58,9 @@ type Options struct {
 	Memory *memory.Memory
 	// ToolNames overrides the config's wire name style ("wire" or "dotted").
 	ToolNames string
+	// MaxNameLength overrides names.maxLength: what `serve --max-name-length`
+	// (written by `nexus setup` for clients that prefix names) asks for.
+	MaxNameLength int
 	// Resolve expands references in env and header values (${env:NAME}...) when a
 	// child is started; nil expands ${env:NAME} only.
 	Resolve func(string) (string, error)
@@ -83,7 +86,7 @@ type Options struct {
 type Gateway struct {
 	log      *slog.Logger
 	mem      *memory.Memory
-	names    string
+	names    naming
 	before   func(*config.Server)
 	resolve  func(string) (string, error)
 	redact   func([]byte) []byte
@@ -140,6 +143,13 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if names != "" && names != config.ToolNamesWire && names != config.ToolNamesDotted {
 		return nil, fmt.Errorf("tool names %q: use %q or %q", names, config.ToolNamesWire, config.ToolNamesDotted)
 	}
+	maxName := cfg.Names.MaxName()
+	if opts.MaxNameLength != 0 {
+		if opts.MaxNameLength < config.MinNameLength || opts.MaxNameLength > config.DefaultMaxNameLength {
+			return nil, fmt.Errorf("the longest tool name is from %d to %d characters, not %d", config.MinNameLength, config.DefaultMaxNameLength, opts.MaxNameLength)
+		}
+		maxName = opts.MaxNameLength
+	}
 	resolve := opts.Resolve
 	if resolve == nil {
 		resolve = expandEnv
@@ -155,7 +165,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		tp = noop.NewTracerProvider()
 	}
 	g := &Gateway{
-		log: log, mem: opts.Memory, names: names, resolve: resolve, redact: opts.Redact, text: opts.RedactText, before: opts.BeforeStart,
+		log: log, mem: opts.Memory, names: naming{style: names, max: maxName}, resolve: resolve, redact: opts.Redact, text: opts.RedactText, before: opts.BeforeStart,
 		denials: &policy.Counter{}, observer: opts.Observer, tracer: tp.Tracer("github.com/nexus-mcp/nexus/aggregation"), tracing: opts.Tracer != nil,
 		rebuild: make(chan struct{}, 1), published: map[string]string{},
 	}
