@@ -1,0 +1,174 @@
+package aggregation
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nexus-mcp/nexus/config"
+)
+
+// searchFixture is a gateway whose agent tester is in search mode, pinning
+// good.echo, with a budget of two found tools; evil's tools are denied to it.
+func searchFixture(t *testing.T) *fixture {
+	t.Helper()
+	evil := newTestChild("evil")
+	cfgJSON := fmt.Sprintf(`{
+		"servers": {
+			"good": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "good"}, "timeout": "5s"},
+			"evil": {"transport": "streamable-http", "url": %q, "timeout": "5s"}
+		},
+		"agents": {"tester": {"tokenSha256": %q, "tools": {"mode": "search", "pin": ["good.echo"], "budget": 2}}},
+		"policy": {"agents": {"tester": {"allow": ["*"], "deny": ["evil.*"]}}}
+	}`, os.Args[0], evil.serveHTTP(t), TokenHash(tokens["tester"]))
+	cfg, err := config.Parse("test.json", []byte(cfgJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := g.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.HTTPHandler(HTTPOptions{}))
+	t.Cleanup(func() { srv.Close(); cancel(); g.Close() })
+	return &fixture{t: t, g: g, evil: evil, url: srv.URL + "/mcp", cfg: cfgJSON}
+}
+
+// sessionCallText is a tools/call's text, and whether it was an error.
+func sessionCallText(t *testing.T, c *testClient, name string, args any) (string, bool) {
+	t.Helper()
+	m := c.request("tools/call", map[string]any{"name": name, "arguments": args})
+	if m.Error != nil {
+		return m.Error.Message, true
+	}
+	var res struct {
+		Content []struct{ Text string } `json:"content"`
+		IsError bool                    `json:"isError"`
+	}
+	if err := json.Unmarshal(m.Result, &res); err != nil || len(res.Content) == 0 {
+		t.Fatalf("%s: %s %v", name, m.Result, err)
+	}
+	return res.Content[0].Text, res.IsError
+}
+
+// found is what nexus__find_tools returned for task, by wire name.
+func found(t *testing.T, c *testClient, task string) []string {
+	t.Helper()
+	m := c.request("tools/call", map[string]any{"name": findToolsName, "arguments": map[string]any{"task": task, "limit": 20}})
+	if m.Error != nil {
+		t.Fatalf("find %q: %v", task, m.Error)
+	}
+	var res struct {
+		Structured struct {
+			Tools []struct {
+				Name        string          `json:"name"`
+				InputSchema json.RawMessage `json:"inputSchema"`
+			} `json:"tools"`
+		} `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(m.Result, &res); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, tool := range res.Structured.Tools {
+		if len(tool.InputSchema) == 0 {
+			t.Errorf("found %s without its input schema", tool.Name)
+		}
+		out = append(out, tool.Name)
+	}
+	return out
+}
+
+// TestSearchMode: a search-mode agent lists its pin and the two search tools,
+// finds only what it may call, calls through nexus__call_tool and directly with
+// the same policy, and its budget grows its own list with list_changed.
+func TestSearchMode(t *testing.T) {
+	for _, front := range fronts {
+		t.Run(front, func(t *testing.T) {
+			f := searchFixture(t)
+			c := f.client(front, "tester")
+			listed := names(t, c.request("tools/list", nil), "tools", "name")
+			if want := []string{"good__echo", findToolsName, callToolName}; !slices.Equal(listed, want) {
+				t.Fatalf("tools/list %v, want %v", listed, want)
+			}
+			got := found(t, c, "log a line")
+			if len(got) == 0 || got[0] != "good__log" {
+				t.Errorf("find 'log a line': %v, want good__log first", got)
+			}
+			for _, task := range []string{"echo text", "log a line", "waits until released", "progress"} {
+				for _, name := range found(t, c, task) {
+					if strings.HasPrefix(name, "evil__") {
+						t.Errorf("find %q returned %s, which tester may not call", task, name)
+					}
+				}
+			}
+			if text, isErr := sessionCallText(t, c, callToolName, map[string]any{"name": "good__echo", "arguments": map[string]any{"text": "hi"}}); isErr || text != "good:hi" {
+				t.Errorf("call_tool good__echo: %q (error %v)", text, isErr)
+			}
+			before := f.evil.count("tools/call")
+			for _, name := range []string{"evil__echo", "evil.echo"} {
+				if text, isErr := sessionCallText(t, c, callToolName, map[string]any{"name": name, "arguments": map[string]any{"text": "hi"}}); !isErr || !strings.Contains(text, "may not call") {
+					t.Errorf("call_tool %s: %q, want a refusal", name, text)
+				}
+			}
+			if text, isErr := sessionCallText(t, c, "evil__echo", map[string]any{"text": "hi"}); !isErr || !strings.Contains(text, "may not call") {
+				t.Errorf("direct evil__echo: %q, want a refusal", text)
+			}
+			if f.evil.count("tools/call") != before {
+				t.Error("a refused call reached evil")
+			}
+			if text, isErr := sessionCallText(t, c, "good__log", nil); isErr || text != "logged" {
+				t.Errorf("a direct call of a permitted tool not listed: %q (error %v)", text, isErr)
+			}
+			for _, bad := range []map[string]any{{}, {"name": callToolName}, {"name": findToolsName}} {
+				if _, isErr := sessionCallText(t, c, callToolName, bad); !isErr {
+					t.Errorf("call_tool %v: no error", bad)
+				}
+			}
+			if _, isErr := sessionCallText(t, c, findToolsName, map[string]any{"task": "x", "limit": 500}); !isErr {
+				t.Error("find with limit 500: no error")
+			}
+			// The budget: found tools join this session's list, two at most.
+			if !c.waitNote("notifications/tools/list_changed", nil) {
+				t.Fatal("no list_changed after tools were found with a budget")
+			}
+			listed = names(t, c.request("tools/list", nil), "tools", "name")
+			if len(listed) != 5 || !slices.Contains(listed, findToolsName) || !slices.Contains(listed, "good__echo") {
+				t.Errorf("tools/list after finding: %v, want the pin, the search tools and two found", listed)
+			}
+			for _, name := range listed {
+				if strings.HasPrefix(name, "evil__") {
+					t.Errorf("%s was added to tester's list", name)
+				}
+			}
+			// Another session of the agent keeps the short list.
+			if other := names(t, f.client(front, "tester").request("tools/list", nil), "tools", "name"); len(other) != 3 {
+				t.Errorf("a new session lists %v", other)
+			}
+		})
+	}
+}
+
+// TestSearchModeCost: the view knows what listing everything would cost.
+func TestSearchModeCost(t *testing.T) {
+	f := searchFixture(t)
+	v := f.g.view("tester")
+	if v.search == nil || v.allTools == 0 || v.allBytes <= len(v.tools) {
+		t.Fatalf("view: search %v, %d tools in %d bytes, listed %d bytes", v.search != nil, v.allTools, v.allBytes, len(v.tools))
+	}
+	if anon := f.g.view("anonymous"); anon.search != nil || anon.allBytes != len(anon.tools) {
+		t.Errorf("an agent in the default mode: search %v", anon.search != nil)
+	}
+}
