@@ -236,3 +236,43 @@ func (g *Gateway) addFound(s *session, names []string, budget int) {
 		s.push(notificationBytes("notifications/tools/list_changed", nil))
 	}
 }
+
+// ManifestCost is what an agent's tools/list costs a client on every turn, in
+// bytes of JSON; EstimateTokens turns bytes into tokens.
+type ManifestCost struct {
+	Agent string `json:"agent"`
+	// Mode is the agent's toolset: config.ToolsAll or config.ToolsSearch.
+	Mode string `json:"mode"`
+	// Tools is how many tools the agent may call.
+	Tools int `json:"tools"`
+	// AllBytes is the tools/list that lists them all; SearchBytes the one of
+	// search mode (the agent's pins and the two search tools); ListedBytes the
+	// one its mode sends.
+	AllBytes    int `json:"allBytes"`
+	SearchBytes int `json:"searchBytes"`
+	ListedBytes int `json:"listedBytes"`
+}
+
+// EstimateTokens is a rough token count of n bytes of JSON: about four bytes a
+// token, as tokenizers of the common models average on English and JSON. It is
+// an estimate, said as one wherever it is shown.
+func EstimateTokens(n int) int { return (n + 3) / 4 }
+
+// ManifestCost says what the agent's tools/list costs now, and what the other
+// mode would.
+func (g *Gateway) ManifestCost(agent string) ManifestCost {
+	v := g.view(agent)
+	c := ManifestCost{Agent: agent, Mode: config.ToolsAll, Tools: v.allTools, AllBytes: v.allBytes, ListedBytes: len(v.tools)}
+	if v.search != nil {
+		c.Mode, c.SearchBytes = config.ToolsSearch, len(v.tools)
+		return c
+	}
+	var servers []string
+	for _, s := range g.man.Load().servers {
+		if v.sees[s] {
+			servers = append(servers, s)
+		}
+	}
+	c.SearchBytes = len(SearchToolsList(v.allTools, servers))
+	return c
+}

@@ -171,4 +171,18 @@ func TestSearchModeCost(t *testing.T) {
 	if anon := f.g.view("anonymous"); anon.search != nil || anon.allBytes != len(anon.tools) {
 		t.Errorf("an agent in the default mode: search %v", anon.search != nil)
 	}
+	for _, tc := range []struct {
+		agent, mode string
+	}{{"tester", config.ToolsSearch}, {"anonymous", config.ToolsAll}} {
+		c := f.g.ManifestCost(tc.agent)
+		if c.Mode != tc.mode || c.Tools == 0 || c.SearchBytes == 0 || c.SearchBytes >= c.AllBytes {
+			t.Errorf("%s: %+v", tc.agent, c)
+		}
+		if want := map[string]int{config.ToolsSearch: c.SearchBytes, config.ToolsAll: c.AllBytes}[tc.mode]; c.ListedBytes != want {
+			t.Errorf("%s lists %d bytes, want %d", tc.agent, c.ListedBytes, want)
+		}
+	}
+	if EstimateTokens(4) != 1 || EstimateTokens(5) != 2 || EstimateTokens(0) != 0 {
+		t.Error("EstimateTokens is bytes/4, rounded up")
+	}
 }

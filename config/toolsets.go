@@ -187,3 +187,16 @@ func (m *merger) buildToolsets(cfg *Config) {
 		m.errs.add(m.errAt(m.mapFrom["names"]["maxLength"], fmt.Sprintf("write a number from %d to %d (default %d)", MinNameLength, DefaultMaxNameLength, DefaultMaxNameLength), "names", "maxLength"))
 	}
 }
+
+// AgentNames are the agents the config names (in agents or policy.agents) and
+// the anonymous one, sorted: those a report per agent shows.
+func (c *Config) AgentNames() []string {
+	names := map[string]bool{policy.Anonymous: true}
+	for n := range c.Agents {
+		names[n] = true
+	}
+	for n := range c.Policy.Agents {
+		names[n] = true
+	}
+	return slices.Sorted(maps.Keys(names))
+}
