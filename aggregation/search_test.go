@@ -17,15 +17,21 @@ import (
 // good.echo, with a budget of two found tools; evil's tools are denied to it.
 func searchFixture(t *testing.T) *fixture {
 	t.Helper()
+	return searchFixtureWith(t, `{}`)
+}
+
+// searchFixtureWith is searchFixture with good's tool overrides.
+func searchFixtureWith(t *testing.T, goodTools string) *fixture {
+	t.Helper()
 	evil := newTestChild("evil")
 	cfgJSON := fmt.Sprintf(`{
 		"servers": {
-			"good": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "good"}, "timeout": "5s"},
+			"good": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "good"}, "timeout": "5s", "tools": %s},
 			"evil": {"transport": "streamable-http", "url": %q, "timeout": "5s"}
 		},
 		"agents": {"tester": {"tokenSha256": %q, "tools": {"mode": "search", "pin": ["good.echo"], "budget": 2}}},
 		"policy": {"agents": {"tester": {"allow": ["*"], "deny": ["evil.*"]}}}
-	}`, os.Args[0], evil.serveHTTP(t), TokenHash(tokens["tester"]))
+	}`, os.Args[0], goodTools, evil.serveHTTP(t), TokenHash(tokens["tester"]))
 	cfg, err := config.Parse("test.json", []byte(cfgJSON))
 	if err != nil {
 		t.Fatal(err)
@@ -184,5 +190,29 @@ func TestSearchModeCost(t *testing.T) {
 	}
 	if EstimateTokens(4) != 1 || EstimateTokens(5) != 2 || EstimateTokens(0) != 0 {
 		t.Error("EstimateTokens is bytes/4, rounded up")
+	}
+}
+
+// TestRenamedToolRoutes: a tool the operator renamed is listed, found, decided
+// and called by its new name, and the child is still called by its own.
+func TestRenamedToolRoutes(t *testing.T) {
+	f := searchFixtureWith(t, `{"echo": {"name": "say", "description": "Says text back, aloud"}, "log": {"name": "journal"}}`)
+	c := f.client(frontStdio, "tester")
+	if listed := names(t, c.request("tools/list", nil), "tools", "name"); slices.Contains(listed, "good__echo") {
+		t.Errorf("the pin names good.echo, which is now good.say: %v", listed)
+	}
+	if got := found(t, c, "say text aloud"); len(got) == 0 || got[0] != "good__say" {
+		t.Errorf("find: %v, want good__say", got)
+	}
+	for _, name := range []string{"good__say", "good.say"} {
+		if text, isErr := sessionCallText(t, c, callToolName, map[string]any{"name": name, "arguments": map[string]any{"text": "hi"}}); isErr || text != "good:hi" {
+			t.Errorf("%s: %q (error %v)", name, text, isErr)
+		}
+	}
+	if text, isErr := sessionCallText(t, c, "good__echo", map[string]any{"text": "hi"}); !isErr || !strings.Contains(text, "unknown tool") {
+		t.Errorf("the old name: %q (error %v), want an unknown tool", text, isErr)
+	}
+	if tl := f.g.Tools(); !slices.ContainsFunc(tl, func(t *Tool) bool { return t.Canonical == "good.journal" && t.Name == "log" }) {
+		t.Error("good.journal should call the child's log")
 	}
 }

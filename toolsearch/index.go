@@ -107,9 +107,8 @@ type Index struct {
 	df     map[string]int
 	opts   Options
 
-	vecOnce sync.Once
-	vecs    [][]float32 // the docs' embeddings, once asked for
-	vecErr  error
+	vecMu sync.Mutex
+	vecs  [][]float32 // the docs' embeddings, once made; a failure is tried again
 }
 
 // New indexes docs.
@@ -232,22 +231,16 @@ func (ix *Index) bm25(i int, query map[string]float64) float64 {
 
 // blend mixes the embedder's cosine similarities into scores, whose best is best.
 func (ix *Index) blend(ctx context.Context, task string, scores []float64, best float64) error {
-	ix.vecOnce.Do(func() {
-		texts := make([]string, len(ix.docs))
-		for i, d := range ix.docs {
-			texts[i] = strings.Join([]string{d.Words, d.Title, d.Description}, ". ")
-		}
-		ix.vecs, ix.vecErr = ix.opts.Embedder.Embed(ctx, texts)
-		if ix.vecErr == nil && len(ix.vecs) != len(texts) {
-			ix.vecErr = fmt.Errorf("the embedder gave %d vectors for %d tools", len(ix.vecs), len(texts))
-		}
-	})
-	if ix.vecErr != nil {
-		return fmt.Errorf("embedding the tools: %w", ix.vecErr)
+	vecs, err := ix.docVectors(ctx)
+	if err != nil {
+		return err
 	}
 	qv, err := ix.opts.Embedder.Embed(ctx, []string{task})
-	if err != nil || len(qv) != 1 {
+	if err != nil {
 		return fmt.Errorf("embedding the task: %w", err)
+	}
+	if len(qv) != 1 {
+		return fmt.Errorf("embedding the task: the embedder gave %d vectors for one", len(qv))
 	}
 	w := ix.opts.Blend
 	for i := range scores {
@@ -255,9 +248,32 @@ func (ix *Index) blend(ctx context.Context, task string, scores []float64, best 
 		if best > 0 {
 			lex = scores[i] / best
 		}
-		scores[i] = (1-w)*lex + w*cosine(qv[0], ix.vecs[i])
+		scores[i] = (1-w)*lex + w*cosine(qv[0], vecs[i])
 	}
 	return nil
+}
+
+// docVectors embeds the tools once; a failure (a model that is down, a search
+// whose context ended) is not kept, so the next search tries again.
+func (ix *Index) docVectors(ctx context.Context) ([][]float32, error) {
+	ix.vecMu.Lock()
+	defer ix.vecMu.Unlock()
+	if ix.vecs != nil {
+		return ix.vecs, nil
+	}
+	texts := make([]string, len(ix.docs))
+	for i, d := range ix.docs {
+		texts[i] = strings.Join([]string{d.Words, d.Title, d.Description}, ". ")
+	}
+	vecs, err := ix.opts.Embedder.Embed(ctx, texts)
+	if err != nil {
+		return nil, fmt.Errorf("embedding the tools: %w", err)
+	}
+	if len(vecs) != len(texts) {
+		return nil, fmt.Errorf("embedding the tools: the embedder gave %d vectors for %d tools", len(vecs), len(texts))
+	}
+	ix.vecs = vecs
+	return vecs, nil
 }
 
 func cosine(a, b []float32) float64 {
