@@ -6,11 +6,15 @@ package toolsearch_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 
+	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/toolsearch"
 )
 
@@ -125,5 +129,41 @@ func TestAccuracy(t *testing.T) {
 	t.Logf("%d tools, %d tasks: top-1 %.1f%%, top-5 %.1f%%", len(docs), len(tasks), 100*float64(top1)/n, 100*float64(top5)/n)
 	if float64(top1)/n < floorTop1 || float64(top5)/n < floorTop5 {
 		t.Errorf("top-1 %.3f (floor %.2f), top-5 %.3f (floor %.2f): the ranking got worse", float64(top1)/n, floorTop1, float64(top5)/n, floorTop5)
+	}
+}
+
+// TestManifestSize reports what the evaluation set's tools/list costs a client
+// on every turn, listing every tool and in search mode, in bytes and in tokens
+// (estimated: bytes/4).
+func TestManifestSize(t *testing.T) {
+	docs, raws := evalTools(t)
+	all, err := json.Marshal(map[string]any{"tools": raws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers := map[string]bool{}
+	for _, d := range docs {
+		server, _, _ := strings.Cut(d.Name, ".")
+		servers[server] = true
+	}
+	search := aggregation.SearchToolsList(len(docs), slices.Sorted(maps.Keys(servers)))
+	t.Logf("%d tools of %d servers: every tool %d bytes (~%d tokens), search mode %d bytes (~%d tokens): %.1f%% saved",
+		len(docs), len(servers), len(all), aggregation.EstimateTokens(len(all)), len(search), aggregation.EstimateTokens(len(search)),
+		100*(1-float64(len(search))/float64(len(all))))
+	if len(search)*10 > len(all) {
+		t.Errorf("search mode lists %d bytes against %d for every tool: it should cost a tenth at most", len(search), len(all))
+	}
+}
+
+// BenchmarkSearch is one nexus__find_tools ranking over the evaluation set.
+func BenchmarkSearch(b *testing.B) {
+	docs, _ := evalTools(b)
+	tasks := evalTasks(b)
+	ix := toolsearch.New(docs, toolsearch.Options{})
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if _, err := ix.Search(context.Background(), tasks[i%len(tasks)].Task, 5); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
