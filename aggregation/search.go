@@ -37,21 +37,38 @@ type searchView struct {
 	listed  map[string]json.RawMessage // a callable tool as tools/list gives it, by canonical name
 }
 
+// searchOptions are what a search-mode view is built with.
+type searchOptions struct {
+	set      config.Toolset
+	embedder toolsearch.Embedder // nil: words only
+	// text redacts what is indexed: a secret in a description must not be
+	// findable (nor sent to an embedder) any more than it may be shown.
+	text func(string) string
+}
+
 // newSearchView indexes the agent's tools; tools are those it may call, in
 // canonical-name order, and items their listed forms.
-func newSearchView(set config.Toolset, tools []*Tool, items []json.RawMessage, servers []string, emb toolsearch.Embedder) *searchView {
-	sv := &searchView{set: set, allowed: map[string]*Tool{}, listed: map[string]json.RawMessage{}}
+func newSearchView(so searchOptions, tools []*Tool, items []json.RawMessage, servers []string) *searchView {
+	sv := &searchView{set: so.set, allowed: map[string]*Tool{}, listed: map[string]json.RawMessage{}}
+	text := so.text
+	if text == nil {
+		text = func(s string) string { return s }
+	}
 	docs := make([]toolsearch.Doc, len(tools))
 	for i, t := range tools {
 		sv.allowed[t.Canonical] = t
 		sv.listed[t.Canonical] = items[i]
-		docs[i] = toolsearch.Doc{Name: t.Canonical, Words: strings.ReplaceAll(t.Canonical, ".", " "), Title: t.front.Title,
-			Description: t.front.Description, Params: toolsearch.Params(t.InputSchema)}
-		if set.Pins(t.Canonical) {
+		params := toolsearch.Params(t.InputSchema)
+		for j := range params {
+			params[j].Description = text(params[j].Description)
+		}
+		docs[i] = toolsearch.Doc{Name: t.Canonical, Words: text(strings.ReplaceAll(t.Canonical, ".", " ")), Title: text(t.front.Title),
+			Description: text(t.front.Description), Params: params}
+		if so.set.Pins(t.Canonical) {
 			sv.base = append(sv.base, items[i])
 		}
 	}
-	sv.index = toolsearch.New(docs, toolsearch.Options{Embedder: emb})
+	sv.index = toolsearch.New(docs, toolsearch.Options{Embedder: so.embedder})
 	sv.base = append(sv.base, searchTools(len(tools), servers)...)
 	return sv
 }

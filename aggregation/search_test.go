@@ -1,6 +1,7 @@
 package aggregation
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,7 +37,10 @@ func searchFixtureWith(t *testing.T, goodTools string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := New(cfg, Options{})
+	g, err := New(cfg, Options{
+		Redact:     func(b []byte) []byte { return bytes.ReplaceAll(b, []byte(canary), []byte("[redacted]")) },
+		RedactText: func(s string) string { return strings.ReplaceAll(s, canary, "[redacted]") },
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +112,14 @@ func TestSearchMode(t *testing.T) {
 			listed := names(t, c.request("tools/list", nil), "tools", "name")
 			if want := []string{"good__echo", findToolsName, callToolName}; !slices.Equal(listed, want) {
 				t.Fatalf("tools/list %v, want %v", listed, want)
+			}
+			// good__echo's description holds the canary: redacted, it can be
+			// neither shown nor found.
+			if got := found(t, c, "5ecret v4lue 0xDEADBEEF"); len(got) != 0 {
+				t.Errorf("the redacted secret found %v", got)
+			}
+			if strings.Contains(c.received(), canary) {
+				t.Error("the canary reached the client")
 			}
 			got := found(t, c, "log a line")
 			if len(got) == 0 || got[0] != "good__log" {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/policy"
-	"github.com/nexus-mcp/nexus/toolsearch"
 )
 
 // view is what one agent sees of the manifest: its lists, encoded once, and their
@@ -58,12 +57,12 @@ func (g *Gateway) view(agent string) *view {
 	if v := vs.byAgent[agent]; v != nil {
 		return v
 	}
-	v := buildView(man, pol, agent, cfg.ToolsetFor(agent), g.searchEmbedder)
+	v := buildView(man, pol, agent, searchOptions{set: cfg.ToolsetFor(agent), embedder: g.searchEmbedder, text: g.text})
 	vs.byAgent[agent] = v
 	return v
 }
 
-func buildView(m *manifest, pol *policy.Policy, agent string, set config.Toolset, emb toolsearch.Embedder) *view {
+func buildView(m *manifest, pol *policy.Policy, agent string, so searchOptions) *view {
 	v := &view{sees: map[string]bool{}, readable: map[string]bool{}}
 	for _, s := range m.servers {
 		if pol.DecideItem(agent, s, "").Allowed {
@@ -95,14 +94,14 @@ func buildView(m *manifest, pol *policy.Policy, agent string, set config.Toolset
 	}
 	v.tools = listResult("tools", tools)
 	v.allTools, v.allBytes = len(tools), len(v.tools)
-	if set.Search() {
+	if so.set.Search() {
 		var servers []string
 		for _, s := range m.servers {
 			if v.sees[s] {
 				servers = append(servers, s)
 			}
 		}
-		v.search = newSearchView(set, callable, tools, servers, emb)
+		v.search = newSearchView(so, callable, tools, servers)
 		v.tools = listResult("tools", v.search.base)
 	}
 	v.prompts = listResult("prompts", prompts)
