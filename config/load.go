@@ -465,6 +465,7 @@ func (m *merger) build() *Config {
 			m.errs.add(m.errAt(m.scalarFrom["projectLayers"], "write true or false", "projectLayers"))
 		}
 	}
+	m.takeBadAgentToolsets()
 	m.decodeSection("agents", &cfg.Agents)
 	m.decodeSection("ttl", &cfg.TTL)
 	m.decodeSection("staleIfError", &cfg.StaleIfError)

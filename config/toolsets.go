@@ -46,12 +46,14 @@ func (t *Toolset) UnmarshalJSON(b []byte) error {
 		*t = Toolset{Mode: mode}
 		return nil
 	}
+	const want = `write "all", "search" or {"mode": "search", "pin": [...], "budget": N}`
+	if trimmed := bytes.TrimSpace(b); len(trimmed) == 0 || trimmed[0] != '{' {
+		return fmt.Errorf("%s, not %s", want, describe(b))
+	}
 	type plain Toolset
 	var p plain
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return fmt.Errorf(`write "all", "search" or {"mode": "search", "pin": [...], "budget": N}: %w`, err)
+	if err := DecodeStrict(b, &p); err != nil {
+		return fmt.Errorf("%s: %s", want, fieldError(err))
 	}
 	*t = Toolset(p)
 	return nil
@@ -159,6 +161,25 @@ func checkToolOverrides(tools map[string]ToolOverride) error {
 		given[o.Name] = child
 	}
 	return nil
+}
+
+// takeBadAgentToolsets reports, at agents.NAME.tools, a toolset that does not
+// decode, and drops it, so that the agent's other keys are still read and the
+// mistake is named where it is (decoding the whole agent would name only the
+// agent). It runs before the agents section is decoded.
+func (m *merger) takeBadAgentToolsets() {
+	for _, name := range slices.Sorted(maps.Keys(m.maps["agents"])) {
+		var entry map[string]json.RawMessage
+		if json.Unmarshal(m.maps["agents"][name], &entry) != nil || entry["tools"] == nil {
+			continue
+		}
+		var t Toolset
+		if err := json.Unmarshal(entry["tools"], &t); err != nil {
+			m.errs.add(m.errAt(m.mapFrom["agents"][name], err.Error(), "agents", name, "tools"))
+			delete(entry, "tools")
+			m.maps["agents"][name], _ = json.Marshal(entry)
+		}
+	}
 }
 
 // buildToolsets checks the toolsets (the default and each agent's) and names.

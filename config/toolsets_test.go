@@ -51,6 +51,8 @@ func TestToolsetErrors(t *testing.T) {
 		{"unknown mode", `{"tools": "some"}`, []string{"tools", `"search"`, `not "some"`}},
 		{"unknown toolset key", `{"tools": {"mode": "search", "pins": []}}`, []string{"tools", "pins"}},
 		{"pin in all mode", `{"tools": {"mode": "all", "pin": ["a.b"]}}`, []string{"tools", `"pin" and "budget"`}},
+		{"toolset of the wrong type", `{"agents": {"ci": {"tools": 3}}}`, []string{"agents.ci.tools", `write "all", "search"`}},
+		{"unknown agent toolset key", `{"agents": {"ci": {"tools": {"mode": "search", "pins": []}}}}`, []string{"agents.ci.tools", `unknown field "pins"`}},
 		{"bad pin", `{"agents": {"ci": {"tools": {"mode": "search", "pin": ["gh__x"]}}}}`, []string{"agents.ci.tools", `"gh__x"`, "server.tool"}},
 		{"budget too big", `{"agents": {"ci": {"tools": {"mode": "search", "budget": 1000}}}}`, []string{"agents.ci.tools", "64"}},
 		{"negative budget", `{"tools": {"mode": "search", "budget": -1}}`, []string{"tools", "budget"}},
