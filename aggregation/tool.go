@@ -66,6 +66,10 @@ func (t *Tool) MemoryTool() memory.Tool {
 		InputSchema: t.InputSchema}
 }
 
+// Exposed is the tool's name as users write it after "<server>.": the child's,
+// or the one an override gave it (servers.NAME.tools).
+func (t *Tool) Exposed() string { return strings.TrimPrefix(t.Canonical, t.Server+".") }
+
 // Description is the first line of the tool's description.
 func (t *Tool) Description() string {
 	d, _, _ := strings.Cut(t.front.Description, "\n")

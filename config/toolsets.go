@@ -221,3 +221,32 @@ func (c *Config) AgentNames() []string {
 	}
 	return slices.Sorted(maps.Keys(names))
 }
+
+// PinProblems reports the pin entries (of tools and agents.NAME.tools) that name
+// no server or tool of known, which maps each server to its tools' names (nil:
+// the server's tools are not known yet): a pin that pins nothing is a setting its
+// author believes in and does not have.
+func (c *Config) PinProblems(known map[string][]string) []string {
+	var out []string
+	check := func(where string, t *Toolset) {
+		if t == nil {
+			return
+		}
+		for i, p := range t.Pin {
+			server, tool, _ := strings.Cut(p, ".")
+			tools, ok := known[server]
+			switch {
+			case p == "*":
+			case !ok:
+				out = append(out, fmt.Sprintf("%s.pin[%d] %q: no server is named %q", where, i, p, server))
+			case tool != "*" && tools != nil && !slices.Contains(tools, tool):
+				out = append(out, fmt.Sprintf("%s.pin[%d] %q: server %q lists no tool %q", where, i, p, server, tool))
+			}
+		}
+	}
+	check("tools", c.Tools)
+	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
+		check("agents."+name+".tools", c.Agents[name].Tools)
+	}
+	return out
+}

@@ -90,3 +90,16 @@ func TestToolOverridesMergeByTool(t *testing.T) {
 		t.Errorf("tools %+v", tools)
 	}
 }
+
+func TestPinProblems(t *testing.T) {
+	cfg, err := Parse("f.json", []byte(`{"tools": {"mode": "search", "pin": ["gh.create_issue", "gh.nope", "kg.*", "*"]},
+		"agents": {"ci": {"tools": {"mode": "search", "pin": ["slow.x", "gone.*"]}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cfg.PinProblems(map[string][]string{"gh": {"create_issue"}, "kg": {"a"}, "slow": nil})
+	want := []string{`tools.pin[1] "gh.nope": server "gh" lists no tool "nope"`, `agents.ci.tools.pin[1] "gone.*": no server is named "gone"`}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("PinProblems:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

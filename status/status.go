@@ -102,7 +102,7 @@ func build(ctx context.Context, src Sources) view {
 	tools := g.Tools()
 	perServer := map[string][]string{}
 	for _, t := range tools {
-		perServer[t.Server] = append(perServer[t.Server], t.Name)
+		perServer[t.Server] = append(perServer[t.Server], t.Exposed())
 	}
 	for _, st := range g.Servers() {
 		v.Servers = append(v.Servers, server{Status: st, ToolNames: perServer[st.Name]})

@@ -121,3 +121,28 @@ func TestListToolsCost(t *testing.T) {
 		t.Errorf("list-tools ends without the cost per agent:\n%s", text)
 	}
 }
+
+// TestRenamedToolEndToEnd: a tool renamed in servers.NAME.tools is called,
+// allowed by policy and checked by its new name; a pin naming no tool is
+// reported by policy check.
+func TestRenamedToolEndToEnd(t *testing.T) {
+	h := newHome(t, nil)
+	h.writeConfig(map[string]any{
+		"servers": map[string]any{"fx": h.fixtureServer(map[string]any{"tools": map[string]any{"echo": map[string]any{"name": "say", "description": "Says it back"}}})},
+		"policy":  map[string]any{"default": map[string]any{"allow": []string{"fx.say"}}},
+		"tools":   map[string]any{"mode": "search", "pin": []string{"fx.say", "fx.nope"}},
+	})
+	if out, stderr, code := h.nexus("call", "fx.say", "--args", `{"message":"renamed"}`); code != 0 || !strings.Contains(out, "renamed") {
+		t.Errorf("call fx.say: %d %s%s", code, out, stderr)
+	}
+	if _, stderr, code := h.nexus("call", "fx.echo", "--args", `{"message":"x"}`); code == 0 || !strings.Contains(stderr, "unknown tool") {
+		t.Errorf("call fx.echo, the old name: %d %s", code, stderr)
+	}
+	if h.calls()["echo"] != 1 {
+		t.Errorf("the child was called %v, want echo once, by its own name", h.calls())
+	}
+	out, _, code := h.nexus("policy", "check")
+	if code != 1 || strings.Contains(out, `"fx.say"`) || !strings.Contains(out, `tools.pin[1] "fx.nope": server "fx" lists no tool "nope"`) {
+		t.Errorf("policy check: %d\n%s", code, out)
+	}
+}

@@ -125,8 +125,12 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 		// Once every server made its first attempt, say which policy entries name
 		// nothing: serve does not wait for its servers to answer its client.
 		if g.Ready(ctx) == nil {
-			for _, p := range g.Policy().Check(knownTools(g.Gateway)) {
+			known := knownTools(g.Gateway)
+			for _, p := range g.Policy().Check(known) {
 				e.log.Warn("policy problem", "problem", p.String())
+			}
+			for _, p := range g.Config().PinProblems(known) {
+				e.log.Warn("toolset problem", "problem", p)
 			}
 		}
 	})
@@ -254,7 +258,7 @@ func knownTools(g *aggregation.Gateway) map[string][]string {
 		}
 	}
 	for _, t := range g.Tools() {
-		known[t.Server] = append(known[t.Server], t.Name)
+		known[t.Server] = append(known[t.Server], t.Exposed()) // policy names a renamed tool by its new name
 	}
 	return known
 }
