@@ -30,11 +30,10 @@ const (
 // may call, indexed for nexus__find_tools. Only those are indexed, so a tool the
 // agent may not call is never found.
 type searchView struct {
-	set     config.Toolset
-	index   *toolsearch.Index
-	allowed map[string]*Tool           // the agent's callable tools, by canonical name
-	base    []json.RawMessage          // the pinned tools and the two search tools, listed
-	listed  map[string]json.RawMessage // a callable tool as tools/list gives it, by canonical name
+	set    config.Toolset
+	index  *toolsearch.Index
+	base   []json.RawMessage          // the pinned tools and the two search tools, listed
+	listed map[string]json.RawMessage // each tool the agent may call as tools/list gives it, by canonical name
 }
 
 // searchOptions are what a search-mode view is built with.
@@ -49,14 +48,13 @@ type searchOptions struct {
 // newSearchView indexes the agent's tools; tools are those it may call, in
 // canonical-name order, and items their listed forms.
 func newSearchView(so searchOptions, tools []*Tool, items []json.RawMessage, servers []string) *searchView {
-	sv := &searchView{set: so.set, allowed: map[string]*Tool{}, listed: map[string]json.RawMessage{}}
+	sv := &searchView{set: so.set, listed: map[string]json.RawMessage{}}
 	text := so.text
 	if text == nil {
 		text = func(s string) string { return s }
 	}
 	docs := make([]toolsearch.Doc, len(tools))
 	for i, t := range tools {
-		sv.allowed[t.Canonical] = t
 		sv.listed[t.Canonical] = items[i]
 		params := toolsearch.Params(t.InputSchema)
 		for j := range params {
@@ -116,13 +114,18 @@ func SearchToolsList(n int, servers []string) json.RawMessage {
 
 // sessionTools is the session's tools/list and its fingerprint: the view's, plus,
 // in search mode, the found tools the budget added to this session (those the
-// agent may still call). The caller holds s.mu.
+// agent may still call, within the budget of the config now). The caller holds
+// s.mu.
 func (s *session) sessionTools(v *view) (json.RawMessage, [sha256.Size]byte) {
 	if v.search == nil || len(s.found) == 0 {
 		return v.tools, v.toolsFP
 	}
 	items := slices.Clone(v.search.base)
-	for _, name := range s.found {
+	found := s.found
+	if n := v.search.set.Budget; len(found) > n { // a reload lowered the budget
+		found = found[len(found)-n:]
+	}
+	for _, name := range found {
 		if raw, ok := v.search.listed[name]; ok && !v.search.set.Pins(name) {
 			items = append(items, raw)
 		}
