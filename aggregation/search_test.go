@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/toolsearch"
 )
 
 // searchFixture is a gateway whose agent tester is in search mode, pinning
@@ -23,6 +24,12 @@ func searchFixture(t *testing.T) *fixture {
 
 // searchFixtureWith is searchFixture with good's tool overrides.
 func searchFixtureWith(t *testing.T, goodTools string) *fixture {
+	t.Helper()
+	return searchFixtureOpts(t, goodTools, nil)
+}
+
+// searchFixtureOpts is searchFixtureWith with an embedder for tool search.
+func searchFixtureOpts(t *testing.T, goodTools string, emb toolsearch.Embedder) *fixture {
 	t.Helper()
 	evil := newTestChild("evil")
 	cfgJSON := fmt.Sprintf(`{
@@ -38,8 +45,9 @@ func searchFixtureWith(t *testing.T, goodTools string) *fixture {
 		t.Fatal(err)
 	}
 	g, err := New(cfg, Options{
-		Redact:     func(b []byte) []byte { return bytes.ReplaceAll(b, []byte(canary), []byte("[redacted]")) },
-		RedactText: func(s string) string { return strings.ReplaceAll(s, canary, "[redacted]") },
+		Redact:         func(b []byte) []byte { return bytes.ReplaceAll(b, []byte(canary), []byte("[redacted]")) },
+		RedactText:     func(s string) string { return strings.ReplaceAll(s, canary, "[redacted]") },
+		SearchEmbedder: emb,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -226,5 +234,30 @@ func TestRenamedToolRoutes(t *testing.T) {
 	}
 	if tl := f.g.Tools(); !slices.ContainsFunc(tl, func(t *Tool) bool { return t.Canonical == "good.journal" && t.Name == "log" }) {
 		t.Error("good.journal should call the child's log")
+	}
+}
+
+// paraphrases is an embedder that knows one paraphrase no word table has: it
+// puts "jot something down" next to the log tool, and everything else apart.
+type paraphrases struct{}
+
+func (paraphrases) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, s := range texts {
+		if s == "jot something down" || strings.Contains(s, "Logs a line") {
+			out[i] = []float32{1, 0}
+		} else {
+			out[i] = []float32{0, 1}
+		}
+	}
+	return out, nil
+}
+
+// TestSearchBlendsTheEmbedder: with an embedder, a task that shares no word with
+// a tool finds it.
+func TestSearchBlendsTheEmbedder(t *testing.T) {
+	c := searchFixtureOpts(t, `{}`, paraphrases{}).client(frontStdio, "tester")
+	if got := found(t, c, "jot something down"); len(got) == 0 || got[0] != "good__log" {
+		t.Errorf("find with the embedder: %v, want good__log first", got)
 	}
 }
