@@ -392,7 +392,10 @@ func toolError(msg string) json.RawMessage {
 // did not produce a result, is an *RPCError. Requests the child sends back during the
 // call (sampling, elicitation) are refused: there is no client to ask.
 func (g *Gateway) Call(ctx context.Context, agent, name string, args json.RawMessage) (json.RawMessage, error) {
-	raw, rpcErr := g.callTool(ctx, nil, agent, callParams{Name: name, Arguments: args})
+	p, raw, rpcErr, handled := g.searchCall(ctx, nil, agent, callParams{Name: name, Arguments: args})
+	if !handled {
+		raw, rpcErr = g.callTool(ctx, nil, agent, p)
+	}
 	if rpcErr != nil {
 		return nil, rpcErr
 	}

@@ -60,7 +60,7 @@ type childEvents interface {
 type child struct {
 	name    string
 	cfgp    atomic.Pointer[config.Server] // swapped when only annotations, prefix or timeout change
-	names   string                        // wire name style
+	names   naming                        // wire name style and bound
 	log     *slog.Logger
 	events  childEvents
 	resolve func(string) (string, error)
@@ -95,7 +95,7 @@ type child struct {
 	done        chan struct{}      // closed when run returns
 }
 
-func newChild(cfg *config.Server, names string, log *slog.Logger, events childEvents, resolve func(string) (string, error)) *child {
+func newChild(cfg *config.Server, names naming, log *slog.Logger, events childEvents, resolve func(string) (string, error)) *child {
 	c := &child{name: cfg.Name, names: names, log: log.With("server", cfg.Name), events: events,
 		resolve: resolve, state: StateConnecting, changed: make(chan struct{}), settled: make(chan struct{}), done: make(chan struct{}),
 		retryc: make(chan struct{}, 1), pingEvery: pingInterval, backoff: firstBackoff}

@@ -42,6 +42,7 @@ import (
 	"github.com/nexus-mcp/nexus/memory"
 	"github.com/nexus-mcp/nexus/policy"
 	"github.com/nexus-mcp/nexus/secrets"
+	"github.com/nexus-mcp/nexus/toolsearch"
 )
 
 // Version is the gateway's version, reported to clients and children.
@@ -58,6 +59,12 @@ type Options struct {
 	Memory *memory.Memory
 	// ToolNames overrides the config's wire name style ("wire" or "dotted").
 	ToolNames string
+	// SearchEmbedder, when set, is blended into nexus__find_tools's ranking (the
+	// memory embedder the config names, say); nil ranks by words alone.
+	SearchEmbedder toolsearch.Embedder
+	// MaxNameLength overrides names.maxLength: what `serve --max-name-length`
+	// (written by `nexus setup` for clients that prefix names) asks for.
+	MaxNameLength int
 	// Resolve expands references in env and header values (${env:NAME}...) when a
 	// child is started; nil expands ${env:NAME} only.
 	Resolve func(string) (string, error)
@@ -81,25 +88,27 @@ type Options struct {
 
 // Gateway is the aggregating MCP server.
 type Gateway struct {
-	log      *slog.Logger
-	mem      *memory.Memory
-	names    string
-	before   func(*config.Server)
-	resolve  func(string) (string, error)
-	redact   func([]byte) []byte
-	text     func(string) string // Options.RedactText
-	methods  map[string]method
-	denials  *policy.Counter
-	observer Observer
-	tracer   trace.Tracer
-	tracing  bool // a tracer was given: spans are made
-	sessions sessionSet
-	views    views
-	subs     subscriptions
-	progress progressRoutes
-	tasks    taskRoutes
-	listsMu  sync.Mutex   // serializes listsChanged
-	gate     sync.RWMutex // see gate.go
+	log   *slog.Logger
+	mem   *memory.Memory
+	names naming
+	// searchEmbedder is Options.SearchEmbedder.
+	searchEmbedder toolsearch.Embedder
+	before         func(*config.Server)
+	resolve        func(string) (string, error)
+	redact         func([]byte) []byte
+	text           func(string) string // Options.RedactText
+	methods        map[string]method
+	denials        *policy.Counter
+	observer       Observer
+	tracer         trace.Tracer
+	tracing        bool // a tracer was given: spans are made
+	sessions       sessionSet
+	views          views
+	subs           subscriptions
+	progress       progressRoutes
+	tasks          taskRoutes
+	listsMu        sync.Mutex   // serializes listsChanged
+	gate           sync.RWMutex // see gate.go
 
 	cfg      atomic.Pointer[config.Config]
 	pol      atomic.Pointer[policy.Policy]
@@ -140,6 +149,13 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if names != "" && names != config.ToolNamesWire && names != config.ToolNamesDotted {
 		return nil, fmt.Errorf("tool names %q: use %q or %q", names, config.ToolNamesWire, config.ToolNamesDotted)
 	}
+	maxName := cfg.Names.MaxName()
+	if opts.MaxNameLength != 0 {
+		if opts.MaxNameLength < config.MinNameLength || opts.MaxNameLength > config.DefaultMaxNameLength {
+			return nil, fmt.Errorf("the longest tool name is from %d to %d characters, not %d", config.MinNameLength, config.DefaultMaxNameLength, opts.MaxNameLength)
+		}
+		maxName = opts.MaxNameLength
+	}
 	resolve := opts.Resolve
 	if resolve == nil {
 		resolve = expandEnv
@@ -155,7 +171,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		tp = noop.NewTracerProvider()
 	}
 	g := &Gateway{
-		log: log, mem: opts.Memory, names: names, resolve: resolve, redact: opts.Redact, text: opts.RedactText, before: opts.BeforeStart,
+		log: log, mem: opts.Memory, names: naming{style: names, max: maxName}, searchEmbedder: opts.SearchEmbedder, resolve: resolve, redact: opts.Redact, text: opts.RedactText, before: opts.BeforeStart,
 		denials: &policy.Counter{}, observer: opts.Observer, tracer: tp.Tracer("github.com/nexus-mcp/nexus/aggregation"), tracing: opts.Tracer != nil,
 		rebuild: make(chan struct{}, 1), published: map[string]string{},
 	}

@@ -28,8 +28,7 @@ func (g *Gateway) methodTable() map[string]method {
 		"ping": func(context.Context, *session, json.RawMessage, sink) (json.RawMessage, *RPCError) {
 			return json.RawMessage("{}"), nil
 		},
-		"tools/list": listMethod(func(v *view) json.RawMessage { return v.tools },
-			func(seen *seenLists, v *view) { seen.tools, seen.listedTools = v.toolsFP, true }),
+		"tools/list": listTools,
 		"tools/call": callToolMethod,
 		"prompts/list": listMethod(func(v *view) json.RawMessage { return v.prompts },
 			func(seen *seenLists, v *view) { seen.prompts, seen.listedPrompts = v.promptsFP, true }),
@@ -154,10 +153,15 @@ func callToolMethod(ctx context.Context, s *session, params json.RawMessage, r s
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf(`tools/call params must be {"name": "<tool>", "arguments": {...}}: %v`, err)}
 	}
-	if len(p.Task) > 0 && string(p.Task) != "null" {
-		return s.g.callTask(ctx, &caller{s: s, r: r}, p)
+	c := &caller{s: s, r: r}
+	p, raw, rpcErr, handled := s.g.searchCall(ctx, c, s.agent, p)
+	if handled {
+		return raw, rpcErr
 	}
-	return s.g.callTool(ctx, &caller{s: s, r: r}, s.agent, p)
+	if len(p.Task) > 0 && string(p.Task) != "null" {
+		return s.g.callTask(ctx, c, p)
+	}
+	return s.g.callTool(ctx, c, s.agent, p)
 }
 
 // getPrompt is prompts/get: policy on the prompt, then its owner.

@@ -205,9 +205,10 @@ func (g *Gateway) listsChanged() {
 		v := g.view(s.agent)
 		s.mu.Lock()
 		seen := s.seen
-		s.seen.tools, s.seen.prompts, s.seen.resources = v.toolsFP, v.promptsFP, v.resourcesFP
+		_, toolsFP := s.sessionTools(v)
+		s.seen.tools, s.seen.prompts, s.seen.resources = toolsFP, v.promptsFP, v.resourcesFP
 		s.mu.Unlock()
-		if seen.listedTools && seen.tools != v.toolsFP {
+		if seen.listedTools && seen.tools != toolsFP {
 			s.push(notificationBytes("notifications/tools/list_changed", nil))
 		}
 		if seen.listedPrompts && seen.prompts != v.promptsFP {
@@ -231,7 +232,8 @@ func (g *Gateway) listsSettled() {
 		// A kind the client already listed keeps what it was given: listsChanged
 		// compares with that.
 		if !s.seen.listedTools {
-			s.seen.tools, s.seen.listedTools = v.toolsFP, true
+			_, fp := s.sessionTools(v)
+			s.seen.tools, s.seen.listedTools = fp, true
 		}
 		if !s.seen.listedPrompts {
 			s.seen.prompts, s.seen.listedPrompts = v.promptsFP, true

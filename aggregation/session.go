@@ -70,6 +70,9 @@ type session struct {
 	pending map[string]chan *message           // requests sent to the client, by id
 	subs    map[string]subKey                  // subscribed resource URI, as the client spells it -> the resource
 	seen    seenLists                          // fingerprints of the lists the client was last told of
+	// found are the tools nexus__find_tools added to this session's list (search
+	// mode with a budget), by canonical name, oldest first.
+	found []string
 }
 
 // clientCaps is what the client declared it can do for servers.

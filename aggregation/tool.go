@@ -15,14 +15,27 @@ import (
 	"github.com/nexus-mcp/nexus/policy"
 )
 
-// maxWireName is the longest tool name Claude Desktop, Cursor and Codex accept.
-const maxWireName = 64
+// naming is how tools are named on the front wire: the style (config.ToolNames*)
+// and the longest name (names.maxLength; Claude Desktop, Cursor and Codex accept
+// 64, but a client that prefixes names or caps lower needs less).
+type naming struct {
+	style string
+	max   int
+}
+
+// bound is the longest wire name.
+func (n naming) bound() int {
+	if n.max > 0 {
+		return n.max
+	}
+	return config.DefaultMaxNameLength
+}
 
 // Tool is one child tool as the gateway exposes it.
 type Tool struct {
 	Server    string // the server's name in config
-	Name      string // the child's own name for the tool
-	Canonical string // "<server>.<tool>": what users write in config, policy and the CLI
+	Name      string // the child's own name for the tool: what it is called by
+	Canonical string // "<server>.<tool>" (the tool an override's name): what users write in config, policy and the CLI
 	Wire      string // the name on the front wire
 	Hints     Hints  // effective annotations, after the operator's overrides
 	// Raw is the tool object exactly as the child listed it.
@@ -54,6 +67,10 @@ func (t *Tool) MemoryTool() memory.Tool {
 		InputSchema: t.InputSchema}
 }
 
+// Exposed is the tool's name as users write it after "<server>.": the child's,
+// or the one an override gave it (servers.NAME.tools).
+func (t *Tool) Exposed() string { return strings.TrimPrefix(t.Canonical, t.Server+".") }
+
 // Description is the first line of the tool's description.
 func (t *Tool) Description() string {
 	d, _, _ := strings.Cut(t.front.Description, "\n")
@@ -75,7 +92,11 @@ type rawTool struct {
 
 // newTool builds the gateway's view of one child tool. Schemas are kept as raw JSON:
 // decoding them into mcp-go's structs would drop keywords such as anyOf or $schema.
-func newTool(srv *config.Server, raw json.RawMessage, names string) (*Tool, error) {
+//
+// An operator's override (servers.NAME.tools) renames the tool everywhere but
+// towards the child, and rewrites its title and description, before anything
+// is derived from them.
+func newTool(srv *config.Server, raw json.RawMessage, names naming) (*Tool, error) {
 	var rt rawTool
 	if err := json.Unmarshal(raw, &rt); err != nil {
 		return nil, fmt.Errorf("decoding a tool of %s: %w", srv.Name, err)
@@ -89,8 +110,20 @@ func newTool(srv *config.Server, raw json.RawMessage, names string) (*Tool, erro
 	if len(rt.InputSchema) == 0 || string(rt.InputSchema) == "null" {
 		rt.InputSchema = json.RawMessage(`{"type":"object"}`)
 	}
-	t := &Tool{Server: srv.Name, Name: rt.Name, Canonical: srv.Name + "." + rt.Name, Raw: raw, InputSchema: rt.InputSchema}
-	t.Wire = wireName(srv.WirePrefix(), t.Canonical, rt.Name, names)
+	exposed := rt.Name
+	if o, ok := srv.Tools[rt.Name]; ok {
+		if o.Name != "" {
+			exposed = o.Name
+		}
+		if o.Title != "" {
+			rt.Title = o.Title
+		}
+		if o.Description != "" {
+			rt.Description = o.Description
+		}
+	}
+	t := &Tool{Server: srv.Name, Name: rt.Name, Canonical: srv.Name + "." + exposed, Raw: raw, InputSchema: rt.InputSchema}
+	t.Wire = wireName(srv.WirePrefix(), t.Canonical, exposed, names)
 
 	ann := mcp.ToolAnnotation{}
 	if rt.Annotations != nil {
@@ -135,7 +168,7 @@ func newTool(srv *config.Server, raw json.RawMessage, names string) (*Tool, erro
 	if _, ok := srv.Annotations[rt.Name]; ok {
 		overridden = &ann
 	}
-	listed, err := listedTool(raw, t.Wire, rt.InputSchema, overridden)
+	listed, err := listedTool(raw, t.Wire, rt.InputSchema, overridden, srv.Tools[rt.Name])
 	if err != nil {
 		return nil, fmt.Errorf("encoding tool %s: %w", t.Canonical, err)
 	}
@@ -144,10 +177,10 @@ func newTool(srv *config.Server, raw json.RawMessage, names string) (*Tool, erro
 }
 
 // listedTool is the child's own tool object as a client is given it: every field
-// the child wrote, under its wire name, with the operator's annotations when the
-// config overrides them. Re-encoding mcp-go's struct instead would add fields the
+// the child wrote, under its wire name, with the operator's annotations, title and
+// description where the config overrides them. Re-encoding mcp-go's struct instead would add fields the
 // child never sent (an empty "annotations") and drop those mcp-go does not know.
-func listedTool(raw json.RawMessage, wire string, schema json.RawMessage, annotations *mcp.ToolAnnotation) (json.RawMessage, error) {
+func listedTool(raw json.RawMessage, wire string, schema json.RawMessage, annotations *mcp.ToolAnnotation, rewrite config.ToolOverride) (json.RawMessage, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
 		return nil, err
@@ -156,6 +189,12 @@ func listedTool(raw json.RawMessage, wire string, schema json.RawMessage, annota
 	fields["inputSchema"] = schema
 	if annotations != nil {
 		fields["annotations"] = marshal(annotations)
+	}
+	if rewrite.Title != "" {
+		fields["title"] = marshal(rewrite.Title)
+	}
+	if rewrite.Description != "" {
+		fields["description"] = marshal(rewrite.Description)
 	}
 	out := marshal(fields)
 	if out == nil {
@@ -169,9 +208,10 @@ func listedTool(raw json.RawMessage, wire string, schema json.RawMessage, annota
 // default style joins prefix and tool with "__", replaces other characters, and
 // shortens long names with a hash of the canonical name: stable across restarts and
 // distinct for distinct tools.
-func wireName(prefix, canonical, tool, style string) string {
+func wireName(prefix, canonical, tool string, n naming) string {
+	maxWireName := n.bound()
 	sep, dotOK := "__", false
-	if style == config.ToolNamesDotted {
+	if n.style == config.ToolNamesDotted {
 		sep, dotOK = ".", true
 	}
 	name := tool

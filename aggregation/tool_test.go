@@ -30,31 +30,81 @@ func TestWireName(t *testing.T) {
 	}
 	for _, tc := range tests {
 		canonical := "gh." + tc.tool
-		got := wireName(tc.prefix, canonical, tc.tool, tc.style)
+		got := wireName(tc.prefix, canonical, tc.tool, naming{style: tc.style})
 		if tc.want != "" && got != tc.want {
 			t.Errorf("wireName(%q, %q, %s) = %q, want %q", tc.prefix, tc.tool, tc.style, got, tc.want)
 		}
 		if tc.style == config.ToolNamesWire && !clientNameRE.MatchString(got) {
 			t.Errorf("wireName(%q, %q) = %q: clients would reject it", tc.prefix, tc.tool, got)
 		}
-		if len(got) > maxWireName {
-			t.Errorf("%q is longer than %d", got, maxWireName)
+		if len(got) > config.DefaultMaxNameLength {
+			t.Errorf("%q is longer than %d", got, config.DefaultMaxNameLength)
 		}
-		if again := wireName(tc.prefix, canonical, tc.tool, tc.style); again != got {
+		if again := wireName(tc.prefix, canonical, tc.tool, naming{style: tc.style}); again != got {
 			t.Errorf("not stable: %q then %q", got, again)
 		}
 	}
-	a := wireName("gh", "gh."+long+"a", long+"a", config.ToolNamesWire)
-	b := wireName("gh", "gh."+long+"b", long+"b", config.ToolNamesWire)
+	a := wireName("gh", "gh."+long+"a", long+"a", naming{style: config.ToolNamesWire})
+	b := wireName("gh", "gh."+long+"b", long+"b", naming{style: config.ToolNamesWire})
 	if a == b {
 		t.Errorf("two long names shortened to the same %q", a)
+	}
+}
+
+// TestWireNameBound: names.maxLength shortens every name past it, with the same
+// stable hash, and leaves shorter ones alone.
+func TestWireNameBound(t *testing.T) {
+	for _, tc := range []struct {
+		tool string
+		max  int
+		want string
+	}{
+		{"search", 20, "gh__search"},
+		{"list_pull_request_review_comments", 64, "gh__list_pull_request_review_comments"},
+		{"list_pull_request_review_comments", 30, ""},
+		{"list_pull_request_review_comments", 20, ""},
+	} {
+		got := wireName("gh", "gh."+tc.tool, tc.tool, naming{style: config.ToolNamesWire, max: tc.max})
+		if tc.want != "" && got != tc.want || len(got) > tc.max || !clientNameRE.MatchString(got) {
+			t.Errorf("wireName(%s, max %d) = %q (%d bytes)", tc.tool, tc.max, got, len(got))
+		}
+		if tc.want == "" && !strings.HasPrefix(got, "gh__list") {
+			t.Errorf("wireName(%s, max %d) = %q: the start should stay readable", tc.tool, tc.max, got)
+		}
+	}
+}
+
+// TestToolOverride: a renamed tool goes by its new name everywhere but towards
+// the child, with the operator's title and description.
+func TestToolOverride(t *testing.T) {
+	srv := &config.Server{Name: "gh", Tools: map[string]config.ToolOverride{
+		"create_issue": {Name: "open_ticket", Title: "Open a ticket", Description: "Files a ticket"},
+		"list_issues":  {Description: "Lists tickets"},
+	}}
+	for _, tc := range []struct {
+		raw, name, canonical, wire, title, desc string
+	}{
+		{`{"name":"create_issue","description":"Create an issue"}`, "create_issue", "gh.open_ticket", "gh__open_ticket", "Open a ticket", "Files a ticket"},
+		{`{"name":"list_issues","title":"List","description":"List issues"}`, "list_issues", "gh.list_issues", "gh__list_issues", "List", "Lists tickets"},
+		{`{"name":"get_issue","description":"Get an issue"}`, "get_issue", "gh.get_issue", "gh__get_issue", "", "Get an issue"},
+	} {
+		tool, err := newTool(srv, json.RawMessage(tc.raw), naming{style: config.ToolNamesWire})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tool.Name != tc.name || tool.Canonical != tc.canonical || tool.Wire != tc.wire || tool.front.Title != tc.title || tool.front.Description != tc.desc {
+			t.Errorf("%s: name %s canonical %s wire %s title %q description %q", tc.raw, tool.Name, tool.Canonical, tool.Wire, tool.front.Title, tool.front.Description)
+		}
+		if tool.MemoryTool().Name != tc.canonical || tool.policyTool().Name != tc.canonical {
+			t.Errorf("%s: memory and policy must see %s", tc.raw, tc.canonical)
+		}
 	}
 }
 
 func mustTool(t *testing.T, server, prefix, raw string) *Tool {
 	t.Helper()
 	srv := &config.Server{Name: server, Prefix: &prefix}
-	tool, err := newTool(srv, json.RawMessage(raw), config.ToolNamesWire)
+	tool, err := newTool(srv, json.RawMessage(raw), naming{style: config.ToolNamesWire})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +155,7 @@ func TestAnnotationOverrides(t *testing.T) {
 		{`{"name":"vouched","annotations":{"readOnlyHint":true}}`, true, true, true},
 	}
 	for _, tc := range tests {
-		tool, err := newTool(srv, json.RawMessage(tc.raw), "")
+		tool, err := newTool(srv, json.RawMessage(tc.raw), naming{})
 		if err != nil {
 			t.Fatal(err)
 		}

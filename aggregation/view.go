@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"sync"
 
+	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/policy"
 )
 
@@ -23,6 +24,12 @@ type view struct {
 	readable map[string]bool
 	// res names and routes the resources of the readable servers.
 	res *resourceIndex
+	// search is set when the agent's toolset is search mode: tools then holds
+	// its pins and the two search tools, and search indexes the rest.
+	search *searchView
+	// allTools is how many tools the agent may call and allBytes the size of
+	// the tools/list that would list them all: what search mode saves.
+	allTools, allBytes int
 }
 
 // views caches one view per agent for the current manifest and policy.
@@ -30,6 +37,7 @@ type views struct {
 	mu      sync.Mutex
 	man     *manifest
 	pol     *policy.Policy
+	cfg     *config.Config // whose toolsets the views follow
 	byAgent map[string]*view
 }
 
@@ -39,22 +47,22 @@ type views struct {
 const maxCachedViews = 1024
 
 func (g *Gateway) view(agent string) *view {
-	man, pol := g.man.Load(), g.pol.Load()
+	man, pol, cfg := g.man.Load(), g.pol.Load(), g.cfg.Load()
 	vs := &g.views
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
-	if vs.man != man || vs.pol != pol || len(vs.byAgent) >= maxCachedViews {
-		vs.man, vs.pol, vs.byAgent = man, pol, map[string]*view{}
+	if vs.man != man || vs.pol != pol || vs.cfg != cfg || len(vs.byAgent) >= maxCachedViews {
+		vs.man, vs.pol, vs.cfg, vs.byAgent = man, pol, cfg, map[string]*view{}
 	}
 	if v := vs.byAgent[agent]; v != nil {
 		return v
 	}
-	v := buildView(man, pol, agent)
+	v := buildView(man, pol, agent, searchOptions{set: cfg.ToolsetFor(agent), embedder: g.searchEmbedder, text: g.text})
 	vs.byAgent[agent] = v
 	return v
 }
 
-func buildView(m *manifest, pol *policy.Policy, agent string) *view {
+func buildView(m *manifest, pol *policy.Policy, agent string, so searchOptions) *view {
 	v := &view{sees: map[string]bool{}, readable: map[string]bool{}}
 	for _, s := range m.servers {
 		if pol.DecideItem(agent, s, "").Allowed {
@@ -64,9 +72,11 @@ func buildView(m *manifest, pol *policy.Policy, agent string) *view {
 	}
 	v.res = newResourceIndex(m, func(s string) bool { return v.readable[s] })
 	var tools, prompts, resources, templates []json.RawMessage
+	var callable []*Tool
 	for _, t := range m.tools {
 		if pol.Decide(agent, t.policyTool()).Allowed {
 			tools = append(tools, v.res.listedTool(t))
+			callable = append(callable, t)
 			v.sees[t.Server] = true
 		}
 	}
@@ -83,6 +93,17 @@ func buildView(m *manifest, pol *policy.Policy, agent string) *view {
 		templates = append(templates, t.listed)
 	}
 	v.tools = listResult("tools", tools)
+	v.allTools, v.allBytes = len(tools), len(v.tools)
+	if so.set.Search() {
+		var servers []string
+		for _, s := range m.servers {
+			if v.sees[s] {
+				servers = append(servers, s)
+			}
+		}
+		v.search = newSearchView(so, callable, tools, servers)
+		v.tools = listResult("tools", v.search.base)
+	}
 	v.prompts = listResult("prompts", prompts)
 	v.resources = listResult("resources", resources)
 	v.templates = listResult("resourceTemplates", templates)

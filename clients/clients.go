@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/internal/jsonedit"
 	"io/fs"
 	"os"
@@ -35,10 +36,33 @@ const (
 
 // Client is one known MCP client and where its config file is on this machine.
 type Client struct {
-	Name    string // "claude-desktop", "cursor" or "vscode"
+	Name    string // "claude-desktop", "cursor", "vscode" or "claude-code"
 	Display string // "Claude Desktop"
 	Path    string
 	Format  Format
+	// NameCap is the longest tool name the client accepts, its own prefix
+	// included (0: 64, what the others accept).
+	NameCap int
+	// NamePrefix is what the client puts before every tool name of a server, %s
+	// standing for the server's entry name ("" when it adds nothing).
+	NamePrefix string
+}
+
+// MaxNameLength is the longest wire name Nexus may send this client through an
+// entry called entry, or 0 when Nexus's default (64) fits: Cursor caps names at
+// 60, Claude Code prefixes them with mcp__<entry>__ and caps the whole at 64.
+func (c Client) MaxNameLength(entry string) int {
+	limit := config.DefaultMaxNameLength
+	if c.NameCap > 0 {
+		limit = c.NameCap
+	}
+	if c.NamePrefix != "" {
+		limit -= len(fmt.Sprintf(c.NamePrefix, entry))
+	}
+	if limit >= config.DefaultMaxNameLength {
+		return 0
+	}
+	return max(limit, config.MinNameLength)
 }
 
 // Known lists the clients whose config files Nexus can edit, with their paths on goos
@@ -68,8 +92,11 @@ func Known(goos, home string, getenv func(string) string) []Client {
 	}
 	return []Client{
 		{Name: "claude-desktop", Display: "Claude Desktop", Path: join(appConfig, "Claude", "claude_desktop_config.json"), Format: FormatMCPServers},
-		{Name: "cursor", Display: "Cursor", Path: join(home, ".cursor", "mcp.json"), Format: FormatMCPServers},
+		{Name: "cursor", Display: "Cursor", Path: join(home, ".cursor", "mcp.json"), Format: FormatMCPServers, NameCap: 60},
 		{Name: "vscode", Display: "VS Code", Path: join(appConfig, "Code", "User", "mcp.json"), Format: FormatVSCode},
+		// Claude Code's user-scope servers live in ~/.claude.json, beside its
+		// other settings (which an edit keeps).
+		{Name: "claude-code", Display: "Claude Code", Path: join(home, ".claude.json"), Format: FormatMCPServers, NamePrefix: "mcp__%s__"},
 	}
 }
 

@@ -458,3 +458,36 @@ func serverNames(t *testing.T, path string) []string {
 	}
 	return srv.names
 }
+
+// TestMaxNameLength: setup caps wire names for clients that cap lower or add a
+// prefix of their own, and leaves the others at Nexus's default.
+func TestMaxNameLength(t *testing.T) {
+	for _, tc := range []struct {
+		client, entry string
+		want          int
+	}{
+		{"claude-desktop", "nexus", 0},
+		{"vscode", "nexus", 0},
+		{"cursor", "nexus", 60},
+		{"claude-code", "nexus", 52},
+		{"claude-code", "a-very-long-entry-name-for-nexus-and-more", 20},
+	} {
+		c, err := Find(tc.client, "linux", "/h", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.MaxNameLength(tc.entry); got != tc.want {
+			t.Errorf("%s through %q: %d, want %d", tc.client, tc.entry, got, tc.want)
+		}
+	}
+	e := NexusEntry("/bin/nexus", "coder").WithMaxNameLength(52)
+	if strings.Join(e.Args, " ") != "serve --agent coder --max-name-length 52" {
+		t.Errorf("args %q", e.Args)
+	}
+	if e := NexusEntry("/bin/nexus", "").WithMaxNameLength(0); strings.Join(e.Args, " ") != "serve" {
+		t.Errorf("args %q", e.Args)
+	}
+	if c, _ := Find("claude-code", "linux", "/home/me", nil); c.Path != "/home/me/.claude.json" || c.Format != FormatMCPServers {
+		t.Errorf("claude-code: %+v", c)
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +37,15 @@ func NexusEntry(self, agent string) Entry {
 		args = append(args, "--agent", agent)
 	}
 	return Entry{Name: "nexus", Command: self, Args: args}
+}
+
+// WithMaxNameLength has the entry's serve cap wire names at n characters, for a
+// client that accepts no longer ones (Client.MaxNameLength); 0 leaves it as it is.
+func (e Entry) WithMaxNameLength(n int) Entry {
+	if n > 0 {
+		e.Args = append(slices.Clone(e.Args), "--max-name-length", strconv.Itoa(n))
+	}
+	return e
 }
 
 // SetupOptions tune Setup.

@@ -69,8 +69,12 @@ type Config struct {
 	MaxChildMessageBytes int64 `json:"maxChildMessageBytes,omitempty"`
 	// Policy holds the per-agent tool rules.
 	Policy policy.Config `json:"policy,omitzero"`
-	// Agents holds per-agent identity settings (HTTP bearer token hashes).
+	// Agents holds per-agent settings: HTTP bearer token hashes, toolsets.
 	Agents map[string]Agent `json:"agents,omitempty"`
+	// Tools is the toolset of agents that set none (config/toolsets.go).
+	Tools *Toolset `json:"tools,omitempty"`
+	// Names configures wire names (config/toolsets.go).
+	Names Names `json:"names,omitzero"`
 	// TTL maps tool patterns ("srv.tool", "srv.*", "*") to result lifetimes.
 	TTL map[string]json.RawMessage `json:"ttl,omitempty"`
 	// StaleIfError maps tool patterns to how old an answer may be and still be
@@ -115,6 +119,8 @@ type Agent struct {
 	// TokenSHA256 is the hex SHA-256 of the agent's HTTP bearer token: a config file
 	// that may be shared never holds the token itself.
 	TokenSHA256 string `json:"tokenSha256,omitempty"`
+	// Tools is the agent's toolset: every tool, or search (config/toolsets.go).
+	Tools *Toolset `json:"tools,omitempty"`
 }
 
 // Secrets configures the secret store.
@@ -198,6 +204,9 @@ type Server struct {
 	// Annotations override the child's own tool hints, keyed by the child's tool name:
 	// a child's annotations are claims, and the operator has the last word.
 	Annotations map[string]Annotations `json:"annotations,omitempty"`
+	// Tools renames tools and rewrites their titles and descriptions, keyed by
+	// the child's tool name (config/toolsets.go).
+	Tools map[string]ToolOverride `json:"tools,omitempty"`
 	// CacheScope is "server" (default: answers depend on the child's credentials only)
 	// or "agent" (the child answers per caller).
 	CacheScope string `json:"cacheScope,omitempty"`

@@ -20,9 +20,9 @@ import (
 // Keys a user may write, per level. Kept beside the structs they mirror.
 var (
 	topKeys = []string{"servers", "mcpServers", "toolNames", "maxMessageBytes", "maxChildMessageBytes", "policy",
-		"agents", "ttl", "staleIfError", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "status", "http", "reload", "limits", "locked", "projectLayers"}
+		"agents", "ttl", "staleIfError", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "status", "http", "reload", "limits", "locked", "projectLayers", "tools", "names"}
 	serverKeys = []string{"transport", "command", "args", "env", "cwd", "url", "headers",
-		"timeout", "prefix", "disabled", "protocolVersion", "annotations", "cacheScope", "catalog"}
+		"timeout", "prefix", "disabled", "protocolVersion", "annotations", "cacheScope", "catalog", "tools"}
 )
 
 // Layer is one config file in the stack.
@@ -233,13 +233,13 @@ func (m *merger) add(file string, data []byte) bool {
 		return true
 	}
 	m.addServers(file, top, touched)
-	for _, k := range []string{"toolNames", "maxMessageBytes", "maxChildMessageBytes", "projectLayers"} {
+	for _, k := range []string{"toolNames", "maxMessageBytes", "maxChildMessageBytes", "projectLayers", "tools"} {
 		if raw, ok := top[k]; ok && touched(k) {
 			m.scalars[k] = raw
 			m.scalarFrom[k] = file
 		}
 	}
-	for _, k := range []string{"agents", "ttl", "staleIfError", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "status", "http", "reload", "limits"} {
+	for _, k := range []string{"agents", "ttl", "staleIfError", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "status", "http", "reload", "limits", "names"} {
 		raw, ok := top[k]
 		if !ok {
 			continue
@@ -319,13 +319,16 @@ func (m *merger) mergeServer(file, name string, entry map[string]json.RawMessage
 		merged = map[string]json.RawMessage{}
 		m.servers[name], m.keyFrom[name] = merged, map[string]string{}
 	}
-	// Annotation overrides merge tool by tool; every other key is replaced.
-	if ann, ok := entry["annotations"]; ok && merged["annotations"] != nil {
-		prev, ok1 := m.object(file, merged["annotations"], "servers", name, "annotations")
-		next, ok2 := m.object(file, ann, "servers", name, "annotations")
-		if ok1 && ok2 {
-			maps.Copy(prev, next)
-			entry["annotations"], _ = json.Marshal(prev)
+	// Annotation and tool overrides merge tool by tool; every other key is
+	// replaced.
+	for _, byTool := range []string{"annotations", "tools"} {
+		if next, ok := entry[byTool]; ok && merged[byTool] != nil {
+			prev, ok1 := m.object(file, merged[byTool], "servers", name, byTool)
+			next, ok2 := m.object(file, next, "servers", name, byTool)
+			if ok1 && ok2 {
+				maps.Copy(prev, next)
+				entry[byTool], _ = json.Marshal(prev)
+			}
 		}
 	}
 	maps.Copy(merged, entry)
@@ -462,6 +465,7 @@ func (m *merger) build() *Config {
 			m.errs.add(m.errAt(m.scalarFrom["projectLayers"], "write true or false", "projectLayers"))
 		}
 	}
+	m.takeBadAgentToolsets()
 	m.decodeSection("agents", &cfg.Agents)
 	m.decodeSection("ttl", &cfg.TTL)
 	m.decodeSection("staleIfError", &cfg.StaleIfError)
@@ -481,6 +485,7 @@ func (m *merger) build() *Config {
 			m.errs.add(m.errAt(file, "write the 64-character hex SHA-256 of the token (nexus agent add NAME does it for you), never the token", "agents", name, "tokenSha256"))
 		}
 	}
+	m.buildToolsets(cfg)
 	m.buildPolicy(cfg)
 	cfg.Locked = maps.Clone(m.locked)
 	m.buildMemoryRules(cfg)
@@ -703,7 +708,7 @@ func validateServer(s *Server) error {
 	default:
 		return fmt.Errorf(`"cacheScope" is "server" (default) or "agent", not %q`, s.CacheScope)
 	}
-	return nil
+	return checkToolOverrides(s.Tools)
 }
 
 func isHex64(s string) bool {

@@ -10,7 +10,8 @@ import (
 
 // Check reports latent permissions: entries that grant or deny nothing today and would
 // silently start to when a server or tool of that name appears. known maps each server to
-// the names of its tools (the child's own names, without the server prefix); a server
+// the names of its tools (without the server prefix; an operator's rename, when the
+// tool has one); a server
 // present with a nil slice is known but its tools are not yet, so only its name is checked.
 // A nil known skips those checks. Check also reports allow entries made useless by the same
 // entry in the deny list. Empty and duplicate entries need no check: Compile refuses them.

@@ -9,9 +9,7 @@ import (
 	"embed"
 	"fmt"
 	"html/template"
-	"maps"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/nexus-mcp/nexus/aggregation"
@@ -84,6 +82,10 @@ type agent struct {
 	Policy  string // the policy that applies: policy.agents.NAME, policy.default...
 	Allowed []string
 	Refused int
+	// Mode is the agent's toolset; the tokens (estimated: bytes/4) are those of
+	// its tools/list listing every tool, in search mode, and as sent now.
+	Mode                                  string
+	AllTokens, SearchTokens, ListedTokens int
 }
 
 type memoryView struct {
@@ -100,24 +102,19 @@ func build(ctx context.Context, src Sources) view {
 	tools := g.Tools()
 	perServer := map[string][]string{}
 	for _, t := range tools {
-		perServer[t.Server] = append(perServer[t.Server], t.Name)
+		perServer[t.Server] = append(perServer[t.Server], t.Exposed())
 	}
 	for _, st := range g.Servers() {
 		v.Servers = append(v.Servers, server{Status: st, ToolNames: perServer[st.Name]})
 	}
 
-	cfg := g.Config()
-	names := map[string]bool{policy.Anonymous: true}
-	for n := range cfg.Agents {
-		names[n] = true
-	}
-	for n := range cfg.Policy.Agents {
-		names[n] = true
-	}
 	pol := g.Policy()
-	for _, n := range slices.Sorted(maps.Keys(names)) {
+	for _, n := range g.Config().AgentNames() {
 		// The policy that applies to the agent, whatever it offers today.
-		a := agent{Name: n, Policy: pol.Decide(n, policy.Tool{Name: "-.-"}).Origin}
+		cost := g.ManifestCost(n)
+		a := agent{Name: n, Policy: pol.Decide(n, policy.Tool{Name: "-.-"}).Origin, Mode: cost.Mode,
+			AllTokens: aggregation.EstimateTokens(cost.AllBytes), SearchTokens: aggregation.EstimateTokens(cost.SearchBytes),
+			ListedTokens: aggregation.EstimateTokens(cost.ListedBytes)}
 		for _, e := range g.Explain(n) {
 			if e.Kind != "tool" {
 				continue

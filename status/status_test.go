@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -64,5 +65,28 @@ func TestPageNotFoundElsewhere(t *testing.T) {
 	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
 	if !strings.Contains(w.Body.String(), "the audit trail is off") {
 		t.Errorf("without a trail the page should say so:\n%s", w.Body)
+	}
+}
+
+// TestPageShowsManifestCost: each agent's row says its toolset and what its
+// manifest costs, in estimated tokens.
+func TestPageShowsManifestCost(t *testing.T) {
+	cfg, err := config.Parse("test.json", []byte(`{"servers": {}, "agents": {"coder": {"tools": "search"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := aggregation.New(cfg, aggregation.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	Handler(Sources{Gateway: g}).ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+	body := w.Body.String()
+	search := aggregation.EstimateTokens(g.ManifestCost("coder").SearchBytes)
+	for _, want := range []string{"Manifest (tokens, est. bytes/4)", `<td class="mode">search</td>`, `<td class="mode">all</td>`,
+		"search mode " + strconv.Itoa(search)} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page lacks %q:\n%s", want, body)
+		}
 	}
 }

@@ -46,6 +46,10 @@ func TestValidateDoctorServeAgree(t *testing.T) {
 		{"http", `{"http": {"allowedOrigins": ["http://localhost:3000"]}}`, `{"http": {"allowedOrigins": ["localhost:3000"]}}`, "http.allowedOrigins[0]"},
 		{"reload", `{"reload": {"missingGrace": "30s"}}`, `{"reload": {"missingGrace": "soon"}}`, "reload.missingGrace"},
 		{"limits", `{"limits": {"maxBatchMessages": 64, "sessionIdleTimeout": "15m"}}`, `{"limits": {"maxBatchMessages": -1}}`, "limits.maxBatchMessages"},
+		{"tools", `{"tools": {"mode": "search", "pin": ["x.*"], "budget": 4}}`, `{"tools": "some"}`, "tools"},
+		{"agents.tools", `{"agents": {"ci": {"tools": "search"}}}`, `{"agents": {"ci": {"tools": {"mode": "search", "budget": -1}}}}`, "agents.ci.tools"},
+		{"names", `{"names": {"maxLength": 48}}`, `{"names": {"maxLength": 4}}`, "names.maxLength"},
+		{"servers.tools", `{"servers": {"a": {"command": "x", "disabled": true, "tools": {"t": {"name": "u"}}}}}`, `{"servers": {"a": {"command": "x", "tools": {"t": {"name": "u.v"}}}}}`, "servers.a"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.section, func(t *testing.T) {

@@ -26,9 +26,11 @@ type clientFile struct {
 	Display string
 	Path    string
 	Format  clients.Format
+	// MaxNameLength is the wire-name cap the client needs (0: the default fits).
+	maxName func(entry string) int
 }
 
-// resolveClient turns claude-desktop|cursor|vscode|FILE into a file. A known client's
+// resolveClient turns claude-desktop|cursor|vscode|claude-code|FILE into a file. A known client's
 // file is where that client keeps it on this OS, for the user in HOME.
 func resolveClient(arg string) (clientFile, error) {
 	if !strings.ContainsAny(arg, `/\`) && !strings.HasSuffix(strings.ToLower(arg), ".json") {
@@ -40,7 +42,7 @@ func resolveClient(arg string) (clientFile, error) {
 		if err != nil {
 			return clientFile{}, usageError(err.Error())
 		}
-		return clientFile{Name: cl.Name, Display: cl.Display, Path: cl.Path, Format: cl.Format}, nil
+		return clientFile{Name: cl.Name, Display: cl.Display, Path: cl.Path, Format: cl.Format, maxName: cl.MaxNameLength}, nil
 	}
 	abs, err := filepath.Abs(arg)
 	if err != nil {
@@ -161,7 +163,7 @@ func importCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "import",
 		Usage:     "import the MCP servers of a client's config file into Nexus (secrets go to the keychain)",
-		ArgsUsage: "claude-desktop|cursor|vscode|FILE",
+		ArgsUsage: "claude-desktop|cursor|vscode|claude-code|FILE",
 		Description: "Reads the client's server entries (\"mcpServers\", or VS Code's \"servers\") and\n" +
 			"adds each to $NEXUS_HOME/config.json. Env values and headers that look like\n" +
 			"credentials are stored in the OS keychain (or, with --insecure-file-store and no\n" +
@@ -243,7 +245,7 @@ func setupClientCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "setup",
 		Usage:     "connect a client (Claude Desktop, Cursor, VS Code) to Nexus by adding Nexus to its config file",
-		ArgsUsage: "claude-desktop|cursor|vscode|FILE",
+		ArgsUsage: "claude-desktop|cursor|vscode|claude-code|FILE",
 		Description: "Adds a \"nexus\" server entry running `nexus serve` to the client's config file,\n" +
 			"keeping every other key, after copying the file to FILE.nexus-backup-TIME (0600:\n" +
 			"it holds the original values, tokens included). The entry carries NEXUS_HOME\n" +
@@ -262,7 +264,7 @@ func setupClientCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() != 1 {
-				return usageError("setup takes one client: claude-desktop, cursor, vscode, or the path of a client config FILE")
+				return usageError("setup takes one client: claude-desktop, cursor, vscode, claude-code, or the path of a client config FILE")
 			}
 			agent := c.String("agent")
 			if err := checkAgent(agent); err != nil {
@@ -284,6 +286,11 @@ func setupClientCommand() *cli.Command {
 				return err
 			}
 			entry := clients.NexusEntry(exe, agent)
+			if cf.maxName != nil {
+				// Names the client would cut or refuse are shortened by Nexus,
+				// stably, instead.
+				entry = entry.WithMaxNameLength(cf.maxName(entry.Name))
+			}
 			entry.Env = entryEnv(e)
 
 			var move []string

@@ -76,7 +76,7 @@ func policyCommand() *cli.Command {
 			},
 			{
 				Name:  "check",
-				Usage: "report policy entries that name unknown servers or tools (latent permissions)",
+				Usage: "report policy entries (and toolset pins) that name unknown servers or tools (latent permissions)",
 				Action: func(c *cli.Context) error {
 					e, cfg, err := loadEnv(c, slog.LevelError)
 					if err != nil {
@@ -87,12 +87,18 @@ func policyCommand() *cli.Command {
 						return err
 					}
 					defer g.Close()
-					probs := g.Policy().Check(knownTools(g.Gateway))
+					known := knownTools(g.Gateway)
+					probs := g.Policy().Check(known)
 					for _, p := range probs {
 						fmt.Fprintln(e.stdout, p.String())
 					}
-					if len(probs) > 0 {
-						return cli.Exit(fmt.Sprintf("%d policy problem(s)", len(probs)), 1)
+					// Pins name tools like policy entries do, and go stale the same way.
+					pins := cfg.PinProblems(known)
+					for _, p := range pins {
+						fmt.Fprintln(e.stdout, p)
+					}
+					if n := len(probs) + len(pins); n > 0 {
+						return cli.Exit(fmt.Sprintf("%d policy problem(s)", n), 1)
 					}
 					fmt.Fprintln(e.stdout, "policy ok")
 					return nil

@@ -36,6 +36,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "metrics", Usage: "serve Prometheus metrics (/metrics) and the status page (/) on `ADDR` (e.g. 127.0.0.1:9464)"},
 			&cli.BoolFlag{Name: "insecure-no-auth", Usage: "allow --http on a non-loopback address with no agent tokens configured"},
 			&cli.StringFlag{Name: "tool-names", Usage: "wire names: `STYLE` wire (<server>__<tool>) or dotted (<server>.<tool>)"},
+			&cli.IntFlag{Name: "max-name-length", Usage: "the longest wire tool name, `N` from 20 to 64 (default names.maxLength, else 64); nexus setup sets it for clients that prefix names", EnvVars: []string{"NEXUS_MAX_NAME_LENGTH"}},
 			&cli.BoolFlag{Name: "no-memory", Usage: "do not answer from or write to memory"},
 		},
 		Action: func(c *cli.Context) error {
@@ -48,7 +49,7 @@ func serveCommand() *cli.Command {
 			}
 			err = e.serve(c.Context, serveOptions{
 				agent: c.String("agent"), httpAddr: c.String("http"), metricsAddr: c.String("metrics"), insecure: c.Bool("insecure-no-auth"),
-				gw: gatewayOptions{noMemory: c.Bool("no-memory"), toolNames: c.String("tool-names"), noWait: true,
+				gw: gatewayOptions{noMemory: c.Bool("no-memory"), toolNames: c.String("tool-names"), maxNameLength: c.Int("max-name-length"), noWait: true,
 					observe: true, metrics: c.String("http") != "" || c.String("metrics") != ""},
 			})
 			if c.Context.Err() != nil && errors.Is(err, context.Canceled) {
@@ -77,6 +78,9 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 	}
 	if opts.gw.toolNames != "" && opts.gw.toolNames != config.ToolNamesWire && opts.gw.toolNames != config.ToolNamesDotted {
 		return usageError(fmt.Sprintf("--tool-names %q: use wire or dotted", opts.gw.toolNames))
+	}
+	if n := opts.gw.maxNameLength; n != 0 && (n < config.MinNameLength || n > config.DefaultMaxNameLength) {
+		return usageError(fmt.Sprintf("--max-name-length %d: write a number from %d to %d", n, config.MinNameLength, config.DefaultMaxNameLength))
 	}
 	var listener, metricsListener net.Listener
 	requireToken := false
@@ -121,8 +125,12 @@ func (e *env) serve(ctx context.Context, opts serveOptions) error {
 		// Once every server made its first attempt, say which policy entries name
 		// nothing: serve does not wait for its servers to answer its client.
 		if g.Ready(ctx) == nil {
-			for _, p := range g.Policy().Check(knownTools(g.Gateway)) {
+			known := knownTools(g.Gateway)
+			for _, p := range g.Policy().Check(known) {
 				e.log.Warn("policy problem", "problem", p.String())
+			}
+			for _, p := range g.Config().PinProblems(known) {
+				e.log.Warn("toolset problem", "problem", p)
 			}
 		}
 	})
@@ -250,7 +258,7 @@ func knownTools(g *aggregation.Gateway) map[string][]string {
 		}
 	}
 	for _, t := range g.Tools() {
-		known[t.Server] = append(known[t.Server], t.Name)
+		known[t.Server] = append(known[t.Server], t.Exposed()) // policy names a renamed tool by its new name
 	}
 	return known
 }

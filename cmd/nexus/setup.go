@@ -236,6 +236,8 @@ func (e *env) editTarget(c *cli.Context) (string, error) {
 type gatewayOptions struct {
 	noMemory  bool
 	toolNames string
+	// maxNameLength overrides names.maxLength (serve --max-name-length).
+	maxNameLength int
 	// noWait returns as soon as the children are starting: serve answers its client
 	// at once.
 	noWait bool
@@ -276,8 +278,13 @@ func (e *env) startGateway(ctx context.Context, cfg *config.Config, opts gateway
 			r.mem = mem
 		}
 	}
-	gopts := aggregation.Options{Logger: e.log, Memory: r.mem, ToolNames: opts.toolNames,
+	gopts := aggregation.Options{Logger: e.log, Memory: r.mem, ToolNames: opts.toolNames, MaxNameLength: opts.maxNameLength,
 		Resolve: e.resolver(ctx, cfg), Redact: e.redactor.JSON, RedactText: e.redactor.String, BeforeStart: e.registerChildValues}
+	if emb, err := e.searchEmbedder(ctx, cfg); err != nil {
+		e.log.Warn("tool search ranks by words only", "err", err)
+	} else if emb != nil {
+		gopts.SearchEmbedder = emb
+	}
 	if opts.observe {
 		r.obs = e.observe(ctx, cfg, opts.metrics)
 		r.obs.apply(&gopts)
@@ -331,11 +338,7 @@ func (e *env) openMemory(ctx context.Context, cfg *config.Config) (*memory.Memor
 		opts.Path, opts.DSN = "", dsn
 	}
 	endpoint := func(what string, ep config.Endpoint, dims int) (memory.HTTPConfig, error) {
-		key, err := resolve(ep.APIKey)
-		if err != nil {
-			return memory.HTTPConfig{}, fmt.Errorf("memory.%s.apiKey: %w", what, err)
-		}
-		return memory.HTTPConfig{BaseURL: ep.BaseURL, Model: ep.Model, APIKey: key, Dims: dims, Timeout: ep.Timeout.D}, nil
+		return modelEndpoint(resolve, what, ep, dims)
 	}
 	if em := cfg.Memory.Embedder; em != nil {
 		hc, err := endpoint("embedder", em.Endpoint, em.Dims)
@@ -366,6 +369,35 @@ func (e *env) openMemory(ctx context.Context, cfg *config.Config) (*memory.Memor
 	}
 	mem.SetSettings(cfg.MemoryRules())
 	return mem, nil
+}
+
+// modelEndpoint is the HTTP settings of memory's embedder or verifier, its key
+// resolved.
+func modelEndpoint(resolve func(string) (string, error), what string, ep config.Endpoint, dims int) (memory.HTTPConfig, error) {
+	key, err := resolve(ep.APIKey)
+	if err != nil {
+		return memory.HTTPConfig{}, fmt.Errorf("memory.%s.apiKey: %w", what, err)
+	}
+	return memory.HTTPConfig{BaseURL: ep.BaseURL, Model: ep.Model, APIKey: key, Dims: dims, Timeout: ep.Timeout.D}, nil
+}
+
+// searchEmbedder is the model memory.embedder names, for tool search to blend in;
+// nil when there is none or it is the lexical one (tool search's own ranking
+// already reads words).
+func (e *env) searchEmbedder(ctx context.Context, cfg *config.Config) (memory.Embedder, error) {
+	em := cfg.Memory.Embedder
+	if em == nil || em.Provider == "" || strings.EqualFold(em.Provider, "lexical") {
+		return nil, nil
+	}
+	hc, err := modelEndpoint(e.resolver(ctx, cfg), "embedder", em.Endpoint, em.Dims)
+	if err != nil {
+		return nil, err
+	}
+	emb, err := memory.NewEmbedder(memory.EmbedderConfig{Provider: em.Provider, HTTPConfig: hc})
+	if err != nil {
+		return nil, fmt.Errorf("memory.embedder: %w", err)
+	}
+	return emb, nil
 }
 
 // secrets opens the secret store once, when first needed: most commands never touch

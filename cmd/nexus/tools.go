@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"text/tabwriter"
@@ -23,6 +24,8 @@ func listToolsCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 			&cli.StringFlag{Name: "agent", Usage: "show only what agent `NAME` may call"},
 			&cli.StringFlag{Name: "tool-names", Usage: "wire name `STYLE`: wire or dotted"},
+			&cli.IntFlag{Name: "max-name-length", Usage: "the longest wire name, `N` from 20 to 64, as serve --max-name-length", EnvVars: []string{"NEXUS_MAX_NAME_LENGTH"}},
+			&cli.BoolFlag{Name: "cost", Usage: "show only what each agent's tools/list costs, in tokens (estimated: bytes/4 of its JSON), with and without search mode"},
 		},
 		Action: func(c *cli.Context) error {
 			if err := checkAgent(c.String("agent")); err != nil {
@@ -32,7 +35,7 @@ func listToolsCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			g, err := e.startGatewayShowingProgress(c.Context, cfg, gatewayOptions{noMemory: true, toolNames: c.String("tool-names")}, c.Bool("json"))
+			g, err := e.startGatewayShowingProgress(c.Context, cfg, gatewayOptions{noMemory: true, toolNames: c.String("tool-names"), maxNameLength: c.Int("max-name-length")}, c.Bool("json"))
 			if err != nil {
 				return err
 			}
@@ -41,6 +44,20 @@ func listToolsCommand() *cli.Command {
 				if s.State != "ready" {
 					e.log.Warn("server not connected; its tools are missing", "server", s.Name, "state", s.State, "err", s.Error)
 				}
+			}
+			agents := cfg.AgentNames()
+			if c.IsSet("agent") {
+				agents = []string{c.String("agent")}
+			}
+			costs := make([]manifestCost, len(agents))
+			for i, a := range agents {
+				costs[i] = newManifestCost(g.ManifestCost(a))
+			}
+			if c.Bool("cost") {
+				if c.Bool("json") {
+					return printJSON(e.stdout, costs)
+				}
+				return printCosts(e.stdout, costs)
 			}
 			type row struct {
 				Canonical   string `json:"canonical"`
@@ -83,9 +100,46 @@ func listToolsCommand() *cli.Command {
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Canonical, r.Wire, r.Server, ro, ttl, truncate(r.Description, 70))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintln(e.stdout)
+			return printCosts(e.stdout, costs)
 		},
 	}
+}
+
+// manifestCost is one agent's line of list-tools --cost: bytes and the tokens
+// they are estimated at.
+type manifestCost struct {
+	aggregation.ManifestCost
+	AllTokens    int `json:"allTokens"`
+	SearchTokens int `json:"searchTokens"`
+	ListedTokens int `json:"listedTokens"`
+	// Saved is what search mode saves over listing every tool, in tokens per turn.
+	Saved int `json:"savedTokens"`
+}
+
+func newManifestCost(c aggregation.ManifestCost) manifestCost {
+	m := manifestCost{ManifestCost: c, AllTokens: aggregation.EstimateTokens(c.AllBytes),
+		SearchTokens: aggregation.EstimateTokens(c.SearchBytes), ListedTokens: aggregation.EstimateTokens(c.ListedBytes)}
+	m.Saved = max(m.AllTokens-m.SearchTokens, 0)
+	return m
+}
+
+// printCosts is the table of what each agent's manifest costs.
+func printCosts(w io.Writer, costs []manifestCost) error {
+	fmt.Fprintln(w, "Manifest per agent, in tokens sent on every turn (estimated: bytes/4 of the JSON tools/list):")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tMODE\tTOOLS\tSENT\tEVERY TOOL\tSEARCH MODE\tSEARCH SAVES")
+	for _, c := range costs {
+		saves := "-"
+		if c.AllTokens > 0 {
+			saves = fmt.Sprintf("%d (%.0f%%)", c.Saved, 100*float64(c.Saved)/float64(c.AllTokens))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", c.Agent, c.Mode, c.Tools, c.ListedTokens, c.AllTokens, c.SearchTokens, saves)
+	}
+	return tw.Flush()
 }
 
 func callCommand() *cli.Command {
