@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -65,6 +66,10 @@ type Options struct {
 	// child is about to start (at Start, on a reload, on a restart): the place to
 	// register with the redactor the values the child will be given.
 	BeforeStart func(*config.Server)
+	// HTTPClient, when set, is the HTTP client of a remote child's next
+	// connection: the place for its authorization (OAuth). A connection whose
+	// requests fail with an oauth.LoginError puts the child in StateNeedsLogin.
+	HTTPClient func(*config.Server) *http.Client
 	// Redact removes secret values from what children send back (results, errors,
 	// resources, prompts) before it reaches memory or a client; nil keeps it as is.
 	Redact func([]byte) []byte
@@ -85,6 +90,7 @@ type Gateway struct {
 	mem      *memory.Memory
 	names    string
 	before   func(*config.Server)
+	http     func(*config.Server) *http.Client // Options.HTTPClient
 	resolve  func(string) (string, error)
 	redact   func([]byte) []byte
 	text     func(string) string // Options.RedactText
@@ -155,7 +161,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		tp = noop.NewTracerProvider()
 	}
 	g := &Gateway{
-		log: log, mem: opts.Memory, names: names, resolve: resolve, redact: opts.Redact, text: opts.RedactText, before: opts.BeforeStart,
+		log: log, mem: opts.Memory, names: names, resolve: resolve, redact: opts.Redact, text: opts.RedactText, before: opts.BeforeStart, http: opts.HTTPClient,
 		denials: &policy.Counter{}, observer: opts.Observer, tracer: tp.Tracer("github.com/nexus-mcp/nexus/aggregation"), tracing: opts.Tracer != nil,
 		rebuild: make(chan struct{}, 1), published: map[string]string{},
 	}
@@ -294,6 +300,7 @@ func (g *Gateway) Close() {
 func (g *Gateway) newChild(s *config.Server) *child {
 	c := newChild(s, g.names, g.log, g, g.resolve)
 	c.beforeStart = g.before
+	c.httpClient = g.http
 	return c
 }
 

@@ -277,7 +277,8 @@ func (e *env) startGateway(ctx context.Context, cfg *config.Config, opts gateway
 		}
 	}
 	gopts := aggregation.Options{Logger: e.log, Memory: r.mem, ToolNames: opts.toolNames,
-		Resolve: e.resolver(ctx, cfg), Redact: e.redactor.JSON, RedactText: e.redactor.String, BeforeStart: e.registerChildValues}
+		Resolve: e.resolver(ctx, cfg), Redact: e.redactor.JSON, RedactText: e.redactor.String, BeforeStart: e.registerChildValues,
+		HTTPClient: e.oauthHTTP(ctx, cfg)}
 	if opts.observe {
 		r.obs = e.observe(ctx, cfg, opts.metrics)
 		r.obs.apply(&gopts)
