@@ -539,7 +539,7 @@ type notRunningError struct{ st Status }
 
 func (e *notRunningError) Error() string {
 	if e.st.State == StateNeedsLogin {
-		return fmt.Sprintf("server %s needs login: %s; its tools come back when it connects", e.st.Name, e.st.Error)
+		return fmt.Sprintf("server %s: %s; its tools come back after the login", e.st.Name, e.st.Error)
 	}
 	return fmt.Sprintf("server %s is not running (%s); its tools come back when it connects (nexus list-servers --live shows it)", e.st.Name, e.st.Describe())
 }

@@ -182,7 +182,10 @@ type Status struct {
 // last error and its next try.
 func (s Status) Describe() string {
 	d := strings.ReplaceAll(string(s.State), "-", " ")
-	if s.Error != "" {
+	switch {
+	case strings.HasPrefix(s.Error, d+":"):
+		d = s.Error // "needs login: run nexus auth login X" says its state itself
+	case s.Error != "":
 		d += ": " + s.Error
 	}
 	if !s.NextRetry.IsZero() {
@@ -333,7 +336,7 @@ func (c *child) run(ctx context.Context) {
 				// Retrying cannot help until a person logs in: wait for a reload
 				// (the login signals one), a call or doctor --retry.
 				c.log.Warn("the server needs a login", "fix", le.Hint())
-				if !c.waitRetry(ctx, StateNeedsLogin, errors.New(le.Hint())) {
+				if !c.waitRetry(ctx, StateNeedsLogin, le) {
 					return
 				}
 				continue

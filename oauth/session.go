@@ -120,20 +120,27 @@ func (s *Session) Unauthorized(ctx context.Context, ch Challenge, sent string) (
 	return g.AccessToken, nil
 }
 
-// InsufficientScope handles a 403 insufficient_scope: the scope asked for is
-// added to what the next login asks for (kept with the grant, so `nexus auth
-// login` in another process knows it), and a *LoginError says so.
-func (s *Session) InsufficientScope(ctx context.Context, scope string) error {
+// InsufficientScope handles a 403 insufficient_scope to a request sent with
+// token sent. When the store holds a newer token (a login since, perhaps in
+// another process), it returns that one to send the request again with.
+// Otherwise the scope asked for is added to what the next login asks for (kept
+// with the grant, so `nexus auth login` knows it) and a *LoginError says so.
+func (s *Session) InsufficientScope(ctx context.Context, scope, sent string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.disc != nil {
+		if g, err := s.grantLocked(ctx, true); err == nil && g.AccessToken != sent {
+			return g.AccessToken, nil
+		}
+	}
 	want := unionScopes(s.currentScopeLocked(), scope)
 	if s.grant != nil {
 		s.grant.Wanted = want
 		if err := s.Vault.SaveGrant(ctx, s.Server, s.grant); err != nil {
-			return fmt.Errorf("recording the scope %s asks for: %w", s.Server, err)
+			return "", fmt.Errorf("recording the scope %s asks for: %w", s.Server, err)
 		}
 	}
-	return &LoginError{Server: s.Server, Scope: want, Reason: "it asks for scope " + strings.Join(strings.Fields(scope), " ")}
+	return "", &LoginError{Server: s.Server, Scope: want, Reason: "it asks for scope " + strings.Join(strings.Fields(scope), " ")}
 }
 
 func (s *Session) currentScopeLocked() string {

@@ -46,12 +46,33 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			discard(resp)
 			return nil, &LoginError{Server: t.Session.Server, Reason: "the server refused a fresh token"}
 		}
+		tok = next
 	}
 	if resp.StatusCode == http.StatusForbidden {
 		if ch, ok := Bearer(resp.Header); ok && ch.Error() == "insufficient_scope" {
 			discard(resp)
-			return nil, t.Session.InsufficientScope(ctx, ch.Scope())
+			return t.stepUp(req, ch, tok)
 		}
+	}
+	return resp, nil
+}
+
+// stepUp handles a 403 insufficient_scope: the request goes once more with a
+// newer stored token, if there is one; otherwise it fails with a *LoginError.
+func (t *Transport) stepUp(req *http.Request, ch Challenge, sent string) (*http.Response, error) {
+	next, err := t.Session.InsufficientScope(req.Context(), ch.Scope(), sent)
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	resp, err := t.send(req, next, true)
+	if err != nil {
+		return nil, err
+	}
+	if ch, ok := Bearer(resp.Header); ok && resp.StatusCode == http.StatusForbidden && ch.Error() == "insufficient_scope" {
+		discard(resp)
+		_, err := t.Session.InsufficientScope(req.Context(), ch.Scope(), next)
+		return nil, err
 	}
 	return resp, nil
 }

@@ -261,14 +261,24 @@ func openBrowser(ctx context.Context, url string) error {
 	return cmd.Start()
 }
 
-// oauthVault is where this home keeps OAuth grants: the secrets store, every
-// credential registered with the redactor.
+// oauthVault is where this home keeps OAuth grants: the secrets store. The vault
+// registers each credential with the redactor itself, so it is given the store
+// without the wrapper that registers every value read: an issuer's URL is not a
+// secret, and must not vanish from every message.
 func (e *env) oauthVault(ctx context.Context, cfg *config.Config) (*oauth.Vault, error) {
-	st, err := e.secrets(ctx, cfg)
+	st, err := e.oauthStore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	return &oauth.Vault{Store: st, Register: e.redactor.Add}, nil
+}
+
+// oauthStore is the secrets store without its redacting wrapper (see oauthVault).
+func (e *env) oauthStore(ctx context.Context, cfg *config.Config) (secrets.Store, error) {
+	if _, err := e.secrets(ctx, cfg); err != nil {
+		return nil, err
+	}
+	return e.rawStore, nil
 }
 
 // lazyStore opens the secrets store at its first use: a gateway whose remote
@@ -304,7 +314,7 @@ func (l lazyStore) Delete(ctx context.Context, name string) error {
 // oauthSession is the OAuth session of remote server s: its client settings from
 // config (the secret resolved from the store), the store opened when first needed.
 func (e *env) oauthSession(ctx context.Context, cfg *config.Config, s *config.Server) (*oauth.Session, error) {
-	st := lazyStore{open: func() (secrets.Store, error) { return e.secrets(ctx, cfg) }}
+	st := lazyStore{open: func() (secrets.Store, error) { return e.oauthStore(ctx, cfg) }}
 	sess := &oauth.Session{Server: s.Name, URL: s.URL, Required: s.Auth == config.AuthOAuth,
 		Vault: &oauth.Vault{Store: st, Register: e.redactor.Add},
 		HTTP:  &http.Client{Timeout: oauthHTTPTimeout}}

@@ -454,7 +454,7 @@ func (e *env) startServer(ctx context.Context, cfg *config.Config, s *config.Ser
 			ch.Fix = "the server started but offers no tools; check its arguments and environment"
 		}
 	case st.State == aggregation.StateNeedsLogin:
-		ch.Status, ch.Detail = checkFail, "needs login: "+st.Error
+		ch.Status, ch.Detail = checkFail, st.Error
 		ch.Fix = "run nexus auth login " + s.Name
 	case secretUnreadable(st.Error):
 		ch.Status, ch.Detail = checkFail, "not started: "+firstLine(st.Error)

@@ -241,10 +241,7 @@ func listServersCommand() *cli.Command {
 				return err
 			}
 			for _, r := range rows { // why a server is not running, and when it tries again
-				switch {
-				case r.State == string(aggregation.StateNeedsLogin):
-					fmt.Fprintf(e.stdout, "%s: needs login: %s\n", r.Name, r.Error)
-				case r.Error != "" && r.State != "ready":
+				if r.Error != "" && r.State != "ready" {
 					fmt.Fprintf(e.stdout, "%s: %s\n", r.Name, r.Error)
 				}
 			}

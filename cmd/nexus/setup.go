@@ -43,6 +43,7 @@ type env struct {
 
 	storeOnce sync.Once
 	store     secrets.Store
+	rawStore  secrets.Store // store without the redacting wrapper (see oauthVault)
 	storeErr  error
 	storeFile string // the path of the insecure file store, when that is the store opened
 }
@@ -390,7 +391,7 @@ func (e *env) secrets(ctx context.Context, cfg *config.Config) (secrets.Store, e
 					return
 				}
 			}
-			e.store = secrets.Redacting(st, e.redactor)
+			e.store, e.rawStore = secrets.Redacting(st, e.redactor), st
 		}
 	})
 	return e.store, e.storeErr

@@ -34,6 +34,7 @@ type AS struct {
 	access   map[string]grant
 	refresh  map[string]grant
 	requests []string // the paths asked, for tests that count
+	issued   []string // every token, code and client secret handed out
 }
 
 type client struct {
@@ -99,6 +100,14 @@ func (a *AS) Refreshes() int {
 	return n
 }
 
+// Issued is every credential the server handed out: access and refresh tokens,
+// codes and client secrets, for tests that look for them where they must not be.
+func (a *AS) Issued() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.issued)
+}
+
 // Check reports the scope of a valid access token for resource.
 func (a *AS) Check(token, resource string) (scope string, ok bool) {
 	a.mu.Lock()
@@ -141,6 +150,11 @@ func (a *AS) register(w http.ResponseWriter, r *http.Request) {
 	if c.method != "none" {
 		c.secret = "cs_" + random()
 	}
+	a.mu.Lock()
+	if c.secret != "" {
+		a.issued = append(a.issued, c.secret)
+	}
+	a.mu.Unlock()
 	id := "client_" + random()
 	a.mu.Lock()
 	a.clients[id] = c
@@ -169,6 +183,7 @@ func (a *AS) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	code := "code_" + random()
 	a.mu.Lock()
+	a.issued = append(a.issued, code)
 	a.codes[code] = grant{client: q.Get("client_id"), scope: q.Get("scope"), resource: q.Get("resource"), redirect: redirect, challenge: q.Get("code_challenge")}
 	a.mu.Unlock()
 	u, _ := url.Parse(redirect)
@@ -230,6 +245,7 @@ func (a *AS) token(w http.ResponseWriter, r *http.Request) {
 	at, rt := "at_"+random(), "rt_"+random()
 	g.expires = time.Now().Add(a.ttl)
 	a.access[at], a.refresh[rt] = g, g
+	a.issued = append(a.issued, at, rt)
 	writeJSON(w, http.StatusOK, map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": int(a.ttl.Seconds()),
 		"refresh_token": rt, "scope": g.scope})
 }
