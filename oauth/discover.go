@@ -41,6 +41,10 @@ type ServerMetadata struct {
 	ClientIDMetadataDocumentSupported bool `json:"client_id_metadata_document_supported,omitempty"`
 }
 
+// ErrNoResourceMetadata says a server publishes no protected resource metadata:
+// a server of the 2025-03-26 specification, or one that does not use OAuth.
+var ErrNoResourceMetadata = errors.New("no protected resource metadata")
+
 // Discovery is what a server's authorization was found to be.
 type Discovery struct {
 	// Resource is the resource indicator sent with every authorization and token
@@ -50,12 +54,25 @@ type Discovery struct {
 	// scopes_supported; none when neither says.
 	Scopes []string
 	Server ServerMetadata
+	// Assumed says the server published no metadata at all: its endpoints are
+	// the 2025-03-26 specification's defaults.
+	Assumed bool
 }
 
 // Discover finds the authorization of the MCP server at serverURL, starting from
-// the Bearer challenge of its 401 (a zero Challenge when there was none).
-func Discover(ctx context.Context, hc *http.Client, serverURL string, ch Challenge) (*Discovery, error) {
+// the Bearer challenge of its 401 (a zero Challenge when there was none). A server
+// without resource metadata is looked at as the 2025-03-26 specification says
+// (DiscoverLegacy, with defaults when it is set or the challenge is Bearer's).
+func Discover(ctx context.Context, hc *http.Client, serverURL string, ch Challenge, defaults bool) (*Discovery, error) {
 	rm, err := DiscoverResource(ctx, hc, serverURL, ch.ResourceMetadata())
+	if errors.Is(err, ErrNoResourceMetadata) {
+		// A Bearer challenge says the server wants OAuth: its default
+		// endpoints are worth a try even when config does not say so.
+		defaults = defaults || strings.EqualFold(ch.Scheme, "Bearer")
+		if d, lerr := DiscoverLegacy(ctx, hc, serverURL, ch, defaults); lerr == nil {
+			return d, nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -75,6 +92,33 @@ func Discover(ctx context.Context, hc *http.Client, serverURL string, ch Challen
 		return nil, err
 	}
 	d.Server = *md
+	return d, nil
+}
+
+// DiscoverLegacy finds the authorization of a server of the 2025-03-26
+// specification, which publishes no resource metadata: its authorization server
+// is its own origin, whose RFC 8414 metadata is used when there is some. When
+// there is none and defaults is set (config says the server uses OAuth), the
+// default endpoints /authorize, /token and /register of that origin are assumed,
+// as that specification says.
+func DiscoverLegacy(ctx context.Context, hc *http.Client, serverURL string, ch Challenge, defaults bool) (*Discovery, error) {
+	su, err := url.Parse(serverURL)
+	if err != nil {
+		return nil, fmt.Errorf("the server URL %q: %w", serverURL, err)
+	}
+	origin := su.Scheme + "://" + su.Host
+	d := &Discovery{Resource: canonicalResource(su), Scopes: strings.Fields(ch.Scope())}
+	md, err := DiscoverServer(ctx, hc, origin)
+	switch {
+	case err == nil:
+		d.Server = *md
+	case defaults:
+		d.Server = ServerMetadata{Issuer: origin, AuthorizationEndpoint: origin + "/authorize", TokenEndpoint: origin + "/token",
+			RegistrationEndpoint: origin + "/register", CodeChallengeMethodsSupported: []string{"S256"}}
+		d.Assumed = true
+	default:
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -101,7 +145,7 @@ func DiscoverResource(ctx context.Context, hc *http.Client, serverURL, metadataU
 		}
 		errs = append(errs, err)
 		if len(errs) == len(candidates) {
-			return nil, fmt.Errorf("no protected resource metadata for %s: %w", serverURL, errors.Join(errs...))
+			return nil, fmt.Errorf("%w for %s: %w", ErrNoResourceMetadata, serverURL, errors.Join(errs...))
 		}
 	}
 	if rm.Resource == "" {

@@ -28,11 +28,16 @@ type UserAgent interface {
 // for are config's, else the server's challenge or metadata's, plus any a
 // step-up recorded and those the last grant had.
 func (s *Session) Login(ctx context.Context, ua UserAgent) (*Grant, error) {
-	ch, err := s.probe(ctx)
-	if err != nil {
-		return nil, err
+	s.mu.Lock()
+	ch := s.challenge
+	s.mu.Unlock()
+	if ch.Scheme == "" {
+		var err error
+		if ch, err = s.probe(ctx); err != nil {
+			return nil, err
+		}
 	}
-	d, err := Discover(ctx, s.HTTP, s.URL, ch)
+	d, err := Discover(ctx, s.HTTP, s.URL, ch, s.Required)
 	if err != nil {
 		return nil, fmt.Errorf("discovering the authorization of %s: %w", s.Server, err)
 	}
@@ -121,14 +126,19 @@ func (s *Session) probe(ctx context.Context) (Challenge, error) {
 }
 
 // Probe reports whether the server at serverURL answers an unauthenticated
-// request with a 401 whose authorization can be discovered: `nexus add` then
-// offers a login. It returns the discovery, or nil when the server needs none.
+// request with a 401 and publishes OAuth metadata: `nexus add` then offers a
+// login. It returns the discovery, or nil when the server needs none (or says
+// nothing of how to get one).
 func Probe(ctx context.Context, hc *http.Client, serverURL string) (*Discovery, error) {
 	status, ch, err := challengeOf(ctx, hc, serverURL)
 	if err != nil || status != http.StatusUnauthorized {
 		return nil, err
 	}
-	return Discover(ctx, hc, serverURL, ch)
+	d, err := Discover(ctx, hc, serverURL, ch, false)
+	if err != nil || d.Assumed {
+		return nil, err // no metadata: nothing says a login would help
+	}
+	return d, nil
 }
 
 // challengeOf sends serverURL an unauthenticated initialize and returns the

@@ -66,6 +66,9 @@ type Session struct {
 	mu    sync.Mutex
 	disc  *Discovery
 	grant *Grant
+	// challenge is the last Bearer challenge the server sent: a login in this
+	// process asks for the scope it named.
+	challenge Challenge
 }
 
 // Token is the access token for the next request: "" while the server has not
@@ -74,11 +77,11 @@ func (s *Session) Token(ctx context.Context) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.disc == nil {
-		if !s.Required {
+		// Required discovers before the first request; when the well-known URIs
+		// say nothing, the request goes without a token, and its 401's challenge
+		// may name the metadata.
+		if !s.Required || s.discoverLocked(ctx, Challenge{}) != nil {
 			return "", nil
-		}
-		if err := s.discoverLocked(ctx, Challenge{}); err != nil {
-			return "", err
 		}
 	}
 	g, err := s.grantLocked(ctx, false)
@@ -98,6 +101,9 @@ func (s *Session) Token(ctx context.Context) (string, error) {
 func (s *Session) Unauthorized(ctx context.Context, ch Challenge, sent string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if ch.Scheme != "" {
+		s.challenge = ch
+	}
 	if s.disc == nil {
 		if err := s.discoverLocked(ctx, ch); err != nil {
 			if sent == "" && !s.Required {
@@ -152,7 +158,7 @@ func (s *Session) currentScopeLocked() string {
 
 // discoverLocked finds the server's authorization from its challenge.
 func (s *Session) discoverLocked(ctx context.Context, ch Challenge) error {
-	d, err := Discover(ctx, s.HTTP, s.URL, ch)
+	d, err := Discover(ctx, s.HTTP, s.URL, ch, s.Required)
 	if err != nil {
 		return fmt.Errorf("discovering the authorization of %s: %w", s.Server, err)
 	}
