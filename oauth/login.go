@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/nexus-mcp/nexus/secrets"
 )
@@ -73,7 +74,7 @@ func (s *Session) Login(ctx context.Context, ua UserAgent) (*Grant, error) {
 		return nil, err
 	}
 	s.mu.Lock()
-	s.disc, s.grant = d, g
+	s.disc, s.grant, s.readAt = d, g, time.Now()
 	s.mu.Unlock()
 	return g, nil
 }

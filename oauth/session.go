@@ -17,6 +17,10 @@ import (
 // request sent with a token that ends in flight would fail for nothing.
 const refreshMargin = 60 * time.Second
 
+// rereadEvery is how long a grant read from the store is used before it is read
+// again: a logout, or a login in another process, applies within it.
+const rereadEvery = 30 * time.Second
+
 // ErrNeedsLogin is what every [LoginError] matches with errors.Is.
 var ErrNeedsLogin = errors.New("needs login")
 
@@ -63,9 +67,10 @@ type Session struct {
 	HTTP     *http.Client // for metadata, registration and token requests
 	Required bool         // config says auth "oauth": authorize before the first request
 
-	mu    sync.Mutex
-	disc  *Discovery
-	grant *Grant
+	mu     sync.Mutex
+	disc   *Discovery
+	grant  *Grant
+	readAt time.Time // when grant was read from (or written to) the store
 	// challenge is the last Bearer challenge the server sent: a login in this
 	// process asks for the scope it named.
 	challenge Challenge
@@ -172,17 +177,20 @@ func (s *Session) discoverLocked(ctx context.Context, ch Challenge) error {
 // grantLocked is the grant from the discovered issuer: the one in memory, or (when
 // there is none, or fresh is set) the stored one.
 func (s *Session) grantLocked(ctx context.Context, fresh bool) (*Grant, error) {
-	if s.grant != nil && !fresh {
+	if s.grant != nil && !fresh && time.Since(s.readAt) < rereadEvery {
 		return s.grant, nil
 	}
 	g, err := s.Vault.Grant(ctx, s.Server, s.disc.Server.Issuer)
 	if errors.Is(err, secrets.ErrNotFound) {
 		return nil, &LoginError{Server: s.Server, Reason: "no token from " + s.disc.Server.Issuer + " is stored"}
 	}
+	if err != nil && s.grant != nil && !fresh {
+		return s.grant, nil // a keychain that does not answer now: the grant in hand still serves
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the token of %s: %w", s.Server, err)
 	}
-	s.grant = g
+	s.grant, s.readAt = g, time.Now()
 	return g, nil
 }
 
@@ -205,7 +213,7 @@ func (s *Session) refreshLocked(ctx context.Context, g *Grant) (*Grant, error) {
 	if err := s.Vault.SaveGrant(ctx, s.Server, ng); err != nil {
 		return nil, err
 	}
-	s.grant = ng
+	s.grant, s.readAt = ng, time.Now()
 	return ng, nil
 }
 

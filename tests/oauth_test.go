@@ -119,7 +119,14 @@ func TestOAuthEndToEnd(t *testing.T) {
 	})
 	var said strings.Builder // everything nexus printed
 
-	out, errOut, _ := h.nexus("list-servers", "--live")
+	out, errOut, code := h.nexus("add", "other", "--url", w.url)
+	said.WriteString(out + errOut)
+	if code != 0 || !strings.Contains(out, "nexus auth login other") {
+		t.Errorf("nexus add of a URL that answers 401 with OAuth metadata does not offer the login: %d\n%s%s", code, out, errOut)
+	}
+	h.nexus("remove", "other")
+
+	out, errOut, _ = h.nexus("list-servers", "--live")
 	said.WriteString(out + errOut)
 	if !strings.Contains(out, "needs login: run nexus auth login remote") {
 		t.Fatalf("list-servers --live before a login:\n%s%s", out, errOut)
@@ -190,7 +197,7 @@ func TestOAuthEndToEnd(t *testing.T) {
 	out, _, _ = h.nexus("auth", "status", "--json")
 	said.WriteString(out)
 
-	out, _, code := h.nexus("auth", "logout", "remote")
+	out, _, code = h.nexus("auth", "logout", "remote")
 	said.WriteString(out)
 	if code != 0 || !strings.Contains(out, "logged out of remote") {
 		t.Errorf("auth logout: %d %s", code, out)
