@@ -226,11 +226,21 @@ func TestGrantsAreKeyedByIssuer(t *testing.T) {
 	if iss, _ := v.CurrentIssuer(ctx, "remote"); iss != g.Issuer {
 		t.Errorf("current issuer %q", iss)
 	}
+	long := &Grant{AccessToken: strings.Repeat("a", 6000) + "-end", RefreshToken: "rt-short-1234", Issuer: "https://as-one.example"}
+	if err := v.SaveGrant(ctx, "remote", long); err != nil {
+		t.Fatalf("a token longer than one store value: %v", err)
+	}
+	if got, err := v.Grant(ctx, "remote", long.Issuer); err != nil || got.AccessToken != long.AccessToken {
+		t.Fatalf("reading a long token: %v (%d bytes)", err, len(got.AccessToken))
+	}
 	if err := v.DeleteGrant(ctx, "remote", g.Issuer); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := v.Grant(ctx, "remote", g.Issuer); !errors.Is(err, secrets.ErrNotFound) {
 		t.Fatalf("after delete: %v", err)
+	}
+	if names, _ := v.Store.(*secrets.File).Names(ctx); len(names) != 0 {
+		t.Errorf("left after delete: %v", names)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,7 +59,8 @@ type ClientInfo struct {
 //	oauth/<server>/issuer                 the issuer last logged in to (for status and logout)
 //	oauth/client/<issuer key>             a registered client, JSON
 //
-// Tokens are stored apart from each other: each fits the store's value limit alone.
+// Tokens are stored apart from each other, and one longer than the store takes at
+// once (a large JWT) in parts: <name>/1, <name>/2...
 type Vault struct {
 	Store secrets.Store
 	// Register, when set, learns every credential read or stored (a token, a
@@ -111,10 +113,10 @@ func (v *Vault) Grant(ctx context.Context, server, issuer string) (*Grant, error
 	if g.Issuer != issuer {
 		return nil, fmt.Errorf("the stored grant of %s is from %q, not %q: %w", server, g.Issuer, issuer, secrets.ErrNotFound)
 	}
-	if g.AccessToken, err = v.Store.Get(ctx, grantName(server, issuer, "access")); err != nil {
+	if g.AccessToken, err = v.getLong(ctx, grantName(server, issuer, "access")); err != nil {
 		return nil, err
 	}
-	g.RefreshToken, err = v.Store.Get(ctx, grantName(server, issuer, "refresh"))
+	g.RefreshToken, err = v.getLong(ctx, grantName(server, issuer, "refresh"))
 	if err != nil && !errors.Is(err, secrets.ErrNotFound) {
 		return nil, err
 	}
@@ -130,14 +132,14 @@ func (v *Vault) SaveGrant(ctx context.Context, server string, g *Grant) error {
 	if err != nil {
 		return err
 	}
-	if err := v.Store.Set(ctx, grantName(server, g.Issuer, "access"), g.AccessToken); err != nil {
+	if err := v.setLong(ctx, grantName(server, g.Issuer, "access"), g.AccessToken); err != nil {
 		return fmt.Errorf("storing the access token of %s: %w", server, err)
 	}
 	if g.RefreshToken != "" {
-		if err := v.Store.Set(ctx, grantName(server, g.Issuer, "refresh"), g.RefreshToken); err != nil {
+		if err := v.setLong(ctx, grantName(server, g.Issuer, "refresh"), g.RefreshToken); err != nil {
 			return fmt.Errorf("storing the refresh token of %s: %w", server, err)
 		}
-	} else if err := v.Store.Delete(ctx, grantName(server, g.Issuer, "refresh")); err != nil {
+	} else if err := v.deleteLong(ctx, grantName(server, g.Issuer, "refresh")); err != nil {
 		return fmt.Errorf("removing the old refresh token of %s: %w", server, err)
 	}
 	if err := v.Store.Set(ctx, grantName(server, g.Issuer, "grant"), string(meta)); err != nil {
@@ -159,7 +161,7 @@ func (v *Vault) CurrentIssuer(ctx context.Context, server string) (string, error
 // issuer when it is the current one.
 func (v *Vault) DeleteGrant(ctx context.Context, server, issuer string) error {
 	for _, part := range []string{"access", "refresh", "grant"} {
-		if err := v.Store.Delete(ctx, grantName(server, issuer, part)); err != nil {
+		if err := v.deleteLong(ctx, grantName(server, issuer, part)); err != nil {
 			return fmt.Errorf("removing the %s of %s: %w", part, server, err)
 		}
 	}
@@ -200,6 +202,71 @@ func (v *Vault) SaveClient(ctx context.Context, issuer string, c *ClientInfo) er
 // DeleteClient forgets the client registered at issuer.
 func (v *Vault) DeleteClient(ctx context.Context, issuer string) error {
 	return v.Store.Delete(ctx, clientName(issuer))
+}
+
+// chunked marks a value stored in parts: tokens (JWTs above all) may be longer
+// than the store's limit for one value, Windows Credential Manager's.
+const chunked = "nexus-chunks:"
+
+// chunkBytes is the size of one part of a long value.
+const chunkBytes = secrets.MaxValueBytes
+
+// maxChunks bounds the parts of one value (about 40 KB).
+const maxChunks = 16
+
+// setLong stores value under name, in parts name/1, name/2... when it is longer
+// than the store takes at once; name then holds how many.
+func (v *Vault) setLong(ctx context.Context, name, value string) error {
+	if len(value) <= chunkBytes && !strings.HasPrefix(value, chunked) {
+		return v.Store.Set(ctx, name, value)
+	}
+	n := (len(value) + chunkBytes - 1) / chunkBytes
+	if n > maxChunks {
+		return fmt.Errorf("%s is %d bytes: longer than the %d Nexus keeps", name, len(value), maxChunks*chunkBytes)
+	}
+	for i := range n {
+		part := value[i*chunkBytes : min((i+1)*chunkBytes, len(value))]
+		if err := v.Store.Set(ctx, fmt.Sprintf("%s/%d", name, i+1), part); err != nil {
+			return err
+		}
+	}
+	return v.Store.Set(ctx, name, fmt.Sprintf("%s%d", chunked, n))
+}
+
+// getLong reads what setLong stored.
+func (v *Vault) getLong(ctx context.Context, name string) (string, error) {
+	head, err := v.Store.Get(ctx, name)
+	if err != nil || !strings.HasPrefix(head, chunked) {
+		return head, err
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(head, chunked))
+	if err != nil || n < 1 || n > maxChunks {
+		return "", fmt.Errorf("%s: a damaged record of its parts", name)
+	}
+	var b strings.Builder
+	for i := range n {
+		part, err := v.Store.Get(ctx, fmt.Sprintf("%s/%d", name, i+1))
+		if err != nil {
+			return "", fmt.Errorf("%s, part %d: %w", name, i+1, err)
+		}
+		b.WriteString(part)
+	}
+	return b.String(), nil
+}
+
+// deleteLong removes what setLong stored.
+func (v *Vault) deleteLong(ctx context.Context, name string) error {
+	head, err := v.Store.Get(ctx, name)
+	if err == nil && strings.HasPrefix(head, chunked) {
+		if n, err := strconv.Atoi(strings.TrimPrefix(head, chunked)); err == nil && n <= maxChunks {
+			for i := range n {
+				if err := v.Store.Delete(ctx, fmt.Sprintf("%s/%d", name, i+1)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return v.Store.Delete(ctx, name)
 }
 
 func (v *Vault) learn(server string, g *Grant) {
