@@ -254,3 +254,38 @@ func grepLines(text, word string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestAuthCommandRefusals: auth commands given what they cannot work with say why,
+// and change nothing.
+func TestAuthCommandRefusals(t *testing.T) {
+	h := newHome(t, map[string]any{"servers": map[string]any{
+		"local":  stdioEntry(),
+		"static": map[string]any{"url": "http://127.0.0.1:1/mcp", "headers": map[string]string{"Authorization": "${env:STATIC_TOKEN}"}},
+	}})
+	before, _ := os.ReadFile(filepath.Join(h.dir, "config.json"))
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"auth", "login"}, "needs one SERVER"},
+		{[]string{"auth", "login", "nosuch"}, `no server named "nosuch"`},
+		{[]string{"auth", "login", "local"}, "stdio server"},
+		{[]string{"auth", "login", "static"}, "Authorization header"},
+		{[]string{"auth", "logout", "nosuch"}, `no server named "nosuch"`},
+	}
+	for _, tc := range tests {
+		_, errOut, code := h.nexus(tc.args...)
+		if code == 0 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("nexus %v: exit %d, %q; want an error with %q", tc.args, code, errOut, tc.want)
+		}
+	}
+	if after, _ := os.ReadFile(filepath.Join(h.dir, "config.json")); string(after) != string(before) {
+		t.Error("a refused command changed the config")
+	}
+	if _, err := os.Stat(filepath.Join(h.dir, "secrets")); err == nil {
+		t.Error("a refused command created the secrets store")
+	}
+}
+
+// stdioEntry is a stdio server entry that never needs to start.
+func stdioEntry() map[string]any { return map[string]any{"command": built.fixture} }

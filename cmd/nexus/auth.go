@@ -85,6 +85,9 @@ func authLogin(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if hasHeader(s.Headers, nil, "Authorization") {
+		return usageError(fmt.Sprintf("servers.%s has an Authorization header (in %s), which is sent instead of OAuth: remove it to log in", s.Name, s.Source))
+	}
 	sess, err := e.oauthSession(c.Context, cfg, s)
 	if err != nil {
 		return err
