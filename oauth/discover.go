@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -116,6 +117,9 @@ func DiscoverLegacy(ctx context.Context, hc *http.Client, serverURL string, ch C
 		d.Server = ServerMetadata{Issuer: origin, AuthorizationEndpoint: origin + "/authorize", TokenEndpoint: origin + "/token",
 			RegistrationEndpoint: origin + "/register", CodeChallengeMethodsSupported: []string{"S256"}}
 		d.Assumed = true
+		if err := checkEndpoints(&d.Server); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, err
 	}
@@ -184,9 +188,39 @@ func DiscoverServer(ctx context.Context, hc *http.Client, issuer string) (*Serve
 		if md.AuthorizationEndpoint == "" || md.TokenEndpoint == "" {
 			return nil, fmt.Errorf("the authorization server metadata at %s lacks an authorization or token endpoint", c)
 		}
+		if err := checkEndpoints(&md); err != nil {
+			return nil, fmt.Errorf("the authorization server metadata at %s: %w", c, err)
+		}
 		return &md, nil
 	}
 	return nil, fmt.Errorf("no authorization server metadata for %s: %w", issuer, errors.Join(errs...))
+}
+
+// checkEndpoints refuses endpoints a code, a token or a client secret would
+// travel to in the clear: OAuth 2.1 wants TLS everywhere but on the loopback.
+func checkEndpoints(md *ServerMetadata) error {
+	for _, e := range []string{md.AuthorizationEndpoint, md.TokenEndpoint, md.RegistrationEndpoint} {
+		if e == "" {
+			continue
+		}
+		u, err := url.Parse(e)
+		if err != nil || u.Host == "" {
+			return fmt.Errorf("the endpoint %q is not an absolute URL", e)
+		}
+		if u.Scheme != "https" && !(u.Scheme == "http" && loopback(u.Hostname())) {
+			return fmt.Errorf("the endpoint %s is not https: refusing to send credentials to it", e)
+		}
+	}
+	return nil
+}
+
+// loopback reports whether host is this machine.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // wellKnown lists the well-known URIs of name for u: with u's path after the

@@ -257,6 +257,27 @@ func TestDiscoveryRefusesAnotherIssuer(t *testing.T) {
 	}
 }
 
+func TestCheckEndpoints(t *testing.T) {
+	tests := []struct {
+		endpoint string
+		ok       bool
+	}{
+		{"https://as.example/token", true},
+		{"http://127.0.0.1:8080/token", true},
+		{"http://localhost/token", true},
+		{"http://[::1]:9/token", true},
+		{"http://as.example/token", false},
+		{"ftp://as.example/token", false},
+		{"/token", false},
+	}
+	for _, tc := range tests {
+		err := checkEndpoints(&ServerMetadata{AuthorizationEndpoint: "https://as.example/a", TokenEndpoint: tc.endpoint})
+		if (err == nil) != tc.ok {
+			t.Errorf("checkEndpoints(token %q) = %v, want ok=%v", tc.endpoint, err, tc.ok)
+		}
+	}
+}
+
 // TestLoopback: the redirect to the loopback listener is what Visit returns.
 func TestLoopback(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
