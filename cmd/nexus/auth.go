@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
+	"os"
 	"os/exec"
 	"runtime"
 	"slices"
@@ -95,26 +97,69 @@ func authLogin(c *cli.Context) error {
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 	defer cancel()
 	noBrowser := c.Bool("no-browser")
+	progress := &loginProgress{w: e.stderr, live: isTerminal(os.Stderr), limit: c.Duration("timeout")}
 	ua := &oauth.Loopback{Open: func(ctx context.Context, authURL string) error {
-		if !noBrowser {
-			if err := openBrowser(ctx, authURL); err == nil {
-				fmt.Fprintf(e.stderr, "opened the browser to log in to %s; if it did not open, visit:\n  %s\n", s.Name, authURL)
-				fmt.Fprintf(e.stderr, "waiting for the login (up to %s)...\n", c.Duration("timeout"))
-				return nil
-			}
+		if !noBrowser && openBrowser(ctx, authURL) == nil {
+			fmt.Fprintf(e.stderr, "opened the browser to log in to %s; if it did not open, visit:\n  %s\n", s.Name, authURL)
+		} else {
+			fmt.Fprintf(e.stderr, "to log in to %s, open this URL in a browser on this machine:\n  %s\n", s.Name, authURL)
 		}
-		fmt.Fprintf(e.stderr, "to log in to %s, open this URL in a browser on this machine:\n  %s\n", s.Name, authURL)
-		fmt.Fprintf(e.stderr, "waiting for the login (up to %s)...\n", c.Duration("timeout"))
+		progress.start()
 		return nil
 	}}
 	defer ua.Close()
 	g, err := sess.Login(ctx, ua)
+	progress.stop()
 	if err != nil {
 		return fmt.Errorf("logging in to %s: %w", s.Name, err)
 	}
 	fmt.Fprintf(e.stdout, "logged in to %s at %s%s; tokens stored in %s\n", s.Name, g.Issuer, scopeText(g.Scope), e.storeName())
 	e.confirmRunning(c.Context) // a running gateway retries the server now
 	return nil
+}
+
+// loginProgress is the line that says a login is awaited: on a terminal it
+// counts the seconds in place, elsewhere it is printed once.
+type loginProgress struct {
+	w     io.Writer
+	live  bool
+	limit time.Duration
+	quit  chan struct{}
+	done  chan struct{}
+}
+
+func (p *loginProgress) start() {
+	line := func(elapsed time.Duration) string {
+		return fmt.Sprintf("waiting for the login (%s of %s; Ctrl-C stops)...", elapsed.Round(time.Second), p.limit)
+	}
+	if !p.live {
+		fmt.Fprintln(p.w, line(0))
+		return
+	}
+	p.quit, p.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(p.done)
+		begin := time.Now()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			fmt.Fprint(p.w, "\r\033[K"+line(time.Since(begin)))
+			select {
+			case <-p.quit:
+				fmt.Fprint(p.w, "\r\033[K")
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// stop ends a live line; it does nothing when none was started.
+func (p *loginProgress) stop() {
+	if p.quit != nil {
+		close(p.quit)
+		<-p.done
+	}
 }
 
 func scopeText(scope string) string {
