@@ -144,6 +144,12 @@ func TestSessionLifecycle(t *testing.T) {
 		t.Errorf("the error %q does not say what to run", err)
 	}
 
+	required := w.session()
+	required.Required = true // auth "oauth": discovery before the first request
+	if tok, err := required.Token(ctx); !errors.As(err, &le) {
+		t.Fatalf("a Required session before a login: token %q, %v; want a LoginError", tok, err)
+	}
+
 	login := w.session()
 	g, err := login.Login(ctx, &Follow{Redirect: "http://127.0.0.1:1/callback"})
 	if err != nil {
@@ -159,6 +165,9 @@ func TestSessionLifecycle(t *testing.T) {
 	s = w.session() // a fresh process: everything comes from the store
 	if got, err := get(s, "echo"); err != nil || got != "ok" {
 		t.Fatalf("after the login: %q, %v", got, err)
+	}
+	if tok, err := required.Token(ctx); err != nil || tok == "" {
+		t.Fatalf("a Required session after the login: %q, %v", tok, err)
 	}
 
 	w.as.ExpireAccess()

@@ -73,7 +73,8 @@ type Session struct {
 	readAt time.Time // when grant was read from (or written to) the store
 	// challenge is the last Bearer challenge the server sent: a login in this
 	// process asks for the scope it named.
-	challenge Challenge
+	challenge  Challenge
+	triedEarly bool // Required's discovery before the first request was made
 }
 
 // Token is the access token for the next request: "" while the server has not
@@ -82,10 +83,14 @@ func (s *Session) Token(ctx context.Context) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.disc == nil {
-		// Required discovers before the first request; when the well-known URIs
-		// say nothing, the request goes without a token, and its 401's challenge
-		// may name the metadata.
-		if !s.Required || s.discoverLocked(ctx, Challenge{}) != nil {
+		// Required discovers before the first request, once; when the
+		// well-known URIs say nothing, requests go without a token, and a 401's
+		// challenge may name the metadata.
+		if !s.Required || s.triedEarly {
+			return "", nil
+		}
+		s.triedEarly = true
+		if s.discoverLocked(ctx, Challenge{}) != nil {
 			return "", nil
 		}
 	}
