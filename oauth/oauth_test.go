@@ -306,3 +306,23 @@ func TestLoopback(t *testing.T) {
 		t.Fatalf("Visit: %v, %v", got, err)
 	}
 }
+
+func TestWellKnown(t *testing.T) {
+	tests := []struct {
+		u      string
+		name   string
+		issuer bool
+		want   []string
+	}{
+		{"https://x/mcp", "oauth-protected-resource", false, []string{"https://x/.well-known/oauth-protected-resource/mcp", "https://x/.well-known/oauth-protected-resource"}},
+		{"https://x", "oauth-protected-resource", false, []string{"https://x/.well-known/oauth-protected-resource"}},
+		{"https://as/tenant1", "oauth-authorization-server", true, []string{"https://as/.well-known/oauth-authorization-server/tenant1"}},
+		{"https://as/", "openid-configuration", true, []string{"https://as/.well-known/openid-configuration"}},
+	}
+	for _, tc := range tests {
+		u, _ := url.Parse(tc.u)
+		if got := wellKnown(u, tc.name, tc.issuer); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("wellKnown(%s, %s) = %v, want %v", tc.u, tc.name, got, tc.want)
+		}
+	}
+}
