@@ -437,7 +437,7 @@ func (g *Gateway) resolveTool(ctx context.Context, name string) (*Tool, error) {
 	owners := g.possibleOwners(name)
 	stale := g.awaitFirstAttempts(ctx, owners) // the manifest may lag behind what the owners know
 	for _, c := range owners {
-		if c.status().State == StateFailed && mayOwn(c, name) {
+		if st := c.status().State; (st == StateFailed || st == StateNeedsLogin) && mayOwn(c, name) {
 			wait, cancel := context.WithTimeout(ctx, c.config().CallTimeout())
 			c.connected(wait)
 			cancel()
@@ -541,5 +541,8 @@ func OwnersOf(cfg *config.Config, name string) []string {
 type notRunningError struct{ st Status }
 
 func (e *notRunningError) Error() string {
+	if e.st.State == StateNeedsLogin {
+		return fmt.Sprintf("server %s: %s; its tools come back after the login", e.st.Name, e.st.Error)
+	}
 	return fmt.Sprintf("server %s is not running (%s); its tools come back when it connects (nexus list-servers --live shows it)", e.st.Name, e.st.Describe())
 }

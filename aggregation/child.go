@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
@@ -20,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/oauth"
 )
 
 // Restart policy for children. A child that keeps failing is retried with
@@ -66,6 +68,8 @@ type child struct {
 	resolve func(string) (string, error)
 	// beforeStart sees the config entry before each start (Options.BeforeStart).
 	beforeStart func(*config.Server)
+	// httpClient makes a remote child's HTTP client (Options.HTTPClient).
+	httpClient func(*config.Server) *http.Client
 
 	mu        sync.Mutex
 	conn      *conn
@@ -139,7 +143,7 @@ func (c *child) reconfigure(cfg *config.Server) {
 
 // launchKey is what decides whether a config change needs a restart.
 func launchKey(s *config.Server) string {
-	b, _ := json.Marshal([]any{s.Transport, s.Command, s.Args, s.Env, s.Cwd, s.URL, s.Headers, s.ProtocolVersion})
+	b, _ := json.Marshal([]any{s.Transport, s.Command, s.Args, s.Env, s.Cwd, s.URL, s.Headers, s.ProtocolVersion, s.Auth, s.OAuth})
 	return string(b)
 }
 
@@ -153,6 +157,10 @@ const (
 	StateRetrying   State = "retrying"   // failed to start; tries again at NextRetry
 	StateRestarting State = "restarting" // exited; starts again at NextRetry
 	StateFailed     State = "failed"     // gave up; the next call, a reload or doctor --retry tries once more
+	// StateNeedsLogin is a remote child whose authorization needs a person:
+	// `nexus auth login NAME`, after which a reload (which the login signals),
+	// the next call or doctor --retry tries again.
+	StateNeedsLogin State = "needs-login"
 )
 
 // Status is what list-servers shows of a child.
@@ -173,8 +181,11 @@ type Status struct {
 // Describe says in words what a server that is not ready is doing: its state, its
 // last error and its next try.
 func (s Status) Describe() string {
-	d := string(s.State)
-	if s.Error != "" {
+	d := strings.ReplaceAll(string(s.State), "-", " ")
+	switch {
+	case strings.HasPrefix(s.Error, d+":"):
+		d = s.Error // "needs login: run nexus auth login X" says its state itself
+	case s.Error != "":
 		d += ": " + s.Error
 	}
 	if !s.NextRetry.IsZero() {
@@ -218,7 +229,7 @@ func (c *child) connectedExcept(ctx context.Context, old *conn) *conn {
 		if cn != nil && cn != old && !cn.lost() {
 			return cn
 		}
-		if state == StateFailed {
+		if state == StateFailed || state == StateNeedsLogin {
 			if asked >= 0 && attempts > asked {
 				return nil // the attempt made for this call failed too
 			}
@@ -249,12 +260,18 @@ func (c *child) retry() {
 // failed records that the child gave up, then waits until someone asks for a
 // fresh attempt (retry). It reports false when ctx ended first.
 func (c *child) failed(ctx context.Context, err error) bool {
+	return c.waitRetry(ctx, StateFailed, err)
+}
+
+// waitRetry records state (StateFailed or StateNeedsLogin) with err, then waits
+// until someone asks for a fresh attempt. It reports false when ctx ended first.
+func (c *child) waitRetry(ctx context.Context, state State, err error) bool {
 	// A request left from before it gave up is not one for a fresh attempt.
 	select {
 	case <-c.retryc:
 	default:
 	}
-	c.set(nil, nil, extras{}, StateFailed, err, time.Time{})
+	c.set(nil, nil, extras{}, state, err, time.Time{})
 	c.settle()
 	select {
 	case <-ctx.Done():
@@ -314,6 +331,15 @@ func (c *child) run(ctx context.Context) {
 		if err != nil {
 			if ctx.Err() != nil {
 				return
+			}
+			if le := (*oauth.LoginError)(nil); errors.As(err, &le) {
+				// Retrying cannot help until a person logs in: wait for a reload
+				// (the login signals one), a call or doctor --retry.
+				c.log.Warn("the server needs a login", "fix", le.Hint())
+				if !c.waitRetry(ctx, StateNeedsLogin, le) {
+					return
+				}
+				continue
 			}
 			failures++
 			c.log.Error("child failed to start", "attempt", failures, "err", err, "stderr", cn.stderrTail())
@@ -542,12 +568,20 @@ func (c *child) connect(ctx context.Context) (*conn, []json.RawMessage, error) {
 	case config.TransportSSE:
 		var headers map[string]string
 		if headers, err = c.resolveMap(c.config().Headers); err == nil {
-			cn.tr, err = transport.NewSSE(c.config().URL, transport.WithHeaders(headers), transport.WithHeaderFunc(traceHeaders), transport.WithSSELogger(c.log))
+			opts := []transport.ClientOption{transport.WithHeaders(headers), transport.WithHeaderFunc(traceHeaders), transport.WithSSELogger(c.log)}
+			if c.httpClient != nil {
+				opts = append(opts, transport.WithHTTPClient(c.httpClient(c.config())))
+			}
+			cn.tr, err = transport.NewSSE(c.config().URL, opts...)
 		}
 	case config.TransportStreamableHTTP:
 		var headers map[string]string
 		if headers, err = c.resolveMap(c.config().Headers); err == nil {
-			cn.tr, err = transport.NewStreamableHTTP(c.config().URL, transport.WithHTTPHeaders(headers), transport.WithHTTPHeaderFunc(traceHeaders), transport.WithContinuousListening(), transport.WithHTTPLogger(c.log))
+			opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(headers), transport.WithHTTPHeaderFunc(traceHeaders), transport.WithContinuousListening(), transport.WithHTTPLogger(c.log)}
+			if c.httpClient != nil {
+				opts = append(opts, transport.WithHTTPBasicClient(c.httpClient(c.config())))
+			}
+			cn.tr, err = transport.NewStreamableHTTP(c.config().URL, opts...)
 		}
 	default:
 		err = fmt.Errorf("unknown transport %q", c.config().Transport)
@@ -812,6 +846,14 @@ func (cn *conn) request(ctx context.Context, method string, params any) (json.Ra
 		if errors.Is(err, transport.ErrTransportClosed) {
 			cn.markDone()
 			return nil, errChildGone
+		}
+		if le := (*oauth.LoginError)(nil); errors.As(err, &le) {
+			if le.Scope == "" {
+				// No request can go through until a person logs in: end the
+				// connection, and run's next attempt says the child needs one.
+				cn.lose(le)
+			}
+			return nil, le // a step-up fails this call only
 		}
 		return nil, err
 	}

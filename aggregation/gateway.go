@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -72,6 +73,10 @@ type Options struct {
 	// child is about to start (at Start, on a reload, on a restart): the place to
 	// register with the redactor the values the child will be given.
 	BeforeStart func(*config.Server)
+	// HTTPClient, when set, is the HTTP client of a remote child's next
+	// connection: the place for its authorization (OAuth). A connection whose
+	// requests fail with an oauth.LoginError puts the child in StateNeedsLogin.
+	HTTPClient func(*config.Server) *http.Client
 	// Redact removes secret values from what children send back (results, errors,
 	// resources, prompts) before it reaches memory or a client; nil keeps it as is.
 	Redact func([]byte) []byte
@@ -94,6 +99,7 @@ type Gateway struct {
 	// searchEmbedder is Options.SearchEmbedder.
 	searchEmbedder toolsearch.Embedder
 	before         func(*config.Server)
+	http           func(*config.Server) *http.Client // Options.HTTPClient
 	resolve        func(string) (string, error)
 	redact         func([]byte) []byte
 	text           func(string) string // Options.RedactText
@@ -171,7 +177,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		tp = noop.NewTracerProvider()
 	}
 	g := &Gateway{
-		log: log, mem: opts.Memory, names: naming{style: names, max: maxName}, searchEmbedder: opts.SearchEmbedder, resolve: resolve, redact: opts.Redact, text: opts.RedactText, before: opts.BeforeStart,
+		log: log, mem: opts.Memory, names: naming{style: names, max: maxName}, searchEmbedder: opts.SearchEmbedder, resolve: resolve, redact: opts.Redact, text: opts.RedactText, before: opts.BeforeStart, http: opts.HTTPClient,
 		denials: &policy.Counter{}, observer: opts.Observer, tracer: tp.Tracer("github.com/nexus-mcp/nexus/aggregation"), tracing: opts.Tracer != nil,
 		rebuild: make(chan struct{}, 1), published: map[string]string{},
 	}
@@ -310,6 +316,7 @@ func (g *Gateway) Close() {
 func (g *Gateway) newChild(s *config.Server) *child {
 	c := newChild(s, g.names, g.log, g, g.resolve)
 	c.beforeStart = g.before
+	c.httpClient = g.http
 	return c
 }
 

@@ -214,11 +214,35 @@ type Server struct {
 	// writes it): its suggested result lifetimes apply unless the config or
 	// `nexus cache ttl` gives others.
 	Catalog string `json:"catalog,omitempty"`
+	// Auth is "oauth" for a remote server that is authorized with OAuth from its
+	// first request; "" authorizes with OAuth only once the server answers 401.
+	Auth string `json:"auth,omitempty"`
+	// OAuth is the client Nexus is at the server's authorization server, when
+	// it is not registered dynamically.
+	OAuth *OAuthClient `json:"oauth,omitempty"`
 
 	// Name is the server's key in "servers".
 	Name string `json:"-"`
 	// Source is the file that defined the entry last.
 	Source string `json:"-"`
+}
+
+// AuthOAuth is Server.Auth's one value.
+const AuthOAuth = "oauth"
+
+// OAuthClient is a server's "oauth" entry: how Nexus is known to the server's
+// authorization server. Every field is optional; the secret is a reference into
+// the secrets store, never a literal.
+type OAuthClient struct {
+	ClientID     string `json:"clientId,omitempty"`     // a pre-registered client
+	ClientSecret string `json:"clientSecret,omitempty"` // its secret: ${keyring:NAME} or ${env:NAME}
+	// TokenEndpointAuthMethod is "none", "client_secret_basic" or
+	// "client_secret_post"; unset, the server's metadata decides.
+	TokenEndpointAuthMethod string `json:"tokenEndpointAuthMethod,omitempty"`
+	// ClientMetadataURL is an https URL serving this client's Client ID Metadata
+	// Document: the client_id at servers that accept one.
+	ClientMetadataURL string   `json:"clientMetadataUrl,omitempty"`
+	Scopes            []string `json:"scopes,omitempty"` // asked for instead of what the server suggests
 }
 
 // Annotations overrides tool hints; a nil field keeps the child's value.

@@ -342,3 +342,43 @@ func TestSharedLayerRefusesLiteralSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestOAuthKeys: "auth" and "oauth" are accepted on remote servers, and every
+// mistake in them is refused with the key it is in.
+func TestOAuthKeys(t *testing.T) {
+	tests := []struct {
+		name, server string
+		want         string // "" means accepted
+	}{
+		{"401 only", `{"url": "https://x/mcp"}`, ""},
+		{"required", `{"url": "https://x/mcp", "auth": "oauth"}`, ""},
+		{"pre-registered", `{"url": "https://x/mcp", "auth": "oauth", "oauth": {"clientId": "nexus", "clientSecret": "${keyring:x/oauth/clientSecret}", "tokenEndpointAuthMethod": "client_secret_post", "scopes": ["read", "write"]}}`, ""},
+		{"metadata document", `{"url": "https://x/mcp", "oauth": {"clientMetadataUrl": "https://nexus.example/client.json"}}`, ""},
+		{"unknown auth", `{"url": "https://x/mcp", "auth": "basic"}`, `"auth" is "oauth" or absent`},
+		{"stdio", `{"command": "x", "auth": "oauth"}`, "for remote servers"},
+		{"literal secret", `{"url": "https://x/mcp", "oauth": {"clientId": "a", "clientSecret": "s3cr3t-value"}}`, "must be a reference"},
+		{"secret without id", `{"url": "https://x/mcp", "oauth": {"clientSecret": "${keyring:x/s}"}}`, `needs "oauth.clientId"`},
+		{"unknown method", `{"url": "https://x/mcp", "oauth": {"tokenEndpointAuthMethod": "private_key_jwt"}}`, "private_key_jwt"},
+		{"method without secret", `{"url": "https://x/mcp", "oauth": {"clientId": "a", "tokenEndpointAuthMethod": "client_secret_basic"}}`, `needs "oauth.clientSecret"`},
+		{"http metadata URL", `{"url": "https://x/mcp", "oauth": {"clientMetadataUrl": "http://nexus.example/client.json"}}`, "https URL with a path"},
+		{"scope with a space", `{"url": "https://x/mcp", "oauth": {"scopes": ["read write"]}}`, "one word"},
+		{"unknown oauth key", `{"url": "https://x/mcp", "oauth": {"client": "a"}}`, `unknown field "client"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse("f.json", []byte(`{"servers": {"x": `+tc.server+`}}`))
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want == "":
+				if cfg.Servers["x"] == nil {
+					t.Fatal("the server is missing")
+				}
+			case err == nil || !strings.Contains(err.Error(), tc.want):
+				t.Fatalf("got %v, want an error with %q", err, tc.want)
+			case !strings.Contains(err.Error(), "servers.x"):
+				t.Errorf("the error %q does not name servers.x", err)
+			}
+		})
+	}
+}

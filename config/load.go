@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"net/url"
 	"os"
 	"reflect"
 	"slices"
@@ -22,7 +23,7 @@ var (
 	topKeys = []string{"servers", "mcpServers", "toolNames", "maxMessageBytes", "maxChildMessageBytes", "policy",
 		"agents", "ttl", "staleIfError", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "status", "http", "reload", "limits", "locked", "projectLayers", "tools", "names"}
 	serverKeys = []string{"transport", "command", "args", "env", "cwd", "url", "headers",
-		"timeout", "prefix", "disabled", "protocolVersion", "annotations", "cacheScope", "catalog", "tools"}
+		"timeout", "prefix", "disabled", "protocolVersion", "annotations", "cacheScope", "catalog", "tools", "auth", "oauth"}
 )
 
 // Layer is one config file in the stack.
@@ -708,7 +709,58 @@ func validateServer(s *Server) error {
 	default:
 		return fmt.Errorf(`"cacheScope" is "server" (default) or "agent", not %q`, s.CacheScope)
 	}
-	return checkToolOverrides(s.Tools)
+	if err := checkToolOverrides(s.Tools); err != nil {
+		return err
+	}
+	return validateAuth(s)
+}
+
+// validateAuth checks "auth" and "oauth": OAuth is for remote servers, and a
+// client secret is a reference, so it lives in the secrets store.
+func validateAuth(s *Server) error {
+	switch s.Auth {
+	case "", AuthOAuth:
+	default:
+		return fmt.Errorf(`"auth" is %q or absent, not %q`, AuthOAuth, s.Auth)
+	}
+	if s.Transport == TransportStdio && (s.Auth != "" || s.OAuth != nil) {
+		return fmt.Errorf(`"auth" and "oauth" are for remote servers (a "url"); a stdio server gets its credentials in "env"`)
+	}
+	o := s.OAuth
+	if o == nil {
+		return nil
+	}
+	if o.ClientSecret != "" && !secretRef(o.ClientSecret) {
+		return fmt.Errorf(`"oauth.clientSecret" must be a reference such as "${keyring:%s/oauth/clientSecret}" (store the value with nexus secrets set), never the secret itself`, s.Name)
+	}
+	if o.ClientSecret != "" && o.ClientID == "" {
+		return fmt.Errorf(`"oauth.clientSecret" needs "oauth.clientId", the client it belongs to`)
+	}
+	switch o.TokenEndpointAuthMethod {
+	case "", "none", "client_secret_basic", "client_secret_post":
+	default:
+		return fmt.Errorf(`"oauth.tokenEndpointAuthMethod" is "none", "client_secret_basic" or "client_secret_post", not %q`, o.TokenEndpointAuthMethod)
+	}
+	if m := o.TokenEndpointAuthMethod; (m == "client_secret_basic" || m == "client_secret_post") && o.ClientSecret == "" {
+		return fmt.Errorf(`"oauth.tokenEndpointAuthMethod" %q needs "oauth.clientSecret"`, m)
+	}
+	if u := o.ClientMetadataURL; u != "" {
+		pu, err := url.Parse(u)
+		if err != nil || pu.Scheme != "https" || pu.Host == "" || pu.Path == "" || pu.Path == "/" {
+			return fmt.Errorf(`"oauth.clientMetadataUrl" must be an https URL with a path (the Client ID Metadata Document), not %q`, u)
+		}
+	}
+	for _, sc := range o.Scopes {
+		if sc == "" || strings.ContainsAny(sc, " \t\"\\") {
+			return fmt.Errorf(`"oauth.scopes" holds %q: each scope is one word, without spaces or quotes`, sc)
+		}
+	}
+	return nil
+}
+
+// secretRef reports whether v is exactly one ${keyring:NAME} or ${env:NAME}.
+func secretRef(v string) bool {
+	return (strings.HasPrefix(v, "${keyring:") || strings.HasPrefix(v, "${env:")) && strings.HasSuffix(v, "}") && strings.Count(v, "${") == 1
 }
 
 func isHex64(s string) bool {

@@ -411,7 +411,8 @@ func (e *env) startServer(ctx context.Context, cfg *config.Config, s *config.Ser
 	defer cancel()
 	secrets.RegisterChildValues(e.redactor, s.Name, s.Env, s.Headers, os.LookupEnv)
 	start := time.Now()
-	g, err := aggregation.New(&one, aggregation.Options{Logger: slog.New(capture), Resolve: e.resolver(ctx, cfg), Redact: e.redactor.JSON, RedactText: e.redactor.String})
+	g, err := aggregation.New(&one, aggregation.Options{Logger: slog.New(capture), Resolve: e.resolver(ctx, cfg), Redact: e.redactor.JSON, RedactText: e.redactor.String,
+		HTTPClient: e.oauthHTTP(ctx, cfg)})
 	if err != nil {
 		ch.Status, ch.Detail = checkFail, err.Error()
 		ch.Fix = "fix servers." + s.Name + " in " + s.Source
@@ -452,6 +453,9 @@ func (e *env) startServer(ctx context.Context, cfg *config.Config, s *config.Ser
 			ch.Status = checkWarn
 			ch.Fix = "the server started but offers no tools; check its arguments and environment"
 		}
+	case st.State == aggregation.StateNeedsLogin:
+		ch.Status, ch.Detail = checkFail, st.Error
+		ch.Fix = "run nexus auth login " + s.Name
 	case secretUnreadable(st.Error):
 		ch.Status, ch.Detail = checkFail, "not started: "+firstLine(st.Error)
 		ch.Fix = "a secret it needs cannot be read: see the keychain checks above"

@@ -122,6 +122,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			policyCommand(),
 			agentCommand(),
 			secretsCommand(),
+			authCommand(),
 			configCommand(),
 			cacheCommand(),
 			auditCommand(),

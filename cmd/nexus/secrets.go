@@ -98,7 +98,10 @@ func secretsCommand() *cli.Command {
 					fmt.Fprintln(tw, "SECRET\tUSED BY")
 					for _, n := range names {
 						where := strings.Join(used[n], ", ")
-						if where == "" {
+						switch {
+						case where == "" && strings.HasPrefix(n, "oauth/"):
+							where = "OAuth logins (nexus auth status)"
+						case where == "":
 							where = "nothing yet (refer to it as ${keyring:" + n + "})"
 						}
 						fmt.Fprintf(tw, "%s\t%s\n", n, where)

@@ -98,6 +98,9 @@ func addCommand() *cli.Command {
 				fmt.Fprintf(e.stdout, "stored secret %s in %s\n", n, e.secretPlace(c.Context, n))
 			}
 			fmt.Fprintln(e.stdout, memoryHint(name, nil))
+			if srv.URL != "" && !hasHeader(srv.Headers, secretHeaders, "Authorization") {
+				e.offerLogin(c.Context, name, srv.URL)
+			}
 			if srv.Command != "" {
 				if _, err := exec.LookPath(srv.Command); err != nil {
 					fmt.Fprintf(e.stderr, "warning: %s is not on PATH (%v); the server is saved, but it will not start until %s is installed (nexus doctor checks it)\n", srv.Command, errors.Unwrap(err), srv.Command)
@@ -295,4 +298,16 @@ func (e *env) notInCatalog(name string) error {
 		}
 	}
 	return usageHint(msg, "nexus catalog list shows the entries; nexus add NAME --command PROGRAM [-- ARGS...] adds any other server")
+}
+
+// hasHeader reports whether either header set names header.
+func hasHeader(a, b map[string]string, header string) bool {
+	for _, m := range []map[string]string{a, b} {
+		for k := range m {
+			if strings.EqualFold(k, header) {
+				return true
+			}
+		}
+	}
+	return false
 }

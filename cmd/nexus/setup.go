@@ -43,6 +43,7 @@ type env struct {
 
 	storeOnce sync.Once
 	store     secrets.Store
+	rawStore  secrets.Store // store without the redacting wrapper (see oauthVault)
 	storeErr  error
 	storeFile string // the path of the insecure file store, when that is the store opened
 }
@@ -279,7 +280,8 @@ func (e *env) startGateway(ctx context.Context, cfg *config.Config, opts gateway
 		}
 	}
 	gopts := aggregation.Options{Logger: e.log, Memory: r.mem, ToolNames: opts.toolNames, MaxNameLength: opts.maxNameLength,
-		Resolve: e.resolver(ctx, cfg), Redact: e.redactor.JSON, RedactText: e.redactor.String, BeforeStart: e.registerChildValues}
+		Resolve: e.resolver(ctx, cfg), Redact: e.redactor.JSON, RedactText: e.redactor.String, BeforeStart: e.registerChildValues,
+		HTTPClient: e.oauthHTTP(ctx, cfg)}
 	if emb, err := e.searchEmbedder(ctx, cfg); err != nil {
 		e.log.Warn("tool search ranks by words only", "err", err)
 	} else if emb != nil {
@@ -421,7 +423,7 @@ func (e *env) secrets(ctx context.Context, cfg *config.Config) (secrets.Store, e
 					return
 				}
 			}
-			e.store = secrets.Redacting(st, e.redactor)
+			e.store, e.rawStore = secrets.Redacting(st, e.redactor), st
 		}
 	})
 	return e.store, e.storeErr

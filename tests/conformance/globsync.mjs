@@ -14,6 +14,10 @@ import { isMainThread } from 'node:worker_threads';
 
 const shimURL = 'nexus-globsync:fs';
 
+// The suite's releases this hook serves: 0.1.16 under its own name, and
+// 0.2.0-alpha.12 under the alias conformance-next (tests/package.json).
+const suites = ['/node_modules/@modelcontextprotocol/conformance/', '/node_modules/conformance-next/'];
+
 // Loaded by --import (main thread): register this same file as the loader hooks,
 // which Node runs again in its hooks thread, where isMainThread is false.
 if (isMainThread && typeof fs.globSync !== 'function') {
@@ -22,7 +26,7 @@ if (isMainThread && typeof fs.globSync !== 'function') {
 
 export async function resolve(specifier, context, next) {
   if ((specifier === 'fs' || specifier === 'node:fs') &&
-      context.parentURL?.includes('/node_modules/@modelcontextprotocol/conformance/')) {
+      suites.some((dir) => context.parentURL?.includes(dir))) {
     return { url: shimURL, shortCircuit: true };
   }
   return next(specifier, context);
