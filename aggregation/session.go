@@ -15,6 +15,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/nexus-mcp/nexus/policy"
 )
 
@@ -72,9 +74,12 @@ type session struct {
 	seen    seenLists                          // fingerprints of the lists the client was last told of
 }
 
-// clientCaps is what the client declared it can do for servers.
+// clientCaps is what the client declared it can do for servers; declared holds its
+// sampling, elicitation and roots as it declared them, which a connection that
+// serves this client alone passes on to the child.
 type clientCaps struct {
 	sampling, elicitation, roots bool
+	declared                     mcp.ClientCapabilities
 }
 
 // seenLists are the fingerprints of the lists a client was last given (or told of);
@@ -225,7 +230,7 @@ func (s *session) notified(m *message) {
 		}
 	case "notifications/roots/list_changed":
 		if s.ready.Load() {
-			s.g.rootsChanged()
+			s.g.rootsChanged(s.ctx, s)
 		}
 	}
 	// notifications/initialized and the rest need nothing from the gateway.
@@ -312,6 +317,13 @@ func (s *session) close() {
 		s.g.subs.remove(s.g, s, k, uri)
 	}
 	s.g.tasks.dropSession(s)
+}
+
+// isClosed reports whether the session ended.
+func (s *session) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // agentName is the session's agent; anonymous before initialize.
