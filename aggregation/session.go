@@ -310,6 +310,9 @@ func (s *session) close() {
 	// the client saw the stream end finds no session (404), never a closing one.
 	s.g.sessions.remove(s)
 	s.cancel()
+	for _, c := range s.g.kids() {
+		c.closeSession(s)
+	}
 	for _, ch := range pending {
 		ch <- nil
 	}

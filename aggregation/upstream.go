@@ -2,7 +2,6 @@ package aggregation
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 )
@@ -34,10 +33,6 @@ type upstream struct {
 	cn    *conn
 	err   error
 }
-
-// errTooManySessions is what a request fails with when a "client" server already
-// holds its maximum of upstream sessions.
-var errTooManySessions = errors.New("too many upstream sessions")
 
 // count is the number of upstream sessions open or opening.
 func (u *upstreams) count() int {
@@ -86,8 +81,8 @@ func (c *child) claim(s *session) (u *upstream, mine bool, err error) {
 		return nil, false, fmt.Errorf("server %s is not running", c.name)
 	}
 	if limit := c.config().SessionLimit(); len(c.ups.m) >= limit {
-		return nil, false, fmt.Errorf("%w: server %s already has its maximum of %d upstream sessions, one per client session (servers.%s.maxSessions); close idle client sessions or raise servers.%s.maxSessions",
-			errTooManySessions, c.name, limit, c.name, c.name)
+		return nil, false, fmt.Errorf("server %s already has its maximum of %d upstream sessions, one per client session (servers.%s.maxSessions); close idle client sessions or raise servers.%s.maxSessions",
+			c.name, limit, c.name, c.name)
 	}
 	if s.isClosed() {
 		return nil, false, errSessionClosed
@@ -161,13 +156,13 @@ func (c *child) openConn(s *session) *conn {
 	return nil
 }
 
-// closeSession ends the session's connection, if any, and waits for nothing: the
-// connection closes in its own goroutine (open's), which the session's end wakes.
-// It is here for a session that ends before its connection finished opening.
+// closeSession frees the session's place among the server's maxSessions at once;
+// its connection (its process) ends in open's goroutine, which the session's end
+// (s.ctx) wakes, so that a child slow to exit holds up no client.
 func (c *child) closeSession(s *session) {
-	if cn := c.openConn(s); cn != nil {
-		cn.close()
-	}
+	c.ups.mu.Lock()
+	defer c.ups.mu.Unlock()
+	delete(c.ups.m, s)
 }
 
 // followLevel gives a session's new connection the logging level its client set.

@@ -1,0 +1,356 @@
+package aggregation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/memory"
+)
+
+// sessionsFixture is a gateway with a "client" server (solo: a stdio child, one
+// process per client session, at most two), a shared stdio server (good) and a
+// shared SSE server (sse), served over HTTP on 127.0.0.1.
+type sessionsFixture struct {
+	t   *testing.T
+	g   *Gateway
+	url string
+}
+
+func newSessionsFixture(t *testing.T, mem *memory.Memory) *sessionsFixture {
+	t.Helper()
+	sse := newTestChild("sse")
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Config.Handler = server.NewSSEServer(sse.srv, server.WithBaseURL("http://"+ts.Listener.Addr().String()))
+	ts.Start()
+	t.Cleanup(ts.Close)
+	child := func(name string) string {
+		return fmt.Sprintf(`{"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": %q}, "timeout": "20s"`, os.Args[0], name)
+	}
+	cfgJSON := fmt.Sprintf(`{
+		"servers": {
+			"solo": %s, "sessions": "client", "maxSessions": 2},
+			"good": %s},
+			"sse": {"transport": "sse", "url": %q, "timeout": "20s"}
+		},
+		"ttl": {"*": "1h"},
+		"agents": {"tester": {"tokenSha256": %q}, "other": {"tokenSha256": %q}},
+		"policy": {"default": {"allow": ["*"]}}
+	}`, child("solo"), child("good"), ts.URL+"/sse", TokenHash(tokens["tester"]), TokenHash(tokens["other"]))
+	cfg, err := config.Parse("test.json", []byte(cfgJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, Options{Memory: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := g.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.HTTPHandler(HTTPOptions{}))
+	t.Cleanup(func() { srv.Close(); cancel(); g.Close() })
+	for _, s := range g.Servers() {
+		if s.State != StateReady {
+			t.Fatalf("server %s: %s %s", s.Name, s.State, s.Error)
+		}
+	}
+	return &sessionsFixture{t: t, g: g, url: srv.URL + "/mcp"}
+}
+
+// client opens an initialized session of agent on front, declaring caps.
+func (f *sessionsFixture) client(front, agent string, caps map[string]any) *testClient {
+	f.t.Helper()
+	var c *testClient
+	if front == frontStdio {
+		c = stdioClient(f.t, f.g, agent)
+	} else {
+		c = httpClient(f.t, f.url, tokens[agent])
+	}
+	c.initializeWith("test-"+agent, caps)
+	return c
+}
+
+// call calls tool with text and returns the text of its result and whether it is
+// an error result.
+func call(t *testing.T, c *testClient, tool, text string) (string, bool) {
+	t.Helper()
+	m := c.requestWithin("tools/call", map[string]any{"name": tool, "arguments": map[string]any{"text": text}}, 30*time.Second)
+	if m.Error != nil {
+		t.Fatalf("%s: %v", tool, m.Error)
+	}
+	var res struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	if err := json.Unmarshal(m.Result, &res); err != nil || len(res.Content) == 0 {
+		t.Fatalf("%s: result %s: %v", tool, m.Result, err)
+	}
+	return res.Content[0].Text, res.IsError
+}
+
+var pidRE = regexp.MustCompile(`pid=(\d+)`)
+
+// pidOf is the process id a "get" answered from.
+func pidOf(t *testing.T, got string) int {
+	t.Helper()
+	m := pidRE.FindStringSubmatch(got)
+	if m == nil {
+		t.Fatalf("no pid in %q", got)
+	}
+	var pid int
+	fmt.Sscan(m[1], &pid)
+	return pid
+}
+
+// waitFor polls cond until it holds, failing the test after a generous bound: the
+// condition is what is tested, the bound only keeps a broken gateway from hanging
+// the test.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: never happened", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// exited reports whether process pid is gone (the gateway reaped it).
+func exited(pid int) bool {
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+func (f *sessionsFixture) upstreamSessions(server string) int {
+	for _, s := range f.g.Servers() {
+		if s.Name == server {
+			return s.UpstreamSessions
+		}
+	}
+	return -1
+}
+
+var sampleAndRoots = map[string]any{"sampling": map[string]any{}, "roots": map[string]any{"listChanged": true}}
+
+// TestClientSessionsAreIsolated: with "sessions": "client", each client session has
+// its own process of the server: what one client sets another does not see, a call
+// with no client (nexus call) goes to the server's own connection, a client past
+// maxSessions is told what to change, and a session's end stops its process and
+// frees its place. Over both fronts, and with memory on: a read-only "get" of one
+// client is never answered with another's.
+func TestClientSessionsAreIsolated(t *testing.T) {
+	for _, tc := range []struct{ name, frontA, frontB string }{
+		{"two HTTP clients", frontHTTP, frontHTTP},
+		{"a stdio client and an HTTP client", frontStdio, frontHTTP},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem, err := memory.Open(context.Background(), memory.Options{Path: filepath.Join(t.TempDir(), "memory.db")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { mem.Close() })
+			f := newSessionsFixture(t, mem)
+			a := f.client(tc.frontA, "other", sampleAndRoots)
+			b := f.client(tc.frontB, "tester", sampleAndRoots)
+
+			if _, isErr := call(t, a, "solo__set", "from-A"); isErr {
+				t.Fatal("A's set failed")
+			}
+			gotB, _ := call(t, b, "solo__get", "")
+			if !strings.Contains(gotB, `value=""`) {
+				t.Errorf("B sees %s, want nothing set: A's state reached B", gotB)
+			}
+			call(t, b, "solo__set", "from-B")
+			gotA, _ := call(t, a, "solo__get", "")
+			if !strings.Contains(gotA, `value="from-A"`) {
+				t.Errorf("A sees %s, want its own from-A", gotA)
+			}
+			gotB, _ = call(t, b, "solo__get", "")
+			if !strings.Contains(gotB, `value="from-B"`) {
+				t.Errorf("B sees %s, want its own from-B (memory must not answer for a client server)", gotB)
+			}
+			pidA, pidB := pidOf(t, gotA), pidOf(t, gotB)
+			if pidA == pidB {
+				t.Fatalf("A and B share process %d", pidA)
+			}
+			// A call with no client goes to the server's own connection.
+			raw, err := f.g.Call(context.Background(), "other", "solo__get", json.RawMessage(`{}`))
+			if err != nil || !strings.Contains(string(raw), `value=\"\"`) {
+				t.Errorf("a call with no client: %s %v, want the server's own, unset", raw, err)
+			}
+			if n := f.upstreamSessions("solo"); n != 2 {
+				t.Errorf("upstream sessions of solo: %d, want 2", n)
+			}
+
+			// Past maxSessions (2): a clear refusal that names the setting.
+			c := f.client(frontHTTP, "other", sampleAndRoots)
+			gotC, isErr := call(t, c, "solo__get", "")
+			if !isErr || !strings.Contains(gotC, "servers.solo.maxSessions") || !strings.Contains(gotC, "maximum of 2") {
+				t.Errorf("a third client: %q (error %v), want a refusal naming servers.solo.maxSessions", gotC, isErr)
+			}
+
+			// A's session ends: its process exits, its place is free.
+			a.end()
+			waitFor(t, "A's process exits", func() bool { return exited(pidA) })
+			waitFor(t, "A's upstream session is dropped", func() bool { return f.upstreamSessions("solo") == 1 })
+			if exited(pidB) {
+				t.Error("B's process exited with A's session")
+			}
+			gotC, isErr = call(t, c, "solo__get", "")
+			if isErr || !strings.Contains(gotC, `value=""`) {
+				t.Errorf("the third client once A left: %q (error %v), want a fresh process", gotC, isErr)
+			}
+		})
+	}
+}
+
+// TestCapabilitiesAreHonest: a child is told only what Nexus can honour. A shared
+// child may ask for sampling, elicitation and roots (Nexus forwards them to the
+// client of the call); a "client" child gets exactly its client's; an SSE child
+// gets none, since mcp-go's SSE client transport cannot receive its requests, so
+// its sampling is refused by the child itself at once instead of waiting.
+func TestCapabilitiesAreHonest(t *testing.T) {
+	f := newSessionsFixture(t, nil)
+	for _, tc := range []struct {
+		name       string
+		tool       string
+		clientCaps map[string]any
+		want       []string // capabilities the child sees
+	}{
+		{"shared stdio child", "good__caps", sampleAndRoots, []string{"sampling", "elicitation", "roots"}},
+		{"client child of a client with roots only", "solo__caps", map[string]any{"roots": map[string]any{}}, []string{"roots"}},
+		{"client child of a client with sampling and elicitation", "solo__caps",
+			map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{"form": map[string]any{}}}, []string{"sampling", "elicitation"}},
+		{"client child of a client with none", "solo__caps", map[string]any{}, nil},
+		{"SSE child", "sse__caps", sampleAndRoots, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := f.client(frontHTTP, "other", tc.clientCaps)
+			defer c.end() // its place among solo's two is free once DELETE is answered
+			got, isErr := call(t, c, tc.tool, "")
+			if isErr {
+				t.Fatalf("caps: %s", got)
+			}
+			var caps map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(got), &caps); err != nil {
+				t.Fatalf("caps %q: %v", got, err)
+			}
+			for _, k := range []string{"sampling", "elicitation", "roots"} {
+				_, has := caps[k]
+				want := strings.Contains(strings.Join(tc.want, ","), k)
+				if has != want {
+					t.Errorf("the child sees %s: %v, want %v (it sees %s)", k, has, want, got)
+				}
+			}
+		})
+	}
+	t.Run("SSE child's sampling", func(t *testing.T) {
+		c := f.client(frontHTTP, "other", sampleAndRoots)
+		c.answer = answersEverything
+		got, isErr := call(t, c, "sse__sample", "")
+		if !isErr || strings.Contains(got, modelOutput) {
+			t.Errorf("sampling of an SSE child: %q (error %v), want the child's own refusal", got, isErr)
+		}
+		if strings.Contains(c.received(), "sampling/createMessage") {
+			t.Error("the client was asked for sampling by an SSE child")
+		}
+	})
+}
+
+// rootsOf answers roots/list with one root.
+func rootsOf(uri string) func(string, json.RawMessage) (any, *RPCError) {
+	return func(method string, _ json.RawMessage) (any, *RPCError) {
+		if method != "roots/list" {
+			return nil, &RPCError{Code: codeMethodNotFound, Message: method}
+		}
+		return map[string]any{"roots": []map[string]any{{"uri": uri, "name": "root"}}}, nil
+	}
+}
+
+// TestRootsReachChildrenOverHTTP: a client's notifications/roots/list_changed goes to
+// its children, which ask for the roots again outside any call; over the HTTP front
+// a "client" child's request reaches its own client on the session's stream, each
+// client's child getting its own client's roots. A shared child asking outside a
+// call gets the roots of the gateway's only session, and none while two clients
+// could be meant.
+func TestRootsReachChildrenOverHTTP(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		tool    string // roots_seen of the child
+		clients int
+		want    []string // what each client's child was answered, in client order
+	}{
+		{"client child, one client", "solo__roots_seen", 1, []string{"file:///a"}},
+		{"client child, two clients", "solo__roots_seen", 2, []string{"file:///a", "file:///b"}},
+		{"shared child, one client", "good__roots_seen", 1, []string{"file:///a"}},
+		{"shared child, two clients", "good__roots_seen", 2, []string{"[]", "[]"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newSessionsFixture(t, nil)
+			var cs []*testClient
+			for i := range tc.clients {
+				c := f.client(frontHTTP, "other", sampleAndRoots)
+				c.answer = rootsOf("file:///" + string(rune('a'+i)))
+				call(t, c, strings.Replace(tc.tool, "roots_seen", "get", 1), "") // opens a client child's session
+				cs = append(cs, c)
+			}
+			asked := 0
+			for i, c := range cs {
+				c.notify("notifications/roots/list_changed", map[string]any{})
+				if strings.HasPrefix(tc.tool, "good") {
+					asked++ // a shared child asks again for every client's change
+				} else {
+					asked = 1
+				}
+				// A shared child's request during a call goes to the caller:
+				// its roots are read by a call with no client, so that only
+				// the notification's own request is seen.
+				var got string
+				if strings.HasPrefix(tc.tool, "good") {
+					raw, err := f.g.Call(context.Background(), "other", tc.tool, json.RawMessage(fmt.Sprintf(`{"text":"%d"}`, asked)))
+					if err != nil {
+						t.Fatal(err)
+					}
+					var res struct {
+						Content []struct {
+							Text string `json:"text"`
+						} `json:"content"`
+					}
+					if err := json.Unmarshal(raw, &res); err != nil || len(res.Content) == 0 {
+						t.Fatalf("roots_seen: %s %v", raw, err)
+					}
+					got = res.Content[0].Text
+				} else {
+					var isErr bool
+					if got, isErr = call(t, c, tc.tool, fmt.Sprint(asked)); isErr {
+						t.Fatalf("client %d: %s", i, got)
+					}
+				}
+				answers := strings.Split(got, "\n")
+				last := answers[len(answers)-1]
+				if want := tc.want[i]; !strings.Contains(last, want) || (want == "[]" && strings.Contains(last, "file://")) {
+					t.Errorf("client %d: the child was answered %s, want %s (all answers: %q)", i, last, want, answers)
+				}
+			}
+		})
+	}
+}
