@@ -102,7 +102,7 @@ func newTestChild(name string) *testChild {
 	})
 	tool("log", "Logs a line that holds a secret.", func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		c.srv.SendNotificationToAllClients("notifications/message", map[string]any{
-			"level": "warning", "data": name + " log: token " + canary,
+			"level": "warning", "data": name + " log: token " + canary + " " + r.GetString("text", ""),
 		})
 		return mcp.NewToolResultText("logged"), nil
 	})
@@ -222,6 +222,13 @@ func newTestChild(name string) *testChild {
 		b, _ := json.Marshal(s.GetClientCapabilities())
 		return mcp.NewToolResultText(string(b)), nil
 	})
+	tool("level", "Returns the logging level its client set.", func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithLogging)
+		if !ok {
+			return mcp.NewToolResultError("no logging session"), nil
+		}
+		return mcp.NewToolResultText("level=" + string(s.GetLogLevel())), nil
+	})
 	tool("roots_seen", "Waits until the child asked its client for roots unasked as many times as text says, and returns the answers.", func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		want, _ := strconv.Atoi(r.GetString("text", "1"))
 		for {
@@ -260,7 +267,7 @@ func newTestChild(name string) *testChild {
 		}()
 	})
 	tool("touch", "Marks its resource as updated.", func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		c.srv.SendNotificationToAllClients("notifications/resources/updated", map[string]any{"uri": "mem://" + name + "/doc"})
+		c.srv.SendNotificationToAllClients("notifications/resources/updated", map[string]any{"uri": "mem://" + name + "/doc", "by": r.GetString("text", "")})
 		return mcp.NewToolResultText("touched"), nil
 	})
 	c.srv.AddPrompt(mcp.NewPrompt("greet", mcp.WithPromptDescription("Greets."), mcp.WithArgument("who")),

@@ -354,3 +354,101 @@ func TestRootsReachChildrenOverHTTP(t *testing.T) {
 		})
 	}
 }
+
+// TestClientChildFollowsItsSession: a "client" child's logging level is its own
+// client's, and its logs and resource updates reach its own client only; a shared
+// child is asked for the most verbose level any session set, and what it sends
+// reaches every session that may see it.
+func TestClientChildFollowsItsSession(t *testing.T) {
+	for _, tc := range []struct {
+		server string
+		// levels each client's child has; shared: the most verbose of both
+		levelA, levelB string
+		own            bool // A's logs and updates reach A only
+	}{
+		{"solo", "error", "debug", true},
+		{"good", "debug", "debug", false},
+	} {
+		t.Run(tc.server, func(t *testing.T) {
+			f := newSessionsFixture(t, nil)
+			a := f.client(frontHTTP, "other", sampleAndRoots)
+			b := f.client(frontHTTP, "tester", sampleAndRoots)
+			for _, c := range []*testClient{a, b} {
+				call(t, c, tc.server+"__get", "") // opens a client child's session
+			}
+			for c, level := range map[*testClient]string{a: "error", b: "debug"} {
+				if m := c.request("logging/setLevel", map[string]any{"level": level}); m.Error != nil {
+					t.Fatal(m.Error)
+				}
+			}
+			for c, want := range map[*testClient]string{a: tc.levelA, b: tc.levelB} {
+				if got, _ := call(t, c, tc.server+"__level", ""); got != "level="+want {
+					t.Errorf("the child of %p has %s, want %s", c, got, want)
+				}
+			}
+
+			// Logs: the child's warning, under B's level (debug) only. A (level
+			// error) never gets one; B gets the warning of every child that serves
+			// it: its own only for a client child, A's too for a shared one, on the
+			// same stream before B's second (one child, one pump).
+			count := func(c *testClient, method string, ok func(wireMsg) bool) int {
+				n := 0
+				for _, m := range c.notesOf(method) {
+					if ok(m) {
+						n++
+					}
+				}
+				return n
+			}
+			logOf := func(n wireMsg) bool { return strings.Contains(string(n.Params), `"logger":"`+tc.server+`"`) }
+			saying := func(word string) func(wireMsg) bool {
+				return func(n wireMsg) bool { return logOf(n) && strings.Contains(string(n.Params), word) }
+			}
+			call(t, b, tc.server+"__log", "b1")
+			call(t, a, tc.server+"__log", "a1")
+			call(t, b, tc.server+"__log", "b2")
+			if !b.waitNote("notifications/message", saying("b2")) {
+				t.Fatal("B never got its child's second log")
+			}
+			want := 3
+			if tc.own {
+				want = 2
+			}
+			if got := count(b, "notifications/message", logOf); got != want {
+				t.Errorf("B got %d logs, want %d: %s", got, want, b.received())
+			}
+			if got := count(a, "notifications/message", logOf); got != 0 {
+				t.Errorf("A, at level error, got %d warnings", got)
+			}
+
+			// Resource updates: both subscribe; A's child's update reaches A,
+			// and B's reaches A only when the child is shared.
+			uri := "mem://" + tc.server + "/doc"
+			for _, c := range []*testClient{a, b} {
+				if m := c.request("resources/subscribe", map[string]any{"uri": uri}); m.Error != nil {
+					t.Fatal(m.Error)
+				}
+			}
+			by := func(word string) func(wireMsg) bool {
+				return func(n wireMsg) bool { return strings.Contains(string(n.Params), `"by":"`+word+`"`) }
+			}
+			updated := func(n wireMsg) bool { return strings.Contains(string(n.Params), uri) }
+			call(t, a, tc.server+"__touch", "a1")
+			call(t, b, tc.server+"__touch", "b1")
+			call(t, a, tc.server+"__touch", "a2")
+			if !a.waitNote("notifications/resources/updated", by("a2")) {
+				t.Fatal("A never got its second update")
+			}
+			wantA := 3
+			if tc.own {
+				wantA = 2
+			}
+			if got := count(a, "notifications/resources/updated", updated); got != wantA {
+				t.Errorf("A got %d updates, want %d", got, wantA)
+			}
+			if !b.waitNote("notifications/resources/updated", by("b1")) {
+				t.Error("B never got its own update")
+			}
+		})
+	}
+}
