@@ -452,3 +452,49 @@ func TestClientChildFollowsItsSession(t *testing.T) {
 		})
 	}
 }
+
+// TestRootsChangeForgetsSharedAnswers: a client's roots/list_changed marks stale
+// what memory holds of a shared child that asked for roots (its answers may have
+// been made with the old roots); before the child ever asked, its answers stay.
+func TestRootsChangeForgetsSharedAnswers(t *testing.T) {
+	mem, err := memory.Open(context.Background(), memory.Options{Path: filepath.Join(t.TempDir(), "memory.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mem.Close() })
+	f := newSessionsFixture(t, mem)
+	c := f.client(frontHTTP, "other", sampleAndRoots)
+	c.answer = rootsOf("file:///a")
+	ctx := context.Background()
+	echo := func() string {
+		t.Helper()
+		raw, err := f.g.Call(ctx, "other", "good__echo", json.RawMessage(`{"text":"x"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _, _ := memory.CacheStatus(raw)
+		return st
+	}
+	// rootsSeen waits until the child asked for roots n times: by then the
+	// gateway handled the notification that made it ask.
+	rootsSeen := func(n int) {
+		t.Helper()
+		if _, err := f.g.Call(ctx, "other", "good__roots_seen", json.RawMessage(fmt.Sprintf(`{"text":"%d"}`, n))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	echo()
+	if st := echo(); st != memory.StatusHit {
+		t.Fatalf("a second echo: %q, want a hit", st)
+	}
+	c.notify("notifications/roots/list_changed", map[string]any{})
+	rootsSeen(1)
+	if st := echo(); st != memory.StatusHit {
+		t.Errorf("after a roots change, before the child ever asked for roots: %q, want a hit", st)
+	}
+	c.notify("notifications/roots/list_changed", map[string]any{})
+	rootsSeen(2)
+	if st := echo(); st == memory.StatusHit {
+		t.Errorf("after a roots change of a child that asked for roots: %q, want no hit", st)
+	}
+}
