@@ -2,6 +2,7 @@ package aggregation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -42,9 +43,9 @@ func (u *upstreams) count() int {
 }
 
 // sessionConn is the connection of session s to the child, opened on first use
-// within the server's maxSessions. c is the call that needs it (nil when none):
-// what the child asks while it starts (its roots, commonly) goes to that call's
-// stream. It waits for an opening under way, up to ctx.
+// within the server's maxSessions. opener is the call that needs it (nil when
+// none): what the child asks while it starts (its roots, commonly) goes to that
+// call's stream. It waits for an opening under way, up to ctx.
 func (c *child) sessionConn(ctx context.Context, s *session, opener *caller) (*conn, error) {
 	for {
 		u, mine, err := c.claim(s)
@@ -57,7 +58,10 @@ func (c *child) sessionConn(ctx context.Context, s *session, opener *caller) (*c
 		select {
 		case <-u.ready:
 		case <-ctx.Done():
-			return nil, context.Cause(ctx)
+			if errors.Is(context.Cause(ctx), errCallTimeout) {
+				return nil, fmt.Errorf("server %s did not finish opening this client's session in time; raise servers.%s.timeout if it needs longer", c.name, c.name)
+			}
+			return nil, fmt.Errorf("waiting for server %s to open this client's session: %w", c.name, context.Cause(ctx))
 		}
 		if u.err != nil {
 			return nil, u.err
@@ -176,23 +180,6 @@ func (c *child) followLevel(ctx context.Context, s *session, cn *conn) {
 	if _, err := cn.request(ctx, "logging/setLevel", map[string]any{"level": logLevels[lvl]}); err != nil {
 		c.log.Warn("forwarding logging/setLevel failed", "session", s.id, "err", err)
 	}
-}
-
-// sessionConns are the connections of the child's client sessions that are open.
-func (c *child) sessionConns() []*conn {
-	c.ups.mu.Lock()
-	defer c.ups.mu.Unlock()
-	var out []*conn
-	for _, u := range c.ups.m {
-		select {
-		case <-u.ready:
-			if u.cn != nil {
-				out = append(out, u.cn)
-			}
-		default:
-		}
-	}
-	return out
 }
 
 // connFor is the connection a request of caller cl (nil: no client) goes on: the
