@@ -21,8 +21,9 @@ import (
 )
 
 // sessionsFixture is a gateway with a "client" server (solo: a stdio child, one
-// process per client session, at most two), a shared stdio server (good) and a
-// shared SSE server (sse), served over HTTP on 127.0.0.1.
+// process per client session, at most two), a shared stdio server (good), a
+// shared SSE server (sse) and a "client" streamable-HTTP server (web), served over
+// HTTP on 127.0.0.1.
 type sessionsFixture struct {
 	t   *testing.T
 	g   *Gateway
@@ -32,6 +33,7 @@ type sessionsFixture struct {
 func newSessionsFixture(t *testing.T, mem *memory.Memory) *sessionsFixture {
 	t.Helper()
 	sse := newTestChild("sse")
+	webURL := newTestChild("web").serveHTTP(t)
 	ts := httptest.NewUnstartedServer(nil)
 	ts.Config.Handler = server.NewSSEServer(sse.srv, server.WithBaseURL("http://"+ts.Listener.Addr().String()))
 	ts.Start()
@@ -43,12 +45,13 @@ func newSessionsFixture(t *testing.T, mem *memory.Memory) *sessionsFixture {
 		"servers": {
 			"solo": %s, "sessions": "client", "maxSessions": 2},
 			"good": %s},
-			"sse": {"transport": "sse", "url": %q, "timeout": "20s"}
+			"sse": {"transport": "sse", "url": %q, "timeout": "20s"},
+			"web": {"transport": "streamable-http", "url": %q, "timeout": "20s", "sessions": "client"}
 		},
 		"ttl": {"*": "1h"},
 		"agents": {"tester": {"tokenSha256": %q}, "other": {"tokenSha256": %q}},
 		"policy": {"default": {"allow": ["*"]}}
-	}`, child("solo"), child("good"), ts.URL+"/sse", TokenHash(tokens["tester"]), TokenHash(tokens["other"]))
+	}`, child("solo"), child("good"), ts.URL+"/sse", webURL, TokenHash(tokens["tester"]), TokenHash(tokens["other"]))
 	cfg, err := config.Parse("test.json", []byte(cfgJSON))
 	if err != nil {
 		t.Fatal(err)
@@ -241,6 +244,7 @@ func TestCapabilitiesAreHonest(t *testing.T) {
 		{"client child of a client with sampling and elicitation", "solo__caps",
 			map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{"form": map[string]any{}}}, []string{"sampling", "elicitation"}},
 		{"client child of a client with none", "solo__caps", map[string]any{}, nil},
+		{"streamable-HTTP client child of a client with roots only", "web__caps", map[string]any{"roots": map[string]any{}}, []string{"roots"}},
 		{"SSE child", "sse__caps", sampleAndRoots, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -260,6 +264,16 @@ func TestCapabilitiesAreHonest(t *testing.T) {
 				if has != want {
 					t.Errorf("the child sees %s: %v, want %v (it sees %s)", k, has, want, got)
 				}
+			}
+		})
+	}
+	for _, server := range []string{"solo", "web"} {
+		t.Run(server+" child's sampling", func(t *testing.T) {
+			c := f.client(frontHTTP, "other", sampleAndRoots)
+			defer c.end()
+			c.answer = answersEverything
+			if got, isErr := call(t, c, server+"__sample", ""); isErr || !strings.Contains(got, modelOutput) {
+				t.Errorf("sampling of a client child: %q (error %v), want its client's answer", got, isErr)
 			}
 		})
 	}
