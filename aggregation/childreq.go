@@ -22,8 +22,6 @@ const childRequestWait = 10 * time.Minute
 //     call's context, so it goes to that call's session;
 //   - otherwise (a stdio child's request carries no trace of its call) it goes to the
 //     one session with calls in flight on that child;
-//   - a shared child's roots/list outside any call goes to the gateway's one client
-//     session, when it has exactly one (the stdio front's);
 //   - a connection that serves one client session ("sessions": "client") sends
 //     everything to that client, in a call or not (ownerCaller);
 //   - anything else is refused with the reason, except roots/list, which is answered
@@ -59,7 +57,7 @@ func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req transpo
 	if req.Method == string(mcp.MethodListRoots) {
 		cn.askedRoots.Store(true)
 	}
-	c, why := g.callerFor(ctx, cn, req.Method)
+	c, why := g.callerFor(ctx, cn)
 	if c != nil && !c.s.declared(req.Method) {
 		c, why = nil, fmt.Sprintf("the client of the call did not declare the capability for %s", req.Method)
 	}
@@ -87,7 +85,7 @@ func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req transpo
 // of a session in flight on this child, whose agent may see the server. A session
 // with no call in flight there is never asked: a server it may not see (or that is
 // idle) must not reach its client, its model or its roots.
-func (g *Gateway) callerFor(ctx context.Context, cn *conn, method string) (*caller, string) {
+func (g *Gateway) callerFor(ctx context.Context, cn *conn) (*caller, string) {
 	if cn.owner != nil {
 		return g.ownerCaller(ctx, cn)
 	}
@@ -98,11 +96,6 @@ func (g *Gateway) callerFor(ctx context.Context, cn *conn, method string) (*call
 		switch {
 		case sessions > 1:
 			return nil, fmt.Sprintf("calls of %d clients are in flight on server %s and its transport does not say which call the request belongs to", sessions, cn.server)
-		case c == nil && method == string(mcp.MethodListRoots):
-			if c = g.soleSession(cn); c != nil {
-				return c, ""
-			}
-			return nil, fmt.Sprintf("no call of a client is in flight on server %s", cn.server)
 		case c == nil:
 			return nil, fmt.Sprintf("no call of a client is in flight on server %s", cn.server)
 		}
@@ -136,18 +129,6 @@ func (g *Gateway) ownerCaller(ctx context.Context, cn *conn) (*caller, string) {
 		return cn.opener, "" // its stream, or the session's once the call ended
 	}
 	return &caller{s: s, r: s.out}, ""
-}
-
-// soleSession is the caller a shared child's roots/list outside any call goes to:
-// the one client session of the gateway (the stdio front's, or a lone HTTP
-// client), when its agent may see the server. With several clients, whose roots
-// it should get is unknown: it gets none.
-func (g *Gateway) soleSession(cn *conn) *caller {
-	all := g.sessions.all()
-	if len(all) != 1 || !g.view(all[0].agent).sees[cn.server] {
-		return nil
-	}
-	return &caller{s: all[0], r: all[0].out}
 }
 
 // declared reports whether the client said it can answer method.

@@ -31,9 +31,7 @@ func answersEverything(method string, _ json.RawMessage) (any, *RPCError) {
 // TestChildRequestsNeedAVisibleCall: a child's sampling and roots requests reach a
 // client only while one of its session's calls is in flight on that child and only
 // when its agent may see the server; else sampling is refused and roots/list gets
-// an empty list, and the client is never asked. The one exception is roots/list
-// outside any call when the gateway has a single client session that may see the
-// server: its roots are the only ones the child can mean.
+// an empty list, and the client is never asked.
 func TestChildRequestsNeedAVisibleCall(t *testing.T) {
 	denyOther := func(cfg string) string {
 		return strings.Replace(cfg, `"other": {"allow": ["*"]}`, `"other": {"allow": ["*"], "deny": ["evil.*"]}`, 1)
@@ -46,16 +44,12 @@ func TestChildRequestsNeedAVisibleCall(t *testing.T) {
 		reload  func(cfg string) string // applied once the call is in flight
 		reaches bool
 		why     string
-		// soleRoots: the client is the gateway's only session, so roots/list
-		// outside a call reaches it (and only roots/list); second opens another.
-		soleRoots, second bool
 	}{
-		{"stdio client that may not see the server, no call", frontStdio, "tester", false, nil, false, "no call of a client is in flight", false, false},
-		{"stdio client that may see the server, no call", frontStdio, "other", false, nil, false, "no call of a client is in flight", true, false},
-		{"two clients that may see the server, no call", frontStdio, "other", false, nil, false, "no call of a client is in flight", false, true},
-		{"call in flight, then the server is denied", frontHTTP, "other", true, denyOther, false, "may not see server evil", false, false},
-		{"call in flight on a visible server", frontHTTP, "other", true, nil, true, "", false, false},
-		{"stdio call in flight on a visible server", frontStdio, "other", true, nil, true, "", false, false},
+		{"stdio client that may not see the server, no call", frontStdio, "tester", false, nil, false, "no call of a client is in flight"},
+		{"stdio client that may see the server, no call", frontStdio, "other", false, nil, false, "no call of a client is in flight"},
+		{"call in flight, then the server is denied", frontHTTP, "other", true, denyOther, false, "may not see server evil"},
+		{"call in flight on a visible server", frontHTTP, "other", true, nil, true, ""},
+		{"stdio call in flight on a visible server", frontStdio, "other", true, nil, true, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,9 +60,6 @@ func TestChildRequestsNeedAVisibleCall(t *testing.T) {
 			f.evil.mu.Unlock()
 			c := f.client(tc.front, tc.agent)
 			c.answer = answersEverything
-			if tc.second {
-				f.client(frontHTTP, tc.agent).answer = answersEverything
-			}
 			done := make(chan struct{})
 			if tc.call {
 				go func() {
@@ -101,15 +92,6 @@ func TestChildRequestsNeedAVisibleCall(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.why) {
 				t.Errorf("sampling refused with %v, want %q", err, tc.why)
-			}
-			if tc.soleRoots {
-				if rootsErr != nil || !strings.Contains(roots, secretRoot) {
-					t.Errorf("roots/list of the gateway's one client: %q %v, want its roots", roots, rootsErr)
-				}
-				if seen := c.received(); strings.Contains(seen, "sampling/createMessage") {
-					t.Errorf("the client was asked for sampling: %s", seen)
-				}
-				return
 			}
 			if rootsErr != nil || strings.Contains(roots, secretRoot) {
 				t.Errorf("roots/list without a call: %q %v, want an empty list", roots, rootsErr)
