@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -87,4 +88,49 @@ func TestUpstreamSessionsAreShown(t *testing.T) {
 		t.Fatalf("DELETE /mcp: %d", resp.StatusCode)
 	}
 	eventually(t, 20*time.Second, "the ended session's upstream session is dropped", func() bool { return upstream() == 1 })
+}
+
+// TestSSEChildIsOfferedNoClientRequests: mcp-go's SSE client transport cannot
+// receive a server's requests, so Nexus declares no sampling, elicitation or roots
+// to an SSE child. server-everything, which offers its sampling and roots tools only
+// to a client that declared them, offers them directly (the harness's client
+// declares both) but not over SSE through Nexus: no tool is listed whose request
+// would wait unanswered.
+func TestSSEChildIsOfferedNoClientRequests(t *testing.T) {
+	node, script := everythingServer(t)
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := strings.Cut(addr, ":")
+	h := newHome(t, nil)
+	sse := exec.Command(node, script, "sse")
+	sse.Env = append(h.env(), "PORT="+port)
+	stderr := &lockedBuffer{}
+	sse.Stderr = stderr
+	if err := sse.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sse.Process.Kill(); sse.Wait() })
+	eventually(t, 30*time.Second, "server-everything serves SSE", func() bool { return strings.Contains(stderr.String(), "Server is running on port") })
+
+	direct := startSession(t, h.env(), node, script, "stdio").tools()
+	for _, name := range []string{"trigger-sampling-request", "get-roots-list"} {
+		if _, ok := direct[name]; !ok {
+			t.Fatalf("server-everything does not offer %s to a client that declared it; the test shows nothing", name)
+		}
+	}
+	h.writeConfig(map[string]any{
+		"servers": map[string]any{"everything": map[string]any{"transport": "sse", "url": "http://" + addr + "/sse", "timeout": "20s"}},
+		"policy":  map[string]any{"default": map[string]any{"allow": []string{"*"}}},
+	})
+	through := h.serveStdio("--no-memory").tools()
+	if _, ok := through["everything__echo"]; !ok {
+		t.Fatalf("server-everything over SSE is not connected: %d tools", len(through))
+	}
+	for _, name := range []string{"trigger-sampling-request", "get-roots-list"} {
+		if _, ok := through["everything__"+name]; ok {
+			t.Errorf("an SSE child was declared what %s needs", name)
+		}
+	}
 }
