@@ -12,10 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/nexus-mcp/nexus/policy"
 )
