@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -510,5 +511,66 @@ func TestRootsChangeForgetsSharedAnswers(t *testing.T) {
 	rootsSeen(2)
 	if st := echo(); st == memory.StatusHit {
 		t.Errorf("after a roots change of a child that asked for roots: %q, want no hit", st)
+	}
+}
+
+// TestClientChildExitAndReload: a client session's process that exits is started
+// afresh on the session's next request (its state lost, as with a direct
+// connection), the gateway and the other sessions untouched; a reload that changes
+// only maxSessions keeps the sessions' processes, and one that makes the server
+// shared stops them.
+func TestClientChildExitAndReload(t *testing.T) {
+	f := newSessionsFixture(t, nil)
+	a := f.client(frontHTTP, "other", sampleAndRoots)
+	b := f.client(frontHTTP, "tester", sampleAndRoots)
+	call(t, a, "solo__set", "from-A")
+	call(t, b, "solo__set", "from-B")
+	gotA, _ := call(t, a, "solo__get", "")
+	gotB, _ := call(t, b, "solo__get", "")
+	pidA, pidB := pidOf(t, gotA), pidOf(t, gotB)
+
+	if err := syscall.Kill(pidA, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "A's process is reaped", func() bool { return exited(pidA) })
+	got, isErr := call(t, a, "solo__get", "")
+	if isErr || !strings.Contains(got, `value=""`) || pidOf(t, got) == pidA {
+		t.Errorf("A after its process died: %q (error %v), want a fresh process", got, isErr)
+	}
+	if got, _ := call(t, b, "solo__get", ""); !strings.Contains(got, `value="from-B"`) || pidOf(t, got) != pidB {
+		t.Errorf("B after A's process died: %q, want its own process and state", got)
+	}
+
+	reload := func(solo string) {
+		t.Helper()
+		cfg := f.g.Config()
+		next := *cfg
+		next.Servers = maps.Clone(cfg.Servers)
+		s := *cfg.Servers["solo"]
+		var over struct {
+			Sessions    string `json:"sessions"`
+			MaxSessions int    `json:"maxSessions"`
+		}
+		if err := json.Unmarshal([]byte(solo), &over); err != nil {
+			t.Fatal(err)
+		}
+		s.Sessions, s.MaxSessions = over.Sessions, over.MaxSessions
+		next.Servers["solo"] = &s
+		if err := f.g.Reload(&next); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reload(`{"sessions": "client", "maxSessions": 5}`)
+	if got, _ := call(t, b, "solo__get", ""); pidOf(t, got) != pidB {
+		t.Errorf("B after a reload of maxSessions: %q, want its process kept", got)
+	}
+	if st := f.upstreamSessions("solo"); st != 2 {
+		t.Errorf("upstream sessions after the reload: %d, want 2", st)
+	}
+	reload(`{"sessions": "shared"}`)
+	waitFor(t, "B's process stops once solo is shared", func() bool { return exited(pidB) })
+	got, _ = call(t, b, "solo__get", "")
+	if got2, _ := call(t, a, "solo__get", ""); pidOf(t, got) != pidOf(t, got2) {
+		t.Errorf("a shared solo answers A and B from two processes: %q, %q", got, got2)
 	}
 }
