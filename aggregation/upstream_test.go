@@ -33,6 +33,12 @@ type sessionsFixture struct {
 
 func newSessionsFixture(t *testing.T, mem *memory.Memory) *sessionsFixture {
 	t.Helper()
+	return newSessionsFixturePolicy(t, mem, `{"default": {"allow": ["*"]}}`)
+}
+
+// newSessionsFixturePolicy is newSessionsFixture with the config's policy section.
+func newSessionsFixturePolicy(t *testing.T, mem *memory.Memory, policy string) *sessionsFixture {
+	t.Helper()
 	sse := newTestChild("sse")
 	webURL := newTestChild("web").serveHTTP(t)
 	ts := httptest.NewUnstartedServer(nil)
@@ -51,8 +57,8 @@ func newSessionsFixture(t *testing.T, mem *memory.Memory) *sessionsFixture {
 		},
 		"ttl": {"*": "1h"},
 		"agents": {"tester": {"tokenSha256": %q}, "other": {"tokenSha256": %q}},
-		"policy": {"default": {"allow": ["*"]}}
-	}`, child("solo"), child("good"), ts.URL+"/sse", webURL, TokenHash(tokens["tester"]), TokenHash(tokens["other"]))
+		"policy": %s
+	}`, child("solo"), child("good"), ts.URL+"/sse", webURL, TokenHash(tokens["tester"]), TokenHash(tokens["other"]), policy)
 	cfg, err := config.Parse("test.json", []byte(cfgJSON))
 	if err != nil {
 		t.Fatal(err)
@@ -572,5 +578,38 @@ func TestClientChildExitAndReload(t *testing.T) {
 	got, _ = call(t, b, "solo__get", "")
 	if got2, _ := call(t, a, "solo__get", ""); pidOf(t, got) != pidOf(t, got2) {
 		t.Errorf("a shared solo answers A and B from two processes: %q, %q", got, got2)
+	}
+}
+
+// TestPolicyDecidesBeforeASessionOpens: a request the policy refuses opens no
+// upstream session: no process is started for a client that may not use the server.
+func TestPolicyDecidesBeforeASessionOpens(t *testing.T) {
+	f := newSessionsFixturePolicy(t, nil, `{"default": {"allow": ["*"]}, "agents": {"tester": {"allow": ["*"], "deny": ["solo.*"]}}}`)
+	c := f.client(frontHTTP, "tester", sampleAndRoots)
+	got, isErr := call(t, c, "solo__get", "")
+	if !isErr || !strings.Contains(got, "may not call") {
+		t.Errorf("a denied call: %q (error %v), want the policy's refusal", got, isErr)
+	}
+	for _, req := range []struct {
+		method string
+		params map[string]any
+	}{
+		{"resources/read", map[string]any{"uri": "mem://solo/doc"}},
+		{"resources/subscribe", map[string]any{"uri": "mem://solo/doc"}},
+		{"prompts/get", map[string]any{"name": "solo__greet"}},
+	} {
+		if m := c.request(req.method, req.params); m.Error == nil {
+			t.Errorf("%s of a denied server: %s, want a refusal", req.method, m.Result)
+		}
+	}
+	if n := f.upstreamSessions("solo"); n != 0 {
+		t.Errorf("upstream sessions of solo after refused requests: %d, want 0", n)
+	}
+	other := f.client(frontHTTP, "other", sampleAndRoots)
+	if _, isErr := call(t, other, "solo__get", ""); isErr {
+		t.Error("an allowed agent's call failed")
+	}
+	if n := f.upstreamSessions("solo"); n != 1 {
+		t.Errorf("upstream sessions of solo after an allowed call: %d, want 1", n)
 	}
 }
