@@ -125,7 +125,7 @@ func (g *Gateway) sessionNotification(cn *conn, method string, params json.RawMe
 	case "notifications/resources/updated":
 		g.resourceUpdated(subKey{server: cn.server, uri: uriOf(params), owner: s}, params)
 	default:
-		g.log.Debug("notification from child not forwarded", "server", cn.server, "session", s.id, "method", method)
+		g.log.Debug("notification from child not forwarded", "server", cn.server, "agent", s.agent, "method", method)
 	}
 }
 

@@ -112,7 +112,7 @@ func (c *child) open(s *session, u *upstream, opener *caller) {
 		defer stopWithSession()
 		cn, _, err := c.connect(ctx, s, opener)
 		if err != nil {
-			c.log.Warn("opening an upstream session failed", "session", s.id, "err", err, "stderr", cn.stderrTail())
+			c.log.Warn("opening an upstream session failed", "agent", s.agent, "err", err, "stderr", cn.stderrTail())
 			u.err = fmt.Errorf("opening server %s for this client session: %w", c.name, err)
 			c.dropUpstream(s, u)
 			close(u.ready)
@@ -120,7 +120,7 @@ func (c *child) open(s *session, u *upstream, opener *caller) {
 		}
 		u.cn = cn
 		close(u.ready)
-		c.log.Debug("upstream session opened", "session", s.id)
+		c.log.Debug("upstream session opened", "agent", s.agent)
 		c.followLevel(ctx, s, cn)
 		select {
 		case <-ctx.Done():
@@ -128,7 +128,7 @@ func (c *child) open(s *session, u *upstream, opener *caller) {
 		}
 		cn.close()
 		c.dropUpstream(s, u)
-		c.log.Debug("upstream session closed", "session", s.id, "reason", cn.exitReason())
+		c.log.Debug("upstream session closed", "agent", s.agent, "reason", cn.exitReason())
 	}()
 }
 
@@ -178,7 +178,7 @@ func (c *child) followLevel(ctx context.Context, s *session, cn *conn) {
 	ctx, cancel := context.WithTimeout(ctx, levelWait)
 	defer cancel()
 	if _, err := cn.request(ctx, "logging/setLevel", map[string]any{"level": logLevels[lvl]}); err != nil {
-		c.log.Warn("forwarding logging/setLevel failed", "session", s.id, "err", err)
+		c.log.Warn("forwarding logging/setLevel failed", "agent", s.agent, "err", err)
 	}
 }
 
