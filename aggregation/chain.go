@@ -89,7 +89,7 @@ func (g *Gateway) callTool(ctx context.Context, c *caller, agent string, p callP
 		// A tool of a server that is down goes on through the chain only
 		// when memory may stand in for it (stale-if-error); its forward
 		// finds no connection.
-		if t = g.knownTool(p.Name); t == nil || !g.mem.ServesStale(t.MemoryTool()) {
+		if t = g.knownTool(p.Name); t == nil || g.perClient(t.Server) || !g.mem.ServesStale(t.MemoryTool()) {
 			return toolError(down.Error()), nil
 		}
 	}
@@ -139,9 +139,12 @@ func (g *Gateway) decide(ctx context.Context, pol *policy.Policy, agent string, 
 
 // remember is the memory step. Results stay the raw bytes the child sent, so
 // every content type and field reaches the client; memory only splices its
-// report into _meta. A nil memory is off and returns forward's bytes as they are.
+// report into _meta. A nil memory is off and returns forward's bytes as they are,
+// and so does a "client" server's call: its answers come from one client's own
+// session of the server (its state, its roots) and are never anyone else's, nor
+// that client's later, once the state moved on.
 func (g *Gateway) remember(ctx context.Context, agent string, t *Tool, args json.RawMessage, forward memory.Forward) (json.RawMessage, error) {
-	if g.mem == nil {
+	if g.mem == nil || g.perClient(t.Server) {
 		a, err := forward(ctx)
 		return a.Result, err
 	}
@@ -193,9 +196,9 @@ func (g *Gateway) forwardTo(ctx context.Context, c *caller, t *Tool, args json.R
 	timeout := ch.config().CallTimeout()
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errCallTimeout)
 	defer cancel()
-	cn := ch.connected(ctx)
-	if cn == nil {
-		return failed(memory.NotSent, (&notRunningError{ch.status()}).Error()), nil
+	cn, err := ch.connFor(ctx, c)
+	if err != nil {
+		return failed(memory.NotSent, err.Error()), nil
 	}
 	a, err := g.sendOn(ctx, cn, c, t, args, progress, timeout, rec)
 	if !errors.Is(err, errSessionLost) {
@@ -203,7 +206,7 @@ func (g *Gateway) forwardTo(ctx context.Context, c *caller, t *Tool, args json.R
 	}
 	// The child refused the call for its session, before processing it (it
 	// restarted): sent once more, on the new session that replaces it.
-	if next := ch.connectedExcept(ctx, cn); next != nil {
+	if next := ch.connForAgain(ctx, c, cn); next != nil {
 		if a, err = g.sendOn(ctx, next, c, t, args, progress, timeout, rec); !errors.Is(err, errSessionLost) {
 			return a, err
 		}
@@ -325,10 +328,17 @@ func (g *Gateway) childError(ctx context.Context, server, what string, err error
 	case ctx.Err() != nil:
 		return &RPCError{Code: codeCancelled, Message: "request cancelled: " + context.Cause(ctx).Error()}
 	}
-	if cn, _ := g.ownerConn(server); cn != nil {
+	if cn, _ := g.ownerConn(server); cn != nil && !g.perClient(server) {
 		cn.markDone() // a remote child that fails at the transport level is reconnected
 	}
 	return &RPCError{Code: codeInternal, Message: string(g.redact([]byte(fmt.Sprintf("%s on server %s failed: %v", what, server, err))))}
+}
+
+// perClient reports whether the server gets one upstream session per client
+// session ("sessions": "client").
+func (g *Gateway) perClient(server string) bool {
+	c := g.kids()[server]
+	return c != nil && c.config().PerClient()
 }
 
 // unknownTool is the -32602 answer to a name no server offers, with the closest names.

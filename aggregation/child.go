@@ -46,6 +46,9 @@ type childEvents interface {
 	toolsChanged(server string)
 	// notification is a notification from the child, its params raw.
 	notification(server, method string, params json.RawMessage)
+	// sessionNotification is a notification on a connection that serves one
+	// client session (cn.owner).
+	sessionNotification(cn *conn, method string, params json.RawMessage)
 	// childRequests answers the requests a child sends its client during a call.
 	childRequests(cn *conn) transport.RequestHandler
 	// reconnected says a child came back after exiting: what it remembered is stale.
@@ -97,6 +100,13 @@ type child struct {
 	settledOnce sync.Once
 	stop        context.CancelFunc // set when started
 	done        chan struct{}      // closed when run returns
+
+	// runCtx is the context the child runs under (set by start); the
+	// connections of its client sessions ("sessions": "client") live under it
+	// too, in ups, and upWG counts their goroutines.
+	runCtx context.Context
+	ups    upstreams
+	upWG   sync.WaitGroup
 }
 
 func newChild(cfg *config.Server, names naming, log *slog.Logger, events childEvents, resolve func(string) (string, error)) *child {
@@ -113,6 +123,9 @@ func (c *child) config() *config.Server { return c.cfgp.Load() }
 // start runs the child until ctx ends or stop is called.
 func (c *child) start(ctx context.Context) {
 	ctx, c.stop = context.WithCancel(ctx)
+	c.ups.mu.Lock()
+	c.runCtx = ctx
+	c.ups.mu.Unlock()
 	go func() {
 		defer close(c.done)
 		c.run(ctx)
@@ -126,6 +139,11 @@ func (c *child) shutdown() {
 	}
 	c.stop()
 	<-c.done
+	// A claim under way when the child stopped has counted its connection in
+	// upWG by the time the lock is free; every later one sees the child stopped.
+	c.ups.mu.Lock()
+	c.ups.mu.Unlock() //nolint:staticcheck // an empty critical section: a barrier
+	c.upWG.Wait()
 }
 
 // reconfigure applies an entry that launches the child the same way: new annotation
@@ -143,7 +161,7 @@ func (c *child) reconfigure(cfg *config.Server) {
 
 // launchKey is what decides whether a config change needs a restart.
 func launchKey(s *config.Server) string {
-	b, _ := json.Marshal([]any{s.Transport, s.Command, s.Args, s.Env, s.Cwd, s.URL, s.Headers, s.ProtocolVersion, s.Auth, s.OAuth})
+	b, _ := json.Marshal([]any{s.Transport, s.Command, s.Args, s.Env, s.Cwd, s.URL, s.Headers, s.ProtocolVersion, s.Auth, s.OAuth, s.PerClient()})
 	return string(b)
 }
 
@@ -176,6 +194,12 @@ type Status struct {
 	// Restarts counts the times the child exited (or its connection dropped) and
 	// was started again since the gateway started it.
 	Restarts int `json:"restarts"`
+	// Sessions is "shared" or "client" (servers.X.sessions); UpstreamSessions
+	// counts a "client" server's connections of client sessions, open or
+	// opening, at most MaxSessions.
+	Sessions         string `json:"sessions"`
+	UpstreamSessions int    `json:"upstreamSessions"`
+	MaxSessions      int    `json:"maxSessions,omitempty"`
 }
 
 // Describe says in words what a server that is not ready is doing: its state, its
@@ -197,7 +221,11 @@ func (s Status) Describe() string {
 func (c *child) status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := Status{Name: c.name, Transport: c.config().Transport, State: c.state, Tools: len(c.tools), Source: c.config().Source, NextRetry: c.nextRetry, Restarts: c.restarts}
+	s := Status{Name: c.name, Transport: c.config().Transport, State: c.state, Tools: len(c.tools), Source: c.config().Source, NextRetry: c.nextRetry, Restarts: c.restarts,
+		Sessions: config.SessionsShared}
+	if c.config().PerClient() {
+		s.Sessions, s.UpstreamSessions, s.MaxSessions = config.SessionsClient, c.ups.count(), c.config().SessionLimit()
+	}
 	if c.config().Transport == config.TransportStdio {
 		s.Target = strings.Join(append([]string{c.config().Command}, c.config().Args...), " ")
 	} else {
@@ -327,7 +355,7 @@ func (c *child) run(ctx context.Context) {
 	fresh := false // this attempt is one asked for after giving up
 	for ctx.Err() == nil {
 		started := time.Now()
-		cn, raws, err := c.connect(ctx)
+		cn, raws, err := c.connect(ctx, nil, nil)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -506,6 +534,15 @@ type conn struct {
 	// instructions are what the child's initialize result told its client; the
 	// gateway's own initialize result carries them under the server's name.
 	instructions string
+
+	// owner is the client session the connection serves alone ("sessions":
+	// "client"), nil for the child's own connection; opener is the call that
+	// opened it, whose stream carries what the child asks while it starts.
+	owner  *session
+	opener *caller
+	// askedRoots is set once the child asked for roots: a change of a client's
+	// roots may change its answers.
+	askedRoots atomic.Bool
 }
 
 func (cn *conn) markDone() { cn.lose(nil) }
@@ -554,13 +591,17 @@ func (cn *conn) stderrTail() string {
 }
 
 // connect starts (or dials) the child, initializes the session and lists its tools.
-// On failure the returned conn, if any, still carries the stderr tail for the log.
-func (c *child) connect(ctx context.Context) (*conn, []json.RawMessage, error) {
+// owner is the client session the connection is for ("sessions": "client"), nil for
+// the child's own connection; opener is the call that made the session's
+// connection open, if any. A session's connection lists no tools: the manifest is
+// the child's own connection's. On failure the returned conn, if any, still carries
+// the stderr tail for the log.
+func (c *child) connect(ctx context.Context, owner *session, opener *caller) (*conn, []json.RawMessage, error) {
 	if c.beforeStart != nil {
 		c.beforeStart(c.config())
 	}
 	cn := &conn{server: c.name, done: make(chan struct{}), notes: make(chan mcp.JSONRPCNotification, 256), tail: &tailBuffer{},
-		relist: make(chan struct{}, 1)}
+		relist: make(chan struct{}, 1), owner: owner, opener: opener}
 	var err error
 	switch c.config().Transport {
 	case config.TransportStdio:
@@ -589,16 +630,8 @@ func (c *child) connect(ctx context.Context) (*conn, []json.RawMessage, error) {
 	if err != nil {
 		return cn, nil, err
 	}
-	// The gateway can ask its clients for sampling, elicitation and roots; whether the
-	// client of a given call can is checked when the child asks.
 	cn.client = client.NewClient(cn.tr, client.WithProtocolVersion(c.config().Protocol()),
-		client.WithClientCapabilities(mcp.ClientCapabilities{
-			Sampling:    &mcp.SamplingCapability{},
-			Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}},
-			Roots: &struct {
-				ListChanged bool `json:"listChanged,omitempty"`
-			}{ListChanged: true},
-		}))
+		client.WithClientCapabilities(c.capabilities(owner)))
 	drops := newRateLog(c.log, slog.LevelWarn, "dropped notifications from the child: the gateway is not keeping up", time.Second)
 	cn.client.OnNotification(func(n mcp.JSONRPCNotification) {
 		// This runs on the transport's read loop: hand off, never block it.
@@ -641,12 +674,40 @@ func (c *child) connect(ctx context.Context) (*conn, []json.RawMessage, error) {
 		return cn, nil, fmt.Errorf("initializing %s: %w", c.name, err)
 	}
 	cn.caps, cn.instructions = res.Capabilities, res.Instructions
+	if owner != nil {
+		return cn, nil, nil
+	}
 	raws, err := c.listTools(initCtx, cn)
 	if err != nil {
 		cn.close()
 		return cn, nil, err
 	}
 	return cn, raws, nil
+}
+
+// capabilities are what the child is told its client can do: only what Nexus can
+// honour. A connection of one client session gets exactly that client's sampling,
+// elicitation and roots; the child's own connection of a "client" server serves no
+// client and gets none; a shared server's gets all three, which Nexus forwards to
+// the client of the call in flight when that client declared them. mcp-go's SSE
+// client transport cannot receive a server's requests, so an SSE child gets none:
+// its requests would wait unanswered.
+func (c *child) capabilities(owner *session) mcp.ClientCapabilities {
+	switch {
+	case c.config().Transport == config.TransportSSE:
+		return mcp.ClientCapabilities{}
+	case owner != nil:
+		return owner.caps.declared
+	case c.config().PerClient():
+		return mcp.ClientCapabilities{}
+	}
+	return mcp.ClientCapabilities{
+		Sampling:    &mcp.SamplingCapability{},
+		Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}},
+		Roots: &struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		}{ListChanged: true},
+	}
 }
 
 func (c *child) pumpNotifications(ctx context.Context, cn *conn) {
@@ -657,10 +718,14 @@ func (c *child) pumpNotifications(ctx context.Context, cn *conn) {
 		case <-ctx.Done():
 			return
 		case n := <-cn.notes:
-			switch n.Method {
-			case string(mcp.MethodNotificationToolsListChanged):
+			switch {
+			case cn.owner != nil:
+				// A session's connection: its lists are the child's own
+				// connection's, the rest is its client's alone.
+				c.events.sessionNotification(cn, n.Method, notificationParams(n.Params))
+			case n.Method == string(mcp.MethodNotificationToolsListChanged):
 				cn.wantRelist(relistTools)
-			case string(mcp.MethodNotificationResourcesListChanged), string(mcp.MethodNotificationPromptsListChanged):
+			case n.Method == string(mcp.MethodNotificationResourcesListChanged), n.Method == string(mcp.MethodNotificationPromptsListChanged):
 				cn.wantRelist(relistExtras)
 			default:
 				c.events.notification(c.name, n.Method, notificationParams(n.Params))

@@ -2,10 +2,13 @@ package aggregation
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -60,10 +63,16 @@ type testChild struct {
 	tokens []any
 	// session is the gateway's session, for requests the child sends unasked.
 	session server.ClientSession
+	// value is what the "set" tool stored: state a client may not share.
+	value string
+	// roots are the answers to the roots/list the child sends unasked, each time
+	// its client says the roots changed; rootsAsked is told of each.
+	roots      []string
+	rootsAsked chan struct{}
 }
 
 func newTestChild(name string) *testChild {
-	c := &testChild{name: name, requests: map[string]int{}}
+	c := &testChild{name: name, requests: map[string]int{}, rootsAsked: make(chan struct{}, 1)}
 	hooks := &server.Hooks{}
 	hooks.AddBeforeAny(func(_ context.Context, _ any, method mcp.MCPMethod, _ any) {
 		c.mu.Lock()
@@ -93,7 +102,7 @@ func newTestChild(name string) *testChild {
 	})
 	tool("log", "Logs a line that holds a secret.", func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		c.srv.SendNotificationToAllClients("notifications/message", map[string]any{
-			"level": "warning", "data": name + " log: token " + canary,
+			"level": "warning", "data": name + " log: token " + canary + " " + r.GetString("text", ""),
 		})
 		return mcp.NewToolResultText("logged"), nil
 	})
@@ -194,8 +203,71 @@ func newTestChild(name string) *testChild {
 		}
 		return mcp.NewToolResultText(fmt.Sprintf("sent=%d", n)), nil
 	})
+	tool("set", "Keeps text: state of the server's session.", func(_ context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		c.mu.Lock()
+		c.value = r.GetString("text", "")
+		c.mu.Unlock()
+		return mcp.NewToolResultText("set"), nil
+	})
+	tool("get", "Returns the text set last, and the process's id.", func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return mcp.NewToolResultText(fmt.Sprintf("value=%q pid=%d", c.value, os.Getpid())), nil
+	})
+	tool("caps", "Returns the capabilities its client declared.", func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
+		if !ok {
+			return mcp.NewToolResultError("no client info"), nil
+		}
+		b, _ := json.Marshal(s.GetClientCapabilities())
+		return mcp.NewToolResultText(string(b)), nil
+	})
+	tool("level", "Returns the logging level its client set.", func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithLogging)
+		if !ok {
+			return mcp.NewToolResultError("no logging session"), nil
+		}
+		return mcp.NewToolResultText("level=" + string(s.GetLogLevel())), nil
+	})
+	tool("roots_seen", "Waits until the child asked its client for roots unasked as many times as text says, and returns the answers.", func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		want, _ := strconv.Atoi(r.GetString("text", "1"))
+		for {
+			c.mu.Lock()
+			got := slices.Clone(c.roots)
+			c.mu.Unlock()
+			if len(got) >= want {
+				return mcp.NewToolResultText(strings.Join(got, "\n")), nil
+			}
+			select {
+			case <-c.rootsAsked:
+			case <-ctx.Done():
+				return mcp.NewToolResultError(fmt.Sprintf("asked %d times: %q", len(got), got)), nil
+			}
+		}
+	})
+	// A client's roots/list_changed makes the child ask for its roots, outside any
+	// call, as server-filesystem does.
+	c.srv.AddNotificationHandler(mcp.MethodNotificationRootsListChanged, func(ctx context.Context, _ mcp.JSONRPCNotification) {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			res, err := c.srv.RequestRoots(ctx, mcp.ListRootsRequest{})
+			said := fmt.Sprintf("error: %v", err)
+			if err == nil {
+				b, _ := json.Marshal(res.Roots)
+				said = string(b)
+			}
+			c.mu.Lock()
+			c.roots = append(c.roots, said)
+			c.mu.Unlock()
+			select {
+			case c.rootsAsked <- struct{}{}:
+			default:
+			}
+		}()
+	})
 	tool("touch", "Marks its resource as updated.", func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		c.srv.SendNotificationToAllClients("notifications/resources/updated", map[string]any{"uri": "mem://" + name + "/doc"})
+		c.srv.SendNotificationToAllClients("notifications/resources/updated", map[string]any{"uri": "mem://" + name + "/doc", "by": r.GetString("text", "")})
 		return mcp.NewToolResultText("touched"), nil
 	})
 	c.srv.AddPrompt(mcp.NewPrompt("greet", mcp.WithPromptDescription("Greets."), mcp.WithArgument("who")),

@@ -22,6 +22,8 @@ const childRequestWait = 10 * time.Minute
 //     call's context, so it goes to that call's session;
 //   - otherwise (a stdio child's request carries no trace of its call) it goes to the
 //     one session with calls in flight on that child;
+//   - a connection that serves one client session ("sessions": "client") sends
+//     everything to that client, in a call or not (ownerCaller);
 //   - anything else is refused with the reason, except roots/list, which is answered
 //     with an empty list (a child that asks at start must not fail).
 //
@@ -52,6 +54,9 @@ func (g *Gateway) childRequests(cn *conn) transport.RequestHandler {
 // forwardChildRequest sends a child's request to the client of its call and returns
 // the client's answer, or the refusal (logged on refused).
 func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req transport.JSONRPCRequest, refused *rateLog) *transport.JSONRPCResponse {
+	if req.Method == string(mcp.MethodListRoots) {
+		cn.askedRoots.Store(true)
+	}
 	c, why := g.callerFor(ctx, cn)
 	if c != nil && !c.s.declared(req.Method) {
 		c, why = nil, fmt.Sprintf("the client of the call did not declare the capability for %s", req.Method)
@@ -81,6 +86,9 @@ func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req transpo
 // with no call in flight there is never asked: a server it may not see (or that is
 // idle) must not reach its client, its model or its roots.
 func (g *Gateway) callerFor(ctx context.Context, cn *conn) (*caller, string) {
+	if cn.owner != nil {
+		return g.ownerCaller(ctx, cn)
+	}
 	c := callerOf(ctx)
 	if c == nil {
 		var sessions int
@@ -99,6 +107,28 @@ func (g *Gateway) callerFor(ctx context.Context, cn *conn) (*caller, string) {
 		return nil, fmt.Sprintf("the client of the call may not see server %s", cn.server)
 	}
 	return c, ""
+}
+
+// ownerCaller is where a request from a connection that serves one client session
+// goes: that client, on the stream of its call the request belongs to (or of its
+// latest call in flight, or of the call that opened the connection, while it
+// starts), else on the session's own stream: a child may ask its client's roots at
+// any time, and that client is known.
+func (g *Gateway) ownerCaller(ctx context.Context, cn *conn) (*caller, string) {
+	s := cn.owner
+	if !g.view(s.agent).sees[cn.server] {
+		return nil, fmt.Sprintf("the client of the session may not see server %s", cn.server)
+	}
+	if c := callerOf(ctx); c != nil && c.s == s {
+		return c, ""
+	}
+	if c, n := cn.callers.only(); n == 1 && c.s == s {
+		return c, ""
+	}
+	if cn.opener != nil && cn.opener.s == s {
+		return cn.opener, "" // its stream, or the session's once the call ended
+	}
+	return &caller{s: s, r: s.out}, ""
 }
 
 // declared reports whether the client said it can answer method.

@@ -28,6 +28,9 @@ type testClient struct {
 	seen    bytes.Buffer // every byte received
 	// answer replies to requests the gateway sends (sampling, roots...).
 	answer func(method string, params json.RawMessage) (any, *RPCError)
+	// end closes the client's session: an HTTP DELETE, or the end of the stdio
+	// connection.
+	end func()
 }
 
 func newTestClient(t *testing.T) *testClient {
@@ -59,7 +62,9 @@ func stdioClient(t *testing.T, g *Gateway, agent string) *testClient {
 			c.receive(sc.Bytes())
 		}
 	}()
-	t.Cleanup(func() { cancel(); fromClient.Close(); <-done })
+	var once sync.Once
+	c.end = func() { once.Do(func() { cancel(); fromClient.Close(); <-done }) }
+	t.Cleanup(c.end)
 	return c
 }
 
@@ -88,6 +93,11 @@ func httpClientStream(t *testing.T, url, token string, openStream bool) *testCli
 		}
 		mu.Unlock()
 		return http.DefaultClient.Do(req)
+	}
+	c.end = func() {
+		if resp, err := do(http.MethodDelete, nil); err == nil {
+			resp.Body.Close()
+		}
 	}
 	c.post = func(msg []byte) {
 		go func() {
@@ -236,9 +246,15 @@ func (c *testClient) notify(method string, params any) {
 // initialize opens the session, declaring sampling and roots.
 func (c *testClient) initialize(name string) {
 	c.t.Helper()
+	c.initializeWith(name, map[string]any{"sampling": map[string]any{}, "roots": map[string]any{"listChanged": true}})
+}
+
+// initializeWith opens the session, declaring caps.
+func (c *testClient) initializeWith(name string, caps map[string]any) {
+	c.t.Helper()
 	m := c.request("initialize", map[string]any{
 		"protocolVersion": "2025-11-25", "clientInfo": map[string]any{"name": name, "version": "1"},
-		"capabilities": map[string]any{"sampling": map[string]any{}, "roots": map[string]any{"listChanged": true}},
+		"capabilities": caps,
 	})
 	if m.Error != nil {
 		c.t.Fatalf("initialize: %v", m.Error)

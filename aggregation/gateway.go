@@ -18,7 +18,9 @@
 // (routes.go, childreq.go): progress to the caller, logs to the sessions that may see
 // the server, resource updates to subscribers, sampling and elicitation to the
 // client of the call. Every message to a client leaves through session.outward, the
-// one redaction point.
+// one redaction point. A server configured with "sessions": "client" gets one
+// upstream connection per client session (upstream.go), so what a client does to
+// it stays that client's.
 package aggregation
 
 import (

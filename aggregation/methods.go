@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/nexus-mcp/nexus/policy"
 )
 
@@ -79,6 +81,7 @@ func initialize(ctx context.Context, s *session, params json.RawMessage, _ sink)
 	}
 	declared := func(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
 	s.caps = clientCaps{sampling: declared(p.Capabilities.Sampling), elicitation: declared(p.Capabilities.Elicitation), roots: declared(p.Capabilities.Roots)}
+	s.caps.declared = forwardedCaps(p.Capabilities.Sampling, p.Capabilities.Elicitation, p.Capabilities.Roots)
 	s.agent = s.preset
 	if s.agent == "" && s.front == frontStdio {
 		s.agent = agentHint(p.ClientInfo.Name)
@@ -125,6 +128,31 @@ func initialize(ctx context.Context, s *session, params json.RawMessage, _ sink)
 	return res, nil
 }
 
+// forwardedCaps decodes the sampling, elicitation and roots capabilities a client
+// declared, as a child serving that client alone is told them. A malformed one is
+// not declared: the child must not send what the client cannot read.
+func forwardedCaps(sampling, elicitation, roots json.RawMessage) mcp.ClientCapabilities {
+	var caps mcp.ClientCapabilities
+	decode := func(raw json.RawMessage, into any) bool {
+		return len(raw) > 0 && string(raw) != "null" && json.Unmarshal(raw, into) == nil
+	}
+	var smp mcp.SamplingCapability
+	if decode(sampling, &smp) {
+		caps.Sampling = &smp
+	}
+	var eli mcp.ElicitationCapability
+	if decode(elicitation, &eli) {
+		caps.Elicitation = &eli
+	}
+	var rts struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+	}
+	if decode(roots, &rts) {
+		caps.Roots = &rts
+	}
+	return caps
+}
+
 // listMethod answers a list from the agent's view, whose lists hold only what its
 // policy lets it use, and records what the client was given, so that a later
 // list_changed goes only to sessions whose lists really changed.
@@ -165,7 +193,7 @@ func callToolMethod(ctx context.Context, s *session, params json.RawMessage, r s
 }
 
 // getPrompt is prompts/get: policy on the prompt, then its owner.
-func getPrompt(ctx context.Context, s *session, params json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
+func getPrompt(ctx context.Context, s *session, params json.RawMessage, r sink) (json.RawMessage, *RPCError) {
 	var p struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments,omitempty"`
@@ -188,13 +216,13 @@ func getPrompt(ctx context.Context, s *session, params json.RawMessage, _ sink) 
 	if meta := passMeta(p.Meta); meta != nil {
 		out["_meta"] = meta
 	}
-	return s.g.childRequest(ctx, pr.server, "prompts/get", out)
+	return s.g.childRequest(ctx, &caller{s: s, r: r}, pr.server, "prompts/get", out)
 }
 
 // readResource is resources/read: policy on the owner's resources, then the owner,
 // asked for the URI it knows. URIs in the contents are given back as the client
 // must spell them.
-func readResource(ctx context.Context, s *session, params json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
+func readResource(ctx context.Context, s *session, params json.RawMessage, r sink) (json.RawMessage, *RPCError) {
 	server, uri, rpcErr := s.resourceServer(ctx, params, "read")
 	if rpcErr != nil {
 		return nil, rpcErr
@@ -202,7 +230,7 @@ func readResource(ctx context.Context, s *session, params json.RawMessage, _ sin
 	if uri != uriOf(params) {
 		params = setField(params, "uri", uri)
 	}
-	raw, rpcErr := s.g.childRequest(ctx, server, "resources/read", forwardParams(params))
+	raw, rpcErr := s.g.childRequest(ctx, &caller{s: s, r: r}, server, "resources/read", forwardParams(params))
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
@@ -217,7 +245,11 @@ func subscribe(ctx context.Context, s *session, params json.RawMessage, _ sink) 
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
-	if err := s.g.subs.add(ctx, s.g, s, subKey{server, uri}, uriOf(params)); err != nil {
+	k := subKey{server: server, uri: uri}
+	if c := s.g.kids()[server]; c != nil && c.config().PerClient() {
+		k.owner = s
+	}
+	if err := s.g.subs.add(ctx, s.g, s, k, uriOf(params)); err != nil {
 		return nil, err
 	}
 	return json.RawMessage("{}"), nil
@@ -292,7 +324,7 @@ func (s *session) routeResource(uri string) (server, childURI string, candidates
 
 // complete is completion/complete: the reference names a prompt (by its wire name)
 // or a resource template; policy applies as for the prompt or the resources.
-func complete(ctx context.Context, s *session, params json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
+func complete(ctx context.Context, s *session, params json.RawMessage, r sink) (json.RawMessage, *RPCError) {
 	var p map[string]json.RawMessage
 	var ref struct {
 		Type string `json:"type"`
@@ -339,7 +371,7 @@ func complete(ctx context.Context, s *session, params json.RawMessage, _ sink) (
 		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf(`unknown ref type %s: use "ref/prompt" or "ref/resource"`, quoted(ref.Type))}
 	}
 	raw, _ := json.Marshal(p)
-	return s.g.childRequest(ctx, server, "completion/complete", forwardParams(raw))
+	return s.g.childRequest(ctx, &caller{s: s, r: r}, server, "completion/complete", forwardParams(raw))
 }
 
 // setLevel records the session's logging level (log messages below it are not sent
@@ -354,7 +386,7 @@ func setLevel(ctx context.Context, s *session, params json.RawMessage, _ sink) (
 		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown logging level %s: use one of debug, info, notice, warning, error, critical, alert, emergency", quoted(p.Level))}
 	}
 	s.level.Store(int32(lvl))
-	s.g.forwardLevel(ctx)
+	s.g.forwardLevel(ctx, s)
 	return json.RawMessage("{}"), nil
 }
 
@@ -420,24 +452,26 @@ func listsURI(m *manifest, uri string) bool {
 	return server != "" || candidates != nil
 }
 
-// childRequest sends one request to a server and returns its raw, redacted answer,
-// or the child's error with its code. It waits for a server that is connecting or
-// restarting, as a tools/call does, and a request the server refused for its session
-// (it restarted) is sent once more on the new session.
-func (g *Gateway) childRequest(ctx context.Context, server, method string, params any) (json.RawMessage, *RPCError) {
+// childRequest sends one request to a server, as the request of cl (nil: no
+// client), and returns its raw, redacted answer, or the child's error with its
+// code. It waits for a server that is connecting or restarting, as a tools/call
+// does, and a request the server refused for its session (it restarted) is sent
+// once more on the new session. A "client" server gets it on cl's session's own
+// connection.
+func (g *Gateway) childRequest(ctx context.Context, cl *caller, server, method string, params any) (json.RawMessage, *RPCError) {
 	c := g.kids()[server]
 	if c == nil {
 		return nil, &RPCError{Code: codeInternal, Message: fmt.Sprintf("server %s is no longer in the config", server)}
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, c.config().CallTimeout(), errCallTimeout)
 	defer cancel()
-	cn := c.connected(ctx)
-	if cn == nil {
-		return nil, &RPCError{Code: codeInternal, Message: (&notRunningError{c.status()}).Error()}
+	cn, err := c.connFor(ctx, cl)
+	if err != nil {
+		return nil, connError(err)
 	}
 	raw, err := cn.request(ctx, method, params)
 	if errors.Is(err, errSessionLost) {
-		if next := c.connectedExcept(ctx, cn); next != nil {
+		if next := c.connForAgain(ctx, cl, cn); next != nil {
 			raw, err = next.request(ctx, method, params)
 		}
 	}
@@ -445,4 +479,9 @@ func (g *Gateway) childRequest(ctx context.Context, server, method string, param
 		return nil, g.childError(ctx, server, method, err)
 	}
 	return dropOwnMeta(g.redact(compact(raw))), nil
+}
+
+// connError is the error of a request for which connFor found no connection.
+func connError(err error) *RPCError {
+	return &RPCError{Code: codeInternal, Message: err.Error()}
 }

@@ -103,27 +103,66 @@ func (g *Gateway) notification(server, method string, params json.RawMessage) {
 	case "notifications/tasks/status":
 		g.deliverTaskStatus(server, params)
 	case "notifications/resources/updated":
-		uri := uriOf(params)
-		for _, sub := range g.subs.subscribers(subKey{server, uri}) {
-			if g.view(sub.s.agent).readable[server] {
-				out := params
-				if sub.uri != uri {
-					out = setField(params, "uri", sub.uri)
-				}
-				sub.s.push(notificationBytes(method, out))
-			}
-		}
+		g.resourceUpdated(subKey{server: server, uri: uriOf(params)}, params)
 	default:
 		g.log.Debug("notification from child not forwarded", "server", server, "method", method)
 	}
 }
 
+// sessionNotification routes a notification from a connection that serves one
+// client session: its logs and resource updates are that client's alone.
+func (g *Gateway) sessionNotification(cn *conn, method string, params json.RawMessage) {
+	s := cn.owner
+	switch method {
+	case "notifications/progress":
+		g.progress.deliver(cn.server, params)
+	case "notifications/message":
+		if msg, lvl, ok := logMessage(cn.server, params); ok && s.wantsLevel(lvl) && g.view(s.agent).sees[cn.server] {
+			s.push(msg)
+		}
+	case "notifications/tasks/status":
+		g.deliverTaskStatus(cn.server, params)
+	case "notifications/resources/updated":
+		g.resourceUpdated(subKey{server: cn.server, uri: uriOf(params), owner: s}, params)
+	default:
+		g.log.Debug("notification from child not forwarded", "server", cn.server, "agent", s.agent, "method", method)
+	}
+}
+
+// resourceUpdated sends a child's resources/updated to the sessions subscribed to
+// k that may read its server, under the URI each subscribed with.
+func (g *Gateway) resourceUpdated(k subKey, params json.RawMessage) {
+	for _, sub := range g.subs.subscribers(k) {
+		if g.view(sub.s.agent).readable[k.server] {
+			out := params
+			if sub.uri != k.uri {
+				out = setField(params, "uri", sub.uri)
+			}
+			sub.s.push(notificationBytes("notifications/resources/updated", out))
+		}
+	}
+}
+
 // routeLog sends a child's log message to every session whose agent may see the
-// server and whose level lets it through. The logger defaults to the server's name.
+// server and whose level lets it through.
 func (g *Gateway) routeLog(server string, params json.RawMessage) {
+	msg, lvl, ok := logMessage(server, params)
+	if !ok {
+		return
+	}
+	for _, s := range g.sessions.all() {
+		if s.wantsLevel(lvl) && g.view(s.agent).sees[server] {
+			s.push(msg)
+		}
+	}
+}
+
+// logMessage is a child's log message as clients get it, and its level; the
+// logger defaults to the server's name.
+func logMessage(server string, params json.RawMessage) ([]byte, int, bool) {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(params, &fields) != nil {
-		return
+		return nil, 0, false
 	}
 	var level string
 	_ = json.Unmarshal(fields["level"], &level)
@@ -136,17 +175,15 @@ func (g *Gateway) routeLog(server string, params json.RawMessage) {
 	}
 	out, err := json.Marshal(fields)
 	if err != nil {
-		return
+		return nil, 0, false
 	}
-	msg := notificationBytes("notifications/message", json.RawMessage(out))
-	for _, s := range g.sessions.all() {
-		if min := s.level.Load(); min != levelUnset && int32(lvl) < min {
-			continue
-		}
-		if g.view(s.agent).sees[server] {
-			s.push(msg)
-		}
-	}
+	return notificationBytes("notifications/message", json.RawMessage(out)), lvl, true
+}
+
+// wantsLevel reports whether the session's logging level lets a message of lvl through.
+func (s *session) wantsLevel(lvl int) bool {
+	min := s.level.Load()
+	return min == levelUnset || int32(lvl) >= min
 }
 
 // Logging levels, in the order of RFC 5424's severities, least severe first.
@@ -157,6 +194,10 @@ const (
 	levelInfo  = 1
 )
 
+// levelWait bounds the forwarding of a logging level to a child: a child that does
+// not answer cannot hold up the client's request.
+const levelWait = 2 * time.Second
+
 func levelIndex(level string) (int, bool) {
 	for i, l := range logLevels {
 		if l == level {
@@ -166,10 +207,25 @@ func levelIndex(level string) (int, bool) {
 	return 0, false
 }
 
-// forwardLevel asks every child that logs for the most verbose level any session
-// set, so each session can be given what it asked for. The fan-out has a deadline:
-// a child that does not answer cannot hold up the client's request.
-func (g *Gateway) forwardLevel(ctx context.Context) {
+// forwardLevel asks every shared child that logs for the most verbose level any
+// session set, so each session can be given what it asked for, and the connections
+// of s's own ("sessions": "client") for s's level. The fan-out has a deadline.
+func (g *Gateway) forwardLevel(ctx context.Context, s *session) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), levelWait)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, c := range g.kids() {
+		if cn := c.openConn(s); cn != nil {
+			wg.Go(func() { c.followLevel(ctx, s, cn) })
+		}
+	}
+	wg.Go(func() { g.forwardSharedLevel(ctx) })
+	wg.Wait()
+}
+
+// forwardSharedLevel asks every shared child that logs for the most verbose level
+// any session set.
+func (g *Gateway) forwardSharedLevel(ctx context.Context) {
 	want := int32(len(logLevels))
 	for _, s := range g.sessions.all() {
 		if l := s.level.Load(); l != levelUnset && l < want {
@@ -179,12 +235,10 @@ func (g *Gateway) forwardLevel(ctx context.Context) {
 	if want == int32(len(logLevels)) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
 	var wg sync.WaitGroup
 	for _, c := range g.kids() {
 		cn, _ := c.current()
-		if cn == nil || cn.caps.Logging == nil {
+		if cn == nil || cn.caps.Logging == nil || c.config().PerClient() {
 			continue
 		}
 		wg.Go(func() {
@@ -245,11 +299,24 @@ func (g *Gateway) listsSettled() {
 	}
 }
 
-// rootsChanged passes a client's roots/list_changed on to the children, which ask
-// for the roots again.
-func (g *Gateway) rootsChanged() {
+// rootsChanged passes a client's roots/list_changed on to the children that may
+// have asked for its roots: the connections of s's own, and every shared child,
+// whose answers may come from the roots of the client of each call. A shared
+// child that asked for roots has its remembered answers marked stale: they may
+// have been made with the old roots. (Memory never holds answers of "client"
+// servers.)
+func (g *Gateway) rootsChanged(ctx context.Context, s *session) {
 	for _, c := range g.kids() {
+		if c.config().PerClient() {
+			if cn := c.openConn(s); cn != nil {
+				cn.notify("notifications/roots/list_changed")
+			}
+			continue
+		}
 		if cn, _ := c.current(); cn != nil {
+			if cn.askedRoots.Load() {
+				g.forget(ctx, c.name)
+			}
 			cn.notify("notifications/roots/list_changed")
 		}
 	}
@@ -264,8 +331,12 @@ type subscriptions struct {
 	m  map[subKey]map[*session]map[string]bool
 }
 
-// subKey is a resource as its server knows it.
-type subKey struct{ server, uri string }
+// subKey is a resource as its server knows it; owner is the session whose own
+// connection subscribed ("sessions": "client"), nil for a shared server.
+type subKey struct {
+	server, uri string
+	owner       *session
+}
 
 // add subscribes s to k, which the client calls uri.
 func (sb *subscriptions) add(ctx context.Context, g *Gateway, s *session, k subKey, uri string) *RPCError {
@@ -273,7 +344,7 @@ func (sb *subscriptions) add(ctx context.Context, g *Gateway, s *session, k subK
 	first := len(sb.m[k]) == 0
 	sb.mu.Unlock()
 	if first {
-		if _, err := g.childRequest(ctx, k.server, "resources/subscribe", map[string]any{"uri": k.uri}); err != nil {
+		if _, err := g.childRequest(ctx, &caller{s: s, r: s.out}, k.server, "resources/subscribe", map[string]any{"uri": k.uri}); err != nil {
 			return err
 		}
 	}
@@ -311,11 +382,33 @@ func (sb *subscriptions) remove(g *Gateway, s *session, k subKey, uri string) {
 	delete(s.subs, uri)
 	s.mu.Unlock()
 	if last {
+		if k.owner != nil {
+			g.unsubscribeOwn(k)
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, err := g.childRequest(ctx, k.server, "resources/unsubscribe", map[string]any{"uri": k.uri}); err != nil {
+		if _, err := g.childRequest(ctx, nil, k.server, "resources/unsubscribe", map[string]any{"uri": k.uri}); err != nil {
 			g.log.Debug("unsubscribing at the child failed", "server", k.server, "uri", k.uri, "err", err.Message)
 		}
+	}
+}
+
+// unsubscribeOwn unsubscribes at a session's own connection, if it is still open:
+// one that closed (the session ended) took its subscriptions with it.
+func (g *Gateway) unsubscribeOwn(k subKey) {
+	c := g.kids()[k.server]
+	if c == nil {
+		return
+	}
+	cn := c.openConn(k.owner)
+	if cn == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := cn.request(ctx, "resources/unsubscribe", map[string]any{"uri": k.uri}); err != nil {
+		g.log.Debug("unsubscribing at the child failed", "server", k.server, "uri", k.uri, "err", err)
 	}
 }
 

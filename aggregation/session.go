@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 
@@ -75,9 +76,12 @@ type session struct {
 	found []string
 }
 
-// clientCaps is what the client declared it can do for servers.
+// clientCaps is what the client declared it can do for servers; declared holds its
+// sampling, elicitation and roots as it declared them, which a connection that
+// serves this client alone passes on to the child.
 type clientCaps struct {
 	sampling, elicitation, roots bool
+	declared                     mcp.ClientCapabilities
 }
 
 // seenLists are the fingerprints of the lists a client was last given (or told of);
@@ -228,7 +232,7 @@ func (s *session) notified(m *message) {
 		}
 	case "notifications/roots/list_changed":
 		if s.ready.Load() {
-			s.g.rootsChanged()
+			s.g.rootsChanged(s.ctx, s)
 		}
 	}
 	// notifications/initialized and the rest need nothing from the gateway.
@@ -308,6 +312,9 @@ func (s *session) close() {
 	// the client saw the stream end finds no session (404), never a closing one.
 	s.g.sessions.remove(s)
 	s.cancel()
+	for _, c := range s.g.kids() {
+		c.closeSession(s)
+	}
 	for _, ch := range pending {
 		ch <- nil
 	}
@@ -315,6 +322,13 @@ func (s *session) close() {
 		s.g.subs.remove(s.g, s, k, uri)
 	}
 	s.g.tasks.dropSession(s)
+}
+
+// isClosed reports whether the session ended.
+func (s *session) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // agentName is the session's agent; anonymous before initialize.

@@ -230,9 +230,9 @@ func (g *Gateway) taskRequest(ctx context.Context, c *caller, server, method str
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, ch.config().CallTimeout(), errCallTimeout)
 	defer cancel()
-	cn := ch.connected(ctx)
-	if cn == nil {
-		return nil, &RPCError{Code: codeInternal, Message: (&notRunningError{ch.status()}).Error()}
+	cn, err := ch.connFor(ctx, c)
+	if err != nil {
+		return nil, connError(err)
 	}
 	ctx = context.WithValue(ctx, callerKey{}, c)
 	_, remove := cn.callers.add(c)

@@ -220,6 +220,14 @@ type Server struct {
 	// OAuth is the client Nexus is at the server's authorization server, when
 	// it is not registered dynamically.
 	OAuth *OAuthClient `json:"oauth,omitempty"`
+	// Sessions is how many upstream sessions the server gets: "shared" (default:
+	// one connection, or process, for every client) or "client" (one per client
+	// session, opened on its first use and closed with it), for servers that keep
+	// state per connection (a browser, a shell, a REPL).
+	Sessions string `json:"sessions,omitempty"`
+	// MaxSessions bounds the upstream sessions of a "client" server
+	// (DefaultMaxUpstreamSessions when 0): past it a new client's request is refused.
+	MaxSessions int `json:"maxSessions,omitempty"`
 
 	// Name is the server's key in "servers".
 	Name string `json:"-"`
@@ -267,6 +275,27 @@ func (s *Server) CallTimeout() time.Duration {
 		return s.Timeout.D
 	}
 	return DefaultTimeout
+}
+
+// The values of Server.Sessions.
+const (
+	SessionsShared = "shared"
+	SessionsClient = "client"
+)
+
+// DefaultMaxUpstreamSessions bounds a "client" server's upstream sessions when its entry
+// sets no maxSessions: each may be a process of its own.
+const DefaultMaxUpstreamSessions = 16
+
+// PerClient reports whether the server gets one upstream session per client session.
+func (s *Server) PerClient() bool { return s.Sessions == SessionsClient }
+
+// SessionLimit is the bound on a "client" server's upstream sessions.
+func (s *Server) SessionLimit() int {
+	if s.MaxSessions > 0 {
+		return s.MaxSessions
+	}
+	return DefaultMaxUpstreamSessions
 }
 
 // Protocol is the protocol version offered to this child.

@@ -44,6 +44,11 @@ func TestParseErrors(t *testing.T) {
 		{"tiny batch answer", `{"limits": {"maxBatchAnswerBytes": 10}}`, []string{"limits.maxBatchAnswerBytes", "at least 65536"}},
 		{"limit of the wrong type", `{"limits": {"maxCallsPerSession": "many"}}`, []string{"limits.maxCallsPerSession", "must be a number"}},
 		{"instant idle timeout", `{"limits": {"sessionIdleTimeout": "1ms"}}`, []string{"limits.sessionIdleTimeout", "at least 1s"}},
+		{"bad sessions", `{"servers": {"gh": {"command": "x", "sessions": "perClient"}}}`, []string{"servers.gh", `"sessions"`, `"client"`, `"perClient"`}},
+		{"unknown sessions key", `{"servers": {"gh": {"command": "x", "maxSession": 2}}}`, []string{`unknown key "maxSession"`, `did you mean "maxSessions"`}},
+		{"negative maxSessions", `{"servers": {"gh": {"command": "x", "sessions": "client", "maxSessions": -1}}}`, []string{"servers.gh", `"maxSessions"`, "positive"}},
+		{"maxSessions of a shared server", `{"servers": {"gh": {"command": "x", "maxSessions": 3}}}`, []string{"servers.gh", `"maxSessions"`, `"sessions": "client"`}},
+		{"maxSessions of the wrong type", `{"servers": {"gh": {"command": "x", "sessions": "client", "maxSessions": "many"}}}`, []string{"servers.gh.maxSessions", "must be a number"}},
 		{"negative agent share", `{"limits": {"maxSessionsPerAgent": -2}}`, []string{"limits.maxSessionsPerAgent"}},
 	}
 	for _, tc := range tests {
@@ -90,7 +95,8 @@ func TestLimits(t *testing.T) {
 
 func TestParseServers(t *testing.T) {
 	cfg, err := Parse("f.json", []byte(`{
-		"servers": {"gh": {"command": "npx", "args": ["-y", "gh"], "timeout": "1d", "prefix": ""}},
+		"servers": {"gh": {"command": "npx", "args": ["-y", "gh"], "timeout": "1d", "prefix": ""},
+			"shell": {"command": "sh", "sessions": "client", "maxSessions": 3}},
 		"mcpServers": {
 			"desk": {"command": "node", "args": ["s.js"], "env": {"K": "V"}},
 			"remote": {"url": "https://x/mcp"},
@@ -111,8 +117,14 @@ func TestParseServers(t *testing.T) {
 	if got := cfg.Servers["gh"].CallTimeout(); got != 24*time.Hour {
 		t.Errorf("timeout 1d = %s", got)
 	}
+	if s := cfg.Servers["shell"]; !s.PerClient() || s.SessionLimit() != 3 {
+		t.Errorf("sessions of shell: per client %v, limit %d; want client, 3", s.PerClient(), s.SessionLimit())
+	}
 	if got := cfg.Servers["desk"].CallTimeout(); got != DefaultTimeout {
 		t.Errorf("default timeout = %s", got)
+	}
+	if s := cfg.Servers["desk"]; s.PerClient() || s.SessionLimit() != DefaultMaxUpstreamSessions {
+		t.Errorf("sessions of desk: per client %v, limit %d; want shared, %d", s.PerClient(), s.SessionLimit(), DefaultMaxUpstreamSessions)
 	}
 	if cfg.Servers["desk"].Protocol() != DefaultProtocolVersion {
 		t.Errorf("protocol = %s", cfg.Servers["desk"].Protocol())

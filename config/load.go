@@ -23,7 +23,7 @@ var (
 	topKeys = []string{"servers", "mcpServers", "toolNames", "maxMessageBytes", "maxChildMessageBytes", "policy",
 		"agents", "ttl", "staleIfError", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "status", "http", "reload", "limits", "locked", "projectLayers", "tools", "names"}
 	serverKeys = []string{"transport", "command", "args", "env", "cwd", "url", "headers",
-		"timeout", "prefix", "disabled", "protocolVersion", "annotations", "cacheScope", "catalog", "tools", "auth", "oauth"}
+		"timeout", "prefix", "disabled", "protocolVersion", "annotations", "cacheScope", "catalog", "tools", "auth", "oauth", "sessions", "maxSessions"}
 )
 
 // Layer is one config file in the stack.
@@ -708,6 +708,17 @@ func validateServer(s *Server) error {
 	case "", "server", "agent":
 	default:
 		return fmt.Errorf(`"cacheScope" is "server" (default) or "agent", not %q`, s.CacheScope)
+	}
+	switch s.Sessions {
+	case "", SessionsShared, SessionsClient:
+	default:
+		return fmt.Errorf(`"sessions" is %q (default: one upstream session for every client) or %q (one per client session), not %q`, SessionsShared, SessionsClient, s.Sessions)
+	}
+	if s.MaxSessions < 0 {
+		return fmt.Errorf(`"maxSessions" is a positive number of upstream sessions (default %d), not %d`, DefaultMaxUpstreamSessions, s.MaxSessions)
+	}
+	if s.MaxSessions > 0 && !s.PerClient() {
+		return fmt.Errorf(`"maxSessions" bounds the sessions of a server with "sessions": %q; set that, or remove maxSessions`, SessionsClient)
 	}
 	if err := checkToolOverrides(s.Tools); err != nil {
 		return err

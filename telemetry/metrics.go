@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/nexus-mcp/nexus/aggregation"
+	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/memory"
 )
 
@@ -140,13 +141,14 @@ var (
 	serverUpDesc = prometheus.NewDesc("nexus_server_up", "1 when the server is ready, else 0.", []string{"server"}, nil)
 	restartsDesc = prometheus.NewDesc("nexus_server_restarts_total", "Times the server exited and was started again.", []string{"server"}, nil)
 	toolsDesc    = prometheus.NewDesc("nexus_server_tools", "Tools the server offers.", []string{"server"}, nil)
+	upstreamDesc = prometheus.NewDesc("nexus_server_upstream_sessions", "Upstream sessions (connections, or processes) the server has open: 1 for a shared server that is up, one per client session for a \"client\" server.", []string{"server"}, nil)
 	sessionsDesc = prometheus.NewDesc("nexus_sessions", "Live client sessions by front (stdio, http).", []string{"front"}, nil)
 	entriesDesc  = prometheus.NewDesc("nexus_memory_entries", "Results memory holds.", nil, nil)
 	bytesDesc    = prometheus.NewDesc("nexus_memory_bytes", "Bytes of the results memory holds.", nil, nil)
 )
 
 func (s *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{serversDesc, serverUpDesc, restartsDesc, toolsDesc, sessionsDesc, entriesDesc, bytesDesc} {
+	for _, d := range []*prometheus.Desc{serversDesc, serverUpDesc, restartsDesc, toolsDesc, upstreamDesc, sessionsDesc, entriesDesc, bytesDesc} {
 		ch <- d
 	}
 }
@@ -167,6 +169,11 @@ func (s *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(serverUpDesc, prometheus.GaugeValue, up, name)
 		ch <- prometheus.MustNewConstMetric(restartsDesc, prometheus.CounterValue, float64(st.Restarts), name)
 		ch <- prometheus.MustNewConstMetric(toolsDesc, prometheus.GaugeValue, float64(st.Tools), name)
+		upstream := float64(st.UpstreamSessions)
+		if st.Sessions != config.SessionsClient {
+			upstream = up
+		}
+		ch <- prometheus.MustNewConstMetric(upstreamDesc, prometheus.GaugeValue, upstream, name)
 	}
 	for state, n := range byState {
 		ch <- prometheus.MustNewConstMetric(serversDesc, prometheus.GaugeValue, float64(n), string(state))

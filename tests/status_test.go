@@ -72,7 +72,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	text = strings.Join(strings.Fields(text), " ")
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`<tr class="server" data-server="fx">`),
-		regexp.MustCompile(`fx stdio: \S*fixture ready 0 - .*echo.*lookup`),
+		regexp.MustCompile(`fx stdio: \S*fixture ready 0 shared - .*echo.*lookup`),
 		regexp.MustCompile(`coder policy\.agents\.coder .*fx\.echo.* 1 `), // may call all but fx.lookup
 		regexp.MustCompile(`anonymous built-in default `),
 		regexp.MustCompile(`Hit rate 50\.0% ?: 1 hits \(0 semantic\), 1 misses`),

@@ -183,6 +183,11 @@ func listServersCommand() *cli.Command {
 				State     string `json:"state,omitempty"`
 				Tools     *int   `json:"tools,omitempty"`
 				Error     string `json:"error,omitempty"`
+				// Sessions is "shared" or "client"; Upstream counts a "client"
+				// server's open upstream sessions (--live).
+				Sessions    string `json:"sessions"`
+				Upstream    *int   `json:"upstreamSessions,omitempty"`
+				MaxSessions int    `json:"maxSessions,omitempty"`
 			}
 			rows := []row{}
 			for _, name := range cfg.ServerNames() {
@@ -191,7 +196,11 @@ func listServersCommand() *cli.Command {
 				if s.Transport == config.TransportStdio {
 					target = strings.Join(append([]string{s.Command}, s.Args...), " ")
 				}
-				rows = append(rows, row{Name: name, Transport: s.Transport, Target: target, Disabled: s.Disabled, Source: s.Source})
+				r := row{Name: name, Transport: s.Transport, Target: target, Disabled: s.Disabled, Source: s.Source, Sessions: config.SessionsShared}
+				if s.PerClient() {
+					r.Sessions, r.MaxSessions = config.SessionsClient, s.SessionLimit()
+				}
+				rows = append(rows, r)
 			}
 			if c.Bool("live") {
 				g, err := e.startGatewayShowingProgress(c.Context, cfg, gatewayOptions{noMemory: true}, c.Bool("json"))
@@ -207,6 +216,10 @@ func listServersCommand() *cli.Command {
 					if j, ok := states[rows[i].Name]; ok {
 						n := all[j].Tools
 						rows[i].State, rows[i].Tools, rows[i].Error = string(all[j].State), &n, all[j].Error
+						if all[j].Sessions == config.SessionsClient {
+							up := all[j].UpstreamSessions
+							rows[i].Upstream = &up
+						}
 						if !all[j].NextRetry.IsZero() {
 							rows[i].Error += fmt.Sprintf("; next try in %s", time.Until(all[j].NextRetry).Round(time.Millisecond))
 						}
@@ -224,7 +237,7 @@ func listServersCommand() *cli.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tTRANSPORT\tTARGET\tSTATE\tSOURCE")
+			fmt.Fprintln(tw, "NAME\tTRANSPORT\tTARGET\tSTATE\tSESSIONS\tSOURCE")
 			for _, r := range rows {
 				state := r.State
 				if state == "" {
@@ -235,7 +248,14 @@ func listServersCommand() *cli.Command {
 				} else if r.Tools != nil && r.State == "ready" {
 					state = fmt.Sprintf("ready (%d tools)", *r.Tools)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Transport, truncate(r.Target, 60), state, r.Source)
+				sessions := r.Sessions
+				if r.Sessions == config.SessionsClient {
+					sessions = fmt.Sprintf("client (max %d)", r.MaxSessions)
+					if r.Upstream != nil {
+						sessions = fmt.Sprintf("client (%d of %d)", *r.Upstream, r.MaxSessions)
+					}
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Transport, truncate(r.Target, 60), state, sessions, r.Source)
 			}
 			if err := tw.Flush(); err != nil {
 				return err

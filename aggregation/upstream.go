@@ -1,0 +1,209 @@
+package aggregation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// This file holds the upstream sessions of a server with "sessions": "client": one
+// connection (for a stdio server, one process) per client session, so that what one
+// client does to a stateful server (a browser page, a shell, a resource it created,
+// its log level, its subscriptions, its roots) is never seen by another.
+//
+// The child's own supervised connection (child.run) stays: it is the "template"
+// the manifest is listed from, declared no client capabilities because it serves no
+// client, and the connection of calls that have no client (`nexus call`). A client
+// session's connection is opened on its first request to the server, declared
+// exactly that client's capabilities, and closed when the client's session closes
+// (or the child stops). One that exits is opened afresh on the next request: the
+// server's state for that client is then lost, as it would be with a direct
+// connection.
+
+// upstreams are a "client" child's connections, one per client session.
+type upstreams struct {
+	mu sync.Mutex
+	m  map[*session]*upstream
+}
+
+// upstream is one client session's connection; ready is closed once the attempt
+// to open it is over, and cn or err then says how it went.
+type upstream struct {
+	ready chan struct{}
+	cn    *conn
+	err   error
+}
+
+// count is the number of upstream sessions open or opening.
+func (u *upstreams) count() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.m)
+}
+
+// sessionConn is the connection of session s to the child, opened on first use
+// within the server's maxSessions. opener is the call that needs it (nil when
+// none): what the child asks while it starts (its roots, commonly) goes to that
+// call's stream. It waits for an opening under way, up to ctx.
+func (c *child) sessionConn(ctx context.Context, s *session, opener *caller) (*conn, error) {
+	for {
+		u, mine, err := c.claim(s)
+		if err != nil {
+			return nil, err
+		}
+		if mine {
+			c.open(s, u, opener)
+		}
+		select {
+		case <-u.ready:
+		case <-ctx.Done():
+			if errors.Is(context.Cause(ctx), errCallTimeout) {
+				return nil, fmt.Errorf("server %s did not finish opening this client's session in time; raise servers.%s.timeout if it needs longer", c.name, c.name)
+			}
+			return nil, fmt.Errorf("waiting for server %s to open this client's session: %w", c.name, context.Cause(ctx))
+		}
+		if u.err != nil {
+			return nil, u.err
+		}
+		if !u.cn.lost() {
+			return u.cn, nil
+		}
+		c.dropUpstream(s, u) // it exited: the next pass opens a new one
+	}
+}
+
+// claim returns the session's upstream, or a new one for the caller to open
+// (mine), or the error that refuses one past the bound.
+func (c *child) claim(s *session) (u *upstream, mine bool, err error) {
+	c.ups.mu.Lock()
+	defer c.ups.mu.Unlock()
+	if u := c.ups.m[s]; u != nil {
+		return u, false, nil
+	}
+	if c.runCtx == nil || c.runCtx.Err() != nil {
+		return nil, false, fmt.Errorf("server %s is not running", c.name)
+	}
+	if limit := c.config().SessionLimit(); len(c.ups.m) >= limit {
+		return nil, false, fmt.Errorf("server %s already has its maximum of %d upstream sessions, one per client session (servers.%s.maxSessions); close idle client sessions or raise servers.%s.maxSessions",
+			c.name, limit, c.name, c.name)
+	}
+	if s.isClosed() {
+		return nil, false, errSessionClosed
+	}
+	if c.ups.m == nil {
+		c.ups.m = map[*session]*upstream{}
+	}
+	u = &upstream{ready: make(chan struct{})}
+	c.ups.m[s] = u
+	c.upWG.Add(1) // under ups.mu, so that shutdown's Wait comes after it (see shutdown)
+	return u, true, nil
+}
+
+// open connects u for s in the background: the connection outlives the request
+// that asked for it, and lives until the session or the child ends. claim counted
+// it in upWG.
+func (c *child) open(s *session, u *upstream, opener *caller) {
+	ctx, cancel := context.WithCancel(c.runCtx)
+	stopWithSession := context.AfterFunc(s.ctx, cancel)
+	go func() {
+		defer c.upWG.Done()
+		defer cancel()
+		defer stopWithSession()
+		cn, _, err := c.connect(ctx, s, opener)
+		if err != nil {
+			c.log.Warn("opening an upstream session failed", "agent", s.agent, "err", err, "stderr", cn.stderrTail())
+			u.err = fmt.Errorf("opening server %s for this client session: %w", c.name, err)
+			c.dropUpstream(s, u)
+			close(u.ready)
+			return
+		}
+		u.cn = cn
+		close(u.ready)
+		c.log.Debug("upstream session opened", "agent", s.agent)
+		c.followLevel(ctx, s, cn)
+		select {
+		case <-ctx.Done():
+		case <-cn.done:
+		}
+		cn.close()
+		c.dropUpstream(s, u)
+		c.log.Debug("upstream session closed", "agent", s.agent, "reason", cn.exitReason())
+	}()
+}
+
+// dropUpstream forgets u if it is still the session's.
+func (c *child) dropUpstream(s *session, u *upstream) {
+	c.ups.mu.Lock()
+	defer c.ups.mu.Unlock()
+	if c.ups.m[s] == u {
+		delete(c.ups.m, s)
+	}
+}
+
+// openConn is the session's connection if one is open now; it never opens one
+// (an unsubscribe at a session's end must not start a process).
+func (c *child) openConn(s *session) *conn {
+	c.ups.mu.Lock()
+	u := c.ups.m[s]
+	c.ups.mu.Unlock()
+	if u == nil {
+		return nil
+	}
+	select {
+	case <-u.ready:
+		if u.cn != nil && !u.cn.lost() {
+			return u.cn
+		}
+	default:
+	}
+	return nil
+}
+
+// closeSession frees the session's place among the server's maxSessions at once;
+// its connection (its process) ends in open's goroutine, which the session's end
+// (s.ctx) wakes, so that a child slow to exit holds up no client.
+func (c *child) closeSession(s *session) {
+	c.ups.mu.Lock()
+	defer c.ups.mu.Unlock()
+	delete(c.ups.m, s)
+}
+
+// followLevel gives a session's new connection the logging level its client set.
+func (c *child) followLevel(ctx context.Context, s *session, cn *conn) {
+	lvl := s.level.Load()
+	if lvl == levelUnset || cn.caps.Logging == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, levelWait)
+	defer cancel()
+	if _, err := cn.request(ctx, "logging/setLevel", map[string]any{"level": logLevels[lvl]}); err != nil {
+		c.log.Warn("forwarding logging/setLevel failed", "agent", s.agent, "err", err)
+	}
+}
+
+// connFor is the connection a request of caller cl (nil: no client) goes on: the
+// child's own, or for a "client" server the caller's session's.
+func (c *child) connFor(ctx context.Context, cl *caller) (*conn, error) {
+	if c.config().PerClient() && cl != nil && cl.s != nil {
+		return c.sessionConn(ctx, cl.s, cl)
+	}
+	if cn := c.connected(ctx); cn != nil {
+		return cn, nil
+	}
+	return nil, &notRunningError{c.status()}
+}
+
+// connForAgain is connFor once old refused a request for its session (an HTTP
+// child that restarted): a connection other than old.
+func (c *child) connForAgain(ctx context.Context, cl *caller, old *conn) *conn {
+	if old.owner != nil {
+		old.lose(errSessionLost)
+		cn, err := c.sessionConn(ctx, old.owner, cl)
+		if err != nil || cn == old {
+			return nil
+		}
+		return cn
+	}
+	return c.connectedExcept(ctx, old)
+}
