@@ -687,9 +687,12 @@ func (c *child) connect(ctx context.Context, owner *session, opener *caller) (*c
 
 // capabilities are what the child is told its client can do: only what Nexus can
 // honour. A connection of one client session gets exactly that client's sampling,
-// elicitation and roots; the child's own connection of a "client" server serves no
-// client and gets none; a shared server's gets all three, which Nexus forwards to
-// the client of the call in flight when that client declared them. mcp-go's SSE
+// elicitation and roots; a shared server's connection gets all three, which Nexus
+// forwards to the client of the call in flight when that client declared them. The
+// child's own connection of a "client" server is declared the same as a shared one:
+// its lists are what every client is shown, and a server lists some tools only to a
+// client that can sample or has roots; a call of such a tool is then answered by
+// the client's own connection, which knows what its client declared. mcp-go's SSE
 // client transport cannot receive a server's requests, so an SSE child gets none:
 // its requests would wait unanswered.
 func (c *child) capabilities(owner *session) mcp.ClientCapabilities {
@@ -698,8 +701,6 @@ func (c *child) capabilities(owner *session) mcp.ClientCapabilities {
 		return mcp.ClientCapabilities{}
 	case owner != nil:
 		return owner.caps.declared
-	case c.config().PerClient():
-		return mcp.ClientCapabilities{}
 	}
 	return mcp.ClientCapabilities{
 		Sampling:    &mcp.SamplingCapability{},

@@ -13,8 +13,9 @@ import (
 // its log level, its subscriptions, its roots) is never seen by another.
 //
 // The child's own supervised connection (child.run) stays: it is the "template"
-// the manifest is listed from, declared no client capabilities because it serves no
-// client, and the connection of calls that have no client (`nexus call`). A client
+// the manifest is listed from, declared what a shared child is (so it lists the tools
+// a server offers only to clients that can sample or have roots), and the connection
+// of calls that have no client (`nexus call`). A client
 // session's connection is opened on its first request to the server, declared
 // exactly that client's capabilities, and closed when the client's session closes
 // (or the child stops). One that exits is opened afresh on the next request: the

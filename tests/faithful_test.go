@@ -30,25 +30,26 @@ import (
 // method and target. A difference not listed fails the test, and so does a listed
 // one that no longer shows, so the list (and the README) stays true.
 var faithfulDifferences = map[string]string{
-	"everything initialize serverInfo":                      "the client talks to Nexus: serverInfo is Nexus's, and each child's instructions are merged under its server's name",
-	"everything-sse initialize serverInfo":                  "the client talks to Nexus: serverInfo is Nexus's, and each child's instructions are merged under its server's name",
-	"everything-http initialize serverInfo":                 "the client talks to Nexus: serverInfo is Nexus's, and each child's instructions are merged under its server's name",
-	"files initialize serverInfo":                           "the client talks to Nexus: serverInfo is Nexus's, and each child's instructions are merged under its server's name",
-	"memory-a initialize serverInfo":                        "the client talks to Nexus: serverInfo is Nexus's, and each child's instructions are merged under its server's name",
-	"memory-b initialize serverInfo":                        "the client talks to Nexus: serverInfo is Nexus's, and each child's instructions are merged under its server's name",
-	"app initialize serverInfo":                             "the client talks to Nexus: serverInfo is Nexus's, and each child's instructions are merged under its server's name",
-	"everything prompts/get no-such-prompt":                 "an unknown prompt is Nexus's own error: same code (-32602), Nexus's message",
-	"everything-sse prompts/get no-such-prompt":             "an unknown prompt is Nexus's own error: same code (-32602), Nexus's message",
-	"everything-http prompts/get no-such-prompt":            "an unknown prompt is Nexus's own error: same code (-32602), Nexus's message",
-	"everything tools/call get-roots-list":                  "a shared child asks for roots as it starts, outside any call, and is answered none",
-	"everything-http tools/call get-roots-list":             "a shared child asks for roots as it starts, outside any call, and is answered none",
-	"everything-sse tools/list get-roots-list":              "Nexus declares roots, sampling and elicitation to an SSE child, whose requests it cannot answer",
-	"everything-sse tools/list trigger-sampling-request":    "Nexus declares roots, sampling and elicitation to an SSE child, whose requests it cannot answer",
-	"everything-sse tools/list trigger-elicitation-request": "Nexus declares roots, sampling and elicitation to an SSE child, whose requests it cannot answer",
-	"everything tools/call get-env":                         "a child runs with the environment its config gives it, not the environment of whoever connects",
-	"everything-sse tools/call no-such-tool":                "an unknown tool is Nexus's own error (-32602, before any routing): no child owns the name",
-	"everything tools/call no-such-tool":                    "an unknown tool is Nexus's own error (-32602, before any routing): no child owns the name",
-	"everything-http tools/call no-such-tool":               "an unknown tool is Nexus's own error (-32602, before any routing): no child owns the name",
+	"everything initialize serverInfo":           "the client talks to Nexus: serverInfo is Nexus's, and each child's instructions are merged under its server's name",
+	"everything-sse initialize serverInfo":       "the client talks to Nexus: serverInfo is Nexus's, and each child's instructions are merged under its server's name",
+	"everything-http initialize serverInfo":      "the client talks to Nexus: serverInfo is Nexus's, and each child's instructions are merged under its server's name",
+	"files initialize serverInfo":                "the client talks to Nexus: serverInfo is Nexus's, and each child's instructions are merged under its server's name",
+	"memory-a initialize serverInfo":             "the client talks to Nexus: serverInfo is Nexus's, and each child's instructions are merged under its server's name",
+	"memory-b initialize serverInfo":             "the client talks to Nexus: serverInfo is Nexus's, and each child's instructions are merged under its server's name",
+	"app initialize serverInfo":                  "the client talks to Nexus: serverInfo is Nexus's, and each child's instructions are merged under its server's name",
+	"everything prompts/get no-such-prompt":      "an unknown prompt is Nexus's own error: same code (-32602), Nexus's message",
+	"everything-sse prompts/get no-such-prompt":  "an unknown prompt is Nexus's own error: same code (-32602), Nexus's message",
+	"everything-http prompts/get no-such-prompt": "an unknown prompt is Nexus's own error: same code (-32602), Nexus's message",
+	"everything tools/call get-roots-list":       "a shared child asks for roots as it starts, outside any call, and is answered none",
+	"everything-http tools/call get-roots-list":  "a shared child asks for roots as it starts, outside any call, and is answered none",
+	"everything-own initialize serverInfo":       "the client talks to Nexus: serverInfo is Nexus's, and each child's instructions are merged under its server's name",
+	"everything-own tools/call no-such-tool":     "an unknown tool is Nexus's own error (-32602, before any routing): no child owns the name",
+	"everything-own prompts/get no-such-prompt":  "an unknown prompt is Nexus's own error: same code (-32602), Nexus's message",
+	"everything-own tools/call get-env":          "a child runs with the environment its config gives it, not the environment of whoever connects",
+	"everything tools/call get-env":              "a child runs with the environment its config gives it, not the environment of whoever connects",
+	"everything-sse tools/call no-such-tool":     "an unknown tool is Nexus's own error (-32602, before any routing): no child owns the name",
+	"everything tools/call no-such-tool":         "an unknown tool is Nexus's own error (-32602, before any routing): no child owns the name",
+	"everything-http tools/call no-such-tool":    "an unknown tool is Nexus's own error (-32602, before any routing): no child owns the name",
 }
 
 // peerCapabilities is what both clients declare where their transport can answer
@@ -203,7 +204,7 @@ type faithfulServer struct {
 }
 
 // TestFaithfulProxy is the table of issue "A faithful proxy": server-everything on
-// stdio, SSE and streamable HTTP, the filesystem server, two memory servers and an
+// stdio (shared, and with an upstream session per client), SSE and streamable HTTP, the filesystem server, two memory servers and an
 // MCP App, each method made directly and through Nexus.
 func TestFaithfulProxy(t *testing.T) {
 	node, everything := everythingServer(t)
@@ -275,6 +276,10 @@ func TestFaithfulProxy(t *testing.T) {
 	path := func(p string) string { return filepath.Join(root, p) }
 	servers := []faithfulServer{
 		{name: "everything", config: map[string]any{"command": node, "args": []string{everything, "stdio"}},
+			direct: stdioDirect(nil, everything, "stdio"), probes: everythingProbes},
+		// The same server with an upstream session per client: its roots are
+		// always its client's.
+		{name: "everything-own", config: map[string]any{"command": node, "args": []string{everything, "stdio"}, "sessions": "client"},
 			direct: stdioDirect(nil, everything, "stdio"), probes: everythingProbes},
 		{name: "everything-sse", config: map[string]any{"transport": "sse", "url": fmt.Sprintf("http://127.0.0.1:%d/sse", ssePort)},
 			direct: func(t *testing.T) transport.Interface {
