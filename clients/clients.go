@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/nexus-mcp/nexus/internal/jsonedit"
+	"github.com/nexus-mcp/nexus/internal/suggest"
 	"io/fs"
 	"os"
 	"path"
@@ -81,6 +82,9 @@ func Find(name, goos, home string, getenv func(string) string) (Client, error) {
 			return c, nil
 		}
 		names = append(names, c.Name)
+	}
+	if near := suggest.Closest(name, names); near != "" {
+		return Client{}, fmt.Errorf("unknown client %q; did you mean %s? (or give the path of its config file)", name, near)
 	}
 	return Client{}, fmt.Errorf("unknown client %q: use one of %s, or give the path of its config file", name, strings.Join(names, ", "))
 }

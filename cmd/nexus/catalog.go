@@ -20,6 +20,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/catalog"
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/internal/suggest"
 	"github.com/nexus-mcp/nexus/secrets"
 )
 
@@ -130,7 +131,11 @@ func catalogCommand() *cli.Command {
 					}
 					en, ok := cat.Get(c.Args().First())
 					if !ok {
-						return usageError(fmt.Sprintf("no catalog entry %q; the catalog has: %s", c.Args().First(), strings.Join(cat.Names(), ", ")))
+						msg := fmt.Sprintf("no catalog entry %q", c.Args().First())
+						if near := suggest.Closest(c.Args().First(), cat.Names()); near != "" {
+							return usageHint(msg, fmt.Sprintf("did you mean `nexus catalog show %s`?", near))
+						}
+						return usageHint(msg, "the catalog has: "+strings.Join(cat.Names(), ", "))
 					}
 					if c.Bool("json") {
 						return printJSON(e.stdout, struct {

@@ -136,7 +136,13 @@ func removeCommand() *cli.Command {
 				return err
 			}
 			if !found {
-				return cli.Exit(fmt.Sprintf("no server named %q in %s (nexus list-servers shows the configured ones and their files)", name, target), 1)
+				msg := fmt.Sprintf("no server named %q in %s", name, target)
+				if before != nil {
+					if near := suggest.Closest(name, before.ServerNames()); near != "" {
+						return cli.Exit(fmt.Sprintf("%s; did you mean `nexus remove %s`?", msg, near), 1)
+					}
+				}
+				return cli.Exit(msg+" (nexus list-servers shows the configured ones and their files)", 1)
 			}
 			if before != nil {
 				if purged := e.purgeSecrets(c.Context, before, name); len(purged) > 0 {

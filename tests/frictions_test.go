@@ -1,0 +1,101 @@
+package tests
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// friction is one row of the CLI tables of issue 30: a command run against the
+// built binary in a fresh NEXUS_HOME, its exit code and what its output holds.
+type friction struct {
+	name   string
+	config string // config.json; "" for none
+	files  map[string]string
+	stdin  string
+	env    []string
+	args   []string
+	code   int
+	stderr string // a substring of stderr ("" for: not checked)
+	stdout string // a substring of stdout ("" for: not checked)
+	not    string // a substring neither may hold ("" for: not checked)
+	check  func(t *testing.T, h *home, stdout, stderr string)
+}
+
+// runFrictions runs each row in a home of its own. HOME in args, files and config
+// stands for the home's directory.
+func runFrictions(t *testing.T, rows []friction) {
+	t.Helper()
+	for _, tc := range rows {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHome(t, nil)
+			sub := func(s string) string { return strings.ReplaceAll(s, "HOME", h.dir) }
+			if tc.config != "" {
+				if err := os.WriteFile(filepath.Join(h.dir, "config.json"), []byte(sub(tc.config)), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for name, body := range tc.files {
+				p := filepath.Join(h.dir, name)
+				if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(sub(body)), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			args := make([]string, len(tc.args))
+			for i, a := range tc.args {
+				args[i] = sub(a)
+			}
+			env := make([]string, len(tc.env))
+			for i, v := range tc.env {
+				env[i] = sub(v)
+			}
+			stdout, stderr, code := h.nexusWith(tc.stdin, env, args...)
+			if code != tc.code {
+				t.Errorf("nexus %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, tc.code, stdout, stderr)
+			}
+			if tc.stderr != "" && !strings.Contains(stderr, sub(tc.stderr)) {
+				t.Errorf("stderr lacks %q:\n%s", sub(tc.stderr), stderr)
+			}
+			if tc.stdout != "" && !strings.Contains(stdout, sub(tc.stdout)) {
+				t.Errorf("stdout lacks %q:\n%s", sub(tc.stdout), stdout)
+			}
+			if tc.not != "" && strings.Contains(stdout+stderr, sub(tc.not)) {
+				t.Errorf("output holds %q:\n%s%s", sub(tc.not), stdout, stderr)
+			}
+			if tc.check != nil {
+				tc.check(t, h, stdout, stderr)
+			}
+		})
+	}
+}
+
+// TestFrictionTypos: a misspelt subcommand is blamed, not the flag after it; a
+// misspelt flag gets one line with the flag meant; names get "did you mean"; and
+// every command refuses arguments it does not take.
+func TestFrictionTypos(t *testing.T) {
+	servers := `{"servers": {"files": {"command": "x"}}}`
+	runFrictions(t, []friction{
+		{name: "misspelt subcommand before a flag", args: []string{"policy", "alow", "--agent", "x", "foo.bar"}, code: 2,
+			stderr: "nexus: unknown command \"nexus policy alow\"; did you mean `nexus policy allow`?\n"},
+		{name: "misspelt flag of add", args: []string{"add", "foo", "--comand", "npx"}, code: 2,
+			stderr: "nexus: flag provided but not defined: -comand; did you mean --command? (`nexus add --help` lists the flags)\n"},
+		{name: "child flag of add still wants --", args: []string{"add", "files", "--command", "npx", "-y", "pkg"}, code: 2,
+			stderr: "put `--` before the server's own arguments: nexus add files --command npx -- -y pkg"},
+		{name: "catalog show", args: []string{"catalog", "show", "githb"}, code: 2,
+			stderr: "nexus: no catalog entry \"githb\"; did you mean `nexus catalog show github`?"},
+		{name: "remove", config: servers, args: []string{"remove", "file"}, code: 1,
+			stderr: "did you mean `nexus remove files`?"},
+		{name: "setup", args: []string{"setup", "claude-dekstop"}, code: 2,
+			stderr: "nexus: unknown client \"claude-dekstop\"; did you mean claude-desktop?"},
+		{name: "list-tools takes no argument", config: `{}`, args: []string{"list-tools", "x"}, code: 2,
+			stderr: "nexus: list-tools takes no arguments, got \"x\"; `nexus list-tools --help` shows its usage"},
+		{name: "call takes one tool", config: `{}`, args: []string{"call", "a.b", "c.d"}, code: 2,
+			stderr: "call takes at most 1 argument(s) (TOOL), got \"c.d\""},
+		{name: "doctor takes no argument", config: `{}`, args: []string{"doctor", "now"}, code: 2,
+			stderr: "doctor takes no arguments"},
+	})
+}
