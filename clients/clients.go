@@ -211,3 +211,29 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// FindNexus returns the entry that runs Nexus in a client file (the one setup
+// wrote, or one written by hand that runs `nexus serve`), for doctor to check what
+// the client starts Nexus with. found is false when the file or the entry is missing.
+func FindNexus(file string) (entry Entry, found bool, err error) {
+	doc, _, exists, err := readDocument(file)
+	if err != nil || !exists {
+		return Entry{}, false, err
+	}
+	srv, err := servers(file, doc, "")
+	if err != nil {
+		return Entry{}, false, err
+	}
+	for _, name := range srv.names {
+		raw, _ := srv.get(name)
+		if !isNexusEntry(raw) {
+			continue
+		}
+		var e nexusEntry
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return Entry{}, false, fmt.Errorf("%s: servers.%s: %w", file, name, err)
+		}
+		return Entry{Name: name, Command: e.Command, Args: e.Args, Env: e.Env}, true, nil
+	}
+	return Entry{}, false, nil
+}

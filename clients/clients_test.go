@@ -2,6 +2,7 @@ package clients
 
 import (
 	"encoding/json"
+	"fmt"
 	nexsecrets "github.com/nexus-mcp/nexus/secrets"
 	"os"
 	"path/filepath"
@@ -309,10 +310,17 @@ func TestSetupClaudeDesktop(t *testing.T) {
 	if err != nil || res.Changed || res.Backup != "" || res.Diff != "" {
 		t.Errorf("second setup: %+v %v", res, err)
 	}
-	// A different agent replaces the entry; the backup name does not clash.
-	res, err = Setup(file, NexusEntry("/opt/nexus/bin/nexus", ""), SetupOptions{Now: now})
+	// No agent keeps the one the entry has: nothing changes.
+	if res, err = Setup(file, NexusEntry("/opt/nexus/bin/nexus", ""), SetupOptions{Now: now}); err != nil || res.Changed || res.Backup != "" {
+		t.Errorf("setup without an agent: %+v %v", res, err)
+	}
+	// A different agent replaces the one there; the backup name does not clash.
+	res, err = Setup(file, NexusEntry("/opt/nexus/bin/nexus", "reviewer"), SetupOptions{Now: now})
 	if err != nil || !res.Replaced || res.Backup != file+".nexus-backup-20260304-050607-2" {
 		t.Errorf("replace: %+v %v", res, err)
+	}
+	if args := decode(t, file)["mcpServers"].(map[string]any)["nexus"].(map[string]any)["args"]; fmt.Sprint(args) != "[serve --agent reviewer]" {
+		t.Errorf("args after a new agent: %v", args)
 	}
 	// An entry with an environment (NEXUS_HOME) carries it.
 	withHome := NexusEntry("/opt/nexus/bin/nexus", "")
@@ -457,4 +465,20 @@ func serverNames(t *testing.T, path string) []string {
 		t.Fatal(err)
 	}
 	return srv.names
+}
+
+func TestMergeArgs(t *testing.T) {
+	tests := []struct{ old, next, want string }{
+		{"serve --agent claude", "serve", "serve --agent claude"},
+		{"serve --agent claude --log-level debug", "serve --agent coder", "serve --agent coder --log-level debug"},
+		{"serve --agent=claude", "serve --agent coder", "serve --agent=coder"},
+		{"serve", "serve --agent coder", "serve --agent coder"},
+		{"", "serve", "serve"},
+		{"run x", "serve", "serve"},
+	}
+	for _, tc := range tests {
+		if got := strings.Join(MergeArgs(strings.Fields(tc.old), strings.Fields(tc.next)), " "); got != tc.want {
+			t.Errorf("MergeArgs(%q, %q) = %q, want %q", tc.old, tc.next, got, tc.want)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,4 +99,102 @@ func TestFrictionTypos(t *testing.T) {
 		{name: "doctor takes no argument", config: `{}`, args: []string{"doctor", "now"}, code: 2,
 			stderr: "doctor takes no arguments"},
 	})
+}
+
+// claudeDesktopFile is where setup claude-desktop writes in a test home (HOME is the
+// home, XDG_CONFIG_HOME unset).
+func claudeDesktopFile(h *home) string {
+	return filepath.Join(h.dir, ".config", "Claude", "claude_desktop_config.json")
+}
+
+func backupsOf(t *testing.T, file string) []string {
+	t.Helper()
+	m, err := filepath.Glob(file + ".nexus-backup-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestFrictionSetupKeepsTheEntry: setup again without --agent keeps the agent and
+// whatever the user added to the entry, and touches nothing (no backup) when
+// nothing changes.
+func TestFrictionSetupKeepsTheEntry(t *testing.T) {
+	h := newHome(t, map[string]any{})
+	file := claudeDesktopFile(h)
+	if _, stderr, code := h.nexus("setup", "claude-desktop", "--agent", "claude"); code != 0 {
+		t.Fatalf("setup: %s", stderr)
+	}
+	// The user adds a flag and a variable of their own.
+	var doc map[string]map[string]map[string]any
+	if err := json.Unmarshal([]byte(mustRead(t, file)), &doc); err != nil {
+		t.Fatal(err)
+	}
+	nx := doc["mcpServers"]["nexus"]
+	nx["args"] = append(nx["args"].([]any), "--log-level", "debug")
+	nx["env"].(map[string]any)["FOO"] = "bar"
+	b, _ := json.MarshalIndent(doc, "", "  ")
+	os.WriteFile(file, b, 0o600)
+	before := mustRead(t, file)
+	for _, args := range [][]string{{"setup", "claude-desktop"}, {"setup", "claude-desktop", "--agent", "claude"}} {
+		out, stderr, code := h.nexus(args...)
+		if code != 0 || !strings.Contains(out, "already runs Nexus; nothing to change") {
+			t.Errorf("nexus %s: exit %d\n%s%s", strings.Join(args, " "), code, out, stderr)
+		}
+		if after := mustRead(t, file); after != before || len(backupsOf(t, file)) != 0 {
+			t.Errorf("nexus %s changed the file (backups %v):\n%s", strings.Join(args, " "), backupsOf(t, file), after)
+		}
+	}
+	// A new agent replaces the old one and keeps the rest.
+	if _, stderr, code := h.nexus("setup", "claude-desktop", "--agent", "coder"); code != 0 {
+		t.Fatalf("setup --agent coder: %s", stderr)
+	}
+	after := mustRead(t, file)
+	if !strings.Contains(after, `"--agent",`) || !strings.Contains(after, `"coder",`) || strings.Contains(after, `"claude"`) ||
+		!strings.Contains(after, `"debug"`) || !strings.Contains(after, `"FOO": "bar"`) || len(backupsOf(t, file)) != 1 {
+		t.Errorf("after --agent coder:\n%s", after)
+	}
+}
+
+// TestFrictionClientPath: setup records the PATH of its shell in the entry, and
+// doctor checks every server's command against the PATH the client gives Nexus.
+func TestFrictionClientPath(t *testing.T) {
+	h := newHome(t, nil)
+	bin := filepath.Join(h.dir, "bin")
+	os.MkdirAll(bin, 0o700)
+	if err := os.WriteFile(filepath.Join(bin, "fakelaunch"), []byte("#!/bin/sh\nexec "+built.fixture+" \"$@\"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h.writeConfig(map[string]any{"servers": map[string]any{"fx": map[string]any{"command": "fakelaunch"}}})
+	shell := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH")}
+	// setup from a shell whose PATH lacks bin: the entry's PATH lacks it too.
+	if _, stderr, code := h.nexus("setup", "claude-desktop"); code != 0 {
+		t.Fatalf("setup: %s", stderr)
+	}
+	if !strings.Contains(mustRead(t, claudeDesktopFile(h)), `"PATH": "`) {
+		t.Errorf("setup wrote no PATH:\n%s", mustRead(t, claudeDesktopFile(h)))
+	}
+	out, _, code := h.nexusWith("", shell, "doctor")
+	if code != 1 || !strings.Contains(out, "  ok    fx: ready") ||
+		!strings.Contains(out, "  FAIL  Claude Desktop: not found with the PATH its entry sets, so these servers fail when Claude Desktop starts Nexus: fakelaunch (server fx)") ||
+		!strings.Contains(out, "fix: run `nexus setup claude-desktop` again from a shell where they work") {
+		t.Errorf("doctor with the launcher missing from the client's PATH: exit %d\n%s", code, out)
+	}
+	// setup again from the shell that finds it: the PATH gains bin, doctor is happy.
+	if _, stderr, code := h.nexusWith("", shell, "setup", "claude-desktop"); code != 0 {
+		t.Fatalf("setup again: %s", stderr)
+	}
+	out, _, code = h.nexusWith("", shell, "doctor")
+	if code != 0 || !strings.Contains(out, "  ok    Claude Desktop: Claude Desktop starts Nexus from ") {
+		t.Errorf("doctor after setup again: exit %d\n%s", code, out)
+	}
+}
+
+func mustRead(t *testing.T, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -335,17 +335,25 @@ func setupClientCommand() *cli.Command {
 	}
 }
 
-// entryEnv is the environment the client entry needs for Nexus to find this home:
-// NEXUS_HOME when it is set (a client does not start servers in the user's shell).
+// entryEnv is the environment the client entry needs for Nexus to find this home
+// and its children's programs: NEXUS_HOME when it is set, and the PATH of the shell
+// setup runs in (a client does not start servers in the user's shell).
 func entryEnv(e *env) map[string]string {
-	if os.Getenv("NEXUS_HOME") == "" {
+	env := map[string]string{}
+	if p := recordedPath(os.Getenv("PATH")); p != "" {
+		env["PATH"] = p
+	}
+	if os.Getenv("NEXUS_HOME") != "" {
+		home, err := filepath.Abs(e.home)
+		if err != nil {
+			home = e.home
+		}
+		env["NEXUS_HOME"] = home
+	}
+	if len(env) == 0 {
 		return nil
 	}
-	home, err := filepath.Abs(e.home)
-	if err != nil {
-		home = e.home
-	}
-	return map[string]string{"NEXUS_HOME": home}
+	return env
 }
 
 type setupOutput struct {
