@@ -134,4 +134,3 @@ func (e *env) checkClientPath(cfg *config.Config, cl clients.Client, entry clien
 	ch.Fix = fmt.Sprintf("run `nexus setup %s` again from a shell where they work (it adds that PATH to the entry in %s), or give each server's command as an absolute path", cl.Name, cl.Path)
 	return ch
 }
-
