@@ -198,3 +198,31 @@ func mustRead(t *testing.T, file string) string {
 	}
 	return string(b)
 }
+
+// TestFrictionPolicyEdits: allow and deny take several entries, --default edits
+// policy.default, and an entry naming nothing known is written with a warning.
+func TestFrictionPolicyEdits(t *testing.T) {
+	cfg := `{"servers": {"kg": {"command": "x", "annotations": {"lookup": {"readOnlyHint": true}}}}}`
+	runFrictions(t, []friction{
+		{name: "several entries", config: cfg, args: []string{"policy", "allow", "--agent", "coder", "kg.lookup", "kg.write"}, code: 0,
+			stdout: "policy.agents.coder in HOME/config.json: allow [@readonly kg.lookup kg.write], deny []",
+			stderr: `warning: policy.agents.coder: "kg.write" matches no tool Nexus knows of: server "kg" lists no tool "write"`,
+			not:    `"kg.lookup" matches`},
+		{name: "default", config: cfg, args: []string{"policy", "deny", "--default", "kg.*", "other.tool"}, code: 0,
+			stdout: "policy.default in HOME/config.json: allow [@readonly], deny [kg.* other.tool]",
+			stderr: `warning: policy.default: "other.tool" matches no tool Nexus knows of: no server is named "other" (known: kg)`,
+			check: func(t *testing.T, h *home, _, _ string) {
+				if s := mustRead(t, filepath.Join(h.dir, "config.json")); !strings.Contains(s, `"default": {`) {
+					t.Errorf("config after --default:\n%s", s)
+				}
+			}},
+		{name: "agent and default", config: cfg, args: []string{"policy", "allow", "--agent", "a", "--default", "kg.*"}, code: 2,
+			stderr: "nexus: nexus policy allow needs --agent NAME or --default"},
+		{name: "one bad entry writes nothing", config: cfg, args: []string{"policy", "allow", "--agent", "a", "kg.lookup", "bad"}, code: 1,
+			stderr: `"bad"`, check: func(t *testing.T, h *home, _, _ string) {
+				if s := mustRead(t, filepath.Join(h.dir, "config.json")); strings.Contains(s, "policy") {
+					t.Errorf("a refused edit wrote:\n%s", s)
+				}
+			}},
+	})
+}

@@ -434,15 +434,8 @@ func installEntry(c *cli.Context, e *env, entry *catalog.Entry) error {
 	if len(addedCache) > 0 {
 		fmt.Fprintf(e.stdout, "cache hints set: %s\n", strings.Join(addedCache, ", "))
 	}
-	switch allow := inst.Hints.Allow; {
-	case len(allow) > 3:
-		fmt.Fprintf(e.stdout, "the catalog suggests allowing these read-only tools: %s\n", strings.Join(allow, " "))
-		fmt.Fprintf(e.stdout, "for an agent, run: for t in %s; do nexus policy allow --agent AGENT \"$t\"; done\n", strings.Join(allow, " "))
-	case len(allow) > 0:
-		fmt.Fprintln(e.stdout, "the catalog suggests allowing these tools; for an agent, run:")
-		for _, a := range allow {
-			fmt.Fprintf(e.stdout, "  nexus policy allow --agent AGENT %s\n", a)
-		}
+	if allow := inst.Hints.Allow; len(allow) > 0 {
+		fmt.Fprintf(e.stdout, "the catalog suggests allowing these tools; for an agent (or --default for every agent), run:\n  nexus policy allow --agent AGENT %s\n", strings.Join(allow, " "))
 	}
 	if entry.Docs != "" {
 		fmt.Fprintf(e.stdout, "docs: %s\n", entry.Docs)
