@@ -107,9 +107,17 @@ func build(ctx context.Context, src Sources) view {
 	}
 
 	cfg := g.Config()
+	// Once an agent has a token, HTTP clients without one are refused: the
+	// anonymous agent is listed only while it can still connect.
 	names := map[string]bool{policy.Anonymous: true}
-	for n := range cfg.Agents {
+	for n, a := range cfg.Agents {
 		names[n] = true
+		if a.TokenSHA256 != "" {
+			delete(names, policy.Anonymous)
+		}
+	}
+	if _, named := cfg.Policy.Agents[policy.Anonymous]; named {
+		names[policy.Anonymous] = true
 	}
 	for n := range cfg.Policy.Agents {
 		names[n] = true

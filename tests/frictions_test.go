@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -225,4 +227,42 @@ func TestFrictionPolicyEdits(t *testing.T) {
 				}
 			}},
 	})
+}
+
+// TestFrictionAgents: agent list shows agents and never tokens; rotate replaces the
+// token (the config keeps only the new one's hash); remove drops it.
+func TestFrictionAgents(t *testing.T) {
+	h := newHome(t, map[string]any{})
+	hash := func(tok string) string {
+		sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+		return hex.EncodeToString(sum[:])
+	}
+	old, stderr, code := h.nexus("agent", "add", "coder")
+	if code != 0 {
+		t.Fatalf("agent add: %s", stderr)
+	}
+	rotated, stderr, code := h.nexus("agent", "rotate", "coder")
+	cfg := mustRead(t, filepath.Join(h.dir, "config.json"))
+	if code != 0 || !strings.Contains(stderr, "the old one no longer works") || strings.TrimSpace(rotated) == strings.TrimSpace(old) ||
+		!strings.Contains(cfg, hash(rotated)) || strings.Contains(cfg, hash(old)) {
+		t.Errorf("agent rotate: exit %d\n%s%s\nconfig:\n%s", code, rotated, stderr, cfg)
+	}
+	for _, tc := range []struct {
+		args       []string
+		code       int
+		want, none string
+	}{
+		{[]string{"agent", "list"}, 0, "AGENT  TOKEN  POLICY   SOURCE\ncoder  yes    default  " + filepath.Join(h.dir, "config.json"), "nxs_"},
+		{[]string{"agent", "list", "--json"}, 0, `"name": "coder",` + "\n" + `    "token": true,`, "nxs_"},
+		{[]string{"agent", "rotate", "nobody"}, 2, `no agent "nobody"`, ""},
+		{[]string{"agent", "add", "coder"}, 2, "`nexus agent rotate coder` gives it a new token", ""},
+		{[]string{"agent", "remove", "coder"}, 0, "removed agent coder", ""},
+		{[]string{"agent", "remove", "coder"}, 1, `no agent "coder"`, ""},
+		{[]string{"agent", "list"}, 0, "no agents yet", ""},
+	} {
+		out, stderr, code := h.nexus(tc.args...)
+		if code != tc.code || !strings.Contains(out+stderr, tc.want) || (tc.none != "" && strings.Contains(out+stderr, tc.none)) {
+			t.Errorf("nexus %s: exit %d, want %d and %q:\n%s%s", strings.Join(tc.args, " "), code, tc.code, tc.want, out, stderr)
+		}
+	}
 }

@@ -74,7 +74,6 @@ func TestStatusPageInChromium(t *testing.T) {
 		regexp.MustCompile(`<tr class="server" data-server="fx">`),
 		regexp.MustCompile(`fx stdio: \S*fixture ready 0 - .*echo.*lookup`),
 		regexp.MustCompile(`coder policy\.agents\.coder .*fx\.echo.* 1 `), // may call all but fx.lookup
-		regexp.MustCompile(`anonymous built-in default `),
 		regexp.MustCompile(`Hit rate 50\.0% ?: 1 hits \(0 semantic\), 1 misses`),
 		regexp.MustCompile(`ago coder tools/call fx\.lookup deny "fx\.lookup" policy\.agents\.coder in \S+config\.json`),
 	} {
@@ -85,6 +84,10 @@ func TestStatusPageInChromium(t *testing.T) {
 		if !want.MatchString(subject) {
 			t.Errorf("the rendered page lacks %s:\n%s", want, text)
 		}
+	}
+	// The home has an agent token: anonymous clients are refused, and not listed.
+	if strings.Contains(dom, `data-agent="anonymous"`) {
+		t.Errorf("the page lists the anonymous agent though a token exists:\n%s", text)
 	}
 }
 
