@@ -45,9 +45,9 @@ func agentCommand() *cli.Command {
 				Action:    removeAgent,
 			},
 			{
-				Name:  "list",
-				Usage: "list the agents: whether each has a token, its policy and where it is defined (never the token)",
-				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Name:   "list",
+				Usage:  "list the agents: whether each has a token, its policy and where it is defined (never the token)",
+				Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 				Action: listAgents,
 			},
 		},
