@@ -266,3 +266,23 @@ func TestFrictionAgents(t *testing.T) {
 		}
 	}
 }
+
+// TestFrictionCallArgs: --args takes @FILE and - (stdin); a bad value says where
+// and how to write it.
+func TestFrictionCallArgs(t *testing.T) {
+	cfg := mustJSON(t, map[string]any{"servers": map[string]any{"fx": map[string]any{"command": built.fixture}}})
+	files := map[string]string{"args.json": `{"message": "from a file"}`, "bad.json": "{\n  \"message\": \n}"}
+	how := `write a JSON object, e.g. --args '{"message": "hi"}', --args @args.json or --args - (stdin)`
+	runFrictions(t, []friction{
+		{name: "@file", config: cfg, files: files, args: []string{"call", "fx.echo", "--args", "@HOME/args.json"}, code: 0, stdout: "from a file"},
+		{name: "stdin", config: cfg, stdin: `{"message": "from stdin"}`, args: []string{"call", "fx.echo", "--args", "-"}, code: 0, stdout: "from stdin"},
+		{name: "not an object", config: cfg, args: []string{"call", "fx.echo", "--args", "[1]"}, code: 2,
+			stderr: "nexus: --args must be a JSON object of the tool's arguments by name, not an array; " + how},
+		{name: "bad file", config: cfg, files: files, args: []string{"call", "fx.echo", "--args", "@HOME/bad.json"}, code: 2,
+			stderr: "nexus: --args @HOME/bad.json is not valid JSON at line 3, column 1 (invalid character '}' looking for beginning of value); " + how},
+		{name: "missing file", config: cfg, args: []string{"call", "fx.echo", "--args", "@HOME/nope.json"}, code: 2,
+			stderr: "nexus: --args @HOME/nope.json: cannot read the file (no such file or directory); give a JSON file's path after @"},
+		{name: "empty stdin", config: cfg, args: []string{"call", "fx.echo", "--args", "-"}, code: 2,
+			stderr: "nexus: --args - (stdin) is empty; " + how},
+	})
+}
