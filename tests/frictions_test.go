@@ -286,3 +286,21 @@ func TestFrictionCallArgs(t *testing.T) {
 			stderr: "nexus: --args - (stdin) is empty; " + how},
 	})
 }
+
+// TestFrictionConfigList: NEXUS_CONFIG lists layers separated like PATH.
+func TestFrictionConfigList(t *testing.T) {
+	files := map[string]string{"a.json": `{"servers": {"srv-a": {"command": "x"}}}`, "b.json": `{"servers": {"srv-b": {"command": "y"}}}`}
+	list := "NEXUS_CONFIG=HOME/a.json" + string(os.PathListSeparator) + string(os.PathListSeparator) + "HOME/b.json"
+	runFrictions(t, []friction{
+		{name: "two layers", config: `{}`, files: files, env: []string{list}, args: []string{"list-servers", "--json"}, code: 0,
+			check: func(t *testing.T, h *home, stdout, _ string) {
+				if !strings.Contains(stdout, `"srv-a"`) || !strings.Contains(stdout, `"srv-b"`) {
+					t.Errorf("list-servers with both layers:\n%s", stdout)
+				}
+			}},
+		{name: "--config wins over the variable", config: `{}`, files: files, env: []string{list}, args: []string{"list-servers", "--json", "--config", "HOME/b.json"}, code: 0,
+			stdout: `"srv-b"`, not: `"srv-a"`},
+		{name: "a missing layer is named", config: `{}`, files: files, env: []string{"NEXUS_CONFIG=HOME/a.json" + string(os.PathListSeparator) + "HOME/nope.json"}, args: []string{"list-servers"}, code: 1,
+			stderr: "HOME/nope.json"},
+	})
+}

@@ -59,7 +59,7 @@ func newEnv(c *cli.Context, defaultLevel slog.Level) (*env, error) {
 	if e.redactor == nil {
 		e.redactor = secrets.NewRedactor()
 	}
-	for _, f := range root.StringSlice("config") {
+	for _, f := range configLayers(root.StringSlice("config"), os.Getenv("NEXUS_CONFIG")) {
 		abs, err := filepath.Abs(f)
 		if err != nil {
 			return nil, fmt.Errorf("config layer %s: %w", f, err)
@@ -81,6 +81,25 @@ func newEnv(c *cli.Context, defaultLevel slog.Level) (*env, error) {
 	e.secureHome()
 	return e, nil
 }
+
+// configLayers are the shared layers: those given with --config, else those
+// NEXUS_CONFIG lists, separated like PATH (':', or ';' on Windows), since a list of
+// files is what a variable holds. Empty elements are skipped.
+func configLayers(flags []string, envList string) []string {
+	if len(flags) > 0 {
+		return flags
+	}
+	var out []string
+	for _, f := range filepath.SplitList(envList) {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// listSeparatorName names the OS's path-list separator for help texts.
+const listSeparatorName = "the OS path-list separator (':', ';' on Windows)"
 
 // secureHome makes an existing NEXUS_HOME private to the user, and says so when it
 // was not: its files may hold tokens, cached results and the audit trail. A home
