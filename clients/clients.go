@@ -1,5 +1,5 @@
-// Package clients knows the config files of MCP clients (Claude Desktop, Cursor, VS
-// Code) and edits them, so that connecting a client to Nexus, and moving the servers
+// Package clients knows the config files of MCP clients (Claude Desktop, Claude Code,
+// Cursor, VS Code, Codex) and edits them, so that connecting a client to Nexus, and moving the servers
 // a client already runs behind Nexus, takes one command instead of hand-editing JSON.
 //
 // Edits change only the entries they name: every other key, the file's order,
@@ -67,10 +67,18 @@ func Known(goos, home string, getenv func(string) string) []Client {
 			appConfig = join(home, ".config")
 		}
 	}
+	codexHome := getenv("CODEX_HOME")
+	if codexHome == "" {
+		codexHome = join(home, ".codex")
+	}
 	return []Client{
 		{Name: "claude-desktop", Display: "Claude Desktop", Path: join(appConfig, "Claude", "claude_desktop_config.json"), Format: FormatMCPServers},
 		{Name: "cursor", Display: "Cursor", Path: join(home, ".cursor", "mcp.json"), Format: FormatMCPServers},
 		{Name: "vscode", Display: "VS Code", Path: join(appConfig, "Code", "User", "mcp.json"), Format: FormatVSCode},
+		// Claude Code keeps its user-scope servers in the top-level "mcpServers" of
+		// ~/.claude.json, as `claude mcp add --scope user` writes them.
+		{Name: "claude-code", Display: "Claude Code", Path: join(home, ".claude.json"), Format: FormatMCPServers},
+		{Name: "codex", Display: "Codex", Path: join(codexHome, "config.toml"), Format: FormatCodex},
 	}
 }
 
@@ -216,6 +224,17 @@ func sortedKeys[V any](m map[string]V) []string {
 // wrote, or one written by hand that runs `nexus serve`), for doctor to check what
 // the client starts Nexus with. found is false when the file or the entry is missing.
 func FindNexus(file string) (entry Entry, found bool, err error) {
+	if IsCodexFile(file) {
+		data, err := os.ReadFile(file)
+		if errors.Is(err, fs.ErrNotExist) {
+			return Entry{}, false, nil
+		}
+		if err != nil {
+			return Entry{}, false, fmt.Errorf("reading %s: %w", file, err)
+		}
+		entry, found = codexEntry(string(data), "nexus")
+		return entry, found, nil
+	}
 	doc, _, exists, err := readDocument(file)
 	if err != nil || !exists {
 		return Entry{}, false, err
@@ -237,3 +256,7 @@ func FindNexus(file string) (entry Entry, found bool, err error) {
 	}
 	return Entry{}, false, nil
 }
+
+// IsCodexFile reports whether file is a Codex config (TOML), which Setup cannot
+// read: SetupCodex edits it.
+func IsCodexFile(file string) bool { return strings.HasSuffix(strings.ToLower(file), ".toml") }

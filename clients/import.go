@@ -74,6 +74,9 @@ func (im *Imported) Rename(name string) error {
 // that cannot be converted comes back with Err set, so one odd entry does not block the
 // others.
 func ReadServers(file string) ([]Imported, error) {
+	if IsCodexFile(file) {
+		return nil, fmt.Errorf("%s: reading Codex's own servers is not supported yet; add each to Nexus with nexus add NAME --command PROGRAM -- ARGS", file)
+	}
 	doc, _, exists, err := readDocument(file)
 	if err != nil {
 		return nil, err

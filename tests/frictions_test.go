@@ -304,3 +304,49 @@ func TestFrictionConfigList(t *testing.T) {
 			stderr: "HOME/nope.json"},
 	})
 }
+
+// TestFrictionSetupClaudeCodeAndCodex: setup writes Claude Code's ~/.claude.json
+// (keeping its other keys) and Codex's ~/.codex/config.toml (keeping the rest of
+// the TOML), and leaves both alone when run again.
+func TestFrictionSetupClaudeCodeAndCodex(t *testing.T) {
+	claudeJSON := `{"numStartups": 3, "projects": {"/src": {"mcpServers": {}}}, "mcpServers": {"docs": {"type": "stdio", "command": "npx", "args": ["-y", "docs"]}}}`
+	codexTOML := "model = \"o3\" # mine\n\n[mcp_servers.docs]\ncommand = \"npx\"\nargs = [\"-y\", \"docs\"]\n"
+	runFrictions(t, []friction{
+		{name: "claude-code", config: `{}`, files: map[string]string{".claude.json": claudeJSON},
+			args: []string{"setup", "claude-code", "--agent", "claude"}, code: 0, stdout: "restart Claude Code to connect it to Nexus",
+			check: func(t *testing.T, h *home, _, _ string) {
+				var doc struct {
+					NumStartups int                                `json:"numStartups"`
+					Projects    map[string]any                     `json:"projects"`
+					MCPServers  map[string]struct{ Args []string } `json:"mcpServers"`
+				}
+				if err := json.Unmarshal([]byte(mustRead(t, filepath.Join(h.dir, ".claude.json"))), &doc); err != nil {
+					t.Fatal(err)
+				}
+				if doc.NumStartups != 3 || doc.Projects["/src"] == nil || len(doc.MCPServers) != 2 || strings.Join(doc.MCPServers["nexus"].Args, " ") != "serve --agent claude" {
+					t.Errorf("~/.claude.json after setup: %+v", doc)
+				}
+				if out, _, code := h.nexus("setup", "claude-code"); code != 0 || !strings.Contains(out, "already runs Nexus") {
+					t.Errorf("setup claude-code again: %d %s", code, out)
+				}
+			}},
+		{name: "codex", config: `{}`, files: map[string]string{".codex/config.toml": codexTOML},
+			args: []string{"setup", "codex", "--agent", "codex"}, code: 0, stdout: "restart Codex to connect it to Nexus",
+			check: func(t *testing.T, h *home, _, _ string) {
+				file := filepath.Join(h.dir, ".codex", "config.toml")
+				got := mustRead(t, file)
+				want := codexTOML + "\n[mcp_servers.nexus]\ncommand = \"" + built.nexus + "\"\nargs = [\"serve\", \"--agent\", \"codex\"]\n\n[mcp_servers.nexus.env]\nNEXUS_HOME = \"" + h.dir + "\"\nPATH = \""
+				if !strings.HasPrefix(got, want) || len(backupsOf(t, file)) != 1 {
+					t.Errorf("config.toml after setup:\n%s\nwant it to start with\n%s", got, want)
+				}
+				if out, _, code := h.nexus("setup", "codex"); code != 0 || !strings.Contains(out, "already runs Nexus") || mustRead(t, file) != got || len(backupsOf(t, file)) != 1 {
+					t.Errorf("setup codex again: %d %s", code, out)
+				}
+				if out, _, code := h.nexus("doctor"); code != 0 || !strings.Contains(out, "  ok    Codex: Codex starts Nexus from "+file) {
+					t.Errorf("doctor after setup codex: %d\n%s", code, out)
+				}
+			}},
+		{name: "codex moves nothing", config: `{}`, files: map[string]string{".codex/config.toml": codexTOML},
+			args: []string{"setup", "codex", "--move", "docs"}, code: 1, stderr: "moving Codex's servers behind Nexus is not supported yet; nothing was written"},
+	})
+}

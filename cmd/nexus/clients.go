@@ -28,10 +28,10 @@ type clientFile struct {
 	Format  clients.Format
 }
 
-// resolveClient turns claude-desktop|cursor|vscode|FILE into a file. A known client's
+// resolveClient turns claude-desktop|claude-code|cursor|vscode|codex|FILE into a file. A known client's
 // file is where that client keeps it on this OS, for the user in HOME.
 func resolveClient(arg string) (clientFile, error) {
-	if !strings.ContainsAny(arg, `/\`) && !strings.HasSuffix(strings.ToLower(arg), ".json") {
+	if !strings.ContainsAny(arg, `/\`) && !strings.HasSuffix(strings.ToLower(arg), ".json") && !clients.IsCodexFile(arg) {
 		home, err := os.UserHomeDir()
 		if err != nil {
 			return clientFile{}, fmt.Errorf("finding your home directory (set HOME): %w", err)
@@ -45,6 +45,9 @@ func resolveClient(arg string) (clientFile, error) {
 	abs, err := filepath.Abs(arg)
 	if err != nil {
 		return clientFile{}, usageError(fmt.Sprintf("%s: %v", arg, err))
+	}
+	if clients.IsCodexFile(abs) {
+		return clientFile{Display: abs, Path: abs, Format: clients.FormatCodex}, nil
 	}
 	format, err := clients.DetectFormat(abs)
 	if err != nil {
@@ -161,7 +164,7 @@ func importCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "import",
 		Usage:     "import the MCP servers of a client's config file into Nexus (secrets go to the keychain)",
-		ArgsUsage: "claude-desktop|cursor|vscode|FILE",
+		ArgsUsage: "claude-desktop|claude-code|cursor|vscode|codex|FILE",
 		Description: "Reads the client's server entries (\"mcpServers\", or VS Code's \"servers\") and\n" +
 			"adds each to $NEXUS_HOME/config.json. Env values and headers that look like\n" +
 			"credentials are stored in the OS keychain (or, with --insecure-file-store and no\n" +
@@ -176,7 +179,7 @@ func importCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() != 1 {
-				return usageError("import takes one client: claude-desktop, cursor, vscode, or the path of a client config FILE")
+				return usageError("import takes one client: claude-desktop, claude-code, cursor, vscode, or the path of a client config FILE")
 			}
 			e, err := newEnv(c, slog.LevelWarn)
 			if err != nil {
@@ -242,8 +245,8 @@ func nonNil[T any](s []T) []T {
 func setupClientCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "setup",
-		Usage:     "connect a client (Claude Desktop, Cursor, VS Code) to Nexus by adding Nexus to its config file",
-		ArgsUsage: "claude-desktop|cursor|vscode|FILE",
+		Usage:     "connect a client (Claude Desktop, Claude Code, Cursor, VS Code, Codex) to Nexus by adding Nexus to its config file",
+		ArgsUsage: "claude-desktop|claude-code|cursor|vscode|codex|FILE",
 		Description: "Adds a \"nexus\" server entry running `nexus serve` to the client's config file,\n" +
 			"keeping every other key, after copying the file to FILE.nexus-backup-TIME (0600:\n" +
 			"it holds the original values, tokens included). The entry carries NEXUS_HOME\n" +
@@ -262,7 +265,7 @@ func setupClientCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() != 1 {
-				return usageError("setup takes one client: claude-desktop, cursor, vscode, or the path of a client config FILE")
+				return usageError("setup takes one client: claude-desktop, claude-code, cursor, vscode, codex, or the path of a client config FILE")
 			}
 			agent := c.String("agent")
 			if err := checkAgent(agent); err != nil {
