@@ -147,8 +147,10 @@ func TestReadServersOtherFormats(t *testing.T) {
 		len(gh.Secrets) != 0 || len(gh.Notes) != 1 || !strings.Contains(gh.Notes[0], "nexus secrets set github/header/Authorization") {
 		t.Errorf("vscode github: %+v %v %v", gh.Server, gh.Secrets, gh.Notes)
 	}
-	if f := m["fetch"]; f.Server.Command != "uvx" || len(f.Notes) != 1 {
-		t.Errorf("vscode fetch: %+v %v", f.Server, f.Notes)
+	// Its envFile is under ${workspaceFolder}, which a user-level file has none of:
+	// flagged, not imported with the literal text.
+	if f := m["fetch"]; f.Server != nil || f.Err == nil || !strings.Contains(f.Err.Error(), "${workspaceFolder}, which Nexus cannot resolve (this is a user-level file, with no workspace folder)") {
+		t.Errorf("vscode fetch: %+v %v", f.Server, f.Err)
 	}
 
 	list, err = ReadServers("testdata/vscode_settings.json")
@@ -480,5 +482,39 @@ func TestMergeArgs(t *testing.T) {
 		if got := strings.Join(MergeArgs(strings.Fields(tc.old), strings.Fields(tc.next)), " "); got != tc.want {
 			t.Errorf("MergeArgs(%q, %q) = %q, want %q", tc.old, tc.next, got, tc.want)
 		}
+	}
+}
+
+func TestClientVariablesAndEnvFile(t *testing.T) {
+	ws := t.TempDir()
+	home, _ := os.UserHomeDir()
+	os.MkdirAll(filepath.Join(ws, ".vscode"), 0o700)
+	os.WriteFile(filepath.Join(ws, ".env"), []byte("# keys\nexport API_TOKEN=\"ghp_abcdefghijklmnopqrstuv\"\nMODE='fast'\nUNITS=imperial\n"), 0o600)
+	file := filepath.Join(ws, ".vscode", "mcp.json")
+	os.WriteFile(file, []byte(`{"servers": {
+		"files": {"command": "npx", "args": ["-y", "fs", "${workspaceFolder}", "${userHome}/notes"], "envFile": "${workspaceFolder}/.env", "env": {"UNITS": "metric"}},
+		"odd": {"command": "x", "args": ["${cwd}"]},
+		"nofile": {"command": "x", "envFile": ".missing"}
+	}}`), 0o600)
+	list, err := ReadServers(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := byOriginal(t, list)
+	f := m["files"]
+	if f.Err != nil || strings.Join(f.Server.Args, " ") != "-y fs "+ws+" "+home+"/notes" {
+		t.Fatalf("files: %+v %v", f.Server, f.Err)
+	}
+	if f.Server.Env["UNITS"] != "metric" || f.Server.Env["MODE"] != "fast" || f.Server.Env["API_TOKEN"] != "${keyring:files/env/API_TOKEN}" || f.Secrets["files/env/API_TOKEN"] != "ghp_abcdefghijklmnopqrstuv" {
+		t.Errorf("files env: %+v %v", f.Server.Env, f.Secrets)
+	}
+	if !slices.ContainsFunc(f.Notes, func(n string) bool { return strings.Contains(n, "2 variable(s) copied into env") }) {
+		t.Errorf("files notes: %v", f.Notes)
+	}
+	if o := m["odd"]; o.Err == nil || !strings.Contains(o.Err.Error(), "${cwd}") {
+		t.Errorf("odd: %v", o.Err)
+	}
+	if n := m["nofile"]; n.Err == nil || !strings.Contains(n.Err.Error(), "envFile "+filepath.Join(ws, ".missing")+" cannot be read") {
+		t.Errorf("nofile: %v", n.Err)
 	}
 }

@@ -107,7 +107,7 @@ func Setup(path string, entry Entry, opts SetupOptions) (*Result, error) {
 			return nil, fmt.Errorf("cannot move %q behind Nexus: it is the Nexus entry itself", name)
 		}
 		im := Imported{Original: name, Name: names[name], Raw: raw}
-		im.Server, im.Secrets, im.Notes, im.Err = convert(im.Name, raw)
+		im.Server, im.Secrets, im.Notes, im.Err = convert(im.Name, raw, path)
 		if im.Err != nil {
 			return nil, fmt.Errorf("cannot move %q behind Nexus, so nothing was changed (leave it in the client, or fix it): %w", name, im.Err)
 		}

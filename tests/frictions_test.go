@@ -350,3 +350,38 @@ func TestFrictionSetupClaudeCodeAndCodex(t *testing.T) {
 			args: []string{"setup", "codex", "--move", "docs"}, code: 1, stderr: "moving Codex's servers behind Nexus is not supported yet; nothing was written"},
 	})
 }
+
+// TestFrictionImportVariables: an import resolves ${workspaceFolder} and
+// ${userHome} (or refuses the server, exit 1), copies envFile into env, and says
+// which tools the default policy hides, with the command that grants them.
+func TestFrictionImportVariables(t *testing.T) {
+	client := mustJSON(t, map[string]any{"servers": map[string]any{
+		"kg":  map[string]any{"command": built.nexus, "args": []string{"sample-server", "code-kg"}, "env": map[string]string{"ROOT": "${workspaceFolder}", "NOTES": "${userHome}/notes"}, "envFile": ".env"},
+		"odd": map[string]any{"command": "x", "args": []string{"${cwd}"}},
+	}})
+	runFrictions(t, []friction{
+		{name: "vscode workspace file", config: `{}`, files: map[string]string{"proj/.vscode/mcp.json": client, "proj/.env": "UNITS=metric\n"},
+			args: []string{"import", "HOME/proj/.vscode/mcp.json"}, code: 1,
+			stderr: "nexus: 1 server(s) were not imported; see why above",
+			check: func(t *testing.T, h *home, stdout, _ string) {
+				for _, want := range []string{
+					"imported kg\n",
+					"  note: ${userHome} resolved to " + h.dir + "\n",
+					"  note: envFile " + filepath.Join(h.dir, "proj", ".env") + ": 1 variable(s) copied into env",
+					`skipped odd: ` + filepath.Join(h.dir, "proj", ".vscode", "mcp.json") + `: server "odd": it uses ${cwd}, which Nexus cannot resolve`,
+					"policy: agent anonymous will not see 2 of the 14 tools of kg (not read-only): kg.kg_regenerate, kg.kg_regenerate_submit\n",
+					"  to grant them: nexus policy allow --default kg.kg_regenerate kg.kg_regenerate_submit   (or 'kg.*' for all of them)\n",
+				} {
+					if !strings.Contains(stdout, want) {
+						t.Errorf("import output lacks %q:\n%s", want, stdout)
+					}
+				}
+				cfg := mustRead(t, filepath.Join(h.dir, "config.json"))
+				for _, want := range []string{`"ROOT": "` + filepath.Join(h.dir, "proj") + `"`, `"NOTES": "` + h.dir + `/notes"`, `"UNITS": "metric"`} {
+					if !strings.Contains(cfg, want) {
+						t.Errorf("config lacks %s:\n%s", want, cfg)
+					}
+				}
+			}},
+	})
+}

@@ -12,10 +12,13 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/clients"
+	"github.com/nexus-mcp/nexus/policy"
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/secrets"
 )
@@ -213,8 +216,15 @@ func importCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			var hidden []hiddenTools
+			if !dry && len(todo) > 0 {
+				hidden = e.hiddenTools(c.Context, importedNames(results), policy.Anonymous)
+			}
 			if c.Bool("json") {
-				return printJSON(e.stdout, map[string]any{"file": cf.Path, "dryRun": dry, "servers": nonNil(results), "fileStoreKept": kept})
+				if err := printJSON(e.stdout, map[string]any{"file": cf.Path, "dryRun": dry, "servers": nonNil(results), "fileStoreKept": kept, "hidden": nonNil(hidden)}); err != nil {
+					return err
+				}
+				return leftBehind(results, false, dry)
 			}
 			if kept {
 				e.fileStoreWarning(e.stdout, dry)
@@ -230,7 +240,8 @@ func importCommand() *cli.Command {
 			case len(todo) > 0:
 				fmt.Fprintf(e.stdout, "wrote %s; the client's file is unchanged (nexus setup %s --move-all connects the client to Nexus and takes them out of it)\n", e.personal, c.Args().First())
 			}
-			return nil
+			printHidden(e.stdout, hidden, policy.Anonymous)
+			return leftBehind(results, false, dry)
 		},
 	}
 }
@@ -326,14 +337,25 @@ func setupClientCommand() *cli.Command {
 			if out.FileStoreKept, err = e.keepFileStore(c.Context, cfg, dry); err != nil {
 				return err
 			}
+			as := agent
+			if as == "" {
+				as = policy.Anonymous
+			}
+			if !dry && len(conn.Moved) > 0 {
+				out.Hidden = e.hiddenTools(c.Context, importedNames(conn.Moved), as)
+			}
 			if c.Bool("json") {
-				return printJSON(e.stdout, out)
+				if err := printJSON(e.stdout, out); err != nil {
+					return err
+				}
+				return leftBehind(conn.Moved, true, dry)
 			}
 			if out.FileStoreKept {
 				e.fileStoreWarning(e.stdout, dry)
 			}
 			out.print(e.stdout, c.Args().First())
-			return nil
+			printHidden(e.stdout, out.Hidden, as)
+			return leftBehind(conn.Moved, true, dry)
 		},
 	}
 }
@@ -370,6 +392,7 @@ type setupOutput struct {
 	Moved         []clients.ImportResult `json:"moved"`
 	Stayed        []clients.Stayed       `json:"stayed,omitempty"`
 	FileStoreKept bool                   `json:"fileStoreKept,omitempty"` // secrets.insecureFileStore set in the personal config
+	Hidden        []hiddenTools          `json:"hidden,omitempty"`        // moved servers' tools the agent's policy hides
 }
 
 func (o setupOutput) print(w io.Writer, arg string) {
@@ -490,4 +513,116 @@ func pickMoves(answer string, movable []string) (picked []string, bad string) {
 		}
 	}
 	return picked, ""
+}
+
+// leftBehind is the exit status of an import or a move: 1 when a server the user
+// asked for was not imported (it cannot run behind Nexus, or its secrets could not
+// be stored), so that a script sees it; the output above says why. A dry run only
+// reports.
+func leftBehind(results []clients.ImportResult, moving, dryRun bool) error {
+	if dryRun {
+		return nil
+	}
+	n := 0
+	for _, r := range results {
+		if r.Status == clients.StatusSkipped || r.Status == clients.StatusStayed {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	verb := "imported"
+	if moving {
+		verb = "moved (they stay in the client)"
+	}
+	return cli.Exit(fmt.Sprintf("%d server(s) were not %s; see why above", n, verb), 1)
+}
+
+// importedNames are the Nexus names of the servers an import wrote.
+func importedNames(results []clients.ImportResult) []string {
+	var names []string
+	for _, r := range results {
+		if r.Status == clients.StatusImported {
+			names = append(names, r.Name)
+		}
+	}
+	return names
+}
+
+// hiddenTools are the tools of one imported server that an agent's policy hides.
+type hiddenTools struct {
+	Server string   `json:"server"`
+	Tools  []string `json:"tools"` // canonical names
+	Of     int      `json:"of"`    // the server's tool count
+	Error  string   `json:"error,omitempty"`
+}
+
+// hiddenTools starts the servers just imported, for a bounded time, and lists
+// the tools agent's policy will hide: the default shows read-only tools only,
+// so a client's write tools disappear once they run behind Nexus, and the user
+// should hear it now rather than find out in the client.
+func (e *env) hiddenTools(ctx context.Context, servers []string, agent string) []hiddenTools {
+	if len(servers) == 0 {
+		return nil
+	}
+	cfg, err := e.load()
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	// The children's start-up noise is not what this is about: their failures
+	// are summed up below.
+	log := e.log
+	e.log = slog.New(slog.DiscardHandler)
+	defer func() { e.log = log }()
+	g, err := e.startGateway(ctx, cfg, gatewayOptions{noMemory: true, waitFor: servers})
+	if err != nil {
+		return []hiddenTools{{Server: strings.Join(servers, ", "), Error: err.Error()}}
+	}
+	defer g.Close()
+	state := map[string]aggregation.Status{}
+	for _, st := range g.Servers() {
+		state[st.Name] = st
+	}
+	var out []hiddenTools
+	for _, name := range servers {
+		h := hiddenTools{Server: name}
+		if st := state[name]; st.State != "ready" {
+			h.Error = fmt.Sprintf("it did not start (%s), so its tools are unknown: nexus policy show --agent %s lists them once it runs", st.Error, agent)
+			out = append(out, h)
+			continue
+		}
+		for _, t := range g.Tools() {
+			if t.Server != name {
+				continue
+			}
+			h.Of++
+			if !g.Policy().Decide(agent, policy.Tool{Name: t.Canonical, ReadOnly: t.Hints.ReadOnly, Destructive: t.Hints.Destructive}).Allowed {
+				h.Tools = append(h.Tools, t.Canonical)
+			}
+		}
+		if len(h.Tools) > 0 {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// printHidden says which imported tools the policy hides, and the command that
+// grants them.
+func printHidden(w io.Writer, hidden []hiddenTools, agent string) {
+	who := "--agent " + agent
+	if agent == policy.Anonymous {
+		who = "--default"
+	}
+	for _, h := range hidden {
+		if h.Error != "" {
+			fmt.Fprintf(w, "policy: %s: %s\n", h.Server, h.Error)
+			continue
+		}
+		fmt.Fprintf(w, "policy: agent %s will not see %d of the %d tools of %s (not read-only): %s\n", agent, len(h.Tools), h.Of, h.Server, strings.Join(h.Tools, ", "))
+		fmt.Fprintf(w, "  to grant them: nexus policy allow %s %s   (or '%s.*' for all of them)\n", who, strings.Join(h.Tools, " "), h.Server)
+	}
 }
