@@ -18,8 +18,8 @@ import (
 
 	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/clients"
-	"github.com/nexus-mcp/nexus/policy"
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/policy"
 	"github.com/nexus-mcp/nexus/secrets"
 )
 
