@@ -385,3 +385,20 @@ func TestFrictionImportVariables(t *testing.T) {
 			}},
 	})
 }
+
+// TestFrictionLaunchers: the catalog's NEEDS column names the launcher an entry
+// runs with, and installing one whose launcher is missing warns as --command does.
+func TestFrictionLaunchers(t *testing.T) {
+	noLaunchers := []string{"PATH=" + filepath.Dir(built.nexus)}
+	runFrictions(t, []friction{
+		{name: "catalog list", args: []string{"catalog", "list"}, code: 0,
+			stdout: "\ntime                 stdio            uvx                                  Current time and time zone conversions\n"},
+		{name: "catalog list --json", args: []string{"catalog", "list", "--json"}, code: 0, stdout: `"launcher": "uvx",`},
+		{name: "add time without uvx", config: `{}`, env: noLaunchers, args: []string{"add", "time"}, code: 0,
+			stdout: "added time (catalog entry time)",
+			stderr: "warning: uvx is not on PATH (executable file not found in $PATH); the server is saved, but it will not start until uvx is installed (nexus doctor checks it)"},
+		{name: "add by hand without the program", config: `{}`, env: noLaunchers, args: []string{"add", "files", "--command", "npx", "--", "-y", "pkg"}, code: 0,
+			stderr: "warning: npx is not on PATH"},
+		{name: "a sample needs nothing", config: `{}`, env: noLaunchers, args: []string{"add", "code-kg-sample"}, code: 0, not: "warning"},
+	})
+}

@@ -79,11 +79,12 @@ func catalogCommand() *cli.Command {
 						Transport   string   `json:"transport"`
 						Description string   `json:"description"`
 						Required    []string `json:"required"`
+						Launcher    string   `json:"launcher,omitempty"` // the program it runs with (npx, uvx), which must be installed
 						Source      string   `json:"source"`
 					}
 					rows := []row{}
 					for _, en := range cat.List() {
-						r := row{Name: en.Name, Transport: en.Transport, Description: en.Description, Source: en.Source, Required: []string{}}
+						r := row{Name: en.Name, Transport: en.Transport, Description: en.Description, Source: en.Source, Required: []string{}, Launcher: launcher(en)}
 						for _, v := range en.Missing(nil) {
 							r.Required = append(r.Required, v.Name)
 						}
@@ -96,6 +97,9 @@ func catalogCommand() *cli.Command {
 					fmt.Fprintln(tw, "NAME\tTRANSPORT\tNEEDS\tDESCRIPTION")
 					for _, r := range rows {
 						needs := strings.Join(r.Required, ", ")
+						if r.Launcher != "" {
+							needs = strings.Join(append([]string{r.Launcher}, r.Required...), ", ")
+						}
 						if needs == "" {
 							needs = "-"
 						}
@@ -441,5 +445,18 @@ func installEntry(c *cli.Context, e *env, entry *catalog.Entry) error {
 		fmt.Fprintf(e.stdout, "docs: %s\n", entry.Docs)
 	}
 	fmt.Fprintln(e.stdout, "check it with: nexus list-tools  (or nexus doctor)")
+	if srv.Transport == config.TransportStdio || srv.Transport == "" {
+		e.warnMissingCommand(srv.Command)
+	}
 	return nil
+}
+
+// launcher is the program a catalog entry runs that the user must have installed
+// (npx, uvx, docker): "" when the command is a value the user gives, or this
+// nexus binary.
+func launcher(en *catalog.Entry) string {
+	if en.Command == "" || strings.Contains(en.Command, "{{") {
+		return ""
+	}
+	return en.Command
 }

@@ -98,11 +98,7 @@ func addCommand() *cli.Command {
 				fmt.Fprintf(e.stdout, "stored secret %s in %s\n", n, e.secretPlace(c.Context, n))
 			}
 			fmt.Fprintln(e.stdout, memoryHint(name, nil))
-			if srv.Command != "" {
-				if _, err := exec.LookPath(srv.Command); err != nil {
-					fmt.Fprintf(e.stderr, "warning: %s is not on PATH (%v); the server is saved, but it will not start until %s is installed (nexus doctor checks it)\n", srv.Command, errors.Unwrap(err), srv.Command)
-				}
-			}
+			e.warnMissingCommand(srv.Command)
 			return nil
 		},
 	}
@@ -301,4 +297,16 @@ func (e *env) notInCatalog(name string) error {
 		}
 	}
 	return usageHint(msg, "nexus catalog list shows the entries; nexus add NAME --command PROGRAM [-- ARGS...] adds any other server")
+}
+
+// warnMissingCommand warns when a stdio server's program (or the launcher a
+// catalog entry runs it with: npx, uvx, docker) is not on PATH: the server is
+// saved, but it cannot start until the program is installed.
+func (e *env) warnMissingCommand(command string) {
+	if command == "" {
+		return
+	}
+	if _, err := exec.LookPath(command); err != nil {
+		fmt.Fprintf(e.stderr, "warning: %s is not on PATH (%v); the server is saved, but it will not start until %s is installed (nexus doctor checks it)\n", command, errors.Unwrap(err), command)
+	}
 }
