@@ -402,3 +402,24 @@ func TestFrictionLaunchers(t *testing.T) {
 		{name: "a sample needs nothing", config: `{}`, env: noLaunchers, args: []string{"add", "code-kg-sample"}, code: 0, not: "warning"},
 	})
 }
+
+// TestFrictionSecretStoreWords: messages name the store that holds the secrets,
+// the no-bus hint says what works, and a one-shot command using the file store
+// prints no WARN line for it.
+func TestFrictionSecretStoreWords(t *testing.T) {
+	noBusAtAll := []string{"DBUS_SESSION_BUS_ADDRESS=", "PATH=" + filepath.Dir(built.nexus)}
+	runFrictions(t, []friction{
+		{name: "no bus at all", config: `{}`, env: noBusAtAll, args: []string{"add", "gh", "--command", "x", "--env", "TOKEN=ghp_abcdefghijklmnopqrstuvwx"}, code: 1,
+			stderr: "OS keychain unavailable: no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set)\nTo fix: there is no D-Bus session bus, so no Secret Service to keep secrets (installing dbus-x11 alone does not help",
+			not:    `exec: "dbus-launch"`},
+	})
+	h := newHome(t, map[string]any{"secrets": map[string]any{"insecureFileStore": true}})
+	env := []string{"DBUS_SESSION_BUS_ADDRESS=unix:path=" + filepath.Join(h.dir, "no-bus")}
+	if _, stderr, code := h.nexusWith("", env, "add", "kg", "--command", "x", "--env", "TOKEN=ghp_abcdefghijklmnopqrstuvwx"); code != 0 || strings.Contains(stderr, "level=WARN") {
+		t.Fatalf("add with the file store: exit %d (and no WARN line wanted)\n%s", code, stderr)
+	}
+	out, stderr, code := h.nexusWith("", env, "remove", "kg")
+	if code != 0 || !strings.Contains(out, "deleted 1 secret(s) of kg from the insecure file store "+filepath.Join(h.dir, "secrets", "secrets.json")) || strings.Contains(stderr, "level=WARN") {
+		t.Errorf("remove with the file store: exit %d\n%s%s", code, out, stderr)
+	}
+}

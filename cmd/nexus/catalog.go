@@ -391,7 +391,7 @@ func installEntry(c *cli.Context, e *env, entry *catalog.Entry) error {
 			if v.Secret {
 				// Say so before asking, not after the user typed a token.
 				if _, err := e.secrets(c.Context, nil); err != nil {
-					return fmt.Errorf("%s needs the secret %s, which goes to the keychain, and it cannot be used, so nothing was written: %w", entry.Name, v.Name, err)
+					return fmt.Errorf("%s needs the secret %s, and no secret store can be used, so nothing was written: %w", entry.Name, v.Name, err)
 				}
 				break
 			}

@@ -32,9 +32,9 @@ func addCommand() *cli.Command {
 			&cli.StringFlag{Name: "transport", Usage: "`T`: stdio, sse or streamable-http (default: stdio with --command, streamable-http with --url)"},
 			&cli.StringFlag{Name: "command", Usage: "the `PROGRAM` to run for a stdio server"},
 			&cli.StringFlag{Name: "url", Usage: "the `URL` of a remote server"},
-			&cli.StringSliceFlag{Name: "env", Usage: "set secret `K=V` in the child's environment: V goes to the OS keychain, the config holds a reference (repeatable)"},
+			&cli.StringSliceFlag{Name: "env", Usage: "set secret `K=V` in the child's environment: V goes to the secret store (the OS keychain, or the file store), the config holds a reference (repeatable)"},
 			&cli.StringSliceFlag{Name: "plain-env", Usage: "set non-secret `K=V` in the child's environment, written to the config as is (repeatable)"},
-			&cli.StringSliceFlag{Name: "header", Usage: "send secret header `K=V` to a remote server: V goes to the OS keychain (repeatable)"},
+			&cli.StringSliceFlag{Name: "header", Usage: "send secret header `K=V` to a remote server: V goes to the secret store (repeatable)"},
 			&cli.StringSliceFlag{Name: "plain-header", Usage: "send non-secret header `K=V`, written to the config as is (repeatable)"},
 			&cli.StringFlag{Name: "cwd", Usage: "working `DIR` of a stdio server"},
 			&cli.StringFlag{Name: "timeout", Usage: "per-call `DURATION` (default 60s)"},
@@ -42,7 +42,7 @@ func addCommand() *cli.Command {
 			&cli.BoolFlag{Name: "force", Usage: "replace an existing server of that name"},
 			&cli.StringSliceFlag{Name: "value", Usage: "catalog install: give value `K=V` of the entry (repeatable; nexus catalog show NAME lists them)"},
 			&cli.StringFlag{Name: "name", Usage: "catalog install: the `SERVER` name to install the entry under (default: the entry's name)"},
-			&cli.StringFlag{Name: "config", Usage: "edit this config `FILE` (a shared layer) instead of the personal one; secrets still go to the keychain"},
+			&cli.StringFlag{Name: "config", Usage: "edit this config `FILE` (a shared layer) instead of the personal one; secrets still go to the secret store"},
 		},
 		Action: func(c *cli.Context) error {
 			name := c.Args().First()
@@ -142,7 +142,7 @@ func removeCommand() *cli.Command {
 			}
 			if before != nil {
 				if purged := e.purgeSecrets(c.Context, before, name); len(purged) > 0 {
-					fmt.Fprintf(e.stdout, "deleted %d secret(s) of %s from the keychain\n", len(purged), name)
+					fmt.Fprintf(e.stdout, "deleted %d secret(s) of %s from %s\n", len(purged), name, e.storeName())
 				}
 			}
 			if cfg, err := e.load(); err == nil {

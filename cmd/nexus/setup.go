@@ -34,6 +34,7 @@ type env struct {
 	stderr   io.Writer
 	redactor *secrets.Redactor
 	insecure bool // --insecure-file-store
+	serving  bool // nexus serve: a long-running gateway whose log is the record
 	project  bool // --project
 	shared   int  // layers[:shared] are shared (--config) layers
 	optional map[string]bool
@@ -397,7 +398,7 @@ func (e *env) secrets(ctx context.Context, cfg *config.Config) (secrets.Store, e
 		insecure := e.insecure || (cfg != nil && cfg.Secrets.InsecureFileStore)
 		var st secrets.Store
 		st, e.storeErr = secrets.Open(ctx, secrets.Options{
-			FilePath: filepath.Join(e.home, "secrets", "secrets.json"), InsecureFile: insecure, Logger: e.log})
+			FilePath: filepath.Join(e.home, "secrets", "secrets.json"), InsecureFile: insecure, Logger: e.log, QuietFileStore: !e.serving})
 		if e.storeErr == nil {
 			if f, ok := st.(*secrets.File); ok {
 				e.storeFile = f.Path
