@@ -8,6 +8,7 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"github.com/nexus-mcp/nexus/internal/size"
 	"html/template"
 	"maps"
 	"net/http"
@@ -90,6 +91,7 @@ type memoryView struct {
 	On                                   bool
 	Note                                 string
 	Entries, Bytes                       int64
+	Size                                 string // Bytes in the CLI's unit (size.IEC)
 	Hits, SemanticHits, Misses, Bypasses int64
 	HitRate                              string
 }
@@ -144,7 +146,7 @@ func build(ctx context.Context, src Sources) view {
 	} else if st, err := mem.Stats(ctx); err != nil {
 		v.Memory.Note = "memory stats: " + err.Error()
 	} else {
-		v.Memory = memoryView{On: true, Note: st.Disabled, Entries: st.Entries, Bytes: st.Bytes,
+		v.Memory = memoryView{On: true, Note: st.Disabled, Entries: st.Entries, Bytes: st.Bytes, Size: size.IEC(st.Bytes),
 			Hits: st.Hits, SemanticHits: st.SemanticHits, Misses: st.Misses, Bypasses: st.Bypasses, HitRate: "no lookups yet"}
 		if n := st.Hits + st.Misses; n > 0 {
 			v.Memory.HitRate = fmt.Sprintf("%.1f%%", 100*float64(st.Hits)/float64(n))
