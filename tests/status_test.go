@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/nexus-mcp/nexus/internal/skips"
 )
 
 // chromium finds a headless browser, or skips the test saying why (fails where
@@ -26,7 +28,7 @@ func chromium(t *testing.T) string {
 	if os.Getenv("NEXUS_REQUIRE_CHROMIUM") == "1" {
 		t.Fatal("NEXUS_REQUIRE_CHROMIUM=1 but no chromium is installed (apt-get install chromium)")
 	}
-	t.Skip("the status page is checked in headless Chromium, which is not installed (apt-get install chromium); NEXUS_REQUIRE_CHROMIUM=1 makes this a failure")
+	skips.Need(t, "Chromium", "apt-get install chromium", "the status page is checked in headless Chromium, which is not installed (apt-get install chromium); NEXUS_REQUIRE_CHROMIUM=1 makes this a failure")
 	return ""
 }
 
