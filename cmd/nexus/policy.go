@@ -16,12 +16,11 @@ import (
 )
 
 func policyCommand() *cli.Command {
-	agentFlag := func(required bool) cli.Flag {
-		if !required {
-			// Like call: no agent named is the anonymous one.
-			return &cli.StringFlag{Name: "agent", Usage: "the agent `NAME` (default: " + policy.Anonymous + ")", EnvVars: []string{"NEXUS_AGENT"}}
-		}
-		return &cli.StringFlag{Name: "agent", Usage: "the agent `NAME`", Required: required}
+	// Like call: no agent named is the anonymous one. The edits name theirs (or
+	// --default) explicitly, without NEXUS_AGENT: a variable should not decide
+	// whose policy a command rewrites.
+	agentFlag := func() cli.Flag {
+		return &cli.StringFlag{Name: "agent", Usage: "the agent `NAME` (default: " + policy.Anonymous + ")", EnvVars: []string{"NEXUS_AGENT"}}
 	}
 	edit := func(verb string, apply func(policy.Config, string, string) (policy.Config, error), applyDefault func(policy.Config, string) (policy.Config, error)) *cli.Command {
 		return &cli.Command{
@@ -61,7 +60,7 @@ func policyCommand() *cli.Command {
 			{
 				Name:  "show",
 				Usage: "connect to the servers and show, per tool, whether the agent may call it and why",
-				Flags: []cli.Flag{agentFlag(false), &cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Flags: []cli.Flag{agentFlag(), &cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 				Action: func(c *cli.Context) error {
 					e, err := newEnv(c, slog.LevelWarn)
 					if err != nil {
@@ -74,7 +73,7 @@ func policyCommand() *cli.Command {
 				Name:      "explain",
 				Usage:     "tell whether an agent may call TOOL, and the rule that decided",
 				ArgsUsage: "TOOL",
-				Flags:     []cli.Flag{agentFlag(false), &cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Flags:     []cli.Flag{agentFlag(), &cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 				Action: func(c *cli.Context) error {
 					if c.Args().Len() != 1 {
 						return usageError("policy explain takes one TOOL: nexus policy explain [--agent NAME] server.tool")
