@@ -97,6 +97,7 @@ func addCommand() *cli.Command {
 			for _, n := range stored {
 				fmt.Fprintf(e.stdout, "stored secret %s in %s\n", n, e.secretPlace(c.Context, n))
 			}
+			e.fileStoreNotice(len(stored))
 			fmt.Fprintln(e.stdout, memoryHint(name, nil))
 			e.warnMissingCommand(srv.Command)
 			return nil
