@@ -347,7 +347,7 @@ func TestFrictionSetupClaudeCodeAndCodex(t *testing.T) {
 				}
 			}},
 		{name: "codex moves nothing", config: `{}`, files: map[string]string{".codex/config.toml": codexTOML},
-			args: []string{"setup", "codex", "--move", "docs"}, code: 1, stderr: "moving Codex's servers behind Nexus is not supported yet; nothing was written"},
+			args: []string{"setup", "codex", "--move-all"}, code: 2, stderr: "nexus: moving Codex's own servers behind Nexus is not supported yet; nothing was written"},
 	})
 }
 

@@ -293,6 +293,9 @@ func setupClientCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if cf.Format == clients.FormatCodex && (c.Bool("move-all") || c.IsSet("move")) {
+				return usageError(fmt.Sprintf("moving Codex's own servers behind Nexus is not supported yet; nothing was written (add them with nexus add, then remove them from %s)", cf.Path))
+			}
 			exe, err := selfPath()
 			if err != nil {
 				return err
