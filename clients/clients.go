@@ -232,7 +232,10 @@ func FindNexus(file string) (entry Entry, found bool, err error) {
 		if err != nil {
 			return Entry{}, false, fmt.Errorf("reading %s: %w", file, err)
 		}
-		entry, found = codexEntry(string(data), "nexus")
+		entry, found, err = codexEntry(string(data), "nexus")
+		if err != nil {
+			return Entry{}, false, fmt.Errorf("%s: %w", file, err)
+		}
 		return entry, found, nil
 	}
 	doc, _, exists, err := readDocument(file)

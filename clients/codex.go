@@ -76,12 +76,20 @@ func splitKey(s string) []string {
 	return parts
 }
 
+// keyRE matches `key =` at the start of a line.
+func keyRE(key string) *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^[ \t]*(?:` + regexp.QuoteMeta(key) + `|"` + regexp.QuoteMeta(key) + `")[ \t]*=[ \t]*`)
+}
+
+// hasKey reports whether the table's body sets key, readable or not.
+func (t codexTable) hasKey(key string) bool { return keyRE(key).MatchString(t.text[t.start:t.end]) }
+
 // keySpan finds `key = value` at the start of a line in the table's body and
-// returns the span of the value.
+// returns the span of the value; ok is false when it is missing or unreadable
+// (hasKey tells which).
 func (t codexTable) keySpan(key string) (start, end int, ok bool) {
-	re := regexp.MustCompile(`(?m)^[ \t]*(?:` + regexp.QuoteMeta(key) + `|"` + regexp.QuoteMeta(key) + `")[ \t]*=[ \t]*`)
 	body := t.text[t.start:t.end]
-	m := re.FindStringIndex(body)
+	m := keyRE(key).FindStringIndex(body)
 	if m == nil {
 		return 0, 0, false
 	}
@@ -288,7 +296,7 @@ func tomlInlineTable(v string) (map[string]string, bool) {
 			continue
 		}
 		key := splitKey(k)
-		str, _, err := parseTOMLString(strings.TrimSpace(val) + " ")
+		str, _, err := parseTOMLString(strings.TrimSpace(val))
 		if len(key) != 1 || err != nil {
 			return nil, false
 		}
@@ -319,38 +327,60 @@ func splitTopLevel(s string) []string {
 }
 
 // codexEntry reads the Nexus table of a Codex file: its command, args and env.
-func codexEntry(text, name string) (Entry, bool) {
+// A value it cannot read (args that are not strings, a multi-line string) is an
+// error rather than a value taken as missing: an edit would then replace what the
+// user wrote.
+func codexEntry(text, name string) (Entry, bool, error) {
 	t := findTable(text, []string{"mcp_servers", name})
 	if !t.found {
-		return Entry{}, false
+		return Entry{}, false, nil
+	}
+	where := "[mcp_servers." + tomlKey(name) + "]"
+	for _, k := range []string{"command", "args", "env"} {
+		if _, _, ok := t.keySpan(k); !ok && t.hasKey(k) {
+			return Entry{}, true, fmt.Errorf("%s: %s has a value Nexus can read only as a one-line string, array of strings or inline table of strings", where, k)
+		}
 	}
 	e := Entry{Name: name}
+	var err error
 	if s, end, ok := t.keySpan("command"); ok {
-		e.Command, _, _ = parseTOMLString(text[s:end])
+		if e.Command, _, err = parseTOMLString(text[s:end]); err != nil {
+			return Entry{}, true, fmt.Errorf("%s: command is not a string Nexus can read", where)
+		}
 	}
 	if s, end, ok := t.keySpan("args"); ok {
-		e.Args, _ = tomlStrings(text[s:end])
+		var read bool
+		if e.Args, read = tomlStrings(text[s:end]); !read {
+			return Entry{}, true, fmt.Errorf("%s: args is not an array of strings Nexus can read", where)
+		}
 	}
 	if s, end, ok := t.keySpan("env"); ok {
-		e.Env, _ = tomlInlineTable(text[s:end])
+		var read bool
+		if e.Env, read = tomlInlineTable(text[s:end]); !read {
+			return Entry{}, true, fmt.Errorf("%s: env is not a table of strings Nexus can read", where)
+		}
 	} else if sub := findTable(text, []string{"mcp_servers", name, "env"}); sub.found {
 		e.Env = map[string]string{}
 		for _, m := range regexp.MustCompile(`(?m)^[ \t]*("(?:[^"\\]|\\.)*"|[A-Za-z0-9_-]+)[ \t]*=[ \t]*`).FindAllStringSubmatchIndex(text[sub.start:sub.end], -1) {
 			key := splitKey(text[sub.start+m[2] : sub.start+m[3]])
 			v, _, err := parseTOMLString(text[sub.start+m[1]:])
-			if len(key) == 1 && err == nil {
-				e.Env[key[0]] = v
+			if len(key) != 1 || err != nil {
+				return Entry{}, true, fmt.Errorf("%s.env: %s is not a string Nexus can read", where, text[sub.start+m[2]:sub.start+m[3]])
 			}
+			e.Env[key[0]] = v
 		}
 	}
-	return e, true
+	return e, true, nil
 }
 
 // editCodex returns text with the Nexus table set to entry: command replaced, args
 // merged (MergeArgs) and env merged key by key (MergePathList for PATH); the table
 // and its env sub-table are added at the end when missing.
 func editCodex(text string, entry Entry) (string, error) {
-	old, exists := codexEntry(text, entry.Name)
+	old, exists, err := codexEntry(text, entry.Name)
+	if err != nil {
+		return "", err
+	}
 	args := MergeArgs(old.Args, entry.Args)
 	env := map[string]string{}
 	for k, v := range old.Env {
@@ -481,7 +511,7 @@ func SetupCodex(path string, entry Entry, opts SetupOptions) (*Result, error) {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	before := string(data)
-	_, had := codexEntry(before, entry.Name)
+	_, had, _ := codexEntry(before, entry.Name)
 	after, err := editCodex(before, entry)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w; fix it by hand, nothing was changed", path, err)

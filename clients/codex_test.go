@@ -48,9 +48,28 @@ func TestSetupCodex(t *testing.T) {
 			if err != nil || again.Changed || again.Backup != "" {
 				t.Errorf("setup again: %+v %v", again, err)
 			}
-			if e, ok := codexEntry(string(got), "nexus"); !ok || e.Command != "/opt/nexus" || !strings.Contains(strings.Join(e.Args, " "), "--agent codex") || e.Env["PATH"] == "" {
+			if e, ok, err := codexEntry(string(got), "nexus"); err != nil || !ok || e.Command != "/opt/nexus" || !strings.Contains(strings.Join(e.Args, " "), "--agent codex") || e.Env["PATH"] == "" {
 				t.Errorf("codexEntry: %+v %v", e, ok)
 			}
 		})
+	}
+}
+
+// TestSetupCodexRefusesWhatItCannotRead: a value the hand-written reader does not
+// understand is refused, and the file is left alone, rather than replaced.
+func TestSetupCodexRefusesWhatItCannotRead(t *testing.T) {
+	for _, body := range []string{
+		"[mcp_servers.nexus]\ncommand = \"/opt/nexus\"\nargs = [\"serve\", 3]\n",
+		"[mcp_servers.nexus]\ncommand = \"/opt/nexus\"\nargs = [\"serve\"]\nenv = { N = 3 }\n",
+		"[mcp_servers.nexus]\ncommand = \"\"\"/opt/nexus\"\"\"\n",
+	} {
+		file := filepath.Join(t.TempDir(), "config.toml")
+		os.WriteFile(file, []byte(body), 0o600)
+		if _, err := SetupCodex(file, NexusEntry("/opt/nexus", "codex"), SetupOptions{}); err == nil || !strings.Contains(err.Error(), "Nexus can read") {
+			t.Errorf("%q: %v", body, err)
+		}
+		if got, _ := os.ReadFile(file); string(got) != body {
+			t.Errorf("the file changed:\n%s", got)
+		}
 	}
 }
