@@ -518,3 +518,15 @@ func TestClientVariablesAndEnvFile(t *testing.T) {
 		t.Errorf("nofile: %v", n.Err)
 	}
 }
+
+func TestSetupRefusesAnEntryItCannotMerge(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "claude_desktop_config.json")
+	body := `{"mcpServers": {"nexus": {"command": "/opt/nexus", "args": "serve --agent claude"}}}`
+	os.WriteFile(file, []byte(body), 0o600)
+	if _, err := Setup(file, NexusEntry("/opt/nexus", ""), SetupOptions{}); err == nil || !strings.Contains(err.Error(), "fix it by hand, nothing was changed") {
+		t.Errorf("setup over args that are not a list: %v", err)
+	}
+	if got, _ := os.ReadFile(file); string(got) != body {
+		t.Errorf("the file changed: %s", got)
+	}
+}

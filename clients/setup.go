@@ -222,7 +222,10 @@ func putEntry(srv *serverList, e Entry, format Format) error {
 		return err
 	}
 	var oldEntry nexusEntry
-	_ = json.Unmarshal(old, &oldEntry) // a malformed entry keeps nothing of its own
+	if err := json.Unmarshal(old, &oldEntry); err != nil {
+		// Merging would replace what the user wrote with what setup gives.
+		return fmt.Errorf("the %q entry has a command, args or env of the wrong type (%v); fix it by hand, nothing was changed", e.Name, strings.TrimPrefix(err.Error(), "json: "))
+	}
 	if err := set("args", MergeArgs(oldEntry.Args, next.Args)); err != nil {
 		return err
 	}
