@@ -610,8 +610,8 @@ func (c *child) connect(ctx context.Context, owner *session, opener *caller) (*c
 		var headers map[string]string
 		if headers, err = c.resolveMap(c.config().Headers); err == nil {
 			opts := []transport.ClientOption{transport.WithHeaders(headers), transport.WithHeaderFunc(traceHeaders), transport.WithSSELogger(c.log)}
-			if c.httpClient != nil {
-				opts = append(opts, transport.WithHTTPClient(c.httpClient(c.config())))
+			if hc := c.client(); hc != nil {
+				opts = append(opts, transport.WithHTTPClient(hc))
 			}
 			cn.tr, err = transport.NewSSE(c.config().URL, opts...)
 		}
@@ -619,8 +619,8 @@ func (c *child) connect(ctx context.Context, owner *session, opener *caller) (*c
 		var headers map[string]string
 		if headers, err = c.resolveMap(c.config().Headers); err == nil {
 			opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(headers), transport.WithHTTPHeaderFunc(traceHeaders), transport.WithContinuousListening(), transport.WithHTTPLogger(c.log)}
-			if c.httpClient != nil {
-				opts = append(opts, transport.WithHTTPBasicClient(c.httpClient(c.config())))
+			if hc := c.client(); hc != nil {
+				opts = append(opts, transport.WithHTTPBasicClient(hc))
 			}
 			cn.tr, err = transport.NewStreamableHTTP(c.config().URL, opts...)
 		}
@@ -683,6 +683,16 @@ func (c *child) connect(ctx context.Context, owner *session, opener *caller) (*c
 		return cn, nil, err
 	}
 	return cn, raws, nil
+}
+
+// client is the HTTP client of a remote child's next connection, or nil for the
+// transport's own (Options.HTTPClient may say nil: a server given an
+// Authorization header is not authorized with OAuth).
+func (c *child) client() *http.Client {
+	if c.httpClient == nil {
+		return nil
+	}
+	return c.httpClient(c.config())
 }
 
 // capabilities are what the child is told its client can do: only what Nexus can

@@ -92,3 +92,46 @@ func TestDescribe(t *testing.T) {
 		}
 	}
 }
+
+// TestNoClientForAServerWithItsOwnHeader: Options.HTTPClient answers nil for a
+// server that is given its own Authorization header (it is not authorized with
+// OAuth); the child then connects with the transport's own client, over SSE and
+// streamable HTTP alike, instead of crashing the gateway on a nil client.
+func TestNoClientForAServerWithItsOwnHeader(t *testing.T) {
+	child := newTestChild("web")
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", server.NewStreamableHTTPServer(child.srv))
+	sse := server.NewSSEServer(child.srv, server.WithStaticBasePath("/sse"))
+	mux.Handle("/sse/", sse)
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	for _, tc := range []struct{ transport, url string }{
+		{config.TransportStreamableHTTP, ts.URL + "/mcp"},
+		{config.TransportSSE, ts.URL + "/sse/sse"},
+	} {
+		t.Run(tc.transport, func(t *testing.T) {
+			cfg, err := config.Parse("test.json", []byte(fmt.Sprintf(`{"servers": {"web": {"transport": %q, "url": %q, "headers": {"Authorization": "Bearer own"}}},
+				"policy": {"agents": {"anonymous": {"allow": ["*"]}}}}`, tc.transport, tc.url)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			asked := 0
+			g, err := New(cfg, Options{HTTPClient: func(*config.Server) *http.Client { asked++; return nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			if err := g.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cancel(); g.Close() })
+			waitState(t, g.kids()["web"], StateReady)
+			if got := callText(t, g, "web__echo", `{"text":"one"}`); !strings.Contains(got, "one") {
+				t.Errorf("a call: %s", got)
+			}
+			if asked == 0 {
+				t.Error("Options.HTTPClient was never asked")
+			}
+		})
+	}
+}

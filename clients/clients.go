@@ -1,5 +1,5 @@
-// Package clients knows the config files of MCP clients (Claude Desktop, Cursor, VS
-// Code) and edits them, so that connecting a client to Nexus, and moving the servers
+// Package clients knows the config files of MCP clients (Claude Desktop, Claude Code,
+// Cursor, VS Code, Codex) and edits them, so that connecting a client to Nexus, and moving the servers
 // a client already runs behind Nexus, takes one command instead of hand-editing JSON.
 //
 // Edits change only the entries they name: every other key, the file's order,
@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/internal/jsonedit"
+	"github.com/nexus-mcp/nexus/internal/suggest"
 	"io/fs"
 	"os"
 	"path"
@@ -90,6 +91,10 @@ func Known(goos, home string, getenv func(string) string) []Client {
 			appConfig = join(home, ".config")
 		}
 	}
+	codexHome := getenv("CODEX_HOME")
+	if codexHome == "" {
+		codexHome = join(home, ".codex")
+	}
 	return []Client{
 		{Name: "claude-desktop", Display: "Claude Desktop", Path: join(appConfig, "Claude", "claude_desktop_config.json"), Format: FormatMCPServers},
 		{Name: "cursor", Display: "Cursor", Path: join(home, ".cursor", "mcp.json"), Format: FormatMCPServers, NameCap: 60},
@@ -97,6 +102,7 @@ func Known(goos, home string, getenv func(string) string) []Client {
 		// Claude Code's user-scope servers live in ~/.claude.json, beside its
 		// other settings (which an edit keeps).
 		{Name: "claude-code", Display: "Claude Code", Path: join(home, ".claude.json"), Format: FormatMCPServers, NamePrefix: "mcp__%s__"},
+		{Name: "codex", Display: "Codex", Path: join(codexHome, "config.toml"), Format: FormatCodex},
 	}
 }
 
@@ -108,6 +114,9 @@ func Find(name, goos, home string, getenv func(string) string) (Client, error) {
 			return c, nil
 		}
 		names = append(names, c.Name)
+	}
+	if near := suggest.Closest(name, names); near != "" {
+		return Client{}, fmt.Errorf("unknown client %q; did you mean %s? (or give the path of its config file)", name, near)
 	}
 	return Client{}, fmt.Errorf("unknown client %q: use one of %s, or give the path of its config file", name, strings.Join(names, ", "))
 }
@@ -234,3 +243,47 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// FindNexus returns the entry that runs Nexus in a client file (the one setup
+// wrote, or one written by hand that runs `nexus serve`), for doctor to check what
+// the client starts Nexus with. found is false when the file or the entry is missing.
+func FindNexus(file string) (entry Entry, found bool, err error) {
+	if IsCodexFile(file) {
+		data, err := os.ReadFile(file)
+		if errors.Is(err, fs.ErrNotExist) {
+			return Entry{}, false, nil
+		}
+		if err != nil {
+			return Entry{}, false, fmt.Errorf("reading %s: %w", file, err)
+		}
+		entry, found, err = codexEntry(string(data), "nexus")
+		if err != nil {
+			return Entry{}, false, fmt.Errorf("%s: %w", file, err)
+		}
+		return entry, found, nil
+	}
+	doc, _, exists, err := readDocument(file)
+	if err != nil || !exists {
+		return Entry{}, false, err
+	}
+	srv, err := servers(file, doc, "")
+	if err != nil {
+		return Entry{}, false, err
+	}
+	for _, name := range srv.names {
+		raw, _ := srv.get(name)
+		if !isNexusEntry(raw) {
+			continue
+		}
+		var e nexusEntry
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return Entry{}, false, fmt.Errorf("%s: servers.%s: %w", file, name, err)
+		}
+		return Entry{Name: name, Command: e.Command, Args: e.Args, Env: e.Env}, true, nil
+	}
+	return Entry{}, false, nil
+}
+
+// IsCodexFile reports whether file is a Codex config (TOML), which Setup cannot
+// read: SetupCodex edits it.
+func IsCodexFile(file string) bool { return strings.HasSuffix(strings.ToLower(file), ".toml") }

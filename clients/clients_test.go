@@ -2,6 +2,7 @@ package clients
 
 import (
 	"encoding/json"
+	"fmt"
 	nexsecrets "github.com/nexus-mcp/nexus/secrets"
 	"os"
 	"path/filepath"
@@ -146,8 +147,10 @@ func TestReadServersOtherFormats(t *testing.T) {
 		len(gh.Secrets) != 0 || len(gh.Notes) != 1 || !strings.Contains(gh.Notes[0], "nexus secrets set github/header/Authorization") {
 		t.Errorf("vscode github: %+v %v %v", gh.Server, gh.Secrets, gh.Notes)
 	}
-	if f := m["fetch"]; f.Server.Command != "uvx" || len(f.Notes) != 1 {
-		t.Errorf("vscode fetch: %+v %v", f.Server, f.Notes)
+	// Its envFile is under ${workspaceFolder}, which a user-level file has none of:
+	// flagged, not imported with the literal text.
+	if f := m["fetch"]; f.Server != nil || f.Err == nil || !strings.Contains(f.Err.Error(), "${workspaceFolder}, which Nexus cannot resolve (this is a user-level file, with no workspace folder)") {
+		t.Errorf("vscode fetch: %+v %v", f.Server, f.Err)
 	}
 
 	list, err = ReadServers("testdata/vscode_settings.json")
@@ -309,10 +312,17 @@ func TestSetupClaudeDesktop(t *testing.T) {
 	if err != nil || res.Changed || res.Backup != "" || res.Diff != "" {
 		t.Errorf("second setup: %+v %v", res, err)
 	}
-	// A different agent replaces the entry; the backup name does not clash.
-	res, err = Setup(file, NexusEntry("/opt/nexus/bin/nexus", ""), SetupOptions{Now: now})
+	// No agent keeps the one the entry has: nothing changes.
+	if res, err = Setup(file, NexusEntry("/opt/nexus/bin/nexus", ""), SetupOptions{Now: now}); err != nil || res.Changed || res.Backup != "" {
+		t.Errorf("setup without an agent: %+v %v", res, err)
+	}
+	// A different agent replaces the one there; the backup name does not clash.
+	res, err = Setup(file, NexusEntry("/opt/nexus/bin/nexus", "reviewer"), SetupOptions{Now: now})
 	if err != nil || !res.Replaced || res.Backup != file+".nexus-backup-20260304-050607-2" {
 		t.Errorf("replace: %+v %v", res, err)
+	}
+	if args := decode(t, file)["mcpServers"].(map[string]any)["nexus"].(map[string]any)["args"]; fmt.Sprint(args) != "[serve --agent reviewer]" {
+		t.Errorf("args after a new agent: %v", args)
 	}
 	// An entry with an environment (NEXUS_HOME) carries it.
 	withHome := NexusEntry("/opt/nexus/bin/nexus", "")
@@ -489,5 +499,67 @@ func TestMaxNameLength(t *testing.T) {
 	}
 	if c, _ := Find("claude-code", "linux", "/home/me", nil); c.Path != "/home/me/.claude.json" || c.Format != FormatMCPServers {
 		t.Errorf("claude-code: %+v", c)
+	}
+}
+
+func TestMergeArgs(t *testing.T) {
+	tests := []struct{ old, next, want string }{
+		{"serve --agent claude", "serve", "serve --agent claude"},
+		{"serve --agent claude --log-level debug", "serve --agent coder", "serve --agent coder --log-level debug"},
+		{"serve --agent=claude", "serve --agent coder", "serve --agent=coder"},
+		{"serve", "serve --agent coder", "serve --agent coder"},
+		{"", "serve", "serve"},
+		{"run x", "serve", "serve"},
+	}
+	for _, tc := range tests {
+		if got := strings.Join(MergeArgs(strings.Fields(tc.old), strings.Fields(tc.next)), " "); got != tc.want {
+			t.Errorf("MergeArgs(%q, %q) = %q, want %q", tc.old, tc.next, got, tc.want)
+		}
+	}
+}
+
+func TestClientVariablesAndEnvFile(t *testing.T) {
+	ws := t.TempDir()
+	home, _ := os.UserHomeDir()
+	os.MkdirAll(filepath.Join(ws, ".vscode"), 0o700)
+	os.WriteFile(filepath.Join(ws, ".env"), []byte("# keys\nexport API_TOKEN=\"ghp_abcdefghijklmnopqrstuv\"\nMODE='fast'\nUNITS=imperial\n"), 0o600)
+	file := filepath.Join(ws, ".vscode", "mcp.json")
+	os.WriteFile(file, []byte(`{"servers": {
+		"files": {"command": "npx", "args": ["-y", "fs", "${workspaceFolder}", "${userHome}/notes"], "envFile": "${workspaceFolder}/.env", "env": {"UNITS": "metric"}},
+		"odd": {"command": "x", "args": ["${cwd}"]},
+		"nofile": {"command": "x", "envFile": ".missing"}
+	}}`), 0o600)
+	list, err := ReadServers(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := byOriginal(t, list)
+	f := m["files"]
+	if f.Err != nil || strings.Join(f.Server.Args, " ") != "-y fs "+ws+" "+home+"/notes" {
+		t.Fatalf("files: %+v %v", f.Server, f.Err)
+	}
+	if f.Server.Env["UNITS"] != "metric" || f.Server.Env["MODE"] != "fast" || f.Server.Env["API_TOKEN"] != "${keyring:files/env/API_TOKEN}" || f.Secrets["files/env/API_TOKEN"] != "ghp_abcdefghijklmnopqrstuv" {
+		t.Errorf("files env: %+v %v", f.Server.Env, f.Secrets)
+	}
+	if !slices.ContainsFunc(f.Notes, func(n string) bool { return strings.Contains(n, "2 variable(s) copied into env") }) {
+		t.Errorf("files notes: %v", f.Notes)
+	}
+	if o := m["odd"]; o.Err == nil || !strings.Contains(o.Err.Error(), "${cwd}") {
+		t.Errorf("odd: %v", o.Err)
+	}
+	if n := m["nofile"]; n.Err == nil || !strings.Contains(n.Err.Error(), "envFile "+filepath.Join(ws, ".missing")+" cannot be read") {
+		t.Errorf("nofile: %v", n.Err)
+	}
+}
+
+func TestSetupRefusesAnEntryItCannotMerge(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "claude_desktop_config.json")
+	body := `{"mcpServers": {"nexus": {"command": "/opt/nexus", "args": "serve --agent claude"}}}`
+	os.WriteFile(file, []byte(body), 0o600)
+	if _, err := Setup(file, NexusEntry("/opt/nexus", ""), SetupOptions{}); err == nil || !strings.Contains(err.Error(), "fix it by hand, nothing was changed") {
+		t.Errorf("setup over args that are not a list: %v", err)
+	}
+	if got, _ := os.ReadFile(file); string(got) != body {
+		t.Errorf("the file changed: %s", got)
 	}
 }

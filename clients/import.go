@@ -74,6 +74,9 @@ func (im *Imported) Rename(name string) error {
 // that cannot be converted comes back with Err set, so one odd entry does not block the
 // others.
 func ReadServers(file string) ([]Imported, error) {
+	if IsCodexFile(file) {
+		return nil, fmt.Errorf("%s: reading Codex's own servers is not supported yet; add each to Nexus with nexus add NAME --command PROGRAM -- ARGS", file)
+	}
 	doc, _, exists, err := readDocument(file)
 	if err != nil {
 		return nil, err
@@ -94,7 +97,7 @@ func ReadServers(file string) ([]Imported, error) {
 		}
 		name := names[orig]
 		im := Imported{Original: orig, Name: name, Raw: raw}
-		im.Server, im.Secrets, im.Notes, im.Err = convert(name, raw)
+		im.Server, im.Secrets, im.Notes, im.Err = convert(name, raw, file)
 		if im.Err != nil {
 			im.Server, im.Secrets = nil, nil
 			im.Err = fmt.Errorf("%s: server %q: %w", file, orig, im.Err)
@@ -169,13 +172,24 @@ func isNexusEntry(raw json.RawMessage) bool {
 // convert makes a Nexus server of one client entry with config's one conversion,
 // then moves every value that looks like a secret into the returned map (keyring
 // name -> value), leaving a ${keyring:NAME} reference in its place.
-func convert(name string, raw json.RawMessage) (*config.Server, map[string]string, []string, error) {
+func convert(name string, raw json.RawMessage, clientFile string) (*config.Server, map[string]string, []string, error) {
+	vars := varsFor(clientFile)
+	raw, notes, err := resolveVars(raw, vars)
+	if err != nil {
+		return nil, nil, notes, err
+	}
 	var entry map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &entry); err != nil || entry == nil {
 		return nil, nil, nil, fmt.Errorf("an entry must be an object with \"command\" or \"url\"")
 	}
+	note, err := inlineEnvFile(entry, clientFile, vars)
+	if err != nil {
+		return nil, nil, notes, err
+	}
+	if note != "" {
+		notes = append(notes, note)
+	}
 	converted, unknown, err := config.ClientEntry(entry)
-	var notes []string
 	for _, k := range unknown {
 		notes = append(notes, fmt.Sprintf("key %q is not used by Nexus and was left out", k))
 	}

@@ -8,6 +8,7 @@ import (
 	nexsecrets "github.com/nexus-mcp/nexus/secrets"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -116,7 +117,7 @@ func Setup(path string, entry Entry, opts SetupOptions) (*Result, error) {
 			return nil, fmt.Errorf("cannot move %q behind Nexus: it is the Nexus entry itself", name)
 		}
 		im := Imported{Original: name, Name: names[name], Raw: raw}
-		im.Server, im.Secrets, im.Notes, im.Err = convert(im.Name, raw)
+		im.Server, im.Secrets, im.Notes, im.Err = convert(im.Name, raw, path)
 		if im.Err != nil {
 			return nil, fmt.Errorf("cannot move %q behind Nexus, so nothing was changed (leave it in the client, or fix it): %w", name, im.Err)
 		}
@@ -133,7 +134,9 @@ func Setup(path string, entry Entry, opts SetupOptions) (*Result, error) {
 		res.Replaced = !jsonEqual(old, now)
 	}
 	after := doc.Bytes()
-	res.Changed = !bytes.Equal(before, after)
+	// The edited document always ends in a newline; a file without one whose entry
+	// is already right is not rewritten for it.
+	res.Changed = !bytes.Equal(before, after) && !bytes.Equal(append(slices.Clip(before), '\n'), after)
 	if !res.Changed {
 		return res, nil
 	}
@@ -228,13 +231,111 @@ func putEntry(srv *serverList, e Entry, format Format) error {
 	if err := set("command", next.Command); err != nil {
 		return err
 	}
-	if err := set("args", next.Args); err != nil {
+	var oldEntry nexusEntry
+	if err := json.Unmarshal(old, &oldEntry); err != nil {
+		// Merging would replace what the user wrote with what setup gives.
+		return fmt.Errorf("the %q entry has a command, args or env of the wrong type (%v); fix it by hand, nothing was changed", e.Name, strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if err := set("args", MergeArgs(oldEntry.Args, next.Args)); err != nil {
 		return err
 	}
-	if len(next.Env) > 0 {
-		return set("env", next.Env)
+	// The env object keeps the user's variables; Nexus sets its own one by one.
+	if _, ok := srv.doc.Get(append(srv.at(e.Name), "env")...); !ok || oldEntry.Env == nil {
+		if len(next.Env) > 0 {
+			return set("env", next.Env)
+		}
+		return nil
+	}
+	for _, k := range sortedKeys(next.Env) {
+		v := next.Env[k]
+		if have, ok := oldEntry.Env[k]; ok && k == "PATH" {
+			v = MergePathList(have, v)
+		}
+		if err := set2(srv, e.Name, "env", k, v); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// MergePathList is the PATH an entry keeps when setup runs again: the directories
+// it had, in their order (the user may have edited them), then those of next it
+// lacked.
+func MergePathList(have, next string) string {
+	dirs := filepath.SplitList(have)
+	for _, d := range filepath.SplitList(next) {
+		if d != "" && !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	return strings.Join(dirs, string(os.PathListSeparator))
+}
+
+// set2 writes one key of an object inside the entry, leaving it alone when it
+// already holds that value.
+func set2(srv *serverList, entry, object, key, value string) error {
+	path := append(srv.at(entry), object, key)
+	if have, ok := srv.doc.Get(path...); ok {
+		if want, err := json.Marshal(value); err == nil && jsonEqual(have, want) {
+			return nil
+		}
+	}
+	return srv.doc.Set(value, path...)
+}
+
+// MergeArgs is the argument list of an entry that setup rewrites: the user's own
+// arguments (an --agent given by an earlier setup, a --log-level added by hand)
+// stay, and each flag setup gives replaces its earlier value. An old list that does
+// not run `serve` is replaced whole.
+func MergeArgs(old, next []string) []string {
+	if len(old) == 0 || len(next) == 0 || old[0] != next[0] {
+		return next
+	}
+	out := slices.Clone(old)
+	for i := 1; i < len(next); i++ {
+		flag := next[i]
+		if !strings.HasPrefix(flag, "-") {
+			continue
+		}
+		name, _, inline := strings.Cut(flag, "=")
+		value, hasValue := "", false
+		if !inline && i+1 < len(next) && !strings.HasPrefix(next[i+1], "-") {
+			value, hasValue = next[i+1], true
+			i++
+		}
+		out = setFlag(out, name, flag, value, hasValue)
+	}
+	return out
+}
+
+// setFlag gives flag name its value in args, in place when it is there (as "--name
+// value" or "--name=value"), else at the end.
+func setFlag(args []string, name, flag, value string, hasValue bool) []string {
+	for j := 1; j < len(args); j++ {
+		a := args[j]
+		if a == "--" {
+			break
+		}
+		switch {
+		case a == name && hasValue && j+1 < len(args):
+			args[j+1] = value
+			return args
+		case a == name && !hasValue:
+			return args
+		case strings.HasPrefix(a, name+"="):
+			if hasValue {
+				args[j] = name + "=" + value
+			} else {
+				args[j] = flag
+			}
+			return args
+		}
+	}
+	args = append(args, flag)
+	if hasValue {
+		args = append(args, value)
+	}
+	return args
 }
 
 func jsonEqual(a, b json.RawMessage) bool {

@@ -85,6 +85,10 @@ func (d Document) Get(path ...string) (json.RawMessage, bool) { return d.doc.Get
 // place in the file.
 func (d Document) Set(v any, path ...string) error { return d.doc.Set(v, path...) }
 
+// Delete removes the key at path and reports whether it was there; an object left
+// empty by it goes too.
+func (d Document) Delete(path ...string) bool { return d.doc.Delete(true, path...) }
+
 // SetServer puts entry under servers.name, replacing a previous entry of that name in
 // either "servers" or "mcpServers".
 func (d Document) SetServer(name string, entry *Server) error {

@@ -39,6 +39,13 @@ func (p *Policy) Check(known map[string][]string) []Problem {
 	return out
 }
 
+// CheckEntry says why a policy entry matches nothing known ("" when it may match):
+// known is as for Check, and may be built from the config alone, before any server
+// runs, to warn when an entry is written.
+func CheckEntry(entry string, known map[string][]string) string {
+	return checkKnown(entry, known, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
+}
+
 func checkKnown(e string, known map[string][]string, servers string) string {
 	k, _, _ := parseEntry(e)
 	if known == nil || (k != exact && k != server) {

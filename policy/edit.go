@@ -48,16 +48,51 @@ func edit(cfg Config, agent, entry, op string) (Config, error) {
 	if !ValidAgentName(agent) {
 		return cfg, &Error{[]Problem{{where, agent, agentNameHint(agent)}}}
 	}
-	if _, _, msg := parseEntry(entry); msg != "" {
-		return cfg, &Error{[]Problem{{where, entry, msg}}}
-	}
 	out := clone(cfg)
 	r, ok := out.Agents[agent]
 	if !ok {
 		r = EffectiveDefault(cfg)
 	}
+	r, err := editRules(r, where, entry, op)
+	if err != nil {
+		return cfg, err
+	}
+	out.Agents[agent] = r
+	return out, nil
+}
+
+// AllowDefault, DenyDefault and RevokeDefault edit policy.default, the rules of
+// every agent without a policy of its own, as Allow, Deny and Revoke edit an
+// agent's. A config without a default starts from the built-in one (@readonly), so
+// that allowing one tool does not take the read-only tools away.
+func AllowDefault(cfg Config, entry string) (Config, error) { return editDefault(cfg, entry, "allow") }
+
+// DenyDefault: see AllowDefault.
+func DenyDefault(cfg Config, entry string) (Config, error) { return editDefault(cfg, entry, "deny") }
+
+// RevokeDefault: see AllowDefault.
+func RevokeDefault(cfg Config, entry string) (Config, error) {
+	return editDefault(cfg, entry, "revoke")
+}
+
+func editDefault(cfg Config, entry, op string) (Config, error) {
+	r, err := editRules(EffectiveDefault(cfg), DefaultOrigin, entry, op)
+	if err != nil {
+		return cfg, err
+	}
+	out := clone(cfg)
+	out.Default = &r
+	return out, nil
+}
+
+// editRules applies one allow, deny or revoke of entry to r; where names r in
+// errors.
+func editRules(r Rules, where, entry, op string) (Rules, error) {
+	if _, _, msg := parseEntry(entry); msg != "" {
+		return r, &Error{[]Problem{{where, entry, msg}}}
+	}
 	if op == "revoke" && !slices.Contains(r.Allow, entry) && !slices.Contains(r.Deny, entry) {
-		return cfg, fmt.Errorf("%s: nothing to revoke: %q is in neither allow nor deny", where, entry)
+		return r, fmt.Errorf("%s: nothing to revoke: %q is in neither allow nor deny", where, entry)
 	}
 	r.Allow = slices.DeleteFunc(r.Allow, func(s string) bool { return s == entry })
 	r.Deny = slices.DeleteFunc(r.Deny, func(s string) bool { return s == entry })
@@ -67,8 +102,7 @@ func edit(cfg Config, agent, entry, op string) (Config, error) {
 	case "deny":
 		r.Deny = append(r.Deny, entry)
 	}
-	out.Agents[agent] = r
-	return out, nil
+	return r, nil
 }
 
 // clone copies cfg deeply enough that editing the copy leaves cfg untouched.

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/zalando/go-keyring"
+
+	"github.com/nexus-mcp/nexus/internal/skips"
 )
 
 // fakeBackend stands in for go-keyring: it can block until released, or fail.
@@ -175,7 +177,7 @@ func testOpenNoKeychain(t *testing.T) {
 // TestOpenKeyring runs only with a real keychain (see .ci/keyring-session).
 func TestOpenKeyring(t *testing.T) {
 	if !realKeyring() {
-		t.Skip("set NEXUS_TEST_KEYRING=1 to test the real OS keychain")
+		skips.Need(t, "a keychain", "run under .ci/keyring-session, which sets NEXUS_TEST_KEYRING=1", "set NEXUS_TEST_KEYRING=1 to test the real OS keychain")
 	}
 	s, err := Open(context.Background(), Options{})
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"strings"
 	"time"
 )
 
@@ -112,6 +113,11 @@ type Options struct {
 	Timeout time.Duration
 	// Logger receives the warning about the file fallback; nil discards.
 	Logger *slog.Logger
+	// QuietFileStore logs the file fallback at info level instead of warn: for a
+	// one-shot command, whose output already says where a secret it stores goes, a
+	// WARN line on every run only buries what the command printed. A long-running
+	// server leaves it false: its log is the record.
+	QuietFileStore bool
 }
 
 // probeAccount is outside the name alphabet so it can never collide with a real secret.
@@ -143,8 +149,8 @@ func Open(ctx context.Context, opts Options) (Store, error) {
 		return nil, err // the caller's context ended
 	}
 	if !opts.InsecureFile {
-		return nil, fmt.Errorf("%w\nTo fix: %s; or pass --insecure-file-store to keep secrets in a file readable only by you; or inject values through the environment with ${env:NAME} in config",
-			err, unlockHint())
+		return nil, fmt.Errorf("%w\nTo fix: %s; or pass --insecure-file-store (or set \"secrets\": {\"insecureFileStore\": true} in the config) to keep secrets in a file readable only by you; or inject values through the environment with ${env:NAME} in config",
+			noBus(err), unlockHint(err))
 	}
 	if opts.FilePath == "" {
 		return nil, fmt.Errorf("%w, and the insecure file store has no path: set one in config or NEXUS_HOME", err)
@@ -153,19 +159,44 @@ func Open(ctx context.Context, opts Options) (Store, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
-	logger.Warn("the OS keychain is unavailable; secrets are kept in a plain file readable only by you (--insecure-file-store)",
+	level := slog.LevelWarn
+	if opts.QuietFileStore {
+		level = slog.LevelInfo
+	}
+	logger.Log(ctx, level, "the OS keychain is unavailable; secrets are kept in a plain file readable only by you (--insecure-file-store)",
 		"path", opts.FilePath, "reason", err.Error())
 	return f, nil
 }
 
-// unlockHint says how to make the keychain usable on this platform.
-func unlockHint() string {
+// unlockHint says how to make the keychain usable on this platform, given why it
+// is not.
+func unlockHint(err error) string {
 	switch runtime.GOOS {
 	case "darwin":
 		return "unlock the login keychain (Keychain Access) and allow nexus to use it"
 	case "windows":
 		return "make sure Windows Credential Manager is running and usable by this user"
-	default:
-		return "start a Secret Service on the D-Bus session bus (gnome-keyring or KeePassXC) and unlock its login collection"
 	}
+	if isNoBus(err) {
+		// The D-Bus library then tries dbus-launch, and the error names it: installing
+		// dbus-x11 only starts a bus with no Secret Service on it.
+		return "there is no D-Bus session bus, so no Secret Service to keep secrets (installing dbus-x11 alone does not help: a Secret Service must run on the bus); " +
+			"in a desktop session, start gnome-keyring-daemon (or KeePassXC's Secret Service) and unlock its login collection; on a server or in a container, use the file store"
+	}
+	return "start a Secret Service on the D-Bus session bus (gnome-keyring-daemon or KeePassXC) and unlock its login collection"
+}
+
+// isNoBus reports whether err says there is no D-Bus session bus at all: no
+// DBUS_SESSION_BUS_ADDRESS, and no dbus-launch to start one.
+func isNoBus(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "dbus-launch")
+}
+
+// noBus rewrites the D-Bus library's "exec: dbus-launch: not found" as what it
+// means, so that the message does not send anyone after dbus-launch.
+func noBus(err error) error {
+	if !isNoBus(err) {
+		return err
+	}
+	return fmt.Errorf("%w: no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set)", ErrUnavailable)
 }

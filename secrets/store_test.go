@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/nexus-mcp/nexus/internal/skips"
 )
 
 // TestStoreContract runs one suite over every Store. The real keychain joins when
@@ -22,7 +24,7 @@ func TestStoreContract(t *testing.T) {
 		},
 		"Keyring": func(t *testing.T) Store {
 			if !realKeyring() {
-				t.Skip("set NEXUS_TEST_KEYRING=1 (or run under .ci/keyring-session) to test the real OS keychain")
+				skips.Need(t, "a keychain", "run under .ci/keyring-session, which sets NEXUS_TEST_KEYRING=1", "set NEXUS_TEST_KEYRING=1 (or run under .ci/keyring-session) to test the real OS keychain")
 			}
 			return &Keyring{}
 		},

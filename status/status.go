@@ -8,6 +8,7 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"github.com/nexus-mcp/nexus/internal/size"
 	"html/template"
 	"net/http"
 	"time"
@@ -92,6 +93,7 @@ type memoryView struct {
 	On                                   bool
 	Note                                 string
 	Entries, Bytes                       int64
+	Size                                 string // Bytes in the CLI's unit (size.IEC)
 	Hits, SemanticHits, Misses, Bypasses int64
 	HitRate                              string
 }
@@ -108,8 +110,20 @@ func build(ctx context.Context, src Sources) view {
 		v.Servers = append(v.Servers, server{Status: st, ToolNames: perServer[st.Name]})
 	}
 
+	cfg := g.Config()
+	// Once an agent has a token, HTTP clients without one are refused: the
+	// anonymous agent is listed only while it can still connect, or when the
+	// policy names it.
+	tokens := false
+	for _, a := range cfg.Agents {
+		tokens = tokens || a.TokenSHA256 != ""
+	}
+	_, namedAnonymous := cfg.Policy.Agents[policy.Anonymous]
 	pol := g.Policy()
-	for _, n := range g.Config().AgentNames() {
+	for _, n := range cfg.AgentNames() {
+		if n == policy.Anonymous && tokens && !namedAnonymous {
+			continue
+		}
 		// The policy that applies to the agent, whatever it offers today.
 		cost := g.ManifestCost(n)
 		a := agent{Name: n, Policy: pol.Decide(n, policy.Tool{Name: "-.-"}).Origin, Mode: cost.Mode,
@@ -133,7 +147,7 @@ func build(ctx context.Context, src Sources) view {
 	} else if st, err := mem.Stats(ctx); err != nil {
 		v.Memory.Note = "memory stats: " + err.Error()
 	} else {
-		v.Memory = memoryView{On: true, Note: st.Disabled, Entries: st.Entries, Bytes: st.Bytes,
+		v.Memory = memoryView{On: true, Note: st.Disabled, Entries: st.Entries, Bytes: st.Bytes, Size: size.IEC(st.Bytes),
 			Hits: st.Hits, SemanticHits: st.SemanticHits, Misses: st.Misses, Bypasses: st.Bypasses, HitRate: "no lookups yet"}
 		if n := st.Hits + st.Misses; n > 0 {
 			v.Memory.HitRate = fmt.Sprintf("%.1f%%", 100*float64(st.Hits)/float64(n))

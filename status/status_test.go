@@ -90,3 +90,21 @@ func TestPageShowsManifestCost(t *testing.T) {
 		}
 	}
 }
+
+// TestPageListsAnonymousOnlyWithoutTokens: once an agent has a token, HTTP
+// clients without one are refused, so the anonymous agent is not listed.
+func TestPageListsAnonymousOnlyWithoutTokens(t *testing.T) {
+	cfg, err := config.Parse("test.json", []byte(`{"servers": {}, "agents": {"coder": {"tokenSha256": "`+strings.Repeat("ab", 32)+`"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := aggregation.New(cfg, aggregation.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	Handler(Sources{Gateway: g}).ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+	if body := w.Body.String(); strings.Contains(body, `data-agent="anonymous"`) || !strings.Contains(body, `data-agent="coder"`) {
+		t.Errorf("with a token, the page lists:\n%s", body)
+	}
+}

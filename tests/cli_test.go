@@ -13,7 +13,7 @@ func TestHelpOnEveryCommand(t *testing.T) {
 	commands := [][]string{
 		{"serve"}, {"add"}, {"remove"}, {"list-servers"}, {"list-tools"}, {"call"}, {"version"},
 		{"policy"}, {"policy", "show"}, {"policy", "explain"}, {"policy", "check"}, {"policy", "allow"}, {"policy", "deny"}, {"policy", "revoke"},
-		{"agent", "add"}, {"cache", "stats"}, {"cache", "list"}, {"cache", "clear"}, {"audit"}, {"demo"}, {"sample-server"},
+		{"agent", "add"}, {"agent", "list"}, {"agent", "rotate"}, {"agent", "remove"}, {"cache", "stats"}, {"cache", "list"}, {"cache", "clear"}, {"audit"}, {"demo"}, {"sample-server"},
 		{"secrets", "set"}, {"secrets", "list"}, {"secrets", "rm"}, {"config", "show"}, {"config", "validate"},
 		{"catalog", "list"}, {"catalog", "show"}, {"setup"}, {"import"}, {"doctor"},
 	}

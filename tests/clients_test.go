@@ -188,7 +188,7 @@ func TestSetupMoveWithSecretsInsecureFileStore(t *testing.T) {
 	// No keychain: the secrets cannot be stored, so both servers (each has a token)
 	// stay in the client, with the reason; Nexus itself is added.
 	out, stderr, code := h.nexusEnv(noBus, "setup", "claude-desktop", "--move-all")
-	if code != 0 || strings.Count(out, "not moved (it stays in the client)") != 2 || !strings.Contains(out, "its secrets cannot be stored") || !strings.Contains(out, "--insecure-file-store") {
+	if code != 1 || firstLine(stderr) != "nexus: 2 server(s) were not moved (they stay in the client); see why above" || strings.Count(out, "not moved (it stays in the client)") != 2 || !strings.Contains(out, "its secrets cannot be stored") || !strings.Contains(out, "--insecure-file-store") {
 		t.Errorf("want both servers kept in the client, with why and the fix: %d\n%s%s", code, out, stderr)
 	}
 	if after := clRead(t, path); after == original || !strings.Contains(after, "ghp_nexustestnexustestnexustest") || !strings.Contains(after, "remote-docs") {
@@ -321,8 +321,8 @@ func TestImportCursor(t *testing.T) {
 	h := newHome(t, map[string]any{"servers": map[string]any{"linear": map[string]any{"command": "linear-local"}}})
 	clPlace(t, h, "cursor", "cursor_mcp.json")
 	out, stderr, code := h.nexusEnv(clEnv(h), "import", "cursor", "--json")
-	if code != 0 {
-		t.Fatalf("import cursor: %s", stderr)
+	if code != 1 || firstLine(stderr) != "nexus: 1 server(s) were not imported; see why above" { // broken is left behind
+		t.Fatalf("import cursor: exit %d: %s", code, stderr)
 	}
 	var rep struct {
 		Servers []struct {

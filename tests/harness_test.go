@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nexus-mcp/nexus/internal/skips"
 )
 
 // bins holds the binaries built once for the whole run.
@@ -45,7 +47,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	code := m.Run()
+	code := skips.Main(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

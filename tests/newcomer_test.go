@@ -63,7 +63,7 @@ func TestCLIMessages(t *testing.T) {
 		{name: "misspelt flag", args: []string{"list-servers", "--jsno"}, code: 2,
 			stderr: "nexus: flag provided but not defined: -jsno; did you mean --json? (`nexus list-servers --help` lists the flags)"},
 		{name: "required flag", args: []string{"policy", "allow", "code-kg.kg_regenerate"}, code: 2,
-			stderr: "nexus: nexus policy allow needs --agent NAME; write `nexus policy allow --agent NAME ENTRY`"},
+			stderr: "nexus: nexus policy allow needs --agent NAME or --default; write `nexus policy allow --agent NAME ENTRY...`"},
 		{name: "misspelt catalog name", args: []string{"add", "githb"}, code: 2,
 			stderr: "nexus: \"githb\" is not in the catalog, and no --command or --url says how to run it; did you mean `nexus add github`? (nexus catalog list shows the entries)"},
 		{name: "global flag after the command", config: `{}`, args: []string{"list-servers", "--json", "--config", "TEAM"}, code: 0,

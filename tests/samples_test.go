@@ -1250,13 +1250,13 @@ func TestDemo(t *testing.T) {
 	}
 	must("a successful code-kg read", `(?s)nexus call code-kg\.kg_latest_graph.*?\n\s+ok in [^\n]*\n[^\n]*"graph_id":"g-np-main-002"`)
 	must("a successful doc-kg read", `(?s)nexus call doc-kg\.doc_kg_search --args '\{"query":"open bugs[^\n]*\n\s+ok in [^\n]*\n[^\n]*"doc_id":"doc-auth-refresh-bug"`)
-	must("the refused kg_regenerate", `(?s)nexus call code-kg\.kg_regenerate --args[^\n]*\n\s+refused/error[^\n]*\n\s+agent "anonymous" may not call "code-kg\.kg_regenerate"`)
+	must("the refused kg_regenerate", `(?s)nexus call code-kg\.kg_regenerate --args[^\n]*\n\s+refused by the policy in [^\n]*, without reaching the server\n\s+agent "anonymous" may not call "code-kg\.kg_regenerate"`)
 	must("how to grant it", `To grant it: nexus policy allow --agent anonymous code-kg\.kg_regenerate`)
 	must("a miss then a hit", `(?s)memory: miss\n[^\n]*\n[^\n]*nexus call doc-kg\.doc_kg_search[^\n]*\n\s+ok in [^\n]*memory: hit`)
 	if strings.Contains(out, "error -32") {
 		t.Errorf("a demo call failed with a JSON-RPC error:\n%s", out)
 	}
-	if n := strings.Count(out, "refused/error"); n != 1 {
+	if n := strings.Count(out, "refused by the policy") + strings.Count(out, "answered with an error"); n != 1 {
 		t.Errorf("%d calls refused or failed in the demo, want only kg_regenerate:\n%s", n, out)
 	}
 	// The demo's NEXUS_HOME is throw-away.

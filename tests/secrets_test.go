@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/secrets"
+
+	"github.com/nexus-mcp/nexus/internal/skips"
 )
 
 // realKeychain skips outside a keychain session (go test -v shows why), and fails
@@ -26,7 +28,7 @@ func realKeychain(t *testing.T) {
 		if os.Getenv("NEXUS_REQUIRE_KEYCHAIN") == "1" {
 			t.Fatal("NEXUS_REQUIRE_KEYCHAIN=1 but no keychain session: run the tests inside .ci/keyring-session (it sets NEXUS_TEST_KEYRING=1)")
 		}
-		t.Skip("needs a Secret Service: run under .ci/keyring-session (sets NEXUS_TEST_KEYRING=1)")
+		skips.Need(t, "a keychain", "run under .ci/keyring-session, which sets NEXUS_TEST_KEYRING=1", "needs a Secret Service: run under .ci/keyring-session (sets NEXUS_TEST_KEYRING=1)")
 	}
 }
 

@@ -159,7 +159,7 @@ func TestImportWithoutKeychain(t *testing.T) {
 	var res struct {
 		Servers []struct{ Original, Status, Store, Error, Fix string }
 	}
-	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || len(res.Servers) != 2 {
+	if err := json.Unmarshal([]byte(out), &res); code != 1 || err != nil || len(res.Servers) != 2 { // tok is left behind
 		t.Fatalf("import --json without a keychain: %d %v\n%s%s", code, err, out, stderr)
 	}
 	for _, s := range res.Servers {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nexus-mcp/nexus/internal/skips"
 )
 
 // Memory a user can trust, end to end: real children, real sessions, a real
@@ -23,7 +25,7 @@ func peerScript(t *testing.T, rel string) (node, script string) {
 		if os.Getenv("NEXUS_REQUIRE_NODE_PEERS") == "1" {
 			t.Fatalf("%s is not installed (run npm ci in tests/): %v %v", rel, statErr, err)
 		}
-		t.Skip(rel + " is not installed: run `npm ci` in tests/")
+		skips.Need(t, "node packages", "npm ci in tests/", rel+" is not installed: run `npm ci` in tests/")
 	}
 	return node, script
 }

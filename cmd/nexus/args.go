@@ -37,7 +37,10 @@ func interspersed(app *cli.App, args []string) []string {
 		}
 		sub := findCommand(cmd.Subcommands, rest[0])
 		if sub == nil {
-			break
+			// An unknown subcommand ("policy alow --agent x"): leave the rest as
+			// typed, so that the answer is about the name, not about a flag the
+			// parent command lacks.
+			return slices.Concat([]string{args[0]}, globals, path, rest)
 		}
 		path = append(path, rest[0])
 		rest = rest[1:]

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/nexus-mcp/nexus/internal/size"
 	"log/slog"
 	"maps"
 	"slices"
@@ -205,23 +206,8 @@ func orDash(s string) string {
 }
 
 // sizeIEC writes a byte count for people: "256 MiB", "1.5 KiB", "512 B" (--json
-// keeps the raw numbers).
-func sizeIEC(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	f, i := float64(n), -1
-	for f >= unit && i < 4 {
-		f /= unit
-		i++
-	}
-	name := []string{"KiB", "MiB", "GiB", "TiB", "PiB"}[i]
-	if f == float64(int64(f)) {
-		return fmt.Sprintf("%d %s", int64(f), name)
-	}
-	return fmt.Sprintf("%.1f %s", f, name)
-}
+// keeps the raw numbers), as the status page does.
+func sizeIEC(n int64) string { return size.IEC(n) }
 
 // refusalCounts are the refusals the audit trail holds, per agent and tool: with
 // the postgres backend, those of every replica.

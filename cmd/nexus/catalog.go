@@ -20,6 +20,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/catalog"
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/internal/suggest"
 	"github.com/nexus-mcp/nexus/secrets"
 )
 
@@ -78,11 +79,12 @@ func catalogCommand() *cli.Command {
 						Transport   string   `json:"transport"`
 						Description string   `json:"description"`
 						Required    []string `json:"required"`
+						Launcher    string   `json:"launcher,omitempty"` // the program it runs with (npx, uvx), which must be installed
 						Source      string   `json:"source"`
 					}
 					rows := []row{}
 					for _, en := range cat.List() {
-						r := row{Name: en.Name, Transport: en.Transport, Description: en.Description, Source: en.Source, Required: []string{}}
+						r := row{Name: en.Name, Transport: en.Transport, Description: en.Description, Source: en.Source, Required: []string{}, Launcher: launcher(en)}
 						for _, v := range en.Missing(nil) {
 							r.Required = append(r.Required, v.Name)
 						}
@@ -95,6 +97,9 @@ func catalogCommand() *cli.Command {
 					fmt.Fprintln(tw, "NAME\tTRANSPORT\tNEEDS\tDESCRIPTION")
 					for _, r := range rows {
 						needs := strings.Join(r.Required, ", ")
+						if r.Launcher != "" {
+							needs = strings.Join(append([]string{r.Launcher}, r.Required...), ", ")
+						}
 						if needs == "" {
 							needs = "-"
 						}
@@ -130,7 +135,11 @@ func catalogCommand() *cli.Command {
 					}
 					en, ok := cat.Get(c.Args().First())
 					if !ok {
-						return usageError(fmt.Sprintf("no catalog entry %q; the catalog has: %s", c.Args().First(), strings.Join(cat.Names(), ", ")))
+						msg := fmt.Sprintf("no catalog entry %q", c.Args().First())
+						if near := suggest.Closest(c.Args().First(), cat.Names()); near != "" {
+							return usageHint(msg, fmt.Sprintf("did you mean `nexus catalog show %s`?", near))
+						}
+						return usageHint(msg, "the catalog has: "+strings.Join(cat.Names(), ", "))
 					}
 					if c.Bool("json") {
 						return printJSON(e.stdout, struct {
@@ -382,7 +391,7 @@ func installEntry(c *cli.Context, e *env, entry *catalog.Entry) error {
 			if v.Secret {
 				// Say so before asking, not after the user typed a token.
 				if _, err := e.secrets(c.Context, nil); err != nil {
-					return fmt.Errorf("%s needs the secret %s, which goes to the keychain, and it cannot be used, so nothing was written: %w", entry.Name, v.Name, err)
+					return fmt.Errorf("%s needs the secret %s, and no secret store can be used, so nothing was written: %w", entry.Name, v.Name, err)
 				}
 				break
 			}
@@ -425,23 +434,30 @@ func installEntry(c *cli.Context, e *env, entry *catalog.Entry) error {
 	for _, n := range stored {
 		fmt.Fprintf(e.stdout, "stored secret %s in %s\n", n, e.secretPlace(c.Context, n))
 	}
+	e.fileStoreNotice(len(stored))
 	fmt.Fprintln(e.stdout, memoryHint(server, inst.Hints.TTL))
 	if len(addedCache) > 0 {
 		fmt.Fprintf(e.stdout, "cache hints set: %s\n", strings.Join(addedCache, ", "))
 	}
-	switch allow := inst.Hints.Allow; {
-	case len(allow) > 3:
-		fmt.Fprintf(e.stdout, "the catalog suggests allowing these read-only tools: %s\n", strings.Join(allow, " "))
-		fmt.Fprintf(e.stdout, "for an agent, run: for t in %s; do nexus policy allow --agent AGENT \"$t\"; done\n", strings.Join(allow, " "))
-	case len(allow) > 0:
-		fmt.Fprintln(e.stdout, "the catalog suggests allowing these tools; for an agent, run:")
-		for _, a := range allow {
-			fmt.Fprintf(e.stdout, "  nexus policy allow --agent AGENT %s\n", a)
-		}
+	if allow := inst.Hints.Allow; len(allow) > 0 {
+		fmt.Fprintf(e.stdout, "the catalog suggests allowing these tools; for an agent (or --default for every agent), run:\n  nexus policy allow --agent AGENT %s\n", strings.Join(allow, " "))
 	}
 	if entry.Docs != "" {
 		fmt.Fprintf(e.stdout, "docs: %s\n", entry.Docs)
 	}
 	fmt.Fprintln(e.stdout, "check it with: nexus list-tools  (or nexus doctor)")
+	if srv.Transport == config.TransportStdio || srv.Transport == "" {
+		e.warnMissingCommand(srv.Command)
+	}
 	return nil
+}
+
+// launcher is the program a catalog entry runs that the user must have installed
+// (npx, uvx, docker): "" when the command is a value the user gives, or this
+// nexus binary.
+func launcher(en *catalog.Entry) string {
+	if en.Command == "" || strings.Contains(en.Command, "{{") {
+		return ""
+	}
+	return en.Command
 }

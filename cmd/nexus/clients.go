@@ -12,11 +12,14 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/clients"
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/policy"
 	"github.com/nexus-mcp/nexus/secrets"
 )
 
@@ -30,10 +33,10 @@ type clientFile struct {
 	maxName func(entry string) int
 }
 
-// resolveClient turns claude-desktop|cursor|vscode|claude-code|FILE into a file. A known client's
+// resolveClient turns claude-desktop|claude-code|cursor|vscode|codex|FILE into a file. A known client's
 // file is where that client keeps it on this OS, for the user in HOME.
 func resolveClient(arg string) (clientFile, error) {
-	if !strings.ContainsAny(arg, `/\`) && !strings.HasSuffix(strings.ToLower(arg), ".json") {
+	if !strings.ContainsAny(arg, `/\`) && !strings.HasSuffix(strings.ToLower(arg), ".json") && !clients.IsCodexFile(arg) {
 		home, err := os.UserHomeDir()
 		if err != nil {
 			return clientFile{}, fmt.Errorf("finding your home directory (set HOME): %w", err)
@@ -47,6 +50,9 @@ func resolveClient(arg string) (clientFile, error) {
 	abs, err := filepath.Abs(arg)
 	if err != nil {
 		return clientFile{}, usageError(fmt.Sprintf("%s: %v", arg, err))
+	}
+	if clients.IsCodexFile(abs) {
+		return clientFile{Display: abs, Path: abs, Format: clients.FormatCodex}, nil
 	}
 	format, err := clients.DetectFormat(abs)
 	if err != nil {
@@ -163,7 +169,7 @@ func importCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "import",
 		Usage:     "import the MCP servers of a client's config file into Nexus (secrets go to the keychain)",
-		ArgsUsage: "claude-desktop|cursor|vscode|claude-code|FILE",
+		ArgsUsage: "claude-desktop|claude-code|cursor|vscode|codex|FILE",
 		Description: "Reads the client's server entries (\"mcpServers\", or VS Code's \"servers\") and\n" +
 			"adds each to $NEXUS_HOME/config.json. Env values and headers that look like\n" +
 			"credentials are stored in the OS keychain (or, with --insecure-file-store and no\n" +
@@ -178,7 +184,7 @@ func importCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() != 1 {
-				return usageError("import takes one client: claude-desktop, cursor, vscode, or the path of a client config FILE")
+				return usageError("import takes one client: claude-desktop, claude-code, cursor, vscode, or the path of a client config FILE")
 			}
 			e, err := newEnv(c, slog.LevelWarn)
 			if err != nil {
@@ -212,8 +218,15 @@ func importCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			var hidden []hiddenTools
+			if !dry && len(todo) > 0 {
+				hidden = e.hiddenTools(c.Context, importedNames(results), policy.Anonymous)
+			}
 			if c.Bool("json") {
-				return printJSON(e.stdout, map[string]any{"file": cf.Path, "dryRun": dry, "servers": nonNil(results), "fileStoreKept": kept})
+				if err := printJSON(e.stdout, map[string]any{"file": cf.Path, "dryRun": dry, "servers": nonNil(results), "fileStoreKept": kept, "hidden": nonNil(hidden)}); err != nil {
+					return err
+				}
+				return leftBehind(results, false, dry)
 			}
 			if kept {
 				e.fileStoreWarning(e.stdout, dry)
@@ -229,7 +242,8 @@ func importCommand() *cli.Command {
 			case len(todo) > 0:
 				fmt.Fprintf(e.stdout, "wrote %s; the client's file is unchanged (nexus setup %s --move-all connects the client to Nexus and takes them out of it)\n", e.personal, c.Args().First())
 			}
-			return nil
+			printHidden(e.stdout, hidden, policy.Anonymous)
+			return leftBehind(results, false, dry)
 		},
 	}
 }
@@ -244,8 +258,8 @@ func nonNil[T any](s []T) []T {
 func setupClientCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "setup",
-		Usage:     "connect a client (Claude Desktop, Cursor, VS Code) to Nexus by adding Nexus to its config file",
-		ArgsUsage: "claude-desktop|cursor|vscode|claude-code|FILE",
+		Usage:     "connect a client (Claude Desktop, Claude Code, Cursor, VS Code, Codex) to Nexus by adding Nexus to its config file",
+		ArgsUsage: "claude-desktop|claude-code|cursor|vscode|codex|FILE",
 		Description: "Adds a \"nexus\" server entry running `nexus serve` to the client's config file,\n" +
 			"keeping every other key, after copying the file to FILE.nexus-backup-TIME (0600:\n" +
 			"it holds the original values, tokens included). The entry carries NEXUS_HOME\n" +
@@ -264,7 +278,7 @@ func setupClientCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() != 1 {
-				return usageError("setup takes one client: claude-desktop, cursor, vscode, claude-code, or the path of a client config FILE")
+				return usageError("setup takes one client: claude-desktop, claude-code, cursor, vscode, codex, or the path of a client config FILE")
 			}
 			agent := c.String("agent")
 			if err := checkAgent(agent); err != nil {
@@ -280,6 +294,9 @@ func setupClientCommand() *cli.Command {
 			cf, err := resolveClient(c.Args().First())
 			if err != nil {
 				return err
+			}
+			if cf.Format == clients.FormatCodex && (c.Bool("move-all") || c.IsSet("move")) {
+				return usageError(fmt.Sprintf("moving Codex's own servers behind Nexus is not supported yet; nothing was written (add them with nexus add, then remove them from %s)", cf.Path))
 			}
 			exe, err := selfPath()
 			if err != nil {
@@ -330,29 +347,48 @@ func setupClientCommand() *cli.Command {
 			if out.FileStoreKept, err = e.keepFileStore(c.Context, cfg, dry); err != nil {
 				return err
 			}
+			as := agent
+			if as == "" {
+				as = policy.Anonymous
+			}
+			if !dry && len(conn.Moved) > 0 {
+				out.Hidden = e.hiddenTools(c.Context, importedNames(conn.Moved), as)
+			}
 			if c.Bool("json") {
-				return printJSON(e.stdout, out)
+				if err := printJSON(e.stdout, out); err != nil {
+					return err
+				}
+				return leftBehind(conn.Moved, true, dry)
 			}
 			if out.FileStoreKept {
 				e.fileStoreWarning(e.stdout, dry)
 			}
 			out.print(e.stdout, c.Args().First())
-			return nil
+			printHidden(e.stdout, out.Hidden, as)
+			return leftBehind(conn.Moved, true, dry)
 		},
 	}
 }
 
-// entryEnv is the environment the client entry needs for Nexus to find this home:
-// NEXUS_HOME when it is set (a client does not start servers in the user's shell).
+// entryEnv is the environment the client entry needs for Nexus to find this home
+// and its children's programs: NEXUS_HOME when it is set, and the PATH of the shell
+// setup runs in (a client does not start servers in the user's shell).
 func entryEnv(e *env) map[string]string {
-	if os.Getenv("NEXUS_HOME") == "" {
+	env := map[string]string{}
+	if p := recordedPath(os.Getenv("PATH")); p != "" {
+		env["PATH"] = p
+	}
+	if os.Getenv("NEXUS_HOME") != "" {
+		home, err := filepath.Abs(e.home)
+		if err != nil {
+			home = e.home
+		}
+		env["NEXUS_HOME"] = home
+	}
+	if len(env) == 0 {
 		return nil
 	}
-	home, err := filepath.Abs(e.home)
-	if err != nil {
-		home = e.home
-	}
-	return map[string]string{"NEXUS_HOME": home}
+	return env
 }
 
 type setupOutput struct {
@@ -366,6 +402,7 @@ type setupOutput struct {
 	Moved         []clients.ImportResult `json:"moved"`
 	Stayed        []clients.Stayed       `json:"stayed,omitempty"`
 	FileStoreKept bool                   `json:"fileStoreKept,omitempty"` // secrets.insecureFileStore set in the personal config
+	Hidden        []hiddenTools          `json:"hidden,omitempty"`        // moved servers' tools the agent's policy hides
 }
 
 func (o setupOutput) print(w io.Writer, arg string) {
@@ -486,4 +523,116 @@ func pickMoves(answer string, movable []string) (picked []string, bad string) {
 		}
 	}
 	return picked, ""
+}
+
+// leftBehind is the exit status of an import or a move: 1 when a server the user
+// asked for was not imported (it cannot run behind Nexus, or its secrets could not
+// be stored), so that a script sees it; the output above says why. A dry run only
+// reports.
+func leftBehind(results []clients.ImportResult, moving, dryRun bool) error {
+	if dryRun {
+		return nil
+	}
+	n := 0
+	for _, r := range results {
+		if r.Status == clients.StatusSkipped || r.Status == clients.StatusStayed {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	verb := "imported"
+	if moving {
+		verb = "moved (they stay in the client)"
+	}
+	return cli.Exit(fmt.Sprintf("%d server(s) were not %s; see why above", n, verb), 1)
+}
+
+// importedNames are the Nexus names of the servers an import wrote.
+func importedNames(results []clients.ImportResult) []string {
+	var names []string
+	for _, r := range results {
+		if r.Status == clients.StatusImported {
+			names = append(names, r.Name)
+		}
+	}
+	return names
+}
+
+// hiddenTools are the tools of one imported server that an agent's policy hides.
+type hiddenTools struct {
+	Server string   `json:"server"`
+	Tools  []string `json:"tools"` // canonical names
+	Of     int      `json:"of"`    // the server's tool count
+	Error  string   `json:"error,omitempty"`
+}
+
+// hiddenTools starts the servers just imported, for a bounded time, and lists
+// the tools agent's policy will hide: the default shows read-only tools only,
+// so a client's write tools disappear once they run behind Nexus, and the user
+// should hear it now rather than find out in the client.
+func (e *env) hiddenTools(ctx context.Context, servers []string, agent string) []hiddenTools {
+	if len(servers) == 0 {
+		return nil
+	}
+	cfg, err := e.load()
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	// The children's start-up noise is not what this is about: their failures
+	// are summed up below.
+	log := e.log
+	e.log = slog.New(slog.DiscardHandler)
+	defer func() { e.log = log }()
+	g, err := e.startGateway(ctx, cfg, gatewayOptions{noMemory: true, waitFor: servers})
+	if err != nil {
+		return []hiddenTools{{Server: strings.Join(servers, ", "), Error: err.Error()}}
+	}
+	defer g.Close()
+	state := map[string]aggregation.Status{}
+	for _, st := range g.Servers() {
+		state[st.Name] = st
+	}
+	var out []hiddenTools
+	for _, name := range servers {
+		h := hiddenTools{Server: name}
+		if st := state[name]; st.State != "ready" {
+			h.Error = fmt.Sprintf("it did not start (%s), so its tools are unknown: nexus policy show --agent %s lists them once it runs", st.Error, agent)
+			out = append(out, h)
+			continue
+		}
+		for _, t := range g.Tools() {
+			if t.Server != name {
+				continue
+			}
+			h.Of++
+			if !g.Policy().Decide(agent, policy.Tool{Name: t.Canonical, ReadOnly: t.Hints.ReadOnly, Destructive: t.Hints.Destructive}).Allowed {
+				h.Tools = append(h.Tools, t.Canonical)
+			}
+		}
+		if len(h.Tools) > 0 {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// printHidden says which imported tools the policy hides, and the command that
+// grants them.
+func printHidden(w io.Writer, hidden []hiddenTools, agent string) {
+	who := "--agent " + agent
+	if agent == policy.Anonymous {
+		who = "--default"
+	}
+	for _, h := range hidden {
+		if h.Error != "" {
+			fmt.Fprintf(w, "policy: %s: %s\n", h.Server, h.Error)
+			continue
+		}
+		fmt.Fprintf(w, "policy: agent %s will not see %d of the %d tools of %s (not read-only): %s\n", agent, len(h.Tools), h.Of, h.Server, strings.Join(h.Tools, ", "))
+		fmt.Fprintf(w, "  to grant them: nexus policy allow %s %s   (or '%s.*' for all of them)\n", who, strings.Join(h.Tools, " "), h.Server)
+	}
 }

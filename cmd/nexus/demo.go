@@ -193,11 +193,14 @@ func demoCall(ctx context.Context, w io.Writer, g *aggregation.Gateway, agent, t
 			memo += fmt.Sprintf(" (similarity %v to %q)", c["similarity"], c["matched"])
 		}
 	}
-	verdict := "ok"
-	if res.IsError {
-		verdict = "refused/error"
+	verdict := "ok in %s"
+	switch {
+	case res.IsError && strings.Contains(text, "may not call"):
+		verdict = "refused by the policy in %s, without reaching the server"
+	case res.IsError:
+		verdict = "the tool answered with an error, in %s"
 	}
-	fmt.Fprintf(w, "     %s in %s%s\n", verdict, took.Round(10*time.Microsecond), memo)
+	fmt.Fprintf(w, "     "+verdict+"%s\n", took.Round(10*time.Microsecond), memo)
 	fmt.Fprintf(w, "     %s\n", truncate(strings.ReplaceAll(text, "\n", " "), 300))
 	return raw, nil
 }

@@ -107,7 +107,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
 		Flags: []cli.Flag{
-			&cli.StringSliceFlag{Name: "config", Usage: "add a config `FILE` layer (repeatable; read before $NEXUS_HOME/config.json, which wins)", EnvVars: []string{"NEXUS_CONFIG"}},
+			&cli.StringSliceFlag{Name: "config", Usage: "add a config `FILE` layer (repeatable; read before $NEXUS_HOME/config.json, which wins; without it, $NEXUS_CONFIG lists layers separated by " + listSeparatorName + ")"},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (logs go to stderr)", Value: ""},
 			&cli.BoolFlag{Name: "project", Usage: "also read .nexus/config.json from the working directory upward (a shared project layer)"},
 			&cli.BoolFlag{Name: "insecure-file-store", Usage: "when no OS keychain is usable, keep secrets in a file readable only by you under NEXUS_HOME"},

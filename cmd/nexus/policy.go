@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -14,28 +16,37 @@ import (
 )
 
 func policyCommand() *cli.Command {
-	agentFlag := func(required bool) cli.Flag {
-		if !required {
-			// Like call: no agent named is the anonymous one.
-			return &cli.StringFlag{Name: "agent", Usage: "the agent `NAME` (default: " + policy.Anonymous + ")", EnvVars: []string{"NEXUS_AGENT"}}
-		}
-		return &cli.StringFlag{Name: "agent", Usage: "the agent `NAME`", Required: required}
+	// Like call: no agent named is the anonymous one. The edits name theirs (or
+	// --default) explicitly, without NEXUS_AGENT: a variable should not decide
+	// whose policy a command rewrites.
+	agentFlag := func() cli.Flag {
+		return &cli.StringFlag{Name: "agent", Usage: "the agent `NAME` (default: " + policy.Anonymous + ")", EnvVars: []string{"NEXUS_AGENT"}}
 	}
-	edit := func(verb string, apply func(policy.Config, string, string) (policy.Config, error)) *cli.Command {
+	edit := func(verb string, apply func(policy.Config, string, string) (policy.Config, error), applyDefault func(policy.Config, string) (policy.Config, error)) *cli.Command {
 		return &cli.Command{
 			Name:      verb,
-			Usage:     verb + " ENTRY for an agent (ENTRY: server.tool, server.*, * or @readonly)",
-			ArgsUsage: "ENTRY",
-			Flags:     []cli.Flag{agentFlag(true)},
+			Usage:     verb + " ENTRY... for an agent, or for the default (ENTRY: server.tool, server.*, * or @readonly)",
+			ArgsUsage: "ENTRY...",
+			Flags: []cli.Flag{&cli.StringFlag{Name: "agent", Usage: "the agent `NAME`"},
+				&cli.BoolFlag{Name: "default", Usage: "edit policy.default, the rules of every agent without a policy of its own"}},
 			Action: func(c *cli.Context) error {
-				if c.Args().Len() != 1 {
-					return usageError(fmt.Sprintf("policy %s takes one ENTRY, e.g. nexus policy %s --agent coder code-kg.kg_regenerate", verb, verb))
+				if c.IsSet("agent") == c.Bool("default") {
+					return usageHint(fmt.Sprintf("nexus policy %s needs --agent NAME or --default", verb),
+						fmt.Sprintf("write `nexus policy %s --agent NAME ENTRY...`", verb))
+				}
+				if c.Args().Len() == 0 {
+					return usageError(fmt.Sprintf("policy %s takes one or more ENTRY, e.g. nexus policy %s --agent coder code-kg.kg_regenerate", verb, verb))
 				}
 				e, err := newEnv(c, slog.LevelWarn)
 				if err != nil {
 					return err
 				}
-				return e.editPolicy(c.String("agent"), c.Args().First(), verb, apply)
+				if c.Bool("default") {
+					return e.editPolicy("", c.Args().Slice(), func(cfg policy.Config, _, entry string) (policy.Config, error) {
+						return applyDefault(cfg, entry)
+					})
+				}
+				return e.editPolicy(c.String("agent"), c.Args().Slice(), apply)
 			},
 		}
 	}
@@ -49,7 +60,7 @@ func policyCommand() *cli.Command {
 			{
 				Name:  "show",
 				Usage: "connect to the servers and show, per tool, whether the agent may call it and why",
-				Flags: []cli.Flag{agentFlag(false), &cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Flags: []cli.Flag{agentFlag(), &cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 				Action: func(c *cli.Context) error {
 					e, err := newEnv(c, slog.LevelWarn)
 					if err != nil {
@@ -62,7 +73,7 @@ func policyCommand() *cli.Command {
 				Name:      "explain",
 				Usage:     "tell whether an agent may call TOOL, and the rule that decided",
 				ArgsUsage: "TOOL",
-				Flags:     []cli.Flag{agentFlag(false), &cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Flags:     []cli.Flag{agentFlag(), &cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 				Action: func(c *cli.Context) error {
 					if c.Args().Len() != 1 {
 						return usageError("policy explain takes one TOOL: nexus policy explain [--agent NAME] server.tool")
@@ -104,9 +115,9 @@ func policyCommand() *cli.Command {
 					return nil
 				},
 			},
-			edit("allow", policy.Allow),
-			edit("deny", policy.Deny),
-			edit("revoke", policy.Revoke),
+			edit("allow", policy.Allow, policy.AllowDefault),
+			edit("deny", policy.Deny, policy.DenyDefault),
+			edit("revoke", policy.Revoke, policy.RevokeDefault),
 		},
 	}
 }
@@ -206,9 +217,12 @@ func origin(d policy.Decision) string {
 	return d.Origin
 }
 
-// editPolicy applies allow/deny/revoke to the agent's rules and writes them to the
-// personal config file.
-func (e *env) editPolicy(agent, entry, verb string, apply func(policy.Config, string, string) (policy.Config, error)) error {
+// editPolicy applies allow/deny/revoke of each entry to the agent's rules (agent
+// "": policy.default) and writes them to the personal config file. Every entry is
+// checked before anything is written; an entry that names no server or tool the
+// config and catalog know of is written with a warning, since the server may not
+// have started yet.
+func (e *env) editPolicy(agent string, entries []string, apply func(policy.Config, string, string) (policy.Config, error)) error {
 	if err := checkAgent(agent); err != nil {
 		return err
 	}
@@ -216,18 +230,57 @@ func (e *env) editPolicy(agent, entry, verb string, apply func(policy.Config, st
 	if err != nil {
 		return err
 	}
-	next, err := apply(cfg.Policy, agent, entry)
-	if err != nil {
-		return err
+	next := cfg.Policy
+	for _, entry := range entries {
+		if next, err = apply(next, agent, entry); err != nil {
+			return err
+		}
 	}
+	path, where := []string{"policy", "agents", agent}, "policy.agents."+agent
 	rules := next.Agents[agent]
+	if agent == "" {
+		path, where, rules = []string{"policy", "default"}, policy.DefaultOrigin, *next.Default
+	}
 	err = config.Edit(e.personal, func(d config.Document) error {
-		return d.Set(rules, "policy", "agents", agent)
+		return d.Set(rules, path...)
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "policy.agents.%s in %s: allow %v, deny %v\n", agent, e.personal, rules.Allow, rules.Deny)
+	fmt.Fprintf(e.stdout, "%s in %s: allow %v, deny %v\n", where, e.personal, rules.Allow, rules.Deny)
+	known := e.configuredTools(cfg)
+	for _, entry := range entries {
+		if msg := policy.CheckEntry(entry, known); msg != "" {
+			fmt.Fprintf(e.stderr, "warning: %s: %q matches no tool Nexus knows of: %s (nexus policy check asks the running servers)\n", where, entry, msg)
+		}
+	}
 	e.confirmRunning(context.Background())
 	return nil
+}
+
+// configuredTools is what the config and the catalog know of the servers' tools
+// without starting them: each configured server, with the tools its catalog entry
+// or its annotations name (nil when none is named: only the server is checked).
+func (e *env) configuredTools(cfg *config.Config) map[string][]string {
+	known := map[string][]string{}
+	cat, _ := e.loadCatalog()
+	for _, name := range cfg.ServerNames() {
+		s := cfg.Servers[name]
+		var tools []string
+		for t := range s.Annotations {
+			tools = append(tools, t)
+		}
+		if cat != nil && s.Catalog != "" {
+			if en, ok := cat.Get(s.Catalog); ok {
+				p := en.Policy
+				for _, full := range slices.Concat(p.ReadOnly, p.Mutating, p.Allow) {
+					if _, t, ok := strings.Cut(full, "."); ok && !strings.ContainsAny(t, "*?") {
+						tools = append(tools, t)
+					}
+				}
+			}
+		}
+		known[name] = tools
+	}
+	return known
 }

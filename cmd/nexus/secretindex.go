@@ -82,3 +82,13 @@ func (e *env) secretPlace(ctx context.Context, name string) string {
 	}
 	return "the keychain"
 }
+
+// fileStoreNotice warns, once, when a command has just stored secrets in the
+// insecure file store: the one moment the weaker storage is worth a warning
+// outside serve's log (a command that only reads a secret stays quiet).
+func (e *env) fileStoreNotice(stored int) {
+	if stored == 0 || e.storeFile == "" {
+		return
+	}
+	fmt.Fprintf(e.stderr, "warning: no OS keychain is usable: %d secret(s) are kept in the insecure file store %s, a plain file readable only by you\n", stored, e.storeFile)
+}

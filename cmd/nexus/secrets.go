@@ -23,7 +23,7 @@ import (
 func secretsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "secrets",
-		Usage: "manage the secret values child servers use (kept in the OS keychain)",
+		Usage: "manage the secret values child servers use (kept in the OS keychain, or the insecure file store when chosen)",
 		Description: "Config files hold references, never values: ${keyring:NAME} is read from the\n" +
 			"keychain and ${env:NAME} from the environment when a child starts.\n" +
 			"`nexus add NAME --env K=V` stores V as the secret NAME/env/K.",
@@ -111,7 +111,7 @@ func secretsCommand() *cli.Command {
 			},
 			{
 				Name:      "rm",
-				Usage:     "delete a secret from the keychain",
+				Usage:     "delete a secret from the secret store (the OS keychain, or the file store)",
 				ArgsUsage: "NAME",
 				Action: func(c *cli.Context) error {
 					if c.Args().Len() != 1 {
@@ -130,7 +130,7 @@ func secretsCommand() *cli.Command {
 						return err
 					}
 					_ = e.secretIndex().update(c.Args().First(), false) // a stale name only lingers in the list
-					fmt.Fprintf(e.stdout, "deleted %s\n", c.Args().First())
+					fmt.Fprintf(e.stdout, "deleted %s from %s\n", c.Args().First(), e.storeName())
 					return nil
 				},
 			},
@@ -233,23 +233,29 @@ func (e *env) storeSecrets(ctx context.Context, server string, srv *config.Serve
 	return stored, nil
 }
 
-func (e *env) deleteSecrets(ctx context.Context, names []string) {
+func (e *env) deleteSecrets(ctx context.Context, names []string) []string {
 	if len(names) == 0 {
-		return
+		return nil
 	}
 	store, err := e.secrets(ctx, nil)
 	if err != nil {
-		return
+		e.log.Warn("could not delete the secrets of the server: no secret store can be opened", "names", strings.Join(names, ", "), "err", firstLine(err.Error()))
+		return nil
 	}
+	var deleted []string
 	for _, n := range names {
 		if err := store.Delete(ctx, n); err != nil {
 			e.log.Warn("could not delete a secret", "name", n, "err", err)
+			continue
 		}
+		deleted = append(deleted, n)
 	}
+	return deleted
 }
 
 // purgeSecrets deletes the secrets `nexus add` stored for server (named
-// "<server>/..."); secrets set by hand and shared with other servers stay.
+// "<server>/...") and returns those it deleted; secrets set by hand and shared
+// with other servers stay.
 func (e *env) purgeSecrets(ctx context.Context, cfg *config.Config, server string) []string {
 	var names []string
 	for name, uses := range secretUses(cfg) {
@@ -264,6 +270,5 @@ func (e *env) purgeSecrets(ctx context.Context, cfg *config.Config, server strin
 		}
 	}
 	sort.Strings(names)
-	e.deleteSecrets(ctx, names)
-	return names
+	return e.deleteSecrets(ctx, names)
 }

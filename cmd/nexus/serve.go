@@ -47,6 +47,7 @@ func serveCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			e.serving = true
 			err = e.serve(c.Context, serveOptions{
 				agent: c.String("agent"), httpAddr: c.String("http"), metricsAddr: c.String("metrics"), insecure: c.Bool("insecure-no-auth"),
 				gw: gatewayOptions{noMemory: c.Bool("no-memory"), toolNames: c.String("tool-names"), maxNameLength: c.Int("max-name-length"), noWait: true,

@@ -32,9 +32,9 @@ func addCommand() *cli.Command {
 			&cli.StringFlag{Name: "transport", Usage: "`T`: stdio, sse or streamable-http (default: stdio with --command, streamable-http with --url)"},
 			&cli.StringFlag{Name: "command", Usage: "the `PROGRAM` to run for a stdio server"},
 			&cli.StringFlag{Name: "url", Usage: "the `URL` of a remote server"},
-			&cli.StringSliceFlag{Name: "env", Usage: "set secret `K=V` in the child's environment: V goes to the OS keychain, the config holds a reference (repeatable)"},
+			&cli.StringSliceFlag{Name: "env", Usage: "set secret `K=V` in the child's environment: V goes to the secret store (the OS keychain, or the file store), the config holds a reference (repeatable)"},
 			&cli.StringSliceFlag{Name: "plain-env", Usage: "set non-secret `K=V` in the child's environment, written to the config as is (repeatable)"},
-			&cli.StringSliceFlag{Name: "header", Usage: "send secret header `K=V` to a remote server: V goes to the OS keychain (repeatable)"},
+			&cli.StringSliceFlag{Name: "header", Usage: "send secret header `K=V` to a remote server: V goes to the secret store (repeatable)"},
 			&cli.StringSliceFlag{Name: "plain-header", Usage: "send non-secret header `K=V`, written to the config as is (repeatable)"},
 			&cli.StringFlag{Name: "cwd", Usage: "working `DIR` of a stdio server"},
 			&cli.StringFlag{Name: "timeout", Usage: "per-call `DURATION` (default 60s)"},
@@ -42,7 +42,7 @@ func addCommand() *cli.Command {
 			&cli.BoolFlag{Name: "force", Usage: "replace an existing server of that name"},
 			&cli.StringSliceFlag{Name: "value", Usage: "catalog install: give value `K=V` of the entry (repeatable; nexus catalog show NAME lists them)"},
 			&cli.StringFlag{Name: "name", Usage: "catalog install: the `SERVER` name to install the entry under (default: the entry's name)"},
-			&cli.StringFlag{Name: "config", Usage: "edit this config `FILE` (a shared layer) instead of the personal one; secrets still go to the keychain"},
+			&cli.StringFlag{Name: "config", Usage: "edit this config `FILE` (a shared layer) instead of the personal one; secrets still go to the secret store"},
 		},
 		Action: func(c *cli.Context) error {
 			name := c.Args().First()
@@ -97,15 +97,12 @@ func addCommand() *cli.Command {
 			for _, n := range stored {
 				fmt.Fprintf(e.stdout, "stored secret %s in %s\n", n, e.secretPlace(c.Context, n))
 			}
+			e.fileStoreNotice(len(stored))
 			fmt.Fprintln(e.stdout, memoryHint(name, nil))
 			if srv.URL != "" && !hasHeader(srv.Headers, secretHeaders, "Authorization") {
 				e.offerLogin(c.Context, name, srv.URL)
 			}
-			if srv.Command != "" {
-				if _, err := exec.LookPath(srv.Command); err != nil {
-					fmt.Fprintf(e.stderr, "warning: %s is not on PATH (%v); the server is saved, but it will not start until %s is installed (nexus doctor checks it)\n", srv.Command, errors.Unwrap(err), srv.Command)
-				}
-			}
+			e.warnMissingCommand(srv.Command)
 			return nil
 		},
 	}
@@ -139,11 +136,17 @@ func removeCommand() *cli.Command {
 				return err
 			}
 			if !found {
-				return cli.Exit(fmt.Sprintf("no server named %q in %s (nexus list-servers shows the configured ones and their files)", name, target), 1)
+				msg := fmt.Sprintf("no server named %q in %s", name, target)
+				if before != nil {
+					if near := suggest.Closest(name, before.ServerNames()); near != "" {
+						return cli.Exit(fmt.Sprintf("%s; did you mean `nexus remove %s`?", msg, near), 1)
+					}
+				}
+				return cli.Exit(msg+" (nexus list-servers shows the configured ones and their files)", 1)
 			}
 			if before != nil {
 				if purged := e.purgeSecrets(c.Context, before, name); len(purged) > 0 {
-					fmt.Fprintf(e.stdout, "deleted %d secret(s) of %s from the keychain\n", len(purged), name)
+					fmt.Fprintf(e.stdout, "deleted %d secret(s) of %s from %s\n", len(purged), name, e.storeName())
 				}
 			}
 			if cfg, err := e.load(); err == nil {
@@ -330,4 +333,16 @@ func hasHeader(a, b map[string]string, header string) bool {
 		}
 	}
 	return false
+}
+
+// warnMissingCommand warns when a stdio server's program (or the launcher a
+// catalog entry runs it with: npx, uvx, docker) is not on PATH: the server is
+// saved, but it cannot start until the program is installed.
+func (e *env) warnMissingCommand(command string) {
+	if command == "" {
+		return
+	}
+	if _, err := exec.LookPath(command); err != nil {
+		fmt.Fprintf(e.stderr, "warning: %s is not on PATH (%v); the server is saved, but it will not start until %s is installed (nexus doctor checks it)\n", command, errors.Unwrap(err), command)
+	}
 }

@@ -34,6 +34,7 @@ type env struct {
 	stderr   io.Writer
 	redactor *secrets.Redactor
 	insecure bool // --insecure-file-store
+	serving  bool // nexus serve: a long-running gateway whose log is the record
 	project  bool // --project
 	shared   int  // layers[:shared] are shared (--config) layers
 	optional map[string]bool
@@ -60,7 +61,7 @@ func newEnv(c *cli.Context, defaultLevel slog.Level) (*env, error) {
 	if e.redactor == nil {
 		e.redactor = secrets.NewRedactor()
 	}
-	for _, f := range root.StringSlice("config") {
+	for _, f := range configLayers(root.StringSlice("config"), os.Getenv("NEXUS_CONFIG")) {
 		abs, err := filepath.Abs(f)
 		if err != nil {
 			return nil, fmt.Errorf("config layer %s: %w", f, err)
@@ -82,6 +83,25 @@ func newEnv(c *cli.Context, defaultLevel slog.Level) (*env, error) {
 	e.secureHome()
 	return e, nil
 }
+
+// configLayers are the shared layers: those given with --config, else those
+// NEXUS_CONFIG lists, separated like PATH (':', or ';' on Windows), since a list of
+// files is what a variable holds. Empty elements are skipped.
+func configLayers(flags []string, envList string) []string {
+	if len(flags) > 0 {
+		return flags
+	}
+	var out []string
+	for _, f := range filepath.SplitList(envList) {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// listSeparatorName names the OS's path-list separator for help texts.
+const listSeparatorName = "the OS path-list separator (':', ';' on Windows)"
 
 // secureHome makes an existing NEXUS_HOME private to the user, and says so when it
 // was not: its files may hold tokens, cached results and the audit trail. A home
@@ -412,7 +432,7 @@ func (e *env) secrets(ctx context.Context, cfg *config.Config) (secrets.Store, e
 		insecure := e.insecure || (cfg != nil && cfg.Secrets.InsecureFileStore)
 		var st secrets.Store
 		st, e.storeErr = secrets.Open(ctx, secrets.Options{
-			FilePath: filepath.Join(e.home, "secrets", "secrets.json"), InsecureFile: insecure, Logger: e.log})
+			FilePath: filepath.Join(e.home, "secrets", "secrets.json"), InsecureFile: insecure, Logger: e.log, QuietFileStore: !e.serving})
 		if e.storeErr == nil {
 			if f, ok := st.(*secrets.File); ok {
 				e.storeFile = f.Path

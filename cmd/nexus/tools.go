@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -151,7 +153,7 @@ func callCommand() *cli.Command {
 			"The call passes the same policy and memory steps as a client's call.\n" +
 			"Exit status: 0 on success, 1 when the tool reports an error or the call is refused.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "args", Usage: "the tool's arguments as a JSON `OBJECT`", Value: "{}"},
+			&cli.StringFlag{Name: "args", Usage: "the tool's arguments as a JSON `OBJECT`, @FILE to read them from a file, or - to read stdin", Value: "{}"},
 			&cli.StringFlag{Name: "agent", Usage: "call as agent `NAME`", EnvVars: []string{"NEXUS_AGENT"}, Value: policy.Anonymous},
 			&cli.BoolFlag{Name: "no-memory", Usage: "do not answer from or write to memory"},
 			&cli.BoolFlag{Name: "json", Usage: "print the raw result as JSON (the default when stdout is not a terminal)"},
@@ -163,9 +165,9 @@ func callCommand() *cli.Command {
 			if err := checkAgent(c.String("agent")); err != nil {
 				return err
 			}
-			var args json.RawMessage
-			if err := json.Unmarshal([]byte(c.String("args")), &args); err != nil {
-				return usageError(fmt.Sprintf("--args is not valid JSON: %v", err))
+			args, err := callArgs(c.String("args"), c.App.Reader)
+			if err != nil {
+				return err
 			}
 			e, cfg, err := loadEnv(c, slog.LevelWarn)
 			if err != nil {
@@ -207,4 +209,69 @@ func callCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// callArgs reads call's --args: a JSON object written inline, @FILE, or - for
+// stdin. A mistake is answered with where it is and how to write it, not with the
+// decoder's own words alone.
+func callArgs(value string, stdin io.Reader) (json.RawMessage, error) {
+	from := "--args"
+	data := []byte(value)
+	switch {
+	case value == "-":
+		from = "--args - (stdin)"
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("reading --args from stdin: %w", err)
+		}
+		data = b
+	case strings.HasPrefix(value, "@"):
+		from = "--args " + value
+		b, err := os.ReadFile(value[1:])
+		if err != nil {
+			return nil, usageError(fmt.Sprintf("%s: cannot read the file (%v); give a JSON file's path after @", from, errors.Unwrap(err)))
+		}
+		data = b
+	}
+	const how = `write a JSON object, e.g. --args '{"message": "hi"}', --args @args.json or --args - (stdin)`
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		where := ""
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			line, col := position(data, se.Offset)
+			where = fmt.Sprintf(" at line %d, column %d", line, col)
+		}
+		if len(bytes.TrimSpace(data)) == 0 {
+			return nil, usageError(fmt.Sprintf("%s is empty; %s", from, how))
+		}
+		return nil, usageError(fmt.Sprintf("%s is not valid JSON%s (%s); %s", from, where, strings.TrimPrefix(err.Error(), "json: "), how))
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, usageError(fmt.Sprintf("%s must be a JSON object of the tool's arguments by name, not %s; %s", from, jsonKind(v), how))
+	}
+	return json.RawMessage(bytes.TrimSpace(data)), nil
+}
+
+// position is the line and column of byte offset off in data, both from 1.
+func position(data []byte, off int64) (line, col int) {
+	off = min(max(off, 0), int64(len(data)))
+	before := data[:off]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = int(off) - bytes.LastIndexByte(before, '\n')
+	return line, max(col-1, 1)
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return "null"
 }

@@ -36,6 +36,7 @@ func guardUsage(app *cli.App) {
 				c.Action = unknownCommand
 			}
 			requireFlags(c)
+			limitArgs(c)
 			walk(c.Subcommands)
 		}
 	}
@@ -83,10 +84,6 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 	if !unknown {
 		return usageHint(msg, fmt.Sprintf("`%s --help` lists its flags", name))
 	}
-	if c.Command != nil && strings.Contains(c.Command.ArgsUsage, "-- ARGS") {
-		typed, _ := c.App.Metadata[argsKey].([]string)
-		return usageHint(msg, "put `--` before the server's own arguments: "+withDashDash(typed, bad))
-	}
 	var flags []string
 	if c.Command != nil {
 		for _, f := range c.Command.Flags {
@@ -96,10 +93,56 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 	for _, f := range c.App.Flags {
 		flags = append(flags, f.Names()...)
 	}
-	if near := suggest.Closest(strings.TrimLeft(bad, "-"), flags); near != "" {
+	// A near miss of a flag of ours ("--comand") is a typo even where a child's
+	// flag could follow: one-letter flags ("-y") are never near enough.
+	flagName, _, _ := strings.Cut(strings.TrimLeft(bad, "-"), "=")
+	near := ""
+	if len(flagName) > 2 {
+		near = suggest.Closest(flagName, flags)
+	}
+	if near != "" {
 		return usageHint(msg, fmt.Sprintf("did you mean --%s? (`%s --help` lists the flags)", near, name))
 	}
+	if c.Command != nil && strings.Contains(c.Command.ArgsUsage, "-- ARGS") {
+		typed, _ := c.App.Metadata[argsKey].([]string)
+		return usageHint(msg, "put `--` before the server's own arguments: "+withDashDash(typed, bad))
+	}
 	return usageHint(msg, fmt.Sprintf("`%s --help` lists its flags", name))
+}
+
+// maxArgs is how many positional arguments a command's ArgsUsage allows, the one
+// rule every command follows: none when it names none, any number after "...",
+// else one per word ("NAME", "[NAME DURATION|off]" is two).
+func maxArgs(argsUsage string) int {
+	if strings.Contains(argsUsage, "...") {
+		return -1
+	}
+	return len(strings.Fields(argsUsage))
+}
+
+// limitArgs refuses extra positional arguments before a leaf command runs: a
+// command that ignored them would do something other than what was typed.
+func limitArgs(c *cli.Command) {
+	if c.Action == nil || len(c.Subcommands) > 0 || c.SkipFlagParsing {
+		return
+	}
+	limit := maxArgs(c.ArgsUsage)
+	if limit < 0 {
+		return
+	}
+	action := c.Action
+	c.Action = func(ctx *cli.Context) error {
+		if n := ctx.Args().Len(); n > limit {
+			extra := ctx.Args().Slice()[limit:]
+			what := "no arguments"
+			if limit > 0 {
+				what = fmt.Sprintf("at most %d argument(s) (%s)", limit, ctx.Command.ArgsUsage)
+			}
+			return usageHint(fmt.Sprintf("%s takes %s, got %q", strings.TrimPrefix(ctx.Command.HelpName, "nexus "), what, strings.Join(extra, " ")),
+				fmt.Sprintf("`%s --help` shows its usage", ctx.Command.HelpName))
+		}
+		return action(ctx)
+	}
 }
 
 // withDashDash is the typed command line with "--" inserted before the flag the

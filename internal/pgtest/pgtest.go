@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/nexus-mcp/nexus/internal/skips"
 )
 
 // EnvDSN and EnvRequire are the variables tests read.
@@ -41,7 +43,7 @@ func BaseDSN(t testing.TB) string {
 		if os.Getenv(EnvRequire) == "1" {
 			t.Fatalf("%s=1 but %s is not set", EnvRequire, EnvDSN)
 		}
-		t.Skipf("PostgreSQL tests skipped: set %s (e.g. postgres://nexus:nexus@127.0.0.1:5432/nexus_test) to run them", EnvDSN)
+		skips.Need(t, "PostgreSQL", "set "+EnvDSN, fmt.Sprintf("PostgreSQL tests skipped: set %s (e.g. postgres://nexus:nexus@127.0.0.1:5432/nexus_test) to run them", EnvDSN))
 	}
 	return dsn
 }
@@ -86,7 +88,7 @@ func failOrSkip(t testing.TB, err error) {
 	if os.Getenv(EnvRequire) == "1" {
 		t.Fatal(err)
 	}
-	t.Skipf("PostgreSQL tests skipped: %v", err)
+	skips.Need(t, "PostgreSQL", "a reachable "+EnvDSN, fmt.Sprintf("PostgreSQL tests skipped: %v", err))
 }
 
 // WithSearchPath returns dsn selecting schema first.
