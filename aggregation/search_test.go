@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -52,15 +51,7 @@ func searchFixtureOpts(t *testing.T, goodTools string, emb toolsearch.Embedder) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := g.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Ready(ctx); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(g.HTTPHandler(HTTPOptions{}))
-	t.Cleanup(func() { srv.Close(); cancel(); g.Close() })
+	srv := serveHTTP(t, g)
 	return &fixture{t: t, g: g, evil: evil, url: srv.URL + "/mcp", cfg: cfgJSON}
 }
 

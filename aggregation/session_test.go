@@ -97,15 +97,7 @@ func newFixtureLimits(t *testing.T, limits string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := g.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Ready(ctx); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(g.HTTPHandler(HTTPOptions{}))
-	t.Cleanup(func() { srv.Close(); cancel(); g.Close() })
+	srv := serveHTTP(t, g)
 	for _, s := range g.Servers() {
 		if s.State != "ready" {
 			t.Fatalf("server %s: %s %s", s.Name, s.State, s.Error)
@@ -545,4 +537,20 @@ func TestExplainCoversPromptsAndResources(t *testing.T) {
 	if it, _ := f.g.ExplainName(context.Background(), "tester", "mem://evil/doc"); it.Allowed || !strings.Contains(it.Hint(), "revoke --agent tester 'evil.*'") {
 		t.Errorf("a denied resource's hint: %q", it.Hint())
 	}
+}
+
+// serveHTTP starts g, waits for its children, and serves its HTTP front until
+// the test ends.
+func serveHTTP(t *testing.T, g *Gateway) *httptest.Server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := g.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.HTTPHandler(HTTPOptions{}))
+	t.Cleanup(func() { srv.Close(); cancel(); g.Close() })
+	return srv
 }

@@ -67,15 +67,7 @@ func newSessionsFixturePolicy(t *testing.T, mem *memory.Memory, policy string) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := g.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Ready(ctx); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(g.HTTPHandler(HTTPOptions{}))
-	t.Cleanup(func() { srv.Close(); cancel(); g.Close() })
+	srv := serveHTTP(t, g)
 	for _, s := range g.Servers() {
 		if s.State != StateReady {
 			t.Fatalf("server %s: %s %s", s.Name, s.State, s.Error)

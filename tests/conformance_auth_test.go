@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
@@ -117,7 +115,7 @@ func runClientConformance(t *testing.T, node, client, spec, suite, scenario stri
 	if ctx.Err() != nil {
 		t.Fatalf("the conformance suite (%s %s%s) did not finish within %s:\n%s", spec, suite, scenario, suiteTimeout, logs.String())
 	}
-	results, err := readClientResults(out)
+	results, err := readConformanceResults(out, clientResultDir)
 	if err != nil || len(results) == 0 {
 		t.Fatalf("reading the results of the suite (%s %s%s): %v (exit: %v)\n%s", spec, suite, scenario, err, runErr, logs.String())
 	}
@@ -127,30 +125,6 @@ func runClientConformance(t *testing.T, node, client, spec, suite, scenario stri
 // clientResultDir matches what the client mode writes under its output
 // directory: [auth/]<scenario>-<timestamp>.
 var clientResultDir = regexp.MustCompile(`^(.+)-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d+Z$`)
-
-func readClientResults(dir string) (map[string]scenarioResult, error) {
-	results := map[string]scenarioResult{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.Name() != "checks.json" {
-			return err
-		}
-		rel, err := filepath.Rel(dir, filepath.Dir(path))
-		if err != nil {
-			return err
-		}
-		m := clientResultDir.FindStringSubmatch(filepath.ToSlash(rel))
-		if m == nil {
-			return fmt.Errorf("%s: not in a <scenario>-<timestamp> directory", path)
-		}
-		r, err := readChecks(path)
-		if err != nil {
-			return err
-		}
-		results[m[1]] = r
-		return nil
-	})
-	return results, err
-}
 
 // readLines reads a list file: one entry a line, # comments and blank lines skipped.
 func readLines(path string) ([]string, error) {

@@ -234,7 +234,7 @@ func runConformance(t *testing.T, node, url, scenario string) map[string]scenari
 	if ctx.Err() != nil {
 		t.Fatalf("the conformance suite against %s did not finish within %s:\n%s", url, suiteTimeout, logs.String())
 	}
-	results, err := readConformanceResults(out)
+	results, err := readConformanceResults(out, resultDir)
 	if err != nil || len(results) == 0 {
 		t.Fatalf("reading the results of the suite against %s: %v (exit: %v)\n%s", url, err, runErr, logs.String())
 	}
@@ -278,19 +278,25 @@ func (r scenarioResult) summary() string {
 }
 
 // resultDir matches the directories the CLI writes: server-<scenario>-<timestamp>.
-var resultDir = regexp.MustCompile(`^server-(.+)-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d+Z$`)
+var resultDir = regexp.MustCompile(`^(?:.*/)?server-(.+)-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d+Z$`)
 
-// readConformanceResults reads every checks.json under dir. A scenario passes as the
-// CLI counts it: at least one check succeeded and none failed.
-func readConformanceResults(dir string) (map[string]scenarioResult, error) {
+// readConformanceResults reads every checks.json under dir, each named by the
+// first group of dirPattern matched against its directory's path relative to dir
+// (resultDir, clientResultDir). A scenario passes as the CLI counts it: at least
+// one check succeeded and none failed.
+func readConformanceResults(dir string, dirPattern *regexp.Regexp) (map[string]scenarioResult, error) {
 	results := map[string]scenarioResult{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.Name() != "checks.json" {
 			return err
 		}
-		m := resultDir.FindStringSubmatch(filepath.Base(filepath.Dir(path)))
+		rel, err := filepath.Rel(dir, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		m := dirPattern.FindStringSubmatch(filepath.ToSlash(rel))
 		if m == nil {
-			return fmt.Errorf("%s: not in a server-<scenario>-<timestamp> directory", path)
+			return fmt.Errorf("%s: not in a <scenario>-<timestamp> directory", path)
 		}
 		r, err := readChecks(path)
 		if err != nil {
@@ -383,7 +389,7 @@ func TestReadConformanceResults(t *testing.T) {
 	write("server-dns-rebinding-protection-2026-11-30T20-45-25-002Z", `[{"id":"a","status":"SUCCESS"},{"id":"b","status":"WARNING"}]`)
 	write("server-logging-set-level-2026-11-30T20-45-25-003Z", `[{"id":"note","status":"INFO"}]`)
 
-	got, err := readConformanceResults(dir)
+	got, err := readConformanceResults(dir, resultDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +420,7 @@ func TestReadConformanceResults(t *testing.T) {
 	}
 
 	write("server-ping/nested", `[]`)
-	if _, err := readConformanceResults(dir); err == nil || !strings.Contains(err.Error(), "server-<scenario>-<timestamp>") {
+	if _, err := readConformanceResults(dir, resultDir); err == nil || !strings.Contains(err.Error(), "<scenario>-<timestamp>") {
 		t.Errorf("a checks.json outside a scenario directory: got %v, want an error naming the layout", err)
 	}
 }

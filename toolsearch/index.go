@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/nexus-mcp/nexus/memory"
 )
 
 // Doc is one tool as search reads it.
@@ -248,7 +250,7 @@ func (ix *Index) blend(ctx context.Context, task string, scores []float64, best 
 		if best > 0 {
 			lex = scores[i] / best
 		}
-		scores[i] = (1-w)*lex + w*cosine(qv[0], vecs[i])
+		scores[i] = (1-w)*lex + w*memory.Cosine(qv[0], vecs[i])
 	}
 	return nil
 }
@@ -274,20 +276,4 @@ func (ix *Index) docVectors(ctx context.Context) ([][]float32, error) {
 	}
 	ix.vecs = vecs
 	return vecs, nil
-}
-
-func cosine(a, b []float32) float64 {
-	if len(a) != len(b) {
-		return 0
-	}
-	var dot, na, nb float64
-	for i := range a {
-		dot += float64(a[i]) * float64(b[i])
-		na += float64(a[i]) * float64(a[i])
-		nb += float64(b[i]) * float64(b[i])
-	}
-	if na == 0 || nb == 0 {
-		return 0
-	}
-	return dot / math.Sqrt(na*nb)
 }
