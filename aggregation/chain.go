@@ -42,6 +42,21 @@ func (p callParams) carriesCallerState() bool {
 	return present(p.InputResponses) || present(p.RequestState)
 }
 
+// retryFields are a retry's inputResponses and requestState, as its child gets
+// them; nil for a first request.
+func (p callParams) retryFields() map[string]json.RawMessage {
+	if !p.carriesCallerState() {
+		return nil
+	}
+	return map[string]json.RawMessage{"inputResponses": p.InputResponses, "requestState": p.RequestState}
+}
+
+// callExtras are what a call carries to its child besides its arguments.
+type callExtras struct {
+	progress json.RawMessage            // the client's progress token (Nexus sends its own)
+	input    map[string]json.RawMessage // a 2026-07-28 retry's answers and state (retryFields)
+}
+
 func (p callParams) progressToken() json.RawMessage {
 	var m struct {
 		ProgressToken json.RawMessage `json:"progressToken"`
@@ -104,7 +119,7 @@ func (g *Gateway) callTool(ctx context.Context, c *caller, agent string, p callP
 	}
 	forward := func(ctx context.Context) (memory.Answer, error) {
 		ctx = withRequestMeta(withWriteGate(ctx, g, pol, agent, t, rec), passMeta(p.Meta))
-		a, err := g.forward(ctx, c, t, args, p.progressToken(), rec)
+		a, err := g.forward(ctx, c, t, args, callExtras{progress: p.progressToken(), input: p.retryFields()}, rec)
 		a.AskedClient = a.AskedClient || p.carriesCallerState()
 		return a, err
 	}
@@ -159,13 +174,13 @@ func (g *Gateway) remember(ctx context.Context, agent string, t *Tool, args json
 
 // forward sends the call to the child that owns the tool. The call's context carries
 // its caller, so that what the child sends during the call finds its way back.
-func (g *Gateway) forward(ctx context.Context, c *caller, t *Tool, args json.RawMessage, progress json.RawMessage, rec *Call) (memory.Answer, error) {
+func (g *Gateway) forward(ctx context.Context, c *caller, t *Tool, args json.RawMessage, x callExtras, rec *Call) (memory.Answer, error) {
 	ctx, sp := g.span(ctx, "child")
 	if sp.IsRecording() {
 		sp.SetAttributes(attribute.String("nexus.server", t.Server), attribute.String("nexus.tool", t.Name))
 	}
 	start := time.Now()
-	a, err := g.forwardTo(ctx, c, t, args, progress, rec)
+	a, err := g.forwardTo(ctx, c, t, args, x, rec)
 	rec.Child = time.Since(start)
 	outcome := rec.Outcome
 	switch {
@@ -188,7 +203,7 @@ func failed(outcome memory.Outcome, msg string) memory.Answer {
 }
 
 // forwardTo is forward's work, timed by forward.
-func (g *Gateway) forwardTo(ctx context.Context, c *caller, t *Tool, args json.RawMessage, progress json.RawMessage, rec *Call) (memory.Answer, error) {
+func (g *Gateway) forwardTo(ctx context.Context, c *caller, t *Tool, args json.RawMessage, x callExtras, rec *Call) (memory.Answer, error) {
 	ch := g.kids()[t.Server]
 	if ch == nil {
 		return failed(memory.NotSent, fmt.Sprintf("server %s was removed from the config", t.Server)), nil
@@ -200,14 +215,14 @@ func (g *Gateway) forwardTo(ctx context.Context, c *caller, t *Tool, args json.R
 	if err != nil {
 		return failed(memory.NotSent, err.Error()), nil
 	}
-	a, err := g.sendOn(ctx, cn, c, t, args, progress, timeout, rec)
+	a, err := g.sendOn(ctx, cn, c, t, args, x, timeout, rec)
 	if !errors.Is(err, errSessionLost) {
 		return a, err
 	}
 	// The child refused the call for its session, before processing it (it
 	// restarted): sent once more, on the new session that replaces it.
 	if next := ch.connForAgain(ctx, c, cn); next != nil {
-		if a, err = g.sendOn(ctx, next, c, t, args, progress, timeout, rec); !errors.Is(err, errSessionLost) {
+		if a, err = g.sendOn(ctx, next, c, t, args, x, timeout, rec); !errors.Is(err, errSessionLost) {
 			return a, err
 		}
 	}
@@ -215,22 +230,22 @@ func (g *Gateway) forwardTo(ctx context.Context, c *caller, t *Tool, args json.R
 }
 
 // sendOn is send, with the call counted among cn's calls in flight.
-func (g *Gateway) sendOn(ctx context.Context, cn *conn, c *caller, t *Tool, args json.RawMessage, progress json.RawMessage, timeout time.Duration, rec *Call) (memory.Answer, error) {
+func (g *Gateway) sendOn(ctx context.Context, cn *conn, c *caller, t *Tool, args json.RawMessage, x callExtras, timeout time.Duration, rec *Call) (memory.Answer, error) {
 	fl, remove := cn.callers.add(c)
 	defer remove()
-	a, err := g.send(ctx, cn, c, t, args, progress, timeout, rec)
+	a, err := g.send(ctx, cn, c, t, args, x, timeout, rec)
 	a.AskedClient = fl.asked.Load()
 	return a, err
 }
 
 // send writes the call to the child's connection cn and waits for its answer.
-func (g *Gateway) send(ctx context.Context, cn *conn, c *caller, t *Tool, args json.RawMessage, progress json.RawMessage, timeout time.Duration, rec *Call) (memory.Answer, error) {
+func (g *Gateway) send(ctx context.Context, cn *conn, c *caller, t *Tool, args json.RawMessage, x callExtras, timeout time.Duration, rec *Call) (memory.Answer, error) {
 
 	var token string
 	if c != nil {
 		ctx = context.WithValue(ctx, callerKey{}, c)
-		if progress != nil {
-			token = g.progress.add(t.Server, progress, c)
+		if x.progress != nil {
+			token = g.progress.add(t.Server, x.progress, c)
 			defer g.progress.release(token)
 		}
 	}
@@ -242,9 +257,16 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *caller, t *Tool, args j
 		}
 		leave(ctx)
 	}
-	raw, err := cn.request(ctx, "tools/call", callRequest(t.Name, args, requestMeta(ctx), token))
+	params := callRequest(t.Name, args, requestMeta(ctx), token)
+	if x.input != nil {
+		params = withFields(params, x.input)
+	}
+	raw, asked, err := g.requestInput(ctx, cn, c, "tools/call", params)
 	if err == nil {
-		return memory.Answer{Result: dropOwnMeta(g.redact(compact(raw)))}, nil
+		// An answer made with the client's input, or asking for it, is that
+		// caller's: memory neither stores nor shares it.
+		asked = asked || x.input != nil || resultTypeOf(raw) == resultInputRequired
+		return memory.Answer{Result: dropOwnMeta(g.redact(compact(raw))), AskedClient: asked}, nil
 	}
 	if errors.Is(err, errSessionLost) {
 		return memory.Answer{Outcome: memory.NotSent}, err // forwardTo sends it again

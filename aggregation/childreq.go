@@ -74,7 +74,7 @@ func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req transpo
 	}
 	ctx, cancel := context.WithTimeout(ctx, childRequestWait)
 	defer cancel()
-	raw, rpcErr := c.s.request(ctx, c.r, req.Method, json.RawMessage(params))
+	raw, rpcErr := c.askClient(ctx, req.Method, json.RawMessage(params))
 	if rpcErr != nil {
 		return transport.NewJSONRPCErrorResponse(req.ID, rpcErr.Code, rpcErr.Message, rpcErr.Data)
 	}

@@ -91,6 +91,10 @@ type Options struct {
 	// Tracer makes the spans of each request (the request, then its policy, memory
 	// and child steps); nil traces nothing.
 	Tracer trace.TracerProvider
+	// StateKey is the HMAC key that seals the requestState Nexus hands a
+	// 2026-07-28 client in an InputRequiredResult; nil makes a random one. Replicas
+	// given the same key accept each other's states for modern children.
+	StateKey []byte
 }
 
 // Gateway is the aggregating MCP server.
@@ -106,6 +110,10 @@ type Gateway struct {
 	redact         func([]byte) []byte
 	text           func(string) string // Options.RedactText
 	methods        map[string]method
+	modern         map[string]method // the dispatch table of the 2026-07-28 era (modern.go)
+	sealer         sealer            // seals the requestState of bridged calls (mrtr.go)
+	flights        flights           // modern requests' calls waiting for their clients' input
+	modernSlots    agentSlots        // modern HTTP requests in flight, per agent
 	denials        *policy.Counter
 	observer       Observer
 	tracer         trace.Tracer
@@ -184,6 +192,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		rebuild: make(chan struct{}, 1), published: map[string]string{},
 	}
 	g.methods = g.methodTable()
+	g.modern = g.modernMethodTable()
+	g.sealer = newSealer(opts.StateKey)
 	g.settled = make(chan struct{})
 	g.cfg.Store(cfg)
 	g.pol.Store(pol)

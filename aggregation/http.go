@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -184,8 +183,11 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "403 forbidden: the Host or Origin of this request is not this gateway's (DNS rebinding protection)", http.StatusForbidden)
 		return
 	}
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(supportedVersions, v) {
-		writeJSON(w, http.StatusBadRequest, errorBytes(nil, codeInvalidRequest, "unsupported MCP-Protocol-Version %s; Nexus speaks %s", quoted(v), strings.Join(supportedVersions, ", ")))
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !legacyVersion(v) && r.Method != http.MethodPost {
+		// The modern era has no session, so no session stream and nothing to end.
+		w.Header().Set("Allow", "POST")
+		writeJSON(w, http.StatusMethodNotAllowed, errorBytes(nil, codeInvalidRequest,
+			"%s is not part of protocol version %s, which has no session: POST each request (subscriptions/listen opens a stream)", r.Method, quoted(v)))
 		return
 	}
 	switch r.Method {
@@ -302,6 +304,10 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 		writeJSON(w, http.StatusBadRequest, h.g.redact(bad))
 		return
 	}
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !legacyVersion(v) || modernRequest(m.Params) {
+		h.modern(w, r, agent, m)
+		return
+	}
 	if m.Method == "initialize" && r.Header.Get("Mcp-Session-Id") == "" {
 		h.initialize(w, r, agent, m)
 		return
@@ -376,7 +382,7 @@ func (h *httpFront) sweep(ctx context.Context) {
 		case now := <-t.C:
 			idle := h.idleTimeout()
 			for _, s := range h.g.sessions.snapshot() {
-				if s.front == frontHTTP && len(s.slots) == 0 && now.Sub(s.idleSince()) > idle {
+				if s.front == frontHTTP && !s.modern && len(s.slots) == 0 && now.Sub(s.idleSince()) > idle {
 					h.g.log.Debug("session expired", "session", s.id, "agent", s.agentName())
 					s.close()
 				}
@@ -400,7 +406,12 @@ func (g *Gateway) endRevokedSessions() {
 		if s.credential != "" {
 			valid = tokens[s.credential] == s.preset
 		}
-		if !valid {
+		switch {
+		case valid:
+		case s.modern:
+			g.log.Info("ended a stream: its token was revoked", "agent", s.preset)
+			s.cancel() // a listen stream ends with its request's session
+		default:
 			g.log.Info("ended a session: its token was revoked", "session", s.id, "agent", s.preset)
 			s.close()
 		}
@@ -439,7 +450,11 @@ func (h *httpReply) send(msg []byte) bool {
 	return writeEvent(h.w, msg) == nil
 }
 
-func (h *httpReply) reply(msg []byte) {
+func (h *httpReply) reply(msg []byte) { h.replyStatus(msg, http.StatusOK) }
+
+// replyStatus is reply with the HTTP status of a JSON answer (the modern era's
+// errors have their own); an answer on a stream that already began keeps its 200.
+func (h *httpReply) replyStatus(msg []byte, status int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.done {
@@ -454,8 +469,23 @@ func (h *httpReply) reply(msg []byte) {
 	case msg == nil:
 		h.w.WriteHeader(http.StatusAccepted)
 	default:
-		writeJSON(h.w, http.StatusOK, msg)
+		writeJSON(h.w, status, msg)
 	}
+}
+
+// keepAlive writes an SSE comment on a stream that began, so that an idle stream
+// (a listen) is not closed by a proxy or a client's timeout; false once it broke.
+func (h *httpReply) keepAlive() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done || !h.streaming {
+		return !h.done
+	}
+	if _, err := io.WriteString(h.w, ": keep-alive\n\n"); err != nil {
+		return false
+	}
+	h.w.(http.Flusher).Flush()
+	return true
 }
 
 func writeEvent(w http.ResponseWriter, msg []byte) error {

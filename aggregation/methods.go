@@ -109,19 +109,9 @@ func initialize(ctx context.Context, s *session, params json.RawMessage, _ sink)
 	}
 	s.ready.Store(true)
 	s.g.log.Debug("session initialized", "session", s.id, "front", s.front, "agent", s.agent, "client", p.ClientInfo.Name)
-	caps := map[string]any{
-		"tools":       map[string]any{"listChanged": true},
-		"prompts":     map[string]any{"listChanged": true},
-		"resources":   map[string]any{"listChanged": true, "subscribe": true},
-		"completions": map[string]any{},
-		"logging":     map[string]any{},
-	}
-	if tc := s.g.taskCapability(); tc != nil {
-		caps["tasks"] = tc
-	}
 	res, _ := json.Marshal(map[string]any{
 		"protocolVersion": version,
-		"capabilities":    caps,
+		"capabilities":    s.g.frontCapabilities(false),
 		"serverInfo":      map[string]any{"name": "nexus", "version": Version},
 		"instructions":    s.g.instructions(),
 	})
@@ -195,9 +185,11 @@ func callToolMethod(ctx context.Context, s *session, params json.RawMessage, r s
 // getPrompt is prompts/get: policy on the prompt, then its owner.
 func getPrompt(ctx context.Context, s *session, params json.RawMessage, r sink) (json.RawMessage, *RPCError) {
 	var p struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments,omitempty"`
-		Meta      json.RawMessage `json:"_meta,omitempty"`
+		Name           string          `json:"name"`
+		Arguments      json.RawMessage `json:"arguments,omitempty"`
+		Meta           json.RawMessage `json:"_meta,omitempty"`
+		InputResponses json.RawMessage `json:"inputResponses,omitempty"`
+		RequestState   json.RawMessage `json:"requestState,omitempty"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
 		return nil, &RPCError{Code: codeInvalidParams, Message: `prompts/get params must be {"name": "<prompt>", "arguments": {...}}`}
@@ -212,6 +204,13 @@ func getPrompt(ctx context.Context, s *session, params json.RawMessage, r sink) 
 	out := map[string]any{"name": pr.name}
 	if len(p.Arguments) > 0 {
 		out["arguments"] = p.Arguments
+	}
+	// A 2026-07-28 retry's answers and the child's state (mrtr.go) go back to it.
+	if len(p.InputResponses) > 0 {
+		out["inputResponses"] = p.InputResponses
+	}
+	if len(p.RequestState) > 0 && string(p.RequestState) != "null" {
+		out["requestState"] = p.RequestState
 	}
 	if meta := passMeta(p.Meta); meta != nil {
 		out["_meta"] = meta
@@ -469,10 +468,10 @@ func (g *Gateway) childRequest(ctx context.Context, cl *caller, server, method s
 	if err != nil {
 		return nil, connError(err)
 	}
-	raw, err := cn.request(ctx, method, params)
+	raw, _, err := g.requestInput(ctx, cn, cl, method, params)
 	if errors.Is(err, errSessionLost) {
 		if next := c.connForAgain(ctx, cl, cn); next != nil {
-			raw, err = next.request(ctx, method, params)
+			raw, _, err = g.requestInput(ctx, next, cl, method, params)
 		}
 	}
 	if err != nil {

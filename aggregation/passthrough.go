@@ -20,7 +20,7 @@ const ownMetaPrefix = "nexus/"
 
 // ownedMetaKey reports whether a _meta key is Nexus's own, never passed through.
 func ownedMetaKey(k string) bool {
-	return k == "progressToken" || strings.HasPrefix(k, ownMetaPrefix)
+	return k == "progressToken" || strings.HasPrefix(k, ownMetaPrefix) || hopMetaKey(k)
 }
 
 // passMeta is the part of a _meta object that passes through: every key but Nexus's
@@ -74,10 +74,10 @@ func forwardParams(params json.RawMessage) json.RawMessage {
 }
 
 // dropOwnMeta takes Nexus's own keys out of the _meta of a child's result, so that a
-// child cannot pass off a report as the gateway's. A result without them keeps its
-// bytes.
+// child cannot pass off a report as the gateway's, and the keys that describe the
+// child's hop (its serverInfo). A result without them keeps its bytes.
 func dropOwnMeta(raw json.RawMessage) json.RawMessage {
-	if !bytes.Contains(raw, []byte(`"`+ownMetaPrefix)) {
+	if !bytes.Contains(raw, []byte(`"`+ownMetaPrefix)) && !bytes.Contains(raw, []byte(metaServerInfo)) {
 		return raw
 	}
 	var fields map[string]json.RawMessage
@@ -94,7 +94,7 @@ func dropOwnMeta(raw json.RawMessage) json.RawMessage {
 	}
 	n := len(m)
 	for k := range m {
-		if strings.HasPrefix(k, ownMetaPrefix) {
+		if strings.HasPrefix(k, ownMetaPrefix) || hopMetaKey(k) {
 			delete(m, k)
 		}
 	}

@@ -74,6 +74,13 @@ type session struct {
 	// found are the tools nexus__find_tools added to this session's list (search
 	// mode with a budget), by canonical name, oldest first.
 	found []string
+
+	// modern marks the session of one 2026-07-28 request (modern.go): it lives as
+	// long as the request; requestID is that request's id, and flight its call
+	// when it runs as one (mrtr.go).
+	modern    bool
+	requestID json.RawMessage
+	flight    *flight
 }
 
 // clientCaps is what the client declared it can do for servers; declared holds its
@@ -140,6 +147,14 @@ func (s *session) handle(ctx context.Context, m *message, r sink) {
 		return
 	}
 	defer s.release()
+	if s.front == frontStdio && modernRequest(m.Params) {
+		// A 2026-07-28 request is served on its own, whether or not this
+		// connection also initialized a legacy session.
+		if resp, _ := s.g.serveModern(ctx, origin{conn: s, front: frontStdio, agent: s.preset}, m, r); resp != nil {
+			r.reply(resp)
+		}
+		return
+	}
 	s.respond(ctx, m, r)
 }
 
@@ -369,7 +384,7 @@ func (ss *sessionSet) admit(s *session, total, perAgent int) (evicted *session, 
 	defer ss.mu.Unlock()
 	n, mine := 0, 0
 	for _, o := range ss.m {
-		if o.front != frontHTTP {
+		if o.front != frontHTTP || o.modern {
 			continue
 		}
 		n++

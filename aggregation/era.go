@@ -1,0 +1,234 @@
+package aggregation
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// This file holds what tells the two protocol eras apart, and what a modern
+// (2026-07-28) request carries and its answer must carry. A legacy client opens a
+// session with initialize and is served as it always was; a request whose _meta
+// names a modern protocol version is served on its own, statelessly (modern.go).
+
+// modernVersions are the stateless protocol revisions the fronts speak, newest first.
+var modernVersions = []string{"2026-07-28"}
+
+// The _meta keys of the modern era.
+const (
+	metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+	metaClientInfo      = "io.modelcontextprotocol/clientInfo"
+	metaClientCaps      = "io.modelcontextprotocol/clientCapabilities"
+	metaLogLevel        = "io.modelcontextprotocol/logLevel"
+	metaServerInfo      = "io.modelcontextprotocol/serverInfo"
+	metaSubscriptionID  = "io.modelcontextprotocol/subscriptionId"
+)
+
+// The error codes the modern era adds.
+const (
+	codeHeaderMismatch     = -32020
+	codeMissingCapability  = -32021
+	codeUnsupportedVersion = -32022
+)
+
+// allVersions is every revision Nexus speaks, modern first: what an
+// UnsupportedProtocolVersionError and server/discover list.
+func allVersions() []string { return append(slices.Clone(modernVersions), supportedVersions...) }
+
+// legacyVersion reports a revision of the initialize era.
+func legacyVersion(v string) bool { return slices.Contains(supportedVersions, v) }
+
+// hopMetaKey reports a _meta key that describes one hop of the protocol (who is
+// speaking, in which version, with which capabilities): the client's describe the
+// hop to Nexus, a child's the hop from it, so neither passes through.
+func hopMetaKey(k string) bool {
+	switch k {
+	case metaProtocolVersion, metaClientInfo, metaClientCaps, metaLogLevel, metaServerInfo, metaSubscriptionID:
+		return true
+	}
+	return false
+}
+
+// clientMeta is what a modern request says of its client in params._meta.
+type clientMeta struct {
+	version    string
+	hasVersion bool
+	caps       json.RawMessage // the clientCapabilities object; nil when absent
+	clientName string
+	level      string
+	hasLevel   bool
+}
+
+// metaVersion is the protocol version a request's _meta names, or "" without one.
+// The common legacy request has no such key, and is not decoded for it.
+func metaVersion(params json.RawMessage) string {
+	if !bytes.Contains(params, []byte(metaProtocolVersion)) {
+		return ""
+	}
+	m, _ := readRequestMeta(params)
+	return m.version
+}
+
+// modernRequest reports whether a request is of the modern era by its _meta: it
+// names a protocol version that is not one of the initialize era's. (One that names
+// a legacy version is a legacy client's, and goes its session's way.)
+func modernRequest(params json.RawMessage) bool {
+	v := metaVersion(params)
+	return v != "" && !legacyVersion(v)
+}
+
+// readRequestMeta reads the protocol fields of a request's _meta.
+func readRequestMeta(params json.RawMessage) (clientMeta, error) {
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	var m clientMeta
+	if len(params) == 0 {
+		return m, nil
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return m, fmt.Errorf("params must be an object: %w", err)
+	}
+	if raw, ok := p.Meta[metaProtocolVersion]; ok {
+		m.hasVersion = true
+		if json.Unmarshal(raw, &m.version) != nil {
+			return m, fmt.Errorf("_meta[%q] must be a string", metaProtocolVersion)
+		}
+	}
+	if raw, ok := p.Meta[metaClientCaps]; ok && len(raw) > 0 && raw[0] == '{' {
+		m.caps = raw
+	}
+	if raw, ok := p.Meta[metaClientInfo]; ok {
+		var info struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(raw, &info) // optional, and only a hint
+		m.clientName = info.Name
+	}
+	if raw, ok := p.Meta[metaLogLevel]; ok {
+		m.hasLevel = true
+		_ = json.Unmarshal(raw, &m.level)
+	}
+	return m, nil
+}
+
+// check is why a modern request's protocol fields cannot be served, or nil: a
+// missing required field is invalid params; a version Nexus does not speak is an
+// UnsupportedProtocolVersionError listing the ones it does.
+func (m clientMeta) check() *RPCError {
+	switch {
+	case !m.hasVersion || m.version == "":
+		return &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("a 2026-07-28 request must carry _meta[%q]", metaProtocolVersion)}
+	case !slices.Contains(modernVersions, m.version):
+		return unsupportedVersion(m.version)
+	case m.caps == nil:
+		return &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("a 2026-07-28 request must carry _meta[%q] (an object; {} declares none)", metaClientCaps)}
+	case m.hasLevel:
+		if _, ok := levelIndex(m.level); !ok {
+			return &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown _meta[%q] %s: use one of %s", metaLogLevel, quoted(m.level), strings.Join(logLevels, ", "))}
+		}
+	}
+	return nil
+}
+
+// unsupportedVersion is the error a request in a version Nexus does not speak gets.
+func unsupportedVersion(requested string) *RPCError {
+	return &RPCError{Code: codeUnsupportedVersion,
+		Message: fmt.Sprintf("unsupported protocol version %s; Nexus speaks %s", quoted(requested), strings.Join(allVersions(), ", ")),
+		Data:    map[string]any{"supported": allVersions(), "requested": requested}}
+}
+
+// capabilities are the client's declared capabilities as a session keeps them.
+func (m clientMeta) capabilities() clientCaps {
+	var c struct {
+		Sampling    json.RawMessage `json:"sampling"`
+		Elicitation json.RawMessage `json:"elicitation"`
+		Roots       json.RawMessage `json:"roots"`
+	}
+	_ = json.Unmarshal(m.caps, &c)
+	declared := func(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+	caps := clientCaps{sampling: declared(c.Sampling), elicitation: declared(c.Elicitation), roots: declared(c.Roots)}
+	caps.declared = forwardedCaps(c.Sampling, c.Elicitation, c.Roots)
+	return caps
+}
+
+// Result types of the modern era.
+const (
+	resultComplete      = "complete"
+	resultInputRequired = "input_required"
+)
+
+// resultTypeOf is a result's resultType; a result without one is complete.
+func resultTypeOf(raw json.RawMessage) string {
+	if !bytes.Contains(raw, []byte(`"resultType"`)) {
+		return resultComplete
+	}
+	var r struct {
+		ResultType string `json:"resultType"`
+	}
+	if json.Unmarshal(raw, &r) != nil || r.ResultType == "" {
+		return resultComplete
+	}
+	return r.ResultType
+}
+
+// cacheable are the methods whose complete results carry caching hints.
+var cacheable = map[string]bool{"server/discover": true, "tools/list": true, "prompts/list": true,
+	"resources/list": true, "resources/templates/list": true, "resources/read": true}
+
+// Cache scopes.
+const (
+	scopePublic  = "public"
+	scopePrivate = "private"
+)
+
+// modernResult is a result as a modern client gets it: with its resultType, Nexus's
+// serverInfo in _meta (a child's describes another hop), and, on the methods that
+// are cacheable, ttlMs and cacheScope (a child's own kept, a private scope never
+// widened). It is decoded once, at the top level only: the values keep their bytes.
+func modernResult(method string, raw json.RawMessage, scope string) json.RawMessage {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil || fields == nil {
+		return raw
+	}
+	kind := resultComplete
+	if rt, ok := fields["resultType"]; ok {
+		_ = json.Unmarshal(rt, &kind)
+	} else {
+		fields["resultType"] = json.RawMessage(`"complete"`)
+	}
+	var meta map[string]json.RawMessage
+	if m, ok := fields["_meta"]; ok {
+		_ = json.Unmarshal(m, &meta)
+	}
+	if meta == nil {
+		meta = map[string]json.RawMessage{}
+	}
+	meta[metaServerInfo] = serverInfo
+	fields["_meta"] = marshal(meta)
+	if cacheable[method] && kind == resultComplete {
+		if ttl, ok := fields["ttlMs"]; !ok || !nonNegativeInteger(ttl) {
+			fields["ttlMs"] = json.RawMessage("0")
+		}
+		var own string
+		_ = json.Unmarshal(fields["cacheScope"], &own)
+		if own != scopePrivate && own != scopePublic || own == scopePublic && scope == scopePrivate {
+			fields["cacheScope"] = marshal(scope)
+		}
+	}
+	return marshal(fields)
+}
+
+// serverInfo is Nexus's Implementation, as results carry it.
+var serverInfo = json.RawMessage(`{"name":"nexus","version":"` + Version + `"}`)
+
+func nonNegativeInteger(raw json.RawMessage) bool {
+	var n json.Number
+	if json.Unmarshal(raw, &n) != nil {
+		return false
+	}
+	i, err := n.Int64()
+	return err == nil && i >= 0
+}

@@ -1,0 +1,211 @@
+package aggregation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+
+	"github.com/nexus-mcp/nexus/policy"
+)
+
+// This file serves the modern era (2026-07-28): each request on its own, with no
+// session. It takes the same path as a legacy request, with the request standing in
+// for the session: the front (stdio.go, http.go) hands it here, its _meta says who
+// the client is and what it can do, the agent comes from the transport (the bearer
+// token; on stdio --agent, NEXUS_AGENT or the clientInfo hint), and the method's
+// step is the legacy one, given a session that lives as long as the request
+// (requestSession). Its answer gets the modern era's result fields (era.go), and a
+// child's requests during a call become an InputRequiredResult (mrtr.go).
+
+// modernMethodTable is the dispatch table of the modern era: the methods that stayed,
+// with the three that may need the client's input bridged (mrtr.go), and
+// server/discover and subscriptions/listen. initialize, ping, logging/setLevel and
+// resources/(un)subscribe are gone from this era, and so are the legacy tasks
+// methods.
+func (g *Gateway) modernMethodTable() map[string]method {
+	t := map[string]method{
+		"server/discover":      discover,
+		"subscriptions/listen": listen,
+	}
+	for _, name := range []string{"tools/list", "prompts/list", "resources/list", "resources/templates/list", "completion/complete"} {
+		t[name] = g.methods[name]
+	}
+	for _, name := range []string{"tools/call", "prompts/get", "resources/read"} {
+		t[name] = bridged(name, g.methods[name])
+	}
+	return t
+}
+
+// errNoReply is a step's way of saying the request gets no response: a listen the
+// client itself ended.
+var errNoReply = &RPCError{Code: codeInternal, Message: "no reply"}
+
+// origin is where a modern request came from, as its transport established it.
+type origin struct {
+	// conn is the stdio connection the request came on (its cancellations and
+	// in-flight bound apply), nil over HTTP.
+	conn  *session
+	front string
+	// agent is the agent the transport established: the bearer token's; on stdio
+	// --agent or NEXUS_AGENT, "" when neither named one.
+	agent string
+	// credential is the hex SHA-256 of the request's bearer token ("" without).
+	credential string
+}
+
+// serveModern runs one modern request. It returns the response, already through
+// the redactor, and the JSON-RPC error code it carries (0 for a result) for the
+// HTTP status; a nil response sends nothing.
+func (g *Gateway) serveModern(ctx context.Context, from origin, m *message, r sink) ([]byte, int) {
+	meta, err := readRequestMeta(m.Params)
+	if err != nil {
+		return g.redact(errorBytes(m.ID, codeInvalidParams, "%s: %v", m.Method, err)), codeInvalidParams
+	}
+	if rpcErr := meta.check(); rpcErr != nil {
+		return g.redact(responseBytes(m.ID, nil, rpcErr)), rpcErr.Code
+	}
+	step, ok := g.modern[m.Method]
+	if !ok {
+		why := fmt.Sprintf("method %s is not supported by Nexus", quoted(m.Method))
+		if _, legacy := g.methods[m.Method]; legacy {
+			why = fmt.Sprintf("method %s is not part of protocol version %s; Nexus answers it in a session opened with initialize", quoted(m.Method), meta.version)
+		}
+		return g.redact(errorBytes(m.ID, codeMethodNotFound, "%s", why)), codeMethodNotFound
+	}
+	front, agent := from.front, from.agent
+	if agent == "" {
+		agent = agentHint(meta.clientName)
+	}
+	if agent == "" {
+		agent = policy.Anonymous
+	}
+	if from.conn != nil {
+		var done func()
+		ctx, done = from.conn.track(ctx, m.ID)
+		defer done()
+	}
+	s := g.requestSession(front, agent, meta, r)
+	s.requestID, s.credential = m.ID, from.credential
+	defer s.end()
+	ctx, sp := g.span(ctx, m.Method)
+	if sp.IsRecording() {
+		sp.SetAttributes(attribute.String("nexus.agent", agent), attribute.String("nexus.front", front), attribute.String("nexus.protocol", meta.version))
+	}
+	result, rpcErr := step(ctx, s, m.Params, r)
+	if rpcErr != nil {
+		sp.SetStatus(codes.Error, rpcErr.Message)
+	}
+	sp.End()
+	switch {
+	case rpcErr == errNoReply:
+		return nil, 0
+	case rpcErr == nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), errClientCancelled):
+		return nil, 0 // the client cancelled it: nothing more is sent for it
+	case rpcErr != nil:
+		if rpcErr.Code == codeNotFound {
+			// 2026-07-28 answers an unknown resource with invalid params.
+			rpcErr = &RPCError{Code: codeInvalidParams, Message: rpcErr.Message, Data: rpcErr.Data}
+		}
+		return s.outward(responseBytes(m.ID, nil, rpcErr)), rpcErr.Code
+	}
+	return s.outward(responseBytes(m.ID, modernResult(m.Method, result, g.scope(m.Method, agent)), nil)), 0
+}
+
+// requestSession is the session a modern request is served in: it lives as long as
+// the request, holds the agent and the capabilities and log level the request
+// declared, and is known to no one else. A request that asked for log messages is
+// added to the gateway's sessions while it runs, with only its own stream as the
+// way to it (logSink), so the logs of the servers it reaches come to it.
+func (g *Gateway) requestSession(front, agent string, meta clientMeta, r sink) *session {
+	s := g.newSession(front, agent, discard{})
+	s.modern, s.agent, s.caps = true, agent, meta.capabilities()
+	if lvl, ok := levelIndex(meta.level); ok && meta.hasLevel {
+		s.level.Store(int32(lvl))
+		s.out = logSink{r}
+		g.sessions.add(s)
+	}
+	s.ready.Store(true)
+	return s
+}
+
+// end ends a request's session: it leaves the gateway's sessions and its context
+// ends. Unlike close, it leaves the tasks and the upstreams of its agent alone.
+func (s *session) end() {
+	s.g.sessions.remove(s)
+	s.cancel()
+}
+
+// discard is the stream of a request's session that asked for nothing unsolicited.
+type discard struct{}
+
+func (discard) send([]byte) bool { return false }
+func (discard) reply([]byte)     {}
+
+// logSink passes to a request's stream the log messages pushed to its session,
+// and nothing else: a modern request's stream carries only what relates to it.
+type logSink struct{ r sink }
+
+func (l logSink) send(msg []byte) bool {
+	if methodOf(msg) != "notifications/message" {
+		return false
+	}
+	return l.r.send(msg)
+}
+
+func (l logSink) reply([]byte) {}
+
+// methodOf is the method of an encoded message, or "".
+func methodOf(msg []byte) string {
+	var m struct {
+		Method string `json:"method"`
+	}
+	_ = json.Unmarshal(msg, &m)
+	return m.Method
+}
+
+// scope is the cacheScope of a method's result for agent: a list, or the discovery
+// that holds the servers' instructions, is the same for every caller only when the
+// config gives no agent rules or a toolset of its own; a read is private unless the
+// child says otherwise (modernResult keeps a child's own private scope).
+func (g *Gateway) scope(method, agent string) string {
+	if method == "resources/read" {
+		return scopePrivate
+	}
+	cfg := g.cfg.Load()
+	if len(cfg.Policy.Agents) == 0 && len(cfg.Agents) == 0 {
+		return scopePublic
+	}
+	return scopePrivate
+}
+
+// discover is server/discover: what Nexus speaks and offers, the same capabilities
+// an initialize answer holds.
+func discover(ctx context.Context, s *session, _ json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
+	s.g.awaitFirstLists(ctx)
+	res, _ := json.Marshal(map[string]any{
+		"supportedVersions": allVersions(),
+		"capabilities":      s.g.frontCapabilities(true),
+		"instructions":      s.g.instructions(),
+	})
+	return res, nil
+}
+
+// frontCapabilities are the capabilities the front declares. In the modern era
+// resources.subscribe means subscriptions/listen takes resource subscriptions.
+func (g *Gateway) frontCapabilities(modern bool) map[string]any {
+	caps := map[string]any{
+		"tools":       map[string]any{"listChanged": true},
+		"prompts":     map[string]any{"listChanged": true},
+		"resources":   map[string]any{"listChanged": true, "subscribe": true},
+		"completions": map[string]any{},
+		"logging":     map[string]any{},
+	}
+	if tc := g.taskCapability(); tc != nil && !modern {
+		caps["tasks"] = tc
+	}
+	return caps
+}
