@@ -168,14 +168,18 @@ func bridged(name string, step method) method {
 			server = st.Server
 			params = withFields(params, map[string]json.RawMessage{"requestState": st.Child})
 		}
-		raw, rpcErr := g.fly(ctx, s, name, digest, params, r, step)
-		if rpcErr != nil || resultTypeOf(raw) != resultInputRequired {
-			return raw, rpcErr
+		// A modern child's own InputRequiredResult is sealed for the retry to
+		// find the same child again.
+		wrap := func(raw json.RawMessage) json.RawMessage {
+			if resultTypeOf(raw) != resultInputRequired {
+				return raw
+			}
+			if server == "" {
+				server = g.ownerOf(ctx, s, name, params)
+			}
+			return g.wrapChildState(s, name, digest, server, raw)
 		}
-		if server == "" {
-			server = g.ownerOf(ctx, s, name, params)
-		}
-		return g.wrapChildState(s, name, digest, server, raw), nil
+		return g.fly(ctx, s, name, digest, params, r, step, wrap)
 	}
 }
 
@@ -243,6 +247,9 @@ type flight struct {
 	result json.RawMessage
 	rpcErr *RPCError
 	wake   chan struct{} // an input request arrived
+	// wrap seals the state of an InputRequiredResult the call itself returned (a
+	// modern child's).
+	wrap func(json.RawMessage) json.RawMessage
 
 	mu       sync.Mutex
 	at       sink // the stream of the request attached now, nil between requests
@@ -292,8 +299,8 @@ func (fs *flights) drop(f *flight) {
 // InputRequiredResult when a legacy child asked the client something first. The
 // call runs under a context of its own (bounded by the child's call timeout, as any
 // call), so that it outlives the request that started it.
-func (g *Gateway) fly(ctx context.Context, s *session, method, digest string, params json.RawMessage, r sink, step method) (json.RawMessage, *RPCError) {
-	f := &flight{g: g, id: newSessionID(), agent: s.agent, method: method, digest: digest,
+func (g *Gateway) fly(ctx context.Context, s *session, method, digest string, params json.RawMessage, r sink, step method, wrap func(json.RawMessage) json.RawMessage) (json.RawMessage, *RPCError) {
+	f := &flight{g: g, id: newSessionID(), agent: s.agent, method: method, digest: digest, wrap: wrap,
 		done: make(chan struct{}), wake: make(chan struct{}, 1), asks: map[string]*input{}, at: r, attached: true}
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f.cancel = cancel
@@ -301,6 +308,9 @@ func (g *Gateway) fly(ctx context.Context, s *session, method, digest string, pa
 	go func() {
 		defer cancel()
 		f.result, f.rpcErr = step(callCtx, s, params, f)
+		if f.rpcErr == nil {
+			f.result = f.wrap(f.result)
+		}
 		close(f.done)
 	}()
 	return f.wait(ctx)

@@ -1,0 +1,512 @@
+package aggregation
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/nexus-mcp/nexus/config"
+)
+
+// modernMeta is the _meta of a 2026-07-28 request.
+func modernMeta(caps map[string]any, extra ...string) map[string]any {
+	if caps == nil {
+		caps = map[string]any{}
+	}
+	m := map[string]any{metaProtocolVersion: "2026-07-28", metaClientCaps: caps, metaClientInfo: map[string]any{"name": "modern-test", "version": "1"}}
+	for i := 0; i+1 < len(extra); i += 2 {
+		m[extra[i]] = extra[i+1]
+	}
+	return m
+}
+
+// withMeta is params with a _meta.
+func withMeta(params map[string]any, meta map[string]any) map[string]any {
+	out := map[string]any{"_meta": meta}
+	for k, v := range params {
+		out[k] = v
+	}
+	return out
+}
+
+// modernHTTP is one 2026-07-28 POST, headers set as a conforming client sets them
+// (headers, when given, replace or remove them: "" removes); it returns the HTTP
+// status and every message of the answer (one, or the events of a stream).
+func modernHTTP(t *testing.T, url, token string, id any, method string, params map[string]any, headers map[string]string) (int, []wireMsg) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	if name, ok := params["name"].(string); ok {
+		req.Header.Set("Mcp-Name", name)
+	}
+	if uri, ok := params["uri"].(string); ok {
+		req.Header.Set("Mcp-Name", uri)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range headers {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode, readMessages(t, resp)
+}
+
+// readMessages reads an HTTP answer's JSON-RPC messages: a JSON body or SSE events.
+func readMessages(t *testing.T, resp *http.Response) []wireMsg {
+	t.Helper()
+	var out []wireMsg
+	add := func(b []byte) {
+		var m wireMsg
+		if len(bytes.TrimSpace(b)) == 0 {
+			return
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("not a JSON-RPC message: %v: %s", err, b)
+		}
+		out = append(out, m)
+	}
+	switch ct := resp.Header.Get("Content-Type"); {
+	case strings.HasPrefix(ct, "application/json"):
+		b, _ := io.ReadAll(resp.Body)
+		add(b)
+		return out
+	case !strings.HasPrefix(ct, "text/event-stream"):
+		return nil // a refusal before MCP (401, 403): no message
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			add([]byte(data))
+		}
+	}
+	return out
+}
+
+// last is the response among an answer's messages.
+func last(t *testing.T, msgs []wireMsg) wireMsg {
+	t.Helper()
+	if len(msgs) == 0 {
+		t.Fatal("no answer")
+	}
+	return msgs[len(msgs)-1]
+}
+
+// modernStdio sends a 2026-07-28 request on a stdio connection that never
+// initialized.
+func modernStdio(c *testClient, method string, params map[string]any) wireMsg {
+	return c.request(method, params)
+}
+
+// TestModernEveryMethod: every method of 2026-07-28 is served on both fronts without
+// initialize, with the era's result fields, the agent's policy and the redactor.
+func TestModernEveryMethod(t *testing.T) {
+	f := newFixture(t)
+	calls := []struct {
+		method string
+		params map[string]any
+		want   string // in the result
+	}{
+		{"server/discover", nil, `"supportedVersions":["2026-07-28","2025-11-25"`},
+		{"tools/list", nil, `"name":"good__echo"`},
+		{"tools/call", map[string]any{"name": "good__echo", "arguments": map[string]any{"text": "hi"}}, `good:hi`},
+		{"prompts/list", nil, `"name":"good__greet"`},
+		{"prompts/get", map[string]any{"name": "good__greet", "arguments": map[string]any{"who": "ann"}}, `good greets ann`},
+		{"resources/list", nil, `mem://good/doc`},
+		{"resources/templates/list", nil, `mem://good/item/{id}`},
+		{"resources/read", map[string]any{"uri": "mem://good/doc"}, `good document`},
+		{"completion/complete", map[string]any{"ref": map[string]any{"type": "ref/prompt", "name": "good__greet"}, "argument": map[string]any{"name": "who", "value": "a"}}, `"completion"`},
+	}
+	for _, front := range fronts {
+		var stdio *testClient
+		if front == frontStdio {
+			stdio = stdioClient(t, f.g, "tester")
+		}
+		for i, tc := range calls {
+			t.Run(front+"/"+tc.method, func(t *testing.T) {
+				params := withMeta(tc.params, modernMeta(nil))
+				var m wireMsg
+				if front == frontStdio {
+					m = modernStdio(stdio, tc.method, params)
+				} else {
+					status, msgs := modernHTTP(t, f.url, tokens["tester"], i+1, tc.method, params, nil)
+					if status != http.StatusOK {
+						t.Fatalf("status %d: %+v", status, msgs)
+					}
+					m = last(t, msgs)
+				}
+				if m.Error != nil {
+					t.Fatalf("error: %s", m.Error.Message)
+				}
+				res := string(m.Result)
+				var r struct {
+					ResultType string                     `json:"resultType"`
+					Meta       map[string]json.RawMessage `json:"_meta"`
+					TTL        *int                       `json:"ttlMs"`
+					Scope      string                     `json:"cacheScope"`
+				}
+				_ = json.Unmarshal(m.Result, &r)
+				if r.ResultType != "complete" || !strings.Contains(string(r.Meta[metaServerInfo]), `"nexus"`) {
+					t.Errorf("result lacks resultType or serverInfo: %s", res)
+				}
+				if cacheable[tc.method] && (r.TTL == nil || *r.TTL < 0 || r.Scope != scopePrivate) {
+					t.Errorf("a %s result must carry ttlMs and a private cacheScope (the agents' lists differ): %s", tc.method, res)
+				}
+				if !strings.Contains(res, tc.want) {
+					t.Errorf("result lacks %s: %s", tc.want, res)
+				}
+				if strings.Contains(res, canary) {
+					t.Errorf("the canary reached a client: %s", res)
+				}
+				if strings.Contains(res, "evil__") {
+					t.Errorf("tester's result shows a server its policy denies: %s", res)
+				}
+			})
+		}
+	}
+}
+
+// TestModernRefusals: what a 2026-07-28 request is refused for over HTTP, with the
+// code and status the revision gives each, and the request's id on every error.
+func TestModernRefusals(t *testing.T) {
+	f := newFixture(t)
+	call := map[string]any{"name": "good__echo", "arguments": map[string]any{"text": "x"}}
+	cases := []struct {
+		name    string
+		method  string
+		params  map[string]any
+		headers map[string]string
+		status  int
+		code    int
+		says    string
+	}{
+		{"no version header", "tools/call", withMeta(call, modernMeta(nil)), map[string]string{"MCP-Protocol-Version": ""}, 400, codeHeaderMismatch, "MCP-Protocol-Version"},
+		{"version header and body differ", "tools/call", withMeta(call, modernMeta(nil, metaProtocolVersion, "2099-01-01")), nil, 400, codeHeaderMismatch, "does not match"},
+		{"method header differs", "tools/call", withMeta(call, modernMeta(nil)), map[string]string{"Mcp-Method": "tools/list"}, 400, codeHeaderMismatch, "Mcp-Method"},
+		{"method header in capitals", "tools/list", withMeta(nil, modernMeta(nil)), map[string]string{"Mcp-Method": "TOOLS/LIST"}, 400, codeHeaderMismatch, "Mcp-Method"},
+		{"name header missing", "tools/call", withMeta(call, modernMeta(nil)), map[string]string{"Mcp-Name": ""}, 400, codeHeaderMismatch, "Mcp-Name"},
+		{"name header differs", "tools/call", withMeta(call, modernMeta(nil)), map[string]string{"Mcp-Name": "good__get"}, 400, codeHeaderMismatch, "Mcp-Name"},
+		{"name header in base64", "tools/call", withMeta(call, modernMeta(nil)), map[string]string{"Mcp-Name": "=?base64?" + base64.StdEncoding.EncodeToString([]byte("good__echo")) + "?="}, 200, 0, ""},
+		{"name header with spaces", "tools/call", withMeta(call, modernMeta(nil)), map[string]string{"Mcp-Name": "  good__echo "}, 200, 0, ""},
+		{"no _meta", "tools/list", map[string]any{}, nil, 400, codeInvalidParams, "_meta"},
+		{"no capabilities", "tools/list", withMeta(nil, map[string]any{metaProtocolVersion: "2026-07-28"}), nil, 400, codeInvalidParams, metaClientCaps},
+		{"unknown version", "tools/list", withMeta(nil, modernMeta(nil, metaProtocolVersion, "2099-01-01")), map[string]string{"MCP-Protocol-Version": "2099-01-01"}, 400, codeUnsupportedVersion, "2026-07-28, 2025-11-25"},
+		{"initialize is gone", "initialize", withMeta(nil, modernMeta(nil)), nil, 404, codeMethodNotFound, "initialize"},
+		{"ping is gone", "ping", withMeta(nil, modernMeta(nil)), nil, 404, codeMethodNotFound, "ping"},
+		{"setLevel is gone", "logging/setLevel", withMeta(map[string]any{"level": "debug"}, modernMeta(nil)), nil, 404, codeMethodNotFound, "logging/setLevel"},
+		{"subscribe is gone", "resources/subscribe", withMeta(map[string]any{"uri": "mem://good/doc"}, modernMeta(nil)), nil, 404, codeMethodNotFound, "resources/subscribe"},
+		{"unknown method", "tools/frobnicate", withMeta(nil, modernMeta(nil)), nil, 404, codeMethodNotFound, "not supported"},
+		{"unknown log level", "tools/list", withMeta(nil, modernMeta(nil, metaLogLevel, "loud")), nil, 400, codeInvalidParams, "loud"},
+		{"unknown resource", "resources/read", withMeta(map[string]any{"uri": "mem://nobody/x"}, modernMeta(nil)), nil, 400, codeInvalidParams, "not found"},
+		{"a denied prompt", "prompts/get", withMeta(map[string]any{"name": "evil__greet"}, modernMeta(nil)), nil, 400, codeInvalidParams, "may not"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			id := 100 + i
+			status, msgs := modernHTTP(t, f.url, tokens["tester"], id, tc.method, tc.params, tc.headers)
+			m := last(t, msgs)
+			if status != tc.status {
+				t.Errorf("status %d, want %d: %+v", status, tc.status, m)
+			}
+			if tc.code == 0 {
+				if m.Error != nil {
+					t.Errorf("refused: %s", m.Error.Message)
+				}
+				return
+			}
+			if m.Error == nil || m.Error.Code != tc.code || !strings.Contains(m.Error.Message, tc.says) {
+				t.Fatalf("want error %d saying %q, got %+v", tc.code, tc.says, m)
+			}
+			if string(m.ID) != fmt.Sprint(id) {
+				t.Errorf("the error carries id %s, want %d", m.ID, id)
+			}
+		})
+	}
+	t.Run("the denied tool", func(t *testing.T) {
+		_, msgs := modernHTTP(t, f.url, tokens["tester"], 1, "tools/call", withMeta(map[string]any{"name": "evil__echo"}, modernMeta(nil)), nil)
+		if m := last(t, msgs); !strings.Contains(string(m.Result), "may not") || f.evil.count("tools/call") != 0 {
+			t.Errorf("tester's call of a denied tool: %s (evil saw %d calls)", m.Result, f.evil.count("tools/call"))
+		}
+	})
+	t.Run("GET has no stream in this era", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodGet, f.url, nil)
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Authorization", "Bearer "+tokens["tester"])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("GET: status %d, want 405", resp.StatusCode)
+		}
+	})
+	t.Run("no token", func(t *testing.T) {
+		status, _ := modernHTTP(t, f.url, "", 1, "tools/list", withMeta(nil, modernMeta(nil)), nil)
+		if status != http.StatusUnauthorized {
+			t.Errorf("status %d, want 401", status)
+		}
+	})
+}
+
+// TestModernLogLevel: a request gets the log messages of its servers only when its
+// _meta asked for them, on its own stream.
+func TestModernLogLevel(t *testing.T) {
+	f := newFixture(t)
+	call := map[string]any{"name": "good__log", "arguments": map[string]any{"text": "x"}}
+	_, quiet := modernHTTP(t, f.url, tokens["tester"], 1, "tools/call", withMeta(call, modernMeta(nil)), nil)
+	_, loud := modernHTTP(t, f.url, tokens["tester"], 2, "tools/call", withMeta(call, modernMeta(nil, metaLogLevel, "debug")), nil)
+	count := func(msgs []wireMsg) int {
+		n := 0
+		for _, m := range msgs {
+			if m.Method == "notifications/message" {
+				n++
+				if strings.Contains(string(m.Params), canary) {
+					t.Errorf("a log message carried the canary: %s", m.Params)
+				}
+			}
+		}
+		return n
+	}
+	if n := count(quiet); n != 0 {
+		t.Errorf("a request without a logLevel got %d log messages", n)
+	}
+	if n := count(loud); n != 1 {
+		t.Errorf("a request with logLevel debug got %d log messages, want 1: %+v", n, loud)
+	}
+}
+
+// samplingHandler answers every sampling request, counting them.
+type samplingHandler struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (h *samplingHandler) CreateMessage(_ context.Context, _ mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	h.mu.Lock()
+	h.n++
+	h.mu.Unlock()
+	return &mcp.CreateMessageResult{SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("hello from the model")}, Model: "test-model"}, nil
+}
+
+// TestModernClientLegacyChild: mcp-go's own 2026-07-28 client calls a tool whose
+// legacy child asks for a sampling during the call. The child's request reaches the
+// client as an InputRequiredResult, the client retries with its answer, and the
+// child gets it: the client sees one call.
+func TestModernClientLegacyChild(t *testing.T) {
+	f := newFixture(t)
+	h := &samplingHandler{}
+	tr, err := transport.NewStreamableHTTP(f.url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + tokens["tester"]}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr, client.WithSamplingHandler(h))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "modern-sdk", Version: "1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if v := c.ProtocolVersion(); v != "2026-07-28" {
+		t.Fatalf("mcp-go's client settled on %s with Nexus, want 2026-07-28", v)
+	}
+	res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "good__sample"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprint(res.Content)
+	if res.IsError || !strings.Contains(text, "hello from the model") {
+		t.Fatalf("the call did not get the client's sampling: %s", text)
+	}
+	if h.n != 1 {
+		t.Errorf("the client was asked %d times, want 1", h.n)
+	}
+	if got := len(f.g.flights.m); got != 0 {
+		t.Errorf("%d flights left waiting after the call ended", got)
+	}
+}
+
+// TestModernInputRequired drives the legacy child's sampling through the wire on
+// both fronts: the InputRequiredResult, a retry without the answer (asked again), a
+// tampered state, another agent's use of the state, and the retry that finishes.
+func TestModernInputRequired(t *testing.T) {
+	f := newFixture(t)
+	sampling := map[string]any{"sampling": map[string]any{}}
+	call := map[string]any{"name": "good__sample", "arguments": map[string]any{}}
+	for _, front := range fronts {
+		t.Run(front, func(t *testing.T) {
+			var stdio *testClient
+			if front == frontStdio {
+				stdio = stdioClient(t, f.g, "tester")
+			}
+			send := func(agent string, params map[string]any) wireMsg {
+				if front == frontStdio {
+					return stdio.request("tools/call", params)
+				}
+				_, msgs := modernHTTP(t, f.url, tokens[agent], 7, "tools/call", params, nil)
+				return last(t, msgs)
+			}
+			first := send("tester", withMeta(call, modernMeta(sampling)))
+			var ir struct {
+				ResultType    string `json:"resultType"`
+				InputRequests map[string]struct {
+					Method string `json:"method"`
+				} `json:"inputRequests"`
+				RequestState string `json:"requestState"`
+			}
+			if err := json.Unmarshal(first.Result, &ir); err != nil || ir.ResultType != "input_required" || len(ir.InputRequests) != 1 || ir.RequestState == "" {
+				t.Fatalf("want an InputRequiredResult with one request and a state, got %s %+v", first.Result, first.Error)
+			}
+			var key string
+			for k, r := range ir.InputRequests {
+				key = k
+				if r.Method != "sampling/createMessage" {
+					t.Fatalf("input request %s", r.Method)
+				}
+			}
+			retry := func(state string, answers map[string]any) map[string]any {
+				p := withMeta(call, modernMeta(sampling))
+				p["requestState"], p["inputResponses"] = state, answers
+				return p
+			}
+			// The answer left out: asked again, under the same key.
+			again := send("tester", retry(ir.RequestState, map[string]any{}))
+			if !strings.Contains(string(again.Result), `"`+key+`"`) || !strings.Contains(string(again.Result), "input_required") {
+				t.Fatalf("a retry without the answer: %s %+v", again.Result, again.Error)
+			}
+			var ir2 struct {
+				RequestState string `json:"requestState"`
+			}
+			_ = json.Unmarshal(again.Result, &ir2)
+			tampered := []byte(ir2.RequestState)
+			tampered[2] ^= 1
+			if m := send("tester", retry(string(tampered), map[string]any{})); m.Error == nil || m.Error.Code != codeInvalidParams {
+				t.Fatalf("a tampered state: %s %+v", m.Result, m.Error)
+			}
+			if front == frontHTTP {
+				if m := send("other", retry(ir2.RequestState, map[string]any{})); m.Error == nil || !strings.Contains(m.Error.Message, "another agent") {
+					t.Fatalf("another agent's retry with tester's state: %s %+v", m.Result, m.Error)
+				}
+			}
+			answer := map[string]any{key: map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "the answer"}, "model": "m"}}
+			done := send("tester", retry(ir2.RequestState, answer))
+			if done.Error != nil || !strings.Contains(string(done.Result), "the answer") || !strings.Contains(string(done.Result), `"resultType":"complete"`) {
+				t.Fatalf("the retry with the answer: %s %+v", done.Result, done.Error)
+			}
+			if m := send("tester", retry(ir2.RequestState, answer)); m.Error == nil {
+				t.Fatalf("a finished call's state was accepted again: %s", m.Result)
+			}
+		})
+	}
+	t.Run("without the capability", func(t *testing.T) {
+		_, msgs := modernHTTP(t, f.url, tokens["tester"], 9, "tools/call", withMeta(call, modernMeta(nil)), nil)
+		if m := last(t, msgs); strings.Contains(string(m.Result), "input_required") || !strings.Contains(string(m.Result), "sampling failed") {
+			t.Errorf("a client that cannot sample was asked to: %s", m.Result)
+		}
+	})
+}
+
+// TestListen: subscriptions/listen acknowledges first, tags every notification with
+// its id, carries only what it was asked for, and ends with the client.
+func TestListen(t *testing.T) {
+	f := newFixture(t)
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen", "params": withMeta(map[string]any{
+		"notifications": map[string]any{"resourceSubscriptions": []string{"mem://good/doc", "mem://evil/doc"}, "toolsListChanged": true}}, modernMeta(nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, f.url, bytes.NewReader(body))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen", "Authorization": "Bearer " + tokens["tester"]} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := make(chan wireMsg, 16)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var m wireMsg
+				_ = json.Unmarshal([]byte(data), &m)
+				events <- m
+			}
+		}
+		close(events)
+	}()
+	next := func(what string) wireMsg {
+		t.Helper()
+		select {
+		case m := <-events:
+			return m
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s on the listen stream", what)
+		}
+		return wireMsg{}
+	}
+	ack := next("acknowledgement")
+	if ack.Method != "notifications/subscriptions/acknowledged" || !strings.Contains(string(ack.Params), `"`+metaSubscriptionID+`":"sub-1"`) {
+		t.Fatalf("first message: %s %s", ack.Method, ack.Params)
+	}
+	if !strings.Contains(string(ack.Params), "mem://good/doc") || strings.Contains(string(ack.Params), "mem://evil/doc") {
+		t.Errorf("the acknowledgement must list the readable resource and not evil's: %s", ack.Params)
+	}
+	// A log and an update of the resource: only the update comes.
+	modernHTTP(t, f.url, tokens["tester"], 2, "tools/call", withMeta(map[string]any{"name": "good__log", "arguments": map[string]any{}}, modernMeta(nil)), nil)
+	modernHTTP(t, f.url, tokens["tester"], 3, "tools/call", withMeta(map[string]any{"name": "good__touch", "arguments": map[string]any{"text": "me"}}, modernMeta(nil)), nil)
+	up := next("resource update")
+	if up.Method != "notifications/resources/updated" || !strings.Contains(string(up.Params), "mem://good/doc") || !strings.Contains(string(up.Params), `"sub-1"`) {
+		t.Fatalf("want the resource update tagged sub-1, got %s %s", up.Method, up.Params)
+	}
+	// A policy change that hides a tool from tester changes its list.
+	cfg := strings.Replace(f.cfg, `"deny": ["evil.*"]`, `"deny": ["evil.*", "good.echo"]`, 1)
+	parsed, err := config.Parse("test.json", []byte(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.g.Reload(parsed); err != nil {
+		t.Fatal(err)
+	}
+	if m := next("tools list change"); m.Method != "notifications/tools/list_changed" || !strings.Contains(string(m.Params), `"sub-1"`) {
+		t.Fatalf("want tools/list_changed tagged sub-1, got %s %s", m.Method, m.Params)
+	}
+	cancel()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && len(f.g.subs.subscribers(subKey{server: "good", uri: "mem://good/doc"})) > 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := len(f.g.subs.subscribers(subKey{server: "good", uri: "mem://good/doc"})); n != 0 {
+		t.Errorf("the subscription outlived its stream (%d subscribers)", n)
+	}
+}
