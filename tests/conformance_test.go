@@ -24,6 +24,21 @@ import (
 // logged too, so that its entry gets deleted; the goal is an empty map.
 var knownGaps = map[string]string{}
 
+// suite is one release of the conformance suite, run against one protocol revision.
+type suite struct {
+	script string
+	// requirements, when set, scores exactly what that revision requires
+	// (--requirements); "" runs the release's default server scenarios.
+	requirements string
+}
+
+// The suites TestConformance runs: the 2025-11-25 scenarios of 0.1.16, and what
+// 2026-07-28 requires, scored by 0.2.0-alpha.12 (installed as conformance-next).
+var (
+	legacySuite = suite{script: conformanceScript}
+	modernSuite = suite{script: "node_modules/conformance-next/dist/index.js", requirements: "2026-07-28"}
+)
+
 const (
 	conformanceScript = "node_modules/@modelcontextprotocol/conformance/dist/index.js"
 	// conformanceHook supplies fs.globSync, which the suite's CLI imports and Node 20
@@ -46,19 +61,14 @@ const (
 //
 // Outside CI a missing node or npm package skips the test; with
 // NEXUS_REQUIRE_CONFORMANCE=1 (set by .ci/run) it fails instead.
+//
+// It runs twice: the 2025-11-25 scenarios (legacy sessions) and what the 2026-07-28
+// revision requires (stateless requests, server/discover, subscriptions/listen,
+// the header checks), the same parity asked of both.
 func TestConformance(t *testing.T) {
 	node := conformanceNode(t)
 	server := buildConformanceServer(t)
-
-	start := time.Now()
 	directURL := startConformanceServer(t, server)
-	direct := runConformance(t, node, directURL, "")
-	t.Logf("direct run: %s", time.Since(start).Round(time.Millisecond))
-	if len(direct) == 0 {
-		t.Fatal("the suite reported no scenario against the example server")
-	}
-
-	start = time.Now()
 	h := newHome(t, map[string]any{
 		// prefix "" keeps the child's bare names: the suite calls test_simple_text,
 		// not conformance__test_simple_text.
@@ -68,16 +78,29 @@ func TestConformance(t *testing.T) {
 	// --no-memory: the suite checks the protocol, and a repeated call answered from
 	// memory would hide whether the child's requests and notifications got through.
 	nexusURL, stderr := h.serveHTTP("--no-memory")
-	through := runConformance(t, node, nexusURL, "")
-	t.Logf("through Nexus: %s", time.Since(start).Round(time.Millisecond))
-
-	problems := compareConformance(t, node, nexusURL, direct, through)
-	t.Log("\n" + conformanceTable(direct, through))
-	for _, p := range problems {
-		t.Error(p)
-	}
-	if t.Failed() {
-		t.Logf("nexus stderr:\n%s", stderr)
+	for _, tc := range []struct {
+		name  string
+		suite suite
+	}{{"2025-11-25", legacySuite}, {"2026-07-28", modernSuite}} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			direct := runConformance(t, node, tc.suite, directURL, "")
+			t.Logf("direct run: %s", time.Since(start).Round(time.Millisecond))
+			if len(direct) == 0 {
+				t.Fatal("the suite reported no scenario against the example server")
+			}
+			start = time.Now()
+			through := runConformance(t, node, tc.suite, nexusURL, "")
+			t.Logf("through Nexus: %s", time.Since(start).Round(time.Millisecond))
+			problems := compareConformance(t, node, tc.suite, nexusURL, direct, through)
+			t.Log("\n" + conformanceTable(direct, through))
+			for _, p := range problems {
+				t.Error(p)
+			}
+			if t.Failed() {
+				t.Logf("nexus stderr:\n%s", stderr)
+			}
+		})
 	}
 }
 
@@ -158,7 +181,7 @@ func freeLoopbackAddr() (string, error) {
 // compareConformance checks that each scenario that passed directly passes through
 // Nexus too, rerunning those that failed there (see rerunBudget) and recording the
 // reruns in through. It returns what fails the test.
-func compareConformance(t *testing.T, node, nexusURL string, direct, through map[string]scenarioResult) []string {
+func compareConformance(t *testing.T, node string, s suite, nexusURL string, direct, through map[string]scenarioResult) []string {
 	t.Helper()
 	var problems []string
 	for _, name := range slices.Sorted(maps.Keys(direct)) {
@@ -167,7 +190,7 @@ func compareConformance(t *testing.T, node, nexusURL string, direct, through map
 		}
 		got, ran := through[name]
 		if ran && !got.passed && knownGaps[name] == "" {
-			got = rerun(t, node, nexusURL, name)
+			got = rerun(t, node, s, nexusURL, name)
 			through[name] = got
 		}
 		switch {
@@ -198,14 +221,14 @@ const rerunBudget = 45 * time.Second
 
 // rerun runs scenario against url until it passes or rerunBudget is spent, and
 // returns the last result with the number of tries, the first run included.
-func rerun(t *testing.T, node, url, scenario string) scenarioResult {
+func rerun(t *testing.T, node string, s suite, url, scenario string) scenarioResult {
 	t.Helper()
 	deadline := time.Now().Add(rerunBudget)
 	tries := 1
 	var r scenarioResult
 	for time.Now().Before(deadline) {
 		tries++
-		r = runConformance(t, node, url, scenario)[scenario]
+		r = runConformance(t, node, s, url, scenario)[scenario]
 		if r.passed {
 			break
 		}
@@ -216,12 +239,15 @@ func rerun(t *testing.T, node, url, scenario string) scenarioResult {
 
 // runConformance runs scenario, or every active server scenario if it is "", against
 // url and returns the results by scenario name.
-func runConformance(t *testing.T, node, url, scenario string) map[string]scenarioResult {
+func runConformance(t *testing.T, node string, s suite, url, scenario string) map[string]scenarioResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), suiteTimeout)
 	defer cancel()
 	out := t.TempDir()
-	args := []string{"--import", conformanceHook, conformanceScript, "server", "--url", url, "-o", out}
+	args := []string{"--import", conformanceHook, s.script, "server", "--url", url, "-o", out}
+	if s.requirements != "" {
+		args = append(args, "--requirements", s.requirements)
+	}
 	if scenario != "" {
 		args = append(args, "--scenario", scenario)
 	}
