@@ -205,3 +205,71 @@ func reportLatencies(b *testing.B, seq map[string][]time.Duration, rate map[stri
 		b.ReportMetric(rate[name], name+"-8way-req/s")
 	}
 }
+
+// BenchmarkEras measures a tools/call through `nexus serve` (stdio front, stdio
+// child, memory off) made the two ways a client may make it: in a legacy session,
+// and as a 2026-07-28 request carrying its protocol fields in _meta, which Nexus
+// reads and answers with the modern result fields. Both run in one benchmark, on
+// one connection each, so their ratio comes from one run.
+//
+//	go test ./tests -run '^$' -bench Eras -benchtime 2000x
+func BenchmarkEras(b *testing.B) {
+	if raceEnabled {
+		b.Skip("benchmarks need binaries built without -race")
+	}
+	t := &testing.T{}
+	h := newHome(t, nil)
+	h.writeConfig(map[string]any{"servers": map[string]any{"fx": map[string]any{"command": built.fixture}}})
+	meta := map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "bench", "version": "1"}}
+	eras := []struct {
+		name   string
+		params func(i int) map[string]any
+	}{
+		{"legacy", func(i int) map[string]any { return map[string]any{"name": "fx__echo", "arguments": distinct(i)} }},
+		{"modern", func(i int) map[string]any {
+			return map[string]any{"name": "fx__echo", "arguments": distinct(i), "_meta": meta}
+		}},
+	}
+	seq := map[string][]time.Duration{}
+	rate := map[string]float64{}
+	for _, era := range eras {
+		s := startSession(t, h.env(), built.nexus, "serve", "--no-memory")
+		call := func(i int) {
+			if _, rpcErr := s.request("tools/call", era.params(i)); rpcErr != nil {
+				b.Fatalf("%s call: %+v", era.name, rpcErr)
+			}
+		}
+		for i := range 200 {
+			call(i)
+		}
+		lat := make([]time.Duration, b.N)
+		for i := range b.N {
+			start := time.Now()
+			call(i)
+			lat[i] = time.Since(start)
+		}
+		seq[era.name] = lat
+		start := time.Now()
+		var wg sync.WaitGroup
+		per := max(b.N/8, 1)
+		for w := range 8 {
+			wg.Go(func() {
+				for i := range per {
+					call(w*per + i)
+				}
+			})
+		}
+		wg.Wait()
+		rate[era.name] = float64(8*per) / time.Since(start).Seconds()
+		s.close()
+		if t.Failed() {
+			b.Fatalf("%s failed", era.name)
+		}
+	}
+	reportLatencies(b, seq, rate)
+	p := quantileMicros
+	b.ReportMetric(p(seq["modern"], 0.5)/p(seq["legacy"], 0.5), "modern/legacy-p50-x")
+	b.ReportMetric(rate["modern"]/rate["legacy"], "modern/legacy-8way-x")
+}
