@@ -266,6 +266,37 @@ func newTestChild(name string) *testChild {
 			}
 		}()
 	})
+	tool("ask", "Asks its client, the 2026-07-28 way (mcp-go asks a legacy client itself), for what text names: sampling, elicitation or roots.", func(_ context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		what := r.GetString("text", "sampling")
+		state := "state-of-" + what
+		if r.Params.RequestState != "" && r.Params.RequestState != state {
+			return mcp.NewToolResultError(fmt.Sprintf("a retry brought state %q, not mine", r.Params.RequestState)), nil
+		}
+		in := r.Params.InputResponses
+		switch {
+		case what == "sampling" && server.SamplingResponse(in, "q") != nil:
+			return mcp.NewToolResultText(fmt.Sprintf("sampled: %v", server.SamplingResponse(in, "q").Content)), nil
+		case what == "elicitation" && server.ElicitationResponse(in, "q") != nil:
+			e := server.ElicitationResponse(in, "q")
+			return mcp.NewToolResultText(fmt.Sprintf("elicited: %s %v", e.Action, e.Content)), nil
+		case what == "roots" && server.RootsResponse(in, "q") != nil:
+			var uris []string
+			for _, root := range server.RootsResponse(in, "q").Roots {
+				uris = append(uris, root.URI)
+			}
+			return mcp.NewToolResultText("roots: " + strings.Join(uris, " ")), nil
+		}
+		b := server.NewInputRequestBuilder(state)
+		switch what {
+		case "sampling":
+			b.Sample("q", mcp.CreateMessageParams{Messages: []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("say hi")}}, MaxTokens: 10})
+		case "elicitation":
+			b.Elicit("q", mcp.ElicitationParams{Message: "your name?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+		default:
+			b.Roots("q")
+		}
+		return b.ToolResult(), nil
+	})
 	tool("touch", "Marks its resource as updated.", func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		c.srv.SendNotificationToAllClients("notifications/resources/updated", map[string]any{"uri": "mem://" + name + "/doc", "by": r.GetString("text", "")})
 		return mcp.NewToolResultText("touched"), nil

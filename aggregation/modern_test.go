@@ -355,79 +355,94 @@ func TestModernClientLegacyChild(t *testing.T) {
 	}
 }
 
-// TestModernInputRequired drives the legacy child's sampling through the wire on
-// both fronts: the InputRequiredResult, a retry without the answer (asked again), a
-// tampered state, another agent's use of the state, and the retry that finishes.
+// askCases are what the test child's ask tool may ask its client for: the
+// capability that lets it, the answer a client gives, and what the tool then says.
+var askCases = []struct {
+	what   string
+	caps   map[string]any
+	answer map[string]any
+	says   string
+}{
+	{"sampling", map[string]any{"sampling": map[string]any{}},
+		map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "the answer"}, "model": "m"}, "the answer"},
+	{"elicitation", map[string]any{"elicitation": map[string]any{"form": map[string]any{}}},
+		map[string]any{"action": "accept", "content": map[string]any{"name": "ann"}}, "elicited: accept map[name:ann]"},
+	{"roots", map[string]any{"roots": map[string]any{}},
+		map[string]any{"roots": []any{map[string]any{"uri": "file:///work", "name": "work"}}}, "roots: file:///work"},
+}
+
+// TestModernInputRequired drives a legacy child's requests during a call (sampling,
+// elicitation, roots) through the wire on both fronts: the InputRequiredResult, a
+// retry without the answer (asked again), a tampered state, another agent's use of
+// the state, the retry that finishes, and a state used once more after that.
 func TestModernInputRequired(t *testing.T) {
 	f := newFixture(t)
-	sampling := map[string]any{"sampling": map[string]any{}}
-	call := map[string]any{"name": "good__sample", "arguments": map[string]any{}}
 	for _, front := range fronts {
-		t.Run(front, func(t *testing.T) {
-			var stdio *testClient
-			if front == frontStdio {
-				stdio = stdioClient(t, f.g, "tester")
-			}
-			send := func(agent string, params map[string]any) wireMsg {
+		for _, tc := range askCases {
+			t.Run(front+"/"+tc.what, func(t *testing.T) {
+				call := map[string]any{"name": "good__ask", "arguments": map[string]any{"text": tc.what}}
+				var stdio *testClient
 				if front == frontStdio {
-					return stdio.request("tools/call", params)
+					stdio = stdioClient(t, f.g, "tester")
 				}
-				_, msgs := modernHTTP(t, f.url, tokens[agent], 7, "tools/call", params, nil)
-				return last(t, msgs)
-			}
-			first := send("tester", withMeta(call, modernMeta(sampling)))
-			var ir struct {
-				ResultType    string `json:"resultType"`
-				InputRequests map[string]struct {
-					Method string `json:"method"`
-				} `json:"inputRequests"`
-				RequestState string `json:"requestState"`
-			}
-			if err := json.Unmarshal(first.Result, &ir); err != nil || ir.ResultType != "input_required" || len(ir.InputRequests) != 1 || ir.RequestState == "" {
-				t.Fatalf("want an InputRequiredResult with one request and a state, got %s %+v", first.Result, first.Error)
-			}
-			var key string
-			for k, r := range ir.InputRequests {
-				key = k
-				if r.Method != "sampling/createMessage" {
-					t.Fatalf("input request %s", r.Method)
+				send := func(agent string, params map[string]any) wireMsg {
+					if front == frontStdio {
+						return stdio.request("tools/call", params)
+					}
+					_, msgs := modernHTTP(t, f.url, tokens[agent], 7, "tools/call", params, nil)
+					return last(t, msgs)
 				}
-			}
-			retry := func(state string, answers map[string]any) map[string]any {
-				p := withMeta(call, modernMeta(sampling))
-				p["requestState"], p["inputResponses"] = state, answers
-				return p
-			}
-			// The answer left out: asked again, under the same key.
-			again := send("tester", retry(ir.RequestState, map[string]any{}))
-			if !strings.Contains(string(again.Result), `"`+key+`"`) || !strings.Contains(string(again.Result), "input_required") {
-				t.Fatalf("a retry without the answer: %s %+v", again.Result, again.Error)
-			}
-			var ir2 struct {
-				RequestState string `json:"requestState"`
-			}
-			_ = json.Unmarshal(again.Result, &ir2)
-			tampered := []byte(ir2.RequestState)
-			tampered[2] ^= 1
-			if m := send("tester", retry(string(tampered), map[string]any{})); m.Error == nil || m.Error.Code != codeInvalidParams {
-				t.Fatalf("a tampered state: %s %+v", m.Result, m.Error)
-			}
-			if front == frontHTTP {
-				if m := send("other", retry(ir2.RequestState, map[string]any{})); m.Error == nil || !strings.Contains(m.Error.Message, "another agent") {
-					t.Fatalf("another agent's retry with tester's state: %s %+v", m.Result, m.Error)
+				first := send("tester", withMeta(call, modernMeta(tc.caps)))
+				var ir struct {
+					ResultType    string `json:"resultType"`
+					InputRequests map[string]struct {
+						Method string `json:"method"`
+					} `json:"inputRequests"`
+					RequestState string `json:"requestState"`
 				}
-			}
-			answer := map[string]any{key: map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "the answer"}, "model": "m"}}
-			done := send("tester", retry(ir2.RequestState, answer))
-			if done.Error != nil || !strings.Contains(string(done.Result), "the answer") || !strings.Contains(string(done.Result), `"resultType":"complete"`) {
-				t.Fatalf("the retry with the answer: %s %+v", done.Result, done.Error)
-			}
-			if m := send("tester", retry(ir2.RequestState, answer)); m.Error == nil {
-				t.Fatalf("a finished call's state was accepted again: %s", m.Result)
-			}
-		})
+				if err := json.Unmarshal(first.Result, &ir); err != nil || ir.ResultType != "input_required" || len(ir.InputRequests) != 1 || ir.RequestState == "" {
+					t.Fatalf("want an InputRequiredResult with one request and a state, got %s %+v", first.Result, first.Error)
+				}
+				var key string
+				for k := range ir.InputRequests {
+					key = k
+				}
+				retry := func(state string, answers map[string]any) map[string]any {
+					p := withMeta(call, modernMeta(tc.caps))
+					p["requestState"], p["inputResponses"] = state, answers
+					return p
+				}
+				// The answer left out: asked again, under the same key.
+				again := send("tester", retry(ir.RequestState, map[string]any{}))
+				if !strings.Contains(string(again.Result), `"`+key+`"`) || !strings.Contains(string(again.Result), "input_required") {
+					t.Fatalf("a retry without the answer: %s %+v", again.Result, again.Error)
+				}
+				var ir2 struct {
+					RequestState string `json:"requestState"`
+				}
+				_ = json.Unmarshal(again.Result, &ir2)
+				tampered := []byte(ir2.RequestState)
+				tampered[2] ^= 1
+				if m := send("tester", retry(string(tampered), map[string]any{})); m.Error == nil || m.Error.Code != codeInvalidParams {
+					t.Fatalf("a tampered state: %s %+v", m.Result, m.Error)
+				}
+				if front == frontHTTP {
+					if m := send("other", retry(ir2.RequestState, map[string]any{})); m.Error == nil || !strings.Contains(m.Error.Message, "another agent") {
+						t.Fatalf("another agent's retry with tester's state: %s %+v", m.Result, m.Error)
+					}
+				}
+				done := send("tester", retry(ir2.RequestState, map[string]any{key: tc.answer}))
+				if done.Error != nil || !strings.Contains(string(done.Result), tc.says) || !strings.Contains(string(done.Result), `"resultType":"complete"`) {
+					t.Fatalf("the retry with the answer: %s %+v", done.Result, done.Error)
+				}
+				if m := send("tester", retry(ir2.RequestState, map[string]any{key: tc.answer})); m.Error == nil {
+					t.Fatalf("a finished call's state was accepted again: %s", m.Result)
+				}
+			})
+		}
 	}
 	t.Run("without the capability", func(t *testing.T) {
+		call := map[string]any{"name": "good__sample", "arguments": map[string]any{}}
 		_, msgs := modernHTTP(t, f.url, tokens["tester"], 9, "tools/call", withMeta(call, modernMeta(nil)), nil)
 		if m := last(t, msgs); strings.Contains(string(m.Result), "input_required") || !strings.Contains(string(m.Result), "sampling failed") {
 			t.Errorf("a client that cannot sample was asked to: %s", m.Result)
