@@ -525,6 +525,7 @@ type conn struct {
 	done     chan struct{}
 	doneOnce sync.Once
 	notes    chan mcp.JSONRPCNotification
+	pumped   noteCount // notes handed to the pump, and handled
 
 	lostErr    error         // why the connection ended; read after done is closed
 	relist     chan struct{} // a list_changed arrived; relistLoop reads relistWant
@@ -635,9 +636,11 @@ func (c *child) connect(ctx context.Context, owner *session, opener *caller) (*c
 	drops := newRateLog(c.log, slog.LevelWarn, "dropped notifications from the child: the gateway is not keeping up", time.Second)
 	cn.client.OnNotification(func(n mcp.JSONRPCNotification) {
 		// This runs on the transport's read loop: hand off, never block it.
+		cn.pumped.arrived()
 		select {
 		case cn.notes <- n:
 		default:
+			cn.pumped.handled()
 			drops.add("method", n.Method)
 		}
 	})
@@ -729,18 +732,86 @@ func (c *child) pumpNotifications(ctx context.Context, cn *conn) {
 		case <-ctx.Done():
 			return
 		case n := <-cn.notes:
-			switch {
-			case cn.owner != nil:
-				// A session's connection: its lists are the child's own
-				// connection's, the rest is its client's alone.
-				c.events.sessionNotification(cn, n.Method, notificationParams(n.Params))
-			case n.Method == string(mcp.MethodNotificationToolsListChanged):
-				cn.wantRelist(relistTools)
-			case n.Method == string(mcp.MethodNotificationResourcesListChanged), n.Method == string(mcp.MethodNotificationPromptsListChanged):
-				cn.wantRelist(relistExtras)
-			default:
-				c.events.notification(c.name, n.Method, notificationParams(n.Params))
-			}
+			c.pumpNotification(cn, n)
+			cn.pumped.handled()
+		}
+	}
+}
+
+// pumpNotification routes one notification of the child.
+func (c *child) pumpNotification(cn *conn, n mcp.JSONRPCNotification) {
+	switch {
+	case cn.owner != nil:
+		// A session's connection: its lists are the child's own connection's,
+		// the rest is its client's alone.
+		c.events.sessionNotification(cn, n.Method, notificationParams(n.Params))
+	case n.Method == string(mcp.MethodNotificationToolsListChanged):
+		cn.wantRelist(relistTools)
+	case n.Method == string(mcp.MethodNotificationResourcesListChanged), n.Method == string(mcp.MethodNotificationPromptsListChanged):
+		cn.wantRelist(relistExtras)
+	default:
+		c.events.notification(c.name, n.Method, notificationParams(n.Params))
+	}
+}
+
+// noteCount counts a connection's notifications handed to its pump and those the
+// pump has handled, so that an answer can wait for the notifications the child
+// sent before it (settle): a call's last progress or log message must reach its
+// client before the call's result does, as it would directly.
+type noteCount struct {
+	mu      sync.Mutex
+	in, out uint64
+	wake    chan struct{} // closed when out moves, for a settle waiting on it
+}
+
+func (n *noteCount) arrived() {
+	n.mu.Lock()
+	n.in++
+	n.mu.Unlock()
+}
+
+func (n *noteCount) handled() {
+	n.mu.Lock()
+	n.out++
+	if n.wake != nil {
+		close(n.wake)
+		n.wake = nil
+	}
+	n.mu.Unlock()
+}
+
+// settleWait bounds how long an answer waits for the notifications before it: a
+// pump held up (a slow client stream) must not hold the answer for long.
+const settleWait = 250 * time.Millisecond
+
+// settle waits until every notification that arrived before now has been
+// routed, or settleWait passed.
+func (n *noteCount) settle(ctx context.Context) {
+	n.mu.Lock()
+	target := n.in
+	n.mu.Unlock()
+	var timer *time.Timer
+	for {
+		n.mu.Lock()
+		if n.out >= target {
+			n.mu.Unlock()
+			return
+		}
+		if n.wake == nil {
+			n.wake = make(chan struct{})
+		}
+		wake := n.wake
+		n.mu.Unlock()
+		if timer == nil {
+			timer = time.NewTimer(settleWait)
+			defer timer.Stop()
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
 		}
 	}
 }

@@ -1,9 +1,11 @@
 package aggregation
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"os"
 	"runtime"
@@ -33,6 +35,10 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "down while the down file exists")
 			os.Exit(3) // a child that cannot start until the test lets it
 		}
+		if name == "raw" {
+			serveRaw(os.Stdin, os.Stdout)
+			os.Exit(0)
+		}
 		c := newTestChild(name)
 		if err := server.ServeStdio(c.srv); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -41,6 +47,35 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// serveRaw is a child written against the wire, for what must reach the gateway in
+// a known order: its one tool, note, writes a log message and then its result,
+// on one stream, as a server may. (mcp-go writes notifications and results from
+// separate goroutines, in either order.)
+func serveRaw(in io.Reader, out io.Writer) {
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil || len(m.ID) == 0 {
+			continue
+		}
+		reply := func(result string) { fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m.ID, result) }
+		switch m.Method {
+		case "initialize":
+			reply(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"logging":{}},"serverInfo":{"name":"raw","version":"1"}}`)
+		case "tools/list":
+			reply(`{"tools":[{"name":"note","description":"Logs, then answers.","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true,"destructiveHint":false}}]}`)
+		case "tools/call":
+			fmt.Fprintln(out, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"warning","data":"raw note"}}`)
+			reply(`{"content":[{"type":"text","text":"noted"}]}`)
+		default:
+			reply(`{}`)
+		}
+	}
 }
 
 // testChild is a small MCP server with one of everything the gateway routes: tools

@@ -189,6 +189,9 @@ const (
 // are cacheable, ttlMs and cacheScope (a child's own kept, a private scope never
 // widened). It is decoded once, at the top level only: the values keep their bytes.
 func modernResult(method string, raw json.RawMessage, scope string) json.RawMessage {
+	if out, ok := spliceModernFields(method, raw, scope); ok {
+		return out
+	}
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(raw, &fields) != nil || fields == nil {
 		return raw
@@ -219,6 +222,34 @@ func modernResult(method string, raw json.RawMessage, scope string) json.RawMess
 		}
 	}
 	return marshal(fields)
+}
+
+// spliceModernFields is modernResult's common case without decoding: a result
+// object in which none of the fields it sets appears anywhere gets them written at
+// its front.
+func spliceModernFields(method string, raw json.RawMessage, scope string) (json.RawMessage, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '{' {
+		return nil, false
+	}
+	for _, key := range []string{`"resultType"`, `"_meta"`, `"ttlMs"`, `"cacheScope"`} {
+		if bytes.Contains(raw, []byte(key)) {
+			return nil, false
+		}
+	}
+	b := make([]byte, 0, len(raw)+128)
+	b = append(b, `{"resultType":"complete","_meta":{"`+metaServerInfo+`":`...)
+	b = append(b, serverInfo...)
+	b = append(b, '}')
+	if cacheable[method] {
+		b = append(b, `,"ttlMs":0,"cacheScope":`...)
+		b = appendJSONString(b, scope)
+	}
+	rest := bytes.TrimSpace(raw[1:])
+	if len(rest) > 0 && rest[0] != '}' {
+		b = append(b, ',')
+	}
+	return append(b, rest...), true
 }
 
 // serverInfo is Nexus's Implementation, as results carry it.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -276,12 +277,22 @@ func TestModernRefusals(t *testing.T) {
 }
 
 // TestModernLogLevel: a request gets the log messages of its servers only when its
-// _meta asked for them, on its own stream.
+// _meta asked for them and at its level, on its own stream, before its result (the
+// raw child writes its log line before its result).
 func TestModernLogLevel(t *testing.T) {
-	f := newFixture(t)
-	call := map[string]any{"name": "good__log", "arguments": map[string]any{"text": "x"}}
-	_, quiet := modernHTTP(t, f.url, tokens["tester"], 1, "tools/call", withMeta(call, modernMeta(nil)), nil)
-	_, loud := modernHTTP(t, f.url, tokens["tester"], 2, "tools/call", withMeta(call, modernMeta(nil, metaLogLevel, "debug")), nil)
+	cfg, err := config.Parse("test.json", []byte(fmt.Sprintf(`{"servers": {"raw": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "raw"}}}}`, os.Args[0])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := serveHTTP(t, g).URL + "/mcp"
+	call := map[string]any{"name": "raw__note", "arguments": map[string]any{}}
+	_, quiet := modernHTTP(t, url, "", 1, "tools/call", withMeta(call, modernMeta(nil)), nil)
+	_, loud := modernHTTP(t, url, "", 2, "tools/call", withMeta(call, modernMeta(nil, metaLogLevel, "debug")), nil)
+	_, above := modernHTTP(t, url, "", 3, "tools/call", withMeta(call, modernMeta(nil, metaLogLevel, "error")), nil)
 	count := func(msgs []wireMsg) int {
 		n := 0
 		for _, m := range msgs {
@@ -299,6 +310,9 @@ func TestModernLogLevel(t *testing.T) {
 	}
 	if n := count(loud); n != 1 {
 		t.Errorf("a request with logLevel debug got %d log messages, want 1: %+v", n, loud)
+	}
+	if n := count(above); n != 0 {
+		t.Errorf("a request with logLevel error got %d warnings", n)
 	}
 }
 

@@ -1,6 +1,7 @@
 package aggregation
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -149,13 +150,17 @@ func bridged(name string, step method) method {
 	return func(ctx context.Context, s *session, params json.RawMessage, r sink) (json.RawMessage, *RPCError) {
 		g := s.g
 		var in retryInput
-		if err := json.Unmarshal(params, &in); err != nil {
-			return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("%s params: inputResponses must be an object of results and requestState a string: %v", name, err)}
+		if bytes.Contains(params, []byte(`"requestState"`)) || bytes.Contains(params, []byte(`"inputResponses"`)) {
+			if err := json.Unmarshal(params, &in); err != nil {
+				return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("%s params: inputResponses must be an object of results and requestState a string: %v", name, err)}
+			}
 		}
-		digest := requestDigest(name, params)
+		// Only a retry, or a call that asks for input, needs the digest.
+		first := params
+		digest := sync.OnceValue(func() string { return requestDigest(name, first) })
 		var server string // the child a wrapped state goes back to
 		if in.RequestState != nil {
-			st, err := g.sealer.open(*in.RequestState, s.agent, name, digest, time.Now())
+			st, err := g.sealer.open(*in.RequestState, s.agent, name, digest(), time.Now())
 			if err != nil {
 				return nil, &RPCError{Code: codeInvalidParams, Message: err.Error() + "; send the request again without inputResponses and requestState"}
 			}
@@ -177,7 +182,7 @@ func bridged(name string, step method) method {
 			if server == "" {
 				server = g.ownerOf(ctx, s, name, params)
 			}
-			return g.wrapChildState(s, name, digest, server, raw)
+			return g.wrapChildState(s, name, digest(), server, raw)
 		}
 		return g.fly(ctx, s, name, digest, params, r, step, wrap)
 	}
@@ -241,7 +246,7 @@ type flight struct {
 	id     string
 	agent  string
 	method string
-	digest string
+	digest func() string // of the request's salient params, made on first use
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the call finished; result and rpcErr are set
 	result json.RawMessage
@@ -299,7 +304,7 @@ func (fs *flights) drop(f *flight) {
 // InputRequiredResult when a legacy child asked the client something first. The
 // call runs under a context of its own (bounded by the child's call timeout, as any
 // call), so that it outlives the request that started it.
-func (g *Gateway) fly(ctx context.Context, s *session, method, digest string, params json.RawMessage, r sink, step method, wrap func(json.RawMessage) json.RawMessage) (json.RawMessage, *RPCError) {
+func (g *Gateway) fly(ctx context.Context, s *session, method string, digest func() string, params json.RawMessage, r sink, step method, wrap func(json.RawMessage) json.RawMessage) (json.RawMessage, *RPCError) {
 	f := &flight{g: g, id: newSessionID(), agent: s.agent, method: method, digest: digest, wrap: wrap,
 		done: make(chan struct{}), wake: make(chan struct{}, 1), asks: map[string]*input{}, at: r, attached: true}
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -386,7 +391,7 @@ func (f *flight) park() json.RawMessage {
 	f.mu.Unlock()
 	f.g.flights.put(f)
 	f.parkFor()
-	st := requestState{Kind: stateFlight, Flight: f.id, Agent: f.agent, Method: f.method, Digest: f.digest,
+	st := requestState{Kind: stateFlight, Flight: f.id, Agent: f.agent, Method: f.method, Digest: f.digest(),
 		Expires: time.Now().Add(childRequestWait).UnixMilli()}
 	res, _ := json.Marshal(map[string]any{"resultType": resultInputRequired, "inputRequests": requests, "requestState": f.g.sealer.seal(st)})
 	return res
@@ -503,6 +508,9 @@ func (g *Gateway) fulfil(ctx context.Context, c *caller, server string, raw json
 // times. asked reports that it was.
 func (g *Gateway) requestInput(ctx context.Context, cn *conn, c *caller, method string, params any) (raw json.RawMessage, asked bool, err error) {
 	raw, err = cn.request(ctx, method, params)
+	// What the child sent before its answer (the call's last progress, a log
+	// message) reaches the client first, as it would directly.
+	cn.pumped.settle(ctx)
 	for round := 0; err == nil && needsInput(c, raw); round++ {
 		if round == maxInputRounds {
 			return nil, true, &RPCError{Code: codeInternal, Message: fmt.Sprintf("server %s asked for input %d times in one %s; Nexus stopped asking the client", cn.server, maxInputRounds, method)}
