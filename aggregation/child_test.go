@@ -332,6 +332,13 @@ func newTestChild(name string) *testChild {
 		}
 		return b.ToolResult(), nil
 	})
+	region := mcp.NewToolWithRawSchema("region", "Names the region and limit it was called with; both are mirrored into headers.", json.RawMessage(
+		`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"opts":{"type":"object","properties":{"limit":{"type":"integer","x-mcp-header":"Limit"}}}}}`))
+	readOnly(&region)
+	c.srv.AddTool(region, func(_ context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		b, _ := json.Marshal(r.Params.Arguments)
+		return mcp.NewToolResultText("region call " + string(b)), nil
+	})
 	tool("touch", "Marks its resource as updated.", func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		c.srv.SendNotificationToAllClients("notifications/resources/updated", map[string]any{"uri": "mem://" + name + "/doc", "by": r.GetString("text", "")})
 		return mcp.NewToolResultText("touched"), nil

@@ -38,7 +38,7 @@ func (h *httpFront) modern(w http.ResponseWriter, r *http.Request, agent string,
 		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	}
 	rep := newHTTPReply(w, r)
-	resp, code := h.g.serveModern(r.Context(), origin{front: frontHTTP, agent: agent, credential: h.credential(r)}, m, rep)
+	resp, code := h.g.serveModern(r.Context(), origin{front: frontHTTP, agent: agent, credential: h.credential(r), headers: r.Header}, m, rep)
 	if resp == nil {
 		rep.reply(nil)
 		return

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -55,6 +56,9 @@ type origin struct {
 	agent string
 	// credential is the hex SHA-256 of the request's bearer token ("" without).
 	credential string
+	// headers are the HTTP request's headers (nil on stdio): a tools/call's
+	// Mcp-Param headers are checked against its arguments (params.go).
+	headers http.Header
 }
 
 // serveModern runs one modern request. It returns the response, already through
@@ -82,6 +86,11 @@ func (g *Gateway) serveModern(ctx context.Context, from origin, m *message, r si
 	}
 	if agent == "" {
 		agent = policy.Anonymous
+	}
+	if from.headers != nil && m.Method == "tools/call" {
+		if rpcErr := g.checkCallHeaders(ctx, agent, m.Params, from.headers); rpcErr != nil {
+			return g.redact(responseBytes(m.ID, nil, rpcErr)), rpcErr.Code
+		}
 	}
 	if from.conn != nil {
 		var done func()
@@ -113,6 +122,20 @@ func (g *Gateway) serveModern(ctx context.Context, from origin, m *message, r si
 		return s.outward(responseBytes(m.ID, nil, rpcErr)), rpcErr.Code
 	}
 	return s.outward(responseBytes(m.ID, modernResult(m.Method, result, g.scope(m.Method, agent)), nil)), 0
+}
+
+// checkCallHeaders checks a tools/call's Mcp-Param headers against the arguments,
+// for the tool the call names (one Nexus cannot name yet is answered by the chain).
+func (g *Gateway) checkCallHeaders(ctx context.Context, agent string, params json.RawMessage, hd http.Header) *RPCError {
+	var p callParams
+	if json.Unmarshal(params, &p) != nil {
+		return nil // the chain answers malformed params
+	}
+	t, err := g.resolveCall(ctx, agent, p.Name)
+	if err != nil {
+		return nil
+	}
+	return checkParamHeaders(t.InputSchema, p.Arguments, hd)
 }
 
 // requestSession is the session a modern request is served in: it lives as long as

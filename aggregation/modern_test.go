@@ -276,6 +276,44 @@ func TestModernRefusals(t *testing.T) {
 	})
 }
 
+// TestModernParamHeaders: the Mcp-Param headers of a tool whose schema mirrors
+// arguments into them must say what the arguments say, or the call is refused
+// before it reaches the child.
+func TestModernParamHeaders(t *testing.T) {
+	f := newFixture(t)
+	b64 := func(s string) string { return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(s)) + "?=" }
+	cases := []struct {
+		name    string
+		args    map[string]any
+		headers map[string]string
+		ok      bool
+	}{
+		{"both mirrored", map[string]any{"region": "us-west1", "opts": map[string]any{"limit": 5}}, map[string]string{"Mcp-Param-Region": "us-west1", "mcp-param-limit": "5"}, true},
+		{"base64", map[string]any{"region": "über"}, map[string]string{"Mcp-Param-Region": b64("über")}, true},
+		{"no argument, no header", map[string]any{}, nil, true},
+		{"header missing", map[string]any{"region": "us-west1"}, nil, false},
+		{"header differs", map[string]any{"region": "us-west1"}, map[string]string{"Mcp-Param-Region": "eu-north1"}, false},
+		{"nested header differs", map[string]any{"opts": map[string]any{"limit": 5}}, map[string]string{"Mcp-Param-Limit": "50"}, false},
+		{"header without argument", map[string]any{}, map[string]string{"Mcp-Param-Region": "us-west1"}, false},
+		{"malformed base64", map[string]any{"region": "x"}, map[string]string{"Mcp-Param-Region": "=?base64?***?="}, false},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, msgs := modernHTTP(t, f.url, tokens["tester"], i+1, "tools/call", withMeta(map[string]any{"name": "good__region", "arguments": tc.args}, modernMeta(nil)), tc.headers)
+			m := last(t, msgs)
+			if tc.ok {
+				if status != http.StatusOK || m.Error != nil || !strings.Contains(string(m.Result), "region call") {
+					t.Fatalf("refused: %d %s %+v", status, m.Result, m.Error)
+				}
+				return
+			}
+			if status != http.StatusBadRequest || m.Error == nil || m.Error.Code != codeHeaderMismatch {
+				t.Fatalf("want 400 -32020, got %d %s %+v", status, m.Result, m.Error)
+			}
+		})
+	}
+}
+
 // TestModernLogLevel: a request gets the log messages of its servers only when its
 // _meta asked for them and at its level, on its own stream, before its result (the
 // raw child writes its log line before its result).
