@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -302,6 +303,11 @@ func (e *env) startGateway(ctx context.Context, cfg *config.Config, opts gateway
 	gopts := aggregation.Options{Logger: e.log, Memory: r.mem, ToolNames: opts.toolNames, MaxNameLength: opts.maxNameLength,
 		Resolve: e.resolver(ctx, cfg), Redact: e.redactor.JSON, RedactText: e.redactor.String, BeforeStart: e.registerChildValues,
 		HTTPClient: e.oauthHTTP(ctx, cfg)}
+	key, err := stateKey(os.Getenv("NEXUS_STATE_KEY"))
+	if err != nil {
+		return nil, err
+	}
+	gopts.StateKey = key
 	if emb, err := e.searchEmbedder(ctx, cfg); err != nil {
 		e.log.Warn("tool search ranks by words only", "err", err)
 	} else if emb != nil {
@@ -514,4 +520,18 @@ func parsePairs(flag string, values []string) (map[string]string, error) {
 		out[k] = v
 	}
 	return out, nil
+}
+
+// stateKey decodes NEXUS_STATE_KEY, the key that seals the requestState of calls
+// waiting for a 2026-07-28 client's input: replicas given the same one accept each
+// other's. Unset, the gateway makes a random key of its own.
+func stateKey(hexKey string) ([]byte, error) {
+	if hexKey == "" {
+		return nil, nil
+	}
+	key, err := hex.DecodeString(strings.TrimSpace(hexKey))
+	if err != nil || len(key) < 32 {
+		return nil, fmt.Errorf("NEXUS_STATE_KEY must be at least 64 hex digits (32 bytes), as `openssl rand -hex 32` prints")
+	}
+	return key, nil
 }
