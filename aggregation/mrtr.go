@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -175,17 +176,42 @@ func bridged(name string, step method) method {
 		}
 		// A modern child's own InputRequiredResult is sealed for the retry to
 		// find the same child again.
-		wrap := func(raw json.RawMessage) json.RawMessage {
+		wrap := func(raw json.RawMessage) (json.RawMessage, *RPCError) {
 			if resultTypeOf(raw) != resultInputRequired {
-				return raw
+				return raw, nil
+			}
+			if missing := s.undeclared(raw); len(missing) > 0 {
+				return nil, &RPCError{Code: codeMissingCapability,
+					Message: fmt.Sprintf("the server asks for %s, which this request's clientCapabilities do not declare", strings.Join(missing, ", ")),
+					Data:    map[string]any{"requiredCapabilities": missing}}
 			}
 			if server == "" {
 				server = g.ownerOf(ctx, s, name, params)
 			}
-			return g.wrapChildState(s, name, digest(), server, raw)
+			return g.wrapChildState(s, name, digest(), server, raw), nil
 		}
 		return g.fly(ctx, s, name, digest, params, r, step, wrap)
 	}
+}
+
+// undeclared are the capabilities an InputRequiredResult's requests need that the
+// session's client did not declare.
+func (s *session) undeclared(raw json.RawMessage) []string {
+	var res struct {
+		InputRequests map[string]struct {
+			Method string `json:"method"`
+		} `json:"inputRequests"`
+	}
+	_ = json.Unmarshal(raw, &res)
+	need := map[string]string{"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
+	var missing []string
+	for _, req := range res.InputRequests {
+		if c, known := need[req.Method]; known && !s.declared(req.Method) && !slices.Contains(missing, c) {
+			missing = append(missing, c)
+		}
+	}
+	slices.Sort(missing)
+	return missing
 }
 
 // wrapChildState seals a modern child's InputRequiredResult's state inside Nexus's.
@@ -253,8 +279,8 @@ type flight struct {
 	rpcErr *RPCError
 	wake   chan struct{} // an input request arrived
 	// wrap seals the state of an InputRequiredResult the call itself returned (a
-	// modern child's).
-	wrap func(json.RawMessage) json.RawMessage
+	// modern child's), or refuses it when it asks what the client cannot give.
+	wrap func(json.RawMessage) (json.RawMessage, *RPCError)
 
 	mu       sync.Mutex
 	at       sink // the stream of the request attached now, nil between requests
@@ -304,7 +330,7 @@ func (fs *flights) drop(f *flight) {
 // InputRequiredResult when a legacy child asked the client something first. The
 // call runs under a context of its own (bounded by the child's call timeout, as any
 // call), so that it outlives the request that started it.
-func (g *Gateway) fly(ctx context.Context, s *session, method string, digest func() string, params json.RawMessage, r sink, step method, wrap func(json.RawMessage) json.RawMessage) (json.RawMessage, *RPCError) {
+func (g *Gateway) fly(ctx context.Context, s *session, method string, digest func() string, params json.RawMessage, r sink, step method, wrap func(json.RawMessage) (json.RawMessage, *RPCError)) (json.RawMessage, *RPCError) {
 	f := &flight{g: g, id: newSessionID(), agent: s.agent, method: method, digest: digest, wrap: wrap,
 		done: make(chan struct{}), wake: make(chan struct{}, 1), asks: map[string]*input{}, at: r, attached: true}
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -314,7 +340,7 @@ func (g *Gateway) fly(ctx context.Context, s *session, method string, digest fun
 		defer cancel()
 		f.result, f.rpcErr = step(callCtx, s, params, f)
 		if f.rpcErr == nil {
-			f.result = f.wrap(f.result)
+			f.result, f.rpcErr = f.wrap(f.result)
 		}
 		close(f.done)
 	}()
