@@ -2,10 +2,13 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -136,4 +139,69 @@ func toolNamesOf(tools []mcp.Tool) string {
 		names = append(names, t.Name)
 	}
 	return strings.Join(names, " ")
+}
+
+// TestTypeScriptClientBothEras: the TypeScript SDK v2's client
+// (@modelcontextprotocol/client), pinned to 2026-07-28 and in its legacy mode, on
+// both fronts. Behind Nexus is the fixture, a legacy server whose ask tool sends
+// its client a sampling, an elicitation or a roots request during the call: the
+// modern client gets each as an InputRequiredResult and answers it on its retry,
+// the legacy one as a request of its own; either way the call returns what the
+// client's handler said.
+func TestTypeScriptClientBothEras(t *testing.T) {
+	node, _ := peerScript(t, "@modelcontextprotocol/client/package.json")
+	h := newHome(t, map[string]any{
+		"servers": map[string]any{"fx": map[string]any{"command": built.fixture}},
+		"policy":  map[string]any{"default": map[string]any{"allow": []string{"*"}}},
+	})
+	httpURL, _ := h.serveHTTP("--no-memory")
+	fronts := map[string][]string{
+		"http":  {httpURL},
+		"stdio": {"--", built.nexus, "serve", "--no-memory"},
+	}
+	for _, front := range []string{"stdio", "http"} {
+		for _, era := range []string{"modern", "legacy"} {
+			t.Run(front+"/"+era, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, node, append([]string{"testdata/era-client.mjs", era}, fronts[front]...)...)
+				cmd.Env = h.env()
+				var stderr strings.Builder
+				cmd.Stderr = &stderr
+				out, err := cmd.Output()
+				if err != nil {
+					t.Fatalf("the client failed: %v\n%s", err, stderr.String())
+				}
+				var got struct {
+					ProtocolVersion string   `json:"protocolVersion"`
+					Tools           []string `json:"tools"`
+					Echo            string   `json:"echo"`
+					Sampling        string   `json:"sampling"`
+					Elicitation     string   `json:"elicitation"`
+					Roots           string   `json:"roots"`
+					Asked           []string `json:"asked"`
+					Error           string   `json:"error"`
+				}
+				if err := json.Unmarshal(out, &got); err != nil || got.Error != "" {
+					t.Fatalf("the client said %s (%v)\n%s", out, err, stderr.String())
+				}
+				want := map[string]string{"modern": "2026-07-28", "legacy": "2025-11-25"}[era]
+				if got.ProtocolVersion != want {
+					t.Errorf("negotiated %s, want %s", got.ProtocolVersion, want)
+				}
+				if !slices.Contains(got.Tools, "fx__echo") || got.Echo != "hello" {
+					t.Errorf("tools %v, echo %q", got.Tools, got.Echo)
+				}
+				for what, says := range map[string]string{"sampling": got.Sampling, "elicitation": got.Elicitation, "roots": got.Roots} {
+					wantSaid := map[string]string{"sampling": "the model says hi", "elicitation": `"name":"ann"`, "roots": "file:///ts-root"}[what]
+					if !strings.Contains(says, wantSaid) {
+						t.Errorf("the %s call returned %q, not the client's answer", what, says)
+					}
+				}
+				if !slices.Equal(got.Asked, []string{"sampling", "elicitation", "roots"}) {
+					t.Errorf("the client's handlers ran %v, want each once", got.Asked)
+				}
+			})
+		}
+	}
 }
