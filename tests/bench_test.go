@@ -45,26 +45,7 @@ func BenchmarkGateway(b *testing.B) {
 		for i := 0; i < 200; i++ { // warm up: connections, caches, the first memory entry
 			s.call(tg.tool, tg.args(i))
 		}
-		lat := make([]time.Duration, b.N)
-		for i := range b.N {
-			start := time.Now()
-			s.call(tg.tool, tg.args(i))
-			lat[i] = time.Since(start)
-		}
-		seq[tg.name] = lat
-
-		start := time.Now()
-		var wg sync.WaitGroup
-		per := max(b.N/8, 1)
-		for w := range 8 {
-			wg.Go(func() {
-				for i := range per {
-					s.call(tg.tool, tg.args(w*per+i))
-				}
-			})
-		}
-		wg.Wait()
-		rate[tg.name] = float64(8*per) / time.Since(start).Seconds()
+		seq[tg.name], rate[tg.name] = measure(b.N, func(i int) { s.call(tg.tool, tg.args(i)) })
 		s.close()
 		if t.Failed() {
 			b.Fatalf("%s failed", tg.name)
@@ -77,6 +58,29 @@ func BenchmarkGateway(b *testing.B) {
 	b.ReportMetric(rate["nexus"]/rate["direct"], "nexus/direct-8way-x")
 	b.ReportMetric(rate["nexus"]/rate["relay"], "nexus/relay-8way-x")
 	b.ReportMetric(p(seq["nexus-memory-hit"], 0.5)/p(seq["direct"], 0.5), "hit/direct-p50-x")
+}
+
+// measure times n calls one after another, then n calls 8 at a time: each
+// sequential call's latency, and the calls per second of the 8-way run.
+func measure(n int, call func(i int)) ([]time.Duration, float64) {
+	lat := make([]time.Duration, n)
+	for i := range n {
+		start := time.Now()
+		call(i)
+		lat[i] = time.Since(start)
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	per := max(n/8, 1)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range per {
+				call(w*per + i)
+			}
+		})
+	}
+	wg.Wait()
+	return lat, float64(8*per) / time.Since(start).Seconds()
 }
 
 func distinct(i int) map[string]any { return map[string]any{"message": fmt.Sprint("m", i)} }
@@ -244,25 +248,7 @@ func BenchmarkEras(b *testing.B) {
 		for i := range 200 {
 			call(i)
 		}
-		lat := make([]time.Duration, b.N)
-		for i := range b.N {
-			start := time.Now()
-			call(i)
-			lat[i] = time.Since(start)
-		}
-		seq[era.name] = lat
-		start := time.Now()
-		var wg sync.WaitGroup
-		per := max(b.N/8, 1)
-		for w := range 8 {
-			wg.Go(func() {
-				for i := range per {
-					call(w*per + i)
-				}
-			})
-		}
-		wg.Wait()
-		rate[era.name] = float64(8*per) / time.Since(start).Seconds()
+		seq[era.name], rate[era.name] = measure(b.N, call)
 		s.close()
 		if t.Failed() {
 			b.Fatalf("%s failed", era.name)
