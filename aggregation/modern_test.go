@@ -502,6 +502,40 @@ func TestModernInputRequired(t *testing.T) {
 	})
 }
 
+// TestListenOnStdio: a listen stream on a stdio connection leaves the connection
+// free for other requests, tags its notifications with its id, and ends with the
+// client's notifications/cancelled, which gets no answer.
+func TestListenOnStdio(t *testing.T) {
+	f := newFixture(t)
+	c := stdioClient(t, f.g, "tester")
+	c.post([]byte(`{"jsonrpc":"2.0","id":"listen-1","method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"toolsListChanged":true}}}`))
+	if !c.waitNote("notifications/subscriptions/acknowledged", func(m wireMsg) bool { return strings.Contains(string(m.Params), `"listen-1"`) }) {
+		t.Fatalf("no acknowledgement; received:\n%s", c.received())
+	}
+	// The connection still answers while the stream is open.
+	if m := c.requestWithin("tools/list", withMeta(nil, modernMeta(nil)), 10*time.Second); m.Error != nil || !strings.Contains(string(m.Result), "good__echo") {
+		t.Fatalf("a request while listening: %s %+v", m.Result, m.Error)
+	}
+	cfg, err := config.Parse("test.json", []byte(strings.Replace(f.cfg, `"deny": ["evil.*"]`, `"deny": ["evil.*", "good.echo"]`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.g.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if !c.waitNote("notifications/tools/list_changed", func(m wireMsg) bool { return strings.Contains(string(m.Params), `"listen-1"`) }) {
+		t.Fatalf("no tagged list change; received:\n%s", c.received())
+	}
+	c.notify("notifications/cancelled", map[string]any{"requestId": "listen-1"})
+	// A request after the cancellation is answered, and the listen never is.
+	if m := c.request("tools/list", withMeta(nil, modernMeta(nil))); m.Error != nil {
+		t.Fatalf("a request after the cancellation: %+v", m.Error)
+	}
+	if strings.Contains(c.received(), `"id":"listen-1","result"`) || strings.Contains(c.received(), `"id":"listen-1","error"`) {
+		t.Errorf("a cancelled listen was answered:\n%s", c.received())
+	}
+}
+
 // TestListen: subscriptions/listen acknowledges first, tags every notification with
 // its id, carries only what it was asked for, and ends with the client.
 func TestListen(t *testing.T) {
