@@ -47,6 +47,7 @@ const (
 // Outside CI a missing node or npm package skips the test; with
 // NEXUS_REQUIRE_CONFORMANCE=1 (set by .ci/run) it fails instead.
 func TestConformance(t *testing.T) {
+	// Not parallel: the suite's timing (log notifications around a result) fails on a loaded machine.
 	node := conformanceNode(t)
 	server := buildConformanceServer(t)
 
@@ -373,6 +374,7 @@ func boolInt(b bool) int {
 // TestReadConformanceResults pins how the CLI's output is read, so an upgrade of the
 // suite that changes it fails here rather than passing vacuously.
 func TestReadConformanceResults(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(sub, checks string) {
 		t.Helper()

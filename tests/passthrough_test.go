@@ -46,6 +46,7 @@ func TestPassThroughInstructions(t *testing.T) {
 // owns (its progress token replaces the client's; nexus/* never pass), and the
 // child's result _meta reaches the client, less nexus/* keys; progress still works.
 func TestPassThroughMeta(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	h.writeConfig(map[string]any{"servers": map[string]any{"fx": h.fixtureServer(nil)}})
 	s := h.serveStdio("--no-memory")
@@ -126,6 +127,7 @@ func TestPassThroughMeta(t *testing.T) {
 // resources/read reaches the client with its code, message and data; Nexus's own
 // errors (an unknown name it decides) stay Nexus's.
 func TestPassThroughChildErrors(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	h.writeConfig(map[string]any{"servers": map[string]any{
 		"raw": h.fixtureServer(map[string]any{"env": map[string]string{"FIXTURE_MODE": "raw", "FIXTURE_ERRORS": "1", "FIXTURE_CALL_LOG": h.log}}),
