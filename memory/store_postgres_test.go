@@ -17,10 +17,14 @@ import (
 func TestPostgresHotLayerWithoutNotifications(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	a, b := openTest(t, Options{DSN: dsn}), openTest(t, Options{DSN: dsn})
+	pa := a.st.(*pgStore)
+	// When a's listener registers, it empties a's hot layer (invalidations
+	// committed before it registered were not waited for): only an entry
+	// put after that stays. The lease is set right after registering.
+	waitFor(t, "a's hot-layer lease", func() bool { return pa.leaseUntil.Load() > 0 })
 	c := &child{}
 	do(t, a, "", readTool, `{}`, c)
 	wantStatus(t, "hot hit on a", do(t, a, "", readTool, `{}`, c), StatusHit)
-	pa := a.st.(*pgStore)
 	pa.stopListen()
 	<-pa.listenDone
 	pa.sync(context.Background(), a.hot) // take what the listener saw so far

@@ -45,6 +45,7 @@ func floodBatch(n int) []byte {
 // and its peak RSS barely moves. (Each item used to get a goroutine and an answer:
 // 800 MB out and 2.96 GB of RSS.)
 func TestBatchFloodBounded(t *testing.T) {
+	// Not parallel: an 80000-request batch keeps the CPU busy.
 	const n = 80000
 	batch := floodBatch(n)
 	for _, front := range []string{"stdio", "http"} {

@@ -34,6 +34,7 @@ func catConfig(t *testing.T, h *home) string {
 }
 
 func TestCatalogListAndShow(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	out, stderr, code := h.nexus("catalog", "list", "--json")
 	var rows []struct {
@@ -343,6 +344,7 @@ func TestCatalogPromptsOnTerminal(t *testing.T) {
 // --- doctor ---
 
 func TestDoctorHealthy(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, map[string]any{"servers": map[string]any{
 		"kg": map[string]any{"command": built.nexus, "args": []string{"sample-server", "code-kg"}},
 	}})
@@ -379,6 +381,7 @@ func TestDoctorHealthy(t *testing.T) {
 }
 
 func TestDoctorBrokenServer(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, map[string]any{"servers": map[string]any{
 		"kg":      map[string]any{"command": built.nexus, "args": []string{"sample-server", "code-kg"}},
 		"missing": map[string]any{"command": "/nonexistent/bin/mcp-server"},
@@ -399,6 +402,7 @@ func TestDoctorBrokenServer(t *testing.T) {
 }
 
 func TestDoctorBrokenLayer(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, map[string]any{"servers": map[string]any{}})
 	personal := filepath.Join(h.dir, "config.json")
 	if err := os.WriteFile(personal, []byte(`{"servers": {"x": {"command": "y", "timeout": "soon"}}}`), 0o600); err != nil {
@@ -430,6 +434,7 @@ func TestDoctorBrokenLayer(t *testing.T) {
 }
 
 func TestCatalogClientsDoctorHelp(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	for _, c := range [][]string{{"catalog"}, {"catalog", "list"}, {"catalog", "show"}, {"setup"}, {"import"}, {"doctor"}} {
 		out, stderr, code := h.nexus(append(c, "--help")...)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestHelpOnEveryCommand(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	commands := [][]string{
 		{"serve"}, {"add"}, {"remove"}, {"list-servers"}, {"list-tools"}, {"call"}, {"version"},
@@ -26,6 +27,7 @@ func TestHelpOnEveryCommand(t *testing.T) {
 }
 
 func TestAddRemoveListServers(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, map[string]any{"toolNames": "wire", "servers": map[string]any{}})
 	// Name first, as people type it, and flags first: both work.
 	if _, stderr, code := h.nexus("add", "fx", "--transport", "stdio", "--command", built.fixture, "--plain-env", "A=1", "--", "-x", "y"); code != 0 {
@@ -80,6 +82,7 @@ func TestAddRemoveListServers(t *testing.T) {
 }
 
 func TestListToolsAndCall(t *testing.T) {
+	t.Parallel()
 	h := fixtureHome(t, nil, nil)
 	out, stderr, code := h.nexus("list-tools")
 	if code != 0 || !strings.Contains(out, "fx.echo") || !strings.Contains(out, "fx__echo") || !strings.Contains(out, "Echo the message back.") || strings.Contains(out, "Second line") {
@@ -105,6 +108,7 @@ func TestListToolsAndCall(t *testing.T) {
 }
 
 func TestConfigErrorsNameFileAndKey(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, map[string]any{"servers": map[string]any{"fx": map[string]any{"comand": "x"}}})
 	_, stderr, code := h.nexus("list-servers")
 	if code == 0 || !strings.Contains(stderr, filepath.Join(h.dir, "config.json")) || !strings.Contains(stderr, "servers.fx") || !strings.Contains(stderr, `did you mean "command"`) {

@@ -99,6 +99,7 @@ func clNoConfig(t *testing.T, h *home, what string) {
 }
 
 func TestSetupClaudeDesktop(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	path := clPlace(t, h, "claude-desktop", "claude_desktop_config.json")
 	original := clRead(t, path)
@@ -180,6 +181,7 @@ func TestSetupClaudeDesktop(t *testing.T) {
 }
 
 func TestSetupMoveWithSecretsInsecureFileStore(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	path := clPlace(t, h, "claude-desktop", "claude_desktop_secrets.json")
 	noBus := append(catNoBus(h), "APPDATA="+filepath.Join(h.dir, "AppData", "Roaming"))
@@ -245,6 +247,7 @@ func TestSetupMoveWithSecretsKeychain(t *testing.T) {
 }
 
 func TestSetupRefusesMalformedFile(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	path := clPlace(t, h, "claude-desktop", "malformed.json")
 	original := clRead(t, path)
@@ -261,6 +264,7 @@ func TestSetupRefusesMalformedFile(t *testing.T) {
 }
 
 func TestSetupCreatesVSCodeFile(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	path := clPlace(t, h, "vscode", "")
 	out, stderr, code := h.nexusEnv(clEnv(h), "setup", "vscode")
@@ -279,6 +283,7 @@ func TestSetupCreatesVSCodeFile(t *testing.T) {
 }
 
 func TestImportClaudeDesktop(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	path := clPlace(t, h, "claude-desktop", "claude_desktop_config.json")
 	original := clRead(t, path)
@@ -317,6 +322,7 @@ func TestImportClaudeDesktop(t *testing.T) {
 }
 
 func TestImportCursor(t *testing.T) {
+	t.Parallel()
 	// A server named linear exists already, with another launch: the import is renamed.
 	h := newHome(t, map[string]any{"servers": map[string]any{"linear": map[string]any{"command": "linear-local"}}})
 	clPlace(t, h, "cursor", "cursor_mcp.json")

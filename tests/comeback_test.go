@@ -9,6 +9,7 @@ import (
 // TestDoctorRetryReachesRunningGateways: nexus doctor --retry makes every running
 // gateway of the home try its failed servers once more, and says how many did.
 func TestDoctorRetryReachesRunningGateways(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	h.writeConfig(map[string]any{
 		"servers": map[string]any{"fx": h.fixtureServer(nil)},

@@ -41,6 +41,7 @@ var authRuns = []struct{ spec, suite, scenario string }{
 // conformance/auth-passing.txt must pass; one that passes and is not listed is
 // logged, so that it gets added.
 func TestConformanceAuth(t *testing.T) {
+	// Not parallel: the suite's timing fails on a loaded machine.
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skipf("node is not installed, so the MCP conformance suite cannot run: %v", err)

@@ -66,6 +66,7 @@ const (
 // revision requires (stateless requests, server/discover, subscriptions/listen,
 // the header checks), the same parity asked of both.
 func TestConformance(t *testing.T) {
+	// Not parallel: the suite's timing (log notifications around a result) fails on a loaded machine.
 	node := conformanceNode(t)
 	server := buildConformanceServer(t)
 	directURL := startConformanceServer(t, server)
@@ -400,6 +401,7 @@ func boolInt(b bool) int {
 // TestReadConformanceResults pins how the CLI's output is read, so an upgrade of the
 // suite that changes it fails here rather than passing vacuously.
 func TestReadConformanceResults(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(sub, checks string) {
 		t.Helper()

@@ -18,6 +18,7 @@ func everythingServer(t *testing.T) (node, script string) {
 // TestServerEverythingThroughNexus runs a real third-party server as a child and checks
 // that every tool it lists reaches the client unchanged apart from its name.
 func TestServerEverythingThroughNexus(t *testing.T) {
+	t.Parallel()
 	node, script := everythingServer(t)
 	h := newHome(t, map[string]any{"servers": map[string]any{
 		"everything": map[string]any{"command": node, "args": []string{script, "stdio"}},

@@ -43,6 +43,7 @@ cat >/dev/null`,
 // /metrics, the gateway's log and list-servers show it nowhere; the page and the
 // metrics need a token.
 func TestStatusAndMetricsRedacted(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("the children are shell scripts")
 	}
@@ -111,6 +112,7 @@ func TestStatusAndMetricsRedacted(t *testing.T) {
 // the home private, says so in its log, and creates its databases (memory and the
 // audit trail, with their -wal and -shm files) readable by the user only.
 func TestHomeFileModes(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("permission bits do not say who may read a file on Windows")
 	}
@@ -155,6 +157,7 @@ func TestHomeFileModes(t *testing.T) {
 // not send that process SIGHUP (which kills it); it removes the stale file. A
 // live gateway of the same home is still signalled and confirms.
 func TestStaleRunFileNotSignalled(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("start times are read from /proc; elsewhere nothing is signalled at all")
 	}
@@ -204,6 +207,7 @@ func TestStaleRunFileNotSignalled(t *testing.T) {
 // the running config stays, with a warning, until reload.missingGrace passes;
 // then an ERROR says so and the config without the file applies.
 func TestMissingConfigKeepsRunning(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	token := "nxs_missing_config_token"
 	h.writeConfig(map[string]any{
@@ -253,6 +257,7 @@ func TestMissingConfigKeepsRunning(t *testing.T) {
 // bytes that are not UTF-8, or a lone surrogate escape, is refused with -32602
 // naming the field, and never reaches the child, which keeps serving.
 func TestInvalidUTF8Arguments(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	h.writeConfig(map[string]any{
 		"servers": map[string]any{"fx": h.fixtureServer(nil)},

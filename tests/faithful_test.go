@@ -88,6 +88,13 @@ func answerPeerRequest(_ context.Context, req transport.JSONRPCRequest) (*transp
 
 func dialPeer(t *testing.T, what string, tr transport.Interface) *rawPeer {
 	t.Helper()
+	return dialPeerWhen(t, what, tr, nil)
+}
+
+// dialPeerWhen is dialPeer that, when ready is not nil, initializes only once
+// ready holds (see serveStdioReady).
+func dialPeerWhen(t *testing.T, what string, tr transport.Interface, ready func() bool) *rawPeer {
+	t.Helper()
 	// A transport that cannot carry a server's requests back (mcp-go's SSE
 	// client) declares no capability that would make the server send one.
 	capabilities := map[string]any{}
@@ -105,6 +112,9 @@ func dialPeer(t *testing.T, what string, tr transport.Interface) *rawPeer {
 		t.Fatalf("connecting to %s: %v", what, err)
 	}
 	t.Cleanup(func() { tr.Close() })
+	if ready != nil {
+		eventually(t, 60*time.Second, what+" ready to initialize", ready)
+	}
 	p := &rawPeer{t: t, tr: tr}
 	res, rpcErr := p.request("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": capabilities,
 		"clientInfo": map[string]any{"name": "faithful-test", "version": "1"}})
@@ -327,7 +337,15 @@ func TestFaithfulProxy(t *testing.T) {
 		children[s.name] = s.config
 	}
 	h := newHome(t, map[string]any{"servers": children, "policy": map[string]any{"default": map[string]any{"allow": []string{"*"}}}})
-	through := dialPeer(t, "nexus", transport.NewStdio(built.nexus, h.env(), "serve", "--no-memory"))
+	// Nexus's initialize result is compared with each server's: it is asked once
+	// every child is connected (see serveStdioReady).
+	names := make([]string, 0, len(servers))
+	for _, s := range servers {
+		names = append(names, s.name)
+	}
+	throughLog := &lockedBuffer{}
+	through := dialPeerWhen(t, "nexus", transport.NewStdioWithOptions(built.nexus, h.env(), []string{"serve", "--no-memory"}, transport.WithCommandStderrWriter(throughLog)),
+		func() bool { return childrenConnected(throughLog.String(), names...) })
 	view := newThroughView(t, through)
 
 	var rows []faithfulRow

@@ -80,6 +80,7 @@ func runFrictions(t *testing.T, rows []friction) {
 // misspelt flag gets one line with the flag meant; names get "did you mean"; and
 // every command refuses arguments it does not take.
 func TestFrictionTypos(t *testing.T) {
+	t.Parallel()
 	servers := `{"servers": {"files": {"command": "x"}}}`
 	runFrictions(t, []friction{
 		{name: "misspelt subcommand before a flag", args: []string{"policy", "alow", "--agent", "x", "foo.bar"}, code: 2,
@@ -122,6 +123,7 @@ func backupsOf(t *testing.T, file string) []string {
 // whatever the user added to the entry, and touches nothing (no backup) when
 // nothing changes.
 func TestFrictionSetupKeepsTheEntry(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, map[string]any{})
 	file := claudeDesktopFile(h)
 	if _, stderr, code := h.nexus("setup", "claude-desktop", "--agent", "claude"); code != 0 {
@@ -161,6 +163,7 @@ func TestFrictionSetupKeepsTheEntry(t *testing.T) {
 // TestFrictionClientPath: setup records the PATH of its shell in the entry, and
 // doctor checks every server's command against the PATH the client gives Nexus.
 func TestFrictionClientPath(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	bin := filepath.Join(h.dir, "bin")
 	os.MkdirAll(bin, 0o700)
@@ -204,6 +207,7 @@ func mustRead(t *testing.T, file string) string {
 // TestFrictionPolicyEdits: allow and deny take several entries, --default edits
 // policy.default, and an entry naming nothing known is written with a warning.
 func TestFrictionPolicyEdits(t *testing.T) {
+	t.Parallel()
 	cfg := `{"servers": {"kg": {"command": "x", "annotations": {"lookup": {"readOnlyHint": true}}}}}`
 	runFrictions(t, []friction{
 		{name: "several entries", config: cfg, args: []string{"policy", "allow", "--agent", "coder", "kg.lookup", "kg.write"}, code: 0,
@@ -232,6 +236,7 @@ func TestFrictionPolicyEdits(t *testing.T) {
 // TestFrictionAgents: agent list shows agents and never tokens; rotate replaces the
 // token (the config keeps only the new one's hash); remove drops it.
 func TestFrictionAgents(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, map[string]any{})
 	hash := func(tok string) string {
 		sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
@@ -270,6 +275,7 @@ func TestFrictionAgents(t *testing.T) {
 // TestFrictionCallArgs: --args takes @FILE and - (stdin); a bad value says where
 // and how to write it.
 func TestFrictionCallArgs(t *testing.T) {
+	t.Parallel()
 	cfg := mustJSON(t, map[string]any{"servers": map[string]any{"fx": map[string]any{"command": built.fixture}}})
 	files := map[string]string{"args.json": `{"message": "from a file"}`, "bad.json": "{\n  \"message\": \n}"}
 	how := `write a JSON object, e.g. --args '{"message": "hi"}', --args @args.json or --args - (stdin)`
@@ -289,6 +295,7 @@ func TestFrictionCallArgs(t *testing.T) {
 
 // TestFrictionConfigList: NEXUS_CONFIG lists layers separated like PATH.
 func TestFrictionConfigList(t *testing.T) {
+	t.Parallel()
 	files := map[string]string{"a.json": `{"servers": {"srv-a": {"command": "x"}}}`, "b.json": `{"servers": {"srv-b": {"command": "y"}}}`}
 	list := "NEXUS_CONFIG=HOME/a.json" + string(os.PathListSeparator) + string(os.PathListSeparator) + "HOME/b.json"
 	runFrictions(t, []friction{
@@ -309,6 +316,7 @@ func TestFrictionConfigList(t *testing.T) {
 // (keeping its other keys) and Codex's ~/.codex/config.toml (keeping the rest of
 // the TOML), and leaves both alone when run again.
 func TestFrictionSetupClaudeCodeAndCodex(t *testing.T) {
+	t.Parallel()
 	claudeJSON := `{"numStartups": 3, "projects": {"/src": {"mcpServers": {}}}, "mcpServers": {"docs": {"type": "stdio", "command": "npx", "args": ["-y", "docs"]}}}`
 	codexTOML := "model = \"o3\" # mine\n\n[mcp_servers.docs]\ncommand = \"npx\"\nargs = [\"-y\", \"docs\"]\n"
 	runFrictions(t, []friction{
@@ -355,6 +363,7 @@ func TestFrictionSetupClaudeCodeAndCodex(t *testing.T) {
 // ${userHome} (or refuses the server, exit 1), copies envFile into env, and says
 // which tools the default policy hides, with the command that grants them.
 func TestFrictionImportVariables(t *testing.T) {
+	t.Parallel()
 	client := mustJSON(t, map[string]any{"servers": map[string]any{
 		"kg":  map[string]any{"command": built.nexus, "args": []string{"sample-server", "code-kg"}, "env": map[string]string{"ROOT": "${workspaceFolder}", "NOTES": "${userHome}/notes"}, "envFile": ".env"},
 		"odd": map[string]any{"command": "x", "args": []string{"${cwd}"}},
@@ -389,6 +398,7 @@ func TestFrictionImportVariables(t *testing.T) {
 // TestFrictionLaunchers: the catalog's NEEDS column names the launcher an entry
 // runs with, and installing one whose launcher is missing warns as --command does.
 func TestFrictionLaunchers(t *testing.T) {
+	t.Parallel()
 	noLaunchers := []string{"PATH=" + filepath.Dir(built.nexus)}
 	runFrictions(t, []friction{
 		{name: "catalog list", args: []string{"catalog", "list"}, code: 0,

@@ -22,6 +22,7 @@ func fixtureHome(t *testing.T, server map[string]any, extra map[string]any) *hom
 }
 
 func TestNamespacing(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		args     []string
@@ -73,6 +74,7 @@ func mapKeys[V any](m map[string]V) []string {
 // TestSchemasPassThrough compares every tool listed through Nexus with the fixture's
 // own listing: schemas and annotations byte for byte, names apart.
 func TestSchemasPassThrough(t *testing.T) {
+	t.Parallel()
 	h := fixtureHome(t, nil, nil)
 	direct := startSession(t, h.env("FIXTURE_CALL_LOG="+h.log), built.fixture).tools()
 	through := h.serveStdio("--no-memory").tools()
@@ -109,6 +111,7 @@ func compactOrEmpty(t *testing.T, raw json.RawMessage) string {
 // TestResultPassThrough checks that a result with every content type, structured
 // content and _meta reaches the client as the child sent it.
 func TestResultPassThrough(t *testing.T) {
+	t.Parallel()
 	h := fixtureHome(t, nil, nil)
 	direct := startSession(t, h.env(), built.fixture).requestMsg("tools/call", map[string]any{"name": "rich", "arguments": map[string]any{"mode": "a"}})
 	through := h.serveStdio("--no-memory").requestMsg("tools/call", map[string]any{"name": "fx__rich", "arguments": map[string]any{"mode": "a"}})
@@ -126,6 +129,7 @@ func TestResultPassThrough(t *testing.T) {
 }
 
 func TestProgressReachesTheCaller(t *testing.T) {
+	t.Parallel()
 	h := fixtureHome(t, nil, nil)
 	s := h.serveStdio()
 	res, rpcErr := s.request("tools/call", map[string]any{"name": "fx__progress", "arguments": map[string]any{"steps": 3},
@@ -150,6 +154,7 @@ func TestProgressReachesTheCaller(t *testing.T) {
 }
 
 func TestToolAddedAtRunTime(t *testing.T) {
+	t.Parallel()
 	h := fixtureHome(t, nil, nil)
 	s := h.serveStdio()
 	if _, ok := s.tools()["fx__late_tool"]; ok {
@@ -166,6 +171,7 @@ func TestToolAddedAtRunTime(t *testing.T) {
 }
 
 func TestCrashAndRecovery(t *testing.T) {
+	t.Parallel()
 	h := fixtureHome(t, nil, nil)
 	s := h.serveStdio()
 	r := s.call("fx__crash", map[string]any{})
@@ -202,6 +208,7 @@ func TestCallTimeout(t *testing.T) {
 }
 
 func TestCancellation(t *testing.T) {
+	t.Parallel()
 	h := fixtureHome(t, nil, nil)
 	s := h.serveStdio()
 	ch := s.expect("99")
@@ -216,6 +223,7 @@ func TestCancellation(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	h := fixtureHome(t, nil, map[string]any{"maxMessageBytes": 4096})
 	s := h.serveStdio()
 	tests := []struct {
@@ -273,6 +281,7 @@ func TestBadInput(t *testing.T) {
 // TestChildEnvironment checks that the gateway's environment does not leak into a
 // child, and that configured env does reach it.
 func TestChildEnvironment(t *testing.T) {
+	t.Parallel()
 	h := fixtureHome(t, map[string]any{"env": map[string]string{"FIXTURE_CALL_LOG": "", "GIVEN": "configured", "FROM_ENV": "${env:NEXUS_TEST_INJECTED}"}}, nil)
 	s := startSession(t, h.env("GATEWAY_ONLY=leak", "NEXUS_TEST_INJECTED=injected"), built.nexus, "serve")
 	// A value injected with ${env:...} is registered for redaction: the child's echo of
@@ -285,6 +294,7 @@ func TestChildEnvironment(t *testing.T) {
 }
 
 func TestDisabledAndFailingServers(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	h.writeConfig(map[string]any{"servers": map[string]any{
 		"fx":     h.fixtureServer(nil),
@@ -307,6 +317,7 @@ func TestDisabledAndFailingServers(t *testing.T) {
 }
 
 func TestBareNameCollisionRefusedAtStart(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	h.writeConfig(map[string]any{"servers": map[string]any{
 		"one": h.fixtureServer(map[string]any{"prefix": ""}),
@@ -319,6 +330,7 @@ func TestBareNameCollisionRefusedAtStart(t *testing.T) {
 }
 
 func TestLongNamesAreShortenedStably(t *testing.T) {
+	t.Parallel()
 	long := "a_tool_with_a_very_long_name_that_goes_on_and_on_past_the_limit_of_clients"
 	h := fixtureHome(t, map[string]any{"env": map[string]string{"FIXTURE_EXTRA_TOOLS": long}}, nil)
 	var names []string

@@ -6,12 +6,15 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,7 +31,26 @@ type bins struct {
 
 var built bins // set once by TestMain, read-only afterwards
 
+// A new test here calls t.Parallel() first, unless it uses the OS keychain or
+// stores or reads secrets (keychain items are global to the machine), drives a
+// terminal or Chromium, or asserts timing that a loaded machine could break;
+// serial tests all run before the parallel ones. A test of what a child's own
+// initialize answer brings through starts the gateway with serveStdioReady (or
+// waitChildren over HTTP).
+//
+// e2eParallel is how many tests marked t.Parallel run at once when -parallel is
+// not given. The default, GOMAXPROCS, suits tests that keep the CPU busy; these
+// mostly wait on child processes, sessions and the network, so on 2 cores twice
+// as many run at once (the package took 13 to 15 minutes with 2).
+const e2eParallel = 4
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet && runtime.GOMAXPROCS(0) < e2eParallel {
+		flag.Set("test.parallel", strconv.Itoa(e2eParallel))
+	}
 	dir, err := os.MkdirTemp("", "nexus-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -198,7 +220,45 @@ func (h *home) serveStdio(args ...string) *session {
 	return startSession(h.t, h.env(), built.nexus, append([]string{"serve"}, args...)...)
 }
 
+// serveStdioReady is serveStdio that initializes only once the gateway logged
+// each of children connected. Initialize waits at most a second for a child
+// still starting (aggregation's initializeWait), so a test of what a child's
+// own initialize answer brings through (instructions, capabilities) would
+// otherwise pass or fail with the machine's load.
+func (h *home) serveStdioReady(children []string, args ...string) *session {
+	h.t.Helper()
+	return startSessionWhen(h.t, h.env(), func(stderr string) bool { return childrenConnected(stderr, children...) },
+		built.nexus, append([]string{"serve"}, args...)...)
+}
+
+// childrenConnected reports whether a gateway's log holds "child connected"
+// for each of names.
+func childrenConnected(stderr string, names ...string) bool {
+	for _, n := range names {
+		if !strings.Contains(stderr, `msg="child connected" server=`+n+" ") {
+			return false
+		}
+	}
+	return true
+}
+
+// waitChildren waits until the gateway whose log is stderr connected each of
+// names (see serveStdioReady).
+func waitChildren(t *testing.T, stderr interface{ String() string }, names ...string) {
+	t.Helper()
+	eventually(t, 60*time.Second, fmt.Sprintf("the gateway connecting %v", names), func() bool {
+		return childrenConnected(stderr.String(), names...)
+	})
+}
+
 func startSession(t *testing.T, env []string, command string, args ...string) *session {
+	t.Helper()
+	return startSessionWhen(t, env, nil, command, args...)
+}
+
+// startSessionWhen is startSession that, when ready is not nil, sends initialize
+// only once ready holds for the process's stderr so far.
+func startSessionWhen(t *testing.T, env []string, ready func(stderr string) bool, command string, args ...string) *session {
 	t.Helper()
 	cmd := exec.Command(command, args...)
 	cmd.Env = env
@@ -218,6 +278,16 @@ func startSession(t *testing.T, env []string, command string, args ...string) *s
 	}
 	go s.read(out)
 	t.Cleanup(s.close)
+	if ready != nil {
+		eventually(t, 60*time.Second, "the process ready to initialize", func() bool {
+			select {
+			case <-s.done:
+				t.Fatalf("%s exited before it was ready\nstderr:\n%s", command, s.stderr)
+			default:
+			}
+			return ready(s.stderr.String())
+		})
+	}
 	res, rpcErr := s.request("initialize", map[string]any{
 		"protocolVersion": "2025-11-25",
 		"capabilities":    map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{}, "roots": map[string]any{"listChanged": true}},

@@ -109,6 +109,7 @@ func httpClientNamed(t testing.TB, url, token, clientName string) (*client.Clien
 }
 
 func TestHTTPFront(t *testing.T) {
+	t.Parallel()
 	h := fixtureHome(t, nil, nil)
 	url, stderr := h.serveHTTP()
 	c, err := httpClient(t, url, "")
@@ -150,6 +151,7 @@ func TestHTTPFront(t *testing.T) {
 }
 
 func TestHTTPRefusesToExposeWithoutAuth(t *testing.T) {
+	t.Parallel()
 	h := fixtureHome(t, nil, nil)
 	_, stderr, code := h.nexus("serve", "--http", "0.0.0.0:0")
 	if code == 0 || !strings.Contains(stderr, "without authentication") || !strings.Contains(stderr, "nexus agent add") {
@@ -158,6 +160,7 @@ func TestHTTPRefusesToExposeWithoutAuth(t *testing.T) {
 }
 
 func TestHTTPBearerTokens(t *testing.T) {
+	t.Parallel()
 	h := fixtureHome(t, nil, nil)
 	token, stderr, code := h.nexus("agent", "add", "coder")
 	token = strings.TrimSpace(token)

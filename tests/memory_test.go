@@ -20,6 +20,7 @@ func memoryHome(t *testing.T, extra map[string]any) *home {
 }
 
 func TestMemoryAnswersRepeatedReads(t *testing.T) {
+	t.Parallel()
 	h := memoryHome(t, nil)
 	s := h.serveStdio()
 	steps := []struct {
@@ -56,6 +57,7 @@ func TestMemoryAnswersRepeatedReads(t *testing.T) {
 }
 
 func TestMemoryNeverCachesMutations(t *testing.T) {
+	t.Parallel()
 	h := memoryHome(t, nil)
 	s := h.serveStdio()
 	for i := 0; i < 2; i++ {
@@ -82,6 +84,7 @@ func TestMemoryNeverCachesMutations(t *testing.T) {
 }
 
 func TestMemoryTTL(t *testing.T) {
+	t.Parallel()
 	h := memoryHome(t, map[string]any{"ttl": map[string]any{"fx.lookup": "200ms", "fx.*": "1h"}})
 	s := h.serveStdio()
 	args := map[string]any{"env": "staging"}
@@ -99,6 +102,7 @@ func TestMemoryTTL(t *testing.T) {
 }
 
 func TestMemoryCoalescesConcurrentCalls(t *testing.T) {
+	t.Parallel()
 	h := memoryHome(t, nil)
 	s := h.serveStdio()
 	var wg sync.WaitGroup
@@ -118,6 +122,7 @@ func TestMemoryCoalescesConcurrentCalls(t *testing.T) {
 }
 
 func TestMemoryAfterPolicy(t *testing.T) {
+	t.Parallel()
 	h := memoryHome(t, map[string]any{"policy": map[string]any{"agents": map[string]any{
 		"reader":  map[string]any{"allow": []string{"fx.lookup"}},
 		"blocked": map[string]any{"deny": []string{"fx.*"}},
@@ -135,6 +140,7 @@ func TestMemoryAfterPolicy(t *testing.T) {
 }
 
 func TestMemorySharedAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	h := memoryHome(t, nil)
 	// Each run's child exits when the run ends: a clean shutdown, not a crash,
 	// so every later run is a hit.
@@ -168,6 +174,7 @@ func TestMemorySharedAcrossProcesses(t *testing.T) {
 }
 
 func TestMemoryStepsAsideOnACorruptDatabase(t *testing.T) {
+	t.Parallel()
 	h := memoryHome(t, nil)
 	if err := os.WriteFile(filepath.Join(h.dir, "memory.db"), []byte(strings.Repeat("not a database ", 500)), 0o600); err != nil {
 		t.Fatal(err)
@@ -185,6 +192,7 @@ func TestMemoryStepsAsideOnACorruptDatabase(t *testing.T) {
 }
 
 func TestMemoryOff(t *testing.T) {
+	t.Parallel()
 	h := memoryHome(t, map[string]any{"memory": map[string]any{"enabled": false}})
 	s := h.serveStdio()
 	for i := 0; i < 2; i++ {
@@ -201,6 +209,7 @@ func TestMemoryOff(t *testing.T) {
 // repeated read from its hot layer; a mutating call made by another
 // process (`nexus call`) or `nexus cache clear` is seen on its next call.
 func TestMemoryHotLayerSeesOtherProcesses(t *testing.T) {
+	t.Parallel()
 	h := memoryHome(t, nil)
 	s := h.serveStdio()
 	args := map[string]any{"env": "hot"}

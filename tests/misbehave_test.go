@@ -11,6 +11,7 @@ import (
 // others: a child that never answers initialize, one that closes its stderr, one that
 // writes a 2 MiB stderr line, one whose tool names clients would reject.
 func TestMisbehavingChildren(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	fx := func(env map[string]string, extra map[string]any) map[string]any {
 		env["FIXTURE_CALL_LOG"] = h.log
@@ -114,6 +115,7 @@ func TestMisbehavingChildren(t *testing.T) {
 // TestNotRunningIsNotUnknown: a tool of a configured server that cannot start says
 // so, with the reason; a name no server could own is an unknown tool.
 func TestNotRunningIsNotUnknown(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	h.writeConfig(map[string]any{"servers": map[string]any{
 		"ghost": map[string]any{"command": "/nonexistent/ghost-server"},
@@ -136,6 +138,7 @@ func TestNotRunningIsNotUnknown(t *testing.T) {
 // with a clear error, is never held (the gateway's peak memory does not grow with
 // it), and the child keeps serving.
 func TestOverSizeChildMessage(t *testing.T) {
+	// Not parallel: a 48 MiB answer keeps the CPU busy: beside other tests it can take over the 30 s a call may.
 	h := newHome(t, nil)
 	h.writeConfig(map[string]any{
 		"servers":              map[string]any{"fx": h.fixtureServer(nil)},
@@ -162,6 +165,7 @@ func TestOverSizeChildMessage(t *testing.T) {
 // TestAddWarnsOfAMissingCommand: add saves a server whose command is not installed
 // yet, and says so.
 func TestAddWarnsOfAMissingCommand(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, map[string]any{})
 	_, stderr, code := h.nexus("add", "ghost", "--command", "does-not-exist-anywhere")
 	if code != 0 || !strings.Contains(stderr, "does-not-exist-anywhere is not on PATH") {

@@ -10,6 +10,7 @@ import (
 // a client that caps names lower or prefixes them, and nothing for the others;
 // the serve it writes shortens names to fit.
 func TestSetupCapsNamesForClients(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		client, want string
 	}{
@@ -47,6 +48,7 @@ func TestSetupCapsNamesForClients(t *testing.T) {
 // the same way each time, and a call by the short name reaches the tool; the
 // bound from the config and from the flag agree.
 func TestMaxNameLengthShortensNames(t *testing.T) {
+	t.Parallel()
 	long := "a_tool_with_a_rather_long_name_for_claude_code"
 	h := fixtureHome(t, map[string]any{"env": map[string]string{"FIXTURE_EXTRA_TOOLS": long}}, map[string]any{"names": map[string]any{"maxLength": 40}})
 	wire := func(args ...string) string {
@@ -88,6 +90,7 @@ func TestMaxNameLengthShortensNames(t *testing.T) {
 // TestListToolsCost: list-tools --cost says what each agent's manifest costs,
 // in search mode and not.
 func TestListToolsCost(t *testing.T) {
+	t.Parallel()
 	h := fixtureHome(t, nil, map[string]any{"agents": map[string]any{"finder": map[string]any{"tools": "search"}}})
 	out, stderr, code := h.nexus("list-tools", "--cost", "--json")
 	if code != 0 {
@@ -126,6 +129,7 @@ func TestListToolsCost(t *testing.T) {
 // allowed by policy and checked by its new name; a pin naming no tool is
 // reported by policy check.
 func TestRenamedToolEndToEnd(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	h.writeConfig(map[string]any{
 		"servers": map[string]any{"fx": h.fixtureServer(map[string]any{"tools": map[string]any{"echo": map[string]any{"name": "say", "description": "Says it back"}}})},

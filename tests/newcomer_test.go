@@ -40,6 +40,7 @@ func firstLine(s string) string {
 // command, its exit code and the first line of stderr (HOME stands for NEXUS_HOME).
 // A usage mistake is one line with its fix, exit 2, and nothing on stdout.
 func TestCLIMessages(t *testing.T) {
+	t.Parallel()
 	sample := map[string]any{"command": built.nexus, "args": []string{"sample-server", "code-kg"}}
 	tests := []struct {
 		name   string
@@ -143,6 +144,7 @@ func mustJSON(t *testing.T, v any) string {
 // TestCLIAgentAddEndsAnonymous checks the notice of the first agent token, and
 // that the second token brings none.
 func TestCLIAgentAddEndsAnonymous(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, map[string]any{})
 	_, stderr, code := h.nexus("agent", "add", "coder")
 	if code != 0 || !strings.Contains(stderr, "\nnexus: this is the first agent token: `nexus serve --http` now refuses clients without a valid token (401)") {
@@ -174,6 +176,7 @@ func TestCLISecretsListShowsSetSecrets(t *testing.T) {
 // TestCLIServeStopsCleanly: SIGINT and SIGTERM end serve with exit 0 and no
 // "context canceled".
 func TestCLIServeStopsCleanly(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			h := newHome(t, map[string]any{})
@@ -202,6 +205,7 @@ func TestCLIServeStopsCleanly(t *testing.T) {
 // TestCLIDoctorFileStore: with no keychain and the values in the insecure file store,
 // doctor says so, advises --insecure-file-store, and keeps each check on its lines.
 func TestCLIDoctorFileStore(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, map[string]any{})
 	noKeychain := []string{"DBUS_SESSION_BUS_ADDRESS=unix:path=" + filepath.Join(h.dir, "no-bus")}
 	out, stderr, code := h.nexusWith("", noKeychain, "add", "kg", "--command", built.nexus, "--env", "TOKEN=ghp_abcdefghijklmnopqrstuv",

@@ -110,6 +110,7 @@ func callRemote(s *session, tool, text string) (string, bool) {
 // step-up login; and no token is ever in the logs, the config, memory.db or
 // audit.db.
 func TestOAuthEndToEnd(t *testing.T) {
+	t.Parallel()
 	w := newOAuthWorld(t)
 	h := newHome(t, map[string]any{
 		"servers": map[string]any{"remote": map[string]any{"url": w.url}},
@@ -262,6 +263,7 @@ func grepLines(text, word string) string {
 // TestAuthCommandRefusals: auth commands given what they cannot work with say why,
 // and change nothing.
 func TestAuthCommandRefusals(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, map[string]any{"servers": map[string]any{
 		"local":  stdioEntry(),
 		"static": map[string]any{"url": "http://127.0.0.1:1/mcp", "headers": map[string]string{"Authorization": "${env:STATIC_TOKEN}"}},

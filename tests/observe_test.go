@@ -203,6 +203,7 @@ func scriptedSession(t *testing.T, c *client.Client) map[string]int {
 // refusals by rule, sessions and servers are there too; an unknown tool is
 // "other", never its name.
 func TestMetricsMatchASession(t *testing.T) {
+	t.Parallel()
 	h, token := observedHome(t, nil)
 	s := h.startServe("listening on", "--http", "127.0.0.1:0")
 	c, err := httpClient(t, s.base+"/mcp", token)
@@ -271,6 +272,7 @@ func TestMetricsMatchASession(t *testing.T) {
 // call of a destructive tool, nothing of the read-only calls; arguments are kept
 // only when configured, and then redacted; a clean shutdown loses nothing.
 func TestAuditHoldsRefusalsNotReads(t *testing.T) {
+	t.Parallel()
 	for _, arguments := range []bool{false, true} {
 		t.Run(fmt.Sprintf("arguments=%v", arguments), func(t *testing.T) {
 			h, token := observedHome(t, map[string]any{"audit": map[string]any{"arguments": arguments}})
@@ -330,6 +332,7 @@ func TestAuditHoldsRefusalsNotReads(t *testing.T) {
 }
 
 func TestAuditCommandFlags(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, map[string]any{})
 	tests := []struct {
 		args []string
@@ -356,6 +359,7 @@ func TestAuditCommandFlags(t *testing.T) {
 // TestStdioMetrics: serve --metrics serves a stdio gateway's metrics; an agent
 // the config does not name is counted as "unknown", never by its name.
 func TestStdioMetrics(t *testing.T) {
+	t.Parallel()
 	h, token := observedHome(t, nil)
 	s := startSession(t, h.env(), built.nexus, "serve", "--metrics", "127.0.0.1:0") // the client calls itself e2e-test
 	re := regexp.MustCompile(`metrics on (http://\S+)/metrics`)
@@ -392,6 +396,7 @@ func TestStdioMetrics(t *testing.T) {
 // config says "memory": {"backend": "postgres"} keep one trail in the shared
 // database: either one's `nexus audit` and `cache stats` see both refusals.
 func TestAuditSharedInPostgres(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	shared := pgtest.Schema(t)
 
@@ -427,6 +432,7 @@ func TestAuditSharedInPostgres(t *testing.T) {
 // TestMetricsCountRestarts: a child that exits is counted as restarting, then
 // ready again with one restart; the crashed call is a tool error.
 func TestMetricsCountRestarts(t *testing.T) {
+	t.Parallel()
 	h, token := observedHome(t, nil)
 	s := h.startServe("listening on", "--http", "127.0.0.1:0")
 	c, err := httpClient(t, s.base+"/mcp", token)
@@ -451,6 +457,7 @@ func TestMetricsCountRestarts(t *testing.T) {
 // TestCallsDoNotWaitForADeadTrail: with the shared database down, calls are
 // answered as usual; the failing trail is logged, not the calls' problem.
 func TestCallsDoNotWaitForADeadTrail(t *testing.T) {
+	t.Parallel()
 	h, token := observedHome(t, map[string]any{"memory": map[string]any{"enabled": false, "backend": "postgres", "dsn": "postgres://nexus@127.0.0.1:1/nexus?connect_timeout=2"}})
 	s := h.startServe("listening on", "--http", "127.0.0.1:0")
 	c, err := httpClient(t, s.base+"/mcp", token)

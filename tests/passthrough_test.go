@@ -16,6 +16,7 @@ import (
 // gateway's initialize result under the server's name, in server-name order, after
 // Nexus's own line, redacted; a child without instructions adds no heading.
 func TestPassThroughInstructions(t *testing.T) {
+	t.Parallel()
 	const secret = "litcanary-instructions-0123456789"
 	h := newHome(t, nil)
 	h.writeConfig(map[string]any{"servers": map[string]any{
@@ -24,7 +25,7 @@ func TestPassThroughInstructions(t *testing.T) {
 			"FIXTURE_INSTRUCTIONS": "Alpha says: be brief, with key " + secret}}),
 		"plain": h.fixtureServer(nil),
 	}})
-	res := h.serveStdio("--no-memory").initialized
+	res := h.serveStdioReady([]string{"alpha", "plain", "zeta"}, "--no-memory").initialized
 	var init struct {
 		Instructions string                     `json:"instructions"`
 		Capabilities map[string]json.RawMessage `json:"capabilities"`
@@ -46,6 +47,7 @@ func TestPassThroughInstructions(t *testing.T) {
 // owns (its progress token replaces the client's; nexus/* never pass), and the
 // child's result _meta reaches the client, less nexus/* keys; progress still works.
 func TestPassThroughMeta(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	h.writeConfig(map[string]any{"servers": map[string]any{"fx": h.fixtureServer(nil)}})
 	s := h.serveStdio("--no-memory")
@@ -126,6 +128,7 @@ func TestPassThroughMeta(t *testing.T) {
 // resources/read reaches the client with its code, message and data; Nexus's own
 // errors (an unknown name it decides) stay Nexus's.
 func TestPassThroughChildErrors(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	h.writeConfig(map[string]any{"servers": map[string]any{
 		"raw": h.fixtureServer(map[string]any{"env": map[string]string{"FIXTURE_MODE": "raw", "FIXTURE_ERRORS": "1", "FIXTURE_CALL_LOG": h.log}}),
@@ -176,6 +179,7 @@ func TestPassThroughChildErrors(t *testing.T) {
 // session of the same agent, cannot use that id, and tasks/list shows each session
 // its own tasks only.
 func TestPassThroughTasks(t *testing.T) {
+	t.Parallel()
 	node, script := everythingServer(t)
 	h := newHome(t, map[string]any{"servers": map[string]any{
 		"everything": map[string]any{"command": node, "args": []string{script, "stdio"}},
@@ -194,11 +198,12 @@ func TestPassThroughTasks(t *testing.T) {
 		Instructions string `json:"instructions"`
 	}
 	json.Unmarshal(startSession(t, h.env(), node, script, "stdio").initialized, &direct)
-	json.Unmarshal(h.serveStdio("--no-memory").initialized, &through)
+	json.Unmarshal(h.serveStdioReady([]string{"everything"}, "--no-memory").initialized, &through)
 	if direct.Instructions == "" || !strings.Contains(through.Instructions, "\n\n## everything\n"+strings.TrimSpace(direct.Instructions)) {
 		t.Errorf("server-everything's instructions %q did not reach the client: %q", direct.Instructions, through.Instructions)
 	}
 	url, stderr := h.serveHTTP("--no-memory")
+	waitChildren(t, stderr, "everything")
 	alice, err := httpClientNamed(t, url, tokens["alice"], "alice")
 	if err != nil {
 		t.Fatalf("alice: %v\n%s", err, stderr)

@@ -16,6 +16,7 @@ import (
 // stderr), then has a failing child print them for `nexus doctor`; neither value may
 // appear in anything a client, a log, doctor or a file under NEXUS_HOME holds.
 func TestChildValuesRedacted(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("the failing child is a shell script")
 	}

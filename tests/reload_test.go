@@ -12,6 +12,7 @@ import (
 // TestLiveReload edits a shared config layer while a client session is open: a new
 // server appears, a broken edit is ignored, a removed server's tools go.
 func TestLiveReload(t *testing.T) {
+	t.Parallel()
 	h := fixtureHome(t, nil, nil)
 	team := filepath.Join(h.dir, "team.json")
 	writeLayer := func(v any) {
@@ -69,6 +70,7 @@ func TestLiveReload(t *testing.T) {
 // TestReloadRestartsChangedServers changes a server's launch settings: it restarts
 // with the new environment.
 func TestReloadRestartsChangedServers(t *testing.T) {
+	t.Parallel()
 	h := fixtureHome(t, map[string]any{"env": map[string]string{"FIXTURE_CALL_LOG": "", "MODE": "one"}}, nil)
 	s := h.serveStdio()
 	if got := s.call("fx__getenv", map[string]any{"name": "MODE"}).text(); got != "one" {

@@ -77,6 +77,7 @@ func lookups(rs []*replica) int {
 // result stored by one is a hit on the others; a mutating call on one
 // invalidates on all, including their hot layers, by the time it returned.
 func TestReplicasShareMemory(t *testing.T) {
+	t.Parallel()
 	rs := startReplicas(t, 3, pgtest.Schema(t))
 	staging := map[string]any{"env": "staging"}
 	st, first := rs[0].call(t, "fx__lookup", staging)
@@ -125,6 +126,7 @@ func TestReplicasShareMemory(t *testing.T) {
 // (memory steps aside and says so on stderr); when it is back, memory
 // serves again without a restart.
 func TestReplicasOutlivePostgres(t *testing.T) {
+	t.Parallel()
 	proxy, dsn := pgtest.NewProxy(t, pgtest.Schema(t))
 	rs := startReplicas(t, 2, dsn)
 	args := map[string]any{"env": "staging"}
@@ -176,6 +178,7 @@ func TestReplicasOutlivePostgres(t *testing.T) {
 // stored depends on timing; either way the child answers once. The
 // memory contract suite pins the waiting itself.)
 func TestReplicasSingleFlight(t *testing.T) {
+	t.Parallel()
 	rs := startReplicas(t, 3, pgtest.Schema(t))
 	args := map[string]any{"ms": 300}
 	statuses := make([]string, len(rs))

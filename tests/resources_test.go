@@ -92,6 +92,7 @@ func readText(t *testing.T, s *session, uri string) (gotURI, text string) {
 // read from its own server only; a URI one server lists keeps its name; the bare
 // shared URI is refused with both candidates, not guessed.
 func TestSharedResourceURIsAreNamespaced(t *testing.T) {
+	t.Parallel()
 	rs := newResourceServers(t, nil, "alpha", "beta")
 	s := rs.serveStdio("--no-memory")
 	want := []string{"alpha://own", "beta://own", "shared://nexus/alpha/shared://doc", "shared://nexus/beta/shared://doc",
@@ -131,6 +132,7 @@ func TestSharedResourceURIsAreNamespaced(t *testing.T) {
 // TestSharedTemplatesAreListedPerOwner: three servers with the same template list it
 // three times, namespaced; each expansion is read from its own server.
 func TestSharedTemplatesAreListedPerOwner(t *testing.T) {
+	t.Parallel()
 	servers := []string{"alpha", "beta", "gamma"}
 	rs := newResourceServers(t, nil, servers...)
 	s := rs.serveStdio("--no-memory")
@@ -168,6 +170,7 @@ func TestSharedTemplatesAreListedPerOwner(t *testing.T) {
 // owner, and the owner's updates carry the URI the client subscribed with; another
 // server's update of the same URI does not reach the session.
 func TestSharedResourceSubscription(t *testing.T) {
+	t.Parallel()
 	rs := newResourceServers(t, nil, "alpha", "beta")
 	s := rs.serveStdio("--no-memory")
 	ns := "shared://nexus/beta/shared://doc"
@@ -239,6 +242,7 @@ func uriOfParams(params json.RawMessage) string {
 // keeps its URI; with a second server serving the same page, the tool's listing and
 // its result name the server's namespaced page, which reads that server's page.
 func TestMCPAppThroughNexus(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, agent string
 		servers     []string
@@ -293,6 +297,7 @@ func TestMCPAppThroughNexus(t *testing.T) {
 // decides on the full name; several owners are an error listing them; a name no
 // server has is an unknown tool.
 func TestBareToolNames(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	logs := map[string]string{"alpha": filepath.Join(h.dir, "alpha.log"), "beta": filepath.Join(h.dir, "beta.log")}
 	h.writeConfig(map[string]any{
@@ -373,6 +378,7 @@ func TestBareToolNames(t *testing.T) {
 // namespaced, and reads the same contents a direct session reads, under the URI the
 // client asked for.
 func TestTwoServerEverythings(t *testing.T) {
+	t.Parallel()
 	node, script := everythingServer(t)
 	server := map[string]any{"command": node, "args": []string{script, "stdio"}}
 	h := newHome(t, map[string]any{"servers": map[string]any{"one": server, "two": server},

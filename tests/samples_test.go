@@ -231,6 +231,7 @@ func jstrs(list []any) []string {
 // TestSamplesEveryToolThroughNexus lists and calls all 27 tools of both samples
 // through `nexus serve`, by wire name, and checks each answer's content.
 func TestSamplesEveryToolThroughNexus(t *testing.T) {
+	t.Parallel()
 	h := sampleHome(t, "", nil)
 	s := h.serveStdio()
 
@@ -520,6 +521,7 @@ func TestSamplesEveryToolThroughNexus(t *testing.T) {
 // through the gateway. Its subtests share one session and run in order: the
 // regeneration ones change the code-kg dataset.
 func TestSamplesRulesThroughNexus(t *testing.T) {
+	t.Parallel()
 	root, root2, outside := t.TempDir(), t.TempDir(), t.TempDir()
 	writeGitHead(t, filepath.Join(root, "np"), sampleCommitNP002+"\n", nil)
 	writeGitHead(t, filepath.Join(root, "np-ref"), "ref: refs/heads/main\n", map[string]string{"refs/heads/main": sampleCommitNPDocs + "\n"})
@@ -1090,6 +1092,7 @@ func writeGitHead(t *testing.T, dir, head string, more map[string]string) {
 // TestSamplesRegenerationInvalidatesMemory: with memory on, a read is cached
 // until a successful real regeneration on code-kg makes the cache stale.
 func TestSamplesRegenerationInvalidatesMemory(t *testing.T) {
+	t.Parallel()
 	h := sampleHome(t, "", nil)
 	s := h.serveStdio()
 	sel := map[string]any{"repository": samplePocket, "branch": "main"}
@@ -1164,6 +1167,7 @@ func startSampleHTTP(t *testing.T, h *home, name string, env ...string) string {
 // TestSamplesOverHTTPThroughNexus runs both samples as streamable-http children:
 // code-kg is then Remote and refuses local_path even under an allow-listed root.
 func TestSamplesOverHTTPThroughNexus(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	root := t.TempDir()
 	writeGitHead(t, filepath.Join(root, "np"), sampleCommitNP002+"\n", nil)
@@ -1222,6 +1226,7 @@ func checkDefaultPolicyListing(t *testing.T, tools map[string]json.RawMessage) {
 
 // TestDemo runs `nexus demo` end to end.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	out, stderr, code := h.nexus("demo")
 	if code != 0 {
@@ -1271,6 +1276,7 @@ func TestDemo(t *testing.T) {
 
 // TestDemoServe serves the demo gateway over stdio, as Claude Desktop would run it.
 func TestDemoServe(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	s := startSession(t, h.env(), built.nexus, "demo", "--serve")
 	checkDefaultPolicyListing(t, s.tools())

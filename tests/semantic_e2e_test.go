@@ -30,6 +30,7 @@ func docKGHome(t *testing.T, memory map[string]any) (*home, func() int) {
 }
 
 func TestSemanticHitsThroughNexus(t *testing.T) {
+	t.Parallel()
 	h, searches := docKGHome(t, nil)
 	s := h.serveStdio()
 	steps := []struct {
@@ -66,6 +67,7 @@ func TestSemanticHitsThroughNexus(t *testing.T) {
 }
 
 func TestSemanticOffAndEmbedderOutage(t *testing.T) {
+	t.Parallel()
 	// A port nobody listens on: the embedder fails, calls are still answered (exact only).
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -101,6 +103,7 @@ func TestSemanticOffAndEmbedderOutage(t *testing.T) {
 // TestDemoShowsSimilarity: `nexus demo` serves a paraphrase from memory
 // with its similarity, and forwards a near-miss.
 func TestDemoShowsSimilarity(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	out, stderr, code := h.nexus("demo")
 	if code != 0 {

@@ -18,6 +18,7 @@ import (
 // gateway (one per client session that used it), and the count drops when a
 // client's session ends.
 func TestUpstreamSessionsAreShown(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, nil)
 	token := "nxs_sessions_test_token"
 	h.writeConfig(map[string]any{
@@ -97,6 +98,7 @@ func TestUpstreamSessionsAreShown(t *testing.T) {
 // declares both) but not over SSE through Nexus: no tool is listed whose request
 // would wait unanswered.
 func TestSSEChildIsOfferedNoClientRequests(t *testing.T) {
+	t.Parallel()
 	node, script := everythingServer(t)
 	addr, err := freeLoopbackAddr()
 	if err != nil {

@@ -97,6 +97,7 @@ func TestStatusPageInChromium(t *testing.T) {
 // the metrics are refused to a client on another address without a token, and
 // served with one.
 func TestStatusPageRefusesRemoteStrangers(t *testing.T) {
+	t.Parallel()
 	ip := nonLoopbackIP()
 	if ip == "" {
 		t.Skip("this machine has no address but loopback; aggregation's TestGuard covers remote clients")

@@ -79,6 +79,7 @@ func (o *otlpReceiver) byName(traceID, name string) (string, span, bool) {
 // memory and child steps) at a local OTLP receiver, and the HTTP child gets a
 // traceparent whose parent is the child step.
 func TestTracesReachACollector(t *testing.T) {
+	t.Parallel()
 	recv := &otlpReceiver{spans: map[string]span{}}
 	collector := httptest.NewServer(recv)
 	defer collector.Close()

@@ -116,6 +116,7 @@ func TestFilesystemServerMemory(t *testing.T) {
 // client for roots, an elicited answer or a model's output is answered anew
 // for every caller, across two gateways sharing one memory.
 func TestAnswersMadeWithCallerInputAreNotShared(t *testing.T) {
+	t.Parallel()
 	h := memoryHome(t, nil)
 	answering := func(who string) func(m message) (any, *rpcError) {
 		return func(m message) (any, *rpcError) {
@@ -271,6 +272,7 @@ func TestStaleIfError(t *testing.T) {
 // TestCacheTTLCommand: nexus cache ttl turns memory on for a server, list-tools
 // and cache stats say where each ttl came from, and off turns it off again.
 func TestCacheTTLCommand(t *testing.T) {
+	t.Parallel()
 	// Only fx.echo has a ttl in the config (this replaces the harness's "*").
 	h := memoryHome(t, map[string]any{"ttl": map[string]any{"fx.echo": "1m"}})
 	run := func(args ...string) string {
@@ -325,6 +327,7 @@ func TestCacheTTLCommand(t *testing.T) {
 // has its answer passed on as it sent it, never stored; a write with such a
 // result counts as done.
 func TestResultsReadStrictly(t *testing.T) {
+	t.Parallel()
 	h := fixtureHome(t, map[string]any{"env": map[string]string{"FIXTURE_MODE": "raw", "FIXTURE_CALL_LOG": filepath.Join(t.TempDir(), "calls")}}, nil)
 	s := h.serveStdio()
 	for _, tc := range []struct {
