@@ -68,6 +68,7 @@ func modernClient(t *testing.T, url string, opts ...client.ClientOption) *client
 // affinity its next request reaches the other and is refused, which is why the
 // load-balancer section routes legacy sessions by Mcp-Session-Id.
 func TestModernClientsNeedNoAffinity(t *testing.T) {
+	t.Parallel()
 	h := newHome(t, map[string]any{
 		"servers": map[string]any{"fx": map[string]any{"command": built.fixture}},
 		"policy":  map[string]any{"default": map[string]any{"allow": []string{"*"}}},
@@ -149,6 +150,7 @@ func toolNamesOf(tools []mcp.Tool) string {
 // the legacy one as a request of its own; either way the call returns what the
 // client's handler said.
 func TestTypeScriptClientBothEras(t *testing.T) {
+	t.Parallel()
 	node, _ := peerScript(t, "@modelcontextprotocol/client/package.json")
 	h := newHome(t, map[string]any{
 		"servers": map[string]any{"fx": map[string]any{"command": built.fixture}},
