@@ -263,9 +263,9 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *caller, t *Tool, args j
 	}
 	raw, asked, err := g.requestInput(ctx, cn, c, "tools/call", params)
 	if err == nil {
-		// An answer made with the client's input, or asking for it, is that
-		// caller's: memory neither stores nor shares it.
-		asked = asked || x.input != nil || resultTypeOf(raw) == resultInputRequired
+		// An answer made with the client's input, one asking for it, or a
+		// task, is that caller's: memory neither stores nor shares it.
+		asked = asked || x.input != nil || resultTypeOf(raw) != resultComplete
 		return memory.Answer{Result: dropOwnMeta(g.redact(compact(raw))), AskedClient: asked}, nil
 	}
 	if errors.Is(err, errSessionLost) {

@@ -35,8 +35,12 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "down while the down file exists")
 			os.Exit(3) // a child that cannot start until the test lets it
 		}
-		if name == "raw" {
+		switch name {
+		case "raw":
 			serveRaw(os.Stdin, os.Stdout)
+			os.Exit(0)
+		case "raw-tasks":
+			serveRawTasks(os.Stdin, os.Stdout)
 			os.Exit(0)
 		}
 		c := newTestChild(name)
@@ -74,6 +78,55 @@ func serveRaw(in io.Reader, out io.Writer) {
 			reply(`{"content":[{"type":"text","text":"noted"}]}`)
 		default:
 			reply(`{}`)
+		}
+	}
+}
+
+// serveRawTasks is a 2026-07-28 child written against the wire that offers the tasks
+// extension: its tool job answers with a task when the request declares the
+// extension, and at once otherwise; tasks/get finds the task done. It refuses
+// initialize, as a modern-only server does.
+func serveRawTasks(in io.Reader, out io.Writer) {
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				TaskID string `json:"taskId"`
+				Meta   struct {
+					Caps struct {
+						Extensions map[string]json.RawMessage `json:"extensions"`
+					} `json:"io.modelcontextprotocol/clientCapabilities"`
+				} `json:"_meta"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil || len(m.ID) == 0 {
+			continue
+		}
+		reply := func(result string) { fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m.ID, result) }
+		_, takesTasks := m.Params.Meta.Caps.Extensions["io.modelcontextprotocol/tasks"]
+		switch m.Method {
+		case "initialize":
+			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32022,"message":"unsupported","data":{"supported":["2026-07-28"]}}}`+"\n", m.ID)
+		case "server/discover":
+			reply(`{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{},"extensions":{"io.modelcontextprotocol/tasks":{}}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"raw-tasks","version":"1"}}}`)
+		case "tools/list":
+			reply(`{"resultType":"complete","tools":[{"name":"job","description":"A long job.","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true,"destructiveHint":false}}],"ttlMs":0,"cacheScope":"public"}`)
+		case "tools/call":
+			if takesTasks {
+				reply(`{"resultType":"task","taskId":"job-1","status":"working","createdAt":"2026-12-01T00:00:00Z","lastUpdatedAt":"2026-12-01T00:00:00Z","ttlMs":60000,"pollIntervalMs":10}`)
+			} else {
+				reply(`{"resultType":"complete","content":[{"type":"text","text":"done at once"}]}`)
+			}
+		case "tasks/get":
+			if m.Params.TaskID != "job-1" {
+				fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"no task %s"}}`+"\n", m.ID, strconv.Quote(m.Params.TaskID))
+				continue
+			}
+			reply(`{"resultType":"complete","taskId":"job-1","status":"completed","createdAt":"2026-12-01T00:00:00Z","lastUpdatedAt":"2026-12-01T00:00:01Z","ttlMs":60000,"result":{"content":[{"type":"text","text":"the job is done"}]}}`)
+		default:
+			reply(`{"resultType":"complete"}`)
 		}
 	}
 }

@@ -143,13 +143,15 @@ func unsupportedVersion(requested string) *RPCError {
 // capabilities are the client's declared capabilities as a session keeps them.
 func (m clientMeta) capabilities() clientCaps {
 	var c struct {
-		Sampling    json.RawMessage `json:"sampling"`
-		Elicitation json.RawMessage `json:"elicitation"`
-		Roots       json.RawMessage `json:"roots"`
+		Sampling    json.RawMessage            `json:"sampling"`
+		Elicitation json.RawMessage            `json:"elicitation"`
+		Roots       json.RawMessage            `json:"roots"`
+		Extensions  map[string]json.RawMessage `json:"extensions"`
 	}
 	_ = json.Unmarshal(m.caps, &c)
 	declared := func(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
-	caps := clientCaps{sampling: declared(c.Sampling), elicitation: declared(c.Elicitation), roots: declared(c.Roots)}
+	caps := clientCaps{sampling: declared(c.Sampling), elicitation: declared(c.Elicitation), roots: declared(c.Roots),
+		tasks: declared(c.Extensions[tasksExtension])}
 	caps.declared = forwardedCaps(c.Sampling, c.Elicitation, c.Roots)
 	return caps
 }
@@ -158,6 +160,7 @@ func (m clientMeta) capabilities() clientCaps {
 const (
 	resultComplete      = "complete"
 	resultInputRequired = "input_required"
+	resultTask          = "task" // the tasks extension's CreateTaskResult (tasks_ext.go)
 )
 
 // resultTypeOf is a result's resultType; a result without one is complete.

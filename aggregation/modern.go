@@ -24,13 +24,16 @@ import (
 
 // modernMethodTable is the dispatch table of the modern era: the methods that stayed,
 // with the three that may need the client's input bridged (mrtr.go), and
-// server/discover and subscriptions/listen. initialize, ping, logging/setLevel and
-// resources/(un)subscribe are gone from this era, and so are the legacy tasks
-// methods.
+// server/discover, subscriptions/listen and the tasks extension's methods
+// (tasks_ext.go). initialize, ping, logging/setLevel and resources/(un)subscribe
+// are gone from this era, and so are the legacy tasks methods.
 func (g *Gateway) modernMethodTable() map[string]method {
 	t := map[string]method{
 		"server/discover":      discover,
 		"subscriptions/listen": listen,
+		"tasks/get":            extTaskMethod("tasks/get"),
+		"tasks/update":         extTaskMethod("tasks/update"),
+		"tasks/cancel":         extTaskMethod("tasks/cancel"),
 	}
 	for _, name := range []string{"tools/list", "prompts/list", "resources/list", "resources/templates/list", "completion/complete"} {
 		t[name] = g.methods[name]
@@ -229,6 +232,9 @@ func (g *Gateway) frontCapabilities(modern bool) map[string]any {
 	}
 	if tc := g.taskCapability(); tc != nil && !modern {
 		caps["tasks"] = tc
+	}
+	if modern && g.offersTasks() {
+		caps["extensions"] = map[string]any{tasksExtension: map[string]any{}}
 	}
 	return caps
 }

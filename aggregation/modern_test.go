@@ -611,3 +611,65 @@ func TestListen(t *testing.T) {
 		t.Errorf("the subscription outlived its stream (%d subscribers)", n)
 	}
 }
+
+// TestModernTasksExtension: a modern child that offers the tasks extension answers a
+// call with a task only when the client declared the extension; the client knows
+// the task by a handle of Nexus's, which it polls and cancels through Nexus, which
+// another agent cannot use and which cannot be forged.
+func TestModernTasksExtension(t *testing.T) {
+	cfg, err := config.Parse("test.json", []byte(fmt.Sprintf(`{
+		"servers": {"raw": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "raw-tasks"}}},
+		"agents": {"tester": {"tokenSha256": %q}, "other": {"tokenSha256": %q}},
+		"policy": {"agents": {"tester": {"allow": ["*"]}, "other": {"allow": ["*"]}}}
+	}`, os.Args[0], TokenHash(tokens["tester"]), TokenHash(tokens["other"]))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := serveHTTP(t, g).URL + "/mcp"
+	ext := map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}}
+	ask := func(agent, method string, params map[string]any, caps map[string]any) wireMsg {
+		t.Helper()
+		_, msgs := modernHTTP(t, url, tokens[agent], 1, method, withMeta(params, modernMeta(caps)), nil)
+		return last(t, msgs)
+	}
+	if m := ask("tester", "server/discover", nil, nil); !strings.Contains(string(m.Result), `"extensions":{"`+tasksExtension+`":{}}`) {
+		t.Errorf("discover does not offer the tasks extension: %s", m.Result)
+	}
+	if m := ask("tester", "tools/call", map[string]any{"name": "raw__job"}, nil); !strings.Contains(string(m.Result), "done at once") {
+		t.Fatalf("a call without the extension: %s %+v", m.Result, m.Error)
+	}
+	created := ask("tester", "tools/call", map[string]any{"name": "raw__job"}, ext)
+	var task struct {
+		ResultType string `json:"resultType"`
+		TaskID     string `json:"taskId"`
+		Status     string `json:"status"`
+	}
+	if err := json.Unmarshal(created.Result, &task); err != nil || task.ResultType != "task" || task.TaskID == "" || task.Status != "working" {
+		t.Fatalf("a call with the extension: %s %+v", created.Result, created.Error)
+	}
+	if task.TaskID == "job-1" || strings.Contains(string(created.Result), "job-1") {
+		t.Fatalf("the child's own task id reached the client: %s", created.Result)
+	}
+	got := ask("tester", "tasks/get", map[string]any{"taskId": task.TaskID}, ext)
+	if !strings.Contains(string(got.Result), "the job is done") || !strings.Contains(string(got.Result), `"taskId":"`+task.TaskID+`"`) || strings.Contains(string(got.Result), "job-1") {
+		t.Fatalf("tasks/get: %s %+v", got.Result, got.Error)
+	}
+	if m := ask("other", "tasks/get", map[string]any{"taskId": task.TaskID}, ext); m.Error == nil || !strings.Contains(m.Error.Message, "another agent") {
+		t.Errorf("another agent polled tester's task: %s %+v", m.Result, m.Error)
+	}
+	forged := []byte(task.TaskID)
+	forged[3] ^= 1
+	if m := ask("tester", "tasks/get", map[string]any{"taskId": string(forged)}, ext); m.Error == nil {
+		t.Errorf("a forged handle was honoured: %s", m.Result)
+	}
+	if m := ask("tester", "tasks/get", map[string]any{"taskId": "job-1"}, ext); m.Error == nil {
+		t.Errorf("the child's own id was honoured: %s", m.Result)
+	}
+	if m := ask("tester", "tasks/cancel", map[string]any{"taskId": task.TaskID}, ext); m.Error != nil {
+		t.Errorf("tasks/cancel: %+v", m.Error)
+	}
+}

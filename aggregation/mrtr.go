@@ -54,7 +54,8 @@ const (
 type requestState struct {
 	Kind    string          `json:"k"`
 	Flight  string          `json:"f,omitempty"` // stateFlight: the flight's id
-	Server  string          `json:"s,omitempty"` // stateChild: the child that made it
+	Server  string          `json:"s,omitempty"` // stateChild, stateTask: the child that made it
+	Tool    string          `json:"t,omitempty"` // stateTask: the canonical name of the task's tool
 	Child   json.RawMessage `json:"c,omitempty"` // stateChild: the child's own state, if any
 	Agent   string          `json:"a"`
 	Method  string          `json:"m"`
@@ -177,7 +178,15 @@ func bridged(name string, step method) method {
 		// A modern child's own InputRequiredResult is sealed for the retry to
 		// find the same child again.
 		wrap := func(raw json.RawMessage) (json.RawMessage, *RPCError) {
-			if resultTypeOf(raw) != resultInputRequired {
+			switch resultTypeOf(raw) {
+			case resultTask:
+				if name != "tools/call" || !s.caps.tasks {
+					return nil, &RPCError{Code: codeInternal, Message: "the server answered with a task, which this request did not declare it takes (" + tasksExtension + ")"}
+				}
+				server, tool := g.callOwner(ctx, s, params)
+				return g.sealTask(s, server, tool, raw)
+			case resultInputRequired:
+			default:
 				return raw, nil
 			}
 			if missing := s.undeclared(raw); len(missing) > 0 {
@@ -224,6 +233,18 @@ func (g *Gateway) wrapChildState(s *session, method, digest, server string, raw 
 		Expires: time.Now().Add(childRequestWait).UnixMilli()}
 	fields["requestState"] = marshal(g.sealer.seal(st))
 	return marshal(fields)
+}
+
+// callOwner is the server and the canonical name of the tool a tools/call of s names.
+func (g *Gateway) callOwner(ctx context.Context, s *session, params json.RawMessage) (server, tool string) {
+	var p struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(params, &p)
+	if t, err := g.resolveCall(ctx, s.agent, p.Name); err == nil {
+		return t.Server, t.Canonical
+	}
+	return "", ""
 }
 
 // ownerOf is the server a tools/call, prompts/get or resources/read of s goes to, or "".

@@ -89,6 +89,8 @@ type session struct {
 type clientCaps struct {
 	sampling, elicitation, roots bool
 	declared                     mcp.ClientCapabilities
+	// tasks is a 2026-07-28 request's declaration of the tasks extension.
+	tasks bool
 }
 
 // seenLists are the fingerprints of the lists a client was last given (or told of);
