@@ -43,14 +43,16 @@ func listen(ctx context.Context, s *session, params json.RawMessage, r sink) (js
 		"notifications/resources/updated":      len(want.ResourceSubscriptions) > 0,
 	}
 	s.out = ls
-	// What the client is told changed is measured from the lists of now.
+	// Registered first, then measured: what the client is told changed is measured
+	// from the lists of now, in step with listsChanged, so no change between the two
+	// is lost.
+	g.sessions.add(s)
+	defer g.sessions.remove(s)
 	g.listed(s, func(seen *seenLists, v *view) {
 		_, toolsFP := s.sessionTools(v)
 		*seen = seenLists{tools: toolsFP, prompts: v.promptsFP, resources: v.resourcesFP,
 			listedTools: want.ToolsListChanged, listedPrompts: want.PromptsListChanged, listedResources: want.ResourcesListChanged}
 	})
-	g.sessions.add(s)
-	defer g.sessions.remove(s)
 
 	// Each resource as the client names it, if it may read it; the acknowledgement
 	// lists those that took.

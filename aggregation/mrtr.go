@@ -176,14 +176,17 @@ func bridged(name string, step method) method {
 			params = withFields(params, map[string]json.RawMessage{"requestState": st.Child})
 		}
 		// A modern child's own InputRequiredResult is sealed for the retry to
-		// find the same child again.
+		// find the same child again, and its task gets a handle. It may run once
+		// the request that started the call has been answered (a flight), so it
+		// does not end with that request.
+		wctx := context.WithoutCancel(ctx)
 		wrap := func(raw json.RawMessage) (json.RawMessage, *RPCError) {
 			switch resultTypeOf(raw) {
 			case resultTask:
 				if name != "tools/call" || !s.caps.tasks {
 					return nil, &RPCError{Code: codeInternal, Message: "the server answered with a task, which this request did not declare it takes (" + tasksExtension + ")"}
 				}
-				server, tool := g.callOwner(ctx, s, params)
+				server, tool := g.callOwner(wctx, s, params)
 				return g.sealTask(s, server, tool, raw)
 			case resultInputRequired:
 			default:
@@ -195,7 +198,7 @@ func bridged(name string, step method) method {
 					Data:    map[string]any{"requiredCapabilities": missing}}
 			}
 			if server == "" {
-				server = g.ownerOf(ctx, s, name, params)
+				server = g.ownerOf(wctx, s, name, params)
 			}
 			return g.wrapChildState(s, name, digest(), server, raw), nil
 		}
@@ -249,16 +252,15 @@ func (g *Gateway) callOwner(ctx context.Context, s *session, params json.RawMess
 
 // ownerOf is the server a tools/call, prompts/get or resources/read of s goes to, or "".
 func (g *Gateway) ownerOf(ctx context.Context, s *session, method string, params json.RawMessage) string {
-	var p struct {
-		Name string `json:"name"`
-	}
-	_ = json.Unmarshal(params, &p)
 	switch method {
 	case "tools/call":
-		if t, err := g.resolveCall(ctx, s.agent, p.Name); err == nil {
-			return t.Server
-		}
+		server, _ := g.callOwner(ctx, s, params)
+		return server
 	case "prompts/get":
+		var p struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(params, &p)
 		if pr := g.prompt(ctx, p.Name); pr != nil {
 			return pr.server
 		}
