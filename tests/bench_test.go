@@ -239,7 +239,11 @@ func BenchmarkEras(b *testing.B) {
 	seq := map[string][]time.Duration{}
 	rate := map[string]float64{}
 	for _, era := range eras {
-		s := startSession(t, h.env(), built.nexus, "serve", "--no-memory")
+		profile := "" // BENCH_NEXUS_CPUPROFILE=F profiles each era's gateway into F-legacy and F-modern
+		if f := os.Getenv("BENCH_NEXUS_CPUPROFILE"); f != "" {
+			profile = f + "-" + era.name
+		}
+		s := startSession(t, h.env("NEXUS_CPUPROFILE="+profile), built.nexus, "serve", "--no-memory")
 		call := func(i int) {
 			if _, rpcErr := s.request("tools/call", era.params(i)); rpcErr != nil {
 				b.Fatalf("%s call: %+v", era.name, rpcErr)
