@@ -28,17 +28,17 @@ const canary = "CANARY-5ecret-v4lue-0xDEADBEEF"
 // TestMain lets the test binary serve as a stdio child: a child's process is this
 // binary, re-run with NEXUS_TEST_CHILD set to the child's name.
 func TestMain(m *testing.M) {
+	if kind := os.Getenv(eraChildEnv); kind != "" {
+		os.Exit(serveEraChild(kind))
+	}
 	if name := os.Getenv("NEXUS_TEST_CHILD"); name != "" {
 		if _, err := os.Stat(os.Getenv("NEXUS_TEST_DOWN_FILE")); err == nil {
 			fmt.Fprintln(os.Stderr, "down while the down file exists")
 			os.Exit(3) // a child that cannot start until the test lets it
 		}
-		c := newTestChild(name)
-		if err := server.ServeStdio(c.srv); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
+		// The test child is a legacy server: what the tests ask of it (its
+		// sampling, roots and logs unasked) is the legacy era's.
+		os.Exit(serveStdioEra("legacy", newTestChild(name).srv))
 	}
 	os.Exit(m.Run())
 }
@@ -314,7 +314,8 @@ func (c *testChild) count(method string) int {
 // serveHTTP serves the child over streamable HTTP on 127.0.0.1 for the test's life.
 func (c *testChild) serveHTTP(t *testing.T) string {
 	t.Helper()
-	h := server.NewStreamableHTTPServer(c.srv, server.WithStateful(true), server.WithEventStore(server.NewInMemoryEventStore()))
+	h := server.NewStreamableHTTPServer(c.srv, server.WithStateful(true), server.WithEventStore(server.NewInMemoryEventStore()),
+		server.WithStreamableHTTPProtocolVersions("2025-11-25")) // a legacy server, as over stdio
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	return ts.URL + "/mcp"

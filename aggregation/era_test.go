@@ -1,0 +1,198 @@
+package aggregation
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// eraServer is the config entry of a stdio era child of kind, logging to log.
+func eraServer(kind, log, extra string) string {
+	return fmt.Sprintf(`{"command": %q, "args": ["-test.run=^$"], "env": {%q: %q, "NEXUS_TEST_ERA_LOG": %q}, "timeout": "20s"%s}`,
+		os.Args[0], eraChildEnv, kind, log, extra)
+}
+
+// shortProbe makes a silent child's probe end sooner than discoverWait.
+func shortProbe(kids map[string]*child) {
+	for _, c := range kids {
+		c.probeWait = time.Second
+	}
+}
+
+func statusOf(t *testing.T, g *Gateway, name string) Status {
+	t.Helper()
+	for _, s := range g.Servers() {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no server %s", name)
+	return Status{}
+}
+
+func toolNames(g *Gateway) []string {
+	var names []string
+	for _, tl := range g.Tools() {
+		names = append(names, tl.Wire)
+	}
+	return names
+}
+
+// TestChildEras: Nexus finds the era of each kind of stdio child by probing,
+// lists its tools, calls one in the child's own era and says the era in its
+// status.
+func TestChildEras(t *testing.T) {
+	for _, tt := range []struct{ kind, era, protocol string }{
+		{"dual", "modern", "2026-07-28 (modern)"},
+		{"modern", "modern", "2026-07-28 (modern)"},
+		{"legacy", "legacy", "2025-11-25 (legacy)"},
+		{"silent", "legacy", "2025-11-25 (legacy)"},
+	} {
+		t.Run(tt.kind, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "era.log")
+			var tune func(map[string]*child)
+			if tt.kind == "silent" {
+				tune = shortProbe // the others answer in time, however slow the machine
+			}
+			g := comebackGateway(t, `{"e": `+eraServer(tt.kind, log, "")+`}`, tune)
+			waitState(t, g.kids()["e"], StateReady)
+			waitFor(t, "e__echo in the manifest", func() bool { return slices.Contains(toolNames(g), "e__echo") })
+			if got := callText(t, g, "e__echo", `{"text":"hi"}`); !strings.Contains(got, tt.era+":hi") {
+				t.Errorf("the call answered %s, not in the %s era", got, tt.era)
+			}
+			if got := statusOf(t, g, "e").Protocol; got != tt.protocol {
+				t.Errorf("status says protocol %q, not %q", got, tt.protocol)
+			}
+			for pid, methods := range eraLog(log) {
+				if tt.era == "modern" && slices.Contains(methods, "initialize") {
+					t.Errorf("process %s of a modern child was sent initialize: %v", pid, methods)
+				}
+				if tt.era == "legacy" && !slices.Contains(methods, "initialize") {
+					t.Errorf("process %s of a legacy child was never sent initialize: %v", pid, methods)
+				}
+			}
+		})
+	}
+}
+
+// TestChildHTTPEras: the same over streamable HTTP, against mcp-go servers that
+// serve both eras, only the modern one, only the legacy one.
+func TestChildHTTPEras(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		versions []string
+		era      string
+		protocol string
+	}{
+		{"dual", nil, "modern", "2026-07-28 (modern)"},
+		{"modern", []string{"2026-07-28"}, "modern", "2026-07-28 (modern)"},
+		{"legacy", []string{"2025-11-25"}, "legacy", "2025-11-25 (legacy)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newEraServer(tt.name)
+			ts := httptest.NewServer(server.NewStreamableHTTPServer(srv, server.WithStreamableHTTPProtocolVersions(tt.versions...)))
+			t.Cleanup(ts.Close)
+			g := comebackGateway(t, fmt.Sprintf(`{"e": {"transport": "streamable-http", "url": %q, "timeout": "20s"}}`, ts.URL+"/mcp"), nil)
+			waitState(t, g.kids()["e"], StateReady)
+			if got := callText(t, g, "e__echo", `{"text":"hi"}`); !strings.Contains(got, tt.era+":hi") {
+				t.Errorf("the call answered %s, not in the %s era", got, tt.era)
+			}
+			if got := statusOf(t, g, "e").Protocol; got != tt.protocol {
+				t.Errorf("status says protocol %q, not %q", got, tt.protocol)
+			}
+			if got := callText(t, g, "e__grow", `{}`); !strings.Contains(got, "grew") {
+				t.Fatalf("grow answered %s", got)
+			}
+			waitFor(t, "the grown tool in the manifest", func() bool { return slices.Contains(toolNames(g), "e__grown") })
+		})
+	}
+}
+
+// TestModernListChanged: a modern stdio child's tools/list_changed, which it
+// sends on the subscriptions/listen stream Nexus opened, reaches the manifest.
+func TestModernListChanged(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "era.log")
+	g := comebackGateway(t, `{"e": `+eraServer("modern", log, "")+`}`, nil)
+	waitState(t, g.kids()["e"], StateReady)
+	if got := callText(t, g, "e__grow", `{}`); !strings.Contains(got, "grew") {
+		t.Fatalf("grow answered %s", got)
+	}
+	waitFor(t, "the grown tool in the manifest", func() bool { return slices.Contains(toolNames(g), "e__grown") })
+	var listened bool
+	for _, methods := range eraLog(log) {
+		listened = listened || slices.Contains(methods, "subscriptions/listen")
+	}
+	if !listened {
+		t.Error("Nexus never opened a subscriptions/listen stream")
+	}
+}
+
+// TestSessionConnectionsDoNotProbe: the connections of client sessions to a
+// "client" server reuse the era the child's own connection found: a legacy
+// child's are never sent server/discover, a modern child's never initialize.
+func TestSessionConnectionsDoNotProbe(t *testing.T) {
+	for _, tt := range []struct{ kind, era, never string }{
+		{"legacy", "legacy", "server/discover"},
+		{"modern", "modern", "initialize"},
+	} {
+		t.Run(tt.kind, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "era.log")
+			g := comebackGateway(t, `{"e": `+eraServer(tt.kind, log, `, "sessions": "client"`)+`}`, nil)
+			waitState(t, g.kids()["e"], StateReady)
+			first := eraLog(log)
+			if len(first) != 1 {
+				t.Fatalf("%d processes before any client: %v", len(first), first)
+			}
+			c := stdioClient(t, g, "anonymous")
+			c.initializeWith("test", map[string]any{})
+			if got, isErr := call(t, c, "e__echo", "hi"); isErr || got != tt.era+":hi" {
+				t.Fatalf("the session's call answered %q (error %v)", got, isErr)
+			}
+			all := eraLog(log)
+			if len(all) != 2 {
+				t.Fatalf("%d processes, not the child's own and the session's: %v", len(all), all)
+			}
+			for pid, methods := range all {
+				if _, own := first[pid]; own {
+					continue
+				}
+				if slices.Contains(methods, tt.never) {
+					t.Errorf("the session's process was sent %s: %v", tt.never, methods)
+				}
+			}
+		})
+	}
+}
+
+// TestPinnedEraRefusesTheOther: servers.X.protocolVersion pins the era; a child
+// of the other era fails to start with an error that says so.
+func TestPinnedEraRefusesTheOther(t *testing.T) {
+	for _, tt := range []struct{ kind, pin, want string }{
+		{"modern", "2025-11-25", "servers.e.protocolVersion is 2025-11-25"},
+		{"legacy", "2026-07-28", "does not speak protocol 2026-07-28, which servers.e.protocolVersion requires"},
+	} {
+		t.Run(tt.pin, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "era.log")
+			g := comebackGateway(t, `{"e": `+eraServer(tt.kind, log, fmt.Sprintf(`, "protocolVersion": %q`, tt.pin))+`}`, nil)
+			waitFor(t, "the first attempt to fail", func() bool { return statusOf(t, g, "e").Error != "" })
+			if got := statusOf(t, g, "e").Error; !strings.Contains(got, tt.want) {
+				t.Errorf("the error says %q, not %q", got, tt.want)
+			}
+			for pid, methods := range eraLog(log) {
+				if tt.pin == "2025-11-25" && slices.Contains(methods, "server/discover") {
+					t.Errorf("process %s of a child pinned legacy was probed: %v", pid, methods)
+				}
+				if tt.pin == "2026-07-28" && slices.Contains(methods, "initialize") {
+					t.Errorf("process %s of a child pinned modern was sent initialize: %v", pid, methods)
+				}
+			}
+		})
+	}
+}
