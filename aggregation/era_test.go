@@ -196,3 +196,36 @@ func TestPinnedEraRefusesTheOther(t *testing.T) {
 		})
 	}
 }
+
+// TestModernResourceSubscription: a client's resources/subscribe reaches a
+// modern child as a subscriptions/listen stream naming the resource, the
+// child's update reaches the client, and an unsubscribe takes the resource out
+// of the stream.
+func TestModernResourceSubscription(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "era.log")
+	g := comebackGateway(t, `{"e": `+eraServer("modern", log, "")+`}`, nil)
+	waitState(t, g.kids()["e"], StateReady)
+	c := stdioClient(t, g, "anonymous")
+	c.initializeWith("test", map[string]any{})
+	if m := c.request("resources/subscribe", map[string]any{"uri": "era://note"}); m.Error != nil {
+		t.Fatalf("resources/subscribe: %v", m.Error)
+	}
+	if got, _ := call(t, c, "e__touch", ""); got != "told 1" {
+		t.Fatalf("touch answered %q: the child does not see the subscription", got)
+	}
+	if !c.waitNote("notifications/resources/updated", func(m wireMsg) bool { return strings.Contains(string(m.Params), "era://note") }) {
+		t.Fatal("the update never reached the subscribed client")
+	}
+	if m := c.request("resources/unsubscribe", map[string]any{"uri": "era://note"}); m.Error != nil {
+		t.Fatalf("resources/unsubscribe: %v", m.Error)
+	}
+	waitFor(t, "the stream without the resource", func() bool {
+		got, _ := call(t, c, "e__touch", "")
+		return got == "told 0"
+	})
+	for _, methods := range eraLog(log) {
+		if slices.Contains(methods, "resources/subscribe") || slices.Contains(methods, "resources/unsubscribe") {
+			t.Errorf("a modern child was sent a legacy subscription request: %v", methods)
+		}
+	}
+}

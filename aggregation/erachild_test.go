@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -74,10 +75,66 @@ func serveStdioEra(kind string, srv *server.MCPServer) int {
 }
 
 // newEraServer is the era child's server: "echo" answers with its era, "grow"
-// adds the tool "grown" (a tools/list_changed).
+// adds the tool "grown" (a tools/list_changed), "touch" tells the sessions
+// subscribed to era://note that it changed.
 func newEraServer(kind string) *server.MCPServer {
+	// The resources the open listen stream names, by its request id (mcp-go's
+	// stdio session keeps no subscriptions of its own), and the session to
+	// tell.
+	var mu sync.Mutex
+	streams := map[string][]string{}
+	var session server.ClientSession
+	hooks := &server.Hooks{}
+	hooks.AddOnRegisterSession(func(_ context.Context, s server.ClientSession) {
+		mu.Lock()
+		session = s
+		mu.Unlock()
+	})
+	hooks.AddBeforeAny(func(ctx context.Context, id any, method mcp.MCPMethod, message any) {
+		if method != mcp.MethodSubscriptionsListen {
+			return
+		}
+		var req struct {
+			Params mcp.SubscriptionsListenParams `json:"params"`
+		}
+		b, _ := json.Marshal(message)
+		_ = json.Unmarshal(b, &req)
+		mu.Lock()
+		streams[fmt.Sprint(id)] = req.Params.Notifications.ResourceSubscriptions
+		if s := server.ClientSessionFromContext(ctx); s != nil {
+			session = s
+		}
+		mu.Unlock()
+	})
+	ended := func(_ context.Context, id any, method mcp.MCPMethod, _ any, _ any) {
+		if method == mcp.MethodSubscriptionsListen {
+			mu.Lock()
+			delete(streams, fmt.Sprint(id))
+			mu.Unlock()
+		}
+	}
+	hooks.AddOnSuccess(ended)
+	hooks.AddOnError(func(ctx context.Context, id any, method mcp.MCPMethod, message any, _ error) {
+		ended(ctx, id, method, message, nil)
+	})
 	srv := server.NewMCPServer("era-"+kind, "1.0", server.WithToolCapabilities(true),
-		server.WithResourceCapabilities(true, true), server.WithLogging(), server.WithInstructions("The "+kind+" era child."))
+		server.WithResourceCapabilities(true, true), server.WithLogging(), server.WithInstructions("The "+kind+" era child."),
+		server.WithHooks(hooks))
+	srv.AddTool(mcp.NewTool("touch"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		told := 0
+		for id, uris := range streams {
+			if slices.Contains(uris, "era://note") && session != nil {
+				session.NotificationChannel() <- mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
+					Method: "notifications/resources/updated", Params: mcp.NotificationParams{
+						Meta:             map[string]any{mcp.MetaKeySubscriptionID: id},
+						AdditionalFields: map[string]any{"uri": "era://note"}}}}
+				told++
+			}
+		}
+		return mcp.NewToolResultText(fmt.Sprintf("told %d", told)), nil
+	})
 	srv.AddTool(mcp.NewTool("echo", mcp.WithString("text")), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		era := "legacy"
 		if mcp.IsModernProtocol(server.RequestProtocolVersion(ctx)) {
