@@ -2,11 +2,13 @@ package aggregation
 
 import (
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -97,7 +99,22 @@ func TestChildHTTPEras(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newEraServer(tt.name)
-			ts := httptest.NewServer(server.NewStreamableHTTPServer(srv, server.WithStreamableHTTPProtocolVersions(tt.versions...)))
+			h := server.NewStreamableHTTPServer(srv, server.WithStreamableHTTPProtocolVersions(tt.versions...))
+			var mu sync.Mutex
+			var bad []string // what a modern request may not be
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				switch {
+				case r.Method != http.MethodPost:
+					bad = append(bad, r.Method)
+				case r.Header.Get("Mcp-Method") == "" && r.Header.Get("Mcp-Protocol-Version") != "":
+					bad = append(bad, "a POST without Mcp-Method")
+				case r.Header.Get("Mcp-Session-Id") != "" && r.Header.Get("Mcp-Protocol-Version") == "2026-07-28":
+					bad = append(bad, "a modern POST with a session")
+				}
+				mu.Unlock()
+				h.ServeHTTP(w, r)
+			}))
 			t.Cleanup(ts.Close)
 			g := comebackGateway(t, fmt.Sprintf(`{"e": {"transport": "streamable-http", "url": %q, "timeout": "20s"}}`, ts.URL+"/mcp"), nil)
 			waitState(t, g.kids()["e"], StateReady)
@@ -111,6 +128,11 @@ func TestChildHTTPEras(t *testing.T) {
 				t.Fatalf("grow answered %s", got)
 			}
 			waitFor(t, "the grown tool in the manifest", func() bool { return slices.Contains(toolNames(g), "e__grown") })
+			mu.Lock()
+			defer mu.Unlock()
+			if tt.era == "modern" && len(bad) > 0 {
+				t.Errorf("a modern child was sent %v", bad)
+			}
 		})
 	}
 }
