@@ -291,3 +291,46 @@ func TestModernParamsKeepTheCallersMeta(t *testing.T) {
 		t.Errorf("no params became %s, %v", raw, err)
 	}
 }
+
+// TestRememberedEraIsProbedAgain: a restart speaks the era the last process
+// was found to speak, without probing; when that fails (the server changed
+// era), the era is forgotten and the next attempt probes.
+func TestRememberedEraIsProbedAgain(t *testing.T) {
+	dir := t.TempDir()
+	log, kind := filepath.Join(dir, "era.log"), filepath.Join(dir, "kind")
+	if err := os.WriteFile(kind, []byte("legacy"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := comebackGateway(t, `{"e": `+eraServer("file:"+kind, log, "")+`}`, nil)
+	waitState(t, g.kids()["e"], StateReady)
+	if got := statusOf(t, g, "e").Protocol; got != "2025-11-25 (legacy)" {
+		t.Fatalf("first protocol %q", got)
+	}
+	if err := os.WriteFile(kind, []byte("modern"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	callText(t, g, "e__exit", `{}`)
+	waitFor(t, "the server back as a modern one", func() bool {
+		s := statusOf(t, g, "e")
+		return s.State == StateReady && s.Protocol == "2026-07-28 (modern)"
+	})
+	var starts [][]string // each process's methods, in the order they started
+	for _, methods := range eraLog(log) {
+		starts = append(starts, methods)
+	}
+	if len(starts) != 3 {
+		t.Fatalf("%d processes, want the legacy one, the restart that spoke legacy, the one probed: %v", len(starts), starts)
+	}
+	var remembered, probed bool
+	for _, m := range starts {
+		switch {
+		case len(m) > 0 && m[0] == "initialize" && !slices.Contains(m, "server/discover"):
+			remembered = true // the restart: initialize, refused, and no probe
+		case len(m) > 0 && m[0] == "server/discover" && !slices.Contains(m, "initialize"):
+			probed = true
+		}
+	}
+	if !remembered || !probed {
+		t.Errorf("the processes were asked %v: want one restarted in the remembered era and one probed afresh", starts)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -23,12 +24,19 @@ import (
 //	legacy  refuses server/discover with method not found, as old servers do
 //	silent  never answers server/discover, as some old servers do
 //	modern  refuses initialize, naming the versions it supports
+//	file:P  the kind the file P holds when the process starts
 //
 // Every request it gets is appended, one method a line, to the file
 // NEXUS_TEST_ERA_LOG names, so a test sees what Nexus asked each process.
 const eraChildEnv = "NEXUS_TEST_ERA_CHILD"
 
-func serveEraChild(kind string) int { return serveStdioEra(kind, newEraServer(kind)) }
+func serveEraChild(kind string) int {
+	if path, ok := strings.CutPrefix(kind, "file:"); ok {
+		b, _ := os.ReadFile(path) // the kind this start is: a test changes it between starts
+		kind = strings.TrimSpace(string(b))
+	}
+	return serveStdioEra(kind, newEraServer(kind))
+}
 
 // serveStdioEra serves srv on stdio in the era kind names (see eraChildEnv).
 func serveStdioEra(kind string, srv *server.MCPServer) int {
@@ -141,6 +149,13 @@ func newEraServer(kind string) *server.MCPServer {
 			era = "modern"
 		}
 		return mcp.NewToolResultText(era + ":" + r.GetString("text", "")), nil
+	})
+	srv.AddTool(mcp.NewTool("exit"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		go func() {
+			time.Sleep(100 * time.Millisecond) // the answer goes first
+			os.Exit(0)
+		}()
+		return mcp.NewToolResultText("exiting"), nil
 	})
 	srv.AddTool(mcp.NewTool("grow"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		srv.AddTool(mcp.NewTool("grown"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
