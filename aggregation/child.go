@@ -698,7 +698,9 @@ func (c *child) connect(ctx context.Context, owner *session, opener *caller) (*c
 	if err := c.handshake(initCtx, cn, owner); err != nil {
 		cn.close()
 		if initCtx.Err() != nil && ctx.Err() == nil {
-			return cn, nil, fmt.Errorf("%s did not finish its handshake within %s (raise servers.%s.timeout if it needs longer)", c.name, limit, c.name)
+			// What the child answered before it went silent (its refusal of
+			// server/discover) may be what explains it.
+			return cn, nil, fmt.Errorf("%s did not finish its handshake within %s (raise servers.%s.timeout if it needs longer): %w", c.name, limit, c.name, err)
 		}
 		return cn, nil, err
 	}

@@ -165,7 +165,7 @@ func (c *child) fallBack(ctx context.Context, cn *conn, key string, nm *notModer
 		version = config.DefaultProtocolVersion
 	}
 	if err := c.initialize(ctx, cn, version); err != nil {
-		return err
+		return fmt.Errorf("%w (before, it answered the probe: %v)", err, nm.why)
 	}
 	c.eras.put(key, cn.era())
 	return nil
