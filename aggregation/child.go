@@ -95,6 +95,11 @@ type child struct {
 	// can see a child give up, or a ping fail, without waiting minutes.
 	pingEvery time.Duration
 	backoff   time.Duration
+	// probeWait bounds the server/discover probe (discoverWait); eras
+	// remembers the era the probe found, for restarts and client sessions'
+	// connections (see childera.go).
+	probeWait time.Duration
+	eras      eraMemo
 
 	settled     chan struct{} // closed once the first attempt is over
 	settledOnce sync.Once
@@ -112,7 +117,7 @@ type child struct {
 func newChild(cfg *config.Server, names naming, log *slog.Logger, events childEvents, resolve func(string) (string, error)) *child {
 	c := &child{name: cfg.Name, names: names, log: log.With("server", cfg.Name), events: events,
 		resolve: resolve, state: StateConnecting, changed: make(chan struct{}), settled: make(chan struct{}), done: make(chan struct{}),
-		retryc: make(chan struct{}, 1), pingEvery: pingInterval, backoff: firstBackoff}
+		retryc: make(chan struct{}, 1), pingEvery: pingInterval, backoff: firstBackoff, probeWait: discoverWait}
 	c.cfgp.Store(cfg)
 	return c
 }
@@ -200,6 +205,10 @@ type Status struct {
 	Sessions         string `json:"sessions"`
 	UpstreamSessions int    `json:"upstreamSessions"`
 	MaxSessions      int    `json:"maxSessions,omitempty"`
+	// Protocol is the protocol version the child speaks and its era, as in
+	// "2026-07-28 (modern)" or "2025-11-25 (legacy)": the live connection's, or
+	// the one last found while the child is down; empty before the first.
+	Protocol string `json:"protocol,omitempty"`
 }
 
 // Describe says in words what a server that is not ready is doing: its state, its
@@ -233,6 +242,11 @@ func (c *child) status() Status {
 	}
 	if c.lastErr != nil {
 		s.Error = c.lastErr.Error()
+	}
+	if c.conn != nil {
+		s.Protocol = describeProtocol(c.conn.protocolVersion())
+	} else if e := c.eras.get(eraKey(c.config())); e != nil {
+		s.Protocol = describeProtocol(e.version)
 	}
 	// A status is what people read (the status page, list-servers, errors): a
 	// handshake error or a URL may hold the very key the child was given.
@@ -446,7 +460,8 @@ func (c *child) run(ctx context.Context) {
 // the gateway reports is what the child does, not what it last did. Any answer,
 // even an error, shows the child alive. A stdio child is not pinged: its process's
 // exit tells, and a server that reads one request at a time must not be killed
-// for a ping that waits behind a long call.
+// for a ping that waits behind a long call. A modern child has no ping (2026-07-28
+// removed it): it is asked server/discover instead.
 func (c *child) pingLoop(ctx context.Context, cn *conn) {
 	t := time.NewTicker(c.pingEvery)
 	defer t.Stop()
@@ -459,7 +474,11 @@ func (c *child) pingLoop(ctx context.Context, cn *conn) {
 		case <-t.C:
 		}
 		pctx, cancel := context.WithTimeout(ctx, pingTimeout)
-		_, err := cn.request(pctx, string(mcp.MethodPing), nil)
+		method, params := string(mcp.MethodPing), any(nil)
+		if cn.modern() {
+			method, params = string(mcp.MethodServerDiscover), map[string]any{}
+		}
+		_, err := cn.request(pctx, method, params)
 		cancel()
 		var rpcErr *RPCError
 		if err != nil && !errors.As(err, &rpcErr) && ctx.Err() == nil {
@@ -532,9 +551,21 @@ type conn struct {
 	relistMu   sync.Mutex
 	relistWant int
 
-	// instructions are what the child's initialize result told its client; the
-	// gateway's own initialize result carries them under the server's name.
+	// instructions are what the child's initialize (or server/discover) result
+	// told its client; the gateway's own initialize result carries them under
+	// the server's name.
 	instructions string
+
+	// version is the protocol version the connection speaks (see modern);
+	// sharedLevel the log level a modern shared child is asked to log at, in
+	// every request's _meta. declared are the capabilities a modern child's
+	// requests declare: the ones the handshake declares to a legacy child.
+	versionMu   sync.Mutex
+	version     string
+	sharedLevel string
+	declared    mcp.ClientCapabilities
+	// listen is a modern connection's subscriptions/listen stream.
+	listen listening
 
 	// owner is the client session the connection serves alone ("sessions":
 	// "client"), nil for the child's own connection; opener is the call that
@@ -602,7 +633,7 @@ func (c *child) connect(ctx context.Context, owner *session, opener *caller) (*c
 		c.beforeStart(c.config())
 	}
 	cn := &conn{server: c.name, done: make(chan struct{}), notes: make(chan mcp.JSONRPCNotification, 256), tail: &tailBuffer{},
-		relist: make(chan struct{}, 1), owner: owner, opener: opener}
+		relist: make(chan struct{}, 1), owner: owner, opener: opener, declared: c.capabilities(owner), listen: newListening()}
 	var err error
 	switch c.config().Transport {
 	case config.TransportStdio:
@@ -631,8 +662,10 @@ func (c *child) connect(ctx context.Context, owner *session, opener *caller) (*c
 	if err != nil {
 		return cn, nil, err
 	}
-	cn.client = client.NewClient(cn.tr, client.WithProtocolVersion(c.config().Protocol()),
-		client.WithClientCapabilities(c.capabilities(owner)))
+	// The client speaks the legacy handshake only, when asked to (handshake):
+	// a modern child's requests are Nexus's own, with their _meta.
+	cn.client = client.NewClient(cn.tr, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION),
+		client.WithClientCapabilities(cn.declared))
 	drops := newRateLog(c.log, slog.LevelWarn, "dropped notifications from the child: the gateway is not keeping up", time.Second)
 	cn.client.OnNotification(func(n mcp.JSONRPCNotification) {
 		// This runs on the transport's read loop: hand off, never block it.
@@ -665,18 +698,18 @@ func (c *child) connect(ctx context.Context, owner *session, opener *caller) (*c
 	}
 	initCtx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	res, err := cn.client.Initialize(initCtx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ProtocolVersion: c.config().Protocol(),
-		ClientInfo:      mcp.Implementation{Name: "nexus", Version: Version},
-	}})
-	if err != nil {
+	if err := c.handshake(initCtx, cn, owner); err != nil {
 		cn.close()
 		if initCtx.Err() != nil && ctx.Err() == nil {
-			return cn, nil, fmt.Errorf("%s did not finish its handshake within %s (raise servers.%s.timeout if it needs longer)", c.name, limit, c.name)
+			// What the child answered before it went silent (its refusal of
+			// server/discover) may be what explains it.
+			return cn, nil, fmt.Errorf("%s did not finish its handshake within %s (raise servers.%s.timeout if it needs longer): %w", c.name, limit, c.name, err)
 		}
-		return cn, nil, fmt.Errorf("initializing %s: %w", c.name, err)
+		return cn, nil, err
 	}
-	cn.caps, cn.instructions = res.Capabilities, res.Instructions
+	if cn.modern() {
+		go c.listenLoop(ctx, cn)
+	}
 	if owner != nil {
 		return cn, nil, nil
 	}
@@ -740,6 +773,18 @@ func (c *child) pumpNotifications(ctx context.Context, cn *conn) {
 
 // pumpNotification routes one notification of the child.
 func (c *child) pumpNotification(cn *conn, n mcp.JSONRPCNotification) {
+	if n.Method == mcp.MethodNotificationSubscriptionsAcknowledged {
+		// The listen stream's own, for no one else. A list that changed before
+		// the stream was open was told to no one: read it again.
+		if cn.listenAcked(n) && cn.owner == nil {
+			cn.wantRelist(relistTools | relistExtras)
+		}
+		return
+	}
+	if cn.modern() {
+		// The stream's subscription id is Nexus's, not its clients'.
+		delete(n.Params.Meta, mcp.MetaKeySubscriptionID)
+	}
 	switch {
 	case cn.owner != nil:
 		// A session's connection: its lists are the child's own connection's,
@@ -978,10 +1023,43 @@ func (c *child) toolsFrom(raws []json.RawMessage) []*Tool {
 
 // request sends one request to the child and returns its raw result. Our ids are
 // strings so they never collide with the numeric ids of mcp-go's own requests.
+// A modern child is sent the request with its _meta and headers (roundTrip);
+// the legacy requests that era has no method for are answered by the connection
+// itself (modernLocal). The result is the child's as it sent it, an
+// input_required one included.
 func (cn *conn) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	if cn.modern() {
+		if raw, ok, err := cn.modernLocal(ctx, method, params); ok {
+			return raw, err
+		}
+	}
+	return cn.requestID(ctx, cn.nextID(), method, params)
+}
+
+// nextID is the id of the connection's next request of Nexus's own.
+func (cn *conn) nextID() mcp.RequestId {
+	return mcp.NewRequestId("nexus-" + strconv.FormatInt(cn.ids.Add(1), 10))
+}
+
+// roundTrip sends one request as the connection's era wants it: a modern
+// request carries Nexus's _meta in its params and, over HTTP, the standard
+// headers.
+func (cn *conn) roundTrip(ctx context.Context, id mcp.RequestId, method string, params any) (*transport.JSONRPCResponse, error) {
+	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params}
+	if cn.modern() {
+		raw, err := cn.modernParams(params)
+		if err != nil {
+			return nil, fmt.Errorf("the params of %s: %w", method, err)
+		}
+		req.Params, req.Header = raw, cn.standardHeaders(method, raw)
+	}
+	return cn.tr.SendRequest(ctx, req)
+}
+
+// requestID is request with the id given.
+func (cn *conn) requestID(ctx context.Context, id mcp.RequestId, method string, params any) (json.RawMessage, error) {
 	yieldReader(ctx) // the answer takes a round trip to the child
-	id := mcp.NewRequestId("nexus-" + strconv.FormatInt(cn.ids.Add(1), 10))
-	resp, err := cn.tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params})
+	resp, err := cn.roundTrip(ctx, id, method, params)
 	if err != nil {
 		if errors.Is(err, transport.ErrSessionTerminated) {
 			return nil, cn.sessionLost(err)
@@ -1043,15 +1121,25 @@ func unknownSession(msg string) bool {
 	return false
 }
 
-// notify sends a notification without params to the child.
+// notify sends a notification without params to the child. A modern child takes
+// none from its client but cancellations (roots/list_changed and initialized
+// went with the handshake).
 func (cn *conn) notify(method string) {
+	if cn.modern() {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_ = cn.tr.SendNotification(ctx, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: method}})
 }
 
 // cancel tells the child to stop working on a request the caller gave up on.
+//
+// A modern child over HTTP learns it from the request's stream closing.
 func (cn *conn) cancel(id mcp.RequestId, cause error) {
+	if _, ok := cn.tr.(transport.HTTPConnection); ok && cn.modern() {
+		return
+	}
 	reason := "cancelled"
 	if cause != nil {
 		reason = cause.Error()

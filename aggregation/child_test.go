@@ -2,6 +2,7 @@ package aggregation
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -30,6 +31,9 @@ const canary = "CANARY-5ecret-v4lue-0xDEADBEEF"
 // TestMain lets the test binary serve as a stdio child: a child's process is this
 // binary, re-run with NEXUS_TEST_CHILD set to the child's name.
 func TestMain(m *testing.M) {
+	if kind := os.Getenv(eraChildEnv); kind != "" {
+		os.Exit(serveEraChild(kind))
+	}
 	if name := os.Getenv("NEXUS_TEST_CHILD"); name != "" {
 		if _, err := os.Stat(os.Getenv("NEXUS_TEST_DOWN_FILE")); err == nil {
 			fmt.Fprintln(os.Stderr, "down while the down file exists")
@@ -43,12 +47,10 @@ func TestMain(m *testing.M) {
 			serveRawTasks(os.Stdin, os.Stdout)
 			os.Exit(0)
 		}
-		c := newTestChild(name)
-		if err := server.ServeStdio(c.srv); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
+		// The test child is a legacy server unless NEXUS_TEST_CHILD_ERA says
+		// otherwise: what most tests ask of it (its sampling, roots and logs
+		// unasked) is the legacy era's.
+		os.Exit(serveStdioEra(cmp.Or(os.Getenv("NEXUS_TEST_CHILD_ERA"), "legacy"), newTestChild(name).srv))
 	}
 	os.Exit(m.Run())
 }
@@ -440,7 +442,8 @@ func (c *testChild) count(method string) int {
 // serveHTTP serves the child over streamable HTTP on 127.0.0.1 for the test's life.
 func (c *testChild) serveHTTP(t *testing.T) string {
 	t.Helper()
-	h := server.NewStreamableHTTPServer(c.srv, server.WithStateful(true), server.WithEventStore(server.NewInMemoryEventStore()))
+	h := server.NewStreamableHTTPServer(c.srv, server.WithStateful(true), server.WithEventStore(server.NewInMemoryEventStore()),
+		server.WithStreamableHTTPProtocolVersions("2025-11-25")) // a legacy server, as over stdio
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	return ts.URL + "/mcp"

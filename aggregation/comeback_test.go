@@ -55,7 +55,7 @@ func (r *restartable) start(addr string) {
 		r.t.Fatal(err)
 	}
 	c := newTestChild("web")
-	h := server.NewStreamableHTTPServer(c.srv, server.WithStateful(true))
+	h := server.NewStreamableHTTPServer(c.srv, server.WithStateful(true), server.WithStreamableHTTPProtocolVersions("2025-11-25"))
 	issued := map[string]bool{}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method == http.MethodPost {

@@ -173,7 +173,7 @@ func (c *child) closeSession(s *session) {
 // followLevel gives a session's new connection the logging level its client set.
 func (c *child) followLevel(ctx context.Context, s *session, cn *conn) {
 	lvl := s.level.Load()
-	if lvl == levelUnset || cn.caps.Logging == nil {
+	if lvl == levelUnset || cn.caps.Logging == nil || cn.modern() { // a modern child reads it in each request's _meta
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, levelWait)

@@ -28,9 +28,19 @@ const (
 	TransportStreamableHTTP = "streamable-http"
 )
 
-// DefaultProtocolVersion is offered to children unless a server entry asks for
-// another: most servers in the wild speak it, and newer ones negotiate down to it.
+// DefaultProtocolVersion is the legacy version a child is offered in its
+// initialize handshake when the probe found it legacy and it named no version,
+// and over the HTTP+SSE transport: most legacy servers in the wild speak it.
 const DefaultProtocolVersion = "2025-11-25"
+
+// ModernProtocolVersion is the first protocol version of the modern era: no
+// initialize handshake, every request declares its version in _meta.
+const ModernProtocolVersion = "2026-07-28"
+
+// ProtocolVersions are the values servers.X.protocolVersion accepts, newest
+// first. Setting one pins the child to it; leaving it unset lets Nexus probe for
+// the child's era.
+var ProtocolVersions = []string{ModernProtocolVersion, "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // DefaultTimeout bounds one call to a child when the server entry sets none.
 const DefaultTimeout = 60 * time.Second
@@ -199,7 +209,10 @@ type Server struct {
 	// Prefix is the wire prefix; nil means the server's name, "" exposes bare names.
 	Prefix   *string `json:"prefix,omitempty"`
 	Disabled bool    `json:"disabled,omitempty"`
-	// ProtocolVersion overrides DefaultProtocolVersion for this child.
+	// ProtocolVersion pins the child to one protocol version: a legacy one is
+	// negotiated with initialize and never probed for the modern era, the
+	// modern one (ModernProtocolVersion) is spoken without initialize, with no
+	// fallback. Unset, Nexus probes: server/discover, then initialize.
 	ProtocolVersion string `json:"protocolVersion,omitempty"`
 	// Annotations override the child's own tool hints, keyed by the child's tool name:
 	// a child's annotations are claims, and the operator has the last word.
@@ -298,7 +311,8 @@ func (s *Server) SessionLimit() int {
 	return DefaultMaxUpstreamSessions
 }
 
-// Protocol is the protocol version offered to this child.
+// Protocol is the legacy protocol version offered to this child in an
+// initialize handshake: the pinned one, or DefaultProtocolVersion.
 func (s *Server) Protocol() string {
 	if s.ProtocolVersion != "" {
 		return s.ProtocolVersion

@@ -704,6 +704,12 @@ func validateServer(s *Server) error {
 	if s.Prefix != nil && *s.Prefix != "" && !wirePrefixRE.MatchString(*s.Prefix) {
 		return fmt.Errorf(`"prefix" %q may hold only letters, digits, '_' and '-' (at most 32)`, *s.Prefix)
 	}
+	if v := s.ProtocolVersion; v != "" && !slices.Contains(ProtocolVersions, v) {
+		return fmt.Errorf(`"protocolVersion" is one of %s, not %q; leave it unset to let Nexus find the server's era (server/discover, then initialize)`, strings.Join(ProtocolVersions, ", "), v)
+	}
+	if s.ProtocolVersion == ModernProtocolVersion && s.Transport == TransportSSE {
+		return fmt.Errorf(`"protocolVersion" %s needs the streamable-http or stdio transport: the sse transport predates it`, ModernProtocolVersion)
+	}
 	switch s.CacheScope {
 	case "", "server", "agent":
 	default:

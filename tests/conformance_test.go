@@ -72,8 +72,10 @@ func TestConformance(t *testing.T) {
 	directURL := startConformanceServer(t, server)
 	h := newHome(t, map[string]any{
 		// prefix "" keeps the child's bare names: the suite calls test_simple_text,
-		// not conformance__test_simple_text.
-		"servers": map[string]any{"conformance": map[string]any{"url": directURL, "prefix": ""}},
+		// not conformance__test_simple_text. The suite's client is legacy, and so
+		// is the direct run: the child is pinned to the same era, which serves the
+		// suite's sampling and elicitation as server-initiated requests.
+		"servers": map[string]any{"conformance": map[string]any{"url": directURL, "prefix": "", "protocolVersion": "2025-11-25"}},
 		"policy":  map[string]any{"default": map[string]any{"allow": []string{"*"}}},
 	})
 	// --no-memory: the suite checks the protocol, and a repeated call answered from

@@ -22,13 +22,14 @@ import (
 )
 
 // exposureScripts are children that put their key where people look: one answers
-// initialize with an error quoting its key (the status page's "last error"), one
+// its first request (the probe for its era, or initialize) with an error quoting
+// its key (the status page's "last error"), one
 // writes it on stdout and stderr right where the gateway cuts those lines (80 bytes
 // of a stray stdout line, 16 KiB of a stderr line), and a key holding a quote and a
 // backslash on a stray stdout line, which the log quotes twice.
 var exposureScripts = map[string]string{
 	"broken": `read -r line
-id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+id=$(printf '%s' "$line" | sed -n 's/.*"id":\("[^"]*"\|[0-9][0-9]*\).*/\1/p')
 printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"bad API key %s"}}\n' "$id" "$API_KEY"
 cat >/dev/null`,
 	"noisy": `pad() { head -c "$1" /dev/zero | tr '\0' "$2"; }

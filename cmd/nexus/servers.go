@@ -191,6 +191,9 @@ func listServersCommand() *cli.Command {
 				Sessions    string `json:"sessions"`
 				Upstream    *int   `json:"upstreamSessions,omitempty"`
 				MaxSessions int    `json:"maxSessions,omitempty"`
+				// Protocol is the version the child speaks and its era
+				// (--live): "2026-07-28 (modern)", "2025-11-25 (legacy)".
+				Protocol string `json:"protocol,omitempty"`
 			}
 			rows := []row{}
 			for _, name := range cfg.ServerNames() {
@@ -218,7 +221,7 @@ func listServersCommand() *cli.Command {
 				for i := range rows {
 					if j, ok := states[rows[i].Name]; ok {
 						n := all[j].Tools
-						rows[i].State, rows[i].Tools, rows[i].Error = string(all[j].State), &n, all[j].Error
+						rows[i].State, rows[i].Tools, rows[i].Error, rows[i].Protocol = string(all[j].State), &n, all[j].Error, all[j].Protocol
 						if all[j].Sessions == config.SessionsClient {
 							up := all[j].UpstreamSessions
 							rows[i].Upstream = &up
@@ -250,6 +253,9 @@ func listServersCommand() *cli.Command {
 					}
 				} else if r.Tools != nil && r.State == "ready" {
 					state = fmt.Sprintf("ready (%d tools)", *r.Tools)
+					if r.Protocol != "" {
+						state = fmt.Sprintf("ready (%d tools, %s)", *r.Tools, r.Protocol)
+					}
 				}
 				sessions := r.Sessions
 				if r.Sessions == config.SessionsClient {

@@ -1,0 +1,442 @@
+package aggregation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/oauth"
+)
+
+// This file holds the child's protocol era. A child speaks either the modern,
+// stateless protocol (2026-07-28 and later: no initialize, every request carries
+// its version, identity and capabilities in _meta) or a legacy one (2025-11-25
+// and earlier: an initialize handshake fixes them for the session). Unless
+// servers.X.protocolVersion says which, Nexus probes as the specification asks:
+// server/discover first, within probeWait; an answer makes the child modern, any
+// error that is not a recognised modern one, or silence, makes it legacy and
+// Nexus falls back to initialize. The era found is remembered per launch (stdio)
+// or URL (HTTP), so restarts and the connections of client sessions do not probe
+// again; a remembered era that fails is forgotten and the next attempt probes.
+
+// discoverWait bounds the server/discover probe: a legacy server may answer an
+// unknown method before initialize with silence rather than an error.
+const discoverWait = 5 * time.Second
+
+// era is what the handshake of a child found: its protocol version and, for a
+// modern child, what server/discover said of it.
+type era struct {
+	version      string
+	caps         mcp.ServerCapabilities
+	instructions string
+}
+
+func (e era) modern() bool { return mcp.IsModernProtocol(e.version) }
+
+// eraMemo remembers the era of a child between its connections. key is what the
+// era belongs to (eraKey): a changed launch or URL is not the same server.
+type eraMemo struct {
+	mu  sync.Mutex
+	key string
+	e   *era
+}
+
+func (m *eraMemo) get(key string) *era {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.e == nil || m.key != key {
+		return nil
+	}
+	e := *m.e
+	return &e
+}
+
+func (m *eraMemo) put(key string, e era) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.key, m.e = key, &e
+}
+
+func (m *eraMemo) forget(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.key == key {
+		m.e = nil
+	}
+}
+
+// eraKey is what a remembered era belongs to: the process as launched (stdio),
+// the URL (HTTP).
+func eraKey(s *config.Server) string {
+	if s.Transport == config.TransportStdio {
+		return launchKey(s)
+	}
+	return s.Transport + " " + s.URL
+}
+
+// notModernError says a child answered a modern request as a legacy server does;
+// version, when set, is the legacy version it named as supported.
+type notModernError struct {
+	why     error
+	version string
+}
+
+func (e *notModernError) Error() string { return "not a modern server: " + e.why.Error() }
+func (e *notModernError) Unwrap() error { return e.why }
+
+// handshake settles the era of cn and performs its opening: server/discover for
+// a modern child, initialize for a legacy one. owner is the client session the
+// connection serves; its connection reuses a remembered modern era without
+// asking the child again.
+func (c *child) handshake(ctx context.Context, cn *conn, owner *session) error {
+	cfg := c.config()
+	pinned := cfg.ProtocolVersion
+	if cfg.Transport == config.TransportSSE {
+		return c.initialize(ctx, cn, cfg.Protocol()) // the HTTP+SSE transport predates the modern era
+	}
+	if pinned != "" && !mcp.IsModernProtocol(pinned) {
+		if err := c.initialize(ctx, cn, pinned); err != nil {
+			return fmt.Errorf("%w (servers.%s.protocolVersion is %s, which allows no other; a server that speaks only %s needs it removed or set to that)",
+				err, c.name, pinned, mcp.LATEST_PROTOCOL_VERSION)
+		}
+		return nil
+	}
+	if pinned != "" {
+		err := c.discover(ctx, cn, pinned, c.probeWait)
+		if nm := (*notModernError)(nil); errors.As(err, &nm) {
+			return fmt.Errorf("%s does not speak protocol %s, which servers.%s.protocolVersion requires: %w; remove the setting to let Nexus find the server's era, or set a version up to %s",
+				c.name, pinned, c.name, nm.why, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+		}
+		return err
+	}
+	key := eraKey(cfg)
+	if e := c.eras.get(key); e != nil {
+		if !e.modern() {
+			err := c.initialize(ctx, cn, e.version)
+			if err != nil && ctx.Err() == nil {
+				c.eras.forget(key) // it may have changed era: the next attempt probes
+			}
+			return err
+		}
+		if owner != nil {
+			cn.adopt(*e)
+			return nil
+		}
+		err := c.discover(ctx, cn, e.version, c.probeWait)
+		if err == nil {
+			c.eras.put(key, cn.era())
+			return nil
+		}
+		if ctx.Err() == nil {
+			c.eras.forget(key)
+		}
+		nm := (*notModernError)(nil)
+		if !errors.As(err, &nm) {
+			return err
+		}
+		c.log.Info("the server no longer speaks the modern protocol: falling back to initialize", "err", err)
+		return c.fallBack(ctx, cn, key, nm)
+	}
+	err := c.discover(ctx, cn, mcp.LATEST_PROTOCOL_VERSION, c.probeWait)
+	if err == nil {
+		c.eras.put(key, cn.era())
+		return nil
+	}
+	nm := (*notModernError)(nil)
+	if !errors.As(err, &nm) {
+		return err
+	}
+	c.log.Debug("the server is legacy: falling back to initialize", "why", err)
+	return c.fallBack(ctx, cn, key, nm)
+}
+
+// fallBack initializes a child found legacy and remembers it.
+func (c *child) fallBack(ctx context.Context, cn *conn, key string, nm *notModernError) error {
+	version := nm.version
+	if version == "" {
+		version = config.DefaultProtocolVersion
+	}
+	if err := c.initialize(ctx, cn, version); err != nil {
+		return fmt.Errorf("%w (before, it answered the probe: %v)", err, nm.why)
+	}
+	c.eras.put(key, cn.era())
+	return nil
+}
+
+// initialize performs the legacy handshake at version.
+func (c *child) initialize(ctx context.Context, cn *conn, version string) error {
+	if h, ok := cn.tr.(transport.HTTPConnection); ok {
+		h.SetProtocolVersion("") // the handshake negotiates it
+	}
+	res, err := cn.client.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ProtocolVersion: version,
+		ClientInfo:      mcp.Implementation{Name: "nexus", Version: Version},
+	}})
+	if err != nil {
+		return fmt.Errorf("initializing %s: %w", c.name, err)
+	}
+	cn.versionMu.Lock()
+	cn.version = res.ProtocolVersion
+	cn.versionMu.Unlock()
+	cn.caps, cn.instructions = res.Capabilities, res.Instructions
+	return nil
+}
+
+// discover sends server/discover at version, within bound when it is not zero.
+// A child that answers is modern and cn takes its era; one that refuses the
+// version but names a modern one it supports is asked again at that version.
+// The error is a *notModernError when the answer is a legacy server's.
+func (c *child) discover(ctx context.Context, cn *conn, version string, bound time.Duration) error {
+	pctx := ctx
+	if bound > 0 {
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithTimeout(ctx, bound)
+		defer cancel()
+	}
+	for range 2 {
+		cn.setVersion(version)
+		resp, err := cn.roundTrip(pctx, cn.nextID(), string(mcp.MethodServerDiscover), map[string]any{})
+		if err != nil {
+			cn.setVersion("")
+			switch {
+			case ctx.Err() != nil:
+				return context.Cause(ctx)
+			case pctx.Err() != nil:
+				return &notModernError{why: fmt.Errorf("no answer to server/discover within %s", bound)}
+			case errors.Is(err, transport.ErrTransportClosed), errors.Is(err, errChildGone):
+				return errChildGone
+			}
+			if le := (*oauth.LoginError)(nil); errors.As(err, &le) {
+				return le
+			}
+			return &notModernError{why: err}
+		}
+		if resp.Error == nil {
+			var res mcp.DiscoverResult
+			if err := json.Unmarshal(resp.Result, &res); err != nil {
+				cn.setVersion("")
+				return &notModernError{why: fmt.Errorf("its server/discover result does not decode: %w", err)}
+			}
+			cn.adopt(era{version: version, caps: res.Capabilities, instructions: res.Instructions})
+			return nil
+		}
+		cn.setVersion("")
+		rpcErr := &RPCError{Code: resp.Error.Code, Message: resp.Error.Message, Data: resp.Error.Data}
+		switch resp.Error.Code {
+		case mcp.UNSUPPORTED_PROTOCOL_VERSION:
+			supported := namedVersions(resp.Error.Data)
+			pick := mcp.NegotiateMutuallySupportedVersion(supported)
+			switch {
+			case pick == "":
+				return fmt.Errorf("%s supports protocol versions %v, none of which Nexus speaks: %w", c.name, supported, rpcErr)
+			case !mcp.IsModernProtocol(pick):
+				return &notModernError{why: rpcErr, version: pick}
+			case pick == version:
+				return fmt.Errorf("%s refused protocol %s, which it says it supports: %w", c.name, version, rpcErr)
+			}
+			version = pick
+			continue
+		case mcp.HEADER_MISMATCH, mcp.MISSING_REQUIRED_CLIENT_CAPABILITY:
+			return fmt.Errorf("%s refused server/discover: %w", c.name, rpcErr) // a modern server's refusal
+		}
+		return &notModernError{why: rpcErr}
+	}
+	return fmt.Errorf("%s kept refusing the protocol versions it named", c.name)
+}
+
+// namedVersions reads the versions an UnsupportedProtocolVersionError names.
+func namedVersions(data any) []string {
+	var d struct {
+		Supported []string `json:"supported"`
+	}
+	if raw, err := json.Marshal(data); err == nil {
+		_ = json.Unmarshal(raw, &d)
+	}
+	return d.Supported
+}
+
+// adopt makes cn speak the modern era e.
+func (cn *conn) adopt(e era) {
+	cn.setVersion(e.version)
+	cn.caps, cn.instructions = e.caps, e.instructions
+}
+
+// setVersion records the protocol version requests carry; an HTTP transport
+// sends it in the MCP-Protocol-Version header, and on a modern version leaves
+// out the session header and the GET stream.
+func (cn *conn) setVersion(v string) {
+	cn.versionMu.Lock()
+	cn.version = v
+	cn.versionMu.Unlock()
+	if h, ok := cn.tr.(transport.HTTPConnection); ok {
+		h.SetProtocolVersion(v)
+	}
+}
+
+// era is what cn's handshake found, for the child to remember.
+func (cn *conn) era() era {
+	return era{version: cn.protocolVersion(), caps: cn.caps, instructions: cn.instructions}
+}
+
+// protocolVersion is the protocol version cn speaks: the one initialize
+// negotiated, or the one a modern child's requests carry.
+func (cn *conn) protocolVersion() string {
+	cn.versionMu.Lock()
+	defer cn.versionMu.Unlock()
+	return cn.version
+}
+
+// modern reports whether cn speaks the stateless protocol (2026-07-28 and
+// later): no session, every request carries its _meta, changes arrive on a
+// subscriptions/listen stream, and the child never sends requests back.
+func (cn *conn) modern() bool { return mcp.IsModernProtocol(cn.protocolVersion()) }
+
+// modernParams is params with the _meta a modern child needs on every request
+// merged in: Nexus's protocol version, identity, capabilities and, when set,
+// log level. The caller's own _meta keys (a progress token) are kept.
+func (cn *conn) modernParams(params any) (json.RawMessage, error) {
+	var raw json.RawMessage
+	switch p := params.(type) {
+	case nil:
+	case json.RawMessage:
+		raw = p
+	default:
+		b, err := json.Marshal(p)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the params: %w", err)
+		}
+		raw = b
+	}
+	fields := map[string]json.RawMessage{}
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &fields); err != nil {
+			return nil, fmt.Errorf("params that are not an object cannot carry _meta: %w", err)
+		}
+	}
+	meta := map[string]json.RawMessage{}
+	if m, ok := fields["_meta"]; ok && string(m) != "null" {
+		if err := json.Unmarshal(m, &meta); err != nil {
+			return nil, fmt.Errorf("the params' _meta is not an object: %w", err)
+		}
+	}
+	set := func(k string, v any) {
+		if b, err := json.Marshal(v); err == nil {
+			meta[k] = b
+		}
+	}
+	set(mcp.MetaKeyProtocolVersion, cn.protocolVersion())
+	set(mcp.MetaKeyClientInfo, mcp.Implementation{Name: "nexus", Version: Version})
+	set(mcp.MetaKeyClientCapabilities, cn.declared)
+	if lvl := cn.logLevel(); lvl != "" {
+		set(mcp.MetaKeyLogLevel, lvl)
+	}
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	fields["_meta"] = b
+	return json.Marshal(fields)
+}
+
+// logLevel is the level a modern child is asked to log at: its client
+// session's, for a session's own connection; the most verbose any session set,
+// for a shared one (see forwardSharedLevel).
+func (cn *conn) logLevel() string {
+	if cn.owner != nil {
+		if l := cn.owner.level.Load(); l != levelUnset && int(l) < len(logLevels) {
+			return logLevels[l]
+		}
+		return ""
+	}
+	cn.versionMu.Lock()
+	defer cn.versionMu.Unlock()
+	return cn.sharedLevel
+}
+
+// standardHeaders are the HTTP headers a modern request carries besides
+// MCP-Protocol-Version, which the transport sets: Mcp-Method and, for a call,
+// a read or a prompt, Mcp-Name.
+func (cn *conn) standardHeaders(method string, params json.RawMessage) http.Header {
+	std := mcp.StandardHeaders(cn.protocolVersion(), mcp.MCPMethod(method), params)
+	if len(std) == 0 {
+		return nil
+	}
+	h := make(http.Header, len(std)+1)
+	for k, v := range std {
+		h.Set(k, v)
+	}
+	h.Set(mcp.HeaderProtocolVersion, cn.protocolVersion())
+	return h
+}
+
+// describeProtocol says a protocol version and its era, for people:
+// "2026-07-28 (modern)", "2025-11-25 (legacy)".
+func describeProtocol(version string) string {
+	switch {
+	case version == "":
+		return ""
+	case mcp.IsModernProtocol(version):
+		return version + " (modern)"
+	}
+	return version + " (legacy)"
+}
+
+// modernLocal answers the legacy requests the modern era has no method for, so
+// that the gateway's routes need not know a child's era: logging/setLevel sets
+// the level later requests carry in _meta, resources/subscribe and
+// resources/unsubscribe change the listen stream, ping asks server/discover.
+// ok is false for every other method, which goes to the child.
+func (cn *conn) modernLocal(ctx context.Context, method string, params any) (raw json.RawMessage, ok bool, err error) {
+	var p struct {
+		Level string `json:"level"`
+		URI   string `json:"uri"`
+	}
+	decode := func() error {
+		b, err := json.Marshal(params)
+		if err == nil {
+			err = json.Unmarshal(b, &p)
+		}
+		if err != nil {
+			return &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("the params of %s: %v", method, err)}
+		}
+		return nil
+	}
+	empty := json.RawMessage(`{}`)
+	switch mcp.MCPMethod(method) {
+	case mcp.MethodSetLogLevel:
+		if err := decode(); err != nil {
+			return nil, true, err
+		}
+		cn.versionMu.Lock()
+		cn.sharedLevel = p.Level
+		cn.versionMu.Unlock()
+		return empty, true, nil
+	case mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe:
+		if err := decode(); err != nil {
+			return nil, true, err
+		}
+		if mcp.MCPMethod(method) == mcp.MethodResourcesSubscribe {
+			err = cn.subscribeResource(ctx, p.URI)
+		} else {
+			err = cn.unsubscribeResource(ctx, p.URI)
+		}
+		if err != nil {
+			return nil, true, err
+		}
+		return empty, true, nil
+	case mcp.MethodPing:
+		if _, err := cn.requestID(ctx, cn.nextID(), string(mcp.MethodServerDiscover), map[string]any{}); err != nil {
+			return nil, true, err
+		}
+		return empty, true, nil
+	}
+	return nil, false, nil
+}

@@ -1,0 +1,336 @@
+package aggregation
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// eraServer is the config entry of a stdio era child of kind, logging to log.
+func eraServer(kind, log, extra string) string {
+	return fmt.Sprintf(`{"command": %q, "args": ["-test.run=^$"], "env": {%q: %q, "NEXUS_TEST_ERA_LOG": %q}, "timeout": "20s"%s}`,
+		os.Args[0], eraChildEnv, kind, log, extra)
+}
+
+// shortProbe makes a silent child's probe end sooner than discoverWait.
+func shortProbe(kids map[string]*child) {
+	for _, c := range kids {
+		c.probeWait = time.Second
+	}
+}
+
+func statusOf(t *testing.T, g *Gateway, name string) Status {
+	t.Helper()
+	for _, s := range g.Servers() {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no server %s", name)
+	return Status{}
+}
+
+func toolNames(g *Gateway) []string {
+	var names []string
+	for _, tl := range g.Tools() {
+		names = append(names, tl.Wire)
+	}
+	return names
+}
+
+// TestChildEras: Nexus finds the era of each kind of stdio child by probing,
+// lists its tools, calls one in the child's own era and says the era in its
+// status.
+func TestChildEras(t *testing.T) {
+	for _, tt := range []struct{ kind, era, protocol string }{
+		{"dual", "modern", "2026-07-28 (modern)"},
+		{"modern", "modern", "2026-07-28 (modern)"},
+		{"legacy", "legacy", "2025-11-25 (legacy)"},
+		{"silent", "legacy", "2025-11-25 (legacy)"},
+	} {
+		t.Run(tt.kind, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "era.log")
+			var tune func(map[string]*child)
+			if tt.kind == "silent" {
+				tune = shortProbe // the others answer in time, however slow the machine
+			}
+			g := comebackGateway(t, `{"e": `+eraServer(tt.kind, log, "")+`}`, tune)
+			waitState(t, g.kids()["e"], StateReady)
+			waitFor(t, "e__echo in the manifest", func() bool { return slices.Contains(toolNames(g), "e__echo") })
+			if got := callText(t, g, "e__echo", `{"text":"hi"}`); !strings.Contains(got, tt.era+":hi") {
+				t.Errorf("the call answered %s, not in the %s era", got, tt.era)
+			}
+			if got := statusOf(t, g, "e").Protocol; got != tt.protocol {
+				t.Errorf("status says protocol %q, not %q", got, tt.protocol)
+			}
+			for pid, methods := range eraLog(log) {
+				if tt.era == "modern" && slices.Contains(methods, "initialize") {
+					t.Errorf("process %s of a modern child was sent initialize: %v", pid, methods)
+				}
+				if tt.era == "legacy" && !slices.Contains(methods, "initialize") {
+					t.Errorf("process %s of a legacy child was never sent initialize: %v", pid, methods)
+				}
+			}
+		})
+	}
+}
+
+// TestChildHTTPEras: the same over streamable HTTP, against mcp-go servers that
+// serve both eras, only the modern one, only the legacy one.
+func TestChildHTTPEras(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		versions []string
+		era      string
+		protocol string
+	}{
+		{"dual", nil, "modern", "2026-07-28 (modern)"},
+		{"modern", []string{"2026-07-28"}, "modern", "2026-07-28 (modern)"},
+		{"legacy", []string{"2025-11-25"}, "legacy", "2025-11-25 (legacy)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newEraServer(tt.name)
+			h := server.NewStreamableHTTPServer(srv, server.WithStreamableHTTPProtocolVersions(tt.versions...))
+			var mu sync.Mutex
+			var bad []string // what a modern request may not be
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				switch {
+				case r.Method != http.MethodPost:
+					bad = append(bad, r.Method)
+				case r.Header.Get("Mcp-Method") == "" && r.Header.Get("Mcp-Protocol-Version") != "":
+					bad = append(bad, "a POST without Mcp-Method")
+				case r.Header.Get("Mcp-Session-Id") != "" && r.Header.Get("Mcp-Protocol-Version") == "2026-07-28":
+					bad = append(bad, "a modern POST with a session")
+				}
+				mu.Unlock()
+				h.ServeHTTP(w, r)
+			}))
+			t.Cleanup(ts.Close)
+			g := comebackGateway(t, fmt.Sprintf(`{"e": {"transport": "streamable-http", "url": %q, "timeout": "20s"}}`, ts.URL+"/mcp"), nil)
+			waitState(t, g.kids()["e"], StateReady)
+			if got := callText(t, g, "e__echo", `{"text":"hi"}`); !strings.Contains(got, tt.era+":hi") {
+				t.Errorf("the call answered %s, not in the %s era", got, tt.era)
+			}
+			if got := statusOf(t, g, "e").Protocol; got != tt.protocol {
+				t.Errorf("status says protocol %q, not %q", got, tt.protocol)
+			}
+			if got := callText(t, g, "e__grow", `{}`); !strings.Contains(got, "grew") {
+				t.Fatalf("grow answered %s", got)
+			}
+			waitFor(t, "the grown tool in the manifest", func() bool { return slices.Contains(toolNames(g), "e__grown") })
+			mu.Lock()
+			defer mu.Unlock()
+			if tt.era == "modern" && len(bad) > 0 {
+				t.Errorf("a modern child was sent %v", bad)
+			}
+		})
+	}
+}
+
+// TestModernListChanged: a modern stdio child's tools/list_changed, which it
+// sends on the subscriptions/listen stream Nexus opened, reaches the manifest.
+func TestModernListChanged(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "era.log")
+	g := comebackGateway(t, `{"e": `+eraServer("modern", log, "")+`}`, nil)
+	waitState(t, g.kids()["e"], StateReady)
+	if got := callText(t, g, "e__grow", `{}`); !strings.Contains(got, "grew") {
+		t.Fatalf("grow answered %s", got)
+	}
+	waitFor(t, "the grown tool in the manifest", func() bool { return slices.Contains(toolNames(g), "e__grown") })
+	var listened bool
+	for _, methods := range eraLog(log) {
+		listened = listened || slices.Contains(methods, "subscriptions/listen")
+	}
+	if !listened {
+		t.Error("Nexus never opened a subscriptions/listen stream")
+	}
+}
+
+// TestSessionConnectionsDoNotProbe: the connections of client sessions to a
+// "client" server reuse the era the child's own connection found: a legacy
+// child's are never sent server/discover, a modern child's never initialize.
+func TestSessionConnectionsDoNotProbe(t *testing.T) {
+	for _, tt := range []struct{ kind, era, never string }{
+		{"legacy", "legacy", "server/discover"},
+		{"modern", "modern", "initialize"},
+	} {
+		t.Run(tt.kind, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "era.log")
+			g := comebackGateway(t, `{"e": `+eraServer(tt.kind, log, `, "sessions": "client"`)+`}`, nil)
+			waitState(t, g.kids()["e"], StateReady)
+			first := eraLog(log)
+			if len(first) != 1 {
+				t.Fatalf("%d processes before any client: %v", len(first), first)
+			}
+			c := stdioClient(t, g, "anonymous")
+			c.initializeWith("test", map[string]any{})
+			if got, isErr := call(t, c, "e__echo", "hi"); isErr || got != tt.era+":hi" {
+				t.Fatalf("the session's call answered %q (error %v)", got, isErr)
+			}
+			all := eraLog(log)
+			if len(all) != 2 {
+				t.Fatalf("%d processes, not the child's own and the session's: %v", len(all), all)
+			}
+			for pid, methods := range all {
+				if _, own := first[pid]; own {
+					continue
+				}
+				if slices.Contains(methods, tt.never) {
+					t.Errorf("the session's process was sent %s: %v", tt.never, methods)
+				}
+			}
+		})
+	}
+}
+
+// TestPinnedEraRefusesTheOther: servers.X.protocolVersion pins the era; a child
+// of the other era fails to start with an error that says so.
+func TestPinnedEraRefusesTheOther(t *testing.T) {
+	for _, tt := range []struct{ kind, pin, want string }{
+		{"modern", "2025-11-25", "servers.e.protocolVersion is 2025-11-25"},
+		{"legacy", "2026-07-28", "does not speak protocol 2026-07-28, which servers.e.protocolVersion requires"},
+	} {
+		t.Run(tt.pin, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "era.log")
+			g := comebackGateway(t, `{"e": `+eraServer(tt.kind, log, fmt.Sprintf(`, "protocolVersion": %q`, tt.pin))+`}`, nil)
+			waitFor(t, "the first attempt to fail", func() bool { return statusOf(t, g, "e").Error != "" })
+			if got := statusOf(t, g, "e").Error; !strings.Contains(got, tt.want) {
+				t.Errorf("the error says %q, not %q", got, tt.want)
+			}
+			for pid, methods := range eraLog(log) {
+				if tt.pin == "2025-11-25" && slices.Contains(methods, "server/discover") {
+					t.Errorf("process %s of a child pinned legacy was probed: %v", pid, methods)
+				}
+				if tt.pin == "2026-07-28" && slices.Contains(methods, "initialize") {
+					t.Errorf("process %s of a child pinned modern was sent initialize: %v", pid, methods)
+				}
+			}
+		})
+	}
+}
+
+// TestModernResourceSubscription: a client's resources/subscribe reaches a
+// modern child as a subscriptions/listen stream naming the resource, the
+// child's update reaches the client, and an unsubscribe takes the resource out
+// of the stream.
+func TestModernResourceSubscription(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "era.log")
+	g := comebackGateway(t, `{"e": `+eraServer("modern", log, "")+`}`, nil)
+	waitState(t, g.kids()["e"], StateReady)
+	c := stdioClient(t, g, "anonymous")
+	c.initializeWith("test", map[string]any{})
+	if m := c.request("resources/subscribe", map[string]any{"uri": "era://note"}); m.Error != nil {
+		t.Fatalf("resources/subscribe: %v", m.Error)
+	}
+	if got, _ := call(t, c, "e__touch", ""); got != "told 1" {
+		t.Fatalf("touch answered %q: the child does not see the subscription", got)
+	}
+	if !c.waitNote("notifications/resources/updated", func(m wireMsg) bool { return strings.Contains(string(m.Params), "era://note") }) {
+		t.Fatal("the update never reached the subscribed client")
+	}
+	if m := c.request("resources/unsubscribe", map[string]any{"uri": "era://note"}); m.Error != nil {
+		t.Fatalf("resources/unsubscribe: %v", m.Error)
+	}
+	waitFor(t, "the stream without the resource", func() bool {
+		got, _ := call(t, c, "e__touch", "")
+		return got == "told 0"
+	})
+	for _, methods := range eraLog(log) {
+		if slices.Contains(methods, "resources/subscribe") || slices.Contains(methods, "resources/unsubscribe") {
+			t.Errorf("a modern child was sent a legacy subscription request: %v", methods)
+		}
+	}
+}
+
+// TestModernParamsKeepTheCallersMeta: the _meta a modern request carries is the
+// caller's (a progress token) with Nexus's protocol version, identity,
+// capabilities and log level merged in, whether the params are a map or raw
+// JSON.
+func TestModernParamsKeepTheCallersMeta(t *testing.T) {
+	cn := &conn{version: "2026-07-28", sharedLevel: "debug", declared: mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{}}}
+	for _, params := range []any{
+		json.RawMessage(`{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":7}}`),
+		map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}, "_meta": map[string]any{"progressToken": 7}},
+	} {
+		raw, err := cn.modernParams(params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Name string         `json:"name"`
+			Meta map[string]any `json:"_meta"`
+		}
+		if err := json.Unmarshal(raw, &got); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]any{
+			"progressToken": float64(7),
+			"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "nexus", "version": Version},
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{"sampling": map[string]any{}},
+			"io.modelcontextprotocol/logLevel":           "debug",
+		}
+		if got.Name != "echo" || !reflect.DeepEqual(got.Meta, want) {
+			t.Errorf("%T params became %s", params, raw)
+		}
+	}
+	if raw, err := cn.modernParams(nil); err != nil || !strings.Contains(string(raw), `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`) {
+		t.Errorf("no params became %s, %v", raw, err)
+	}
+}
+
+// TestRememberedEraIsProbedAgain: a restart speaks the era the last process
+// was found to speak, without probing; when that fails (the server changed
+// era), the era is forgotten and the next attempt probes.
+func TestRememberedEraIsProbedAgain(t *testing.T) {
+	dir := t.TempDir()
+	log, kind := filepath.Join(dir, "era.log"), filepath.Join(dir, "kind")
+	if err := os.WriteFile(kind, []byte("legacy"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := comebackGateway(t, `{"e": `+eraServer("file:"+kind, log, "")+`}`, nil)
+	waitState(t, g.kids()["e"], StateReady)
+	if got := statusOf(t, g, "e").Protocol; got != "2025-11-25 (legacy)" {
+		t.Fatalf("first protocol %q", got)
+	}
+	if err := os.WriteFile(kind, []byte("modern"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	callText(t, g, "e__exit", `{}`)
+	waitFor(t, "the server back as a modern one", func() bool {
+		s := statusOf(t, g, "e")
+		return s.State == StateReady && s.Protocol == "2026-07-28 (modern)"
+	})
+	var starts [][]string // each process's methods, in the order they started
+	for _, methods := range eraLog(log) {
+		starts = append(starts, methods)
+	}
+	if len(starts) != 3 {
+		t.Fatalf("%d processes, want the legacy one, the restart that spoke legacy, the one probed: %v", len(starts), starts)
+	}
+	var remembered, probed bool
+	for _, m := range starts {
+		switch {
+		case len(m) > 0 && m[0] == "initialize" && !slices.Contains(m, "server/discover"):
+			remembered = true // the restart: initialize, refused, and no probe
+		case len(m) > 0 && m[0] == "server/discover" && !slices.Contains(m, "initialize"):
+			probed = true
+		}
+	}
+	if !remembered || !probed {
+		t.Errorf("the processes were asked %v: want one restarted in the remembered era and one probed afresh", starts)
+	}
+}
