@@ -1045,15 +1045,27 @@ func (cn *conn) nextID() mcp.RequestId {
 // request carries Nexus's _meta in its params and, over HTTP, the standard
 // headers.
 func (cn *conn) roundTrip(ctx context.Context, id mcp.RequestId, method string, params any) (*transport.JSONRPCResponse, error) {
+	var extensions []string
+	if d, ok := params.(declaring); ok {
+		params, extensions = d.params, d.extensions
+	}
 	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params}
 	if cn.modern() {
-		raw, err := cn.modernParams(params)
+		raw, err := cn.modernParams(params, extensions)
 		if err != nil {
 			return nil, fmt.Errorf("the params of %s: %w", method, err)
 		}
 		req.Params, req.Header = raw, cn.standardHeaders(method, raw)
 	}
 	return cn.tr.SendRequest(ctx, req)
+}
+
+// declaring is a request's params with the extensions its client declared, which a
+// modern child is told of for that request alone (tasks_ext.go); a legacy child
+// gets the params.
+type declaring struct {
+	params     any
+	extensions []string
 }
 
 // requestID is request with the id given.

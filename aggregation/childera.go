@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"sync"
 	"time"
@@ -301,8 +302,9 @@ func (cn *conn) modern() bool { return mcp.IsModernProtocol(cn.protocolVersion()
 
 // modernParams is params with the _meta a modern child needs on every request
 // merged in: Nexus's protocol version, identity, capabilities and, when set,
-// log level. The caller's own _meta keys (a progress token) are kept.
-func (cn *conn) modernParams(params any) (json.RawMessage, error) {
+// log level. The caller's own _meta keys (a progress token) are kept. extensions
+// are declared beside the connection's capabilities, for this request alone.
+func (cn *conn) modernParams(params any, extensions []string) (json.RawMessage, error) {
 	var raw json.RawMessage
 	switch p := params.(type) {
 	case nil:
@@ -334,7 +336,17 @@ func (cn *conn) modernParams(params any) (json.RawMessage, error) {
 	}
 	set(mcp.MetaKeyProtocolVersion, cn.protocolVersion())
 	set(mcp.MetaKeyClientInfo, mcp.Implementation{Name: "nexus", Version: Version})
-	set(mcp.MetaKeyClientCapabilities, cn.declared)
+	caps := cn.declared
+	if len(extensions) > 0 {
+		caps.Extensions = maps.Clone(caps.Extensions)
+		if caps.Extensions == nil {
+			caps.Extensions = map[string]any{}
+		}
+		for _, e := range extensions {
+			caps.Extensions[e] = map[string]any{}
+		}
+	}
+	set(mcp.MetaKeyClientCapabilities, caps)
 	if lvl := cn.logLevel(); lvl != "" {
 		set(mcp.MetaKeyLogLevel, lvl)
 	}

@@ -265,7 +265,7 @@ func TestModernParamsKeepTheCallersMeta(t *testing.T) {
 		json.RawMessage(`{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":7}}`),
 		map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}, "_meta": map[string]any{"progressToken": 7}},
 	} {
-		raw, err := cn.modernParams(params)
+		raw, err := cn.modernParams(params, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -287,7 +287,7 @@ func TestModernParamsKeepTheCallersMeta(t *testing.T) {
 			t.Errorf("%T params became %s", params, raw)
 		}
 	}
-	if raw, err := cn.modernParams(nil); err != nil || !strings.Contains(string(raw), `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`) {
+	if raw, err := cn.modernParams(nil, nil); err != nil || !strings.Contains(string(raw), `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`) {
 		t.Errorf("no params became %s, %v", raw, err)
 	}
 }

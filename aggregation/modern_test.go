@@ -673,3 +673,128 @@ func TestModernTasksExtension(t *testing.T) {
 		t.Errorf("tasks/cancel: %+v", m.Error)
 	}
 }
+
+// modernChildFixture is a gateway whose one child, fresh, is the test child spoken
+// 2026-07-28: its ask tool asks for input with an InputRequiredResult of its own.
+func modernChildFixture(t *testing.T) (*Gateway, string) {
+	t.Helper()
+	cfg, err := config.Parse("test.json", []byte(fmt.Sprintf(`{
+		"servers": {"fresh": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "fresh", "NEXUS_TEST_CHILD_ERA": "modern"}}},
+		"agents": {"tester": {"tokenSha256": %q}, "other": {"tokenSha256": %q}},
+		"policy": {"agents": {"tester": {"allow": ["*"]}, "other": {"allow": ["*"]}}}
+	}`, os.Args[0], TokenHash(tokens["tester"]), TokenHash(tokens["other"]))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := serveHTTP(t, g).URL + "/mcp"
+	if st := g.Servers(); len(st) != 1 || !strings.Contains(st[0].Protocol, "modern") {
+		t.Fatalf("the child is not spoken the modern era: %+v", st)
+	}
+	return g, url
+}
+
+// TestLegacyClientModernChild: a legacy client calls a tool whose modern child asks
+// for input with an InputRequiredResult. Nexus sends each input request to the
+// client as a request of its own, asks the child again with the answers and its
+// state, and the client sees one call.
+func TestLegacyClientModernChild(t *testing.T) {
+	g, url := modernChildFixture(t)
+	for _, front := range fronts {
+		for _, tc := range askCases {
+			t.Run(front+"/"+tc.what, func(t *testing.T) {
+				var c *testClient
+				if front == frontStdio {
+					c = stdioClient(t, g, "tester")
+				} else {
+					c = httpClient(t, url, tokens["tester"])
+				}
+				var asked []string
+				var mu sync.Mutex
+				c.answer = func(method string, _ json.RawMessage) (any, *RPCError) {
+					mu.Lock()
+					asked = append(asked, method)
+					mu.Unlock()
+					return tc.answer, nil
+				}
+				c.initializeWith("legacy-"+tc.what, tc.caps)
+				m := c.request("tools/call", map[string]any{"name": "fresh__ask", "arguments": map[string]any{"text": tc.what}})
+				if m.Error != nil || !strings.Contains(string(m.Result), tc.says) || strings.Contains(string(m.Result), "input_required") {
+					t.Fatalf("the call: %s %+v", m.Result, m.Error)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if len(asked) != 1 {
+					t.Errorf("the client was asked %v, want one request", asked)
+				}
+			})
+		}
+	}
+	t.Run("without the capability", func(t *testing.T) {
+		c := httpClient(t, url, tokens["tester"])
+		c.initializeWith("no-caps", nil)
+		m := c.request("tools/call", map[string]any{"name": "fresh__ask", "arguments": map[string]any{"text": "sampling"}})
+		if m.Error == nil || !strings.Contains(m.Error.Message, "cannot give (sampling/createMessage") {
+			t.Errorf("a client that cannot sample: %s %+v", m.Result, m.Error)
+		}
+	})
+}
+
+// TestModernClientModernChild: a modern child's InputRequiredResult reaches a
+// modern client with its state sealed inside Nexus's; the retry brings the child
+// its own state back, and a tampered state, another agent's retry or a request
+// for what the client did not declare never reach the child.
+func TestModernClientModernChild(t *testing.T) {
+	_, url := modernChildFixture(t)
+	for _, tc := range askCases {
+		t.Run(tc.what, func(t *testing.T) {
+			call := map[string]any{"name": "fresh__ask", "arguments": map[string]any{"text": tc.what}}
+			send := func(agent string, params map[string]any) (int, wireMsg) {
+				status, msgs := modernHTTP(t, url, tokens[agent], 3, "tools/call", params, nil)
+				return status, last(t, msgs)
+			}
+			_, first := send("tester", withMeta(call, modernMeta(tc.caps)))
+			var ir struct {
+				ResultType    string                     `json:"resultType"`
+				InputRequests map[string]json.RawMessage `json:"inputRequests"`
+				RequestState  string                     `json:"requestState"`
+			}
+			if err := json.Unmarshal(first.Result, &ir); err != nil || ir.ResultType != "input_required" || ir.InputRequests["q"] == nil {
+				t.Fatalf("want the child's InputRequiredResult, got %s %+v", first.Result, first.Error)
+			}
+			if ir.RequestState == "state-of-"+tc.what || strings.Contains(ir.RequestState, "state-of") {
+				t.Fatalf("the child's own state reached the client: %q", ir.RequestState)
+			}
+			retry := func(state string, answers map[string]any) map[string]any {
+				p := withMeta(call, modernMeta(tc.caps))
+				p["requestState"], p["inputResponses"] = state, answers
+				return p
+			}
+			if _, m := send("tester", retry(ir.RequestState, map[string]any{})); !strings.Contains(string(m.Result), "input_required") {
+				t.Errorf("a retry without the answer: %s %+v", m.Result, m.Error)
+			}
+			tampered := []byte(ir.RequestState)
+			tampered[4] ^= 1
+			if status, m := send("tester", retry(string(tampered), map[string]any{"q": tc.answer})); status != http.StatusBadRequest || m.Error == nil {
+				t.Errorf("a tampered state: %d %s %+v", status, m.Result, m.Error)
+			}
+			if _, m := send("other", retry(ir.RequestState, map[string]any{"q": tc.answer})); m.Error == nil || !strings.Contains(m.Error.Message, "another agent") {
+				t.Errorf("another agent's retry: %s %+v", m.Result, m.Error)
+			}
+			_, done := send("tester", retry(ir.RequestState, map[string]any{"q": tc.answer}))
+			if done.Error != nil || !strings.Contains(string(done.Result), tc.says) {
+				t.Fatalf("the retry with the answer (the child checks its own state came back): %s %+v", done.Result, done.Error)
+			}
+		})
+	}
+	t.Run("what the client did not declare", func(t *testing.T) {
+		status, msgs := modernHTTP(t, url, tokens["tester"], 4, "tools/call", withMeta(map[string]any{"name": "fresh__ask", "arguments": map[string]any{"text": "elicitation"}}, modernMeta(map[string]any{"sampling": map[string]any{}})), nil)
+		m := last(t, msgs)
+		if status != http.StatusBadRequest || m.Error == nil || m.Error.Code != codeMissingCapability || !strings.Contains(fmt.Sprint(m.Error.Data), "elicitation") {
+			t.Errorf("want 400 -32021 naming elicitation, got %d %s %+v", status, m.Result, m.Error)
+		}
+	})
+}

@@ -524,10 +524,13 @@ func (g *Gateway) fulfil(ctx context.Context, c *caller, server string, raw json
 	}
 	set := map[string]json.RawMessage{"requestState": res.RequestState}
 	answers := map[string]json.RawMessage{}
+	var cannot []string
 	for key, req := range res.InputRequests {
 		if c == nil || c.s == nil || !c.s.declared(req.Method) {
 			if req.Method == "roots/list" {
 				answers[key] = json.RawMessage(`{"roots":[]}`)
+			} else if !slices.Contains(cannot, req.Method) {
+				cannot = append(cannot, req.Method)
 			}
 			continue
 		}
@@ -547,6 +550,12 @@ func (g *Gateway) fulfil(ctx context.Context, c *caller, server string, raw json
 		}
 		answers[key] = answer
 	}
+	if len(answers) == 0 && len(cannot) > 0 {
+		// Nothing the child asked can be answered: asking it again would only
+		// bring the same question back.
+		slices.Sort(cannot)
+		return nil, &RPCError{Code: codeInternal, Message: fmt.Sprintf("server %s asked for input the client cannot give (%s; the client did not declare the capability)", server, strings.Join(cannot, ", "))}
+	}
 	set["inputResponses"] = marshal(answers)
 	return set, nil
 }
@@ -556,7 +565,11 @@ func (g *Gateway) fulfil(ctx context.Context, c *caller, server string, raw json
 // the caller is asked (fulfil) and the child asked again, up to maxInputRounds
 // times. asked reports that it was.
 func (g *Gateway) requestInput(ctx context.Context, cn *conn, c *caller, method string, params any) (raw json.RawMessage, asked bool, err error) {
-	raw, err = cn.request(ctx, method, params)
+	sent := params
+	if method == "tools/call" && c != nil && c.s != nil && c.s.modern && c.s.caps.tasks {
+		sent = declaring{params: params, extensions: []string{tasksExtension}} // its client takes tasks
+	}
+	raw, err = cn.request(ctx, method, sent)
 	// What the child sent before its answer (the call's last progress, a log
 	// message) reaches the client first, as it would directly.
 	cn.pumped.settle(ctx)
