@@ -96,25 +96,27 @@
 //
 // # Replicas on PostgreSQL
 //
-// With Options.DSN, the store is a PostgreSQL database shared by gateway
-// replicas (store_postgres.go), with the same semantics across them:
+// With a postgres.DSN backend, the store is a PostgreSQL database shared
+// by gateway replicas (memory/postgres), with the same semantics across them:
 // exact and similarity hits, TTLs and bounds are the shared store's; an
 // identical call arriving at two replicas makes one child call (a claim
 // row with a lease, on the database's clock); and an invalidation is
 // applied to every live replica's hot layer before the invalidating call
 // returns (an epoch, a notification, and an acknowledgement from each
-// replica holding a lease; see pgStore). An unreachable database makes
+// replica holding a lease; see postgres.Store). An unreachable database makes
 // memory step aside as above, and it comes back by itself.
 //
 // # Where things are
 //
-// memory.go is memory's logic (Call, lookup, remember, invalidation);
-// key.go the key (canonical JSON); store.go the store interface, with
-// store_sqlite*.go and store_postgres*.go behind it; hot.go the hot
-// layer; flight.go single flight; similar*.go similarity (the bucket and
-// decision, the guard, the in-memory index and its sync with the store);
-// embed*.go the embedders; settings.go, ttl.go and meta.go the rules, TTLs
-// and the raw-JSON handling of results.
+// Package memory is the logic: memory.go (Call, lookup, remember,
+// invalidation), key.go the key (canonical JSON), hot.go the hot layer,
+// flight.go single flight, similar*.go the similarity bucket, decision and
+// in-memory index, settings.go, ttl.go and meta.go the rules, TTLs and the
+// raw-JSON handling of results, and store.go the Store interface with the
+// records it exchanges. The stores are packages of their own, chosen by
+// the caller through Options.Backend: memory/sqlite (sqlite.File) and
+// memory/postgres (postgres.DSN); both run memory/memorytest's contract
+// suite.
 //
 // Size is bounded by entry count and total bytes. Totals are kept by
 // triggers, so checking a bound is one row read; once over a bound, the

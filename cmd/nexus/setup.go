@@ -19,6 +19,8 @@ import (
 	"github.com/nexus-mcp/nexus/catalog"
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/memory"
+	"github.com/nexus-mcp/nexus/memory/postgres"
+	"github.com/nexus-mcp/nexus/memory/sqlite"
 	"github.com/nexus-mcp/nexus/policy"
 	"github.com/nexus-mcp/nexus/secrets"
 )
@@ -338,7 +340,7 @@ func (e *env) openMemory(ctx context.Context, cfg *config.Config) (*memory.Memor
 		return nil, fmt.Errorf("creating %s: %w", e.home, err)
 	}
 	opts := memory.Options{
-		Path:           filepath.Join(e.home, "memory.db"),
+		Backend:        sqlite.File(filepath.Join(e.home, "memory.db")),
 		MaxEntries:     cfg.Memory.MaxEntries,
 		MaxBytes:       cfg.Memory.MaxBytes,
 		MaxResultBytes: cfg.Memory.MaxResultBytes,
@@ -357,7 +359,7 @@ func (e *env) openMemory(ctx context.Context, cfg *config.Config) (*memory.Memor
 		if strings.TrimSpace(dsn) == "" {
 			return nil, fmt.Errorf("memory.dsn: %q expands to nothing; set the variable it names", cfg.Memory.DSN)
 		}
-		opts.Path, opts.DSN = "", dsn
+		opts.Backend = postgres.DSN(dsn)
 	}
 	endpoint := func(what string, ep config.Endpoint, dims int) (memory.HTTPConfig, error) {
 		return modelEndpoint(resolve, what, ep, dims)

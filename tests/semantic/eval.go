@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/nexus-mcp/nexus/memory"
+	"github.com/nexus-mcp/nexus/memory/sqlite"
 )
 
 // Set is tests/semantic/pairs.json.
@@ -170,7 +171,7 @@ func Evaluate(ctx context.Context, s *Set, e memory.Embedder, th memory.Threshol
 	r.RecallNoGuard, r.RecallGuard, r.GrayPara = count(r.para, th)
 	r.FalseNoGuard, r.FalseGuard, r.GrayNear = count(r.near, th)
 
-	m, err := memory.Open(ctx, memory.Options{Path: filepath.Join(dir, "eval.db"), Embedder: e, Thresholds: &th})
+	m, err := memory.Open(ctx, memory.Options{Backend: sqlite.File(filepath.Join(dir, "eval.db")), Embedder: e, Thresholds: &th})
 	if err != nil {
 		return nil, err
 	}

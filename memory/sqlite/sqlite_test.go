@@ -1,4 +1,4 @@
-package memory
+package sqlite
 
 import (
 	"context"
@@ -12,23 +12,27 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nexus-mcp/nexus/internal/sqlitedb"
+	"github.com/nexus-mcp/nexus/memory"
+	"github.com/nexus-mcp/nexus/memory/memorytest"
 )
 
 func TestEvictionByCount(t *testing.T) {
-	clk := newClock()
-	m := openTest(t, Options{Now: clk.Now, MaxEntries: 100})
-	c := &child{}
+	clk := memorytest.NewClock()
+	m := openTest(t, memory.Options{Now: clk.Now, MaxEntries: 100})
+	c := &memorytest.Child{}
 	ctx := context.Background()
 	for i := range 100 {
-		do(t, m, "", readTool, fmt.Sprintf(`{"i":%d}`, i), c)
+		memorytest.Do(t, m, "", memorytest.ReadTool, fmt.Sprintf(`{"i":%d}`, i), c)
 		clk.Advance(time.Millisecond)
 	}
 	// Entry 0 is the oldest; using it makes entry 1 the least recently used.
-	if st := status(t, do(t, m, "", readTool, `{"i":0}`, c)); st != StatusHit {
+	if st := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool, `{"i":0}`, c)); st != memory.StatusHit {
 		t.Fatal(st)
 	}
 	clk.Advance(time.Millisecond)
-	do(t, m, "", readTool, `{"i":100}`, c) // over the bound: evict down to 90
+	memorytest.Do(t, m, "", memorytest.ReadTool, `{"i":100}`, c) // over the bound: evict down to 90
 	st, err := m.Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -36,27 +40,27 @@ func TestEvictionByCount(t *testing.T) {
 	if st.Entries != 90 {
 		t.Fatalf("entries after eviction = %d, want 90", st.Entries)
 	}
-	if s := status(t, do(t, m, "", readTool, `{"i":0}`, c)); s != StatusHit {
+	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool, `{"i":0}`, c)); s != memory.StatusHit {
 		t.Fatalf("recently used entry evicted: %q", s)
 	}
-	if s := status(t, do(t, m, "", readTool, `{"i":100}`, c)); s != StatusHit {
+	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool, `{"i":100}`, c)); s != memory.StatusHit {
 		t.Fatalf("new entry evicted: %q", s)
 	}
-	if s := status(t, do(t, m, "", readTool, `{"i":1}`, c)); s != StatusMiss {
+	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool, `{"i":1}`, c)); s != memory.StatusMiss {
 		t.Fatalf("least recently used entry kept: %q", s)
 	}
 	// Entries 1..11 were the 11 least recently used.
-	if s := status(t, do(t, m, "", readTool, `{"i":12}`, c)); s != StatusHit {
+	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool, `{"i":12}`, c)); s != memory.StatusHit {
 		t.Fatalf("entry 12 evicted: %q", s)
 	}
 }
 
 func TestEvictionByBytes(t *testing.T) {
-	clk := newClock()
-	m := openTest(t, Options{Now: clk.Now, MaxBytes: 50_000, MaxResultBytes: 10_000})
-	c := &child{text: func(args json.RawMessage) string { return string(args) + strings.Repeat("x", 900) }}
+	clk := memorytest.NewClock()
+	m := openTest(t, memory.Options{Now: clk.Now, MaxBytes: 50_000, MaxResultBytes: 10_000})
+	c := &memorytest.Child{Text: func(args json.RawMessage) string { return string(args) + strings.Repeat("x", 900) }}
 	for i := range 200 {
-		do(t, m, "", readTool, fmt.Sprintf(`{"i":%d}`, i), c)
+		memorytest.Do(t, m, "", memorytest.ReadTool, fmt.Sprintf(`{"i":%d}`, i), c)
 		clk.Advance(time.Millisecond)
 	}
 	st, err := m.Stats(context.Background())
@@ -66,19 +70,19 @@ func TestEvictionByBytes(t *testing.T) {
 	if st.Bytes > 50_000 || st.Bytes < 30_000 {
 		t.Fatalf("bytes = %d, want within (30000, 50000]", st.Bytes)
 	}
-	if s := status(t, do(t, m, "", readTool, `{"i":199}`, c)); s != StatusHit {
+	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool, `{"i":199}`, c)); s != memory.StatusHit {
 		t.Fatalf("newest evicted: %q", s)
 	}
-	if s := status(t, do(t, m, "", readTool, `{"i":0}`, c)); s != StatusMiss {
+	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool, `{"i":0}`, c)); s != memory.StatusMiss {
 		t.Fatalf("oldest kept: %q", s)
 	}
 	// Totals maintained by triggers agree with the table.
 	var n, b int64
-	if err := sq(m).db.QueryRow(`SELECT count(*), coalesce(sum(size),0) FROM entries`).Scan(&n, &b); err != nil {
+	if err := sqlDB(t, m).QueryRow(`SELECT count(*), coalesce(sum(size),0) FROM entries`).Scan(&n, &b); err != nil {
 		t.Fatal(err)
 	}
 	var tn, tb int64
-	if err := sq(m).db.QueryRow(`SELECT entries, bytes FROM totals`).Scan(&tn, &tb); err != nil {
+	if err := sqlDB(t, m).QueryRow(`SELECT entries, bytes FROM totals`).Scan(&tn, &tb); err != nil {
 		t.Fatal(err)
 	}
 	if n != tn || b != tb {
@@ -89,24 +93,24 @@ func TestEvictionByBytes(t *testing.T) {
 func TestTwoProcesses(t *testing.T) {
 	// Two Opens of one file stand in for two processes (same SQLite engine).
 	path := filepath.Join(t.TempDir(), "memory.db")
-	m1 := openTest(t, Options{Path: path})
-	m2 := openTest(t, Options{Path: path})
-	c := &child{}
-	do(t, m1, "", readTool, `{"q":1}`, c)
-	if s := status(t, do(t, m2, "", readTool, `{"q":1}`, c)); s != StatusHit {
+	m1 := openTest(t, memory.Options{Backend: File(path)})
+	m2 := openTest(t, memory.Options{Backend: File(path)})
+	c := &memorytest.Child{}
+	memorytest.Do(t, m1, "", memorytest.ReadTool, `{"q":1}`, c)
+	if s := memorytest.Status(t, memorytest.Do(t, m2, "", memorytest.ReadTool, `{"q":1}`, c)); s != memory.StatusHit {
 		t.Fatalf("second process: %q", s)
 	}
-	do(t, m2, "", writeTool, `{}`, c)
-	if s := status(t, do(t, m1, "", readTool, `{"q":1}`, c)); s != StatusMiss {
+	memorytest.Do(t, m2, "", memorytest.WriteTool, `{}`, c)
+	if s := memorytest.Status(t, memorytest.Do(t, m1, "", memorytest.ReadTool, `{"q":1}`, c)); s != memory.StatusMiss {
 		t.Fatalf("invalidation by other process not seen: %q", s)
 	}
 	// Concurrent writers from both.
 	errs := make(chan error, 2)
-	for _, m := range []*Memory{m1, m2} {
+	for _, m := range []*memory.Memory{m1, m2} {
 		go func() {
 			for i := range 50 {
 				args := json.RawMessage(fmt.Sprintf(`{"w":%d}`, i))
-				if _, err := m.Call(context.Background(), "", otherTool, args, c.forward(args)); err != nil {
+				if _, err := m.Call(context.Background(), "", memorytest.OtherTool, args, c.Forward(args)); err != nil {
 					errs <- err
 					return
 				}
@@ -130,24 +134,24 @@ func TestTwoProcesses(t *testing.T) {
 
 func TestStatsPersist(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "memory.db")
-	clk := newClock()
-	m := openTest(t, Options{Path: path, Now: clk.Now})
-	slow := plain(func(context.Context) (json.RawMessage, error) {
-		clk.Advance(30 * time.Millisecond) // the child takes 30 ms
-		return textResult("slow answer"), nil
+	clk := memorytest.NewClock()
+	m := openTest(t, memory.Options{Backend: File(path), Now: clk.Now})
+	slow := memorytest.Plain(func(context.Context) (json.RawMessage, error) {
+		clk.Advance(30 * time.Millisecond) // the memorytest.Child takes 30 ms
+		return memorytest.TextResult("slow answer"), nil
 	})
 	ctx := context.Background()
 	for range 3 {
-		if _, err := m.Call(ctx, "", readTool, nil, slow); err != nil {
+		if _, err := m.Call(ctx, "", memorytest.ReadTool, nil, slow); err != nil {
 			t.Fatal(err)
 		}
 	}
-	do(t, m, "", Tool{Name: "x.y", Server: "x"}, `{}`, &child{})
+	memorytest.Do(t, m, "", memory.Tool{Name: "x.y", Server: "x"}, `{}`, &memorytest.Child{})
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
 	// Another process (a CLI) reads them.
-	m2 := openTest(t, Options{Path: path, Now: clk.Now})
+	m2 := openTest(t, memory.Options{Backend: File(path), Now: clk.Now})
 	st, err := m2.Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -155,21 +159,21 @@ func TestStatsPersist(t *testing.T) {
 	if st.Hits != 2 || st.Misses != 1 || st.Bypasses != 1 || st.Entries != 1 || st.SavedMS < 60 {
 		t.Fatalf("stats %+v", st)
 	}
-	if len(st.Tools) != 2 || st.Tools[0].Tool != readTool.Name || st.Tools[0].Hits != 2 || st.Tools[0].Entries != 1 {
+	if len(st.Tools) != 2 || st.Tools[0].Tool != memorytest.ReadTool.Name || st.Tools[0].Hits != 2 || st.Tools[0].Entries != 1 {
 		t.Fatalf("tool stats %+v", st.Tools)
 	}
 	if _, err := json.Marshal(st); err != nil {
 		t.Fatal(err)
 	}
 	// Counters flush in the background too, without Close or Stats.
-	m3 := openTest(t, Options{Path: path, FlushInterval: 10 * time.Millisecond, Now: clk.Now})
-	if _, err := m3.Call(ctx, "", readTool, nil, slow); err != nil {
+	m3 := openTest(t, memory.Options{Backend: File(path), FlushInterval: 10 * time.Millisecond, Now: clk.Now})
+	if _, err := m3.Call(ctx, "", memorytest.ReadTool, nil, slow); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		var hits int64
-		sq(m2).db.QueryRow(`SELECT hits FROM tool_stats WHERE tool = ?`, readTool.Name).Scan(&hits)
+		sqlDB(t, m2).QueryRow(`SELECT hits FROM tool_stats WHERE tool = ?`, memorytest.ReadTool.Name).Scan(&hits)
 		if hits == 3 {
 			break
 		}
@@ -180,19 +184,19 @@ func TestStatsPersist(t *testing.T) {
 	}
 }
 
-func forwarded(t *testing.T, m *Memory, tool Tool) (string, time.Duration) {
+func forwarded(t *testing.T, m *memory.Memory, tool memory.Tool) (string, time.Duration) {
 	t.Helper()
 	var calls atomic.Int64
 	start := time.Now()
-	res, err := m.Call(context.Background(), "", tool, json.RawMessage(`{"z":1}`), plain(func(context.Context) (json.RawMessage, error) {
+	res, err := m.Call(context.Background(), "", tool, json.RawMessage(`{"z":1}`), memorytest.Plain(func(context.Context) (json.RawMessage, error) {
 		calls.Add(1)
-		return textResult("fresh"), nil
+		return memorytest.TextResult("fresh"), nil
 	}))
 	took := time.Since(start)
-	if err != nil || text(res) != "fresh" || calls.Load() != 1 {
-		t.Fatalf("call not forwarded: %v %q %d", err, text(res), calls.Load())
+	if err != nil || memorytest.Text(res) != "fresh" || calls.Load() != 1 {
+		t.Fatalf("call not forwarded: %v %q %d", err, memorytest.Text(res), calls.Load())
 	}
-	return status(t, res), took
+	return memorytest.Status(t, res), took
 }
 
 func TestCorruptFile(t *testing.T) {
@@ -203,7 +207,7 @@ func TestCorruptFile(t *testing.T) {
 	if err := os.WriteFile(path, garbage, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	m, err := Open(context.Background(), Options{Path: path, Logger: testLogger(t)})
+	m, err := memory.Open(context.Background(), memory.Options{Backend: File(path), Logger: memorytest.Logger(t)})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -212,7 +216,7 @@ func TestCorruptFile(t *testing.T) {
 		t.Fatal("garbage file accepted as a database")
 	}
 	for range 2 {
-		if s, _ := forwarded(t, m, readTool); s != StatusBypass {
+		if s, _ := forwarded(t, m, memorytest.ReadTool); s != memory.StatusBypass {
 			t.Fatalf("status %q, want bypass", s)
 		}
 	}
@@ -270,9 +274,9 @@ func TestCorruptPages(t *testing.T) {
 func TestLockedDatabase(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "memory.db")
 	const busy = 200 * time.Millisecond
-	m := openTest(t, Options{Path: path, BusyTimeout: busy})
-	c := &child{}
-	do(t, m, "", readTool, `{"stored":true}`, c)
+	m := openTest(t, memory.Options{Backend: File(path), BusyTimeout: busy})
+	c := &memorytest.Child{}
+	memorytest.Do(t, m, "", memorytest.ReadTool, `{"stored":true}`, c)
 
 	// Another handle holds the write lock.
 	other, err := sql.Open("sqlite", path)
@@ -293,56 +297,56 @@ func TestLockedDatabase(t *testing.T) {
 	}
 
 	// Hits still read (WAL readers do not wait for writers).
-	if s := status(t, do(t, m, "", readTool, `{"stored":true}`, c)); s != StatusHit {
+	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool, `{"stored":true}`, c)); s != memory.StatusHit {
 		t.Fatalf("hit under lock: %q", s)
 	}
 	// A miss is answered; storing gives up after the busy timeout.
-	s, took := forwarded(t, m, readTool)
+	s, took := forwarded(t, m, memorytest.ReadTool)
 	if took > 10*busy {
 		t.Fatalf("miss under lock took %v", took)
 	}
 	t.Logf("miss under lock: %s in %v", s, took)
 	// Later misses do not wait again (write back-off).
-	_, took = forwarded(t, m, otherTool)
+	_, took = forwarded(t, m, memorytest.OtherTool)
 	if took > busy/2 {
 		t.Fatalf("second miss under lock took %v", took)
 	}
 	// A mutating call is answered, and its invalidation is not lost: until
 	// it is written, the server's tools bypass memory in this process.
-	s, took = forwarded(t, m, writeTool)
-	if s != StatusBypass || took > 10*busy {
+	s, took = forwarded(t, m, memorytest.WriteTool)
+	if s != memory.StatusBypass || took > 10*busy {
 		t.Fatalf("mutating call under lock: %q in %v", s, took)
 	}
-	if s := status(t, do(t, m, "", readTool, `{"stored":true}`, c)); s != StatusBypass {
+	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool, `{"stored":true}`, c)); s != memory.StatusBypass {
 		t.Fatalf("stale entry served after unwritten invalidation: %q", s)
 	}
 	if _, err := conn.ExecContext(context.Background(), `ROLLBACK`); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.flush(context.Background()); err != nil {
+	if err := m.Flush(context.Background()); err != nil {
 		t.Fatalf("flush after unlock: %v", err)
 	}
-	if s := status(t, do(t, m, "", readTool, `{"stored":true}`, c)); s != StatusMiss {
+	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool, `{"stored":true}`, c)); s != memory.StatusMiss {
 		t.Fatalf("after unlock: %q", s)
 	}
 }
 
 func TestNewerSchema(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "memory.db")
-	m := openTest(t, Options{Path: path})
+	m := openTest(t, memory.Options{Backend: File(path)})
 	var v int
-	if err := sq(m).db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != schemaVersion {
+	if err := sqlDB(t, m).QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != schemaVersion {
 		t.Fatalf("user_version %d, %v", v, err)
 	}
 	var mode string
-	if err := sq(m).db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+	if err := sqlDB(t, m).QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
 		t.Fatalf("journal_mode %q, %v", mode, err)
 	}
-	if _, err := sq(m).db.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion+1)); err != nil {
+	if _, err := sqlDB(t, m).Exec(fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion+1)); err != nil {
 		t.Fatal(err)
 	}
 	m.Close()
-	m2, err := Open(context.Background(), Options{Path: path, Logger: testLogger(t)})
+	m2, err := memory.Open(context.Background(), memory.Options{Backend: File(path), Logger: memorytest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,53 +354,34 @@ func TestNewerSchema(t *testing.T) {
 	if m2.Err() == nil || !strings.Contains(m2.Err().Error(), "newer") {
 		t.Fatalf("Err = %v", m2.Err())
 	}
-	if s, _ := forwarded(t, m2, readTool); s != StatusBypass {
+	if s, _ := forwarded(t, m2, memorytest.ReadTool); s != memory.StatusBypass {
 		t.Fatalf("status %q", s)
 	}
-	if _, err := Open(context.Background(), Options{}); err == nil {
+	if _, err := memory.Open(context.Background(), memory.Options{}); err == nil {
 		t.Fatal("empty path accepted")
 	}
 }
 
-// populate inserts n entries for tool with args {"i":0..n-1} in one
-// transaction, as Call would have stored them.
-func populate(tb testing.TB, m *Memory, tool Tool, n int) {
+// populate stores n entries for tool with args {"i":0..n-1}.
+func populate(tb testing.TB, m *memory.Memory, tool memory.Tool, n int) {
 	tb.Helper()
-	ctx := context.Background()
-	now := m.now().UnixMilli()
-	res := textResult(strings.Repeat("r", 200))
-	err := sq(m).writeTx(ctx, func(tx *sql.Tx) error {
-		st, err := tx.PrepareContext(ctx, `INSERT INTO entries (key, tool, server, scope, fingerprint, args, result, size,
-			duration_ms, created_at, expires_at, last_used_at) VALUES (?, ?, ?, '', ?, ?, ?, ?, 5, ?, NULL, ?)`)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		for i := range n {
-			args := []byte(fmt.Sprintf(`{"i":%d}`, i))
-			fp := fingerprint(args)
-			if _, err := st.ExecContext(ctx, cacheKey(tool.Name, "", fp), tool.Name, tool.Server, fp, args, res, len(res), now, now); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		tb.Fatal(err)
+	c := &memorytest.Child{Text: func(json.RawMessage) string { return strings.Repeat("r", 200) }}
+	for i := range n {
+		memorytest.Do(tb, m, "", tool, fmt.Sprintf(`{"i":%d}`, i), c)
 	}
 }
 
 func BenchmarkLookupHit(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
-			m := openTest(b, Options{MaxEntries: 2 * n, FlushInterval: time.Hour})
-			m.SetSettings(kept(Settings{TTL: map[string]TTL{"*": {Never: true}}}))
-			populate(b, m, readTool, n)
+			m := openTest(b, memory.Options{MaxEntries: 2 * n, FlushInterval: time.Hour})
+			m.SetSettings(memorytest.Kept(memory.Settings{TTL: map[string]memory.TTL{"*": {Never: true}}}))
+			populate(b, m, memorytest.ReadTool, n)
 			args := make([]json.RawMessage, 1024)
 			for i := range args {
 				args[i] = json.RawMessage(fmt.Sprintf(`{"i":%d}`, (i*7919)%n))
 			}
-			forward := plain(func(context.Context) (json.RawMessage, error) {
+			forward := memorytest.Plain(func(context.Context) (json.RawMessage, error) {
 				b.Fatal("forwarded: not a hit")
 				return nil, nil
 			})
@@ -404,7 +389,7 @@ func BenchmarkLookupHit(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				res, err := m.Call(ctx, "", readTool, args[i%len(args)], forward)
+				res, err := m.Call(ctx, "", memorytest.ReadTool, args[i%len(args)], forward)
 				if err != nil || res == nil {
 					b.Fatal(err)
 				}
@@ -414,17 +399,14 @@ func BenchmarkLookupHit(b *testing.B) {
 	}
 }
 
-// sq is m's SQLite store, for tests that look inside it.
-func sq(m *Memory) *sqliteStore { return m.st.(*sqliteStore) }
-
 // damageFixture is a closed memory.db holding 300 entries of 3 KB, to damage.
 func damageFixture(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "memory.db")
-	m := openTest(t, Options{Path: path, MaxEntries: 100000})
-	big := &child{text: func(args json.RawMessage) string { return string(args) + strings.Repeat("y", 3000) }}
+	m := openTest(t, memory.Options{Backend: File(path), MaxEntries: 100000})
+	big := &memorytest.Child{Text: func(args json.RawMessage) string { return string(args) + strings.Repeat("y", 3000) }}
 	for i := range 300 {
-		do(t, m, "", readTool, fmt.Sprintf(`{"i":%d}`, i), big)
+		memorytest.Do(t, m, "", memorytest.ReadTool, fmt.Sprintf(`{"i":%d}`, i), big)
 	}
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
@@ -437,30 +419,63 @@ func damageFixture(t *testing.T) string {
 // notice the damage (some calls bypass it).
 func checkServesAfterDamage(t *testing.T, path, damage string) {
 	t.Helper()
-	m, err := Open(context.Background(), Options{Path: path, Logger: testLogger(t)})
+	m, err := memory.Open(context.Background(), memory.Options{Backend: File(path), Logger: memorytest.Logger(t)})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
 	defer m.Close()
-	m.SetSettings(kept(Settings{}))
+	m.SetSettings(memorytest.Kept(memory.Settings{}))
 	t.Logf("Err after %s: %v", damage, m.Err())
 	seen := map[string]int{}
 	for i := range 300 {
 		args := json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))
 		want := string(args) + strings.Repeat("y", 3000)
-		res, err := m.Call(context.Background(), "", readTool, args, plain(func(context.Context) (json.RawMessage, error) {
-			return textResult(want), nil
+		res, err := m.Call(context.Background(), "", memorytest.ReadTool, args, memorytest.Plain(func(context.Context) (json.RawMessage, error) {
+			return memorytest.TextResult(want), nil
 		}))
 		if err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}
-		if text(res) != want {
-			t.Fatalf("call %d: wrong answer %.40q", i, text(res))
+		if memorytest.Text(res) != want {
+			t.Fatalf("call %d: wrong memorytest.Answers %.40q", i, memorytest.Text(res))
 		}
-		seen[status(t, res)]++
+		seen[memorytest.Status(t, res)]++
 	}
 	t.Logf("statuses after %s: %v", damage, seen)
-	if seen[StatusBypass] == 0 {
+	if seen[memory.StatusBypass] == 0 {
 		t.Fatalf("%s never noticed: %v", damage, seen)
 	}
+}
+
+// openTest opens a Memory on opts.Backend, by default a SQLite file of
+// t's own.
+func openTest(t testing.TB, opts memory.Options) *memory.Memory {
+	t.Helper()
+	if opts.Backend == nil {
+		opts.Backend = File(filepath.Join(t.TempDir(), "memory.db"))
+	}
+	return memorytest.OpenMemory(t, opts)
+}
+
+// sqlDB is a connection of its own to m's database file, as another
+// process would have, closed with t.
+func sqlDB(t testing.TB, m *memory.Memory) *sql.DB {
+	t.Helper()
+	st, err := m.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqlitedb.Open(st.Path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// TestContract runs the store contract suite against SQLite files.
+func TestContract(t *testing.T) {
+	memorytest.RunStoreContract(t, func(t *testing.T) memory.Backend {
+		return File(filepath.Join(t.TempDir(), "memory.db"))
+	}, memorytest.Features{})
 }

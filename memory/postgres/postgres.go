@@ -1,4 +1,4 @@
-package memory
+package postgres
 
 import (
 	"context"
@@ -20,6 +20,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/nexus-mcp/nexus/memory"
 )
 
 // pgLockClass is the first key of Nexus's advisory locks; the second is a
@@ -50,7 +52,7 @@ const pgNowMS = `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`
 // one per call.
 const pgDownBackoff = time.Second
 
-// pgStore is the store in a PostgreSQL database shared by every gateway
+// Store is the store in a PostgreSQL database shared by every gateway
 // replica.
 //
 // Coherence: NOTIFY is asynchronous, so a notification alone could reach
@@ -81,7 +83,7 @@ const pgDownBackoff = time.Second
 // Stores and invalidations serialise on an advisory lock (shared for
 // stores, exclusive for invalidations), so a result fetched before an
 // invalidation is never stored after it.
-type pgStore struct {
+type Store struct {
 	pool   *pgxpool.Pool
 	cfg    *pgxpool.Config
 	desc   string // the DSN without its password
@@ -94,8 +96,8 @@ type pgStore struct {
 
 	downUntil atomic.Int64 // unix nanos: fail fast until then
 
-	hot        atomic.Pointer[hot] // emptied by the listener on invalidation
-	leaseUntil atomic.Int64        // unix nanos: hot hits need no check until then
+	hot        atomic.Pointer[memory.Hot] // emptied by the listener on invalidation
+	leaseUntil atomic.Int64               // unix nanos: hot hits need no check until then
 	// beforeApply, when set (tests), runs before the listener applies an
 	// invalidation: a test blocks it to play a replica that hangs.
 	beforeApply atomic.Pointer[func()]
@@ -111,10 +113,30 @@ type pgStore struct {
 
 var errPgDown = errors.New("postgres unreachable; retrying shortly")
 
-// openPostgres prepares a pool for dsn. It does not connect: a database
-// that is down when the gateway starts makes memory step aside until it
-// comes up.
-func openPostgres(ctx context.Context, dsn string, busy time.Duration, log *slog.Logger) (*pgStore, error) {
+// DSN is the memory.Backend of the PostgreSQL database of a connection
+// string (a URL or key=value string, as libpq takes), shared by gateway
+// replicas.
+type DSN string
+
+// Where returns the DSN without its password.
+func (d DSN) Where() string { return redactDSN(string(d)) }
+
+// Open prepares the store; see Open.
+func (d DSN) Open(ctx context.Context, o memory.StoreOptions) (memory.Store, error) {
+	s, err := Open(ctx, string(d), o.BusyTimeout, o.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return s, nil
+}
+
+var _ memory.Store = (*Store)(nil)
+
+// Open prepares a pool for dsn. It does not connect: a database that is
+// down when the gateway starts makes memory step aside until it comes up,
+// and the schema is migrated at the first use that reaches the database.
+// busy bounds how long one operation waits for the database.
+func Open(ctx context.Context, dsn string, busy time.Duration, log *slog.Logger) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("parse dsn %s: %w", redactDSN(dsn), redactErr(err, dsn))
@@ -127,7 +149,7 @@ func openPostgres(ctx context.Context, dsn string, busy time.Duration, log *slog
 	}
 	var id [8]byte
 	rand.Read(id[:])
-	s := &pgStore{
+	s := &Store{
 		pool: pool, cfg: cfg, desc: redactDSN(dsn), owner: hex.EncodeToString(id[:]),
 		busyTO: busy, log: log, wake: make(chan struct{}), listenDone: make(chan struct{}),
 	}
@@ -137,9 +159,9 @@ func openPostgres(ctx context.Context, dsn string, busy time.Duration, log *slog
 	return s, nil
 }
 
-func (s *pgStore) where() string { return s.desc }
+func (s *Store) Where() string { return s.desc }
 
-func (s *pgStore) close() error {
+func (s *Store) Close() error {
 	s.stopListen()
 	<-s.listenDone
 	// Invalidations stop waiting for this replica.
@@ -150,13 +172,18 @@ func (s *pgStore) close() error {
 	return nil
 }
 
-// attachHot gives the listener the hot layer to empty on invalidation.
-func (s *pgStore) attachHot(h *hot) { s.hot.Store(h) }
+// Watch gives the listener the hot layer to empty on invalidation. Sync
+// sees another replica's commits only through notifications, so the
+// similarity index catches up on every lookup (always).
+func (s *Store) Watch(_ context.Context, h *memory.Hot) (bool, error) {
+	s.hot.Store(h)
+	return true, nil
+}
 
 // begin checks that the database is worth trying and its schema is
 // current, and bounds the operation: a database that stopped answering
 // must not hold a call longer than the busy timeout.
-func (s *pgStore) begin(ctx context.Context) (context.Context, context.CancelFunc, error) {
+func (s *Store) begin(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	if time.Now().UnixNano() < s.downUntil.Load() {
 		return nil, nil, errPgDown
 	}
@@ -172,7 +199,7 @@ func (s *pgStore) begin(ctx context.Context) (context.Context, context.CancelFun
 
 // failed records err: a connection failure (not an error the server
 // reported) makes the store fail fast for pgDownBackoff.
-func (s *pgStore) failed(ctx context.Context, err error) error {
+func (s *Store) failed(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -186,7 +213,7 @@ func (s *pgStore) failed(ctx context.Context, err error) error {
 	return err
 }
 
-func (s *pgStore) migrate(ctx context.Context) error {
+func (s *Store) migrate(ctx context.Context) error {
 	s.migrateMu.Lock()
 	defer s.migrateMu.Unlock()
 	if s.ready.Load() {
@@ -208,7 +235,7 @@ func (s *pgStore) migrate(ctx context.Context) error {
 // after a failure. A notification that may have been missed (while
 // disconnected) counts as an invalidation: the hot layer empties and the
 // index prunes, which costs reads, never correctness.
-func (s *pgStore) listen(ctx context.Context) {
+func (s *Store) listen(ctx context.Context) {
 	defer close(s.listenDone)
 	for ctx.Err() == nil {
 		err := s.listenOnce(ctx)
@@ -231,7 +258,7 @@ func (s *pgStore) listen(ctx context.Context) {
 // listenOnce listens, registers this replica, and then applies and
 // acknowledges invalidations and renews the lease until the connection
 // fails or ctx ends.
-func (s *pgStore) listenOnce(ctx context.Context) error {
+func (s *Store) listenOnce(ctx context.Context) error {
 	if !s.ready.Load() {
 		if err := s.migrate(ctx); err != nil {
 			return err
@@ -318,9 +345,9 @@ func (s *pgStore) listenOnce(ctx context.Context) error {
 
 // applyInvalidation empties the hot layer (reads in progress cannot put
 // what they read: the reset changes its epoch) and marks the index.
-func (s *pgStore) applyInvalidation() {
+func (s *Store) applyInvalidation() {
 	if h := s.hot.Load(); h != nil {
-		h.reset()
+		h.Reset()
 	}
 	s.moved.Store(true)
 	s.invalidated.Store(true)
@@ -329,7 +356,7 @@ func (s *pgStore) applyInvalidation() {
 // awaitAcks waits until every live replica applied invalidation epoch e
 // to its hot layer, or stopped being live. It gives up only when the
 // database cannot be asked.
-func (s *pgStore) awaitAcks(ctx context.Context, e int64) error {
+func (s *Store) awaitAcks(ctx context.Context, e int64) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgLeaseDB+2*s.busyTO)
 	defer cancel()
 	poll := 200 * time.Microsecond
@@ -354,36 +381,36 @@ func (s *pgStore) awaitAcks(ctx context.Context, e int64) error {
 }
 
 // signal wakes the followers waiting for another replica's flight.
-func (s *pgStore) signal() {
+func (s *Store) signal() {
 	s.wakeMu.Lock()
 	close(s.wake)
 	s.wake = make(chan struct{})
 	s.wakeMu.Unlock()
 }
 
-func (s *pgStore) flightDone() <-chan struct{} {
+func (s *Store) FlightDone() <-chan struct{} {
 	s.wakeMu.Lock()
 	defer s.wakeMu.Unlock()
 	return s.wake
 }
 
-func (s *pgStore) sync(_ context.Context, h *hot) (look, error) {
-	var l look
+func (s *Store) Sync(_ context.Context, h *memory.Hot) (memory.Look, error) {
+	var l memory.Look
 	if h != nil {
-		l.epoch = h.currentEpoch()
+		l.Epoch = h.Epoch()
 	}
 	if s.invalidated.Swap(false) {
-		l.invalidated, l.moved = true, true // the listener emptied h
+		l.Invalidated, l.Moved = true, true // the listener emptied h
 	}
 	if s.moved.Swap(false) {
-		l.moved = true
+		l.Moved = true
 	}
 	return l, nil
 }
 
 const pgGenQuery = `SELECT coalesce(sum(gen), 0)::bigint FROM nexus_memory_generations WHERE name IN ($1, $2, '*')`
 
-func (s *pgStore) hotValid(ctx context.Context, t Tool, gen int64) (bool, error) {
+func (s *Store) HotValid(ctx context.Context, t memory.Tool, gen int64) (bool, error) {
 	if time.Now().UnixNano() < s.leaseUntil.Load() {
 		// Every invalidation answered so far was applied to h.
 		return true, nil
@@ -393,7 +420,7 @@ func (s *pgStore) hotValid(ctx context.Context, t Tool, gen int64) (bool, error)
 		return false, err
 	}
 	defer cancel()
-	gt, gs := genNames(t)
+	gt, gs := memory.GenNames(t)
 	var cur int64
 	if err := s.pool.QueryRow(ctx, pgGenQuery, gt, gs).Scan(&cur); err != nil {
 		return false, s.failed(ctx, fmt.Errorf("read generation: %w", err))
@@ -401,13 +428,13 @@ func (s *pgStore) hotValid(ctx context.Context, t Tool, gen int64) (bool, error)
 	return cur == gen, nil
 }
 
-func (s *pgStore) lookup(ctx context.Context, t Tool, key []byte) (entry, bool, int64, error) {
+func (s *Store) Lookup(ctx context.Context, t memory.Tool, key []byte) (memory.Entry, bool, int64, error) {
 	ctx, cancel, err := s.begin(ctx)
 	if err != nil {
-		return entry{}, false, 0, err
+		return memory.Entry{}, false, 0, err
 	}
 	defer cancel()
-	gt, gs := genNames(t)
+	gt, gs := memory.GenNames(t)
 	var (
 		gen              int64
 		id, created, dur *int64
@@ -419,16 +446,16 @@ func (s *pgStore) lookup(ctx context.Context, t Tool, key []byte) (entry, bool, 
 		FROM (`+pgGenQuery+`) AS g (gen)
 		LEFT JOIN nexus_memory_entries AS e ON e.key = $3`, gt, gs, key).Scan(&gen, &id, &result, &created, &dur, &stale)
 	if err != nil {
-		return entry{}, false, 0, s.failed(ctx, fmt.Errorf("lookup: %w", err))
+		return memory.Entry{}, false, 0, s.failed(ctx, fmt.Errorf("lookup: %w", err))
 	}
 	if id == nil {
-		return entry{}, false, gen, nil
+		return memory.Entry{}, false, gen, nil
 	}
-	return entry{id: *id, result: result, createdAt: *created, durationMS: *dur, stale: stale != nil && *stale}, true, gen, nil
+	return memory.Entry{ID: *id, Result: result, CreatedAt: *created, DurationMS: *dur, Stale: stale != nil && *stale}, true, gen, nil
 }
 
 // tx runs fn in one transaction.
-func (s *pgStore) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	ctx, cancel, err := s.begin(ctx)
 	if err != nil {
 		return err
@@ -462,32 +489,32 @@ func lockGens(ctx context.Context, tx pgx.Tx, exclusive bool) error {
 	return nil
 }
 
-func (s *pgStore) write(ctx context.Context, w *write) (int64, error) {
-	rec := w.rec
+func (s *Store) Write(ctx context.Context, w *memory.Write) (int64, error) {
+	rec := w.Record
 	var storedID, epoch int64
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		invalidates := len(w.invals) > 0 || len(w.soft) > 0
+		invalidates := len(w.Invalidate) > 0 || len(w.Soft) > 0
 		if rec != nil || invalidates {
 			if err := lockGens(ctx, tx, invalidates); err != nil {
 				return err
 			}
 		}
 		if rec != nil {
-			gt, gs := genNames(rec.tool)
+			gt, gs := memory.GenNames(rec.Tool)
 			var cur int64
 			if err := tx.QueryRow(ctx, pgGenQuery, gt, gs).Scan(&cur); err != nil {
 				return fmt.Errorf("read generation: %w", err)
 			}
-			if cur != w.gen {
+			if cur != w.Gen {
 				rec = nil
 			}
 		}
-		for _, p := range w.invals {
+		for _, p := range w.Invalidate {
 			if err := pgInvalidate(ctx, tx, p); err != nil {
 				return err
 			}
 		}
-		for _, p := range w.soft {
+		for _, p := range w.Soft {
 			if err := pgMarkStale(ctx, tx, p); err != nil {
 				return err
 			}
@@ -499,12 +526,12 @@ func (s *pgStore) write(ctx context.Context, w *write) (int64, error) {
 			}
 			epoch = e
 		}
-		if err := pgWritePending(ctx, tx, w.touches, w.tools); err != nil {
+		if err := pgWritePending(ctx, tx, w.Touches, w.Tools); err != nil {
 			return err
 		}
-		if w.purge {
+		if w.Purge {
 			if _, err := tx.Exec(ctx, `DELETE FROM nexus_memory_entries WHERE id IN (
-				SELECT id FROM nexus_memory_entries WHERE expires_at <= $1 LIMIT $2)`, w.now, purgeLimit); err != nil {
+				SELECT id FROM nexus_memory_entries WHERE expires_at <= $1 LIMIT $2)`, w.Now, memory.PurgeLimit); err != nil {
 				return fmt.Errorf("purge expired: %w", err)
 			}
 		}
@@ -532,7 +559,7 @@ func (s *pgStore) write(ctx context.Context, w *write) (int64, error) {
 
 // bumpEpoch counts an invalidation and tells the replicas, when tx
 // commits, to apply it; the caller then waits for them (awaitAcks).
-func (s *pgStore) bumpEpoch(ctx context.Context, tx pgx.Tx) (int64, error) {
+func (s *Store) bumpEpoch(ctx context.Context, tx pgx.Tx) (int64, error) {
 	var e int64
 	if err := tx.QueryRow(ctx, `UPDATE nexus_memory_epoch SET e = e + 1 WHERE id = 1 RETURNING e`).Scan(&e); err != nil {
 		return 0, fmt.Errorf("bump epoch: %w", err)
@@ -541,7 +568,7 @@ func (s *pgStore) bumpEpoch(ctx context.Context, tx pgx.Tx) (int64, error) {
 }
 
 // notify tells the other replicas, when tx commits, that kind happened.
-func (s *pgStore) notify(ctx context.Context, tx pgx.Tx, kind string) error {
+func (s *Store) notify(ctx context.Context, tx pgx.Tx, kind string) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, current_schema() || '|' || $2)`, pgChannel, kind); err != nil {
 		return fmt.Errorf("notify %s: %w", kind, err)
 	}
@@ -549,7 +576,7 @@ func (s *pgStore) notify(ctx context.Context, tx pgx.Tx, kind string) error {
 }
 
 func pgInvalidate(ctx context.Context, tx pgx.Tx, p string) error {
-	gen, column, value := patternGen(p)
+	gen, column, value := memory.PatternGen(p)
 	var err error
 	if column == "" {
 		_, err = tx.Exec(ctx, `DELETE FROM nexus_memory_entries`)
@@ -564,7 +591,7 @@ func pgInvalidate(ctx context.Context, tx pgx.Tx, p string) error {
 
 // pgMarkStale is markStale for PostgreSQL.
 func pgMarkStale(ctx context.Context, tx pgx.Tx, p string) error {
-	gen, column, value := patternGen(p)
+	gen, column, value := memory.PatternGen(p)
 	var err error
 	if column == "" {
 		_, err = tx.Exec(ctx, `UPDATE nexus_memory_entries SET stale = true WHERE NOT stale`)
@@ -586,7 +613,7 @@ func pgBumpGen(ctx context.Context, tx pgx.Tx, name string) error {
 	return nil
 }
 
-func pgUpsert(ctx context.Context, tx pgx.Tx, r *record) (int64, error) {
+func pgUpsert(ctx context.Context, tx pgx.Tx, r *memory.Record) (int64, error) {
 	var (
 		bucket, vec    []byte
 		embedder, text *string
@@ -596,14 +623,14 @@ func pgUpsert(ctx context.Context, tx pgx.Tx, r *record) (int64, error) {
 		emb, txt       string
 		nDims          int
 		nPart          int64
-		hasVec         = r.sem != nil && r.sem.vec != nil
+		hasVec         = r.Text != nil && r.Text.Vec != nil
 	)
 	if hasVec {
-		emb, txt, nDims, nPart = r.sem.emb.ID(), r.sem.text, len(r.sem.vec), r.sem.part
-		bucket, embedder, text, dims, part, vec = r.sem.bucket, &emb, &txt, &nDims, &nPart, vecBlob(r.sem.vec)
+		emb, txt, nDims, nPart = r.Text.Embedder.ID(), r.Text.Text, len(r.Text.Vec), r.Text.Part
+		bucket, embedder, text, dims, part, vec = r.Text.Bucket, &emb, &txt, &nDims, &nPart, memory.EncodeVector(r.Text.Vec)
 	}
-	if r.expiresAt.Valid {
-		expires = &r.expiresAt.Int64
+	if r.ExpiresAt.Valid {
+		expires = &r.ExpiresAt.Int64
 	}
 	var id int64
 	err := tx.QueryRow(ctx, `
@@ -619,8 +646,8 @@ func pgUpsert(ctx context.Context, tx pgx.Tx, r *record) (int64, error) {
 			free_text = excluded.free_text, vec_dims = excluded.vec_dims,
 			part = excluded.part, vec = excluded.vec, xid = excluded.xid
 		RETURNING id`,
-		r.key, r.tool.Name, r.tool.Server, r.scope, r.fingerprint, string(r.args), r.result, len(r.result),
-		r.durationMS, r.createdAt, expires, bucket, embedder, text, dims, part, vec,
+		r.Key, r.Tool.Name, r.Tool.Server, r.Scope, r.Fingerprint, string(r.Args), r.Result, len(r.Result),
+		r.DurationMS, r.CreatedAt, expires, bucket, embedder, text, dims, part, vec,
 	).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("store entry: %w", err)
@@ -629,7 +656,7 @@ func pgUpsert(ctx context.Context, tx pgx.Tx, r *record) (int64, error) {
 }
 
 // pgEvictIfNeeded keeps the store within w.bounds, like evictIfNeeded.
-func pgEvictIfNeeded(ctx context.Context, tx pgx.Tx, w *write, keep int64) error {
+func pgEvictIfNeeded(ctx context.Context, tx pgx.Tx, w *memory.Write, keep int64) error {
 	var entries, size int64
 	read := func() error {
 		if err := tx.QueryRow(ctx, `SELECT entries, bytes FROM nexus_memory_totals WHERE id = 1`).Scan(&entries, &size); err != nil {
@@ -640,21 +667,21 @@ func pgEvictIfNeeded(ctx context.Context, tx pgx.Tx, w *write, keep int64) error
 	if err := read(); err != nil {
 		return err
 	}
-	b := w.bounds
-	if entries <= b.maxEntries && size <= b.maxBytes {
+	b := w.Bounds
+	if entries <= b.MaxEntries && size <= b.MaxBytes {
 		return nil
 	}
-	if w.beforeEvict != nil {
-		touches, tools := w.beforeEvict()
+	if w.BeforeEvict != nil {
+		touches, tools := w.BeforeEvict()
 		if err := pgWritePending(ctx, tx, touches, tools); err != nil {
 			return err
 		}
 	}
 	if _, err := tx.Exec(ctx, `DELETE FROM nexus_memory_entries WHERE id IN (
-		SELECT id FROM nexus_memory_entries WHERE expires_at <= $1 AND id <> $2 LIMIT $3)`, w.now, keep, max(entries/10, 64)); err != nil {
+		SELECT id FROM nexus_memory_entries WHERE expires_at <= $1 AND id <> $2 LIMIT $3)`, w.Now, keep, max(entries/10, 64)); err != nil {
 		return fmt.Errorf("evict expired: %w", err)
 	}
-	lowEntries, lowBytes := b.maxEntries*9/10, b.maxBytes*9/10
+	lowEntries, lowBytes := b.MaxEntries*9/10, b.MaxBytes*9/10
 	for {
 		if err := read(); err != nil {
 			return err
@@ -680,14 +707,14 @@ func pgEvictIfNeeded(ctx context.Context, tx pgx.Tx, w *write, keep int64) error
 }
 
 // pgWritePending writes batched recency and counters in one round trip.
-func pgWritePending(ctx context.Context, tx pgx.Tx, touches map[int64]touch, tools map[string]*counters) error {
+func pgWritePending(ctx context.Context, tx pgx.Tx, touches map[int64]memory.Touch, tools map[string]*memory.Counters) error {
 	if len(touches) == 0 && len(tools) == 0 {
 		return nil
 	}
 	b := &pgx.Batch{}
 	for _, id := range slices.Sorted(maps.Keys(touches)) {
 		t := touches[id]
-		b.Queue(`UPDATE nexus_memory_entries SET last_used_at = greatest(last_used_at, $1), hits = hits + $2 WHERE id = $3`, t.lastUsed, t.hits, id)
+		b.Queue(`UPDATE nexus_memory_entries SET last_used_at = greatest(last_used_at, $1), hits = hits + $2 WHERE id = $3`, t.LastUsed, t.Hits, id)
 	}
 	for _, name := range slices.Sorted(maps.Keys(tools)) {
 		c := tools[name]
@@ -705,8 +732,8 @@ func pgWritePending(ctx context.Context, tx pgx.Tx, touches map[int64]touch, too
 				gray_unverified = t.gray_unverified + excluded.gray_unverified,
 				guard_rejections = t.guard_rejections + excluded.guard_rejections,
 				embed_failures = t.embed_failures + excluded.embed_failures`,
-			name, c.server, c.hits, c.misses, c.bypasses, c.coalesced, c.saved,
-			c.semanticHits, c.grayAccepted, c.grayRejected, c.grayUnverified, c.guardRejections, c.embedFailures)
+			name, c.Server, c.Hits, c.Misses, c.Bypasses, c.Coalesced, c.SavedMS,
+			c.SemanticHits, c.GrayAccepted, c.GrayRejected, c.GrayUnverified, c.GuardRejections, c.EmbedFailures)
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("write counters: %w", err)
@@ -714,7 +741,7 @@ func pgWritePending(ctx context.Context, tx pgx.Tx, touches map[int64]touch, too
 	return nil
 }
 
-func (s *pgStore) clear(ctx context.Context, server, tool string) (int64, error) {
+func (s *Store) Clear(ctx context.Context, server, tool string) (int64, error) {
 	var n, epoch int64
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		if err := lockGens(ctx, tx, true); err != nil {
@@ -760,7 +787,7 @@ func (s *pgStore) clear(ctx context.Context, server, tool string) (int64, error)
 // committed whatever happens here. If the database cannot be asked, the
 // failure is logged: replicas that cannot reach it either stop trusting
 // their hot layers within pgLeaseLocal, the others get the notification.
-func (s *pgStore) confirm(ctx context.Context, epoch int64) {
+func (s *Store) confirm(ctx context.Context, epoch int64) {
 	if err := s.awaitAcks(ctx, epoch); err != nil {
 		s.log.Warn("memory: invalidation committed, but not confirmed by every replica", "store", s.desc, "err", err)
 	}
@@ -769,7 +796,7 @@ func (s *pgStore) confirm(ctx context.Context, epoch int64) {
 // claim takes key in nexus_memory_flights unless another replica holds an unexpired
 // claim on it, and says whether the entry under key changed since the
 // caller's lookup (a leader that finished between the two).
-func (s *pgStore) claim(ctx context.Context, key []byte, lease time.Duration, seen int64) (bool, bool, func(), error) {
+func (s *Store) Claim(ctx context.Context, key []byte, lease time.Duration, seen int64) (bool, bool, func(), error) {
 	ctx, cancel, err := s.begin(ctx)
 	if err != nil {
 		return false, false, nil, err
@@ -808,7 +835,7 @@ func (s *pgStore) claim(ctx context.Context, key []byte, lease time.Duration, se
 // higher one), so the cursor is the oldest transaction still running at
 // the last read: everything older was visible to it, everything from it
 // on is read again (add replaces).
-func (s *pgStore) vectorsSince(ctx context.Context, cursor int64, add func(id, part int64, vec []float32)) (int64, error) {
+func (s *Store) VectorsSince(ctx context.Context, cursor int64, add func(id, part int64, vec []float32)) (int64, error) {
 	ctx, cancel, err := s.begin(ctx)
 	if err != nil {
 		return cursor, err
@@ -837,7 +864,7 @@ func (s *pgStore) vectorsSince(ctx context.Context, cursor int64, add func(id, p
 		if err := rows.Scan(&id, &part, &blob, &dims); err != nil {
 			return cursor, err
 		}
-		if v := blobVec(blob); len(v) == dims {
+		if v := memory.DecodeVector(blob); len(v) == dims {
 			add(id, part, v)
 		}
 	}
@@ -847,7 +874,7 @@ func (s *pgStore) vectorsSince(ctx context.Context, cursor int64, add func(id, p
 	return next, nil
 }
 
-func (s *pgStore) liveVectorIDs(ctx context.Context) (map[int64]bool, error) {
+func (s *Store) LiveVectorIDs(ctx context.Context) (map[int64]bool, error) {
 	ctx, cancel, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
@@ -868,7 +895,7 @@ func (s *pgStore) liveVectorIDs(ctx context.Context) (map[int64]bool, error) {
 	return live, nil
 }
 
-func (s *pgStore) candidates(ctx context.Context, ids []int64) ([]storedCandidate, error) {
+func (s *Store) Candidates(ctx context.Context, ids []int64) ([]memory.StoredCandidate, error) {
 	ctx, cancel, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
@@ -880,10 +907,10 @@ func (s *pgStore) candidates(ctx context.Context, ids []int64) ([]storedCandidat
 		return nil, s.failed(ctx, err)
 	}
 	defer rows.Close()
-	var out []storedCandidate
+	var out []memory.StoredCandidate
 	for rows.Next() {
-		var cd storedCandidate
-		if err := rows.Scan(&cd.id, &cd.result, &cd.createdAt, &cd.durationMS, &cd.stale, &cd.text, &cd.bucket, &cd.embedder, &cd.dims); err != nil {
+		var cd memory.StoredCandidate
+		if err := rows.Scan(&cd.ID, &cd.Result, &cd.CreatedAt, &cd.DurationMS, &cd.Stale, &cd.Text, &cd.Bucket, &cd.Embedder, &cd.Dims); err != nil {
 			return nil, err
 		}
 		out = append(out, cd)
@@ -894,46 +921,46 @@ func (s *pgStore) candidates(ctx context.Context, ids []int64) ([]storedCandidat
 // scanNeighbours compares sc.vec with every vector of its bucket, in Go
 // (there is no vector extension to ask): used only until the index is
 // built.
-func (s *pgStore) scanNeighbours(ctx context.Context, sc *semCall, k int) ([]candidate, error) {
+func (s *Store) ScanNeighbours(ctx context.Context, sc *memory.FreeText, k int) ([]memory.Candidate, error) {
 	ctx, cancel, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT id, vec, result, created_at, duration_ms, free_text, stale FROM nexus_memory_entries
-		WHERE part = $1 AND bucket = $2 AND embedder = $3 AND vec_dims = $4`, sc.part, sc.bucket, sc.emb.ID(), len(sc.vec))
+		WHERE part = $1 AND bucket = $2 AND embedder = $3 AND vec_dims = $4`, sc.Part, sc.Bucket, sc.Embedder.ID(), len(sc.Vec))
 	if err != nil {
 		return nil, s.failed(ctx, err)
 	}
 	defer rows.Close()
-	var out []candidate
+	var out []memory.Candidate
 	for rows.Next() {
 		var (
-			cd   candidate
+			cd   memory.Candidate
 			blob []byte
 		)
-		if err := rows.Scan(&cd.id, &blob, &cd.result, &cd.createdAt, &cd.durationMS, &cd.text, &cd.stale); err != nil {
+		if err := rows.Scan(&cd.ID, &blob, &cd.Result, &cd.CreatedAt, &cd.DurationMS, &cd.Text, &cd.Stale); err != nil {
 			return nil, err
 		}
-		v := blobVec(blob)
-		if len(v) != len(sc.vec) {
+		v := memory.DecodeVector(blob)
+		if len(v) != len(sc.Vec) {
 			continue
 		}
 		var dot float64
 		for i := range v {
-			dot += float64(v[i]) * float64(sc.vec[i])
+			dot += float64(v[i]) * float64(sc.Vec[i])
 		}
-		cd.similarity = dot
+		cd.Similarity = dot
 		out = append(out, cd)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.failed(ctx, err)
 	}
-	sortCandidates(out)
+	memory.SortCandidates(out)
 	return out[:min(k, len(out))], nil
 }
 
-func (s *pgStore) stats(ctx context.Context) ([]ToolStats, error) {
+func (s *Store) Stats(ctx context.Context) ([]memory.ToolStats, error) {
 	ctx, cancel, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
@@ -951,22 +978,22 @@ func (s *pgStore) stats(ctx context.Context) ([]ToolStats, error) {
 		return nil, s.failed(ctx, err)
 	}
 	defer rows.Close()
-	var out []ToolStats
+	var out []memory.ToolStats
 	for rows.Next() {
-		var ts ToolStats
-		var c counters
-		if err := rows.Scan(&ts.Tool, &ts.Server, &ts.Entries, &ts.Bytes, &c.hits, &c.misses, &c.bypasses, &c.coalesced,
-			&c.saved, &c.semanticHits, &c.grayAccepted, &c.grayRejected, &c.grayUnverified, &c.guardRejections, &c.embedFailures); err != nil {
+		var ts memory.ToolStats
+		var c memory.Counters
+		if err := rows.Scan(&ts.Tool, &ts.Server, &ts.Entries, &ts.Bytes, &c.Hits, &c.Misses, &c.Bypasses, &c.Coalesced,
+			&c.SavedMS, &c.SemanticHits, &c.GrayAccepted, &c.GrayRejected, &c.GrayUnverified, &c.GuardRejections, &c.EmbedFailures); err != nil {
 			return nil, err
 		}
-		ts.Hits, ts.Misses, ts.Bypasses, ts.Coalesced, ts.SavedMS = c.hits, c.misses, c.bypasses, c.coalesced, c.saved
-		ts.Similarity = c.similarity()
+		ts.Hits, ts.Misses, ts.Bypasses, ts.Coalesced, ts.SavedMS = c.Hits, c.Misses, c.Bypasses, c.Coalesced, c.SavedMS
+		ts.Similarity = c.Similarity()
 		out = append(out, ts)
 	}
 	return out, s.failed(ctx, rows.Err())
 }
 
-func (s *pgStore) list(ctx context.Context, limit int) ([]EntryInfo, error) {
+func (s *Store) List(ctx context.Context, limit int) ([]memory.EntryInfo, error) {
 	ctx, cancel, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
@@ -984,10 +1011,10 @@ func (s *pgStore) list(ctx context.Context, limit int) ([]EntryInfo, error) {
 		return nil, s.failed(ctx, err)
 	}
 	defer rows.Close()
-	var out []EntryInfo
+	var out []memory.EntryInfo
 	for rows.Next() {
 		var (
-			e                 EntryInfo
+			e                 memory.EntryInfo
 			args              string
 			created, lastUsed int64
 			expires           *int64
@@ -1009,7 +1036,7 @@ func (s *pgStore) list(ctx context.Context, limit int) ([]EntryInfo, error) {
 }
 
 // busy reports a deadlock or lock timeout between replicas.
-func (s *pgStore) busy(err error) bool {
+func (s *Store) Busy(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "55P03")
 }

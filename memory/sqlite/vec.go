@@ -1,33 +1,24 @@
-package memory
+package sqlite
 
 import (
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
 	_ "modernc.org/sqlite/vec" // registers vec0 on every connection
+
+	"github.com/nexus-mcp/nexus/memory"
 )
 
 // vecTable is the vec0 table holding vectors of dims dimensions.
 func vecTable(dims int) string { return fmt.Sprintf("vec_f%d", dims) }
 
-// vecBlob encodes v as sqlite-vec's float32 blob (little endian).
-func vecBlob(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
-	}
-	return b
-}
-
 // ensureVecTable creates, once per database, the vec0 table for dims and
 // the triggers that drop a vector with its entry (deleted, evicted,
 // invalidated, expired) or when the entry is replaced.
-func (s *sqliteStore) ensureVecTable(ctx context.Context, tx *sql.Tx, dims int) error {
+func (s *Store) ensureVecTable(ctx context.Context, tx *sql.Tx, dims int) error {
 	if _, ok := s.vecTables.Load(dims); ok {
 		return nil
 	}
@@ -50,16 +41,16 @@ func (s *sqliteStore) ensureVecTable(ctx context.Context, tx *sql.Tx, dims int) 
 
 // storeVector writes sc's vector for entry id (whose row already names
 // its bucket, embedder and dims).
-func (s *sqliteStore) storeVector(ctx context.Context, tx *sql.Tx, id int64, sc *semCall) error {
-	if err := s.ensureVecTable(ctx, tx, len(sc.vec)); err != nil {
+func (s *Store) storeVector(ctx context.Context, tx *sql.Tx, id int64, sc *memory.FreeText) error {
+	if err := s.ensureVecTable(ctx, tx, len(sc.Vec)); err != nil {
 		return err
 	}
-	t := vecTable(len(sc.vec))
+	t := vecTable(len(sc.Vec))
 	if _, err := tx.ExecContext(ctx, `DELETE FROM `+t+` WHERE rowid = ?`, id); err != nil {
 		return fmt.Errorf("store vector: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO `+t+` (rowid, part, embedding) VALUES (?, ?, ?)`,
-		id, sc.part, vecBlob(sc.vec)); err != nil {
+		id, sc.Part, memory.EncodeVector(sc.Vec)); err != nil {
 		return fmt.Errorf("store vector: %w", err)
 	}
 	return nil
@@ -67,8 +58,8 @@ func (s *sqliteStore) storeVector(ctx context.Context, tx *sql.Tx, id int64, sc 
 
 // scanNeighbours returns up to k stored entries nearest to sc.vec in its
 // bucket, made by the same embedder, most similar first, by vec0's scan.
-func (s *sqliteStore) scanNeighbours(ctx context.Context, sc *semCall, k int) ([]candidate, error) {
-	dims := len(sc.vec)
+func (s *Store) ScanNeighbours(ctx context.Context, sc *memory.FreeText, k int) ([]memory.Candidate, error) {
+	dims := len(sc.Vec)
 	if _, ok := s.vecTables.Load(dims); !ok {
 		var n int
 		err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE name = ?`, vecTable(dims)).Scan(&n)
@@ -88,21 +79,21 @@ func (s *sqliteStore) scanNeighbours(ctx context.Context, sc *semCall, k int) ([
 		FROM knn JOIN entries AS e ON e.id = knn.id
 		WHERE e.bucket = ?4 AND e.embedder = ?5 AND e.vec_dims = ?6
 		ORDER BY knn.distance`, vecTable(dims)),
-		vecBlob(sc.vec), k, sc.part, sc.bucket, sc.emb.ID(), dims)
+		memory.EncodeVector(sc.Vec), k, sc.Part, sc.Bucket, sc.Embedder.ID(), dims)
 	if err != nil {
 		return nil, fmt.Errorf("nearest neighbours: %w", err)
 	}
 	defer rows.Close()
-	var out []candidate
+	var out []memory.Candidate
 	for rows.Next() {
 		var (
-			cd   candidate
+			cd   memory.Candidate
 			dist float64
 		)
-		if err := rows.Scan(&cd.id, &dist, &cd.result, &cd.createdAt, &cd.durationMS, &cd.text, &cd.stale); err != nil {
+		if err := rows.Scan(&cd.ID, &dist, &cd.Result, &cd.CreatedAt, &cd.DurationMS, &cd.Text, &cd.Stale); err != nil {
 			return nil, fmt.Errorf("nearest neighbours: %w", err)
 		}
-		cd.similarity = 1 - dist
+		cd.Similarity = 1 - dist
 		out = append(out, cd)
 	}
 	if err := rows.Err(); err != nil {
@@ -112,7 +103,7 @@ func (s *sqliteStore) scanNeighbours(ctx context.Context, sc *semCall, k int) ([
 }
 
 // vecDimsTables returns the dimensions of the vec0 tables in the database.
-func (s *sqliteStore) vecDimsTables(ctx context.Context) ([]int, error) {
+func (s *Store) vecDimsTables(ctx context.Context) ([]int, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name GLOB 'vec_f[0-9]*'`)
 	if err != nil {
 		return nil, fmt.Errorf("list vector tables: %w", err)
@@ -124,7 +115,7 @@ func (s *sqliteStore) vecDimsTables(ctx context.Context) ([]int, error) {
 		if err := rows.Scan(&name); err != nil {
 			return nil, fmt.Errorf("list vector tables: %w", err)
 		}
-		if d, err := strconv.Atoi(strings.TrimPrefix(name, "vec_f")); err == nil && d > 0 && d <= maxDims {
+		if d, err := strconv.Atoi(strings.TrimPrefix(name, "vec_f")); err == nil && d > 0 && d <= memory.MaxDims {
 			out = append(out, d)
 		}
 	}
@@ -135,7 +126,7 @@ func (s *sqliteStore) vecDimsTables(ctx context.Context) ([]int, error) {
 // from the vec0 tables when cursor is 0, else entry by entry. Ids are
 // never reused and SQLite has one writer at a time, so the highest id
 // read is the next cursor.
-func (s *sqliteStore) vectorsSince(ctx context.Context, cursor int64, add func(id, part int64, vec []float32)) (int64, error) {
+func (s *Store) VectorsSince(ctx context.Context, cursor int64, add func(id, part int64, vec []float32)) (int64, error) {
 	if cursor == 0 {
 		return s.allVectors(ctx, add)
 	}
@@ -176,14 +167,14 @@ func (s *sqliteStore) vectorsSince(ctx context.Context, cursor int64, add func(i
 		if err != nil {
 			return cursor, err
 		}
-		if v := blobVec(blob); len(v) == r.dims {
+		if v := memory.DecodeVector(blob); len(v) == r.dims {
 			add(r.id, part, v)
 		}
 	}
 	return last, nil
 }
 
-func (s *sqliteStore) allVectors(ctx context.Context, add func(id, part int64, vec []float32)) (int64, error) {
+func (s *Store) allVectors(ctx context.Context, add func(id, part int64, vec []float32)) (int64, error) {
 	var maxID int64
 	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM entries`).Scan(&maxID); err != nil {
 		return 0, err
@@ -206,7 +197,7 @@ func (s *sqliteStore) allVectors(ctx context.Context, add func(id, part int64, v
 				rows.Close()
 				return 0, err
 			}
-			if v := blobVec(blob); len(v) == d {
+			if v := memory.DecodeVector(blob); len(v) == d {
 				add(id, part, v)
 			}
 		}
@@ -220,7 +211,7 @@ func (s *sqliteStore) allVectors(ctx context.Context, add func(id, part int64, v
 	return maxID, nil
 }
 
-func (s *sqliteStore) liveVectorIDs(ctx context.Context) (map[int64]bool, error) {
+func (s *Store) LiveVectorIDs(ctx context.Context) (map[int64]bool, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id FROM entries WHERE vec_dims IS NOT NULL`)
 	if err != nil {
 		return nil, err
@@ -237,7 +228,7 @@ func (s *sqliteStore) liveVectorIDs(ctx context.Context) (map[int64]bool, error)
 	return live, rows.Err()
 }
 
-func (s *sqliteStore) candidates(ctx context.Context, ids []int64) ([]storedCandidate, error) {
+func (s *Store) Candidates(ctx context.Context, ids []int64) ([]memory.StoredCandidate, error) {
 	var q strings.Builder
 	q.WriteString(`SELECT id, result, created_at, duration_ms, stale, free_text, bucket, embedder, vec_dims FROM entries WHERE id IN (`)
 	args := make([]any, 0, len(ids))
@@ -254,28 +245,19 @@ func (s *sqliteStore) candidates(ctx context.Context, ids []int64) ([]storedCand
 		return nil, err
 	}
 	defer rows.Close()
-	var out []storedCandidate
+	var out []memory.StoredCandidate
 	for rows.Next() {
 		var (
-			cd       storedCandidate
+			cd       memory.StoredCandidate
 			text     sql.NullString
 			embedder sql.NullString
 			dims     sql.NullInt64
 		)
-		if err := rows.Scan(&cd.id, &cd.result, &cd.createdAt, &cd.durationMS, &cd.stale, &text, &cd.bucket, &embedder, &dims); err != nil {
+		if err := rows.Scan(&cd.ID, &cd.Result, &cd.CreatedAt, &cd.DurationMS, &cd.Stale, &text, &cd.Bucket, &embedder, &dims); err != nil {
 			return nil, err
 		}
-		cd.text, cd.embedder, cd.dims = text.String, embedder.String, int(dims.Int64)
+		cd.Text, cd.Embedder, cd.Dims = text.String, embedder.String, int(dims.Int64)
 		out = append(out, cd)
 	}
 	return out, rows.Err()
-}
-
-// blobVec decodes sqlite-vec's float32 blob.
-func blobVec(b []byte) []float32 {
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v
 }

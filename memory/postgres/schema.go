@@ -1,4 +1,4 @@
-package memory
+package postgres
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 )
 
 // pgMigrations is the PostgreSQL schema history, versioned like the
-// SQLite one (store_sqlite_schema.go) but on its own: the two databases
+// SQLite one (memory/sqlite) but on its own: the two databases
 // never exchange files. Version i+1 is reached by running pgMigrations[i]
 // in the migrating transaction. Append new migrations; never edit a
 // released one.

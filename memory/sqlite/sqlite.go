@@ -1,24 +1,42 @@
-package memory
+package sqlite
 
 import (
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/nexus-mcp/nexus/internal/sqlitedb"
+	"github.com/nexus-mcp/nexus/memory"
 )
 
-// sqliteStore is the store in one SQLite file that every local process
+// File is the memory.Backend of the SQLite database file at its path,
+// e.g. $NEXUS_HOME/memory.db.
+type File string
+
+// Where returns the path.
+func (f File) Where() string { return string(f) }
+
+// Open opens (creating if needed) the database and migrates its schema.
+func (f File) Open(ctx context.Context, o memory.StoreOptions) (memory.Store, error) {
+	s, err := Open(ctx, string(f), o.BusyTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", string(f), err)
+	}
+	return s, nil
+}
+
+var _ memory.Store = (*Store)(nil)
+
+// Store is the store in one SQLite file that every local process
 // (gateways, CLI commands) shares.
-type sqliteStore struct {
+type Store struct {
 	db   *sql.DB
 	path string
 	// writeSem serialises this process's write transactions, so they queue
@@ -32,39 +50,13 @@ type sqliteStore struct {
 	vecTables sync.Map // int -> bool
 }
 
-// openSQLite opens path with WAL, synchronous=NORMAL (durable across process
-// crashes; a power cut may lose the last commits, which for a cache is only
-// misses) and a busy timeout, and checks that the file is a database.
-func openSQLite(ctx context.Context, path string, busy time.Duration) (*sqliteStore, error) {
-	if strings.ContainsAny(path, "?#") {
-		return nil, fmt.Errorf("path %q: '?' and '#' are not supported in the memory database path", path)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("create directory: %w", err)
-	}
-	// Create the file private to the user: cached results can be sensitive.
-	// SQLite gives the -wal and -shm files the same mode.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+// Open opens path (see sqlitedb.Open), checks that the file is a
+// database and migrates its schema. busy bounds how long one operation
+// waits for a lock another process holds.
+func Open(ctx context.Context, path string, busy time.Duration) (*Store, error) {
+	db, err := sqlitedb.Open(path, busy)
 	if err != nil {
-		return nil, fmt.Errorf("create file: %w", err)
-	}
-	f.Close()
-
-	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", max(busy.Milliseconds(), 1)))
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	// Statement journals (every write with triggers needs one) stay in memory.
-	q.Add("_pragma", "temp_store(MEMORY)")
-	// 8 MiB of page cache per connection: a hit reads an index and a row.
-	q.Add("_pragma", "cache_size(-8192)")
-	// Write transactions take the write lock up front: a deferred
-	// transaction that upgrades from read to write can fail with
-	// SQLITE_BUSY without waiting, which would lose the write for nothing.
-	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", path+"?"+q.Encode())
-	if err != nil {
-		return nil, fmt.Errorf("open: %w", err)
+		return nil, err
 	}
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
@@ -79,7 +71,7 @@ func openSQLite(ctx context.Context, path string, busy time.Duration) (*sqliteSt
 		db.Close()
 		return nil, err
 	}
-	s := &sqliteStore{db: db, path: path, writeSem: make(chan struct{}, 1)}
+	s := &Store{db: db, path: path, writeSem: make(chan struct{}, 1)}
 	s.lookupStmt, err = db.PrepareContext(ctx, `
 		SELECT g.gen, e.id, e.result, e.created_at, e.duration_ms, e.stale
 		FROM (SELECT coalesce(sum(gen), 0) AS gen FROM generations WHERE name IN (?1, ?2, '*')) AS g
@@ -91,9 +83,9 @@ func openSQLite(ctx context.Context, path string, busy time.Duration) (*sqliteSt
 	return s, nil
 }
 
-func (s *sqliteStore) where() string { return s.path }
+func (s *Store) Where() string { return s.path }
 
-func (s *sqliteStore) close() error {
+func (s *Store) Close() error {
 	if s.watch != nil {
 		s.watch.close()
 	}
@@ -101,42 +93,42 @@ func (s *sqliteStore) close() error {
 	return s.db.Close()
 }
 
-// startWatch sets up the coherence watcher; without it there is no hot
-// layer and no similarity index (see Open).
-func (s *sqliteStore) startWatch(ctx context.Context) error {
+// Watch sets up the coherence watcher, which Sync asks; without it there
+// is no hot layer and no similarity index.
+func (s *Store) Watch(ctx context.Context, _ *memory.Hot) (bool, error) {
 	w, err := newWatcher(ctx, s.db, s.path)
 	if err != nil {
-		return err
+		return false, err
 	}
 	s.watch = w
-	return nil
+	return false, nil
 }
 
-func (s *sqliteStore) sync(ctx context.Context, h *hot) (look, error) {
+func (s *Store) Sync(ctx context.Context, h *memory.Hot) (memory.Look, error) {
 	if s.watch == nil {
-		return look{}, nil
+		return memory.Look{}, nil
 	}
 	return s.watch.sync(ctx, h)
 }
 
 // hotValid: sync already emptied the hot layer if another connection
 // invalidated; this process's own invalidations are in the same file.
-func (s *sqliteStore) hotValid(context.Context, Tool, int64) (bool, error) { return true, nil }
+func (s *Store) HotValid(context.Context, memory.Tool, int64) (bool, error) { return true, nil }
 
 // claim: single flight across processes sharing one file is not done;
 // each process coalesces its own identical calls.
-func (s *sqliteStore) claim(context.Context, []byte, time.Duration, int64) (bool, bool, func(), error) {
+func (s *Store) Claim(context.Context, []byte, time.Duration, int64) (bool, bool, func(), error) {
 	return true, false, func() {}, nil
 }
 
-func (s *sqliteStore) flightDone() <-chan struct{} { return nil }
+func (s *Store) FlightDone() <-chan struct{} { return nil }
 
-func (s *sqliteStore) busy(err error) bool { return isBusy(err) }
+func (s *Store) Busy(err error) bool { return isBusy(err) }
 
 // lookup returns the entry stored under key (found false if none) and the
 // current invalidation generation of t.
-func (s *sqliteStore) lookup(ctx context.Context, t Tool, key []byte) (e entry, found bool, gen int64, err error) {
-	gt, gs := genNames(t)
+func (s *Store) Lookup(ctx context.Context, t memory.Tool, key []byte) (e memory.Entry, found bool, gen int64, err error) {
+	gt, gs := memory.GenNames(t)
 	var (
 		id, created, dur sql.NullInt64
 		result           []byte
@@ -144,16 +136,16 @@ func (s *sqliteStore) lookup(ctx context.Context, t Tool, key []byte) (e entry, 
 	)
 	err = s.lookupStmt.QueryRowContext(ctx, gt, gs, key).Scan(&gen, &id, &result, &created, &dur, &stale)
 	if err != nil {
-		return entry{}, false, 0, fmt.Errorf("lookup: %w", err)
+		return memory.Entry{}, false, 0, fmt.Errorf("lookup: %w", err)
 	}
 	if !id.Valid {
-		return entry{}, false, gen, nil
+		return memory.Entry{}, false, gen, nil
 	}
-	return entry{id: id.Int64, result: result, createdAt: created.Int64, durationMS: dur.Int64, stale: stale.Bool}, true, gen, nil
+	return memory.Entry{ID: id.Int64, Result: result, CreatedAt: created.Int64, DurationMS: dur.Int64, Stale: stale.Bool}, true, gen, nil
 }
 
 // writeTx runs fn in one IMMEDIATE transaction.
-func (s *sqliteStore) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	select {
 	case s.writeSem <- struct{}{}:
 	case <-ctx.Done():
@@ -175,8 +167,8 @@ func (s *sqliteStore) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) er
 }
 
 // currentGen reads t's generation inside tx.
-func currentGen(ctx context.Context, tx *sql.Tx, t Tool) (int64, error) {
-	gt, gs := genNames(t)
+func currentGen(ctx context.Context, tx *sql.Tx, t memory.Tool) (int64, error) {
+	gt, gs := memory.GenNames(t)
 	var gen int64
 	err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(gen), 0) FROM generations WHERE name IN (?1, ?2, '*')`, gt, gs).Scan(&gen)
 	if err != nil {
@@ -186,14 +178,14 @@ func currentGen(ctx context.Context, tx *sql.Tx, t Tool) (int64, error) {
 }
 
 // upsert stores r, replacing an entry with the same key, and returns its id.
-func upsert(ctx context.Context, tx *sql.Tx, r *record) (int64, error) {
+func upsert(ctx context.Context, tx *sql.Tx, r *memory.Record) (int64, error) {
 	var (
 		id                      int64
 		bucket                  []byte
 		embedder, text, vecDims any
 	)
-	if r.sem != nil && r.sem.vec != nil {
-		bucket, embedder, text, vecDims = r.sem.bucket, r.sem.emb.ID(), r.sem.text, len(r.sem.vec)
+	if r.Text != nil && r.Text.Vec != nil {
+		bucket, embedder, text, vecDims = r.Text.Bucket, r.Text.Embedder.ID(), r.Text.Text, len(r.Text.Vec)
 	}
 	// Replacing the result fires the vec_f<dims>_au trigger, which drops
 	// the old vector; the caller stores the new one.
@@ -209,8 +201,8 @@ func upsert(ctx context.Context, tx *sql.Tx, r *record) (int64, error) {
 			stale = 0, bucket = excluded.bucket, embedder = excluded.embedder,
 			free_text = excluded.free_text, vec_dims = excluded.vec_dims
 		RETURNING id`,
-		r.key, r.tool.Name, r.tool.Server, r.scope, r.fingerprint, string(r.args), r.result, len(r.result),
-		r.durationMS, r.createdAt, r.expiresAt, r.createdAt, bucket, embedder, text, vecDims,
+		r.Key, r.Tool.Name, r.Tool.Server, r.Scope, r.Fingerprint, string(r.Args), r.Result, len(r.Result),
+		r.DurationMS, r.CreatedAt, r.ExpiresAt, r.CreatedAt, bucket, embedder, text, vecDims,
 	).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("store entry: %w", err)
@@ -256,7 +248,7 @@ func invalidate(ctx context.Context, tx *sql.Tx, patterns []string) (int64, erro
 // before now are not stored after it.
 func markStale(ctx context.Context, tx *sql.Tx, patterns []string) error {
 	for _, p := range patterns {
-		gen, column, value := patternGen(p)
+		gen, column, value := memory.PatternGen(p)
 		var err error
 		if column == "" {
 			_, err = tx.ExecContext(ctx, `UPDATE entries SET stale = 1 WHERE stale = 0`)
@@ -287,12 +279,12 @@ func bumpGen(ctx context.Context, tx *sql.Tx, name string) error {
 // a bound, it deletes expired entries and then least recently used ones
 // down to 90% of the bound, so the next pass is many puts away. keep is an
 // id never evicted (the entry just stored).
-func evictIfNeeded(ctx context.Context, tx *sql.Tx, b bounds, now, keep int64, beforeEvict func() error) (int64, error) {
+func evictIfNeeded(ctx context.Context, tx *sql.Tx, b memory.Bounds, now, keep int64, beforeEvict func() error) (int64, error) {
 	entries, size, err := readTotals(ctx, tx)
 	if err != nil {
 		return 0, err
 	}
-	if entries <= b.maxEntries && size <= b.maxBytes {
+	if entries <= b.MaxEntries && size <= b.MaxBytes {
 		return 0, nil
 	}
 	// Recent hits of this process are not in last_used_at yet.
@@ -307,7 +299,7 @@ func evictIfNeeded(ctx context.Context, tx *sql.Tx, b bounds, now, keep int64, b
 	}
 	n, _ := res.RowsAffected()
 	evicted += n
-	lowEntries, lowBytes := b.maxEntries*9/10, b.maxBytes*9/10
+	lowEntries, lowBytes := b.MaxEntries*9/10, b.MaxBytes*9/10
 	for {
 		entries, size, err = readTotals(ctx, tx)
 		if err != nil {
@@ -370,35 +362,35 @@ func isBusy(err error) bool {
 }
 
 // write applies w in one IMMEDIATE transaction.
-func (s *sqliteStore) write(ctx context.Context, w *write) (int64, error) {
-	rec := w.rec
+func (s *Store) Write(ctx context.Context, w *memory.Write) (int64, error) {
+	rec := w.Record
 	var storedID int64
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		if rec != nil {
 			// An invalidation since the lookup means the result may predate it.
-			cur, err := currentGen(ctx, tx, rec.tool)
+			cur, err := currentGen(ctx, tx, rec.Tool)
 			if err != nil {
 				return err
 			}
-			if cur != w.gen {
+			if cur != w.Gen {
 				rec = nil
 			}
 		}
-		if len(w.invals) > 0 {
-			if _, err := invalidate(ctx, tx, w.invals); err != nil {
+		if len(w.Invalidate) > 0 {
+			if _, err := invalidate(ctx, tx, w.Invalidate); err != nil {
 				return err
 			}
 		}
-		if len(w.soft) > 0 {
-			if err := markStale(ctx, tx, w.soft); err != nil {
+		if len(w.Soft) > 0 {
+			if err := markStale(ctx, tx, w.Soft); err != nil {
 				return err
 			}
 		}
-		if err := writePending(ctx, tx, w.touches, w.tools); err != nil {
+		if err := writePending(ctx, tx, w.Touches, w.Tools); err != nil {
 			return err
 		}
-		if w.purge {
-			if _, err := purgeExpired(ctx, tx, w.now, purgeLimit); err != nil {
+		if w.Purge {
+			if _, err := purgeExpired(ctx, tx, w.Now, memory.PurgeLimit); err != nil {
 				return err
 			}
 		}
@@ -410,16 +402,16 @@ func (s *sqliteStore) write(ctx context.Context, w *write) (int64, error) {
 			return err
 		}
 		storedID = id
-		if rec.sem != nil {
-			if err := s.storeVector(ctx, tx, id, rec.sem); err != nil {
+		if rec.Text != nil {
+			if err := s.storeVector(ctx, tx, id, rec.Text); err != nil {
 				return err
 			}
 		}
-		_, err = evictIfNeeded(ctx, tx, w.bounds, rec.createdAt, id, func() error {
-			if w.beforeEvict == nil {
+		_, err = evictIfNeeded(ctx, tx, w.Bounds, rec.CreatedAt, id, func() error {
+			if w.BeforeEvict == nil {
 				return nil
 			}
-			touches, tools := w.beforeEvict()
+			touches, tools := w.BeforeEvict()
 			return writePending(ctx, tx, touches, tools)
 		})
 		return err
@@ -427,14 +419,14 @@ func (s *sqliteStore) write(ctx context.Context, w *write) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if rec != nil && rec.sem != nil {
-		s.vecTables.Store(len(rec.sem.vec), true)
+	if rec != nil && rec.Text != nil {
+		s.vecTables.Store(len(rec.Text.Vec), true)
 	}
 	return storedID, nil
 }
 
 // clear deletes the entries of server and tool ("" = any).
-func (s *sqliteStore) clear(ctx context.Context, server, tool string) (int64, error) {
+func (s *Store) Clear(ctx context.Context, server, tool string) (int64, error) {
 	var n int64
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		var (

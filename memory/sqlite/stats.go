@@ -1,4 +1,4 @@
-package memory
+package sqlite
 
 import (
 	"context"
@@ -8,10 +8,12 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/nexus-mcp/nexus/memory"
 )
 
 // writePending writes touches and counters in tx.
-func writePending(ctx context.Context, tx *sql.Tx, touches map[int64]touch, tools map[string]*counters) error {
+func writePending(ctx context.Context, tx *sql.Tx, touches map[int64]memory.Touch, tools map[string]*memory.Counters) error {
 	if len(touches) > 0 {
 		st, err := tx.PrepareContext(ctx, `UPDATE entries SET last_used_at = max(last_used_at, ?), hits = hits + ? WHERE id = ?`)
 		if err != nil {
@@ -20,7 +22,7 @@ func writePending(ctx context.Context, tx *sql.Tx, touches map[int64]touch, tool
 		defer st.Close()
 		for _, id := range slices.Sorted(maps.Keys(touches)) {
 			t := touches[id]
-			if _, err := st.ExecContext(ctx, t.lastUsed, t.hits, id); err != nil {
+			if _, err := st.ExecContext(ctx, t.LastUsed, t.Hits, id); err != nil {
 				return fmt.Errorf("touch entry: %w", err)
 			}
 		}
@@ -41,8 +43,8 @@ func writePending(ctx context.Context, tx *sql.Tx, touches map[int64]touch, tool
 				gray_unverified = gray_unverified + excluded.gray_unverified,
 				guard_rejections = guard_rejections + excluded.guard_rejections,
 				embed_failures = embed_failures + excluded.embed_failures`,
-			name, c.server, c.hits, c.misses, c.bypasses, c.coalesced, c.saved,
-			c.semanticHits, c.grayAccepted, c.grayRejected, c.grayUnverified, c.guardRejections, c.embedFailures)
+			name, c.Server, c.Hits, c.Misses, c.Bypasses, c.Coalesced, c.SavedMS,
+			c.SemanticHits, c.GrayAccepted, c.GrayRejected, c.GrayUnverified, c.GuardRejections, c.EmbedFailures)
 		if err != nil {
 			return fmt.Errorf("write counters of %q: %w", name, err)
 		}
@@ -51,12 +53,12 @@ func writePending(ctx context.Context, tx *sql.Tx, touches map[int64]touch, tool
 }
 
 // stats reads the entries and counters of every tool in one snapshot.
-func (s *sqliteStore) stats(ctx context.Context) ([]ToolStats, error) {
-	byTool := map[string]*ToolStats{}
-	get := func(tool, server string) *ToolStats {
+func (s *Store) Stats(ctx context.Context) ([]memory.ToolStats, error) {
+	byTool := map[string]*memory.ToolStats{}
+	get := func(tool, server string) *memory.ToolStats {
 		ts := byTool[tool]
 		if ts == nil {
-			ts = &ToolStats{Tool: tool, Server: server}
+			ts = &memory.ToolStats{Tool: tool, Server: server}
 			byTool[tool] = ts
 		}
 		return ts
@@ -92,19 +94,19 @@ func (s *sqliteStore) stats(ctx context.Context) ([]ToolStats, error) {
 	defer rows.Close()
 	for rows.Next() {
 		var tool, server string
-		var c counters
-		if err := rows.Scan(&tool, &server, &c.hits, &c.misses, &c.bypasses, &c.coalesced, &c.saved,
-			&c.semanticHits, &c.grayAccepted, &c.grayRejected, &c.grayUnverified, &c.guardRejections, &c.embedFailures); err != nil {
+		var c memory.Counters
+		if err := rows.Scan(&tool, &server, &c.Hits, &c.Misses, &c.Bypasses, &c.Coalesced, &c.SavedMS,
+			&c.SemanticHits, &c.GrayAccepted, &c.GrayRejected, &c.GrayUnverified, &c.GuardRejections, &c.EmbedFailures); err != nil {
 			return nil, err
 		}
 		ts := get(tool, server)
-		ts.Hits, ts.Misses, ts.Bypasses, ts.Coalesced, ts.SavedMS = c.hits, c.misses, c.bypasses, c.coalesced, c.saved
-		ts.Similarity = c.similarity()
+		ts.Hits, ts.Misses, ts.Bypasses, ts.Coalesced, ts.SavedMS = c.Hits, c.Misses, c.Bypasses, c.Coalesced, c.SavedMS
+		ts.Similarity = c.Similarity()
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	out := make([]ToolStats, 0, len(byTool))
+	out := make([]memory.ToolStats, 0, len(byTool))
 	for _, ts := range byTool {
 		out = append(out, *ts)
 	}
@@ -113,7 +115,7 @@ func (s *sqliteStore) stats(ctx context.Context) ([]ToolStats, error) {
 
 // list returns up to limit entries (all if limit <= 0), most recently
 // used first.
-func (s *sqliteStore) list(ctx context.Context, limit int) ([]EntryInfo, error) {
+func (s *Store) List(ctx context.Context, limit int) ([]memory.EntryInfo, error) {
 	if limit <= 0 {
 		limit = -1
 	}
@@ -125,10 +127,10 @@ func (s *sqliteStore) list(ctx context.Context, limit int) ([]EntryInfo, error) 
 		return nil, err
 	}
 	defer rows.Close()
-	var out []EntryInfo
+	var out []memory.EntryInfo
 	for rows.Next() {
 		var (
-			e                 EntryInfo
+			e                 memory.EntryInfo
 			args              string
 			created, lastUsed int64
 			expires           sql.NullInt64

@@ -1,4 +1,4 @@
-package memory
+package sqlite
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+
+	"github.com/nexus-mcp/nexus/memory"
 )
 
 // watcher tells the hot layer when another connection invalidated.
@@ -74,14 +76,14 @@ func (w *watcher) readGens(ctx context.Context) (map[string]int64, error) {
 
 // sync empties h (nil: no hot layer) if an invalidation was committed
 // since the last look.
-func (w *watcher) sync(ctx context.Context, h *hot) (look, error) {
+func (w *watcher) sync(ctx context.Context, h *memory.Hot) (memory.Look, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	// The epoch is taken before looking, so a reset by this look or a
 	// later one refuses what a read that starts now would put.
-	var l look
+	var l memory.Look
 	if h != nil {
-		l.epoch = h.currentEpoch()
+		l.Epoch = h.Epoch()
 	}
 	var hdr [walHeaderWords]uint32
 	if w.shm != nil {
@@ -108,13 +110,13 @@ func (w *watcher) sync(ctx context.Context, h *hot) (look, error) {
 		return l, err
 	}
 	w.last = v
-	l.moved = true
+	l.Moved = true
 	if !maps.Equal(gens, w.seen) {
 		w.seen = gens
-		l.invalidated = true
+		l.Invalidated = true
 		if h != nil {
-			h.reset()
-			l.epoch = h.currentEpoch()
+			h.Reset()
+			l.Epoch = h.Epoch()
 		}
 	}
 	return l, nil
