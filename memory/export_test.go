@@ -3,6 +3,8 @@ package memory
 import (
 	"context"
 	"time"
+
+	"github.com/nexus-mcp/nexus/memory/embedder"
 )
 
 // What the tests of package memory_test (Memory over a real store, which
@@ -29,7 +31,7 @@ func (m *Memory) HotHas(key []byte) bool {
 func (m *Memory) StoreOf() Store { return m.st }
 
 // EmbedderOf returns m's embedder.
-func (m *Memory) EmbedderOf() Embedder { return m.emb }
+func (m *Memory) EmbedderOf() embedder.Embedder { return m.emb }
 
 // NowOf returns m's clock's time.
 func (m *Memory) NowOf() time.Time { return m.now() }

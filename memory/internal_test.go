@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nexus-mcp/nexus/memory/embedder"
 )
 
 func TestHotLayerBound(t *testing.T) {
@@ -231,15 +233,15 @@ func TestIndexSearch(t *testing.T) {
 				for i := range v {
 					v[i] += 0.3 * noise[i]
 				}
-				if err := normalize(v); err != nil {
+				if err := embedder.Normalize(v); err != nil {
 					t.Fatal(err)
 				}
 				hits := x.search(q%3, v, 1)
 				if len(hits) != 1 || hits[0].id != q {
 					t.Fatalf("query near %d: %+v", q, hits)
 				}
-				if d := hits[0].similarity - Cosine(v, vecs[q]); d > 0.01 || d < -0.01 {
-					t.Errorf("similarity %v, exact %v", hits[0].similarity, Cosine(v, vecs[q]))
+				if d := hits[0].similarity - embedder.Cosine(v, vecs[q]); d > 0.01 || d < -0.01 {
+					t.Errorf("similarity %v, exact %v", hits[0].similarity, embedder.Cosine(v, vecs[q]))
 				}
 			}
 			x.remove(7)
@@ -266,7 +268,7 @@ func randomUnit(r *rand.Rand, dims int, sparse bool) []float32 {
 		}
 		v[i] = float32(r.NormFloat64())
 	}
-	if normalize(v) != nil {
+	if embedder.Normalize(v) != nil {
 		v[0] = 1
 	}
 	return v

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/nexus-mcp/nexus/memory/embedder"
 )
 
 // MetaKey is the key of the cache report memory adds to a result's _meta:
@@ -86,9 +88,9 @@ type Options struct {
 	FlightLease time.Duration
 
 	// Embedder makes the vectors of free-text arguments for similarity
-	// hits. nil: the built-in LexicalEmbedder. (Settings.SemanticOff
+	// hits. nil: the built-in embedder.Lexical. (Settings.SemanticOff
 	// turns similarity off.)
-	Embedder Embedder
+	Embedder embedder.Embedder
 	// Verifier decides gray-zone matches (similarity between
 	// Thresholds.Verify and Thresholds.Serve). nil: they are misses.
 	Verifier Verifier
@@ -151,7 +153,7 @@ type Memory struct {
 
 	lastPurge atomic.Int64 // unix nanos, real clock
 
-	emb                Embedder
+	emb                embedder.Embedder
 	ver                Verifier
 	thresholds         *Thresholds // nil: DefaultThresholds of the embedder
 	fields             schemaFields
@@ -220,7 +222,7 @@ func Open(ctx context.Context, opts Options) (*Memory, error) {
 	}
 	m.emb, m.ver = opts.Embedder, opts.Verifier
 	if m.emb == nil {
-		m.emb = NewLexicalEmbedder()
+		m.emb = embedder.NewLexical()
 	}
 	if th := opts.Thresholds; th != nil {
 		if err := th.Validate(); err != nil {

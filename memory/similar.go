@@ -12,6 +12,10 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/nexus-mcp/nexus/memory/guard"
+
+	"github.com/nexus-mcp/nexus/memory/embedder"
 )
 
 // StatusSemanticHit is the cache status of an answer served for a
@@ -138,7 +142,7 @@ func (m *Memory) textFields(r *rules, t Tool) []string {
 type FreeText struct {
 	Text     string // the free text as embedded and stored ("field: text" lines when several)
 	Bucket   []byte // sha256 of tool, scope, the other arguments and the text fields present
-	Embedder EmbedderIdentity
+	Embedder embedder.Identity
 	Part     int64     // vec0 partition: hash of embedder identity and bucket
 	Vec      []float32 // unit length; nil when embedding failed
 }
@@ -230,12 +234,12 @@ func (m *Memory) embed(ctx context.Context, c *call, sc *FreeText) {
 		return
 	}
 	id := m.emb.Identity()
-	if _, local := m.emb.(LexicalEmbedder); !local {
+	if _, local := m.emb.(embedder.Lexical); !local {
 		beforeBlocking(ctx) // a remote embedder answers over the network
 	}
 	vs, err := m.emb.Embed(ctx, []string{sc.Text})
 	if err == nil {
-		err = checkVectors(vs, 1, id.Dims)
+		err = embedder.CheckVectors(vs, 1, id.Dims)
 	}
 	if err == nil && (len(vs[0]) > MaxDims) {
 		err = fmt.Errorf("%d dimensions: at most %d are supported", len(vs[0]), MaxDims)
@@ -292,7 +296,7 @@ func (m *Memory) semanticHit(ctx context.Context, c *call, sc *FreeText) (semHit
 		if !c.fresh(cd.Entry, now) {
 			continue
 		}
-		if ok, reason := Guard(sc.Text, cd.Text); !ok {
+		if ok, reason := guard.Check(sc.Text, cd.Text); !ok {
 			m.pend.count(c.t, func(k *Counters) { k.GuardRejections++ })
 			m.log.Debug("memory: similar call not served: guard", "tool", c.t.Name,
 				"similarity", cd.Similarity, "reason", reason)

@@ -10,6 +10,8 @@ import (
 
 	. "github.com/nexus-mcp/nexus/memory"
 	. "github.com/nexus-mcp/nexus/memory/memorytest"
+
+	"github.com/nexus-mcp/nexus/memory/embedder"
 )
 
 // BenchmarkSimilarityLookup measures the nearest-neighbour lookup of a
@@ -35,14 +37,14 @@ func BenchmarkSimilarityLookup(b *testing.B) {
 					b.Fatal(err)
 				}
 				after := heapInUse()
-				emb := NewLexicalEmbedder()
+				emb := embedder.NewLexical()
 				query := func(i int) *FreeText {
 					k := (i * 7919) % n
 					// A paraphrase-like query: the stored text with one word changed.
 					text := "latest " + texts[k]
 					sc := m.FreeTextOf(SearchTool, []byte(Query(text, k%buckets)))
 					sc.Embedder, sc.Vec = emb.Identity(), emb.Vector(text)
-					sc.Part = Partition(sc.Embedder.ID(), LexicalDims, sc.Bucket)
+					sc.Part = Partition(sc.Embedder.ID(), embedder.LexicalDims, sc.Bucket)
 					return sc
 				}
 				measure := func(find func(sc *FreeText) []Candidate, runs int) ([]time.Duration, [][]Candidate) {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,6 +21,8 @@ import (
 	. "github.com/nexus-mcp/nexus/memory"
 	. "github.com/nexus-mcp/nexus/memory/memorytest"
 	"github.com/nexus-mcp/nexus/memory/sqlite"
+
+	"github.com/nexus-mcp/nexus/memory/embedder"
 )
 
 func TestSemanticHit(t *testing.T) {
@@ -91,7 +92,7 @@ func TestSemanticNearMissAndBuckets(t *testing.T) {
 }
 
 func TestToolsWithoutFreeText(t *testing.T) {
-	m := openTest(t, Options{Embedder: &countingEmbedder{Embedder: NewLexicalEmbedder()}})
+	m := openTest(t, Options{Embedder: &countingEmbedder{Embedder: embedder.NewLexical()}})
 	ce := m.EmbedderOf().(*countingEmbedder)
 	c := &Child{}
 	noText := Tool{Name: "code-kg.kg_file_context", Server: "code-kg", Annotated: true, ReadOnly: true,
@@ -107,10 +108,10 @@ func TestToolsWithoutFreeText(t *testing.T) {
 }
 
 type countingEmbedder struct {
-	Embedder
+	embedder.Embedder
 	n   atomic.Int64
 	err error
-	id  *EmbedderIdentity
+	id  *embedder.Identity
 }
 
 func (e *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
@@ -121,7 +122,7 @@ func (e *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float
 	return e.Embedder.Embed(ctx, texts)
 }
 
-func (e *countingEmbedder) Identity() EmbedderIdentity {
+func (e *countingEmbedder) Identity() embedder.Identity {
 	if e.id != nil {
 		return *e.id
 	}
@@ -129,7 +130,7 @@ func (e *countingEmbedder) Identity() EmbedderIdentity {
 }
 
 func TestEmbedderOutage(t *testing.T) {
-	ce := &countingEmbedder{Embedder: NewLexicalEmbedder(), err: errors.New("connection refused")}
+	ce := &countingEmbedder{Embedder: embedder.NewLexical(), err: errors.New("connection refused")}
 	m := openTest(t, Options{Embedder: ce})
 	c := &Child{}
 	Do(t, m, "", SearchTool, Query("postgres connection pool settings", 10), c)
@@ -158,7 +159,7 @@ func TestHTTPEmbedderTimeoutStillAnswers(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	e, err := NewOpenAIEmbedder(HTTPConfig{BaseURL: srv.URL, Model: "m", Timeout: 100 * time.Millisecond})
+	e, err := embedder.NewOpenAIEmbedder(embedder.HTTPConfig{BaseURL: srv.URL, Model: "m", Timeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestOtherEmbedderNeverCompared(t *testing.T) {
 	Do(t, m, "", SearchTool, Query("postgres connection pool settings", 10), c)
 	m.Close()
 	// Same vectors, same length, another identity: must not be compared.
-	other := &countingEmbedder{Embedder: NewLexicalEmbedder(), id: &EmbedderIdentity{Name: "openai", Model: "x", Dims: LexicalDims}}
+	other := &countingEmbedder{Embedder: embedder.NewLexical(), id: &embedder.Identity{Name: "openai", Model: "x", Dims: embedder.LexicalDims}}
 	m2 := openTest(t, Options{Backend: sqlite.File(path), Embedder: other})
 	if s := Status(t, Do(t, m2, "", SearchTool, Query("connection pool settings for postgres", 10), c)); s != StatusMiss {
 		t.Fatalf("vectors of another embedder compared: %s", s)
@@ -357,61 +358,6 @@ func TestDefaultFreeTextFields(t *testing.T) {
 	}
 }
 
-func TestLexicalEmbedder(t *testing.T) {
-	e := NewLexicalEmbedder()
-	vs, err := e.Embed(context.Background(), []string{"Open bugs in the auth module", "open bugs in the auth module", ""})
-	if err != nil || len(vs) != 3 || len(vs[0]) != LexicalDims {
-		t.Fatalf("embed: %v %d", err, len(vs))
-	}
-	var n float64
-	for _, f := range vs[0] {
-		n += float64(f) * float64(f)
-	}
-	if math.Abs(n-1) > 1e-5 || Cosine(vs[0], vs[1]) < 0.9999 {
-		t.Fatalf("norm %v, cosine %v", n, Cosine(vs[0], vs[1]))
-	}
-	if Cosine(e.Vector("kubernetes autoscaling docs"), e.Vector("invoice complaints")) > 0.3 {
-		t.Fatal("unrelated texts are close")
-	}
-}
-
-func TestGuard(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		ok   bool
-	}{
-		{"open bugs in the auth module", "show open bugs in the authentication module", true},
-		{"release notes for v1.2", "v1.2 release notes", true},
-		{"top ten results", "top 10 results", true},
-		{"enable dark mode", "turn on dark mode", true},
-		{"bugs on the login page", "bugs in the login page", true},
-		{"API errors", "api errors", true},
-		{"deploy to staging", "deploy to production", false},
-		{"turn on the flag", "turn off the flag", false},
-		{"Q3 report", "Q4 report", false},
-		{"release v1.2", "release v1.3", false},
-		{"PROJ-12 status", "PROJ-13 status", false},
-		{"endpoints that require auth", "endpoints that don't require auth", false},
-		{"users with admin role", "users without admin role", false},
-		{"src/a/b.go", "src/a/c.go", false},
-		{"get_user docs", "get_users docs", false},
-		{"handleLogin", "handleLogout", false},
-		{`error "quota exceeded"`, `error "quota reset"`, false},
-		{"tickets for Alice", "tickets for Bob", false},
-		{"logs from 2024-03-01", "logs from 2024-03-02", false},
-		{"ERR_X in proxy", "ERR_Y in proxy", false},
-		{"before the release", "after the release", false},
-	} {
-		ok, reason := Guard(tc.a, tc.b)
-		if ok != tc.ok {
-			t.Errorf("Guard(%q, %q) = %v (%s), want %v", tc.a, tc.b, ok, reason, tc.ok)
-		}
-		if ok2, _ := Guard(tc.b, tc.a); ok2 != ok {
-			t.Errorf("Guard is not symmetric on %q, %q", tc.a, tc.b)
-		}
-	}
-}
-
 func TestSemanticCoalesced(t *testing.T) {
 	m := openTest(t, Options{})
 	c := &Child{}
@@ -433,184 +379,6 @@ func TestSemanticCoalesced(t *testing.T) {
 	}
 }
 
-// ---- HTTP clients ----
-
-func TestOpenAIEmbedder(t *testing.T) {
-	var mode atomic.Value
-	mode.Store("ok")
-	var gotAuth, gotPath atomic.Value
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotAuth.Store(r.Header.Get("Authorization"))
-		gotPath.Store(r.URL.Path)
-		var req struct {
-			Model  string   `json:"model"`
-			Input  []string `json:"input"`
-			Format string   `json:"encoding_format"`
-		}
-		json.NewDecoder(r.Body).Decode(&req)
-		switch mode.Load() {
-		case "error":
-			http.Error(w, `{"error":{"message":"bad key"}}`, http.StatusUnauthorized)
-			return
-		case "short":
-			req.Input = req.Input[:len(req.Input)-1]
-		case "garbage":
-			w.Write([]byte(`<html>`))
-			return
-		case "slow":
-			<-r.Context().Done() // never answers: the client's timeout ends the request
-			return
-		}
-		if req.Model != "emb" || req.Format != "float" {
-			http.Error(w, "bad request", 400)
-			return
-		}
-		type item struct {
-			Index     int       `json:"index"`
-			Embedding []float32 `json:"embedding"`
-		}
-		var data []item
-		for i := len(req.Input) - 1; i >= 0; i-- { // reversed: the client must sort
-			data = append(data, item{Index: i, Embedding: []float32{float32(i + 1), 0, 3}})
-		}
-		json.NewEncoder(w).Encode(map[string]any{"data": data})
-	}))
-	defer srv.Close()
-	e, err := NewOpenAIEmbedder(HTTPConfig{BaseURL: srv.URL + "/v1/", Model: "emb", APIKey: "sk-test", Timeout: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs, err := e.Embed(context.Background(), []string{"a", "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if gotAuth.Load() != "Bearer sk-test" || gotPath.Load() != "/v1/embeddings" {
-		t.Fatalf("auth %v path %v", gotAuth.Load(), gotPath.Load())
-	}
-	if math.Abs(float64(vs[0][0])-1/math.Sqrt(10)) > 1e-6 || math.Abs(float64(vs[1][0])-2/math.Sqrt(13)) > 1e-6 {
-		t.Fatalf("not sorted by index or not normalised: %v", vs)
-	}
-	for _, m := range []string{"error", "short", "garbage", "slow"} {
-		mode.Store(m)
-		if _, err := e.Embed(context.Background(), []string{"a", "b"}); err == nil {
-			t.Errorf("%s: no error", m)
-		} else {
-			t.Logf("%s: %v", m, err)
-		}
-	}
-	if _, err := NewOpenAIEmbedder(HTTPConfig{Model: "x"}); err == nil {
-		t.Error("empty base URL accepted")
-	}
-	wrongDims, _ := NewOpenAIEmbedder(HTTPConfig{BaseURL: srv.URL, Model: "emb", Dims: 8})
-	mode.Store("ok")
-	if _, err := wrongDims.Embed(context.Background(), []string{"a"}); err == nil {
-		t.Error("wrong dimensions accepted")
-	}
-}
-
-func TestOllamaEmbedder(t *testing.T) {
-	var mode atomic.Value
-	mode.Store("ok")
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/api/embed" {
-			http.NotFound(w, r)
-			return
-		}
-		var req struct {
-			Model string   `json:"model"`
-			Input []string `json:"input"`
-		}
-		json.NewDecoder(r.Body).Decode(&req)
-		var out [][]float32
-		for range req.Input {
-			out = append(out, []float32{0, 2, 0})
-		}
-		switch mode.Load() {
-		case "error":
-			w.WriteHeader(500)
-			w.Write([]byte(`{"error":"model not found"}`))
-			return
-		case "zero":
-			out[0] = []float32{0, 0, 0}
-		case "extra":
-			out = append(out, []float32{1, 1, 1})
-		case "slow":
-			<-r.Context().Done() // never answers: the client's timeout ends the request
-			return
-		}
-		json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "embeddings": out})
-	}))
-	defer srv.Close()
-	e, err := NewOllamaEmbedder(HTTPConfig{BaseURL: srv.URL, Model: "nomic-embed-text", Timeout: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs, err := e.Embed(context.Background(), []string{"a"})
-	if err != nil || len(vs) != 1 || vs[0][1] != 1 {
-		t.Fatalf("embed: %v %v", vs, err)
-	}
-	if id := e.Identity(); id.ID() != "ollama/nomic-embed-text" {
-		t.Fatalf("identity %v", id)
-	}
-	for _, m := range []string{"error", "zero", "extra", "slow"} {
-		mode.Store(m)
-		if _, err := e.Embed(context.Background(), []string{"a"}); err == nil {
-			t.Errorf("%s: no error", m)
-		}
-	}
-	// Through Memory: an Ollama outage still answers.
-	mode.Store("error")
-	mem := openTest(t, Options{Embedder: e})
-	c := &Child{}
-	if s := Status(t, Do(t, mem, "", SearchTool, Query("x y z", 10), c)); s != StatusMiss {
-		t.Fatalf("outage: %s", s)
-	}
-}
-
-func TestChatVerifier(t *testing.T) {
-	var answer atomic.Value
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/chat/completions" {
-			http.NotFound(w, r)
-			return
-		}
-		var req struct {
-			Messages []struct{ Role, Content string } `json:"messages"`
-		}
-		json.NewDecoder(r.Body).Decode(&req)
-		if len(req.Messages) != 2 || !strings.Contains(req.Messages[1].Content, "deploy") {
-			http.Error(w, "bad request", 400)
-			return
-		}
-		a := answer.Load().(string)
-		switch a {
-		case "500":
-			http.Error(w, "overloaded", 503)
-			return
-		case "slow":
-			<-r.Context().Done() // never answers: the client's timeout ends the request
-			return
-		}
-		json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": a}}}})
-	}))
-	defer srv.Close()
-	v, err := NewChatVerifier(HTTPConfig{BaseURL: srv.URL, Model: "gpt", Timeout: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		answer string
-		same   bool
-		err    bool
-	}{{"Yes.", true, false}, {"no", false, false}, {" NO, they differ", false, false}, {"maybe", false, true}, {"500", false, true}, {"slow", false, true}} {
-		answer.Store(tc.answer)
-		same, err := v.Same(context.Background(), "ops.search", "deploy a", "deploy b")
-		if same != tc.same || (err != nil) != tc.err {
-			t.Errorf("answer %q: same %v err %v", tc.answer, same, err)
-		}
-	}
-}
-
 // ---- benchmark ----
 
 // populateSemantic inserts n entries of tool spread over buckets buckets,
@@ -624,7 +392,7 @@ func populateSemantic(tb testing.TB, m *Memory, n, buckets int) []string {
 		session upload report invoice schema migration latency error timeout retry webhook config
 		policy module service database replica cluster metric alert dashboard pipeline release`)
 	texts := make([]string, n)
-	emb := NewLexicalEmbedder()
+	emb := embedder.NewLexical()
 	// A call stores the first vector, which creates vec_f512 and its
 	// triggers; the rest go in one transaction of another connection.
 	Do(tb, m, "", SearchTool, Query("warm up the vector table", 0), &Child{})
@@ -655,11 +423,11 @@ func populateSemantic(tb testing.TB, m *Memory, n, buckets int) []string {
 			sc := m.FreeTextOf(SearchTool, args)
 			sc.Embedder = emb.Identity()
 			sc.Vec = emb.Vector(texts[i])
-			sc.Part = Partition(sc.Embedder.ID(), LexicalDims, sc.Bucket)
+			sc.Part = Partition(sc.Embedder.ID(), embedder.LexicalDims, sc.Bucket)
 			fp := Fingerprint(args)
 			var id int64
 			if err := ins.QueryRowContext(ctx, CacheKey(SearchTool.Name, "", fp), SearchTool.Name, SearchTool.Server, fp, args, res, len(res),
-				now, now, sc.Bucket, sc.Embedder.ID(), sc.Text, LexicalDims).Scan(&id); err != nil {
+				now, now, sc.Bucket, sc.Embedder.ID(), sc.Text, embedder.LexicalDims).Scan(&id); err != nil {
 				return err
 			}
 			if _, err := vec.ExecContext(ctx, id, sc.Part, EncodeVector(sc.Vec)); err != nil {
@@ -717,13 +485,13 @@ func BenchmarkSemantic(b *testing.B) {
 					}
 				})
 				b.Run("knn", func(b *testing.B) {
-					emb := NewLexicalEmbedder()
+					emb := embedder.NewLexical()
 					i := 0
 					for b.Loop() {
 						k := (i * 7919) % n
 						sc := m.FreeTextOf(SearchTool, []byte(Query(texts[k], k%buckets)))
 						sc.Embedder, sc.Vec = emb.Identity(), emb.Vector(texts[k])
-						sc.Part = Partition(sc.Embedder.ID(), LexicalDims, sc.Bucket)
+						sc.Part = Partition(sc.Embedder.ID(), embedder.LexicalDims, sc.Bucket)
 						cands, err := m.StoreOf().ScanNeighbours(ctx, sc, SemanticCandidates)
 						if err != nil || len(cands) == 0 {
 							b.Fatal(err, len(cands))
@@ -784,7 +552,66 @@ func (e *recordingEmbedder) Embed(ctx context.Context, texts []string) ([][]floa
 	e.mu.Lock()
 	e.texts = append(e.texts, texts...)
 	e.mu.Unlock()
-	return NewLexicalEmbedder().Embed(ctx, texts)
+	return embedder.NewLexical().Embed(ctx, texts)
 }
 
-func (e *recordingEmbedder) Identity() EmbedderIdentity { return NewLexicalEmbedder().Identity() }
+func (e *recordingEmbedder) Identity() embedder.Identity { return embedder.NewLexical().Identity() }
+
+func TestOllamaEmbedder(t *testing.T) {
+	var mode atomic.Value
+	mode.Store("ok")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/embed" {
+			http.NotFound(w, r)
+			return
+		}
+		var req struct {
+			Model string   `json:"model"`
+			Input []string `json:"input"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		var out [][]float32
+		for range req.Input {
+			out = append(out, []float32{0, 2, 0})
+		}
+		switch mode.Load() {
+		case "error":
+			w.WriteHeader(500)
+			w.Write([]byte(`{"error":"model not found"}`))
+			return
+		case "zero":
+			out[0] = []float32{0, 0, 0}
+		case "extra":
+			out = append(out, []float32{1, 1, 1})
+		case "slow":
+			<-r.Context().Done() // never answers: the client's timeout ends the request
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "embeddings": out})
+	}))
+	defer srv.Close()
+	e, err := embedder.NewOllamaEmbedder(embedder.HTTPConfig{BaseURL: srv.URL, Model: "nomic-embed-text", Timeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := e.Embed(context.Background(), []string{"a"})
+	if err != nil || len(vs) != 1 || vs[0][1] != 1 {
+		t.Fatalf("embed: %v %v", vs, err)
+	}
+	if id := e.Identity(); id.ID() != "ollama/nomic-embed-text" {
+		t.Fatalf("identity %v", id)
+	}
+	for _, m := range []string{"error", "zero", "extra", "slow"} {
+		mode.Store(m)
+		if _, err := e.Embed(context.Background(), []string{"a"}); err == nil {
+			t.Errorf("%s: no error", m)
+		}
+	}
+	// Through Memory: an Ollama outage still answers.
+	mode.Store("error")
+	mem := openTest(t, Options{Embedder: e})
+	c := &Child{}
+	if s := Status(t, Do(t, mem, "", SearchTool, Query("x y z", 10), c)); s != StatusMiss {
+		t.Fatalf("outage: %s", s)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/nexus-mcp/nexus/catalog"
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/memory"
+	"github.com/nexus-mcp/nexus/memory/embedder"
 	"github.com/nexus-mcp/nexus/memory/postgres"
 	"github.com/nexus-mcp/nexus/memory/sqlite"
 	"github.com/nexus-mcp/nexus/policy"
@@ -361,7 +362,7 @@ func (e *env) openMemory(ctx context.Context, cfg *config.Config) (*memory.Memor
 		}
 		opts.Backend = postgres.DSN(dsn)
 	}
-	endpoint := func(what string, ep config.Endpoint, dims int) (memory.HTTPConfig, error) {
+	endpoint := func(what string, ep config.Endpoint, dims int) (embedder.HTTPConfig, error) {
 		return modelEndpoint(resolve, what, ep, dims)
 	}
 	if em := cfg.Memory.Embedder; em != nil {
@@ -369,7 +370,7 @@ func (e *env) openMemory(ctx context.Context, cfg *config.Config) (*memory.Memor
 		if err != nil {
 			return nil, err
 		}
-		if opts.Embedder, err = memory.NewEmbedder(memory.EmbedderConfig{Provider: em.Provider, HTTPConfig: hc}); err != nil {
+		if opts.Embedder, err = embedder.New(embedder.Config{Provider: em.Provider, HTTPConfig: hc}); err != nil {
 			return nil, fmt.Errorf("memory.embedder: %w", err)
 		}
 	}
@@ -378,7 +379,7 @@ func (e *env) openMemory(ctx context.Context, cfg *config.Config) (*memory.Memor
 		if err != nil {
 			return nil, err
 		}
-		verifier, err := memory.NewChatVerifier(hc)
+		verifier, err := embedder.NewChatVerifier(hc)
 		if err != nil {
 			return nil, fmt.Errorf("memory.verifier: %w", err)
 		}
@@ -397,18 +398,18 @@ func (e *env) openMemory(ctx context.Context, cfg *config.Config) (*memory.Memor
 
 // modelEndpoint is the HTTP settings of memory's embedder or verifier, its key
 // resolved.
-func modelEndpoint(resolve func(string) (string, error), what string, ep config.Endpoint, dims int) (memory.HTTPConfig, error) {
+func modelEndpoint(resolve func(string) (string, error), what string, ep config.Endpoint, dims int) (embedder.HTTPConfig, error) {
 	key, err := resolve(ep.APIKey)
 	if err != nil {
-		return memory.HTTPConfig{}, fmt.Errorf("memory.%s.apiKey: %w", what, err)
+		return embedder.HTTPConfig{}, fmt.Errorf("memory.%s.apiKey: %w", what, err)
 	}
-	return memory.HTTPConfig{BaseURL: ep.BaseURL, Model: ep.Model, APIKey: key, Dims: dims, Timeout: ep.Timeout.D}, nil
+	return embedder.HTTPConfig{BaseURL: ep.BaseURL, Model: ep.Model, APIKey: key, Dims: dims, Timeout: ep.Timeout.D}, nil
 }
 
 // searchEmbedder is the model memory.embedder names, for tool search to blend in;
 // nil when there is none or it is the lexical one (tool search's own ranking
 // already reads words).
-func (e *env) searchEmbedder(ctx context.Context, cfg *config.Config) (memory.Embedder, error) {
+func (e *env) searchEmbedder(ctx context.Context, cfg *config.Config) (embedder.Embedder, error) {
 	em := cfg.Memory.Embedder
 	if em == nil || em.Provider == "" || strings.EqualFold(em.Provider, "lexical") {
 		return nil, nil
@@ -417,7 +418,7 @@ func (e *env) searchEmbedder(ctx context.Context, cfg *config.Config) (memory.Em
 	if err != nil {
 		return nil, err
 	}
-	emb, err := memory.NewEmbedder(memory.EmbedderConfig{Provider: em.Provider, HTTPConfig: hc})
+	emb, err := embedder.New(embedder.Config{Provider: em.Provider, HTTPConfig: hc})
 	if err != nil {
 		return nil, fmt.Errorf("memory.embedder: %w", err)
 	}

@@ -1,4 +1,4 @@
-package memory
+package words
 
 import "testing"
 
@@ -13,8 +13,8 @@ func TestPorter(t *testing.T) {
 		"authentication": "authent", "go": "go", "v1": "v1", "naïve": "naïve",
 	}
 	for in, want := range tests {
-		if got := porter(in); got != want {
-			t.Errorf("porter(%q) = %q, want %q", in, got, want)
+		if got := Porter(in); got != want {
+			t.Errorf("Porter(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -1,4 +1,52 @@
-package memory
+// Package guard tells a paraphrase from a near-miss where similarity cannot:
+// every embedder scores "deploy to staging" / "deploy to production" as high
+// as two paraphrases, so no threshold separates them.
+//
+// Before any similarity hit, memory asks Check, which requires the two texts to agree on
+// every number and token with digits (42, Q3, v1.2 = 1.2, PROJ-123,
+// 2024-07-01, "ten" = 10), identifier (snake_case, camelCase, dotted and
+// hyphenated names, paths), quoted string, ALL-CAPS code and capitalised
+// name, on negation (not, no, never, without, n't, un-/non-/dis- prefixes)
+// and on polarity and selector words by class: on/off, enable/disable,
+// open/closed, allow/deny, add/remove, before/after, increase/decrease,
+// max/min, include/exclude, asc/desc, oldest/newest, public/private,
+// read/write, pass/fail, large/small, environments, months, weekdays,
+// today/yesterday/tomorrow, time units; and, compared only when both
+// texts use them, login/logout, backup/restore, encode/decode,
+// import/export, join/leave, high/low, morning/afternoon, platforms.
+//
+// It also reads relations (relation.go): direction markers (to,
+// from, by, above, below, before, after, since, until, with, for, than)
+// must point at the same words ("from paris to london" is not "from
+// london to paris"; "by alice" is not "for alice"), quantifiers must
+// agree (all/any/some/none/only/both/exactly; "all" may be left out).
+//
+// And it reads roles (roles.go), by a shallow parse rather than a
+// word list: the words both texts share must keep their side of every
+// verb the texts have in common, whichever verb it is: in a relative
+// clause ("services that call X" is not "services X calls"), a question
+// that moves its subject ("who does alice supervise"), a passive
+// ("people interviewed by alice" is "people alice interviewed", not
+// "people who interviewed alice"); their clause around when, if, while
+// and during ("memory leaks when scaling" is not "scaling when memory
+// leaks"); their head around "of", "'s" and "in" ("users of the group" is
+// "group users", not "user groups"); and their scope (in = inside =
+// within, outside, across = between, near = close to). Voice changes and
+// reorderings that keep the roles pass ("queues the notifier consumes" /
+// "which queues does the notifier consume"; "when the build breaks,
+// notify slack").
+//
+// What it cannot catch: a swap of ordinary words ("auth module" vs
+// "billing module", "engineers" vs "designers"), which only the threshold
+// (or a verifier) separates; polarity written with words it does not list;
+// roles its shallow parse does not see (a verb it cannot tell from a noun
+// on one side, "alice trains bob" / "bob trains alice" without an article
+// or a relative pronoun); and it is
+// conservative: a paraphrase that drops or changes a listed word ("top
+// 10" vs "10", "bugs reported by customers" vs "customer reported bugs")
+// is a miss. It compares top-level free text only, and the stored text is
+// shown to whoever is served the match ("matched").
+package guard
 
 import (
 	"fmt"
@@ -6,16 +54,18 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/nexus-mcp/nexus/memory/words"
 )
 
-// Guard reports whether two free texts may be served for each other by
+// Check reports whether two free texts may be served for each other by
 // similarity: they must agree on every number, identifier, quoted string,
 // code, proper name and polarity word. Embedders score "deploy to staging"
 // and "deploy to production" as alike as two paraphrases, so no threshold
-// separates them; Guard does, before any similarity hit. When it refuses,
+// separates them; Check does, before any similarity hit. When it refuses,
 // reason says which feature differs.
 //
-// What must agree (see doc.go for what it cannot catch):
+// What must agree (see the package documentation for what it cannot catch):
 //   - numbers and tokens with digits ("42", "Q3", "v1.2" = "1.2", "PROJ-123",
 //     "2024-07-01"), number words up to twenty ("ten" = "10");
 //   - identifiers: snake_case, camelCase, dotted or hyphenated names,
@@ -29,7 +79,7 @@ import (
 //     first/last, public/private, read/write, success/failure, environment
 //     names (staging, production, dev, test, qa, local), months, weekdays,
 //     relative days and time units.
-func Guard(a, b string) (ok bool, reason string) {
+func Check(a, b string) (ok bool, reason string) {
 	fa, fb := guardFeatures(a), guardFeatures(b)
 	if d := symDiff(fa.exact, fb.exact); d != "" {
 		return false, "identifier or number differs: " + d
@@ -142,8 +192,8 @@ var polarity = func() map[string]string {
 			m[w] = class + ":" + value
 		}
 		for _, w := range ws {
-			if _, ok := m[porter(w)]; !ok {
-				m[porter(w)] = class + ":" + value
+			if _, ok := m[words.Porter(w)]; !ok {
+				m[words.Porter(w)] = class + ":" + value
 			}
 		}
 	}
@@ -294,7 +344,7 @@ func guardFeatures(s string) features {
 		hasDigit := strings.IndexFunc(t, unicode.IsDigit) >= 0
 		switch {
 		case hasDigit:
-			if syn, ok := synonyms[lower]; ok {
+			if syn, ok := words.Synonym(lower); ok {
 				loose[syn] = true // "k8s" = "kubernetes"
 			} else {
 				exact[normNumber(lower)] = true
@@ -306,29 +356,29 @@ func guardFeatures(s string) features {
 		case isCamel(t), isAllCaps(t), !sentenceStart && startsUpper(t):
 			// Names and codes, compared without case against the other
 			// text's words ("CrashLoopBackOff" = "crashloopbackoff").
-			for _, w := range words(lower) {
-				loose[canonWord(w)] = true
+			for _, w := range words.Split(lower) {
+				loose[words.Canon(w)] = true
 			}
 			if isCamel(t) {
-				loose[strings.Join(words(lower), "")] = true
+				loose[strings.Join(words.Split(lower), "")] = true
 			}
 		}
 		if strings.Contains(t, "-") && !hasDigit {
 			// "auth-service": compared whole, spelt with or without
 			// the hyphen ("on-call" = "on call"); its parts are words too.
-			loose[strings.Join(words(lower), "")] = true
+			loose[strings.Join(words.Split(lower), "")] = true
 		}
 		if strings.HasSuffix(lower, "n't") || strings.HasSuffix(lower, "n’t") {
 			polar["neg:not"] = true // "don't", "isn’t"
 		}
-		all = append(all, words(strings.ReplaceAll(lower, "'", ""))...)
+		all = append(all, words.Split(strings.ReplaceAll(lower, "'", ""))...)
 		sentenceStart = endsSentence
 	}
 	for i, w := range all {
 		f.single[w] = true
 		f.words[w] = true
-		f.words[stem(w)] = true
-		f.words[canonWord(w)] = true
+		f.words[words.Singular(w)] = true
+		f.words[words.Canon(w)] = true
 		if i > 0 {
 			f.words[all[i-1]+w] = true // "on call" = "on-call"
 		}
@@ -338,10 +388,10 @@ func guardFeatures(s string) features {
 		}
 		p, ok := polarity[w]
 		if !ok {
-			p, ok = polarity[stem(w)]
+			p, ok = polarity[words.Singular(w)]
 		}
 		if !ok {
-			p, ok = polarity[porter(w)]
+			p, ok = polarity[words.Porter(w)]
 		}
 		prev, next := "", ""
 		if i > 0 {
@@ -365,8 +415,8 @@ func guardFeatures(s string) features {
 			polar[p] = true
 		}
 	}
-	for _, n := range normWords(s) {
-		f.words[n.canon] = true // "pull request" = "PR"
+	for _, n := range words.Tokens(s) {
+		f.words[n.Canon] = true // "pull request" = "PR"
 	}
 	f.exact = sortedKeys(exact)
 	f.loose = sortedKeys(loose)

@@ -1,13 +1,13 @@
-package memory
+package words
 
 import "strings"
 
-// porter returns the Porter (1980) stem of a lower-case ASCII word:
+// Porter returns the Porter (1980) stem of a lower-case ASCII word:
 // "connections", "connected" and "connecting" all become "connect". Words
 // of one or two letters and words with other characters are returned as
 // they are. The lexical embedder and the guard use it so that inflections
 // of one word count as one word.
-func porter(w string) string {
+func Porter(w string) string {
 	if len(w) <= 2 {
 		return w
 	}

@@ -1,19 +1,19 @@
-package memory
+package embedder
 
 import (
 	"context"
 	"hash/fnv"
-	"strings"
-	"unicode"
+
+	"github.com/nexus-mcp/nexus/memory/words"
 )
 
 const (
-	lexicalName = "lexical"
+	LexicalName = "lexical"
 	// LexicalDims is the lexical embedder's vector length.
 	LexicalDims = 512
 )
 
-// LexicalEmbedder is the built-in, offline and deterministic embedder:
+// Lexical is the built-in, offline and deterministic embedder:
 // feature hashing (FNV-1a, signed) of word unigrams, word bigrams and
 // character trigrams of each word, weighted by term frequency, L2
 // normalised, LexicalDims dimensions. Words are lower-cased runs of
@@ -24,19 +24,19 @@ const (
 // request, docs = documentation, env = environment ...), and stripped of
 // query verbs and function words ("show", "find", "the", "in"). Beyond that
 // table it knows nothing of meaning: "car" and "automobile" are unrelated.
-type LexicalEmbedder struct{}
+type Lexical struct{}
 
-// NewLexicalEmbedder returns the built-in embedder.
-func NewLexicalEmbedder() LexicalEmbedder { return LexicalEmbedder{} }
+// NewLexical returns the built-in embedder.
+func NewLexical() Lexical { return Lexical{} }
 
 // Identity implements Embedder. The model names the algorithm version:
 // change it whenever the features change.
-func (LexicalEmbedder) Identity() EmbedderIdentity {
-	return EmbedderIdentity{Name: lexicalName, Model: "v2", Dims: LexicalDims}
+func (Lexical) Identity() Identity {
+	return Identity{Name: LexicalName, Model: "v2", Dims: LexicalDims}
 }
 
 // Embed implements Embedder; it never fails.
-func (e LexicalEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+func (e Lexical) Embed(_ context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))
 	for i, t := range texts {
 		out[i] = e.Vector(t)
@@ -45,7 +45,7 @@ func (e LexicalEmbedder) Embed(_ context.Context, texts []string) ([][]float32, 
 }
 
 // Vector returns the unit-length embedding of text.
-func (LexicalEmbedder) Vector(text string) []float32 {
+func (Lexical) Vector(text string) []float32 {
 	v := make([]float32, LexicalDims)
 	words := lexicalWords(text)
 	add := func(feature string, w float32) {
@@ -68,7 +68,7 @@ func (LexicalEmbedder) Vector(text string) []float32 {
 			add("t:"+string(r[j:j+3]), 0.25)
 		}
 	}
-	if normalize(v) != nil {
+	if Normalize(v) != nil {
 		v[0] = 1 // empty text: any fixed unit vector
 	}
 	return v
@@ -77,30 +77,10 @@ func (LexicalEmbedder) Vector(text string) []float32 {
 // lexicalWords returns the canonical words of text that are not filler.
 func lexicalWords(text string) []string {
 	var out []string
-	for _, t := range normWords(text) {
-		if !filler[t.raw] && !filler[t.canon] {
-			out = append(out, t.canon)
+	for _, t := range words.Tokens(text) {
+		if !words.IsFiller(t.Raw) && !words.IsFiller(t.Canon) {
+			out = append(out, t.Canon)
 		}
 	}
 	return out
-}
-
-// words splits text into lower-cased runs of letters and digits.
-func words(text string) []string {
-	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	})
-}
-
-// stem trims a plural ending: "bugs" -> "bug", "queries" -> "query";
-// "status", "class" and "this" are kept.
-func stem(w string) string {
-	switch {
-	case len(w) > 4 && strings.HasSuffix(w, "ies"):
-		return w[:len(w)-3] + "y"
-	case len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") &&
-		!strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is"):
-		return w[:len(w)-1]
-	}
-	return w
 }

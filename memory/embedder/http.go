@@ -1,4 +1,4 @@
-package memory
+package embedder
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -15,102 +14,6 @@ import (
 	"time"
 	"unicode"
 )
-
-// Embedder turns texts into vectors for similarity hits. Implementations
-// must be safe for concurrent use. Memory records Identity with every
-// stored vector and compares a new vector only with vectors of the same
-// identity (and the same length), so changing embedder, model or
-// dimensions never compares vectors of different origins.
-type Embedder interface {
-	// Embed returns one vector per text, in order. Vectors need not be
-	// unit length: memory normalises them.
-	Embed(ctx context.Context, texts []string) ([][]float32, error)
-	// Identity names the embedder, its model and its dimensions (0 if
-	// the embedder learns them from its first answer).
-	Identity() EmbedderIdentity
-}
-
-// EmbedderIdentity is where vectors come from.
-type EmbedderIdentity struct {
-	Name  string // "lexical", "openai", "ollama"
-	Model string // the model, or the algorithm version for built-ins
-	Dims  int    // 0: not known in advance
-}
-
-// ID is the identity as stored with each vector: "name/model". The vector
-// length is recorded next to it.
-func (id EmbedderIdentity) ID() string { return id.Name + "/" + id.Model }
-
-// Thresholds are the similarity (cosine, 1 = same direction) cut-offs of
-// one embedder: at or above Serve a neighbour is served; from Verify up to
-// Serve it is a gray zone that a Verifier decides (a miss without one).
-type Thresholds struct {
-	Serve  float64
-	Verify float64
-}
-
-// Calibrated defaults, see doc.go ("Thresholds") and tests/semantic.
-var (
-	// LexicalThresholds were calibrated on tests/semantic/pairs.json
-	// (lexical v2): with the guard, 0.85 serves 80% of paraphrases and no
-	// near-miss; near-misses the guard cannot catch (entity swaps: "auth
-	// module" / "billing module") score up to 0.82, so 0.70 to 0.85 is
-	// left to a verifier.
-	LexicalThresholds = Thresholds{Serve: 0.85, Verify: 0.70}
-	// NeuralThresholds are the defaults for HTTP embedders (sentence
-	// models), as the earlier product used them; calibrate per model
-	// with `go run ./tests/semantic -openai-url ...`.
-	NeuralThresholds = Thresholds{Serve: 0.92, Verify: 0.85}
-)
-
-// DefaultThresholds returns the calibrated thresholds for an embedder.
-func DefaultThresholds(id EmbedderIdentity) Thresholds {
-	if id.Name == lexicalName {
-		return LexicalThresholds
-	}
-	return NeuralThresholds
-}
-
-// normalize scales v to unit length in place; it fails for a zero, NaN or
-// infinite vector, which cannot be compared by cosine.
-func normalize(v []float32) error {
-	var s float64
-	for _, f := range v {
-		x := float64(f)
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return errors.New("vector has NaN or infinite components")
-		}
-		s += x * x
-	}
-	if s == 0 {
-		return errors.New("vector is zero")
-	}
-	n := math.Sqrt(s)
-	for i, f := range v {
-		v[i] = float32(float64(f) / n)
-	}
-	return nil
-}
-
-// Cosine returns the cosine similarity of a and b (0 if their lengths
-// differ or either is zero).
-func Cosine(a, b []float32) float64 {
-	if len(a) != len(b) {
-		return 0
-	}
-	var dot, na, nb float64
-	for i := range a {
-		dot += float64(a[i]) * float64(b[i])
-		na += float64(a[i]) * float64(a[i])
-		nb += float64(b[i]) * float64(b[i])
-	}
-	if na == 0 || nb == 0 {
-		return 0
-	}
-	return dot / math.Sqrt(na*nb)
-}
-
-// ---- HTTP embedders ----
 
 // HTTPConfig configures the HTTP embedders and the chat verifier.
 type HTTPConfig struct {
@@ -194,28 +97,6 @@ func (c HTTPConfig) post(ctx context.Context, path string, body, out any) error 
 	return nil
 }
 
-// checkVectors verifies the count and lengths and normalises.
-func checkVectors(vs [][]float32, n, dims int) error {
-	if len(vs) != n {
-		return fmt.Errorf("got %d vectors for %d texts", len(vs), n)
-	}
-	for i, v := range vs {
-		if len(v) == 0 {
-			return fmt.Errorf("vector %d is empty", i)
-		}
-		if dims > 0 && len(v) != dims {
-			return fmt.Errorf("vector %d has %d dimensions, want %d", i, len(v), dims)
-		}
-		if len(v) != len(vs[0]) {
-			return fmt.Errorf("vectors have different lengths (%d and %d)", len(vs[0]), len(v))
-		}
-		if err := normalize(v); err != nil {
-			return fmt.Errorf("vector %d: %w", i, err)
-		}
-	}
-	return nil
-}
-
 // OpenAIEmbedder calls an OpenAI-compatible POST {base}/v1/embeddings
 // (OpenAI, vLLM, llama.cpp server, LM Studio, Ollama's /v1).
 type OpenAIEmbedder struct{ c HTTPConfig }
@@ -230,8 +111,8 @@ func NewOpenAIEmbedder(c HTTPConfig) (*OpenAIEmbedder, error) {
 }
 
 // Identity implements Embedder.
-func (e *OpenAIEmbedder) Identity() EmbedderIdentity {
-	return EmbedderIdentity{Name: "openai", Model: e.c.Model, Dims: e.c.Dims}
+func (e *OpenAIEmbedder) Identity() Identity {
+	return Identity{Name: "openai", Model: e.c.Model, Dims: e.c.Dims}
 }
 
 // Embed implements Embedder.
@@ -263,7 +144,7 @@ func (e *OpenAIEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 		}
 		out[i] = x.Embedding
 	}
-	if err := checkVectors(out, len(texts), e.c.Dims); err != nil {
+	if err := CheckVectors(out, len(texts), e.c.Dims); err != nil {
 		return nil, fmt.Errorf("openai embeddings: %w", err)
 	}
 	return out, nil
@@ -289,8 +170,8 @@ func NewOllamaEmbedder(c HTTPConfig) (*OllamaEmbedder, error) {
 }
 
 // Identity implements Embedder.
-func (e *OllamaEmbedder) Identity() EmbedderIdentity {
-	return EmbedderIdentity{Name: "ollama", Model: e.c.Model, Dims: e.c.Dims}
+func (e *OllamaEmbedder) Identity() Identity {
+	return Identity{Name: "ollama", Model: e.c.Model, Dims: e.c.Dims}
 }
 
 // Embed implements Embedder.
@@ -301,37 +182,29 @@ func (e *OllamaEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 	if err := e.c.post(ctx, "/api/embed", map[string]any{"model": e.c.Model, "input": texts}, &resp); err != nil {
 		return nil, fmt.Errorf("ollama embed: %w", err)
 	}
-	if err := checkVectors(resp.Embeddings, len(texts), e.c.Dims); err != nil {
+	if err := CheckVectors(resp.Embeddings, len(texts), e.c.Dims); err != nil {
 		return nil, fmt.Errorf("ollama embed: %w", err)
 	}
 	return resp.Embeddings, nil
 }
 
-// EmbedderConfig selects and configures an embedder, as config names it.
-type EmbedderConfig struct {
+// Config selects and configures an embedder, as config names it.
+type Config struct {
 	Provider string // "lexical" (or ""), "openai", "ollama"
 	HTTPConfig
 }
 
-// NewEmbedder returns the embedder c names.
-func NewEmbedder(c EmbedderConfig) (Embedder, error) {
+// New returns the embedder c names.
+func New(c Config) (Embedder, error) {
 	switch strings.ToLower(c.Provider) {
-	case "", lexicalName:
-		return NewLexicalEmbedder(), nil
+	case "", LexicalName:
+		return NewLexical(), nil
 	case "openai":
 		return NewOpenAIEmbedder(c.HTTPConfig)
 	case "ollama":
 		return NewOllamaEmbedder(c.HTTPConfig)
 	}
 	return nil, fmt.Errorf(`memory: embedder provider %q: write "lexical", "openai" or "ollama"`, c.Provider)
-}
-
-// ---- verifier ----
-
-// Verifier decides gray-zone matches: are two requests to tool the same
-// request? An error means no verdict (a miss).
-type Verifier interface {
-	Same(ctx context.Context, tool, a, b string) (bool, error)
 }
 
 // ChatVerifier asks an OpenAI-compatible POST {base}/v1/chat/completions

@@ -1,8 +1,10 @@
-package memory
+package guard
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/nexus-mcp/nexus/memory/words"
 )
 
 // The guard's third half: roles. Two texts can share every word and still
@@ -85,18 +87,18 @@ type textRoles struct {
 
 // roleWord returns the canonical form of a content word that can take a
 // role, or false.
-func roleWord(t token) (string, bool) {
-	if scopes[t.raw] != "" || condMarkers[t.raw] || relPronouns[t.raw] || beAux[t.raw] || doAux[t.raw] || determiners[t.raw] {
+func roleWord(t words.Token) (string, bool) {
+	if scopes[t.Raw] != "" || condMarkers[t.Raw] || relPronouns[t.Raw] || beAux[t.Raw] || doAux[t.Raw] || determiners[t.Raw] {
 		return "", false
 	}
 	return content(t)
 }
 
 // stopWord reports whether t can never be a verb.
-func stopWord(t token) bool {
-	r := t.raw
+func stopWord(t words.Token) bool {
+	r := t.Raw
 	return determiners[r] || relPronouns[r] || doAux[r] || beAux[r] || condMarkers[r] || scopes[r] != "" ||
-		markers[r] != "" || t.canon == "from" || quantifiers[r] != "" || pronouns[r] != "" ||
+		markers[r] != "" || t.Canon == "from" || quantifiers[r] != "" || pronouns[r] != "" ||
 		r == "of" || r == "and" || r == "or" || r == "not" || r == "no" || r == "s" || r == "on" || r == "at" ||
 		r == "i" || r == "we" || r == "they" || r == "it" || r == "he" || r == "she" || r == "how" ||
 		r == "where" || r == "why" || r == "there" || r == "here" || r == "about" || r == "as"
@@ -111,17 +113,17 @@ func readRoles(text string, hint map[string]roleVerb) textRoles {
 		verbs: map[string]roleVerb{}, cond: map[string]map[string]bool{}, scope: map[string]map[string]bool{},
 		heads: map[[2]string]bool{}, ofs: map[[2]string]bool{}, poss: map[[2]string]bool{}, words: map[string]bool{},
 	}
-	toks := normWords(text)
+	toks := words.Tokens(text)
 	for _, t := range toks {
 		if w, ok := roleWord(t); ok {
 			r.words[w] = true
 		}
-		if t.raw == "by" {
+		if t.Raw == "by" {
 			r.byN++
 		}
 	}
 	for _, seg := range strings.Split(text, ",") {
-		for _, c := range clauses(normWords(seg)) {
+		for _, c := range clauses(words.Tokens(seg)) {
 			readVerbs(c, hint, r.verbs)
 		}
 	}
@@ -132,11 +134,11 @@ func readRoles(text string, hint map[string]roleVerb) textRoles {
 }
 
 // clauses splits toks at condition markers: each clause has its own verbs.
-func clauses(toks []token) [][]token {
-	var out [][]token
+func clauses(toks []words.Token) [][]words.Token {
+	var out [][]words.Token
 	start := 0
 	for i, t := range toks {
-		if condMarkers[t.raw] {
+		if condMarkers[t.Raw] {
 			out = append(out, toks[start:i])
 			start = i + 1
 		}
@@ -145,7 +147,7 @@ func clauses(toks []token) [][]token {
 }
 
 // words of toks that can take a role.
-func roleWords(toks []token) []string {
+func roleWords(toks []words.Token) []string {
 	var out []string
 	for _, t := range toks {
 		if w, ok := roleWord(t); ok {
@@ -182,10 +184,10 @@ func thirdPerson(raw string) bool {
 //     the head before that its object;
 //   - a verb followed by a noun phrase, "prometheus monitors the gateway",
 //     and the relational verbs of relVerbs in any verb form.
-func readVerbs(c []token, hint, into map[string]roleVerb) {
+func readVerbs(c []words.Token, hint, into map[string]roleVerb) {
 	add := func(i int, v roleVerb) {
-		if _, ok := into[c[i].canon]; !ok {
-			into[c[i].canon] = v
+		if _, ok := into[c[i].Canon]; !ok {
+			into[c[i].Canon] = v
 		}
 	}
 	if i, aux, ok := movedSubject(c); ok {
@@ -199,28 +201,28 @@ func readVerbs(c []token, hint, into map[string]roleVerb) {
 		before, after := roleWords(c[:i]), roleWords(c[i+1:])
 		next := ""
 		if i+1 < len(c) {
-			next = c[i+1].raw
+			next = c[i+1].Raw
 		}
 		prev := previousWord(c, i)
 		switch {
-		case participle(t.raw) && next == "by":
+		case participle(t.Raw) && next == "by":
 			end := i + 2
-			for end < len(c) && !stopWord(c[end]) || end < len(c) && determiners[c[end].raw] {
+			for end < len(c) && !stopWord(c[end]) || end < len(c) && determiners[c[end].Raw] {
 				end++
 			}
 			add(i, roleVerb{agent: roleWords(c[i+2 : end]), patient: append(before, roleWords(c[end:])...), byAgent: true})
-		case prev >= 0 && beAux[c[prev].raw] && participle(t.raw):
+		case prev >= 0 && beAux[c[prev].Raw] && participle(t.Raw):
 			add(i, roleVerb{patient: before}) // "tickets that are assigned to alice"
-		case participle(t.raw) && prev >= 0 && contentOrWh(c[prev]) && !relPronouns[c[prev].raw] && next != "" && directionAt(c, i+1):
+		case participle(t.Raw) && prev >= 0 && contentOrWh(c[prev]) && !relPronouns[c[prev].Raw] && next != "" && directionAt(c, i+1):
 			add(i, roleVerb{patient: before}) // "tickets assigned to alice"
-		case prev >= 0 && (relPronouns[c[prev].raw] || beAux[c[prev].raw] || doAux[c[prev].raw]):
+		case prev >= 0 && (relPronouns[c[prev].Raw] || beAux[c[prev].Raw] || doAux[c[prev].Raw]):
 			add(i, roleVerb{agent: before, patient: after})
 		case objectRelative(c, i) >= 0:
 			k := objectRelative(c, i)
 			add(i, roleVerb{agent: roleWords(c[k:i]), patient: append(roleWords(c[:k]), after...)})
-		case i > 0 && next != "" && determiners[next] && (inflected(t.raw) || !stopWord(c[i-1])) && contentOrWh(c[i-1]):
+		case i > 0 && next != "" && determiners[next] && (inflected(t.Raw) || !stopWord(c[i-1])) && contentOrWh(c[i-1]):
 			add(i, roleVerb{agent: before, patient: after})
-		case relVerbs[t.canon] && verbForm(c, i) && !(participle(t.raw) && (prev < 0 || !contentOrWh(c[prev]))):
+		case relVerbs[t.Canon] && verbForm(c, i) && !(participle(t.Raw) && (prev < 0 || !contentOrWh(c[prev]))):
 			add(i, roleVerb{agent: before, patient: after, weak: true}) // not "my assigned tickets"
 		case hinted(hint, t) && i > 0 && contentOrWh(c[i-1]) && i+1 < len(c) && contentOrWh(c[i+1]):
 			add(i, roleVerb{agent: before, patient: after})
@@ -230,24 +232,24 @@ func readVerbs(c []token, hint, into map[string]roleVerb) {
 
 // hinted reports whether the other text reads t, in a verb form here, as a
 // verb on structure alone.
-func hinted(hint map[string]roleVerb, t token) bool {
-	v, ok := hint[t.canon]
-	return ok && !v.weak && (thirdPerson(t.raw) || participle(t.raw))
+func hinted(hint map[string]roleVerb, t words.Token) bool {
+	v, ok := hint[t.Canon]
+	return ok && !v.weak && (thirdPerson(t.Raw) || participle(t.Raw))
 }
 
 // previousWord returns the index of the word before c[i], skipping "not"
 // and "no", or -1.
-func previousWord(c []token, i int) int {
+func previousWord(c []words.Token, i int) int {
 	for j := i - 1; j >= 0; j-- {
-		if c[j].raw != "not" && c[j].raw != "no" && c[j].raw != "never" {
+		if c[j].Raw != "not" && c[j].Raw != "no" && c[j].Raw != "never" {
 			return j
 		}
 	}
 	return -1
 }
 
-func contentOrWh(t token) bool {
-	if relPronouns[t.raw] {
+func contentOrWh(t words.Token) bool {
+	if relPronouns[t.Raw] {
 		return true
 	}
 	_, ok := roleWord(t)
@@ -258,23 +260,23 @@ func contentOrWh(t token) bool {
 // its subject after "do" ("what does the metrics package import", "who did
 // alice mentor"). It returns the verb (the last word before a direction
 // marker or the end) and the auxiliary.
-func movedSubject(c []token) (verb, aux int, ok bool) {
-	if len(c) == 0 || !relPronouns[c[0].raw] || c[0].raw == "that" {
+func movedSubject(c []words.Token) (verb, aux int, ok bool) {
+	if len(c) == 0 || !relPronouns[c[0].Raw] || c[0].Raw == "that" {
 		return 0, 0, false
 	}
 	aux = -1
 	for i, t := range c {
-		if doAux[t.raw] {
+		if doAux[t.Raw] {
 			aux = i
 			break
 		}
 	}
-	if aux < 0 || aux+2 >= len(c) || c[aux+1].raw == "not" || c[aux+1].raw == "n" {
+	if aux < 0 || aux+2 >= len(c) || c[aux+1].Raw == "not" || c[aux+1].Raw == "n" {
 		return 0, 0, false
 	}
 	verb = -1
 	for i := aux + 1; i < len(c); i++ {
-		if markers[c[i].raw] != "" || scopes[c[i].raw] != "" || c[i].canon == "from" {
+		if markers[c[i].Raw] != "" || scopes[c[i].Raw] != "" || c[i].Canon == "from" {
 			break
 		}
 		if !stopWord(c[i]) {
@@ -292,29 +294,29 @@ func movedSubject(c []token) (verb, aux int, ok bool) {
 // [alice] interviewed"), or -1. The verb ends its clause and is inflected;
 // the subject is a noun phrase opened by a determiner after a content word
 // or wh-word, or, before a past form, the one word before it.
-func objectRelative(c []token, i int) int {
+func objectRelative(c []words.Token, i int) int {
 	if i+1 < len(c) && !directionAt(c, i+1) {
 		return -1
 	}
-	if strings.HasSuffix(c[i].raw, "ing") {
+	if strings.HasSuffix(c[i].Raw, "ing") {
 		return -1
 	}
 	for k := i - 1; k >= 1; k-- {
-		if determiners[c[k].raw] && k < i-1 {
+		if determiners[c[k].Raw] && k < i-1 {
 			// A bare verb needs a plural subject: "the polyfills bundle".
-			if contentOrWh(c[k-1]) && (inflected(c[i].raw) || thirdPerson(c[i-1].raw)) {
+			if contentOrWh(c[k-1]) && (inflected(c[i].Raw) || thirdPerson(c[i-1].Raw)) {
 				return k
 			}
 			return -1
 		}
-		if stopWord(c[k]) && !determiners[c[k].raw] {
+		if stopWord(c[k]) && !determiners[c[k].Raw] {
 			return -1
 		}
 	}
-	if !inflected(c[i].raw) {
+	if !inflected(c[i].Raw) {
 		return -1
 	}
-	if participle(c[i].raw) && i >= 2 && contentOrWh(c[i-2]) && !relPronouns[c[i-2].raw] {
+	if participle(c[i].Raw) && i >= 2 && contentOrWh(c[i-2]) && !relPronouns[c[i-2].Raw] {
 		if _, ok := roleWord(c[i-1]); ok {
 			return i - 1
 		}
@@ -323,8 +325,8 @@ func objectRelative(c []token, i int) int {
 }
 
 // directionAt reports whether c[i] is a direction or scope marker.
-func directionAt(c []token, i int) bool {
-	return markers[c[i].raw] != "" || scopes[c[i].raw] != "" || c[i].canon == "from"
+func directionAt(c []words.Token, i int) bool {
+	return markers[c[i].Raw] != "" || scopes[c[i].Raw] != "" || c[i].Canon == "from"
 }
 
 // readConditions labels each content word "main" or "cond": the words of
@@ -335,8 +337,8 @@ func readConditions(text string, into map[string]map[string]bool) {
 	segs := strings.Split(text, ",")
 	found := false
 	for _, s := range segs {
-		for _, t := range normWords(s) {
-			found = found || condMarkers[t.raw]
+		for _, t := range words.Tokens(s) {
+			found = found || condMarkers[t.Raw]
 		}
 	}
 	if !found {
@@ -350,8 +352,8 @@ func readConditions(text string, into map[string]map[string]bool) {
 	}
 	for _, s := range segs {
 		l := "main"
-		for _, t := range normWords(s) {
-			if condMarkers[t.raw] {
+		for _, t := range words.Tokens(s) {
+			if condMarkers[t.Raw] {
 				l = "cond"
 				continue
 			}
@@ -364,10 +366,10 @@ func readConditions(text string, into map[string]map[string]bool) {
 
 // readScopes records the scope each content word stands in ("files in the
 // drive": drive in "in") and reports whether any is "out".
-func readScopes(toks []token, into map[string]map[string]bool) (out bool) {
+func readScopes(toks []words.Token, into map[string]map[string]bool) (out bool) {
 	for i := 0; i < len(toks); i++ {
-		s := scopes[toks[i].raw]
-		if toks[i].raw == "close" && i+1 < len(toks) && toks[i+1].raw == "to" {
+		s := scopes[toks[i].Raw]
+		if toks[i].Raw == "close" && i+1 < len(toks) && toks[i+1].Raw == "to" {
 			s, i = "near", i+1
 		}
 		if s == "" {
@@ -375,11 +377,11 @@ func readScopes(toks []token, into map[string]map[string]bool) (out bool) {
 		}
 		out = out || s == "out"
 		j := i + 1
-		if j < len(toks) && toks[j].raw == "of" {
+		if j < len(toks) && toks[j].Raw == "of" {
 			j++ // "outside of"
 		}
 		for ; j < len(toks); j++ {
-			if determiners[toks[j].raw] || quantifiers[toks[j].raw] != "" {
+			if determiners[toks[j].Raw] || quantifiers[toks[j].Raw] != "" {
 				continue
 			}
 			w, ok := roleWord(toks[j])
@@ -403,7 +405,7 @@ func readScopes(toks []token, into map[string]map[string]bool) (out bool) {
 // postmortem payment outage" are no compounds), so it counts only against
 // an "of" or "in", only in a run of two or three words (each modifying the
 // last) and never across a verb.
-func readHeads(toks []token, verbs map[string]roleVerb, heads, ofs, poss map[[2]string]bool) {
+func readHeads(toks []words.Token, verbs map[string]roleVerb, heads, ofs, poss map[[2]string]bool) {
 	var run []string // the content words just before, with nothing between
 	flush := func() {
 		if len(run) == 2 || len(run) == 3 {
@@ -418,10 +420,10 @@ func readHeads(toks []token, verbs map[string]roleVerb, heads, ofs, poss map[[2]
 	}
 	for i, t := range toks {
 		switch {
-		case (t.raw == "of" || scopes[t.raw] == "in") && len(run) > 0:
+		case (t.Raw == "of" || scopes[t.Raw] == "in") && len(run) > 0:
 			head := run[len(run)-1]
 			for j := i + 1; j < len(toks); j++ {
-				if determiners[toks[j].raw] {
+				if determiners[toks[j].Raw] {
 					continue
 				}
 				w, ok := roleWord(toks[j])
@@ -432,7 +434,7 @@ func readHeads(toks []token, verbs map[string]roleVerb, heads, ofs, poss map[[2]
 				ofs[[2]string{w, head}] = true
 			}
 			flush()
-		case t.raw == "s" && len(run) > 0 && i+1 < len(toks):
+		case t.Raw == "s" && len(run) > 0 && i+1 < len(toks):
 			if w, ok := roleWord(toks[i+1]); ok {
 				heads[[2]string{run[len(run)-1], w}] = true
 				poss[[2]string{run[len(run)-1], w}] = true
@@ -440,7 +442,7 @@ func readHeads(toks []token, verbs map[string]roleVerb, heads, ofs, poss map[[2]
 			flush()
 		default:
 			w, ok := roleWord(t)
-			if _, verb := verbs[t.canon]; !ok || verb {
+			if _, verb := verbs[t.Canon]; !ok || verb {
 				flush()
 				continue
 			}

@@ -1,9 +1,11 @@
-package memory
+package guard
 
 import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/nexus-mcp/nexus/memory/words"
 )
 
 // The guard's second half: relations. Two texts with the same words can
@@ -72,9 +74,9 @@ var auxiliaries = map[string]bool{"do": true, "does": true, "did": true, "to": t
 // verbForm reports whether toks[i] is used as a verb: inflected ("calls",
 // "called") and not followed by "of" ("uses of X" is a noun), or bare
 // anywhere after an auxiliary ("what does the X package call").
-func verbForm(toks []token, i int) bool {
-	raw := toks[i].raw
-	if i+1 < len(toks) && toks[i+1].raw == "of" {
+func verbForm(toks []words.Token, i int) bool {
+	raw := toks[i].Raw
+	if i+1 < len(toks) && toks[i+1].Raw == "of" {
 		return false
 	}
 	if strings.HasSuffix(raw, "ing") || strings.HasSuffix(raw, "er") || strings.HasSuffix(raw, "ers") ||
@@ -86,7 +88,7 @@ func verbForm(toks []token, i int) bool {
 		return true
 	}
 	for _, t := range toks[:i] {
-		if auxiliaries[t.raw] {
+		if auxiliaries[t.Raw] {
 			return true
 		}
 	}
@@ -94,9 +96,9 @@ func verbForm(toks []token, i int) bool {
 }
 
 // overTime reports whether "over" at toks[i] starts a time span.
-func overTime(toks []token, i int) bool {
+func overTime(toks []words.Token, i int) bool {
 	for _, t := range toks[i+1 : min(i+3, len(toks))] {
-		switch t.raw {
+		switch t.Raw {
 		case "last", "past", "next", "previous", "coming", "course", "recent":
 			return true
 		}
@@ -120,24 +122,24 @@ type relations struct {
 
 func readRelations(text string) relations {
 	r := relations{objects: map[string][]string{}, present: map[string]bool{}, verbs: map[string][]string{}}
-	toks := normWords(text)
+	toks := words.Tokens(text)
 	sawTo := false
 	for i, t := range toks {
-		if q, ok := quantifiers[t.raw]; ok {
+		if q, ok := quantifiers[t.Raw]; ok {
 			r.quant = append(r.quant, q)
 			continue
 		}
-		if m, ok := markers[t.raw]; ok || t.canon == "from" {
-			if t.canon == "from" {
+		if m, ok := markers[t.Raw]; ok || t.Canon == "from" {
+			if t.Canon == "from" {
 				m = "from"
 			}
-			if m == "to" && i > 0 && notDirection[toks[i-1].raw] {
+			if m == "to" && i > 0 && notDirection[toks[i-1].Raw] {
 				continue
 			}
-			if m == "with" && i+1 < len(toks) && (toks[i+1].raw == "no" || toks[i+1].raw == "zero") {
+			if m == "with" && i+1 < len(toks) && (toks[i+1].Raw == "no" || toks[i+1].Raw == "zero") {
 				m = "without" // "with no assignee"
 			}
-			if m == "above" && t.raw == "over" && overTime(toks, i) {
+			if m == "above" && t.Raw == "over" && overTime(toks, i) {
 				continue // "over the last 24 hours" is "in the last 24 hours"
 			}
 			r.present[m] = true
@@ -168,21 +170,21 @@ func readRelations(text string) relations {
 
 // content returns the canonical form of a content word, or false for
 // filler and markers.
-func content(t token) (string, bool) {
-	if p, ok := pronouns[t.raw]; ok {
+func content(t words.Token) (string, bool) {
+	if p, ok := pronouns[t.Raw]; ok {
 		return p, true
 	}
-	if filler[t.raw] || filler[t.canon] || markers[t.raw] != "" || quantifiers[t.raw] != "" {
+	if words.IsFiller(t.Raw) || words.IsFiller(t.Canon) || markers[t.Raw] != "" || quantifiers[t.Raw] != "" {
 		return "", false
 	}
-	return t.canon, true
+	return t.Canon, true
 }
 
 // objectAfter returns the first content word after toks[i], skipping
 // articles and other filler, up to the next marker.
-func objectAfter(toks []token, i int) (string, bool) {
+func objectAfter(toks []words.Token, i int) (string, bool) {
 	for _, t := range toks[i+1:] {
-		if markers[t.raw] != "" || t.canon == "from" {
+		if markers[t.Raw] != "" || t.Canon == "from" {
 			return "", false
 		}
 		if w, ok := content(t); ok {

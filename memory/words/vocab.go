@@ -1,8 +1,8 @@
-package memory
+package words
 
 // The vocabulary the lexical embedder and the guard share: which words
 // name the same thing in code and documentation queries, and which carry
-// no meaning of their own. Every lookup goes through canonWord, so "repo",
+// no meaning of their own. Every lookup goes through Canon, so "repo",
 // "repos", "repository" and "repositories" are one word to both.
 
 // phrases are multi-word spellings of one word, matched on lower-cased
@@ -24,7 +24,7 @@ var synonyms = func() map[string]string {
 	add := func(to string, ws ...string) {
 		for _, w := range append(ws, to) {
 			m[w] = to
-			m[porter(w)] = to
+			m[Porter(w)] = to
 		}
 	}
 	add("auth", "authn", "authentication", "authenticate", "authenticated", "authenticating")
@@ -103,31 +103,31 @@ var filler = map[string]bool{
 	"handle": true, "handles": true, "handling": true, "having": true,
 }
 
-// token is one word of a text: as written (lower-cased; a phrase's words
+// Token is one word of a text: as written (lower-cased; a phrase's words
 // joined by spaces) and canonical.
-type token struct{ raw, canon string }
+type Token struct{ Raw, Canon string }
 
-// normWords returns the lower-cased words of text with phrases joined,
+// Tokens returns the lower-cased words of text with phrases joined,
 // Porter-stemmed, and mapped through synonyms.
-func normWords(text string) []token {
-	ws := words(text)
-	out := make([]token, 0, len(ws))
+func Tokens(text string) []Token {
+	ws := Split(text)
+	out := make([]Token, 0, len(ws))
 	for i := 0; i < len(ws); i++ {
 		if i+2 < len(ws) {
 			if p, ok := phrases[ws[i]+" "+ws[i+1]+" "+ws[i+2]]; ok {
-				out = append(out, token{ws[i] + " " + ws[i+1] + " " + ws[i+2], p})
+				out = append(out, Token{ws[i] + " " + ws[i+1] + " " + ws[i+2], p})
 				i += 2
 				continue
 			}
 		}
 		if i+1 < len(ws) {
 			if p, ok := phrases[ws[i]+" "+ws[i+1]]; ok {
-				out = append(out, token{ws[i] + " " + ws[i+1], p})
+				out = append(out, Token{ws[i] + " " + ws[i+1], p})
 				i++
 				continue
 			}
 		}
-		out = append(out, token{ws[i], canonWord(ws[i])})
+		out = append(out, Token{ws[i], Canon(ws[i])})
 	}
 	return out
 }
@@ -140,15 +140,15 @@ var unstemmed = map[string]bool{
 	"jenkins": true, "express": true, "sass": true, "less": true, "css": true, "sms": true, "vs": true, "windows": true,
 }
 
-// canonWord maps one lower-case word to its canonical form.
-func canonWord(w string) string {
+// Canon maps one lower-case word to its canonical form.
+func Canon(w string) string {
 	if s, ok := synonyms[w]; ok {
 		return s
 	}
 	if unstemmed[w] {
 		return w
 	}
-	st := porter(w)
+	st := Porter(w)
 	if s, ok := synonyms[st]; ok {
 		return s
 	}
