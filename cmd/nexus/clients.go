@@ -599,7 +599,7 @@ func (e *env) hiddenTools(ctx context.Context, servers []string, agent string) [
 	var out []hiddenTools
 	for _, name := range servers {
 		h := hiddenTools{Server: name}
-		if st := state[name]; st.State != "ready" {
+		if st := state[name]; st.State != aggregation.StateReady {
 			h.Error = fmt.Sprintf("it did not start (%s), so its tools are unknown: nexus policy show --agent %s lists them once it runs", st.Error, agent)
 			out = append(out, h)
 			continue

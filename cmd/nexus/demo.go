@@ -91,7 +91,7 @@ func (e *env) demo(ctx context.Context) error {
 	}
 	defer g.Close()
 	for _, s := range g.Servers() {
-		if s.State != "ready" {
+		if s.State != aggregation.StateReady {
 			return fmt.Errorf("sample server %s did not start (%s): %s", s.Name, s.State, s.Error)
 		}
 	}

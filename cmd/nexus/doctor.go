@@ -444,7 +444,7 @@ func (e *env) startServer(ctx context.Context, cfg *config.Config, s *config.Ser
 	case err != nil:
 		ch.Status, ch.Detail = checkFail, err.Error()
 		ch.Fix = "fix servers." + s.Name + " in " + s.Source
-	case st.State == "ready":
+	case st.State == aggregation.StateReady:
 		n := st.Tools
 		ch.Tools = &n
 		ch.Status = checkOK

@@ -248,7 +248,7 @@ func listServersCommand() *cli.Command {
 					if r.Disabled {
 						state = "disabled"
 					}
-				} else if r.Tools != nil && r.State == "ready" {
+				} else if r.Tools != nil && r.State == string(aggregation.StateReady) {
 					state = fmt.Sprintf("ready (%d tools)", *r.Tools)
 				}
 				sessions := r.Sessions
@@ -264,7 +264,7 @@ func listServersCommand() *cli.Command {
 				return err
 			}
 			for _, r := range rows { // why a server is not running, and when it tries again
-				if r.Error != "" && r.State != "ready" {
+				if r.Error != "" && r.State != string(aggregation.StateReady) {
 					fmt.Fprintf(e.stdout, "%s: %s\n", r.Name, r.Error)
 				}
 			}

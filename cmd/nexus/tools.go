@@ -43,7 +43,7 @@ func listToolsCommand() *cli.Command {
 			}
 			defer g.Close()
 			for _, s := range g.Servers() {
-				if s.State != "ready" {
+				if s.State != aggregation.StateReady {
 					e.log.Warn("server not connected; its tools are missing", "server", s.Name, "state", s.State, "err", s.Error)
 				}
 			}
