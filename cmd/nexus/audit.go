@@ -13,6 +13,7 @@ import (
 	"github.com/nexus-mcp/nexus/audit"
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/policy"
+	"github.com/nexus-mcp/nexus/run"
 )
 
 func auditCommand() *cli.Command {
@@ -43,8 +44,8 @@ func auditCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			store, err := e.openAuditToRead(c.Context, cfg)
-			if errors.Is(err, errNoTrail) {
+			store, err := run.OpenAuditToRead(c.Context, cfg, e.runEnv(c.Context, cfg))
+			if errors.Is(err, run.ErrNoTrail) {
 				if c.Bool("json") {
 					_, err := fmt.Fprintln(e.stdout, "[]")
 					return err

@@ -16,6 +16,7 @@ import (
 	"github.com/nexus-mcp/nexus/audit"
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/memory"
+	"github.com/nexus-mcp/nexus/run"
 )
 
 func cacheCommand() *cli.Command {
@@ -216,7 +217,7 @@ func (e *env) refusalCounts(c *cli.Context) ([]audit.Count, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := e.openAuditToRead(c.Context, cfg)
+	store, err := run.OpenAuditToRead(c.Context, cfg, e.runEnv(c.Context, cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +232,7 @@ func (e *env) refusalCounts(c *cli.Context) ([]audit.Count, error) {
 // printRefusals ends `cache stats` with the refusal counts.
 func (e *env) printRefusals(counts []audit.Count, err error) {
 	switch {
-	case errors.Is(err, errNoTrail):
+	case errors.Is(err, run.ErrNoTrail):
 		fmt.Fprintln(e.stdout, "refusals: none recorded (no audit trail yet)")
 		return
 	case err != nil:

@@ -20,6 +20,7 @@ import (
 	"github.com/nexus-mcp/nexus/clients"
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/policy"
+	"github.com/nexus-mcp/nexus/run"
 	"github.com/nexus-mcp/nexus/secrets"
 )
 
@@ -587,7 +588,7 @@ func (e *env) hiddenTools(ctx context.Context, servers []string, agent string) [
 	log := e.log
 	e.log = slog.New(slog.DiscardHandler)
 	defer func() { e.log = log }()
-	g, err := e.startGateway(ctx, cfg, gatewayOptions{noMemory: true, waitFor: servers})
+	g, err := e.startGateway(ctx, cfg, run.Options{NoMemory: true, WaitFor: servers})
 	if err != nil {
 		return []hiddenTools{{Server: strings.Join(servers, ", "), Error: err.Error()}}
 	}

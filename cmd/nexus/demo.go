@@ -18,6 +18,7 @@ import (
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/memory"
 	"github.com/nexus-mcp/nexus/policy"
+	"github.com/nexus-mcp/nexus/run"
 )
 
 func demoCommand() *cli.Command {
@@ -52,7 +53,7 @@ func demoCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("serve") {
-				return e.serve(c.Context, serveOptions{agent: c.String("agent"), gw: gatewayOptions{observe: true}})
+				return e.serve(c.Context, run.ServeOptions{Agent: c.String("agent"), Gateway: run.Options{Observe: true}})
 			}
 			return e.demo(c.Context)
 		},
@@ -85,7 +86,7 @@ func (e *env) demo(ctx context.Context) error {
 	}
 	fmt.Fprintf(w, "Nexus demo: two sample MCP servers behind one gateway (NEXUS_HOME=%s)\n\n", e.home)
 	started := time.Now()
-	g, err := e.startGateway(ctx, cfg, gatewayOptions{})
+	g, err := e.startGateway(ctx, cfg, run.Options{})
 	if err != nil {
 		return err
 	}

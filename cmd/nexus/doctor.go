@@ -19,6 +19,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/run"
 	"github.com/nexus-mcp/nexus/secrets"
 )
 
@@ -138,7 +139,7 @@ func (e *env) doctor(ctx context.Context, timeout time.Duration, progress bool) 
 // without waiting for a call to one of its tools.
 func (e *env) retryRunning(ctx context.Context) check {
 	ch := check{Area: "running gateways", Name: "retry", Status: checkOK}
-	n, err := e.applyToRunning(ctx)
+	n, err := run.ReloadRunning(ctx, e.home, e.log)
 	switch {
 	case err != nil:
 		ch.Status, ch.Detail = checkWarn, err.Error()

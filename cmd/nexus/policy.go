@@ -13,6 +13,7 @@ import (
 	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/policy"
+	"github.com/nexus-mcp/nexus/run"
 )
 
 func policyCommand() *cli.Command {
@@ -93,12 +94,12 @@ func policyCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					g, err := e.startGateway(c.Context, cfg, gatewayOptions{noMemory: true})
+					g, err := e.startGateway(c.Context, cfg, run.Options{NoMemory: true})
 					if err != nil {
 						return err
 					}
 					defer g.Close()
-					known := knownTools(g.Gateway)
+					known := run.KnownTools(g.Gateway)
 					probs := g.Policy().Check(known)
 					for _, p := range probs {
 						fmt.Fprintln(e.stdout, p.String())
@@ -134,7 +135,7 @@ func (e *env) showPolicy(c *cli.Context, agent, tool string) error {
 	if err != nil {
 		return err
 	}
-	g, err := e.startGateway(c.Context, cfg, gatewayOptions{noMemory: true})
+	g, err := e.startGateway(c.Context, cfg, run.Options{NoMemory: true})
 	if err != nil {
 		return err
 	}

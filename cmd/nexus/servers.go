@@ -15,6 +15,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/run"
 )
 
 func addCommand() *cli.Command {
@@ -206,7 +207,7 @@ func listServersCommand() *cli.Command {
 				rows = append(rows, r)
 			}
 			if c.Bool("live") {
-				g, err := e.startGatewayShowingProgress(c.Context, cfg, gatewayOptions{noMemory: true}, c.Bool("json"))
+				g, err := e.startGatewayShowingProgress(c.Context, cfg, run.Options{NoMemory: true}, c.Bool("json"))
 				if err != nil {
 					return err
 				}

@@ -15,14 +15,11 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/catalog"
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/memory"
-	"github.com/nexus-mcp/nexus/memory/embedder"
-	"github.com/nexus-mcp/nexus/memory/postgres"
-	"github.com/nexus-mcp/nexus/memory/sqlite"
 	"github.com/nexus-mcp/nexus/policy"
+	"github.com/nexus-mcp/nexus/run"
 	"github.com/nexus-mcp/nexus/secrets"
 )
 
@@ -256,173 +253,21 @@ func (e *env) editTarget(c *cli.Context) (string, error) {
 	return abs, nil
 }
 
-// gatewayOptions select what a command's gateway runs with.
-type gatewayOptions struct {
-	noMemory  bool
-	toolNames string
-	// maxNameLength overrides names.maxLength (serve --max-name-length).
-	maxNameLength int
-	// noWait returns as soon as the children are starting: serve answers its client
-	// at once.
-	noWait bool
-	// waitFor names the servers to wait for; none means every one.
-	waitFor []string
-	// observe keeps the audit trail and traces (observe.go); metrics also counts
-	// for a /metrics page.
-	observe, metrics bool
-}
-
-// running is a started gateway and what must be closed with it.
-type running struct {
-	*aggregation.Gateway
-	mem *memory.Memory
-	obs *observation // nil when not observed
-}
-
-func (r *running) Close() {
-	if r.Gateway != nil {
-		r.Gateway.Close()
-	}
-	if r.obs != nil {
-		r.obs.Close()
-	}
-	if r.mem != nil {
-		_ = r.mem.Close()
-	}
+// runEnv is the environment run builds a gateway of cfg with: this command's
+// home, logger and redactor, its secret resolver and OAuth sessions.
+func (e *env) runEnv(ctx context.Context, cfg *config.Config) run.Env {
+	return run.Env{Home: e.home, Logger: e.log, Stderr: e.stderr, Redactor: e.redactor,
+		Resolve: e.resolver(ctx, cfg), HTTPClient: e.oauthHTTP(ctx, cfg), BeforeStart: e.registerChildValues}
 }
 
 // startGateway builds the gateway of cfg and connects to its children.
-func (e *env) startGateway(ctx context.Context, cfg *config.Config, opts gatewayOptions) (*running, error) {
-	r := &running{}
-	if !opts.noMemory && cfg.Memory.On() {
-		mem, err := e.openMemory(ctx, cfg)
-		if err != nil {
-			e.log.Warn("memory is off for this run", "err", err)
-		} else {
-			r.mem = mem
-		}
-	}
-	gopts := aggregation.Options{Logger: e.log, Memory: r.mem, ToolNames: opts.toolNames, MaxNameLength: opts.maxNameLength,
-		Resolve: e.resolver(ctx, cfg), Redact: e.redactor.JSON, RedactText: e.redactor.String, BeforeStart: e.registerChildValues,
-		HTTPClient: e.oauthHTTP(ctx, cfg)}
-	if emb, err := e.searchEmbedder(ctx, cfg); err != nil {
-		e.log.Warn("tool search ranks by words only", "err", err)
-	} else if emb != nil {
-		gopts.SearchEmbedder = emb
-	}
-	if opts.observe {
-		r.obs = e.observe(ctx, cfg, opts.metrics)
-		r.obs.apply(&gopts)
-	}
-	g, err := aggregation.New(cfg, gopts)
-	if err != nil {
-		r.Close()
-		return nil, err
-	}
-	r.Gateway = g
-	if r.obs != nil {
-		r.obs.attach(g)
-	}
-	if err := g.Start(ctx); err != nil {
-		r.Close()
-		return nil, err
-	}
-	if !opts.noWait {
-		if err := g.Ready(ctx, opts.waitFor...); err != nil {
-			r.Close()
-			return nil, err
-		}
-	}
-	return r, nil
+func (e *env) startGateway(ctx context.Context, cfg *config.Config, opts run.Options) (*run.Runtime, error) {
+	return run.Build(ctx, cfg, e.runEnv(ctx, cfg), opts)
 }
 
+// openMemory opens the memory cfg configures (run.OpenMemory).
 func (e *env) openMemory(ctx context.Context, cfg *config.Config) (*memory.Memory, error) {
-	if err := os.MkdirAll(e.home, 0o700); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", e.home, err)
-	}
-	opts := memory.Options{
-		Backend:        sqlite.File(filepath.Join(e.home, "memory.db")),
-		MaxEntries:     cfg.Memory.MaxEntries,
-		MaxBytes:       cfg.Memory.MaxBytes,
-		MaxResultBytes: cfg.Memory.MaxResultBytes,
-		Logger:         e.log,
-		Redact:         e.redactor.JSON,
-		RedactText:     e.redactor.String,
-	}
-	resolve := e.resolver(ctx, cfg)
-	if cfg.Memory.Backend == config.BackendPostgres {
-		// Replicas share memory in PostgreSQL; the DSN is a reference like
-		// every other secret, expanded here and never logged.
-		dsn, err := resolve(cfg.Memory.DSN)
-		if err != nil {
-			return nil, fmt.Errorf("memory.dsn: %w", err)
-		}
-		if strings.TrimSpace(dsn) == "" {
-			return nil, fmt.Errorf("memory.dsn: %q expands to nothing; set the variable it names", cfg.Memory.DSN)
-		}
-		opts.Backend = postgres.DSN(dsn)
-	}
-	endpoint := func(what string, ep config.Endpoint, dims int) (embedder.HTTPConfig, error) {
-		return modelEndpoint(resolve, what, ep, dims)
-	}
-	if em := cfg.Memory.Embedder; em != nil {
-		hc, err := endpoint("embedder", em.Endpoint, em.Dims)
-		if err != nil {
-			return nil, err
-		}
-		if opts.Embedder, err = embedder.New(embedder.Config{Provider: em.Provider, HTTPConfig: hc}); err != nil {
-			return nil, fmt.Errorf("memory.embedder: %w", err)
-		}
-	}
-	if v := cfg.Memory.Verifier; v != nil {
-		hc, err := endpoint("verifier", *v, 0)
-		if err != nil {
-			return nil, err
-		}
-		verifier, err := embedder.NewChatVerifier(hc)
-		if err != nil {
-			return nil, fmt.Errorf("memory.verifier: %w", err)
-		}
-		opts.Verifier = verifier
-	}
-	if th := cfg.Memory.Thresholds; th != nil {
-		opts.Thresholds = &memory.Thresholds{Serve: th.Serve, Verify: th.Verify}
-	}
-	mem, err := memory.Open(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	mem.SetSettings(cfg.MemoryRules())
-	return mem, nil
-}
-
-// modelEndpoint is the HTTP settings of memory's embedder or verifier, its key
-// resolved.
-func modelEndpoint(resolve func(string) (string, error), what string, ep config.Endpoint, dims int) (embedder.HTTPConfig, error) {
-	key, err := resolve(ep.APIKey)
-	if err != nil {
-		return embedder.HTTPConfig{}, fmt.Errorf("memory.%s.apiKey: %w", what, err)
-	}
-	return embedder.HTTPConfig{BaseURL: ep.BaseURL, Model: ep.Model, APIKey: key, Dims: dims, Timeout: ep.Timeout.D}, nil
-}
-
-// searchEmbedder is the model memory.embedder names, for tool search to blend in;
-// nil when there is none or it is the lexical one (tool search's own ranking
-// already reads words).
-func (e *env) searchEmbedder(ctx context.Context, cfg *config.Config) (embedder.Embedder, error) {
-	em := cfg.Memory.Embedder
-	if em == nil || em.Provider == "" || strings.EqualFold(em.Provider, "lexical") {
-		return nil, nil
-	}
-	hc, err := modelEndpoint(e.resolver(ctx, cfg), "embedder", em.Endpoint, em.Dims)
-	if err != nil {
-		return nil, err
-	}
-	emb, err := embedder.New(embedder.Config{Provider: em.Provider, HTTPConfig: hc})
-	if err != nil {
-		return nil, fmt.Errorf("memory.embedder: %w", err)
-	}
-	return emb, nil
+	return run.OpenMemory(ctx, cfg, e.runEnv(ctx, cfg))
 }
 
 // secrets opens the secret store once, when first needed: most commands never touch

@@ -16,6 +16,7 @@ import (
 	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/memory"
 	"github.com/nexus-mcp/nexus/policy"
+	"github.com/nexus-mcp/nexus/run"
 )
 
 func listToolsCommand() *cli.Command {
@@ -37,7 +38,7 @@ func listToolsCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			g, err := e.startGatewayShowingProgress(c.Context, cfg, gatewayOptions{noMemory: true, toolNames: c.String("tool-names"), maxNameLength: c.Int("max-name-length")}, c.Bool("json"))
+			g, err := e.startGatewayShowingProgress(c.Context, cfg, run.Options{NoMemory: true, ToolNames: c.String("tool-names"), MaxNameLength: c.Int("max-name-length")}, c.Bool("json"))
 			if err != nil {
 				return err
 			}
@@ -175,8 +176,8 @@ func callCommand() *cli.Command {
 			}
 			// A call waits only for the servers its tool may belong to. It is audited
 			// like a client's call.
-			g, err := e.startGatewayShowingProgress(c.Context, cfg, gatewayOptions{noMemory: c.Bool("no-memory"),
-				waitFor: aggregation.OwnersOf(cfg, c.Args().First()), observe: true}, c.Bool("json"))
+			g, err := e.startGatewayShowingProgress(c.Context, cfg, run.Options{NoMemory: c.Bool("no-memory"),
+				WaitFor: aggregation.OwnersOf(cfg, c.Args().First()), Observe: true}, c.Bool("json"))
 			if err != nil {
 				return err
 			}

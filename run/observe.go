@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"context"
@@ -35,60 +35,62 @@ type observation struct {
 // observe builds what cfg and the command ask for. Nothing here may stop the
 // gateway from serving: a trail or a collector that cannot be reached is logged
 // and the gateway runs without it.
-func (e *env) observe(ctx context.Context, cfg *config.Config, metrics bool) *observation {
-	o := &observation{redact: e.redactor.JSON, text: e.redactor.String, cfg: func() *config.Config { return cfg }}
+func observe(ctx context.Context, cfg *config.Config, e Env, metrics bool) *observation {
+	red := e.redactor()
+	o := &observation{redact: red.JSON, text: red.String, cfg: func() *config.Config { return cfg }}
 	if metrics {
 		o.metrics = telemetry.NewMetrics(o.text)
 	}
 	if cfg.Audit.On() {
-		store, err := e.openAudit(ctx, cfg)
+		store, err := OpenAudit(ctx, cfg, e)
 		if err != nil {
-			e.log.Warn("the audit trail is off for this run", "err", err)
+			e.Logger.Warn("the audit trail is off for this run", "err", err)
 		} else {
 			o.store = store
-			o.trail = audit.NewWriter(store, audit.WriterOptions{Logger: e.log, MaxAge: cfg.Audit.Age(), MaxBytes: cfg.Audit.Bytes()})
+			o.trail = audit.NewWriter(store, audit.WriterOptions{Logger: e.Logger, MaxAge: cfg.Audit.Age(), MaxBytes: cfg.Audit.Bytes()})
 		}
 	}
 	tr, err := telemetry.NewTracing(ctx, cfg.Tracing.Endpoint, aggregation.Version)
 	if err != nil {
-		e.log.Warn("tracing is off for this run", "err", err)
+		e.Logger.Warn("tracing is off for this run", "err", err)
 	} else if tr != nil {
 		o.tracing = tr
-		e.log.Info("tracing: spans are sent with OTLP/HTTP", "endpoint", tr.Endpoint)
+		e.Logger.Info("tracing: spans are sent with OTLP/HTTP", "endpoint", tr.Endpoint)
 	}
 	return o
 }
 
-// openAudit opens the trail where the config keeps shared state: the PostgreSQL
+// OpenAudit opens the trail where the config keeps shared state: the PostgreSQL
 // database of the postgres memory backend (shared by replicas), else audit.db in
-// NEXUS_HOME.
-func (e *env) openAudit(ctx context.Context, cfg *config.Config) (*audit.Store, error) {
+// e.Home.
+func OpenAudit(ctx context.Context, cfg *config.Config, e Env) (*audit.Store, error) {
 	if cfg.Memory.Backend == config.BackendPostgres {
-		dsn, err := e.resolver(ctx, cfg)(cfg.Memory.DSN)
+		dsn, err := e.resolve(cfg.Memory.DSN)
 		if err != nil {
 			return nil, fmt.Errorf("memory.dsn: %w", err)
 		}
 		return audit.OpenPostgres(dsn)
 	}
-	if err := os.MkdirAll(e.home, 0o700); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", e.home, err)
+	if err := os.MkdirAll(e.Home, 0o700); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", e.Home, err)
 	}
-	return audit.OpenSQLite(ctx, filepath.Join(e.home, "audit.db"))
+	return audit.OpenSQLite(ctx, filepath.Join(e.Home, "audit.db"))
 }
 
-// openAuditToRead opens the trail for `nexus audit` and `nexus cache stats`; a
-// SQLite trail that was never written is errNoTrail, not created.
-func (e *env) openAuditToRead(ctx context.Context, cfg *config.Config) (*audit.Store, error) {
+// OpenAuditToRead opens the trail for `nexus audit` and `nexus cache stats`; a
+// SQLite trail that was never written is ErrNoTrail, not created.
+func OpenAuditToRead(ctx context.Context, cfg *config.Config, e Env) (*audit.Store, error) {
 	if cfg.Memory.Backend != config.BackendPostgres {
-		path := filepath.Join(e.home, "audit.db")
+		path := filepath.Join(e.Home, "audit.db")
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%w at %s: nexus serve writes it when calls are refused or change something", errNoTrail, path)
+			return nil, fmt.Errorf("%w at %s: nexus serve writes it when calls are refused or change something", ErrNoTrail, path)
 		}
 	}
-	return e.openAudit(ctx, cfg)
+	return OpenAudit(ctx, cfg, e)
 }
 
-var errNoTrail = errors.New("no audit trail yet")
+// ErrNoTrail is OpenAuditToRead's error when no gateway wrote a trail yet.
+var ErrNoTrail = errors.New("no audit trail yet")
 
 // apply sets the observer and, when tracing is on, the tracer the gateway is built with.
 func (o *observation) apply(opts *aggregation.Options) {

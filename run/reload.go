@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"errors"
@@ -19,7 +19,7 @@ import (
 // The running config stays until the file returns or reload.missingGrace passes;
 // then the gateway says so loudly and applies the config without it.
 type reloader struct {
-	e *env
+	e Env
 	g *aggregation.Gateway
 	// now is the clock (time.Now; a test may set another).
 	now func() time.Time
@@ -32,7 +32,7 @@ type reloader struct {
 	timer   *time.Timer
 }
 
-func newReloader(e *env, g *aggregation.Gateway) *reloader {
+func newReloader(e Env, g *aggregation.Gateway) *reloader {
 	return &reloader{e: e, g: g, now: time.Now, recheck: make(chan struct{}, 1), missing: map[string]time.Time{}}
 }
 
@@ -51,7 +51,7 @@ func (r *reloader) reload() {
 	if r.waitForMissing() {
 		return
 	}
-	r.e.reload(r.g)
+	reload(r.e, r.g)
 }
 
 // waitForMissing reports whether the running config must stay because a file it
@@ -79,14 +79,14 @@ func (r *reloader) waitForMissing() bool {
 		if !seen {
 			since = now
 			r.missing[f] = now
-			r.e.log.Warn("a config file is missing: the running config stays until it returns",
+			r.e.Logger.Warn("a config file is missing: the running config stays until it returns",
 				"file", f, "grace", grace)
 		}
 		if left := since.Add(grace).Sub(now); left > 0 {
 			wait = max(wait, left)
 			continue
 		}
-		r.e.log.Error("a config file has been missing for longer than reload.missingGrace: applying the config without it (its servers stop, its agents and tokens are dropped)",
+		r.e.Logger.Error("a config file has been missing for longer than reload.missingGrace: applying the config without it (its servers stop, its agents and tokens are dropped)",
 			"file", f, "missing_for", now.Sub(since).Round(time.Millisecond))
 	}
 	if wait == 0 {
