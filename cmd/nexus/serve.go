@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"slices"
@@ -33,26 +32,26 @@ func serveCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-name-length", Usage: "the longest wire tool name, `N` from 20 to 64 (default names.maxLength, else 64); nexus setup sets it for clients that prefix names", EnvVars: []string{"NEXUS_MAX_NAME_LENGTH"}},
 			&cli.BoolFlag{Name: "no-memory", Usage: "do not answer from or write to memory"},
 		},
-		Action: func(c *cli.Context) error {
-			if c.Args().Len() > 0 {
-				return usageError(fmt.Sprintf("serve takes no arguments, got %q", c.Args().First()))
-			}
-			e, err := newEnv(c, slog.LevelInfo)
-			if err != nil {
-				return err
-			}
-			e.serving = true
-			err = e.serve(c.Context, run.ServeOptions{
-				Agent: c.String("agent"), HTTPAddr: c.String("http"), MetricsAddr: c.String("metrics"), Insecure: c.Bool("insecure-no-auth"),
-				Gateway: run.Options{NoMemory: c.Bool("no-memory"), ToolNames: c.String("tool-names"), MaxNameLength: c.Int("max-name-length"), NoWait: true,
-					Observe: true, Metrics: c.String("http") != "" || c.String("metrics") != ""},
-			})
-			if c.Context.Err() != nil && errors.Is(err, context.Canceled) {
-				return nil // SIGINT or SIGTERM: the stop the user asked for
-			}
-			return err
-		},
+		Action: serveAction,
 	}
+}
+
+// serveAction is the action of `nexus serve`.
+func serveAction(c *cli.Context) error {
+	e, err := newEnv(c, slog.LevelInfo)
+	if err != nil {
+		return err
+	}
+	e.serving = true
+	err = e.serve(c.Context, run.ServeOptions{
+		Agent: c.String("agent"), HTTPAddr: c.String("http"), MetricsAddr: c.String("metrics"), Insecure: c.Bool("insecure-no-auth"),
+		Gateway: run.Options{NoMemory: c.Bool("no-memory"), ToolNames: c.String("tool-names"), MaxNameLength: c.Int("max-name-length"), NoWait: true,
+			Observe: true, Metrics: c.String("http") != "" || c.String("metrics") != ""},
+	})
+	if c.Context.Err() != nil && errors.Is(err, context.Canceled) {
+		return nil // SIGINT or SIGTERM: the stop the user asked for
+	}
+	return err
 }
 
 // serve loads the config and runs the gateway (run.Serve) with this command's
