@@ -256,3 +256,56 @@ func TestServeRefusesUnauthenticatedExposure(t *testing.T) {
 		})
 	}
 }
+
+// TestServeStdio: over stdio, a client's initialize and tools/list are
+// answered on the pipes Serve is given (tools/list shows what the agent may
+// call), and Serve returns when its context ends.
+func TestServeStdio(t *testing.T) {
+	home := t.TempDir()
+	cfg, path := testConfig(t, home, child(t))
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, ServeOptions{Env: testEnv(t, home, path), Config: cfg, Gateway: Options{NoMemory: true},
+			Stdin: inR, Stdout: outW})
+	}()
+	dec := json.NewDecoder(outR)
+	ask := func(id int, method string, params any) map[string]any {
+		t.Helper()
+		req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+		if _, err := inW.Write(append(req, '\n')); err != nil {
+			t.Fatal(err)
+		}
+		var resp map[string]any
+		if err := dec.Decode(&resp); err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	init := ask(1, "initialize", map[string]any{"protocolVersion": mcp.LATEST_PROTOCOL_VERSION, "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "test", "version": "1"}})
+	if init["result"] == nil {
+		t.Fatalf("initialize: %v", init)
+	}
+	if _, err := inW.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	list := ask(2, "tools/list", map[string]any{})
+	tools, _ := list["result"].(map[string]any)["tools"].([]any)
+	if len(tools) != 1 || tools[0].(map[string]any)["name"] != "fx__echo" {
+		t.Fatalf("tools/list: %v, want fx__echo alone (the default policy hides fx__write)", list)
+	}
+	go io.Copy(io.Discard, outR) // what the gateway still says while it stops
+	cancel()
+	inW.Close()
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after its context ended")
+	}
+}

@@ -56,73 +56,128 @@ func (e UsageError) Error() string { return string(e) }
 func Serve(ctx context.Context, opts ServeOptions) error {
 	e, cfg := opts.Env, opts.Config
 	opts.Gateway.Observe = true
-	if opts.Gateway.ToolNames != "" && opts.Gateway.ToolNames != config.ToolNamesWire && opts.Gateway.ToolNames != config.ToolNamesDotted {
-		return UsageError(fmt.Sprintf("--tool-names %q: use wire or dotted", opts.Gateway.ToolNames))
+	if err := checkNames(opts.Gateway); err != nil {
+		return err
 	}
-	if n := opts.Gateway.MaxNameLength; n != 0 && (n < config.MinNameLength || n > config.DefaultMaxNameLength) {
-		return UsageError(fmt.Sprintf("--max-name-length %d: write a number from %d to %d", n, config.MinNameLength, config.DefaultMaxNameLength))
-	}
-	var listener, metricsListener net.Listener
-	requireToken := false
-	var err error
-	if opts.HTTPAddr != "" {
-		if listener, requireToken, err = listen(cfg, e, "http", opts.HTTPAddr, opts.Insecure); err != nil {
-			return err
-		}
-	}
-	if opts.MetricsAddr != "" {
-		if metricsListener, _, err = listen(cfg, e, "metrics", opts.MetricsAddr, opts.Insecure); err != nil {
-			if listener != nil {
-				listener.Close()
-			}
-			return err
-		}
+	ls, err := openListeners(cfg, e, opts)
+	if err != nil {
+		return err
 	}
 	g, err := Build(ctx, cfg, e, opts.Gateway)
 	if err != nil {
-		for _, l := range []net.Listener{listener, metricsListener} {
-			if l != nil {
-				l.Close()
-			}
-		}
+		ls.close()
 		return err
 	}
 	defer g.Close()
-	defer func() {
-		// The audit trail's summary: every refusal was logged as it happened.
-		for agent, tools := range g.Denials().Snapshot() {
-			for tool, n := range tools {
-				e.Logger.Info("policy: refusals this session", "agent", agent, "tool", tool, "count", n)
-			}
-		}
-	}()
+	defer logRefusals(e, g)
 	// Every goroutine serve starts is joined before the gateway closes: a reload
 	// (from the watcher or SIGHUP) never runs while Close does.
 	ctx, cancel := context.WithCancel(ctx)
 	var workers sync.WaitGroup
 	defer workers.Wait() // after cancel (defers run in reverse), before g.Close
 	defer cancel()
-	workers.Go(func() {
-		// Once every server made its first attempt, say which policy entries name
-		// nothing: serve does not wait for its servers to answer its client.
-		if g.Ready(ctx) == nil {
-			known := KnownTools(g.Gateway)
-			for _, p := range g.Policy().Check(known) {
-				e.Logger.Warn("policy problem", "problem", p.String())
-			}
-			for _, p := range g.Config().PinProblems(known) {
-				e.Logger.Warn("toolset problem", "problem", p)
-			}
+	workers.Go(func() { reportProblems(ctx, e, g) })
+	defer followConfig(ctx, e, g, &workers)()
+	if ls.metrics != nil {
+		serveMetrics(ctx, opts, g, ls.metrics, &workers)
+	}
+	if ls.http == nil {
+		return serveStdio(ctx, opts, g)
+	}
+	srv := aggregation.NewHTTPServer(g.HTTPHandler(aggregation.HTTPOptions{RequireToken: ls.requireToken, Pages: g.obs.pages(g.Gateway)}))
+	shutdownWhenDone(ctx, srv, &workers)
+	if opts.Listening != nil {
+		opts.Listening("http", ls.http.Addr())
+	}
+	e.Logger.Info("serving streamable HTTP", "url", "http://"+ls.http.Addr().String()+"/mcp", "tools", len(g.Tools()))
+	fmt.Fprintf(e.stderr(), "nexus: listening on http://%s/mcp\n", ls.http.Addr())
+	if err := srv.Serve(ls.http); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// checkNames refuses tool-name options the gateway cannot use.
+func checkNames(o Options) error {
+	if o.ToolNames != "" && o.ToolNames != config.ToolNamesWire && o.ToolNames != config.ToolNamesDotted {
+		return UsageError(fmt.Sprintf("--tool-names %q: use wire or dotted", o.ToolNames))
+	}
+	if n := o.MaxNameLength; n != 0 && (n < config.MinNameLength || n > config.DefaultMaxNameLength) {
+		return UsageError(fmt.Sprintf("--max-name-length %d: write a number from %d to %d", n, config.MinNameLength, config.DefaultMaxNameLength))
+	}
+	return nil
+}
+
+// listeners are what Serve listens on: MCP over HTTP and the metrics pages,
+// each nil when not asked for.
+type listeners struct {
+	http, metrics net.Listener
+	requireToken  bool // see listen
+}
+
+// openListeners opens the listeners opts asks for, before the gateway starts,
+// so that a refused or taken address fails at once.
+func openListeners(cfg *config.Config, e Env, opts ServeOptions) (listeners, error) {
+	var ls listeners
+	var err error
+	if opts.HTTPAddr != "" {
+		if ls.http, ls.requireToken, err = listen(cfg, e, "http", opts.HTTPAddr, opts.Insecure); err != nil {
+			return ls, err
 		}
-	})
+	}
+	if opts.MetricsAddr != "" {
+		if ls.metrics, _, err = listen(cfg, e, "metrics", opts.MetricsAddr, opts.Insecure); err != nil {
+			ls.close()
+			return ls, err
+		}
+	}
+	return ls, nil
+}
+
+func (ls listeners) close() {
+	for _, l := range []net.Listener{ls.http, ls.metrics} {
+		if l != nil {
+			l.Close()
+		}
+	}
+}
+
+// logRefusals is the audit trail's summary at the end of a session: every
+// refusal was logged as it happened.
+func logRefusals(e Env, g *Runtime) {
+	for agent, tools := range g.Denials().Snapshot() {
+		for tool, n := range tools {
+			e.Logger.Info("policy: refusals this session", "agent", agent, "tool", tool, "count", n)
+		}
+	}
+}
+
+// reportProblems says, once every server made its first attempt, which policy
+// and toolset entries name nothing: serve does not wait for its servers to
+// answer its client.
+func reportProblems(ctx context.Context, e Env, g *Runtime) {
+	if g.Ready(ctx) != nil {
+		return
+	}
+	known := KnownTools(g.Gateway)
+	for _, p := range g.Policy().Check(known) {
+		e.Logger.Warn("policy problem", "problem", p.String())
+	}
+	for _, p := range g.Config().PinProblems(known) {
+		e.Logger.Warn("toolset problem", "problem", p)
+	}
+}
+
+// followConfig reloads g when a watched file changes, on SIGHUP (the CLI sends
+// it after an edit, and waits for the reload the announcement counts) and when
+// a missing file's grace ends. The returned function stops all but the
+// workers, which end with ctx.
+func followConfig(ctx context.Context, e Env, g *Runtime, workers *sync.WaitGroup) (stop func()) {
 	rl := newReloader(e, g.Gateway)
-	defer rl.stop()
 	workers.Go(func() { config.Watch(ctx, e.Watched, 500*time.Millisecond, rl.reload) })
 	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP) // SIGHUP forces a reload (the CLI sends it after an edit)
-	defer signal.Stop(hup)
+	signal.Notify(hup, syscall.SIGHUP)
 	reloaded, unannounce := announce(e)
-	defer unannounce()
 	workers.Go(func() {
 		for {
 			select {
@@ -137,62 +192,62 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 			}
 		}
 	})
-
-	if metricsListener != nil {
-		mux := http.NewServeMux()
-		for pattern, h := range g.obs.pages(g.Gateway) {
-			mux.Handle(pattern, g.Guard(h))
-		}
-		msrv := aggregation.NewHTTPServer(mux)
-		workers.Go(func() {
-			<-ctx.Done()
-			shut, done := context.WithTimeout(context.Background(), 5*time.Second)
-			defer done()
-			_ = msrv.Shutdown(shut)
-		})
-		workers.Go(func() {
-			if err := msrv.Serve(metricsListener); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				e.Logger.Error("the metrics server stopped", "err", err)
-			}
-		})
-		if opts.Listening != nil {
-			opts.Listening("metrics", metricsListener.Addr())
-		}
-		e.Logger.Info("serving metrics and the status page", "url", "http://"+metricsListener.Addr().String()+"/metrics")
-		fmt.Fprintf(e.stderr(), "nexus: metrics on http://%s/metrics, status page on http://%s/\n", metricsListener.Addr(), metricsListener.Addr())
+	return func() {
+		unannounce()
+		signal.Stop(hup)
+		rl.stop()
 	}
+}
 
-	if listener == nil {
-		e.Logger.Info("serving over stdio", "servers", len(cfg.EnabledServers()), "tools", len(g.Tools()))
-		if opts.StdioNotice != "" {
-			fmt.Fprintln(e.stderr(), opts.StdioNotice)
-		}
-		var in io.Reader = os.Stdin
-		var out io.Writer = os.Stdout
-		if opts.Stdin != nil {
-			in = opts.Stdin
-		}
-		if opts.Stdout != nil {
-			out = opts.Stdout
-		}
-		return g.ServeStdio(ctx, in, out, opts.Agent)
+// serveMetrics serves /metrics and the status page on l until ctx ends.
+func serveMetrics(ctx context.Context, opts ServeOptions, g *Runtime, l net.Listener, workers *sync.WaitGroup) {
+	e := opts.Env
+	mux := http.NewServeMux()
+	for pattern, h := range g.obs.pages(g.Gateway) {
+		mux.Handle(pattern, g.Guard(h))
 	}
-	srv := aggregation.NewHTTPServer(g.HTTPHandler(aggregation.HTTPOptions{RequireToken: requireToken, Pages: g.obs.pages(g.Gateway)}))
+	msrv := aggregation.NewHTTPServer(mux)
+	shutdownWhenDone(ctx, msrv, workers)
+	workers.Go(func() {
+		if err := msrv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			e.Logger.Error("the metrics server stopped", "err", err)
+		}
+	})
+	if opts.Listening != nil {
+		opts.Listening("metrics", l.Addr())
+	}
+	e.Logger.Info("serving metrics and the status page", "url", "http://"+l.Addr().String()+"/metrics")
+	fmt.Fprintf(e.stderr(), "nexus: metrics on http://%s/metrics, status page on http://%s/\n", l.Addr(), l.Addr())
+}
+
+// shutdownWhenDone shuts srv down, giving requests in flight 5 seconds, once
+// ctx ends.
+func shutdownWhenDone(ctx context.Context, srv *http.Server, workers *sync.WaitGroup) {
 	workers.Go(func() {
 		<-ctx.Done()
 		shut, done := context.WithTimeout(context.Background(), 5*time.Second)
 		defer done()
 		_ = srv.Shutdown(shut)
 	})
-	if opts.Listening != nil {
-		opts.Listening("http", listener.Addr())
+}
+
+// serveStdio serves MCP on opts.Stdin and opts.Stdout until ctx ends or the
+// client leaves.
+func serveStdio(ctx context.Context, opts ServeOptions, g *Runtime) error {
+	e := opts.Env
+	e.Logger.Info("serving over stdio", "servers", len(opts.Config.EnabledServers()), "tools", len(g.Tools()))
+	if opts.StdioNotice != "" {
+		fmt.Fprintln(e.stderr(), opts.StdioNotice)
 	}
-	e.Logger.Info("serving streamable HTTP", "url", "http://"+listener.Addr().String()+"/mcp", "tools", len(g.Tools()))
-	fmt.Fprintf(e.stderr(), "nexus: listening on http://%s/mcp\n", listener.Addr())
-	if err := srv.Serve(listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	var in io.Reader = os.Stdin
+	var out io.Writer = os.Stdout
+	if opts.Stdin != nil {
+		in = opts.Stdin
 	}
-	return nil
+	if opts.Stdout != nil {
+		out = opts.Stdout
+	}
+	return g.ServeStdio(ctx, in, out, opts.Agent)
 }
 
 // listen opens the HTTP listener, refusing to expose an unauthenticated gateway
