@@ -502,35 +502,7 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward) (res json
 
 	f, leader := m.flights.join(string(c.key))
 	if !leader {
-		if err := f.wait(ctx); err != nil {
-			return nil, false, err
-		}
-		if f.retry {
-			return nil, true, nil
-		}
-		coalesced := f.status == StatusMiss
-		switch f.status {
-		case StatusStale:
-			return f.res, false, nil
-		case StatusMiss:
-			m.pend.count(c.t, func(k *Counters) { k.Coalesced++ })
-		case StatusSemanticHit:
-			m.pend.count(c.t, func(k *Counters) { k.Hits++; k.SemanticHits++ })
-		default:
-			m.pend.count(c.t, func(k *Counters) { k.Hits++ })
-		}
-		if f.err != nil {
-			return f.res, false, f.err
-		}
-		age := m.now().Sub(f.created).Milliseconds()
-		if f.sem != nil {
-			out, err := withMeta(f.res, MetaKey, semanticReport(f.sem, age, false))
-			if err != nil {
-				m.log.Debug("memory: result passed on without a cache report", "tool", c.t.Name, "err", err)
-			}
-			return out, false, nil
-		}
-		return m.mark(c.t, f.res, StatusHit, age, coalesced), false, nil
+		return m.follow(ctx, c, f)
 	}
 
 	published := false
@@ -584,20 +556,10 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward) (res json
 	// Similarity: only after an exact miss, so exact hits never embed.
 	var sc *FreeText
 	if canStore && c.ttl.Keeps() {
-		if sc = m.prepareSemantic(c); sc != nil {
-			m.embed(ctx, c, sc)
-			if sc.Vec != nil {
-				h, ok, err := m.semanticHit(ctx, c, sc)
-				if err != nil && ctx.Err() == nil {
-					m.stepAside("similarity lookup", err)
-				}
-				if ok {
-					if hit, ok := m.serveSemantic(c, &h); ok {
-						f.res, f.status, f.created, f.sem = h.e.Result, StatusSemanticHit, time.UnixMilli(h.e.CreatedAt), &h
-						return hit, false, nil
-					}
-				}
-			}
+		var hit json.RawMessage
+		var served bool
+		if sc, hit, served = m.similar(ctx, c, f); served {
+			return hit, false, nil
 		}
 	}
 
@@ -651,7 +613,16 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward) (res json
 	// result now; the flight stays registered until the store is done so
 	// that no identical call forwards again in between.
 	publish()
+	return m.settle(ctx, c, a, err, dur, gen, canStore, sc)
+}
 
+// settle ends a forwarded call whose answer its followers already share: a
+// failure invalidates what the call may have changed, a complete result is
+// remembered (or invalidates, for a tool that is not read-only), and the
+// caller's copy is marked a miss. gen, canStore and sc are what the leader's
+// lookup found, for remember.
+func (m *Memory) settle(ctx context.Context, c *call, a Answer, err error, dur time.Duration, gen int64, canStore bool, sc *FreeText) (json.RawMessage, bool, error) {
+	res := a.Result
 	if err != nil || a.childFailed() {
 		m.invalidateAfter(ctx, c, a, err)
 		return m.markUnlessErr(c.t, res, err)
@@ -667,6 +638,67 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward) (res json
 		m.remember(ctx, c, res, shape, dur, gen, canStore, sc)
 	}
 	return m.mark(c.t, res, StatusMiss, 0, false), false, nil
+}
+
+// follow waits for the leader of an identical call in flight and shares its
+// answer, marked for this caller; retry reports that the leader gave up
+// because its own context ended.
+func (m *Memory) follow(ctx context.Context, c *call, f *flight) (res json.RawMessage, retry bool, err error) {
+	if err := f.wait(ctx); err != nil {
+		return nil, false, err
+	}
+	if f.retry {
+		return nil, true, nil
+	}
+	coalesced := f.status == StatusMiss
+	switch f.status {
+	case StatusStale:
+		return f.res, false, nil
+	case StatusMiss:
+		m.pend.count(c.t, func(k *Counters) { k.Coalesced++ })
+	case StatusSemanticHit:
+		m.pend.count(c.t, func(k *Counters) { k.Hits++; k.SemanticHits++ })
+	default:
+		m.pend.count(c.t, func(k *Counters) { k.Hits++ })
+	}
+	if f.err != nil {
+		return f.res, false, f.err
+	}
+	age := m.now().Sub(f.created).Milliseconds()
+	if f.sem != nil {
+		out, err := withMeta(f.res, MetaKey, semanticReport(f.sem, age, false))
+		if err != nil {
+			m.log.Debug("memory: result passed on without a cache report", "tool", c.t.Name, "err", err)
+		}
+		return out, false, nil
+	}
+	return m.mark(c.t, f.res, StatusHit, age, coalesced), false, nil
+}
+
+// similar looks for a similarity hit for the leader of f after an exact miss.
+// sc is the call's free text (nil: none; its Vec nil: embedding failed), which
+// a miss stores with its answer; served reports that hit is the answer, which
+// f's followers share.
+func (m *Memory) similar(ctx context.Context, c *call, f *flight) (sc *FreeText, hit json.RawMessage, served bool) {
+	if sc = m.prepareSemantic(c); sc == nil {
+		return nil, nil, false
+	}
+	m.embed(ctx, c, sc)
+	if sc.Vec == nil {
+		return sc, nil, false
+	}
+	h, ok, err := m.semanticHit(ctx, c, sc)
+	if err != nil && ctx.Err() == nil {
+		m.stepAside("similarity lookup", err)
+	}
+	if !ok {
+		return sc, nil, false
+	}
+	if hit, ok := m.serveSemantic(c, &h); ok {
+		f.res, f.status, f.created, f.sem = h.e.Result, StatusSemanticHit, time.UnixMilli(h.e.CreatedAt), &h
+		return sc, hit, true
+	}
+	return sc, nil, false
 }
 
 // markUnlessErr is mark for a forwarded answer that may be an error.
