@@ -20,6 +20,10 @@ func TestPostgresHotLayerWithoutNotifications(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	a, pa := openTest(t, dsn)
 	b, _ := openTest(t, dsn)
+	// When a's listener registers, it empties a's hot layer (invalidations
+	// committed before it registered were not waited for): only an entry
+	// put after that stays. The lease is set right after registering.
+	memorytest.WaitFor(t, "a's hot-layer lease", func() bool { return pa.leaseUntil.Load() > 0 })
 	c := &memorytest.Child{}
 	memorytest.Do(t, a, "", memorytest.ReadTool, `{}`, c)
 	memorytest.WantStatus(t, "hot hit on a", memorytest.Do(t, a, "", memorytest.ReadTool, `{}`, c), memory.StatusHit)
