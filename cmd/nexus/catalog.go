@@ -75,13 +75,22 @@ func catalogCommand() *cli.Command {
 	}
 }
 
-// catalogShowAction is the action of `nexus catalog show`.
-func catalogShowAction(c *cli.Context) error {
+// catalogEnv is the env of a catalog command and the catalog it reads.
+func catalogEnv(c *cli.Context) (*env, *catalog.Catalog, error) {
 	e, err := newEnv(c, slog.LevelWarn)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	cat, err := e.loadCatalog()
+	if err != nil {
+		return nil, nil, err
+	}
+	return e, cat, nil
+}
+
+// catalogShowAction is the action of `nexus catalog show`.
+func catalogShowAction(c *cli.Context) error {
+	e, cat, err := catalogEnv(c)
 	if err != nil {
 		return err
 	}
@@ -106,11 +115,7 @@ func catalogShowAction(c *cli.Context) error {
 
 // catalogListAction is the action of `nexus catalog list`.
 func catalogListAction(c *cli.Context) error {
-	e, err := newEnv(c, slog.LevelWarn)
-	if err != nil {
-		return err
-	}
-	cat, err := e.loadCatalog()
+	e, cat, err := catalogEnv(c)
 	if err != nil {
 		return err
 	}

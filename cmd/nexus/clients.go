@@ -187,13 +187,22 @@ func importCommand() *cli.Command {
 	}
 }
 
-// importAction is the action of `nexus import`.
-func importAction(c *cli.Context) error {
+// clientEnv is the env of import and setup and the client file they name.
+func clientEnv(c *cli.Context) (*env, clientFile, error) {
 	e, err := newEnv(c, slog.LevelWarn)
 	if err != nil {
-		return err
+		return nil, clientFile{}, err
 	}
 	cf, err := resolveClient(c.Args().First())
+	if err != nil {
+		return nil, clientFile{}, err
+	}
+	return e, cf, nil
+}
+
+// importAction is the action of `nexus import`.
+func importAction(c *cli.Context) error {
+	e, cf, err := clientEnv(c)
 	if err != nil {
 		return err
 	}
@@ -290,11 +299,7 @@ func setupAction(c *cli.Context) error {
 	if c.Bool("move-all") && c.IsSet("move") {
 		return usageError("give --move-all or --move NAME, not both")
 	}
-	e, err := newEnv(c, slog.LevelWarn)
-	if err != nil {
-		return err
-	}
-	cf, err := resolveClient(c.Args().First())
+	e, cf, err := clientEnv(c)
 	if err != nil {
 		return err
 	}

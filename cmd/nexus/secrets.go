@@ -56,8 +56,7 @@ func secretsRmAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg, _ := e.load()
-	store, err := e.secrets(c.Context, cfg)
+	store, err := e.secrets(c.Context, nil)
 	if err != nil {
 		return err
 	}
@@ -126,8 +125,7 @@ func secretsSetAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg, _ := e.load()
-	store, err := e.secrets(c.Context, cfg)
+	store, err := e.secrets(c.Context, nil)
 	if err != nil {
 		return err
 	}

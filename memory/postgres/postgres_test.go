@@ -17,16 +17,7 @@ import (
 // other replica's write, its hot layer still does not serve the
 // invalidated entry: every hot hit checks the generation.
 func TestPostgresHotLayerWithoutNotifications(t *testing.T) {
-	dsn := pgtest.Schema(t)
-	a, pa := openTest(t, dsn)
-	b, _ := openTest(t, dsn)
-	// When a's listener registers, it empties a's hot layer (invalidations
-	// committed before it registered were not waited for): only an entry
-	// put after that stays. The lease is set right after registering.
-	memorytest.WaitFor(t, "a's hot-layer lease", func() bool { return pa.leaseUntil.Load() > 0 })
-	c := &memorytest.Child{}
-	memorytest.Do(t, a, "", memorytest.ReadTool, `{}`, c)
-	memorytest.WantStatus(t, "hot hit on a", memorytest.Do(t, a, "", memorytest.ReadTool, `{}`, c), memory.StatusHit)
+	a, pa, b, c := hotReplicas(t)
 	pa.stopListen()
 	<-pa.listenDone
 	h := pa.hot.Load()
@@ -48,13 +39,7 @@ func TestPostgresHotLayerWithoutNotifications(t *testing.T) {
 // call waits until the hung replica's lease is over, and the hung replica
 // stops trusting its hot layer before then.
 func TestPostgresHungReplica(t *testing.T) {
-	dsn := pgtest.Schema(t)
-	a, pa := openTest(t, dsn)
-	b, _ := openTest(t, dsn)
-	memorytest.WaitFor(t, "a's hot-layer lease", func() bool { return pa.leaseUntil.Load() > 0 })
-	c := &memorytest.Child{}
-	memorytest.Do(t, a, "", memorytest.ReadTool, `{}`, c)
-	memorytest.WantStatus(t, "hot hit on a", memorytest.Do(t, a, "", memorytest.ReadTool, `{}`, c), memory.StatusHit)
+	a, pa, b, c := hotReplicas(t)
 
 	// The listener reads beforeApply only when an invalidation arrives,
 	// after the write below started.
@@ -173,4 +158,21 @@ func openTest(t *testing.T, dsn string) (*memory.Memory, *Store) {
 	var st *Store
 	m := memorytest.OpenMemory(t, memory.Options{Backend: capture{DSN(dsn), &st}})
 	return m, st
+}
+
+// hotReplicas opens two replicas, a and b, on a schema of t's own, and has a
+// serve one entry of c's from its hot layer. When a's listener registers, it
+// empties a's hot layer (invalidations committed before it registered were
+// not waited for): only an entry put after that stays, so the entry is put
+// once a has its lease, which is set right after registering.
+func hotReplicas(t *testing.T) (a *memory.Memory, pa *Store, b *memory.Memory, c *memorytest.Child) {
+	t.Helper()
+	dsn := pgtest.Schema(t)
+	a, pa = openTest(t, dsn)
+	b, _ = openTest(t, dsn)
+	memorytest.WaitFor(t, "a's hot-layer lease", func() bool { return pa.leaseUntil.Load() > 0 })
+	c = &memorytest.Child{}
+	memorytest.Do(t, a, "", memorytest.ReadTool, `{}`, c)
+	memorytest.WantStatus(t, "hot hit on a", memorytest.Do(t, a, "", memorytest.ReadTool, `{}`, c), memory.StatusHit)
+	return a, pa, b, c
 }
