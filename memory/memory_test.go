@@ -34,12 +34,12 @@ func TestRepeatedCallHits(t *testing.T) {
 	clk := NewClock()
 	m := openTest(t, Options{Now: clk.Now})
 	c := &Child{}
-	first := Do(t, m, "agent-a", ReadTool, `{"a":1,"b":2}`, c)
+	first := Do(t, m, "agent-a", ReadTool(), `{"a":1,"b":2}`, c)
 	if got := Status(t, first); got != StatusMiss {
 		t.Fatalf("first status = %q, want miss", got)
 	}
 	clk.Advance(1500 * time.Millisecond)
-	second := Do(t, m, "agent-b", ReadTool, `{ "b":2.0, "a":1 }`, c)
+	second := Do(t, m, "agent-b", ReadTool(), `{ "b":2.0, "a":1 }`, c)
 	st, age, _ := CacheStatus(second)
 	if st != StatusHit || age != 1500 {
 		t.Fatalf("second: status %q age %d, want hit 1500", st, age)
@@ -68,8 +68,8 @@ func TestRepeatedCallHits(t *testing.T) {
 func TestDifferentArgsMiss(t *testing.T) {
 	m := openTest(t, Options{})
 	c := &Child{}
-	a := Do(t, m, "", ReadTool, `{"env":"staging"}`, c)
-	b := Do(t, m, "", ReadTool, `{"env":"production"}`, c)
+	a := Do(t, m, "", ReadTool(), `{"env":"staging"}`, c)
+	b := Do(t, m, "", ReadTool(), `{"env":"production"}`, c)
 	if Status(t, a) != StatusMiss || Status(t, b) != StatusMiss || c.Calls.Load() != 2 {
 		t.Fatalf("statuses %q %q, calls %d", Status(t, a), Status(t, b), c.Calls.Load())
 	}
@@ -77,7 +77,7 @@ func TestDifferentArgsMiss(t *testing.T) {
 		t.Fatal("staging and production share an answer")
 	}
 	// Same args, other tool: miss.
-	if st := Status(t, Do(t, m, "", ReadTool2, `{"env":"staging"}`, c)); st != StatusMiss {
+	if st := Status(t, Do(t, m, "", ReadTool2(), `{"env":"staging"}`, c)); st != StatusMiss {
 		t.Fatalf("other tool: %q", st)
 	}
 }
@@ -87,42 +87,42 @@ func TestTTLExpiry(t *testing.T) {
 	m := openTest(t, Options{Now: clk.Now})
 	m.SetSettings(Kept(Settings{TTL: map[string]TTL{"code-kg.*": {D: time.Minute}}}))
 	c := &Child{}
-	Do(t, m, "", ReadTool, `{}`, c)
+	Do(t, m, "", ReadTool(), `{}`, c)
 	clk.Advance(59 * time.Second)
-	if st := Status(t, Do(t, m, "", ReadTool, `{}`, c)); st != StatusHit {
+	if st := Status(t, Do(t, m, "", ReadTool(), `{}`, c)); st != StatusHit {
 		t.Fatalf("before expiry: %q", st)
 	}
 	clk.Advance(time.Second)
-	res := Do(t, m, "", ReadTool, `{}`, c)
+	res := Do(t, m, "", ReadTool(), `{}`, c)
 	if st := Status(t, res); st != StatusMiss || c.Calls.Load() != 2 {
 		t.Fatalf("after expiry: %q, calls %d", st, c.Calls.Load())
 	}
 	// The refetched answer replaced the expired one.
 	clk.Advance(time.Second)
-	if res2 := Do(t, m, "", ReadTool, `{}`, c); Status(t, res2) != StatusHit || Text(res2) != Text(res) {
+	if res2 := Do(t, m, "", ReadTool(), `{}`, c); Status(t, res2) != StatusHit || Text(res2) != Text(res) {
 		t.Fatalf("refetched entry not served: %q %q", Status(t, res2), Text(res2))
 	}
 	// A shortened TTL applies to stored entries at once.
 	m.SetSettings(Kept(Settings{TTL: map[string]TTL{"code-kg.*": {D: 500 * time.Millisecond}}}))
-	if st := Status(t, Do(t, m, "", ReadTool, `{}`, c)); st != StatusMiss {
+	if st := Status(t, Do(t, m, "", ReadTool(), `{}`, c)); st != StatusMiss {
 		t.Fatalf("after shortening ttl: %q", st)
 	}
 	// Default TTL: five minutes.
 	m.SetSettings(Kept(Settings{}))
-	Do(t, m, "", OtherTool, `{}`, c)
+	Do(t, m, "", OtherTool(), `{}`, c)
 	clk.Advance(KeepFor - time.Millisecond)
-	if st := Status(t, Do(t, m, "", OtherTool, `{}`, c)); st != StatusHit {
+	if st := Status(t, Do(t, m, "", OtherTool(), `{}`, c)); st != StatusHit {
 		t.Fatalf("within default ttl: %q", st)
 	}
 	clk.Advance(time.Millisecond)
-	if st := Status(t, Do(t, m, "", OtherTool, `{}`, c)); st != StatusMiss {
+	if st := Status(t, Do(t, m, "", OtherTool(), `{}`, c)); st != StatusMiss {
 		t.Fatalf("after default ttl: %q", st)
 	}
 	// never: no expiry.
 	m.SetSettings(Kept(Settings{TTL: map[string]TTL{"*": {Never: true}}}))
-	Do(t, m, "", OtherTool, `{"x":1}`, c)
+	Do(t, m, "", OtherTool(), `{"x":1}`, c)
 	clk.Advance(1000 * 24 * time.Hour)
-	if st := Status(t, Do(t, m, "", OtherTool, `{"x":1}`, c)); st != StatusHit {
+	if st := Status(t, Do(t, m, "", OtherTool(), `{"x":1}`, c)); st != StatusHit {
 		t.Fatalf("never ttl: %q", st)
 	}
 }
@@ -149,16 +149,16 @@ func TestErrorsNotStored(t *testing.T) {
 	}
 	ctx := context.Background()
 	for range 2 {
-		res, err := m.Call(ctx, "", ReadTool, json.RawMessage(`{"e":1}`), counted(ErrorResult("boom")))
+		res, err := m.Call(ctx, "", ReadTool(), json.RawMessage(`{"e":1}`), counted(ErrorResult("boom")))
 		if err != nil || !IsError(t, res) || Status(t, res) != StatusMiss {
 			t.Fatalf("isError: %v %s", err, res)
 		}
-		if _, err := m.Call(ctx, "", ReadTool, json.RawMessage(`{"e":2}`), failing); err != errDown {
+		if _, err := m.Call(ctx, "", ReadTool(), json.RawMessage(`{"e":2}`), failing); err != errDown {
 			t.Fatalf("error not passed through: %v", err)
 		}
 		for i, raw := range incomplete {
 			args := json.RawMessage(fmt.Sprintf(`{"e":3,"i":%d}`, i))
-			if res, err := m.Call(ctx, "", ReadTool, args, counted(json.RawMessage(raw))); err != nil || Status(t, res) != StatusMiss {
+			if res, err := m.Call(ctx, "", ReadTool(), args, counted(json.RawMessage(raw))); err != nil || Status(t, res) != StatusMiss {
 				t.Fatalf("incomplete %s: %v %s", raw, err, res)
 			}
 		}
@@ -169,8 +169,8 @@ func TestErrorsNotStored(t *testing.T) {
 	// A complete result says so, or says nothing.
 	for i, raw := range []string{`{"content":[],"resultType":"complete"}`, `{"content":[]}`} {
 		args := json.RawMessage(fmt.Sprintf(`{"e":4,"i":%d}`, i))
-		m.Call(ctx, "", ReadTool, args, counted(json.RawMessage(raw)))
-		if res, _ := m.Call(ctx, "", ReadTool, args, counted(json.RawMessage(raw))); Status(t, res) != StatusHit {
+		m.Call(ctx, "", ReadTool(), args, counted(json.RawMessage(raw)))
+		if res, _ := m.Call(ctx, "", ReadTool(), args, counted(json.RawMessage(raw))); Status(t, res) != StatusHit {
 			t.Fatalf("complete %s not stored: %s", raw, res)
 		}
 	}
@@ -184,12 +184,12 @@ func TestOversizeNotStored(t *testing.T) {
 		}
 		return "small"
 	}}
-	Do(t, m, "", ReadTool, `{"size":"big"}`, c)
-	if st := Status(t, Do(t, m, "", ReadTool, `{"size":"big"}`, c)); st != StatusMiss {
+	Do(t, m, "", ReadTool(), `{"size":"big"}`, c)
+	if st := Status(t, Do(t, m, "", ReadTool(), `{"size":"big"}`, c)); st != StatusMiss {
 		t.Fatalf("oversize result served from memory: %q", st)
 	}
-	Do(t, m, "", ReadTool, `{"size":"small"}`, c)
-	if st := Status(t, Do(t, m, "", ReadTool, `{"size":"small"}`, c)); st != StatusHit {
+	Do(t, m, "", ReadTool(), `{"size":"small"}`, c)
+	if st := Status(t, Do(t, m, "", ReadTool(), `{"size":"small"}`, c)); st != StatusHit {
 		t.Fatalf("small result: %q", st)
 	}
 }
@@ -198,13 +198,13 @@ func TestMutatingCallInvalidates(t *testing.T) {
 	m := openTest(t, Options{})
 	c := &Child{}
 	fill := func() {
-		for _, tl := range []Tool{ReadTool, ReadTool2, OtherTool} {
+		for _, tl := range []Tool{ReadTool(), ReadTool2(), OtherTool()} {
 			Do(t, m, "", tl, `{}`, c)
 		}
 	}
 	statuses := func() string {
 		var s []string
-		for _, tl := range []Tool{ReadTool, ReadTool2, OtherTool} {
+		for _, tl := range []Tool{ReadTool(), ReadTool2(), OtherTool()} {
 			s = append(s, Status(t, Do(t, m, "", tl, `{}`, c)))
 		}
 		return strings.Join(s, ",")
@@ -212,7 +212,7 @@ func TestMutatingCallInvalidates(t *testing.T) {
 
 	// Default: the whole server.
 	fill()
-	if st := Status(t, Do(t, m, "", WriteTool, `{"force":true}`, c)); st != StatusBypass {
+	if st := Status(t, Do(t, m, "", WriteTool(), `{"force":true}`, c)); st != StatusBypass {
 		t.Fatalf("mutating call status %q", st)
 	}
 	if got := statuses(); got != "miss,miss,hit" {
@@ -220,20 +220,20 @@ func TestMutatingCallInvalidates(t *testing.T) {
 	}
 
 	// Narrowed by config.
-	m.SetSettings(Kept(Settings{Invalidate: map[string][]string{WriteTool.Name: {ReadTool.Name}}}))
-	Do(t, m, "", WriteTool, `{}`, c)
+	m.SetSettings(Kept(Settings{Invalidate: map[string][]string{WriteTool().Name: {ReadTool().Name}}}))
+	Do(t, m, "", WriteTool(), `{}`, c)
 	if got := statuses(); got != "miss,hit,hit" {
 		t.Fatalf("after narrowed invalidation: %s", got)
 	}
-	m.SetSettings(Kept(Settings{Invalidate: map[string][]string{WriteTool.Name: {"doc-kg.*"}}}))
-	Do(t, m, "", WriteTool, `{}`, c)
+	m.SetSettings(Kept(Settings{Invalidate: map[string][]string{WriteTool().Name: {"doc-kg.*"}}}))
+	Do(t, m, "", WriteTool(), `{}`, c)
 	if got := statuses(); got != "hit,hit,miss" {
 		t.Fatalf("after cross-server invalidation: %s", got)
 	}
 
 	// A call the child reports as failed changes nothing.
 	m.SetSettings(Kept(Settings{}))
-	_, err := m.Call(context.Background(), "", WriteTool, nil, Plain(func(context.Context) (json.RawMessage, error) {
+	_, err := m.Call(context.Background(), "", WriteTool(), nil, Plain(func(context.Context) (json.RawMessage, error) {
 		return ErrorResult("denied"), nil
 	}))
 	if err != nil {
@@ -244,8 +244,8 @@ func TestMutatingCallInvalidates(t *testing.T) {
 	}
 
 	// A read-only tool forced to never is not a mutation.
-	m.SetSettings(Kept(Settings{Cache: map[string]Mode{OtherTool.Name: Never}}))
-	if st := Status(t, Do(t, m, "", OtherTool, `{}`, c)); st != StatusBypass {
+	m.SetSettings(Kept(Settings{Cache: map[string]Mode{OtherTool().Name: Never}}))
+	if st := Status(t, Do(t, m, "", OtherTool(), `{}`, c)); st != StatusBypass {
 		t.Fatalf("never: %q", st)
 	}
 	m.SetSettings(Kept(Settings{}))
@@ -262,7 +262,7 @@ func TestInvalidationRace(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		m.Call(context.Background(), "", ReadTool, nil, Plain(func(context.Context) (json.RawMessage, error) {
+		m.Call(context.Background(), "", ReadTool(), nil, Plain(func(context.Context) (json.RawMessage, error) {
 			close(entered)
 			<-release
 			return TextResult("before the write"), nil
@@ -270,10 +270,10 @@ func TestInvalidationRace(t *testing.T) {
 	}()
 	<-entered
 	c := &Child{}
-	Do(t, m, "", WriteTool, `{}`, c)
+	Do(t, m, "", WriteTool(), `{}`, c)
 	close(release)
 	<-done
-	if st := Status(t, Do(t, m, "", ReadTool, `{}`, c)); st != StatusMiss {
+	if st := Status(t, Do(t, m, "", ReadTool(), `{}`, c)); st != StatusMiss {
 		t.Fatalf("pre-invalidation result served: %q", st)
 	}
 }
@@ -281,22 +281,22 @@ func TestInvalidationRace(t *testing.T) {
 func TestAgentScoped(t *testing.T) {
 	m := openTest(t, Options{})
 	c := &Child{}
-	Do(t, m, "alice", ReadTool, `{}`, c)
-	if st := Status(t, Do(t, m, "bob", ReadTool, `{}`, c)); st != StatusHit {
+	Do(t, m, "alice", ReadTool(), `{}`, c)
+	if st := Status(t, Do(t, m, "bob", ReadTool(), `{}`, c)); st != StatusHit {
 		t.Fatalf("shared scope: bob got %q", st)
 	}
 	m.SetSettings(Kept(Settings{AgentScoped: map[string]bool{"code-kg": true}}))
-	Do(t, m, "alice", ReadTool, `{"q":1}`, c)
-	if st := Status(t, Do(t, m, "bob", ReadTool, `{"q":1}`, c)); st != StatusMiss {
+	Do(t, m, "alice", ReadTool(), `{"q":1}`, c)
+	if st := Status(t, Do(t, m, "bob", ReadTool(), `{"q":1}`, c)); st != StatusMiss {
 		t.Fatalf("agent scope: bob got alice's answer (%q)", st)
 	}
-	if st := Status(t, Do(t, m, "alice", ReadTool, `{"q":1}`, c)); st != StatusHit {
+	if st := Status(t, Do(t, m, "alice", ReadTool(), `{"q":1}`, c)); st != StatusHit {
 		t.Fatalf("agent scope: alice %q", st)
 	}
-	if st := Status(t, Do(t, m, "bob", OtherTool, `{}`, c)); st != StatusMiss {
+	if st := Status(t, Do(t, m, "bob", OtherTool(), `{}`, c)); st != StatusMiss {
 		t.Fatalf("other server: %q", st)
 	}
-	if st := Status(t, Do(t, m, "alice", OtherTool, `{}`, c)); st != StatusHit {
+	if st := Status(t, Do(t, m, "alice", OtherTool(), `{}`, c)); st != StatusHit {
 		t.Fatalf("other server stays shared: %q", st)
 	}
 }
@@ -319,7 +319,7 @@ func TestSingleFlight(t *testing.T) {
 	errs := make([]error, n)
 	start := func(i int) {
 		wg.Go(func() {
-			results[i], errs[i] = m.Call(context.Background(), "", ReadTool, json.RawMessage(`{"k":"v"}`), forward)
+			results[i], errs[i] = m.Call(context.Background(), "", ReadTool(), json.RawMessage(`{"k":"v"}`), forward)
 		})
 	}
 	start(0)
@@ -382,7 +382,7 @@ func TestLeaderCancelDoesNotPoisonFollowers(t *testing.T) {
 	leaderCtx, cancel := context.WithCancel(context.Background())
 	leaderErr := make(chan error, 1)
 	go func() {
-		_, err := m.Call(leaderCtx, "", ReadTool, json.RawMessage(`{}`), forward)
+		_, err := m.Call(leaderCtx, "", ReadTool(), json.RawMessage(`{}`), forward)
 		leaderErr <- err
 	}()
 	<-leaderIn
@@ -392,7 +392,7 @@ func TestLeaderCancelDoesNotPoisonFollowers(t *testing.T) {
 	}
 	follower := make(chan out, 1)
 	go func() {
-		res, err := m.Call(context.Background(), "", ReadTool, json.RawMessage(`{}`), forward)
+		res, err := m.Call(context.Background(), "", ReadTool(), json.RawMessage(`{}`), forward)
 		follower <- out{res, err}
 	}()
 	WaitFor(t, "the follower to join", func() bool { return localWaiting(m) == 1 })
@@ -410,7 +410,7 @@ func TestLeaderCancelDoesNotPoisonFollowers(t *testing.T) {
 	// A follower whose own context ends stops waiting.
 	block, leading := make(chan struct{}), make(chan struct{})
 	defer close(block)
-	go m.Call(context.Background(), "", ReadTool, json.RawMessage(`{"x":1}`), Plain(func(context.Context) (json.RawMessage, error) {
+	go m.Call(context.Background(), "", ReadTool(), json.RawMessage(`{"x":1}`), Plain(func(context.Context) (json.RawMessage, error) {
 		close(leading)
 		<-block
 		return TextResult("late"), nil
@@ -418,7 +418,7 @@ func TestLeaderCancelDoesNotPoisonFollowers(t *testing.T) {
 	<-leading
 	ctx, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel2()
-	if _, err := m.Call(ctx, "", ReadTool, json.RawMessage(`{"x":1}`), forward); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := m.Call(ctx, "", ReadTool(), json.RawMessage(`{"x":1}`), forward); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("waiting follower: %v", err)
 	}
 }
@@ -429,14 +429,14 @@ func TestRedact(t *testing.T) {
 		return []byte(strings.ReplaceAll(string(b), "hunter2", "[redacted]"))
 	}})
 	c := &Child{Text: func(json.RawMessage) string { return "password is hunter2" }}
-	if got := Text(Do(t, m, "", ReadTool, `{"token":"hunter2"}`, c)); got != "password is hunter2" {
+	if got := Text(Do(t, m, "", ReadTool(), `{"token":"hunter2"}`, c)); got != "password is hunter2" {
 		t.Fatalf("miss: %q", got)
 	}
-	if got := Text(Do(t, m, "", ReadTool, `{"token":"hunter2"}`, c)); got != "password is [redacted]" {
+	if got := Text(Do(t, m, "", ReadTool(), `{"token":"hunter2"}`, c)); got != "password is [redacted]" {
 		t.Fatalf("hit: %q", got)
 	}
 	// Other secret, other key: redaction does not merge keys.
-	if st := Status(t, Do(t, m, "", ReadTool, `{"token":"hunter3"}`, c)); st != StatusMiss {
+	if st := Status(t, Do(t, m, "", ReadTool(), `{"token":"hunter3"}`, c)); st != StatusMiss {
 		t.Fatalf("other token: %q", st)
 	}
 	m.Close()
@@ -454,13 +454,13 @@ func TestRedact(t *testing.T) {
 func TestNilAndBypass(t *testing.T) {
 	var m *Memory
 	c := &Child{}
-	res, err := m.Call(context.Background(), "", ReadTool, nil, c.Forward(nil))
+	res, err := m.Call(context.Background(), "", ReadTool(), nil, c.Forward(nil))
 	if err != nil || string(res) != string(TextResult("answer 1 to ")) {
 		t.Fatalf("nil memory: %v %s", err, res)
 	}
 	// Not even a result memory would have to splice into is touched.
 	for _, raw := range []string{`{"_meta":{"a":1},  "content":[]}`, `[1]`, `not json`} {
-		res, err := m.Call(context.Background(), "", ReadTool, nil, Answers(raw))
+		res, err := m.Call(context.Background(), "", ReadTool(), nil, Answers(raw))
 		if err != nil || string(res) != raw {
 			t.Fatalf("nil memory changed %s to %s (%v)", raw, res, err)
 		}
@@ -481,7 +481,7 @@ func TestNilAndBypass(t *testing.T) {
 		}
 	}
 	// Arguments that are not JSON are forwarded for the child to reject.
-	if st := Status(t, Do(t, mm, "", ReadTool, `{bad`, c)); st != StatusBypass {
+	if st := Status(t, Do(t, mm, "", ReadTool(), `{bad`, c)); st != StatusBypass {
 		t.Fatalf("bad args: %q", st)
 	}
 }
@@ -491,19 +491,19 @@ func TestInvalidateServerAndClear(t *testing.T) {
 	c := &Child{}
 	ctx := context.Background()
 	for i := range 3 {
-		Do(t, m, "", ReadTool, fmt.Sprintf(`{"i":%d}`, i), c)
-		Do(t, m, "", OtherTool, fmt.Sprintf(`{"i":%d}`, i), c)
+		Do(t, m, "", ReadTool(), fmt.Sprintf(`{"i":%d}`, i), c)
+		Do(t, m, "", OtherTool(), fmt.Sprintf(`{"i":%d}`, i), c)
 	}
 	if err := m.MarkStale(ctx, "code-kg"); err != nil {
 		t.Fatal(err)
 	}
-	if st := Status(t, Do(t, m, "", ReadTool, `{"i":0}`, c)); st != StatusMiss {
+	if st := Status(t, Do(t, m, "", ReadTool(), `{"i":0}`, c)); st != StatusMiss {
 		t.Fatalf("after MarkStale: %q", st)
 	}
-	if st := Status(t, Do(t, m, "", OtherTool, `{"i":0}`, c)); st != StatusHit {
+	if st := Status(t, Do(t, m, "", OtherTool(), `{"i":0}`, c)); st != StatusHit {
 		t.Fatalf("other server after MarkStale: %q", st)
 	}
-	if st := Status(t, Do(t, m, "", ReadTool, `{"i":1}`, c)); st != StatusMiss {
+	if st := Status(t, Do(t, m, "", ReadTool(), `{"i":1}`, c)); st != StatusMiss {
 		t.Fatalf("another stale entry: %q", st)
 	}
 	n, err := m.Clear(ctx, "doc-kg", "")
@@ -527,17 +527,17 @@ func TestList(t *testing.T) {
 	m := openTest(t, Options{Now: clk.Now})
 	m.SetSettings(Kept(Settings{TTL: map[string]TTL{"doc-kg.*": {Never: true}}}))
 	c := &Child{}
-	Do(t, m, "", ReadTool, `{"b":1,"a":"x"}`, c)
+	Do(t, m, "", ReadTool(), `{"b":1,"a":"x"}`, c)
 	clk.Advance(time.Second)
-	Do(t, m, "", OtherTool, `{}`, c)
+	Do(t, m, "", OtherTool(), `{}`, c)
 	clk.Advance(time.Second)
-	Do(t, m, "", ReadTool, `{"a":"x","b":1}`, c) // hit: most recently used
+	Do(t, m, "", ReadTool(), `{"a":"x","b":1}`, c) // hit: most recently used
 	list, err := m.List(context.Background(), 10)
 	if err != nil || len(list) != 2 {
 		t.Fatalf("List: %v %v", list, err)
 	}
 	e := list[0]
-	if e.Tool != ReadTool.Name || string(e.Args) != `{"a":"x","b":1}` || e.Hits != 1 || e.ExpiresAt == nil ||
+	if e.Tool != ReadTool().Name || string(e.Args) != `{"a":"x","b":1}` || e.Hits != 1 || e.ExpiresAt == nil ||
 		e.ExpiresAt.Sub(e.CreatedAt) != KeepFor || len(e.Fingerprint) != 64 {
 		t.Fatalf("entry %+v", e)
 	}
@@ -556,18 +556,18 @@ func TestIdempotentWriteTool(t *testing.T) {
 	m := openTest(t, Options{})
 	ensure := Tool{Name: "code-kg.ensure_label", Server: "code-kg", Annotated: true, Idempotent: true}
 	c := &Child{}
-	Do(t, m, "", ReadTool, `{}`, c)
+	Do(t, m, "", ReadTool(), `{}`, c)
 	if st := Status(t, Do(t, m, "", ensure, `{"l":"bug"}`, c)); st != StatusBypass {
 		t.Fatalf("first idempotent call: %q", st)
 	}
-	if st := Status(t, Do(t, m, "", ReadTool, `{}`, c)); st != StatusMiss {
+	if st := Status(t, Do(t, m, "", ReadTool(), `{}`, c)); st != StatusMiss {
 		t.Fatalf("read after idempotent write: %q", st)
 	}
 	before := c.Calls.Load()
 	if st := Status(t, Do(t, m, "", ensure, `{"l":"bug"}`, c)); st != StatusBypass || c.Calls.Load() != before+1 {
 		t.Fatalf("repeated idempotent call: %q, child calls %d -> %d", st, before, c.Calls.Load())
 	}
-	if st := Status(t, Do(t, m, "", ReadTool, `{}`, c)); st != StatusMiss {
+	if st := Status(t, Do(t, m, "", ReadTool(), `{}`, c)); st != StatusMiss {
 		t.Fatalf("read after the repeated idempotent write: %q", st)
 	}
 }

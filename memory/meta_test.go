@@ -62,12 +62,12 @@ func TestResultRoundTrip(t *testing.T) {
 		"x-future": {"anything": [1, 2, 3]}
 	}`)
 	ctx := context.Background()
-	miss, err := m.Call(ctx, "", ReadTool, nil, Answers(string(child)))
+	miss, err := m.Call(ctx, "", ReadTool(), nil, Answers(string(child)))
 	if err != nil || Status(t, miss) != StatusMiss {
 		t.Fatalf("miss: %v %s", err, miss)
 	}
 	clk.Advance(2 * time.Second)
-	hit, err := m.Call(ctx, "", ReadTool, nil, Answers(`{"content":[]}`))
+	hit, err := m.Call(ctx, "", ReadTool(), nil, Answers(`{"content":[]}`))
 	if err != nil || Status(t, hit) != StatusHit {
 		t.Fatalf("hit: %v %s", err, hit)
 	}
@@ -95,11 +95,11 @@ func TestUnknownContentType(t *testing.T) {
 	m := openTest(t, Options{})
 	const hologram = `{"content":[{"type":"hologram","data":"x"}]}`
 	ctx := context.Background()
-	miss, err := m.Call(ctx, "", ReadTool, nil, Answers(hologram))
+	miss, err := m.Call(ctx, "", ReadTool(), nil, Answers(hologram))
 	if err != nil || Status(t, miss) != StatusMiss {
 		t.Fatalf("miss: %v %s", err, miss)
 	}
-	hit, err := m.Call(ctx, "", ReadTool, nil, Answers(`{"content":[]}`))
+	hit, err := m.Call(ctx, "", ReadTool(), nil, Answers(`{"content":[]}`))
 	if err != nil || Status(t, hit) != StatusHit {
 		t.Fatalf("unknown content type not cached: %v %s", err, hit)
 	}
@@ -134,9 +134,9 @@ func TestChildMetaKept(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	res, _ := m.Call(ctx, "", ReadTool, nil, Answers(child))
+	res, _ := m.Call(ctx, "", ReadTool(), nil, Answers(child))
 	check("miss", res, StatusMiss)
-	res, _ = m.Call(ctx, "", ReadTool, nil, Answers(child))
+	res, _ = m.Call(ctx, "", ReadTool(), nil, Answers(child))
 	check("hit", res, StatusHit)
 	res, _ = m.Call(ctx, "", Tool{Name: "x.y", Server: "x"}, nil, Answers(child))
 	check("bypass", res, StatusBypass)
@@ -153,7 +153,7 @@ func TestStoredEntryHasNoReport(t *testing.T) {
 		`{"content":[{"type":"text","text":"t"}],"_meta":{"nexus\/cache":{"status":"hit","age_ms":99999},"k":"v"}}`,
 	} {
 		args := json.RawMessage(`{"i":` + string(rune('0'+i)) + `}`)
-		miss, err := m.Call(ctx, "", ReadTool, args, Answers(child))
+		miss, err := m.Call(ctx, "", ReadTool(), args, Answers(child))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,13 +164,13 @@ func TestStoredEntryHasNoReport(t *testing.T) {
 			t.Fatalf("miss: child's _meta lost: %s", miss)
 		}
 		clk.Advance(time.Second)
-		hit, _ := m.Call(ctx, "", ReadTool, args, Answers(`{}`))
+		hit, _ := m.Call(ctx, "", ReadTool(), args, Answers(`{}`))
 		if got := metaMember(t, hit, MetaKey); got != `{"status":"hit","age_ms":1000}` || metaMember(t, hit, "k") != `"v"` {
 			t.Fatalf("hit: %s", hit)
 		}
 	}
 	// Ordinary results are stored as they came, with no report.
-	Do(t, m, "", ReadTool, `{"plain":true}`, &Child{})
+	Do(t, m, "", ReadTool(), `{"plain":true}`, &Child{})
 	stored := storedResults(t, m)
 	if len(stored) != 3 {
 		t.Fatalf("%d entries stored, want 3", len(stored))
@@ -185,7 +185,7 @@ func TestStoredEntryHasNoReport(t *testing.T) {
 		`{"content":[],"_meta":{"nexus/cache":{"status":"bypass"},"k":"v"}}`); err != nil {
 		t.Fatal(err)
 	}
-	hit := Do(t, m, "", ReadTool, `{"plain":true}`, &Child{})
+	hit := Do(t, m, "", ReadTool(), `{"plain":true}`, &Child{})
 	if got := metaMember(t, hit, MetaKey); got != `{"status":"hit","age_ms":0}` || metaMember(t, hit, "k") != `"v"` {
 		t.Fatalf("stored report not replaced: %s", hit)
 	}
@@ -200,7 +200,7 @@ func TestNonObjectResults(t *testing.T) {
 			calls++
 			return json.RawMessage(raw), nil
 		})
-		for _, tool := range []Tool{ReadTool, ReadTool, {Name: "x.y", Server: "x"}} {
+		for _, tool := range []Tool{ReadTool(), ReadTool(), {Name: "x.y", Server: "x"}} {
 			res, err := m.Call(ctx, "", tool, json.RawMessage(`{"r":`+jsonString(raw)+`}`), forward)
 			if err != nil || string(res) != raw {
 				t.Fatalf("%s (%s): got %s, %v; want it unchanged", raw, tool.Name, res, err)
@@ -237,12 +237,12 @@ func TestForwardErrorUnchanged(t *testing.T) {
 			t.Fatalf("%s: got %s, %v; want the child's error value", what, res, err)
 		}
 	}
-	for _, tool := range []Tool{ReadTool, WriteTool, {Name: "x.y", Server: "x"}} {
+	for _, tool := range []Tool{ReadTool(), WriteTool(), {Name: "x.y", Server: "x"}} {
 		res, err := m.Call(ctx, "", tool, nil, failing)
 		check(tool.Name, res, err)
 	}
 	var off *Memory
-	res, err := off.Call(ctx, "", ReadTool, nil, failing)
+	res, err := off.Call(ctx, "", ReadTool(), nil, failing)
 	check("nil memory", res, err)
 
 	// Followers of a failed identical call get the same value.
@@ -254,10 +254,10 @@ func TestForwardErrorUnchanged(t *testing.T) {
 	})
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
-	wg.Go(func() { _, errs[0] = m.Call(ctx, "", ReadTool, json.RawMessage(`{"f":1}`), leader) })
+	wg.Go(func() { _, errs[0] = m.Call(ctx, "", ReadTool(), json.RawMessage(`{"f":1}`), leader) })
 	<-entered
 	for i := 1; i < len(errs); i++ {
-		wg.Go(func() { _, errs[i] = m.Call(ctx, "", ReadTool, json.RawMessage(`{"f":1}`), failing) })
+		wg.Go(func() { _, errs[i] = m.Call(ctx, "", ReadTool(), json.RawMessage(`{"f":1}`), failing) })
 	}
 	WaitFor(t, "the followers to join", func() bool { return localWaiting(m) == len(errs)-1 })
 	close(release)

@@ -17,9 +17,9 @@ func TestPostgresClaimAfterAnotherStored(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	a, b := OpenMemory(t, Options{Backend: postgres.DSN(dsn)}), OpenMemory(t, Options{Backend: postgres.DSN(dsn)})
 	c := &Child{}
-	Do(t, a, "", ReadTool, `{}`, c)
+	Do(t, a, "", ReadTool(), `{}`, c)
 	// b's lookup happened before a stored: it saw no entry.
-	res, done, release, err := b.ClaimAfterMiss(context.Background(), ReadTool, []byte(`{}`))
+	res, done, release, err := b.ClaimAfterMiss(context.Background(), ReadTool(), []byte(`{}`))
 	if err != nil || !done {
 		t.Fatalf("claim after another replica stored: done %v, err %v; want its answer", done, err)
 	}

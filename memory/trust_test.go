@@ -22,7 +22,7 @@ func TestNoTTLNoMemory(t *testing.T) {
 	m.SetSettings(Settings{}) // nobody said how long answers of code-kg stay true
 	c := &Child{}
 	for i := range 3 {
-		if st := Status(t, Do(t, m, "", ReadTool, `{}`, c)); st != StatusMiss {
+		if st := Status(t, Do(t, m, "", ReadTool(), `{}`, c)); st != StatusMiss {
 			t.Fatalf("call %d: %q, want miss", i, st)
 		}
 	}
@@ -84,7 +84,7 @@ func TestAskedClientNeverShared(t *testing.T) {
 	if shared != 1 {
 		t.Fatalf("caller 1's answer reached %d callers", shared)
 	}
-	if st := Status(t, Do(t, m, "", ReadTool, `{}`, &Child{})); st != StatusMiss {
+	if st := Status(t, Do(t, m, "", ReadTool(), `{}`, &Child{})); st != StatusMiss {
 		t.Fatalf("an answer made with a caller's input was stored: %q", st)
 	}
 }
@@ -109,7 +109,7 @@ func TestStrictResultReading(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := openTest(t, Options{})
 			for range 2 {
-				if _, err := m.Call(context.Background(), "", ReadTool, json.RawMessage(`{}`), Answers(tc.result)); err != nil {
+				if _, err := m.Call(context.Background(), "", ReadTool(), json.RawMessage(`{}`), Answers(tc.result)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -127,15 +127,15 @@ func TestStrictResultReading(t *testing.T) {
 			}
 			m2 := openTest(t, Options{})
 			c := &Child{}
-			Do(t, m2, "", ReadTool, `{}`, c)
-			if _, err := m2.Call(context.Background(), "", WriteTool, json.RawMessage(`{}`), Answers(tc.result)); err != nil {
+			Do(t, m2, "", ReadTool(), `{}`, c)
+			if _, err := m2.Call(context.Background(), "", WriteTool(), json.RawMessage(`{}`), Answers(tc.result)); err != nil {
 				t.Fatal(err)
 			}
 			want := StatusMiss
 			if tc.name == "isError" {
 				want = StatusHit // the child said plainly it failed: nothing changed
 			}
-			if st := Status(t, Do(t, m2, "", ReadTool, `{}`, c)); st != want {
+			if st := Status(t, Do(t, m2, "", ReadTool(), `{}`, c)); st != want {
 				t.Fatalf("read after the mutating call: %q, want %q", st, want)
 			}
 		})
@@ -157,15 +157,15 @@ func TestUnknownOutcomeInvalidates(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := openTest(t, Options{})
 			c := &Child{}
-			Do(t, m, "", ReadTool, `{}`, c)
-			if _, err := m.Call(context.Background(), "", WriteTool, json.RawMessage(`{}`), func(context.Context) (Answer, error) { return tc.a, nil }); err != nil {
+			Do(t, m, "", ReadTool(), `{}`, c)
+			if _, err := m.Call(context.Background(), "", WriteTool(), json.RawMessage(`{}`), func(context.Context) (Answer, error) { return tc.a, nil }); err != nil {
 				t.Fatal(err)
 			}
 			want := StatusHit
 			if tc.invalidate {
 				want = StatusMiss
 			}
-			if st := Status(t, Do(t, m, "", ReadTool, `{}`, c)); st != want {
+			if st := Status(t, Do(t, m, "", ReadTool(), `{}`, c)); st != want {
 				t.Fatalf("read after: %q, want %q", st, want)
 			}
 		})
@@ -177,10 +177,10 @@ func TestStaleIfError(t *testing.T) {
 	m := openTest(t, Options{Now: clk.Now})
 	m.SetSettings(Settings{TTL: map[string]TTL{"code-kg.*": {D: time.Minute}}, StaleIfError: map[string]time.Duration{"code-kg.*": time.Hour}})
 	c := &Child{}
-	first := Do(t, m, "", ReadTool, `{}`, c)
+	first := Do(t, m, "", ReadTool(), `{}`, c)
 	call := func(a Answer) json.RawMessage {
 		t.Helper()
-		res, err := m.Call(context.Background(), "", ReadTool, json.RawMessage(`{}`), func(context.Context) (Answer, error) { return a, nil })
+		res, err := m.Call(context.Background(), "", ReadTool(), json.RawMessage(`{}`), func(context.Context) (Answer, error) { return a, nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,19 +213,19 @@ func TestStaleIfError(t *testing.T) {
 	// A refusal never gets one.
 	WantStatus(t, "refused", call(Answer{Result: ErrorResult("no"), Outcome: Refused}), StatusMiss)
 	// A restart marks the entry stale: not fresh, still standing in.
-	Do(t, m, "", ReadTool, `{}`, c)
+	Do(t, m, "", ReadTool(), `{}`, c)
 	WantStatus(t, "refreshed", call(down), StatusHit)
-	if err := m.MarkStale(context.Background(), ReadTool.Server); err != nil {
+	if err := m.MarkStale(context.Background(), ReadTool().Server); err != nil {
 		t.Fatal(err)
 	}
 	WantStatus(t, "after a restart, child down", call(down), StatusStale)
-	WantStatus(t, "after a restart, child up", Do(t, m, "", ReadTool, `{}`, c), StatusMiss)
+	WantStatus(t, "after a restart, child up", Do(t, m, "", ReadTool(), `{}`, c), StatusMiss)
 	// Older than the window: the failure itself.
 	clk.Advance(2 * time.Hour)
 	WantStatus(t, "beyond the window", call(down), StatusMiss)
 	// Off unless configured.
 	m.SetSettings(Settings{TTL: map[string]TTL{"code-kg.*": {D: time.Minute}}})
-	Do(t, m, "", ReadTool, `{}`, c)
+	Do(t, m, "", ReadTool(), `{}`, c)
 	clk.Advance(2 * time.Minute)
 	WantStatus(t, "no window", call(down), StatusMiss)
 }
@@ -238,7 +238,7 @@ func callTogether(t *testing.T, m *Memory, agent, args string, forward Forward, 
 	results := make([]json.RawMessage, n)
 	for i := range results {
 		wg.Go(func() {
-			res, err := m.Call(context.Background(), agent, ReadTool, json.RawMessage(args), forward)
+			res, err := m.Call(context.Background(), agent, ReadTool(), json.RawMessage(args), forward)
 			if err != nil {
 				t.Error(err)
 			}

@@ -70,14 +70,14 @@ func remoteWaiting(m *memory.Memory) int {
 func contractExactHits(t *testing.T, _ Features, open func(memory.Options) *memory.Memory) {
 	a, b := open(memory.Options{}), open(memory.Options{})
 	c := &Child{}
-	WantStatus(t, "first call on a", Do(t, a, "", ReadTool, `{"graph":"main"}`, c), memory.StatusMiss)
-	res := Do(t, b, "", ReadTool, `{ "graph" : "main" }`, c)
+	WantStatus(t, "first call on a", Do(t, a, "", ReadTool(), `{"graph":"main"}`, c), memory.StatusMiss)
+	res := Do(t, b, "", ReadTool(), `{ "graph" : "main" }`, c)
 	WantStatus(t, "same call on b", res, memory.StatusHit)
 	if Text(res) != "answer 1 to {\"graph\":\"main\"}" {
 		t.Fatalf("b served %q", Text(res))
 	}
-	WantStatus(t, "again on a", Do(t, a, "", ReadTool, `{"graph":"main"}`, c), memory.StatusHit)
-	WantStatus(t, "other args on b", Do(t, b, "", ReadTool, `{"graph":"dev"}`, c), memory.StatusMiss)
+	WantStatus(t, "again on a", Do(t, a, "", ReadTool(), `{"graph":"main"}`, c), memory.StatusHit)
+	WantStatus(t, "other args on b", Do(t, b, "", ReadTool(), `{"graph":"dev"}`, c), memory.StatusMiss)
 	if n := c.Calls.Load(); n != 2 {
 		t.Fatalf("child called %d times, want 2", n)
 	}
@@ -88,15 +88,15 @@ func contractExactHits(t *testing.T, _ Features, open func(memory.Options) *memo
 func contractTTL(t *testing.T, _ Features, open func(memory.Options) *memory.Memory) {
 	clk := NewClock()
 	a, b := open(memory.Options{Now: clk.Now}), open(memory.Options{Now: clk.Now})
-	rules := memory.Settings{TTL: map[string]memory.TTL{ReadTool.Name: {D: time.Minute}}}
+	rules := memory.Settings{TTL: map[string]memory.TTL{ReadTool().Name: {D: time.Minute}}}
 	a.SetSettings(rules)
 	b.SetSettings(rules)
 	c := &Child{}
-	Do(t, a, "", ReadTool, `{}`, c)
-	WantStatus(t, "within the ttl on b", Do(t, b, "", ReadTool, `{}`, c), memory.StatusHit)
+	Do(t, a, "", ReadTool(), `{}`, c)
+	WantStatus(t, "within the ttl on b", Do(t, b, "", ReadTool(), `{}`, c), memory.StatusHit)
 	clk.Advance(time.Minute)
-	WantStatus(t, "after the ttl on a", Do(t, a, "", ReadTool, `{}`, c), memory.StatusMiss)
-	WantStatus(t, "refetched answer on b", Do(t, b, "", ReadTool, `{}`, c), memory.StatusHit)
+	WantStatus(t, "after the ttl on a", Do(t, a, "", ReadTool(), `{}`, c), memory.StatusMiss)
+	WantStatus(t, "refetched answer on b", Do(t, b, "", ReadTool(), `{}`, c), memory.StatusHit)
 	if n := c.Calls.Load(); n != 2 {
 		t.Fatalf("child called %d times, want 2", n)
 	}
@@ -108,27 +108,27 @@ func contractTTL(t *testing.T, _ Features, open func(memory.Options) *memory.Mem
 func contractStaleIfError(t *testing.T, _ Features, open func(memory.Options) *memory.Memory) {
 	clk := NewClock()
 	a, b := open(memory.Options{Now: clk.Now}), open(memory.Options{Now: clk.Now})
-	rules := memory.Settings{TTL: map[string]memory.TTL{ReadTool.Name: {D: time.Minute}}, StaleIfError: map[string]time.Duration{"code-kg.*": time.Hour}}
+	rules := memory.Settings{TTL: map[string]memory.TTL{ReadTool().Name: {D: time.Minute}}, StaleIfError: map[string]time.Duration{"code-kg.*": time.Hour}}
 	a.SetSettings(rules)
 	b.SetSettings(rules)
 	c := &Child{}
-	Do(t, a, "", ReadTool, `{}`, c)
+	Do(t, a, "", ReadTool(), `{}`, c)
 	down := func(context.Context) (memory.Answer, error) {
 		return memory.Answer{Result: ErrorResult("down"), Outcome: memory.NotSent, Failure: "server code-kg is not running"}, nil
 	}
 	call := func(m *memory.Memory) json.RawMessage {
-		res, err := m.Call(context.Background(), "", ReadTool, json.RawMessage(`{}`), down)
+		res, err := m.Call(context.Background(), "", ReadTool(), json.RawMessage(`{}`), down)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res
 	}
 	WantStatus(t, "fresh on b", call(b), memory.StatusHit)
-	if err := a.MarkStale(context.Background(), ReadTool.Server); err != nil {
+	if err := a.MarkStale(context.Background(), ReadTool().Server); err != nil {
 		t.Fatal(err)
 	}
 	WantStatus(t, "marked stale by a, child down, on b", call(b), memory.StatusStale)
-	WantStatus(t, "child up on b", Do(t, b, "", ReadTool, `{}`, c), memory.StatusMiss)
+	WantStatus(t, "child up on b", Do(t, b, "", ReadTool(), `{}`, c), memory.StatusMiss)
 	WantStatus(t, "the refetched answer on a", call(a), memory.StatusHit)
 	clk.Advance(2 * time.Minute)
 	WantStatus(t, "expired, child down, on a", call(a), memory.StatusStale)
@@ -143,12 +143,12 @@ func contractBounds(t *testing.T, _ Features, open func(memory.Options) *memory.
 	a := open(memory.Options{Now: clk.Now, MaxEntries: 20})
 	b := open(memory.Options{Now: clk.Now, MaxEntries: 20})
 	c := &Child{}
-	Do(t, a, "", ReadTool, `{"n":0}`, c)
+	Do(t, a, "", ReadTool(), `{"n":0}`, c)
 	for i := 1; i < 60; i++ {
 		clk.Advance(time.Millisecond)
-		Do(t, a, "", ReadTool, fmt.Sprintf(`{"n":%d}`, i), c)
+		Do(t, a, "", ReadTool(), fmt.Sprintf(`{"n":%d}`, i), c)
 		// Keep n=0 recently used: a's hits are written before it evicts.
-		Do(t, a, "", ReadTool, `{"n":0}`, c)
+		Do(t, a, "", ReadTool(), `{"n":0}`, c)
 	}
 	ctx := context.Background()
 	st, err := a.Stats(ctx)
@@ -161,8 +161,8 @@ func contractBounds(t *testing.T, _ Features, open func(memory.Options) *memory.
 	if st.Entries != st.Tools[0].Entries {
 		t.Fatalf("totals %d disagree with tools %+v", st.Entries, st.Tools)
 	}
-	WantStatus(t, "the recently used entry", Do(t, b, "", ReadTool, `{"n":0}`, c), memory.StatusHit)
-	WantStatus(t, "an early entry", Do(t, b, "", ReadTool, `{"n":1}`, c), memory.StatusMiss)
+	WantStatus(t, "the recently used entry", Do(t, b, "", ReadTool(), `{"n":0}`, c), memory.StatusHit)
+	WantStatus(t, "an early entry", Do(t, b, "", ReadTool(), `{"n":1}`, c), memory.StatusMiss)
 }
 
 // contractMutationInvalidatesEverywhere: once a mutating call
@@ -171,24 +171,24 @@ func contractBounds(t *testing.T, _ Features, open func(memory.Options) *memory.
 func contractMutationInvalidatesEverywhere(t *testing.T, _ Features, open func(memory.Options) *memory.Memory) {
 	a, b, third := open(memory.Options{}), open(memory.Options{}), open(memory.Options{})
 	c := &Child{}
-	Do(t, a, "", ReadTool, `{}`, c)
-	Do(t, a, "", OtherTool, `{}`, c)
+	Do(t, a, "", ReadTool(), `{}`, c)
+	Do(t, a, "", OtherTool(), `{}`, c)
 	for _, m := range []*memory.Memory{a, b, third} {
 		// Twice: the second is served from the hot layer.
-		Do(t, m, "", ReadTool, `{}`, c)
-		WantStatus(t, "before the write", Do(t, m, "", ReadTool, `{}`, c), memory.StatusHit)
+		Do(t, m, "", ReadTool(), `{}`, c)
+		WantStatus(t, "before the write", Do(t, m, "", ReadTool(), `{}`, c), memory.StatusHit)
 	}
-	Do(t, b, "", WriteTool, `{}`, c)
+	Do(t, b, "", WriteTool(), `{}`, c)
 	// The child now fails, so no process stores a fresh answer: each
 	// one must forward.
 	failing := &Child{Text: func(json.RawMessage) string { return "" }}
 	for i, m := range []*memory.Memory{a, b, third} {
-		res, err := m.Call(context.Background(), "", ReadTool, json.RawMessage(`{}`), Answers(string(ErrorResult("down"))))
+		res, err := m.Call(context.Background(), "", ReadTool(), json.RawMessage(`{}`), Answers(string(ErrorResult("down"))))
 		if err != nil {
 			t.Fatal(err)
 		}
 		WantStatus(t, fmt.Sprintf("process %d after the write on b", i), res, memory.StatusMiss)
-		WantStatus(t, fmt.Sprintf("process %d, another server", i), Do(t, m, "", OtherTool, `{}`, failing), memory.StatusHit)
+		WantStatus(t, fmt.Sprintf("process %d, another server", i), Do(t, m, "", OtherTool(), `{}`, failing), memory.StatusHit)
 	}
 }
 
@@ -197,18 +197,18 @@ func contractMutationInvalidatesEverywhere(t *testing.T, _ Features, open func(m
 func contractInvalidateServer(t *testing.T, _ Features, open func(memory.Options) *memory.Memory) {
 	a, b := open(memory.Options{}), open(memory.Options{})
 	c := &Child{}
-	Do(t, a, "", ReadTool, `{}`, c)
-	Do(t, b, "", ReadTool, `{}`, c)
-	WantStatus(t, "hot on b", Do(t, b, "", ReadTool, `{}`, c), memory.StatusHit)
-	if err := a.MarkStale(context.Background(), ReadTool.Server); err != nil {
+	Do(t, a, "", ReadTool(), `{}`, c)
+	Do(t, b, "", ReadTool(), `{}`, c)
+	WantStatus(t, "hot on b", Do(t, b, "", ReadTool(), `{}`, c), memory.StatusHit)
+	if err := a.MarkStale(context.Background(), ReadTool().Server); err != nil {
 		t.Fatal(err)
 	}
-	WantStatus(t, "on b after the restart", Do(t, b, "", ReadTool, `{}`, c), memory.StatusMiss)
+	WantStatus(t, "on b after the restart", Do(t, b, "", ReadTool(), `{}`, c), memory.StatusMiss)
 	n, err := b.Clear(context.Background(), "", "")
 	if err != nil || n != 1 {
 		t.Fatalf("Clear: %d, %v; want 1 entry", n, err)
 	}
-	WantStatus(t, "on a after Clear", Do(t, a, "", ReadTool, `{}`, c), memory.StatusMiss)
+	WantStatus(t, "on a after Clear", Do(t, a, "", ReadTool(), `{}`, c), memory.StatusMiss)
 }
 
 // contractFetchedBeforeInvalidation: a result whose child call
@@ -217,14 +217,14 @@ func contractFetchedBeforeInvalidation(t *testing.T, _ Features, open func(memor
 	a, b := open(memory.Options{}), open(memory.Options{})
 	c := &Child{}
 	ctx := context.Background()
-	_, err := a.Call(ctx, "", ReadTool, json.RawMessage(`{}`), Plain(func(context.Context) (json.RawMessage, error) {
-		Do(t, b, "", WriteTool, `{}`, c) // invalidates code-kg while a's call is out
+	_, err := a.Call(ctx, "", ReadTool(), json.RawMessage(`{}`), Plain(func(context.Context) (json.RawMessage, error) {
+		Do(t, b, "", WriteTool(), `{}`, c) // invalidates code-kg while a's call is out
 		return TextResult("old"), nil
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := Do(t, b, "", ReadTool, `{}`, c)
+	res := Do(t, b, "", ReadTool(), `{}`, c)
 	WantStatus(t, "after the racing write", res, memory.StatusMiss)
 }
 
@@ -253,12 +253,12 @@ func contractSingleFlight(t *testing.T, f Features, open func(memory.Options) *m
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		results[0], errs[0] = a.Call(ctx, "", ReadTool, json.RawMessage(`{"x":1}`), forward)
+		results[0], errs[0] = a.Call(ctx, "", ReadTool(), json.RawMessage(`{"x":1}`), forward)
 	}()
 	<-entered
 	go func() {
 		defer wg.Done()
-		results[1], errs[1] = b.Call(ctx, "", ReadTool, json.RawMessage(`{"x":1}`), forward)
+		results[1], errs[1] = b.Call(ctx, "", ReadTool(), json.RawMessage(`{"x":1}`), forward)
 	}()
 	WaitFor(t, "b to wait for a's call", func() bool { return remoteWaiting(b) == 1 })
 	close(release)
@@ -284,25 +284,25 @@ func contractSimilarity(t *testing.T, _ Features, open func(memory.Options) *mem
 		t.Fatal(err)
 	}
 	c := &Child{}
-	Do(t, a, "", SearchTool, Query("postgres connection pool settings", 10), c)
-	res := Do(t, b, "", SearchTool, Query("connection pool settings for postgres", 10), c)
+	Do(t, a, "", SearchTool(), Query("postgres connection pool settings", 10), c)
+	res := Do(t, b, "", SearchTool(), Query("connection pool settings for postgres", 10), c)
 	if st, _, _ := SemanticReport(t, res); st != memory.StatusSemanticHit {
 		t.Fatalf("paraphrase on b: %s", st)
 	}
-	WantStatus(t, "other limit (another bucket)", Do(t, b, "", SearchTool, Query("connection pool settings for postgres", 20), c), memory.StatusMiss)
-	if err := a.MarkStale(context.Background(), SearchTool.Server); err != nil {
+	WantStatus(t, "other limit (another bucket)", Do(t, b, "", SearchTool(), Query("connection pool settings for postgres", 20), c), memory.StatusMiss)
+	if err := a.MarkStale(context.Background(), SearchTool().Server); err != nil {
 		t.Fatal(err)
 	}
-	WantStatus(t, "after invalidation", Do(t, b, "", SearchTool, Query("settings of the postgres connection pool", 10), c), memory.StatusMiss)
+	WantStatus(t, "after invalidation", Do(t, b, "", SearchTool(), Query("settings of the postgres connection pool", 10), c), memory.StatusMiss)
 }
 
 // contractStats: counters of every process add up in one place.
 func contractStats(t *testing.T, _ Features, open func(memory.Options) *memory.Memory) {
 	a, b := open(memory.Options{}), open(memory.Options{})
 	c := &Child{}
-	Do(t, a, "", ReadTool, `{}`, c)
-	Do(t, b, "", ReadTool, `{}`, c)
-	Do(t, b, "", WriteTool, `{}`, c)
+	Do(t, a, "", ReadTool(), `{}`, c)
+	Do(t, b, "", ReadTool(), `{}`, c)
+	Do(t, b, "", WriteTool(), `{}`, c)
 	ctx := context.Background()
 	if _, err := a.Stats(ctx); err != nil { // flushes a's counters
 		t.Fatal(err)

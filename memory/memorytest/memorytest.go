@@ -1,7 +1,8 @@
 // Package memorytest is what the tests of memory and of its stores share:
 // the store contract suite (RunStoreContract), which every memory.Store
 // runs from its own package, and the fakes and helpers the suite is
-// written with (a child server that counts calls, a clock, tools).
+// written with (a child server that counts calls, a clock, tools). The
+// tools are functions, so that no test can change another's.
 package memorytest
 
 import (
@@ -112,12 +113,26 @@ func Answers(raw string) memory.Forward {
 	return Plain(func(context.Context) (json.RawMessage, error) { return json.RawMessage(raw), nil })
 }
 
-var (
-	ReadTool  = memory.Tool{Name: "code-kg.kg_latest_graph", Server: "code-kg", Annotated: true, ReadOnly: true}
-	ReadTool2 = memory.Tool{Name: "code-kg.kg_graph_summary", Server: "code-kg", Annotated: true, ReadOnly: true}
-	OtherTool = memory.Tool{Name: "doc-kg.search", Server: "doc-kg", Annotated: true, ReadOnly: true}
-	WriteTool = memory.Tool{Name: "code-kg.kg_regenerate", Server: "code-kg", Annotated: true}
-)
+// ReadTool is a read-only tool without free text.
+func ReadTool() memory.Tool {
+	return memory.Tool{Name: "code-kg.kg_latest_graph", Server: "code-kg", Annotated: true, ReadOnly: true}
+}
+
+// ReadTool2 is another read-only tool of ReadTool's server.
+func ReadTool2() memory.Tool {
+	return memory.Tool{Name: "code-kg.kg_graph_summary", Server: "code-kg", Annotated: true, ReadOnly: true}
+}
+
+// OtherTool is a read-only tool of another server.
+func OtherTool() memory.Tool {
+	return memory.Tool{Name: "doc-kg.search", Server: "doc-kg", Annotated: true, ReadOnly: true}
+}
+
+// WriteTool is a tool of ReadTool's server that is not read-only: calls of
+// it invalidate the server's entries.
+func WriteTool() memory.Tool {
+	return memory.Tool{Name: "code-kg.kg_regenerate", Server: "code-kg", Annotated: true}
+}
 
 // Do calls tool with args on m, answered by c.
 func Do(t testing.TB, m *memory.Memory, agent string, tool memory.Tool, args string, c *Child) json.RawMessage {
@@ -189,13 +204,17 @@ func WaitFor(t testing.TB, what string, cond func() bool) {
 }
 
 // SearchSchema is the input schema of SearchTool: query is its free text.
-var SearchSchema = json.RawMessage(`{"type":"object","properties":{
+func SearchSchema() json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{
 	"query":{"type":"string","maxLength":500},
 	"limit":{"type":"integer"},
 	"source_app":{"type":"string","enum":["notes","manual"]}},"required":["query"]}`)
+}
 
 // SearchTool is a read-only search tool with free text, for similarity hits.
-var SearchTool = memory.Tool{Name: "doc-kg.doc_kg_search", Server: "doc-kg", Annotated: true, ReadOnly: true, InputSchema: SearchSchema}
+func SearchTool() memory.Tool {
+	return memory.Tool{Name: "doc-kg.doc_kg_search", Server: "doc-kg", Annotated: true, ReadOnly: true, InputSchema: SearchSchema()}
+}
 
 // SemanticReport decodes the semantic cache report of res.
 func SemanticReport(t testing.TB, res json.RawMessage) (status string, sim float64, matched string) {

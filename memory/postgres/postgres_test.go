@@ -25,8 +25,8 @@ func TestPostgresHotLayerWithoutNotifications(t *testing.T) {
 	if h.Len() != 1 {
 		t.Fatal("the entry is not in a's hot layer")
 	}
-	memorytest.Do(t, b, "", memorytest.WriteTool, `{}`, c)
-	res, err := a.Call(context.Background(), "", memorytest.ReadTool, json.RawMessage(`{}`), memorytest.Answers(string(memorytest.ErrorResult("down"))))
+	memorytest.Do(t, b, "", memorytest.WriteTool(), `{}`, c)
+	res, err := a.Call(context.Background(), "", memorytest.ReadTool(), json.RawMessage(`{}`), memorytest.Answers(string(memorytest.ErrorResult("down"))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,9 +51,9 @@ func TestPostgresHungReplica(t *testing.T) {
 	}
 	pa.beforeApply.Store(&hook)
 	defer close(release)
-	memorytest.Do(t, b, "", memorytest.WriteTool, `{}`, c)
+	memorytest.Do(t, b, "", memorytest.WriteTool(), `{}`, c)
 	<-hung // a received the invalidation but never applied it
-	res, err := a.Call(context.Background(), "", memorytest.ReadTool, json.RawMessage(`{}`), memorytest.Answers(string(memorytest.ErrorResult("down"))))
+	res, err := a.Call(context.Background(), "", memorytest.ReadTool(), json.RawMessage(`{}`), memorytest.Answers(string(memorytest.ErrorResult("down"))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,30 +81,30 @@ func TestPostgresOutage(t *testing.T) {
 	proxy, dsn := pgtest.NewProxy(t, pgtest.Schema(t))
 	m, _ := openTest(t, dsn)
 	c := &memorytest.Child{}
-	memorytest.Do(t, m, "", memorytest.ReadTool, `{}`, c)
-	memorytest.WantStatus(t, "before the outage", memorytest.Do(t, m, "", memorytest.ReadTool, `{}`, c), memory.StatusHit)
+	memorytest.Do(t, m, "", memorytest.ReadTool(), `{}`, c)
+	memorytest.WantStatus(t, "before the outage", memorytest.Do(t, m, "", memorytest.ReadTool(), `{}`, c), memory.StatusHit)
 	proxy.Stop()
 	// Until its lease lapses (pgLeaseLocal), the replica may still serve
 	// its hot layer: no other replica can have answered an invalidation
 	// without it. Then it steps aside.
 	memorytest.WaitFor(t, "memory to step aside", func() bool {
-		st := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool, `{}`, c))
+		st := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool(), `{}`, c))
 		if st != memory.StatusHit && st != memory.StatusBypass {
 			t.Fatalf("during the outage: %q", st)
 		}
 		return st == memory.StatusBypass
 	})
 	for i := range 3 {
-		res := memorytest.Do(t, m, "", memorytest.ReadTool, `{}`, c)
+		res := memorytest.Do(t, m, "", memorytest.ReadTool(), `{}`, c)
 		memorytest.WantStatus(t, "during the outage", res, memory.StatusBypass)
 		if !strings.HasPrefix(memorytest.Text(res), "answer ") {
 			t.Fatalf("call %d during the outage: %q", i, memorytest.Text(res))
 		}
 	}
-	memorytest.Do(t, m, "", memorytest.WriteTool, `{}`, c) // its invalidation is retried later
+	memorytest.Do(t, m, "", memorytest.WriteTool(), `{}`, c) // its invalidation is retried later
 	proxy.Start()
 	memorytest.WaitFor(t, "memory to come back", func() bool {
-		return memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool, `{"after":1}`, c)) == memory.StatusHit
+		return memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool(), `{"after":1}`, c)) == memory.StatusHit
 	})
 	st, err := m.Stats(context.Background())
 	if err != nil {
@@ -172,7 +172,7 @@ func hotReplicas(t *testing.T) (a *memory.Memory, pa *Store, b *memory.Memory, c
 	b, _ = openTest(t, dsn)
 	memorytest.WaitFor(t, "a's hot-layer lease", func() bool { return pa.leaseUntil.Load() > 0 })
 	c = &memorytest.Child{}
-	memorytest.Do(t, a, "", memorytest.ReadTool, `{}`, c)
-	memorytest.WantStatus(t, "hot hit on a", memorytest.Do(t, a, "", memorytest.ReadTool, `{}`, c), memory.StatusHit)
+	memorytest.Do(t, a, "", memorytest.ReadTool(), `{}`, c)
+	memorytest.WantStatus(t, "hot hit on a", memorytest.Do(t, a, "", memorytest.ReadTool(), `{}`, c), memory.StatusHit)
 	return a, pa, b, c
 }

@@ -24,15 +24,15 @@ func TestEvictionByCount(t *testing.T) {
 	c := &memorytest.Child{}
 	ctx := context.Background()
 	for i := range 100 {
-		memorytest.Do(t, m, "", memorytest.ReadTool, fmt.Sprintf(`{"i":%d}`, i), c)
+		memorytest.Do(t, m, "", memorytest.ReadTool(), fmt.Sprintf(`{"i":%d}`, i), c)
 		clk.Advance(time.Millisecond)
 	}
 	// Entry 0 is the oldest; using it makes entry 1 the least recently used.
-	if st := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool, `{"i":0}`, c)); st != memory.StatusHit {
+	if st := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool(), `{"i":0}`, c)); st != memory.StatusHit {
 		t.Fatal(st)
 	}
 	clk.Advance(time.Millisecond)
-	memorytest.Do(t, m, "", memorytest.ReadTool, `{"i":100}`, c) // over the bound: evict down to 90
+	memorytest.Do(t, m, "", memorytest.ReadTool(), `{"i":100}`, c) // over the bound: evict down to 90
 	st, err := m.Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -40,17 +40,17 @@ func TestEvictionByCount(t *testing.T) {
 	if st.Entries != 90 {
 		t.Fatalf("entries after eviction = %d, want 90", st.Entries)
 	}
-	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool, `{"i":0}`, c)); s != memory.StatusHit {
+	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool(), `{"i":0}`, c)); s != memory.StatusHit {
 		t.Fatalf("recently used entry evicted: %q", s)
 	}
-	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool, `{"i":100}`, c)); s != memory.StatusHit {
+	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool(), `{"i":100}`, c)); s != memory.StatusHit {
 		t.Fatalf("new entry evicted: %q", s)
 	}
-	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool, `{"i":1}`, c)); s != memory.StatusMiss {
+	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool(), `{"i":1}`, c)); s != memory.StatusMiss {
 		t.Fatalf("least recently used entry kept: %q", s)
 	}
 	// Entries 1..11 were the 11 least recently used.
-	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool, `{"i":12}`, c)); s != memory.StatusHit {
+	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool(), `{"i":12}`, c)); s != memory.StatusHit {
 		t.Fatalf("entry 12 evicted: %q", s)
 	}
 }
@@ -60,7 +60,7 @@ func TestEvictionByBytes(t *testing.T) {
 	m := openTest(t, memory.Options{Now: clk.Now, MaxBytes: 50_000, MaxResultBytes: 10_000})
 	c := &memorytest.Child{Text: func(args json.RawMessage) string { return string(args) + strings.Repeat("x", 900) }}
 	for i := range 200 {
-		memorytest.Do(t, m, "", memorytest.ReadTool, fmt.Sprintf(`{"i":%d}`, i), c)
+		memorytest.Do(t, m, "", memorytest.ReadTool(), fmt.Sprintf(`{"i":%d}`, i), c)
 		clk.Advance(time.Millisecond)
 	}
 	st, err := m.Stats(context.Background())
@@ -70,10 +70,10 @@ func TestEvictionByBytes(t *testing.T) {
 	if st.Bytes > 50_000 || st.Bytes < 30_000 {
 		t.Fatalf("bytes = %d, want within (30000, 50000]", st.Bytes)
 	}
-	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool, `{"i":199}`, c)); s != memory.StatusHit {
+	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool(), `{"i":199}`, c)); s != memory.StatusHit {
 		t.Fatalf("newest evicted: %q", s)
 	}
-	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool, `{"i":0}`, c)); s != memory.StatusMiss {
+	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool(), `{"i":0}`, c)); s != memory.StatusMiss {
 		t.Fatalf("oldest kept: %q", s)
 	}
 	// Totals maintained by triggers agree with the table.
@@ -96,12 +96,12 @@ func TestTwoProcesses(t *testing.T) {
 	m1 := openTest(t, memory.Options{Backend: File(path)})
 	m2 := openTest(t, memory.Options{Backend: File(path)})
 	c := &memorytest.Child{}
-	memorytest.Do(t, m1, "", memorytest.ReadTool, `{"q":1}`, c)
-	if s := memorytest.Status(t, memorytest.Do(t, m2, "", memorytest.ReadTool, `{"q":1}`, c)); s != memory.StatusHit {
+	memorytest.Do(t, m1, "", memorytest.ReadTool(), `{"q":1}`, c)
+	if s := memorytest.Status(t, memorytest.Do(t, m2, "", memorytest.ReadTool(), `{"q":1}`, c)); s != memory.StatusHit {
 		t.Fatalf("second process: %q", s)
 	}
-	memorytest.Do(t, m2, "", memorytest.WriteTool, `{}`, c)
-	if s := memorytest.Status(t, memorytest.Do(t, m1, "", memorytest.ReadTool, `{"q":1}`, c)); s != memory.StatusMiss {
+	memorytest.Do(t, m2, "", memorytest.WriteTool(), `{}`, c)
+	if s := memorytest.Status(t, memorytest.Do(t, m1, "", memorytest.ReadTool(), `{"q":1}`, c)); s != memory.StatusMiss {
 		t.Fatalf("invalidation by other process not seen: %q", s)
 	}
 	// Concurrent writers from both.
@@ -110,7 +110,7 @@ func TestTwoProcesses(t *testing.T) {
 		go func() {
 			for i := range 50 {
 				args := json.RawMessage(fmt.Sprintf(`{"w":%d}`, i))
-				if _, err := m.Call(context.Background(), "", memorytest.OtherTool, args, c.Forward(args)); err != nil {
+				if _, err := m.Call(context.Background(), "", memorytest.OtherTool(), args, c.Forward(args)); err != nil {
 					errs <- err
 					return
 				}
@@ -142,7 +142,7 @@ func TestStatsPersist(t *testing.T) {
 	})
 	ctx := context.Background()
 	for range 3 {
-		if _, err := m.Call(ctx, "", memorytest.ReadTool, nil, slow); err != nil {
+		if _, err := m.Call(ctx, "", memorytest.ReadTool(), nil, slow); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -159,7 +159,7 @@ func TestStatsPersist(t *testing.T) {
 	if st.Hits != 2 || st.Misses != 1 || st.Bypasses != 1 || st.Entries != 1 || st.SavedMS < 60 {
 		t.Fatalf("stats %+v", st)
 	}
-	if len(st.Tools) != 2 || st.Tools[0].Tool != memorytest.ReadTool.Name || st.Tools[0].Hits != 2 || st.Tools[0].Entries != 1 {
+	if len(st.Tools) != 2 || st.Tools[0].Tool != memorytest.ReadTool().Name || st.Tools[0].Hits != 2 || st.Tools[0].Entries != 1 {
 		t.Fatalf("tool stats %+v", st.Tools)
 	}
 	if _, err := json.Marshal(st); err != nil {
@@ -167,13 +167,13 @@ func TestStatsPersist(t *testing.T) {
 	}
 	// Counters flush in the background too, without Close or Stats.
 	m3 := openTest(t, memory.Options{Backend: File(path), FlushInterval: 10 * time.Millisecond, Now: clk.Now})
-	if _, err := m3.Call(ctx, "", memorytest.ReadTool, nil, slow); err != nil {
+	if _, err := m3.Call(ctx, "", memorytest.ReadTool(), nil, slow); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		var hits int64
-		sqlDB(t, m2).QueryRow(`SELECT hits FROM tool_stats WHERE tool = ?`, memorytest.ReadTool.Name).Scan(&hits)
+		sqlDB(t, m2).QueryRow(`SELECT hits FROM tool_stats WHERE tool = ?`, memorytest.ReadTool().Name).Scan(&hits)
 		if hits == 3 {
 			break
 		}
@@ -216,7 +216,7 @@ func TestCorruptFile(t *testing.T) {
 		t.Fatal("garbage file accepted as a database")
 	}
 	for range 2 {
-		if s, _ := forwarded(t, m, memorytest.ReadTool); s != memory.StatusBypass {
+		if s, _ := forwarded(t, m, memorytest.ReadTool()); s != memory.StatusBypass {
 			t.Fatalf("status %q, want bypass", s)
 		}
 	}
@@ -276,7 +276,7 @@ func TestLockedDatabase(t *testing.T) {
 	const busy = 200 * time.Millisecond
 	m := openTest(t, memory.Options{Backend: File(path), BusyTimeout: busy})
 	c := &memorytest.Child{}
-	memorytest.Do(t, m, "", memorytest.ReadTool, `{"stored":true}`, c)
+	memorytest.Do(t, m, "", memorytest.ReadTool(), `{"stored":true}`, c)
 
 	// Another handle holds the write lock.
 	other, err := sql.Open("sqlite", path)
@@ -297,27 +297,27 @@ func TestLockedDatabase(t *testing.T) {
 	}
 
 	// Hits still read (WAL readers do not wait for writers).
-	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool, `{"stored":true}`, c)); s != memory.StatusHit {
+	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool(), `{"stored":true}`, c)); s != memory.StatusHit {
 		t.Fatalf("hit under lock: %q", s)
 	}
 	// A miss is answered; storing gives up after the busy timeout.
-	s, took := forwarded(t, m, memorytest.ReadTool)
+	s, took := forwarded(t, m, memorytest.ReadTool())
 	if took > 10*busy {
 		t.Fatalf("miss under lock took %v", took)
 	}
 	t.Logf("miss under lock: %s in %v", s, took)
 	// Later misses do not wait again (write back-off).
-	_, took = forwarded(t, m, memorytest.OtherTool)
+	_, took = forwarded(t, m, memorytest.OtherTool())
 	if took > busy/2 {
 		t.Fatalf("second miss under lock took %v", took)
 	}
 	// A mutating call is answered, and its invalidation is not lost: until
 	// it is written, the server's tools bypass memory in this process.
-	s, took = forwarded(t, m, memorytest.WriteTool)
+	s, took = forwarded(t, m, memorytest.WriteTool())
 	if s != memory.StatusBypass || took > 10*busy {
 		t.Fatalf("mutating call under lock: %q in %v", s, took)
 	}
-	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool, `{"stored":true}`, c)); s != memory.StatusBypass {
+	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool(), `{"stored":true}`, c)); s != memory.StatusBypass {
 		t.Fatalf("stale entry served after unwritten invalidation: %q", s)
 	}
 	if _, err := conn.ExecContext(context.Background(), `ROLLBACK`); err != nil {
@@ -326,7 +326,7 @@ func TestLockedDatabase(t *testing.T) {
 	if err := m.Flush(context.Background()); err != nil {
 		t.Fatalf("flush after unlock: %v", err)
 	}
-	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool, `{"stored":true}`, c)); s != memory.StatusMiss {
+	if s := memorytest.Status(t, memorytest.Do(t, m, "", memorytest.ReadTool(), `{"stored":true}`, c)); s != memory.StatusMiss {
 		t.Fatalf("after unlock: %q", s)
 	}
 }
@@ -354,7 +354,7 @@ func TestNewerSchema(t *testing.T) {
 	if m2.Err() == nil || !strings.Contains(m2.Err().Error(), "newer") {
 		t.Fatalf("Err = %v", m2.Err())
 	}
-	if s, _ := forwarded(t, m2, memorytest.ReadTool); s != memory.StatusBypass {
+	if s, _ := forwarded(t, m2, memorytest.ReadTool()); s != memory.StatusBypass {
 		t.Fatalf("status %q", s)
 	}
 	if _, err := memory.Open(context.Background(), memory.Options{}); err == nil {
@@ -376,7 +376,7 @@ func BenchmarkLookupHit(b *testing.B) {
 		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
 			m := openTest(b, memory.Options{MaxEntries: 2 * n, FlushInterval: time.Hour})
 			m.SetSettings(memorytest.Kept(memory.Settings{TTL: map[string]memory.TTL{"*": {Never: true}}}))
-			populate(b, m, memorytest.ReadTool, n)
+			populate(b, m, memorytest.ReadTool(), n)
 			args := make([]json.RawMessage, 1024)
 			for i := range args {
 				args[i] = json.RawMessage(fmt.Sprintf(`{"i":%d}`, (i*7919)%n))
@@ -389,7 +389,7 @@ func BenchmarkLookupHit(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				res, err := m.Call(ctx, "", memorytest.ReadTool, args[i%len(args)], forward)
+				res, err := m.Call(ctx, "", memorytest.ReadTool(), args[i%len(args)], forward)
 				if err != nil || res == nil {
 					b.Fatal(err)
 				}
@@ -406,7 +406,7 @@ func damageFixture(t *testing.T) string {
 	m := openTest(t, memory.Options{Backend: File(path), MaxEntries: 100000})
 	big := &memorytest.Child{Text: func(args json.RawMessage) string { return string(args) + strings.Repeat("y", 3000) }}
 	for i := range 300 {
-		memorytest.Do(t, m, "", memorytest.ReadTool, fmt.Sprintf(`{"i":%d}`, i), big)
+		memorytest.Do(t, m, "", memorytest.ReadTool(), fmt.Sprintf(`{"i":%d}`, i), big)
 	}
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
@@ -430,7 +430,7 @@ func checkServesAfterDamage(t *testing.T, path, damage string) {
 	for i := range 300 {
 		args := json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))
 		want := string(args) + strings.Repeat("y", 3000)
-		res, err := m.Call(context.Background(), "", memorytest.ReadTool, args, memorytest.Plain(func(context.Context) (json.RawMessage, error) {
+		res, err := m.Call(context.Background(), "", memorytest.ReadTool(), args, memorytest.Plain(func(context.Context) (json.RawMessage, error) {
 			return memorytest.TextResult(want), nil
 		}))
 		if err != nil {

@@ -28,8 +28,8 @@ func TestWatcherFastPath(t *testing.T) {
 		t.Skip("no wal-index mapping on this platform")
 	}
 	c := &memorytest.Child{}
-	memorytest.Do(t, m, "", memorytest.ReadTool, `{"q":1}`, c)
-	memorytest.Do(t, m, "", memorytest.ReadTool, `{"q":1}`, c)
+	memorytest.Do(t, m, "", memorytest.ReadTool(), `{"q":1}`, c)
+	memorytest.Do(t, m, "", memorytest.ReadTool(), `{"q":1}`, c)
 	l, err := s.Sync(ctx, nil)
 	if err != nil || !s.watch.hdrOK {
 		t.Fatalf("sync: %v, header kept %v", err, s.watch.hdrOK)
