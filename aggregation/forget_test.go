@@ -11,6 +11,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/memory"
+	"github.com/nexus-mcp/nexus/memory/sqlite"
 )
 
 // TestChildExitWhileClosingForgetsNothing: a child that exits once the gateway
@@ -35,7 +36,7 @@ func TestChildExitWhileClosingForgetsNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			path := filepath.Join(t.TempDir(), "memory.db")
-			mem, err := memory.Open(context.Background(), memory.Options{Path: path})
+			mem, err := memory.Open(context.Background(), memory.Options{Backend: sqlite.File(path)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +72,7 @@ func TestChildExitWhileClosingForgetsNothing(t *testing.T) {
 			g.closing.Store(false)
 			g.Close()
 			// A second gateway process would see what this one left in memory.db.
-			m2, err := memory.Open(ctx, memory.Options{Path: path})
+			m2, err := memory.Open(ctx, memory.Options{Backend: sqlite.File(path)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/memory"
+	"github.com/nexus-mcp/nexus/memory/sqlite"
 )
 
 // sessionsFixture is a gateway with a "client" server (solo: a stdio child, one
@@ -165,7 +166,7 @@ func TestClientSessionsAreIsolated(t *testing.T) {
 		{"a stdio client and an HTTP client", frontStdio, frontHTTP},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mem, err := memory.Open(context.Background(), memory.Options{Path: filepath.Join(t.TempDir(), "memory.db")})
+			mem, err := memory.Open(context.Background(), memory.Options{Backend: sqlite.File(filepath.Join(t.TempDir(), "memory.db"))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -470,7 +471,7 @@ func TestClientChildFollowsItsSession(t *testing.T) {
 // what memory holds of a shared child that asked for roots (its answers may have
 // been made with the old roots); before the child ever asked, its answers stay.
 func TestRootsChangeForgetsSharedAnswers(t *testing.T) {
-	mem, err := memory.Open(context.Background(), memory.Options{Path: filepath.Join(t.TempDir(), "memory.db")})
+	mem, err := memory.Open(context.Background(), memory.Options{Backend: sqlite.File(filepath.Join(t.TempDir(), "memory.db"))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -27,7 +25,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
+
+	"github.com/nexus-mcp/nexus/internal/sqlitedb"
 )
 
 // Record is one audited call.
@@ -70,25 +69,14 @@ type Store struct {
 
 const table = "nexus_audit"
 
-// OpenSQLite opens (creating if needed) the trail in the SQLite file path. WAL
-// with synchronous=NORMAL: a batch costs no fsync of its own, and a crash loses at
-// most the last batches, never the file.
+// OpenSQLite opens (creating if needed) the trail in the SQLite file path, as
+// sqlitedb.Open opens every file of Nexus: WAL with synchronous=NORMAL, so a
+// batch costs no fsync of its own and a crash loses at most the last batches,
+// never the file.
 func OpenSQLite(ctx context.Context, path string) (*Store, error) {
-	// The file is created private to the user before SQLite opens it: SQLite
-	// gives the -wal and -shm files the mode of the database, and its own default
-	// (0644) would let every local user read who called what, and the arguments
-	// when they are kept.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("audit: creating %s: %w", path, err)
-	}
-	f.Close()
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(5000)")
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", path+"?"+q.Encode())
+	// The file is created private to the user, like memory.db: it says who
+	// called what, and the arguments when they are kept.
+	db, err := sqlitedb.Open(path, 5*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("audit: opening %s: %w", path, err)
 	}

@@ -385,15 +385,32 @@ func (e *Entry) Value(name string) (Value, bool) {
 	return Value{}, false
 }
 
-// validate checks an entry on its own: every placeholder names a declared value, every
-// value is used, and the transport has what it needs.
+// validate checks an entry on its own: its text, its values, its transport,
+// every placeholder (it names a declared value, and every value is used), and
+// the memory and policy hints. The first problem found is the one reported, in
+// that order.
 func (e *Entry) validate() error {
+	for _, check := range []func() error{e.validateText, e.validateValues, e.validateTransport, e.validatePlaceholders, e.validateMemory, e.validatePolicy} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateText checks the description and the docs link.
+func (e *Entry) validateText() error {
 	if strings.TrimSpace(e.Description) == "" || strings.ContainsAny(e.Description, "\n\r") {
 		return &fieldError{"description", "write one line saying what the server does"}
 	}
 	if e.Docs != "" && !strings.HasPrefix(e.Docs, "https://") && !strings.HasPrefix(e.Docs, "http://") {
 		return &fieldError{"docs", "must be a link starting with https://"}
 	}
+	return nil
+}
+
+// validateValues checks the declared values on their own.
+func (e *Entry) validateValues() error {
 	seen := map[string]bool{}
 	for i, v := range e.Values {
 		key := fmt.Sprintf("values[%d]", i)
@@ -415,38 +432,12 @@ func (e *Entry) validate() error {
 		}
 		seen[v.Name] = true
 	}
-	used := map[string]bool{}
-	check := func(key, tmpl string, where string) error {
-		for _, m := range placeholderRE.FindAllStringSubmatch(tmpl, -1) {
-			name := m[1]
-			if name == SelfPlaceholder {
-				if where != "command" {
-					return &fieldError{key, "{{nexus}} may only be the command"}
-				}
-				continue
-			}
-			v, ok := e.Value(name)
-			if !ok {
-				return &fieldError{key, fmt.Sprintf("unknown placeholder {{%s}}; declare it in \"values\" (declared: %s)", name, valueNames(e.Values))}
-			}
-			used[name] = true
-			whole := strings.TrimSpace(tmpl) == m[0]
-			switch {
-			case v.List == ListPaths && (where != "args" || !whole):
-				return &fieldError{key, fmt.Sprintf("the path list {{%s}} must be a whole argument", name)}
-			case v.List == ListWords && (where != "command" || !whole):
-				return &fieldError{key, fmt.Sprintf("the command line {{%s}} must be the whole command", name)}
-			case v.Secret && where != "env" && where != "headers":
-				return &fieldError{key, fmt.Sprintf("the secret {{%s}} may only be used in env or headers: the gateway resolves keychain references there alone, and process lists show arguments", name)}
-			case (where == "command" || where == "url") && !v.Required && v.Default == "":
-				return &fieldError{key, fmt.Sprintf("{{%s}} must be required or have a default: the %s cannot be left out", name, where)}
-			}
-		}
-		if strings.Contains(placeholderRE.ReplaceAllString(tmpl, ""), "{{") {
-			return &fieldError{key, fmt.Sprintf("malformed placeholder in %q: write {{NAME}}", tmpl)}
-		}
-		return nil
-	}
+	return nil
+}
+
+// validateTransport checks that the transport has what it needs and nothing
+// of another transport.
+func (e *Entry) validateTransport() error {
 	switch e.Transport {
 	case config.TransportStdio:
 		if e.Command == "" {
@@ -468,24 +459,31 @@ func (e *Entry) validate() error {
 	default:
 		return &fieldError{"transport", fmt.Sprintf("%q: write %q, %q or %q", e.Transport, config.TransportStdio, config.TransportSSE, config.TransportStreamableHTTP)}
 	}
-	if err := check("command", e.Command, "command"); err != nil {
+	return nil
+}
+
+// validatePlaceholders checks every template of the entry and that every
+// declared value is used by one.
+func (e *Entry) validatePlaceholders() error {
+	used := map[string]bool{}
+	if err := e.checkTemplate(used, "command", e.Command, "command"); err != nil {
 		return err
 	}
 	for i, a := range e.Args {
-		if err := check(fmt.Sprintf("args[%d]", i), a, "args"); err != nil {
+		if err := e.checkTemplate(used, fmt.Sprintf("args[%d]", i), a, "args"); err != nil {
 			return err
 		}
 	}
-	if err := check("url", e.URL, "url"); err != nil {
+	if err := e.checkTemplate(used, "url", e.URL, "url"); err != nil {
 		return err
 	}
 	for _, k := range slices.Sorted(maps.Keys(e.Env)) {
-		if err := check("env."+k, e.Env[k], "env"); err != nil {
+		if err := e.checkTemplate(used, "env."+k, e.Env[k], "env"); err != nil {
 			return err
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
-		if err := check("headers."+k, e.Headers[k], "headers"); err != nil {
+		if err := e.checkTemplate(used, "headers."+k, e.Headers[k], "headers"); err != nil {
 			return err
 		}
 	}
@@ -494,6 +492,47 @@ func (e *Entry) validate() error {
 			return &fieldError{"values", fmt.Sprintf("%q is never used; put {{%s}} in the command, args, url, env or headers, or remove it", v.Name, v.Name)}
 		}
 	}
+	return nil
+}
+
+// checkTemplate checks the placeholders of one template, at key, of the kind
+// where ("command", "args", "url", "env", "headers"), and records the values it
+// uses.
+func (e *Entry) checkTemplate(used map[string]bool, key, tmpl string, where string) error {
+	for _, m := range placeholderRE.FindAllStringSubmatch(tmpl, -1) {
+		name := m[1]
+		if name == SelfPlaceholder {
+			if where != "command" {
+				return &fieldError{key, "{{nexus}} may only be the command"}
+			}
+			continue
+		}
+		v, ok := e.Value(name)
+		if !ok {
+			return &fieldError{key, fmt.Sprintf("unknown placeholder {{%s}}; declare it in \"values\" (declared: %s)", name, valueNames(e.Values))}
+		}
+		used[name] = true
+		whole := strings.TrimSpace(tmpl) == m[0]
+		switch {
+		case v.List == ListPaths && (where != "args" || !whole):
+			return &fieldError{key, fmt.Sprintf("the path list {{%s}} must be a whole argument", name)}
+		case v.List == ListWords && (where != "command" || !whole):
+			return &fieldError{key, fmt.Sprintf("the command line {{%s}} must be the whole command", name)}
+		case v.Secret && where != "env" && where != "headers":
+			return &fieldError{key, fmt.Sprintf("the secret {{%s}} may only be used in env or headers: the gateway resolves keychain references there alone, and process lists show arguments", name)}
+		case (where == "command" || where == "url") && !v.Required && v.Default == "":
+			return &fieldError{key, fmt.Sprintf("{{%s}} must be required or have a default: the %s cannot be left out", name, where)}
+		}
+	}
+	if strings.Contains(placeholderRE.ReplaceAllString(tmpl, ""), "{{") {
+		return &fieldError{key, fmt.Sprintf("malformed placeholder in %q: write {{NAME}}", tmpl)}
+	}
+	return nil
+}
+
+// validateMemory checks the memory hints: TTLs, cache modes and free-text
+// fields, each keyed by a tool name.
+func (e *Entry) validateMemory() error {
 	for _, k := range slices.Sorted(maps.Keys(e.TTL)) {
 		if !toolNameRE.MatchString(k) {
 			return &fieldError{"ttl." + k, "not a tool name"}
@@ -519,6 +558,12 @@ func (e *Entry) validate() error {
 			return &fieldError{"memory.semanticFields." + k, "not a tool name"}
 		}
 	}
+	return nil
+}
+
+// validatePolicy checks the suggested policy: tool names, and no tool both
+// read-only and mutating, or mutating and suggested for allowing.
+func (e *Entry) validatePolicy() error {
 	for key, list := range map[string][]string{"policy.readOnly": e.Policy.ReadOnly, "policy.mutating": e.Policy.Mutating, "policy.allow": e.Policy.Allow} {
 		for _, t := range list {
 			if !toolNameRE.MatchString(t) || (t == "*" && key != "policy.allow") {

@@ -169,22 +169,50 @@ func isNexusEntry(raw json.RawMessage) bool {
 	return base == "nexus" || base == "nexus.exe"
 }
 
-// convert makes a Nexus server of one client entry with config's one conversion,
-// then moves every value that looks like a secret into the returned map (keyring
-// name -> value), leaving a ${keyring:NAME} reference in its place.
+// convert makes a Nexus server of one client entry with config's one conversion
+// (decodeEntry), then moves every value that looks like a secret into the
+// returned map (keyring name -> value), leaving a ${keyring:NAME} reference in its
+// place, and checks the result as config would load it.
 func convert(name string, raw json.RawMessage, clientFile string) (*config.Server, map[string]string, []string, error) {
+	s, notes, err := decodeEntry(name, raw, clientFile)
+	if err != nil {
+		return nil, nil, notes, err
+	}
+	kp := &keeper{server: name, secrets: map[string]string{}, notes: notes}
+	env, headers := s.Env, s.Headers
+	s.Env, s.Headers = nil, nil
+	kp.env(s, env)
+	kp.headers(s, headers)
+	kp.args(s)
+	if nexsecrets.URLHasPassword(s.URL) {
+		kp.notes = append(kp.notes, "the url holds a password, which stays in the Nexus config; move it into a header if the server allows")
+	}
+	secrets := kp.secrets
+	if len(secrets) == 0 {
+		secrets = nil
+	}
+	if err := checkImported(name, s); err != nil {
+		return nil, nil, kp.notes, err
+	}
+	return s, secrets, kp.notes, nil
+}
+
+// decodeEntry resolves the client's variables in raw, inlines its env file and
+// converts it to a config.Server (named name), with notes on what was left out.
+// An entry that is not an object has no notes.
+func decodeEntry(name string, raw json.RawMessage, clientFile string) (*config.Server, []string, error) {
 	vars := varsFor(clientFile)
 	raw, notes, err := resolveVars(raw, vars)
 	if err != nil {
-		return nil, nil, notes, err
+		return nil, notes, err
 	}
 	var entry map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &entry); err != nil || entry == nil {
-		return nil, nil, nil, fmt.Errorf("an entry must be an object with \"command\" or \"url\"")
+		return nil, nil, fmt.Errorf("an entry must be an object with \"command\" or \"url\"")
 	}
 	note, err := inlineEnvFile(entry, clientFile, vars)
 	if err != nil {
-		return nil, nil, notes, err
+		return nil, notes, err
 	}
 	if note != "" {
 		notes = append(notes, note)
@@ -194,23 +222,34 @@ func convert(name string, raw json.RawMessage, clientFile string) (*config.Serve
 		notes = append(notes, fmt.Sprintf("key %q is not used by Nexus and was left out", k))
 	}
 	if err != nil {
-		return nil, nil, notes, err
+		return nil, notes, err
 	}
 	one, _ := json.Marshal(converted)
 	s := &config.Server{}
 	if err := config.DecodeStrict(one, s); err != nil {
-		return nil, nil, notes, fmt.Errorf("unexpected value (%v)", strings.TrimPrefix(err.Error(), "json: "))
+		return nil, notes, fmt.Errorf("unexpected value (%v)", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	s.Name = name
-	secrets := map[string]string{}
-	// Keyring names are those `nexus add --env/--header` uses (secrets.EnvName,
-	// secrets.HeaderName).
-	store := func(ref, value string) string {
-		secrets[ref] = value
-		return "${keyring:" + ref + "}"
-	}
-	env, headers := s.Env, s.Headers
-	s.Env, s.Headers = nil, nil
+	return s, notes, nil
+}
+
+// keeper moves the secret-looking values of one imported server into secrets,
+// under the keyring names `nexus add --env/--header` uses (secrets.EnvName,
+// secrets.HeaderName), and says in notes what it could not move.
+type keeper struct {
+	server  string
+	secrets map[string]string
+	notes   []string
+}
+
+// store keeps value under ref and returns the reference that replaces it.
+func (kp *keeper) store(ref, value string) string {
+	kp.secrets[ref] = value
+	return "${keyring:" + ref + "}"
+}
+
+// env sets s.Env from env, secrets replaced by references.
+func (kp *keeper) env(s *config.Server, env map[string]string) {
 	for _, k := range sortedKeys(env) {
 		v := env[k]
 		if s.Env == nil {
@@ -218,23 +257,29 @@ func convert(name string, raw json.RawMessage, clientFile string) (*config.Serve
 		}
 		switch {
 		case strings.Contains(v, "${input:"):
-			notes = append(notes, fmt.Sprintf("env %s uses a VS Code input variable; set the value with `nexus secrets set %s`", k, nexsecrets.EnvName(name, k)))
-			s.Env[k] = "${keyring:" + nexsecrets.EnvName(name, k) + "}"
+			kp.notes = append(kp.notes, fmt.Sprintf("env %s uses a VS Code input variable; set the value with `nexus secrets set %s`", k, nexsecrets.EnvName(kp.server, k)))
+			s.Env[k] = "${keyring:" + nexsecrets.EnvName(kp.server, k) + "}"
 		case v != "" && !nexsecrets.IsReference(v) && (nexsecrets.LooksSecretKey(k) || nexsecrets.LooksSecretValue(v)):
-			s.Env[k] = store(nexsecrets.EnvName(name, k), v)
+			s.Env[k] = kp.store(nexsecrets.EnvName(kp.server, k), v)
 		default:
 			s.Env[k] = v
 		}
 	}
+}
+
+// headers sets s.Headers from headers, secrets replaced by references; an
+// Authorization scheme stays in the config, so the keychain holds the token
+// alone.
+func (kp *keeper) headers(s *config.Server, headers map[string]string) {
 	for _, k := range sortedKeys(headers) {
 		v := headers[k]
 		if s.Headers == nil {
 			s.Headers = map[string]string{}
 		}
-		ref := nexsecrets.HeaderName(name, k)
+		ref := nexsecrets.HeaderName(kp.server, k)
 		switch {
 		case strings.Contains(v, "${input:"):
-			notes = append(notes, fmt.Sprintf("header %s uses a VS Code input variable; set the value with `nexus secrets set %s`", k, ref))
+			kp.notes = append(kp.notes, fmt.Sprintf("header %s uses a VS Code input variable; set the value with `nexus secrets set %s`", k, ref))
 			prefix := ""
 			if p, _, ok := strings.Cut(v, "${input:"); ok {
 				prefix = p
@@ -243,14 +288,18 @@ func convert(name string, raw json.RawMessage, clientFile string) (*config.Serve
 		case v != "" && !nexsecrets.IsReference(v) && (nexsecrets.LooksSecretHeader(k) || nexsecrets.LooksSecretValue(v)):
 			// Keep the scheme in the config so the keychain holds the token alone.
 			if scheme, token, ok := strings.Cut(v, " "); ok && (strings.EqualFold(scheme, "Bearer") || strings.EqualFold(scheme, "Basic") || strings.EqualFold(scheme, "token")) {
-				s.Headers[k] = scheme + " " + store(ref, token)
+				s.Headers[k] = scheme + " " + kp.store(ref, token)
 			} else {
-				s.Headers[k] = store(ref, v)
+				s.Headers[k] = kp.store(ref, v)
 			}
 		default:
 			s.Headers[k] = v
 		}
 	}
+}
+
+// args moves a password in an argument where the gateway can resolve it.
+func (kp *keeper) args(s *config.Server) {
 	// The gateway resolves references in env and headers only, so a password in an
 	// argument cannot become one. A PostgreSQL URL's password moves to PGPASSWORD,
 	// which libpq and node-postgres read; any other stays, with a note.
@@ -269,27 +318,25 @@ func convert(name string, raw json.RawMessage, clientFile string) (*config.Serve
 			if s.Env == nil {
 				s.Env = map[string]string{}
 			}
-			s.Env["PGPASSWORD"] = store(nexsecrets.EnvName(name, "PGPASSWORD"), pw)
-			notes = append(notes, fmt.Sprintf("the password in argument %d moved to the keychain, passed as PGPASSWORD", i+1))
+			s.Env["PGPASSWORD"] = kp.store(nexsecrets.EnvName(kp.server, "PGPASSWORD"), pw)
+			kp.notes = append(kp.notes, fmt.Sprintf("the password in argument %d moved to the keychain, passed as PGPASSWORD", i+1))
 			continue
 		}
-		notes = append(notes, fmt.Sprintf("argument %d holds a password, which stays in the Nexus config in plain text; pass it through an env var if the server allows", i+1))
+		kp.notes = append(kp.notes, fmt.Sprintf("argument %d holds a password, which stays in the Nexus config in plain text; pass it through an env var if the server allows", i+1))
 	}
-	if nexsecrets.URLHasPassword(s.URL) {
-		notes = append(notes, "the url holds a password, which stays in the Nexus config; move it into a header if the server allows")
-	}
-	if len(secrets) == 0 {
-		secrets = nil
-	}
+}
+
+// checkImported checks s as config would load it, in a config of its own.
+func checkImported(name string, s *config.Server) error {
 	doc, err := json.Marshal(map[string]any{"servers": map[string]*config.Server{name: s}})
 	if err != nil {
-		return nil, nil, nil, err
+		return err
 	}
 	if _, err := config.Parse("import", doc); err != nil {
 		if ce, ok := errors.AsType[*config.Error](err); ok {
-			return nil, nil, notes, errors.New(ce.Msg)
+			return errors.New(ce.Msg)
 		}
-		return nil, nil, notes, err
+		return err
 	}
-	return s, secrets, notes, nil
+	return nil
 }

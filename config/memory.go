@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/memory"
+	"github.com/nexus-mcp/nexus/memory/embedder"
 )
 
 // MemoryRules are the config's ttl, cache, invalidate, cacheScope and
@@ -118,8 +119,8 @@ func (m *merger) checkBackend(mem Memory) {
 func (m *merger) checkModels(mem Memory) {
 	file := func(key string) string { return m.mapFrom["memory"][key] }
 	if em := mem.Embedder; em != nil {
-		hc := memory.HTTPConfig{BaseURL: em.BaseURL, Model: em.Model, Dims: em.Dims}
-		if _, err := memory.NewEmbedder(memory.EmbedderConfig{Provider: em.Provider, HTTPConfig: hc}); err != nil {
+		hc := embedder.HTTPConfig{BaseURL: em.BaseURL, Model: em.Model, Dims: em.Dims}
+		if _, err := embedder.New(embedder.Config{Provider: em.Provider, HTTPConfig: hc}); err != nil {
 			m.errs.add(m.errAt(file("embedder"), strings.TrimPrefix(err.Error(), "memory: "), "memory", "embedder"))
 		}
 		if em.Dims < 0 {
@@ -127,7 +128,7 @@ func (m *merger) checkModels(mem Memory) {
 		}
 	}
 	if v := mem.Verifier; v != nil {
-		if _, err := memory.NewChatVerifier(memory.HTTPConfig{BaseURL: v.BaseURL, Model: v.Model}); err != nil {
+		if _, err := embedder.NewChatVerifier(embedder.HTTPConfig{BaseURL: v.BaseURL, Model: v.Model}); err != nil {
 			m.errs.add(m.errAt(file("verifier"), strings.TrimPrefix(err.Error(), "memory: "), "memory", "verifier"))
 		}
 	}

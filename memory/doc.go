@@ -96,25 +96,34 @@
 //
 // # Replicas on PostgreSQL
 //
-// With Options.DSN, the store is a PostgreSQL database shared by gateway
-// replicas (store_postgres.go), with the same semantics across them:
+// With a postgres.DSN backend, the store is a PostgreSQL database shared
+// by gateway replicas (memory/postgres), with the same semantics across them:
 // exact and similarity hits, TTLs and bounds are the shared store's; an
 // identical call arriving at two replicas makes one child call (a claim
 // row with a lease, on the database's clock); and an invalidation is
 // applied to every live replica's hot layer before the invalidating call
 // returns (an epoch, a notification, and an acknowledgement from each
-// replica holding a lease; see pgStore). An unreachable database makes
+// replica holding a lease; see postgres.Store). An unreachable database makes
 // memory step aside as above, and it comes back by itself.
 //
 // # Where things are
 //
-// memory.go is memory's logic (Call, lookup, remember, invalidation);
-// key.go the key (canonical JSON); store.go the store interface, with
-// store_sqlite*.go and store_postgres*.go behind it; hot.go the hot
-// layer; flight.go single flight; similar*.go similarity (the bucket and
-// decision, the guard, the in-memory index and its sync with the store);
-// embed*.go the embedders; settings.go, ttl.go and meta.go the rules, TTLs
-// and the raw-JSON handling of results.
+// Package memory is the logic: memory.go (Call, lookup, remember,
+// invalidation), key.go the key (canonical JSON), hot.go the hot layer,
+// flight.go single flight, similar*.go the similarity bucket, decision and
+// in-memory index, settings.go, ttl.go and meta.go the rules, TTLs and the
+// raw-JSON handling of results, thresholds.go the similarity cut-offs, and
+// store.go the Store interface with the records it exchanges. Each other
+// idea is a package of its own:
+//
+//   - memory/sqlite and memory/postgres, the stores, chosen by the caller
+//     through Options.Backend (sqlite.File, postgres.DSN); both run
+//     memory/memorytest's contract suite.
+//   - memory/embedder, the embedders (Lexical, OpenAI, Ollama) and the chat
+//     verifier.
+//   - memory/guard, which tells paraphrases from near-misses.
+//   - memory/words, what the embedder, the guard and tool search mean by
+//     one word.
 //
 // Size is bounded by entry count and total bytes. Totals are kept by
 // triggers, so checking a bound is one row read; once over a bound, the
@@ -151,7 +160,7 @@
 //     invalidated, purged) and when the entry is replaced; expired
 //     entries are skipped with the TTL of the moment, like exact hits.
 //   - Search: vec0 scans every vector of the bucket, too slow at 100k
-//     entries, so a search goes through an in-memory index (index.go):
+//     entries, so a search goes through an in-memory index (similar_index.go):
 //     built from vec0 in the background when memory opens, told of this
 //     process's stores, caught up with other processes' when
 //     data_version moves. It ranks the bucket by the Hamming distance of
@@ -167,7 +176,7 @@
 //     model asked for yes/no) decides, once per call, and without one it
 //     is a miss. A miss stores its vector with the answer (one embedding
 //     per miss).
-//   - Embedders: the built-in LexicalEmbedder (offline, deterministic:
+//   - Embedders (memory/embedder): the built-in Lexical (offline, deterministic:
 //     Porter-stemmed words mapped through a table of code and
 //     documentation abbreviations and synonyms, hashed unigrams, bigrams
 //     and character trigrams, 512 dimensions), OpenAI-compatible /v1/embeddings and Ollama's
@@ -194,48 +203,8 @@
 //
 // # The guard
 //
-// Before any similarity hit, Guard requires the two texts to agree on
-// every number and token with digits (42, Q3, v1.2 = 1.2, PROJ-123,
-// 2024-07-01, "ten" = 10), identifier (snake_case, camelCase, dotted and
-// hyphenated names, paths), quoted string, ALL-CAPS code and capitalised
-// name, on negation (not, no, never, without, n't, un-/non-/dis- prefixes)
-// and on polarity and selector words by class: on/off, enable/disable,
-// open/closed, allow/deny, add/remove, before/after, increase/decrease,
-// max/min, include/exclude, asc/desc, oldest/newest, public/private,
-// read/write, pass/fail, large/small, environments, months, weekdays,
-// today/yesterday/tomorrow, time units; and, compared only when both
-// texts use them, login/logout, backup/restore, encode/decode,
-// import/export, join/leave, high/low, morning/afternoon, platforms.
-//
-// It also reads relations (guard_relation.go): direction markers (to,
-// from, by, above, below, before, after, since, until, with, for, than)
-// must point at the same words ("from paris to london" is not "from
-// london to paris"; "by alice" is not "for alice"), quantifiers must
-// agree (all/any/some/none/only/both/exactly; "all" may be left out).
-//
-// And it reads roles (similar_guard_roles.go), by a shallow parse rather than a
-// word list: the words both texts share must keep their side of every
-// verb the texts have in common, whichever verb it is: in a relative
-// clause ("services that call X" is not "services X calls"), a question
-// that moves its subject ("who does alice supervise"), a passive
-// ("people interviewed by alice" is "people alice interviewed", not
-// "people who interviewed alice"); their clause around when, if, while
-// and during ("memory leaks when scaling" is not "scaling when memory
-// leaks"); their head around "of", "'s" and "in" ("users of the group" is
-// "group users", not "user groups"); and their scope (in = inside =
-// within, outside, across = between, near = close to). Voice changes and
-// reorderings that keep the roles pass ("queues the notifier consumes" /
-// "which queues does the notifier consume"; "when the build breaks,
-// notify slack").
-//
-// What it cannot catch: a swap of ordinary words ("auth module" vs
-// "billing module", "engineers" vs "designers"), which only the threshold
-// (or a verifier) separates; polarity written with words it does not list;
-// roles its shallow parse does not see (a verb it cannot tell from a noun
-// on one side, "alice trains bob" / "bob trains alice" without an article
-// or a relative pronoun); and it is
-// conservative: a paraphrase that drops or changes a listed word ("top
-// 10" vs "10", "bugs reported by customers" vs "customer reported bugs")
-// is a miss. It compares top-level free text only, and the stored text is
-// shown to whoever is served the match ("matched").
+// Before any similarity hit, the guard (memory/guard) requires the two
+// texts to agree on every number, identifier, quoted string, code, proper
+// name, negation, polarity word, relation and role; see its documentation
+// for what it reads and what it cannot catch.
 package memory

@@ -108,7 +108,7 @@ func (m *Memory) claimFlight(ctx context.Context, c *call, f *flight, gen, seen 
 	poll := flightPollMin
 	waiting := false
 	for {
-		lead, changed, release, err := m.st.claim(ctx, c.key, m.opts.FlightLease, seen)
+		lead, changed, release, err := m.st.Claim(ctx, c.key, m.opts.FlightLease, seen)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, false, gen, noop, ctx.Err()
@@ -127,7 +127,7 @@ func (m *Memory) claimFlight(ctx context.Context, c *call, f *flight, gen, seen 
 				m.remoteWaiters.Add(1)
 				defer m.remoteWaiters.Add(-1)
 			}
-			wake := m.st.flightDone()
+			wake := m.st.FlightDone()
 			t := time.NewTimer(poll)
 			beforeBlocking(ctx)
 			select {
@@ -140,7 +140,7 @@ func (m *Memory) claimFlight(ctx context.Context, c *call, f *flight, gen, seen 
 			t.Stop()
 			poll = min(2*poll, flightPollMax)
 		}
-		e, found, g, err := m.st.lookup(ctx, c.t, c.key)
+		e, found, g, err := m.st.Lookup(ctx, c.t, c.key)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, false, gen, noop, ctx.Err()
@@ -152,12 +152,12 @@ func (m *Memory) claimFlight(ctx context.Context, c *call, f *flight, gen, seen 
 		if found {
 			now := m.now().UnixMilli()
 			if c.fresh(e, now) {
-				f.res, f.status, f.created = e.result, StatusHit, time.UnixMilli(e.createdAt)
-				m.pend.touch(e.id, now)
-				m.pend.count(c.t, func(k *counters) { k.coalesced++; k.saved += e.durationMS })
-				return m.mark(c.t, e.result, StatusHit, max(now-e.createdAt, 0), true), true, gen, noop, nil
+				f.res, f.status, f.created = e.Result, StatusHit, time.UnixMilli(e.CreatedAt)
+				m.pend.touch(e.ID, now)
+				m.pend.count(c.t, func(k *Counters) { k.Coalesced++; k.SavedMS += e.DurationMS })
+				return m.mark(c.t, e.Result, StatusHit, max(now-e.CreatedAt, 0), true), true, gen, noop, nil
 			}
-			seen = e.createdAt
+			seen = e.CreatedAt
 		}
 	}
 }

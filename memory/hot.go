@@ -12,17 +12,17 @@ const DefaultHotBytes = 16 << 20
 // list element, the map slot and the entry's fields.
 const hotOverhead = 160
 
-// hot is the in-process layer in front of the store: the entries this process
+// Hot is the in-process layer in front of the store: the entries this process
 // read recently, so that a repeated call costs a map lookup and one cheap
 // coherence check instead of a database read. It is bounded in bytes and
 // evicts the least recently used entries.
 //
 // Coherence: another process sharing the store may invalidate entries at
 // any moment, and the next call must see it. Before every lookup the store
-// syncs (store.sync), and a hot hit is served only if store.hotValid
+// syncs (Store.Sync), and a hot hit is served only if Store.HotValid
 // agrees.
 //
-// With SQLite, the watcher (store_sqlite_watch.go) reads the WAL-index
+// With SQLite, the watcher (memory/sqlite) reads the WAL-index
 // header from a read-only mapping of the -shm file (every commit rewrites
 // it); when it moved, it asks SQLite (PRAGMA data_version on a connection
 // of its own) whether any other connection committed since the last look;
@@ -36,8 +36,8 @@ const hotOverhead = 160
 // With PostgreSQL, notifications empty the layer soon after another
 // replica invalidates, but not before that replica answered; so hotValid
 // also reads the tool's invalidation generation on every hot hit (see
-// store_postgres.go).
-type hot struct {
+// memory/postgres).
+type Hot struct {
 	mu    sync.Mutex
 	max   int64
 	size  int64
@@ -48,22 +48,22 @@ type hot struct {
 
 type hotItem struct {
 	key  string
-	e    entry
+	e    Entry
 	gen  int64
 	size int64
 }
 
-func newHot(max int64) *hot {
-	return &hot{max: max, items: make(map[string]*list.Element)}
+func newHot(max int64) *Hot {
+	return &Hot{max: max, items: make(map[string]*list.Element)}
 }
 
 // get returns the entry under key, if held.
-func (h *hot) get(key []byte) (entry, int64, bool) {
+func (h *Hot) get(key []byte) (Entry, int64, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	el, ok := h.items[string(key)]
 	if !ok {
-		return entry{}, 0, false
+		return Entry{}, 0, false
 	}
 	h.lru.MoveToFront(el)
 	it := el.Value.(*hotItem)
@@ -72,11 +72,11 @@ func (h *hot) get(key []byte) (entry, int64, bool) {
 
 // put keeps e under key, unless a reset happened since epoch (e may
 // predate an invalidation) or e alone is over the bound.
-func (h *hot) put(key []byte, e entry, gen int64, epoch uint64) {
+func (h *Hot) put(key []byte, e Entry, gen int64, epoch uint64) {
 	if e.tmpl == nil {
-		e.tmpl = newMetaTemplate(e.result)
+		e.tmpl = newMetaTemplate(e.Result)
 	}
-	size := int64(len(key)+len(e.result)) + hotOverhead
+	size := int64(len(key)+len(e.Result)) + hotOverhead
 	if e.tmpl != nil {
 		size += int64(len(e.tmpl.prefix) + len(e.tmpl.suffix))
 	}
@@ -101,7 +101,7 @@ func (h *hot) put(key []byte, e entry, gen int64, epoch uint64) {
 }
 
 // drop forgets the entry under key.
-func (h *hot) drop(key []byte) {
+func (h *Hot) drop(key []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if el, ok := h.items[string(key)]; ok {
@@ -111,8 +111,16 @@ func (h *hot) drop(key []byte) {
 	}
 }
 
-// reset empties the layer.
-func (h *hot) reset() {
+// Len reports how many entries h holds.
+func (h *Hot) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.items)
+}
+
+// Reset empties the layer; a Store calls it when another process
+// invalidated.
+func (h *Hot) Reset() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.items = make(map[string]*list.Element)
@@ -121,8 +129,9 @@ func (h *hot) reset() {
 	h.epoch++
 }
 
-// currentEpoch is the epoch a read must present to put.
-func (h *hot) currentEpoch() uint64 {
+// Epoch is the epoch a read must present to put: a Reset since the read
+// began refuses what it read.
+func (h *Hot) Epoch() uint64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.epoch

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/nexus-mcp/nexus/memory/embedder"
 )
 
 // MetaKey is the key of the cache report memory adds to a result's _meta:
@@ -53,8 +55,11 @@ const writeBackoff = 5 * time.Second
 
 // Options configure Open.
 type Options struct {
-	Path           string              // SQLite database file, e.g. $NEXUS_HOME/memory.db
-	DSN            string              // PostgreSQL connection string: memory shared by replicas (Path unused)
+	// Backend is the database memory keeps its entries in: the SQLite
+	// file every local process shares (memory/sqlite) or a PostgreSQL
+	// database every replica shares (memory/postgres). Required.
+	Backend Backend
+
 	MaxEntries     int                 // 0: DefaultMaxEntries
 	MaxBytes       int64               // 0: DefaultMaxBytes (sum of stored result sizes)
 	MaxResultBytes int                 // 0: DefaultMaxResultBytes; larger results are not stored
@@ -83,9 +88,9 @@ type Options struct {
 	FlightLease time.Duration
 
 	// Embedder makes the vectors of free-text arguments for similarity
-	// hits. nil: the built-in LexicalEmbedder. (Settings.SemanticOff
+	// hits. nil: the built-in embedder.Lexical. (Settings.SemanticOff
 	// turns similarity off.)
-	Embedder Embedder
+	Embedder embedder.Embedder
 	// Verifier decides gray-zone matches (similarity between
 	// Thresholds.Verify and Thresholds.Serve). nil: they are misses.
 	Verifier Verifier
@@ -116,13 +121,13 @@ type Memory struct {
 	opts      Options
 	log       *slog.Logger
 	now       func() time.Time
-	bounds    bounds
+	bounds    Bounds
 	maxResult int
 
-	st       store // nil when disabled
+	st       Store // nil when disabled
 	disabled error // why memory steps aside for every call, or nil
 
-	hot *hot       // nil when off
+	hot *Hot       // nil when off
 	vi  indexState // vi.idx nil: no index
 	// stopIndex ends the index build; indexDone is closed when it ended.
 	stopIndex context.CancelFunc
@@ -148,7 +153,7 @@ type Memory struct {
 
 	lastPurge atomic.Int64 // unix nanos, real clock
 
-	emb                Embedder
+	emb                embedder.Embedder
 	ver                Verifier
 	thresholds         *Thresholds // nil: DefaultThresholds of the embedder
 	fields             schemaFields
@@ -161,23 +166,22 @@ type Memory struct {
 	closeErr  error
 }
 
-// Open opens (creating if needed) the SQLite database at opts.Path, or
-// the PostgreSQL database at opts.DSN, and migrates its schema.
+// Open opens (creating if needed) the store of opts.Backend and migrates
+// its schema.
 //
-// Open fails only when both opts.Path and opts.DSN are empty or
-// opts.Thresholds are out of range (0 <= Verify <= Serve <= 1). A
-// PostgreSQL database that is down is not an error: memory steps aside
-// until it answers; a DSN that cannot be parsed disables memory like a
-// file that is not a database. A database that cannot be used
-// (not a database, corrupt header, unreadable, newer schema, locked during
-// migration) yields a working *Memory that steps aside: every call is
-// forwarded and marked "bypass", the reason is logged and reported by Err
-// and Stats. A gateway therefore never fails to start because of its cache.
-// Moving the file aside (or deleting it with its -wal and -shm files)
-// resets memory.
+// Open fails only when opts.Backend is nil or opts.Thresholds are out of
+// range (0 <= Verify <= Serve <= 1). A store that cannot be used (a file
+// that is not a database, corrupt header, unreadable, newer schema, locked
+// during migration, a DSN that cannot be parsed) yields a working *Memory
+// that steps aside: every call is forwarded and marked "bypass", the
+// reason is logged and reported by Err and Stats. A gateway therefore
+// never fails to start because of its cache. A PostgreSQL database that is
+// down is not an error: memory steps aside until it answers. Moving the
+// SQLite file aside (or deleting it with its -wal and -shm files) resets
+// memory.
 func Open(ctx context.Context, opts Options) (*Memory, error) {
-	if opts.Path == "" && opts.DSN == "" {
-		return nil, errors.New("memory: Options.Path and Options.DSN are empty")
+	if opts.Backend == nil {
+		return nil, errors.New("memory: Options.Backend is nil")
 	}
 	if opts.MaxEntries <= 0 {
 		opts.MaxEntries = DefaultMaxEntries
@@ -204,7 +208,7 @@ func Open(ctx context.Context, opts Options) (*Memory, error) {
 		opts:      opts,
 		log:       opts.Logger,
 		now:       opts.Now,
-		bounds:    bounds{maxEntries: int64(opts.MaxEntries), maxBytes: opts.MaxBytes},
+		bounds:    Bounds{MaxEntries: int64(opts.MaxEntries), MaxBytes: opts.MaxBytes},
 		maxResult: opts.MaxResultBytes,
 		lastLog:   make(map[string]time.Time),
 		stop:      make(chan struct{}),
@@ -218,7 +222,7 @@ func Open(ctx context.Context, opts Options) (*Memory, error) {
 	}
 	m.emb, m.ver = opts.Embedder, opts.Verifier
 	if m.emb == nil {
-		m.emb = NewLexicalEmbedder()
+		m.emb = embedder.NewLexical()
 	}
 	if th := opts.Thresholds; th != nil {
 		if err := th.Validate(); err != nil {
@@ -231,11 +235,7 @@ func Open(ctx context.Context, opts Options) (*Memory, error) {
 		m.thresholds = &c
 	}
 	m.rules.Store(newRules(Settings{}))
-	if opts.DSN != "" {
-		m.openPostgres(ctx)
-	} else {
-		m.openSQLite(ctx)
-	}
+	m.openStore(ctx)
 	if m.st == nil {
 		close(m.loopDone)
 		return m, nil
@@ -244,53 +244,38 @@ func Open(ctx context.Context, opts Options) (*Memory, error) {
 	return m, nil
 }
 
-// openSQLite opens the SQLite store at opts.Path. Without the coherence
-// watcher there is no hot layer and no index: each lookup reads SQLite.
-func (m *Memory) openSQLite(ctx context.Context) {
-	st, err := openSQLite(ctx, m.opts.Path, m.opts.BusyTimeout)
+// openStore opens the store of opts.Backend and has it watch the hot
+// layer. A store that cannot watch gets neither hot layer nor index: each
+// lookup reads the store.
+func (m *Memory) openStore(ctx context.Context) {
+	b := m.opts.Backend
+	st, err := b.Open(ctx, StoreOptions{BusyTimeout: m.opts.BusyTimeout, Logger: m.log})
 	if err != nil {
-		m.disabled = fmt.Errorf("memory: open %s: %w", m.opts.Path, err)
-		m.log.Warn("memory disabled: calls are forwarded uncached; move the file aside to reset it",
-			"path", m.opts.Path, "err", err)
+		m.disabled = fmt.Errorf("memory: %w", err)
+		m.log.Warn("memory disabled: calls are forwarded uncached", "store", b.Where(), "err", err)
 		return
 	}
 	m.st = st
-	if err := st.startWatch(ctx); err != nil {
-		m.log.Warn("memory: hot layer and similarity index off", "path", m.opts.Path, "err", err)
-		m.indexDone = make(chan struct{})
-		close(m.indexDone)
-		return
-	}
-	m.startLayers(ctx)
-}
-
-// openPostgres opens the PostgreSQL store at opts.DSN. A database that is
-// down is not an error: the store connects (and migrates) on first use,
-// and memory steps aside until then.
-func (m *Memory) openPostgres(ctx context.Context) {
-	st, err := openPostgres(ctx, m.opts.DSN, m.opts.BusyTimeout, m.log)
-	if err != nil {
-		m.disabled = fmt.Errorf("memory: postgres: %w", err)
-		m.log.Warn("memory disabled: calls are forwarded uncached", "err", err)
-		return
-	}
-	m.st = st
-	m.vi.always = true
-	m.startLayers(ctx)
-}
-
-// startLayers sets up the hot layer and builds the similarity index in
-// the background.
-func (m *Memory) startLayers(ctx context.Context) {
 	if m.opts.HotBytes == 0 {
 		m.opts.HotBytes = DefaultHotBytes
 	}
 	if m.opts.HotBytes > 0 {
 		m.hot = newHot(m.opts.HotBytes)
-		if ps, ok := m.st.(*pgStore); ok {
-			ps.attachHot(m.hot)
-		}
 	}
+	always, err := st.Watch(ctx, m.hot)
+	if err != nil {
+		m.hot = nil
+		m.log.Warn("memory: hot layer and similarity index off", "store", st.Where(), "err", err)
+		m.indexDone = make(chan struct{})
+		close(m.indexDone)
+		return
+	}
+	m.vi.always = always
+	m.startIndex(ctx)
+}
+
+// startIndex builds the similarity index in the background.
+func (m *Memory) startIndex(ctx context.Context) {
 	m.indexDone = make(chan struct{})
 	m.vi.idx = newIndex()
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -304,7 +289,7 @@ func (m *Memory) startLayers(ctx context.Context) {
 			if err == nil || bctx.Err() != nil {
 				return
 			}
-			m.warn("index", "memory: similarity index not built yet; similarity lookups scan the store", "store", m.st.where(), "err", err)
+			m.warn("index", "memory: similarity index not built yet; similarity lookups scan the store", "store", m.st.Where(), "err", err)
 			select {
 			case <-bctx.Done():
 				return
@@ -317,12 +302,35 @@ func (m *Memory) startLayers(ctx context.Context) {
 // where names the store in logs and Stats.
 func (m *Memory) where() string {
 	if m.st != nil {
-		return m.st.where()
+		return m.st.Where()
 	}
-	if m.opts.DSN != "" {
-		return redactDSN(m.opts.DSN)
+	return m.opts.Backend.Where()
+}
+
+// WaitIndex waits until the similarity index Open builds in the
+// background is built (or gave up: memory closed), or ctx is done. Until
+// then similarity lookups scan the store, which is slower but answers the
+// same.
+func (m *Memory) WaitIndex(ctx context.Context) error {
+	if m == nil || m.indexDone == nil {
+		return nil
 	}
-	return m.opts.Path
+	select {
+	case <-m.indexDone:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Waiting reports how many calls wait for an identical call in flight:
+// one of this process (local) or of another process sharing the store
+// (remote).
+func (m *Memory) Waiting() (local, remote int) {
+	if m == nil {
+		return 0, 0
+	}
+	return m.flights.followers(), int(m.remoteWaiters.Load())
 }
 
 // Err reports why memory steps aside for every call, or nil if it works.
@@ -355,7 +363,7 @@ func (m *Memory) Close() error {
 		if m.indexDone != nil {
 			<-m.indexDone
 		}
-		m.closeErr = m.st.close()
+		m.closeErr = m.st.Close()
 	})
 	return m.closeErr
 }
@@ -460,17 +468,17 @@ func (c *call) stores() bool { return c.ttl.Keeps() || c.window > 0 }
 // fresh reports whether e may be served as c's answer now: not marked
 // stale (its server restarted or changed its tools) and within the TTL of
 // the moment, so a TTL shortened by a reload applies to stored entries.
-func (c *call) fresh(e entry, now int64) bool {
-	if e.stale || !c.ttl.Keeps() {
+func (c *call) fresh(e Entry, now int64) bool {
+	if e.Stale || !c.ttl.Keeps() {
 		return false
 	}
-	return c.ttl.Never || now < e.createdAt+c.ttl.D.Milliseconds()
+	return c.ttl.Never || now < e.CreatedAt+c.ttl.D.Milliseconds()
 }
 
 // staleUsable reports whether e may stand in for c's answer when the
 // child failed: younger than c's stale-if-error window.
-func (c *call) staleUsable(e entry, now int64) bool {
-	return c.window > 0 && now-e.createdAt < c.window.Milliseconds()
+func (c *call) staleUsable(e Entry, now int64) bool {
+	return c.window > 0 && now-e.CreatedAt < c.window.Milliseconds()
 }
 
 // cached is one attempt at a cacheable call. retry reports that the leader
@@ -494,35 +502,7 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward) (res json
 
 	f, leader := m.flights.join(string(c.key))
 	if !leader {
-		if err := f.wait(ctx); err != nil {
-			return nil, false, err
-		}
-		if f.retry {
-			return nil, true, nil
-		}
-		coalesced := f.status == StatusMiss
-		switch f.status {
-		case StatusStale:
-			return f.res, false, nil
-		case StatusMiss:
-			m.pend.count(c.t, func(k *counters) { k.coalesced++ })
-		case StatusSemanticHit:
-			m.pend.count(c.t, func(k *counters) { k.hits++; k.semanticHits++ })
-		default:
-			m.pend.count(c.t, func(k *counters) { k.hits++ })
-		}
-		if f.err != nil {
-			return f.res, false, f.err
-		}
-		age := m.now().Sub(f.created).Milliseconds()
-		if f.sem != nil {
-			out, err := withMeta(f.res, MetaKey, semanticReport(f.sem, age, false))
-			if err != nil {
-				m.log.Debug("memory: result passed on without a cache report", "tool", c.t.Name, "err", err)
-			}
-			return out, false, nil
-		}
-		return m.mark(c.t, f.res, StatusHit, age, coalesced), false, nil
+		return m.follow(ctx, c, f)
 	}
 
 	published := false
@@ -547,7 +527,7 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward) (res json
 	// between our lookup and our joining. Skipped when nothing is kept;
 	// canStore reports that the lookup worked (so gen can guard a store).
 	var (
-		e        entry
+		e        Entry
 		found    bool
 		gen      int64
 		canStore bool
@@ -567,29 +547,19 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward) (res json
 	}
 	if canStore && found {
 		if hit, ok := m.serve(c, e); ok {
-			f.res, f.status, f.created = e.result, StatusHit, time.UnixMilli(e.createdAt)
-			m.pend.count(c.t, func(k *counters) { k.hits++; k.saved += e.durationMS })
+			f.res, f.status, f.created = e.Result, StatusHit, time.UnixMilli(e.CreatedAt)
+			m.pend.count(c.t, func(k *Counters) { k.Hits++; k.SavedMS += e.DurationMS })
 			return hit, false, nil
 		}
 	}
 
 	// Similarity: only after an exact miss, so exact hits never embed.
-	var sc *semCall
+	var sc *FreeText
 	if canStore && c.ttl.Keeps() {
-		if sc = m.prepareSemantic(c); sc != nil {
-			m.embed(ctx, c, sc)
-			if sc.vec != nil {
-				h, ok, err := m.semanticHit(ctx, c, sc)
-				if err != nil && ctx.Err() == nil {
-					m.stepAside("similarity lookup", err)
-				}
-				if ok {
-					if hit, ok := m.serveSemantic(c, &h); ok {
-						f.res, f.status, f.created, f.sem = h.e.result, StatusSemanticHit, time.UnixMilli(h.e.createdAt), &h
-						return hit, false, nil
-					}
-				}
-			}
+		var hit json.RawMessage
+		var served bool
+		if sc, hit, served = m.similar(ctx, c, f); served {
+			return hit, false, nil
 		}
 	}
 
@@ -597,7 +567,7 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward) (res json
 	if canStore {
 		seen := int64(-1)
 		if found {
-			seen = e.createdAt
+			seen = e.CreatedAt
 		}
 		hit, done, g, release, err := m.claimFlight(ctx, c, f, gen, seen)
 		if err != nil {
@@ -618,11 +588,11 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward) (res json
 	if err != nil && ctx.Err() != nil {
 		// Our own context ended: followers must not inherit that.
 		f.retry = true
-		m.pend.count(c.t, func(k *counters) { k.misses++ })
+		m.pend.count(c.t, func(k *Counters) { k.Misses++ })
 		m.invalidateAfter(ctx, c, a, err)
 		return res, false, err
 	}
-	m.pend.count(c.t, func(k *counters) { k.misses++ })
+	m.pend.count(c.t, func(k *Counters) { k.Misses++ })
 	if a.AskedClient {
 		// Made with this caller's input: followers make calls of their own,
 		// and nothing is stored.
@@ -633,7 +603,7 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward) (res json
 	if a.childFailed() && found {
 		if now := m.now().UnixMilli(); c.staleUsable(e, now) {
 			if out, ok := m.serveStale(c, e, now, a.Failure); ok {
-				f.res, f.status, f.created = out, StatusStale, time.UnixMilli(e.createdAt)
+				f.res, f.status, f.created = out, StatusStale, time.UnixMilli(e.CreatedAt)
 				return out, false, nil
 			}
 		}
@@ -643,7 +613,16 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward) (res json
 	// result now; the flight stays registered until the store is done so
 	// that no identical call forwards again in between.
 	publish()
+	return m.settle(ctx, c, a, err, dur, gen, canStore, sc)
+}
 
+// settle ends a forwarded call whose answer its followers already share: a
+// failure invalidates what the call may have changed, a complete result is
+// remembered (or invalidates, for a tool that is not read-only), and the
+// caller's copy is marked a miss. gen, canStore and sc are what the leader's
+// lookup found, for remember.
+func (m *Memory) settle(ctx context.Context, c *call, a Answer, err error, dur time.Duration, gen int64, canStore bool, sc *FreeText) (json.RawMessage, bool, error) {
+	res := a.Result
 	if err != nil || a.childFailed() {
 		m.invalidateAfter(ctx, c, a, err)
 		return m.markUnlessErr(c.t, res, err)
@@ -659,6 +638,67 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward) (res json
 		m.remember(ctx, c, res, shape, dur, gen, canStore, sc)
 	}
 	return m.mark(c.t, res, StatusMiss, 0, false), false, nil
+}
+
+// follow waits for the leader of an identical call in flight and shares its
+// answer, marked for this caller; retry reports that the leader gave up
+// because its own context ended.
+func (m *Memory) follow(ctx context.Context, c *call, f *flight) (res json.RawMessage, retry bool, err error) {
+	if err := f.wait(ctx); err != nil {
+		return nil, false, err
+	}
+	if f.retry {
+		return nil, true, nil
+	}
+	coalesced := f.status == StatusMiss
+	switch f.status {
+	case StatusStale:
+		return f.res, false, nil
+	case StatusMiss:
+		m.pend.count(c.t, func(k *Counters) { k.Coalesced++ })
+	case StatusSemanticHit:
+		m.pend.count(c.t, func(k *Counters) { k.Hits++; k.SemanticHits++ })
+	default:
+		m.pend.count(c.t, func(k *Counters) { k.Hits++ })
+	}
+	if f.err != nil {
+		return f.res, false, f.err
+	}
+	age := m.now().Sub(f.created).Milliseconds()
+	if f.sem != nil {
+		out, err := withMeta(f.res, MetaKey, semanticReport(f.sem, age, false))
+		if err != nil {
+			m.log.Debug("memory: result passed on without a cache report", "tool", c.t.Name, "err", err)
+		}
+		return out, false, nil
+	}
+	return m.mark(c.t, f.res, StatusHit, age, coalesced), false, nil
+}
+
+// similar looks for a similarity hit for the leader of f after an exact miss.
+// sc is the call's free text (nil: none; its Vec nil: embedding failed), which
+// a miss stores with its answer; served reports that hit is the answer, which
+// f's followers share.
+func (m *Memory) similar(ctx context.Context, c *call, f *flight) (sc *FreeText, hit json.RawMessage, served bool) {
+	if sc = m.prepareSemantic(c); sc == nil {
+		return nil, nil, false
+	}
+	m.embed(ctx, c, sc)
+	if sc.Vec == nil {
+		return sc, nil, false
+	}
+	h, ok, err := m.semanticHit(ctx, c, sc)
+	if err != nil && ctx.Err() == nil {
+		m.stepAside("similarity lookup", err)
+	}
+	if !ok {
+		return sc, nil, false
+	}
+	if hit, ok := m.serveSemantic(c, &h); ok {
+		f.res, f.status, f.created, f.sem = h.e.Result, StatusSemanticHit, time.UnixMilli(h.e.CreatedAt), &h
+		return sc, hit, true
+	}
+	return sc, nil, false
 }
 
 // markUnlessErr is mark for a forwarded answer that may be an error.
@@ -680,47 +720,47 @@ func (m *Memory) invalidateAfter(ctx context.Context, c *call, a Answer, err err
 
 // serveStale returns e marked as a stale answer standing in for a child
 // that failed with failure.
-func (m *Memory) serveStale(c *call, e entry, now int64, failure string) (json.RawMessage, bool) {
+func (m *Memory) serveStale(c *call, e Entry, now int64, failure string) (json.RawMessage, bool) {
 	report, err := marshalVerbatim(struct {
 		Status string `json:"status"`
 		AgeMS  int64  `json:"age_ms"`
 		Error  string `json:"error"`
-	}{StatusStale, max(now-e.createdAt, 0), failure})
+	}{StatusStale, max(now-e.CreatedAt, 0), failure})
 	if err != nil {
 		return nil, false
 	}
-	out, err := withMeta(e.result, MetaKey, report)
+	out, err := withMeta(e.Result, MetaKey, report)
 	if err != nil {
-		m.stepAside("decode", fmt.Errorf("entry %d of %s: %w", e.id, c.t.Name, err))
+		m.stepAside("decode", fmt.Errorf("entry %d of %s: %w", e.ID, c.t.Name, err))
 		return nil, false
 	}
-	m.pend.touch(e.id, now)
-	m.log.Info("memory: the child failed; served a stale answer", "tool", c.t.Name, "age", time.Duration(now-e.createdAt)*time.Millisecond, "err", failure)
+	m.pend.touch(e.ID, now)
+	m.log.Info("memory: the child failed; served a stale answer", "tool", c.t.Name, "age", time.Duration(now-e.CreatedAt)*time.Millisecond, "err", failure)
 	return out, true
 }
 
 // lookup returns the entry stored for c (found false if none) and the
 // current invalidation generation of c's tool: from the hot layer when it
 // holds the entry and nothing was invalidated since, else from the store.
-func (m *Memory) lookup(ctx context.Context, c *call) (entry, bool, int64, error) {
-	l, err := m.st.sync(ctx, m.hot)
+func (m *Memory) lookup(ctx context.Context, c *call) (Entry, bool, int64, error) {
+	l, err := m.st.Sync(ctx, m.hot)
 	if err != nil {
-		return entry{}, false, 0, err
+		return Entry{}, false, 0, err
 	}
-	if l.moved {
+	if l.Moved {
 		m.vi.catchUp.Store(true)
 	}
-	if l.invalidated {
+	if l.Invalidated {
 		m.vi.prune.Store(true)
 	}
 	if m.hot == nil {
-		return m.st.lookup(ctx, c.t, c.key)
+		return m.st.Lookup(ctx, c.t, c.key)
 	}
 	if e, gen, ok := m.hot.get(c.key); ok {
 		if c.fresh(e, m.now().UnixMilli()) {
-			valid, err := m.st.hotValid(ctx, c.t, gen)
+			valid, err := m.st.HotValid(ctx, c.t, gen)
 			if err != nil {
-				return entry{}, false, 0, err
+				return Entry{}, false, 0, err
 			}
 			if valid {
 				return e, true, gen, nil
@@ -730,9 +770,9 @@ func (m *Memory) lookup(ctx context.Context, c *call) (entry, bool, int64, error
 		// or invalidated elsewhere.
 		m.hot.drop(c.key)
 	}
-	e, found, gen, err := m.st.lookup(ctx, c.t, c.key)
+	e, found, gen, err := m.st.Lookup(ctx, c.t, c.key)
 	if err == nil && found {
-		m.hot.put(c.key, e, gen, l.epoch)
+		m.hot.put(c.key, e, gen, l.Epoch)
 	}
 	return e, found, gen, err
 }
@@ -747,7 +787,7 @@ func (m *Memory) lookupHit(ctx context.Context, c *call) (json.RawMessage, bool,
 	if !ok {
 		return nil, false, nil
 	}
-	m.pend.count(c.t, func(k *counters) { k.hits++; k.saved += e.durationMS })
+	m.pend.count(c.t, func(k *Counters) { k.Hits++; k.SavedMS += e.DurationMS })
 	return hit, true, nil
 }
 
@@ -755,22 +795,22 @@ func (m *Memory) lookupHit(ctx context.Context, c *call) (json.RawMessage, bool,
 // current TTL (so a TTL shortened by a config reload applies to entries
 // already stored), and records the use. An entry that cannot be marked
 // (damaged in the database) is treated as absent.
-func (m *Memory) serve(c *call, e entry) (json.RawMessage, bool) {
+func (m *Memory) serve(c *call, e Entry) (json.RawMessage, bool) {
 	now := m.now().UnixMilli()
 	if !c.fresh(e, now) {
 		return nil, false
 	}
-	report := cacheReport(StatusHit, max(now-e.createdAt, 0), false)
+	report := cacheReport(StatusHit, max(now-e.CreatedAt, 0), false)
 	if e.tmpl != nil {
-		m.pend.touch(e.id, now)
+		m.pend.touch(e.ID, now)
 		return e.tmpl.fill(report), true
 	}
-	hit, err := withMeta(e.result, MetaKey, report)
+	hit, err := withMeta(e.Result, MetaKey, report)
 	if err != nil {
-		m.stepAside("decode", fmt.Errorf("entry %d of %s: %w", e.id, c.t.Name, err))
+		m.stepAside("decode", fmt.Errorf("entry %d of %s: %w", e.ID, c.t.Name, err))
 		return nil, false
 	}
-	m.pend.touch(e.id, now)
+	m.pend.touch(e.ID, now)
 	return hit, true
 }
 
@@ -778,13 +818,13 @@ func (m *Memory) serve(c *call, e entry) (json.RawMessage, bool) {
 // the use (the TTL was checked with the candidates).
 func (m *Memory) serveSemantic(c *call, h *semHit) (json.RawMessage, bool) {
 	now := m.now().UnixMilli()
-	hit, err := withMeta(h.e.result, MetaKey, semanticReport(h, max(now-h.e.createdAt, 0), false))
+	hit, err := withMeta(h.e.Result, MetaKey, semanticReport(h, max(now-h.e.CreatedAt, 0), false))
 	if err != nil {
-		m.stepAside("decode", fmt.Errorf("entry %d of %s: %w", h.e.id, c.t.Name, err))
+		m.stepAside("decode", fmt.Errorf("entry %d of %s: %w", h.e.ID, c.t.Name, err))
 		return nil, false
 	}
-	m.pend.touch(h.e.id, now)
-	m.pend.count(c.t, func(k *counters) { k.hits++; k.semanticHits++; k.saved += h.e.durationMS })
+	m.pend.touch(h.e.ID, now)
+	m.pend.count(c.t, func(k *Counters) { k.Hits++; k.SemanticHits++; k.SavedMS += h.e.DurationMS })
 	return hit, true
 }
 
@@ -807,50 +847,50 @@ func (m *Memory) mark(t Tool, res json.RawMessage, status string, ageMS int64, c
 // one transaction. It runs with a
 // context detached from the caller's cancellation: the child's answer is
 // worth keeping even if the agent left.
-func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, shape resultShape, dur time.Duration, gen int64, canStore bool, sc *semCall) {
+func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, shape resultShape, dur time.Duration, gen int64, canStore bool, sc *FreeText) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*m.opts.BusyTimeout)
 	defer cancel()
-	var rec *record
+	var rec *Record
 	if canStore && res != nil && m.writable() {
 		if blob, ok := m.encode(c.t, res, shape); ok {
 			now := m.now().UnixMilli()
 			args := c.args
 			// The key hashes the real arguments; the stored copy is for display.
 			args = m.redactBytes(args)
-			rec = &record{
-				key: c.key, tool: c.t, scope: c.scope, fingerprint: c.fp, args: args,
-				result: blob, durationMS: dur.Milliseconds(), createdAt: now,
+			rec = &Record{
+				Key: c.key, Tool: c.t, Scope: c.scope, Fingerprint: c.fp, Args: args,
+				Result: blob, DurationMS: dur.Milliseconds(), CreatedAt: now,
 			}
-			if sc != nil && sc.vec != nil {
-				rec.sem = sc
+			if sc != nil && sc.Vec != nil {
+				rec.Text = sc
 			}
 			if !c.ttl.Never {
 				// Kept (not served) past its TTL while stale-if-error may
 				// still want it.
-				rec.expiresAt = sql.NullInt64{Int64: now + max(c.ttl.D, 0).Milliseconds() + c.window.Milliseconds(), Valid: true}
+				rec.ExpiresAt = sql.NullInt64{Int64: now + max(c.ttl.D, 0).Milliseconds() + c.window.Milliseconds(), Valid: true}
 			}
 		}
 	}
 	if rec == nil && c.invals == nil {
 		return
 	}
-	w := &write{rec: rec, gen: gen, invals: c.invals, bounds: m.bounds, now: m.now().UnixMilli()}
+	w := &Write{Record: rec, Gen: gen, Invalidate: c.invals, Bounds: m.bounds, Now: m.now().UnixMilli()}
 	var took []pendingBatch
-	w.beforeEvict = func() (map[int64]touch, map[string]*counters) {
+	w.BeforeEvict = func() (map[int64]Touch, map[string]*Counters) {
 		touches, tools := m.pend.take()
 		took = append(took, pendingBatch{touches, tools})
 		return touches, tools
 	}
-	storedID, err := m.st.write(ctx, w)
-	if err == nil && storedID != 0 && rec.sem != nil && m.vi.idx != nil {
-		m.vi.idx.add(rec.sem.part, storedID, rec.sem.vec)
+	storedID, err := m.st.Write(ctx, w)
+	if err == nil && storedID != 0 && rec.Text != nil && m.vi.idx != nil {
+		m.vi.idx.add(rec.Text.Part, storedID, rec.Text.Vec)
 	}
 	if err != nil {
 		// Recency taken for an eviction that did not commit goes back.
 		for _, p := range took {
 			m.pend.restore(p.touches, p.tools)
 		}
-		if m.st.busy(err) {
+		if m.st.Busy(err) {
 			m.writeBlockedUntil.Store(time.Now().Add(writeBackoff).UnixNano())
 		}
 		m.stepAside("store", err)
@@ -862,8 +902,8 @@ func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, sha
 
 // pendingBatch is recency taken from pending for one write.
 type pendingBatch struct {
-	touches map[int64]touch
-	tools   map[string]*counters
+	touches map[int64]Touch
+	tools   map[string]*Counters
 }
 
 // redactBytes returns b without registered secrets: Redact, or
@@ -920,10 +960,10 @@ func (m *Memory) bypass(ctx context.Context, t Tool, invals []string, forward Fo
 	a, err := forward(ctx)
 	res := a.Result
 	if m.st != nil {
-		m.pend.count(t, func(k *counters) { k.bypasses++ })
+		m.pend.count(t, func(k *Counters) { k.Bypasses++ })
 		if invals != nil && mayHaveRun(a, err) {
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*m.opts.BusyTimeout)
-			_, err := m.st.write(wctx, &write{invals: invals})
+			_, err := m.st.Write(wctx, &Write{Invalidate: invals})
 			cancel()
 			if err != nil {
 				m.stepAside("invalidate", err)
@@ -964,7 +1004,7 @@ func (m *Memory) MarkStale(ctx context.Context, server string) error {
 		return nil
 	}
 	p := []string{server + ".*"}
-	_, err := m.st.write(ctx, &write{soft: p})
+	_, err := m.st.Write(ctx, &Write{Soft: p})
 	if err != nil {
 		m.addStale(p)
 		return fmt.Errorf("memory: mark the answers of server %q stale: %w", server, err)
@@ -982,7 +1022,7 @@ func (m *Memory) Clear(ctx context.Context, server, tool string) (int64, error) 
 	if m.disabled != nil {
 		return 0, m.disabled
 	}
-	n, err := m.st.clear(ctx, server, tool)
+	n, err := m.st.Clear(ctx, server, tool)
 	if err != nil {
 		return 0, fmt.Errorf("memory: clear server %q tool %q: %w", server, tool, err)
 	}
@@ -1035,6 +1075,16 @@ func matches(pattern string, t Tool) bool {
 	return pattern == t.Name
 }
 
+// Flush writes the batched hit counters and recency now, and retries the
+// invalidations that could not be written (see Call), instead of waiting
+// for the next Options.FlushInterval.
+func (m *Memory) Flush(ctx context.Context) error {
+	if m == nil || m.st == nil {
+		return nil
+	}
+	return m.flush(ctx)
+}
+
 // flush writes batched counters and retries unwritten invalidations.
 func (m *Memory) flush(ctx context.Context) error {
 	m.staleMu.Lock()
@@ -1045,7 +1095,7 @@ func (m *Memory) flush(ctx context.Context) error {
 	if len(stale) == 0 && len(touches) == 0 && len(tools) == 0 && !purge {
 		return nil
 	}
-	_, err := m.st.write(ctx, &write{invals: stale, touches: touches, tools: tools, purge: purge, now: m.now().UnixMilli()})
+	_, err := m.st.Write(ctx, &Write{Invalidate: stale, Touches: touches, Tools: tools, Purge: purge, Now: m.now().UnixMilli()})
 	if err != nil {
 		m.pend.restore(touches, tools)
 		return err

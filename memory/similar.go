@@ -12,6 +12,10 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/nexus-mcp/nexus/memory/guard"
+
+	"github.com/nexus-mcp/nexus/memory/embedder"
 )
 
 // StatusSemanticHit is the cache status of an answer served for a
@@ -133,18 +137,19 @@ func (m *Memory) textFields(r *rules, t Tool) []string {
 	return m.fields.get(t)
 }
 
-// semCall is the similarity side of one call.
-type semCall struct {
-	text   string // the free text as embedded and stored ("field: text" lines when several)
-	bucket []byte // sha256 of tool, scope, the other arguments and the text fields present
-	emb    EmbedderIdentity
-	part   int64     // vec0 partition: hash of embedder identity and bucket
-	vec    []float32 // unit length; nil when embedding failed
+// FreeText is the similarity side of one call: what a Store keeps with an
+// entry for similarity hits, and what ScanNeighbours searches with.
+type FreeText struct {
+	Text     string // the free text as embedded and stored ("field: text" lines when several)
+	Bucket   []byte // sha256 of tool, scope, the other arguments and the text fields present
+	Embedder embedder.Identity
+	Part     int64     // vec0 partition: hash of embedder identity and bucket
+	Vec      []float32 // unit length; nil when embedding failed
 }
 
 // prepareSemantic splits c's arguments into free text and the rest. It
 // returns nil when the tool has no free text in this call.
-func (m *Memory) prepareSemantic(c *call) *semCall {
+func (m *Memory) prepareSemantic(c *call) *FreeText {
 	fields := m.textFields(c.r, c.t)
 	if len(fields) == 0 {
 		return nil
@@ -199,7 +204,7 @@ func (m *Memory) prepareSemantic(c *call) *semCall {
 	h.Write([]byte("nexus-bucket-v1\x00" + c.t.Name + "\x00" + c.scope + "\x00"))
 	h.Write(rest)
 	h.Write([]byte("\x00" + strings.Join(present, "\x00")))
-	return &semCall{text: text, bucket: h.Sum(nil)}
+	return &FreeText{Text: text, Bucket: h.Sum(nil)}
 }
 
 // redactText removes registered secrets from free text before it is
@@ -224,104 +229,104 @@ func partition(embedderID string, dims int, bucket []byte) int64 {
 
 // embed fills sc.vec, or leaves it nil when the embedder fails (logged,
 // counted, and similarity is skipped for embedBackoff).
-func (m *Memory) embed(ctx context.Context, c *call, sc *semCall) {
+func (m *Memory) embed(ctx context.Context, c *call, sc *FreeText) {
 	if time.Now().UnixNano() < m.embedBlockedUntil.Load() {
 		return
 	}
 	id := m.emb.Identity()
-	if _, local := m.emb.(LexicalEmbedder); !local {
+	if _, local := m.emb.(embedder.Lexical); !local {
 		beforeBlocking(ctx) // a remote embedder answers over the network
 	}
-	vs, err := m.emb.Embed(ctx, []string{sc.text})
+	vs, err := m.emb.Embed(ctx, []string{sc.Text})
 	if err == nil {
-		err = checkVectors(vs, 1, id.Dims)
+		err = embedder.CheckVectors(vs, 1, id.Dims)
 	}
-	if err == nil && (len(vs[0]) > maxDims) {
-		err = fmt.Errorf("%d dimensions: at most %d are supported", len(vs[0]), maxDims)
+	if err == nil && (len(vs[0]) > MaxDims) {
+		err = fmt.Errorf("%d dimensions: at most %d are supported", len(vs[0]), MaxDims)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return // the caller left; not the embedder's fault
 		}
 		m.embedBlockedUntil.Store(time.Now().Add(embedBackoff).UnixNano())
-		m.pend.count(c.t, func(k *counters) { k.embedFailures++ })
+		m.pend.count(c.t, func(k *Counters) { k.EmbedFailures++ })
 		m.warn("embed", "memory: embedder failed; exact hits only for a while", "embedder", id.ID(), "tool", c.t.Name, "err", err)
 		return
 	}
-	sc.emb = id
-	sc.vec = vs[0]
-	sc.part = partition(id.ID(), len(sc.vec), sc.bucket)
+	sc.Embedder = id
+	sc.Vec = vs[0]
+	sc.Part = partition(id.ID(), len(sc.Vec), sc.Bucket)
 }
 
-// maxDims bounds vector lengths (and the vec0 table names they make).
-const maxDims = 16384
+// MaxDims bounds vector lengths (and the vec0 table names they make).
+const MaxDims = 16384
 
 // semHit is a neighbour served for a paraphrase.
 type semHit struct {
-	e          entry
+	e          Entry
 	similarity float64
 	matched    string
 	verified   bool
 }
 
-// candidate is a stored neighbour.
-type candidate struct {
-	entry
-	similarity float64
-	text       string
+// Candidate is a stored neighbour.
+type Candidate struct {
+	Entry
+	Similarity float64
+	Text       string
 }
 
 // semanticHit looks for a neighbour of sc that may be served for c.
-func (m *Memory) semanticHit(ctx context.Context, c *call, sc *semCall) (semHit, bool, error) {
+func (m *Memory) semanticHit(ctx context.Context, c *call, sc *FreeText) (semHit, bool, error) {
 	cands, err := m.neighbours(ctx, sc)
 	if err != nil || len(cands) == 0 {
 		return semHit{}, false, err
 	}
 	th := m.thresholds
 	if th == nil {
-		d := DefaultThresholds(sc.emb)
+		d := DefaultThresholds(sc.Embedder)
 		th = &d
 	}
 	now := m.now().UnixMilli()
 	verified := false
 	for _, cd := range cands {
-		if cd.similarity < th.Verify {
+		if cd.Similarity < th.Verify {
 			break
 		}
-		if !c.fresh(cd.entry, now) {
+		if !c.fresh(cd.Entry, now) {
 			continue
 		}
-		if ok, reason := Guard(sc.text, cd.text); !ok {
-			m.pend.count(c.t, func(k *counters) { k.guardRejections++ })
+		if ok, reason := guard.Check(sc.Text, cd.Text); !ok {
+			m.pend.count(c.t, func(k *Counters) { k.GuardRejections++ })
 			m.log.Debug("memory: similar call not served: guard", "tool", c.t.Name,
-				"similarity", cd.similarity, "reason", reason)
+				"similarity", cd.Similarity, "reason", reason)
 			continue
 		}
-		if cd.similarity >= th.Serve {
-			return semHit{e: cd.entry, similarity: cd.similarity, matched: cd.text}, true, nil
+		if cd.Similarity >= th.Serve {
+			return semHit{e: cd.Entry, similarity: cd.Similarity, matched: cd.Text}, true, nil
 		}
 		// Gray zone: ask the verifier once per call.
 		if m.ver == nil || verified || time.Now().UnixNano() < m.verifyBlockedUntil.Load() {
-			m.pend.count(c.t, func(k *counters) { k.grayUnverified++ })
+			m.pend.count(c.t, func(k *Counters) { k.GrayUnverified++ })
 			continue
 		}
 		verified = true
 		beforeBlocking(ctx) // the verifier is a chat model over the network
-		same, err := m.ver.Same(ctx, c.t.Name, cd.text, sc.text)
+		same, err := m.ver.Same(ctx, c.t.Name, cd.Text, sc.Text)
 		if err != nil {
 			if ctx.Err() != nil {
 				return semHit{}, false, nil
 			}
 			m.verifyBlockedUntil.Store(time.Now().Add(embedBackoff).UnixNano())
-			m.pend.count(c.t, func(k *counters) { k.grayUnverified++ })
+			m.pend.count(c.t, func(k *Counters) { k.GrayUnverified++ })
 			m.warn("verify", "memory: verifier failed; gray-zone matches are misses for a while", "tool", c.t.Name, "err", err)
 			continue
 		}
 		if same {
-			m.pend.count(c.t, func(k *counters) { k.grayAccepted++ })
-			return semHit{e: cd.entry, similarity: cd.similarity, matched: cd.text, verified: true}, true, nil
+			m.pend.count(c.t, func(k *Counters) { k.GrayAccepted++ })
+			return semHit{e: cd.Entry, similarity: cd.Similarity, matched: cd.Text, verified: true}, true, nil
 		}
-		m.pend.count(c.t, func(k *counters) { k.grayRejected++ })
+		m.pend.count(c.t, func(k *Counters) { k.GrayRejected++ })
 	}
 	return semHit{}, false, nil
 }
@@ -329,7 +334,7 @@ func (m *Memory) semanticHit(ctx context.Context, c *call, sc *semCall) (semHit,
 // neighbours returns the semanticCandidates nearest stored entries of
 // sc's bucket: from the in-memory index once it is built and up to date,
 // else by the store's scan of the bucket.
-func (m *Memory) neighbours(ctx context.Context, sc *semCall) ([]candidate, error) {
+func (m *Memory) neighbours(ctx context.Context, sc *FreeText) ([]Candidate, error) {
 	if m.vi.idx != nil && m.vi.ready.Load() {
 		err := m.vi.refresh(ctx, m.st)
 		if err == nil {
@@ -340,7 +345,7 @@ func (m *Memory) neighbours(ctx context.Context, sc *semCall) ([]candidate, erro
 		}
 		m.stepAside("similarity index", err)
 	}
-	cands, err := m.st.scanNeighbours(ctx, sc, semanticCandidates)
+	cands, err := m.st.ScanNeighbours(ctx, sc, semanticCandidates)
 	if err != nil {
 		return nil, fmt.Errorf("nearest neighbours: %w", err)
 	}

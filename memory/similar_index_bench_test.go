@@ -1,4 +1,4 @@
-package memory
+package memory_test
 
 import (
 	"context"
@@ -7,6 +7,11 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	. "github.com/nexus-mcp/nexus/memory"
+	. "github.com/nexus-mcp/nexus/memory/memorytest"
+
+	"github.com/nexus-mcp/nexus/memory/embedder"
 )
 
 // BenchmarkSimilarityLookup measures the nearest-neighbour lookup of a
@@ -22,31 +27,29 @@ func BenchmarkSimilarityLookup(b *testing.B) {
 	for _, n := range []int{1_000, 10_000, 100_000} {
 		for _, buckets := range []int{1, 100} {
 			b.Run(fmt.Sprintf("entries=%d/buckets=%d", n, buckets), func(b *testing.B) {
-				m := openTest(b, Options{MaxEntries: 2 * n, FlushInterval: time.Hour, Logger: testLogger(b)})
-				m.SetSettings(kept(Settings{TTL: map[string]TTL{"*": {Never: true}}}))
-				<-m.indexDone
+				m := openTest(b, Options{MaxEntries: 2 * n, FlushInterval: time.Hour, Logger: Logger(b)})
+				m.SetSettings(Kept(Settings{TTL: map[string]TTL{"*": {Never: true}}}))
+				m.WaitIndex(context.Background())
 				texts := populateSemantic(b, m, n, buckets)
 				ctx := context.Background()
 				before := heapInUse()
-				m.vi.catchUp.Store(true)
-				if err := m.vi.refresh(ctx, m.st); err != nil {
+				if err := m.CatchUpIndex(ctx); err != nil {
 					b.Fatal(err)
 				}
 				after := heapInUse()
-				emb := NewLexicalEmbedder()
-				query := func(i int) *semCall {
+				emb := embedder.NewLexical()
+				query := func(i int) *FreeText {
 					k := (i * 7919) % n
 					// A paraphrase-like query: the stored text with one word changed.
 					text := "latest " + texts[k]
-					c := &call{t: searchTool, r: m.rules.Load(), args: []byte(q(text, k%buckets))}
-					sc := m.prepareSemantic(c)
-					sc.emb, sc.vec = emb.Identity(), emb.Vector(text)
-					sc.part = partition(sc.emb.ID(), LexicalDims, sc.bucket)
+					sc := m.FreeTextOf(SearchTool(), []byte(Query(text, k%buckets)))
+					sc.Embedder, sc.Vec = emb.Identity(), emb.Vector(text)
+					sc.Part = Partition(sc.Embedder.ID(), embedder.LexicalDims, sc.Bucket)
 					return sc
 				}
-				measure := func(find func(sc *semCall) []candidate, runs int) ([]time.Duration, [][]candidate) {
+				measure := func(find func(sc *FreeText) []Candidate, runs int) ([]time.Duration, [][]Candidate) {
 					lat := make([]time.Duration, runs)
-					found := make([][]candidate, runs)
+					found := make([][]Candidate, runs)
 					for i := range runs {
 						sc := query(i)
 						start := time.Now()
@@ -55,15 +58,15 @@ func BenchmarkSimilarityLookup(b *testing.B) {
 					}
 					return lat, found
 				}
-				indexed := func(sc *semCall) []candidate {
-					cs, err := m.vi.neighbours(ctx, m.st, sc, semanticCandidates)
+				indexed := func(sc *FreeText) []Candidate {
+					cs, err := m.IndexNeighbours(ctx, sc, SemanticCandidates)
 					if err != nil {
 						b.Fatal(err)
 					}
 					return cs
 				}
-				exact := func(sc *semCall) []candidate {
-					cs, err := m.st.scanNeighbours(ctx, sc, semanticCandidates)
+				exact := func(sc *FreeText) []Candidate {
+					cs, err := m.StoreOf().ScanNeighbours(ctx, sc, SemanticCandidates)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -78,17 +81,17 @@ func BenchmarkSimilarityLookup(b *testing.B) {
 				for i := range efound {
 					ids := make([]int64, 0, len(ifound[i]))
 					for _, c := range ifound[i] {
-						ids = append(ids, c.id)
+						ids = append(ids, c.ID)
 					}
 					for _, c := range efound[i] {
-						if c.similarity >= LexicalThresholds.Verify {
+						if c.Similarity >= LexicalThresholds.Verify {
 							relevant++
-							if slices.Contains(ids, c.id) {
+							if slices.Contains(ids, c.ID) {
 								recalled++
 							}
 						}
 					}
-					if len(efound[i]) > 0 && len(ifound[i]) > 0 && efound[i][0].id == ifound[i][0].id {
+					if len(efound[i]) > 0 && len(ifound[i]) > 0 && efound[i][0].ID == ifound[i][0].ID {
 						top1++
 					}
 				}

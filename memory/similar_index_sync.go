@@ -28,10 +28,10 @@ type indexState struct {
 }
 
 // build reads every stored vector into the index.
-func (is *indexState) build(ctx context.Context, s store) error {
+func (is *indexState) build(ctx context.Context, s Store) error {
 	is.mu.Lock()
 	defer is.mu.Unlock()
-	cur, err := s.vectorsSince(ctx, 0, is.add)
+	cur, err := s.VectorsSince(ctx, 0, is.add)
 	if err != nil {
 		return fmt.Errorf("build index: %w", err)
 	}
@@ -44,14 +44,14 @@ func (is *indexState) add(id, part int64, vec []float32) { is.idx.add(part, id, 
 
 // refresh applies what other processes committed since the last look:
 // new vectors, and after an invalidation, entries gone.
-func (is *indexState) refresh(ctx context.Context, s store) error {
+func (is *indexState) refresh(ctx context.Context, s Store) error {
 	if !is.always && !is.catchUp.Load() && !is.prune.Load() {
 		return nil
 	}
 	is.mu.Lock()
 	defer is.mu.Unlock()
 	if is.catchUp.Swap(false) || is.always {
-		cur, err := s.vectorsSince(ctx, is.cursor, is.add)
+		cur, err := s.VectorsSince(ctx, is.cursor, is.add)
 		if err != nil {
 			is.catchUp.Store(true)
 			return fmt.Errorf("index catch-up: %w", err)
@@ -68,8 +68,8 @@ func (is *indexState) refresh(ctx context.Context, s store) error {
 }
 
 // pruneGone drops the entries the store no longer holds.
-func (is *indexState) pruneGone(ctx context.Context, s store) error {
-	live, err := s.liveVectorIDs(ctx)
+func (is *indexState) pruneGone(ctx context.Context, s Store) error {
+	live, err := s.LiveVectorIDs(ctx)
 	if err != nil {
 		return fmt.Errorf("index prune: %w", err)
 	}
@@ -91,8 +91,8 @@ func (is *indexState) pruneGone(ctx context.Context, s store) error {
 // its bucket, made by the same embedder, most similar first, found with
 // the index and read back from the store. Candidates the store no longer
 // holds are dropped from the index.
-func (is *indexState) neighbours(ctx context.Context, s store, sc *semCall, k int) ([]candidate, error) {
-	hits := is.idx.search(sc.part, sc.vec, k)
+func (is *indexState) neighbours(ctx context.Context, s Store, sc *FreeText, k int) ([]Candidate, error) {
+	hits := is.idx.search(sc.Part, sc.Vec, k)
 	if len(hits) == 0 {
 		return nil, nil
 	}
@@ -102,32 +102,34 @@ func (is *indexState) neighbours(ctx context.Context, s store, sc *semCall, k in
 		ids[i] = h.id
 		sim[h.id] = h.similarity
 	}
-	stored, err := s.candidates(ctx, ids)
+	stored, err := s.Candidates(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("nearest neighbours: %w", err)
 	}
-	var out []candidate
+	var out []Candidate
 	found := map[int64]bool{}
 	for _, cd := range stored {
-		found[cd.id] = true
-		if string(cd.bucket) != string(sc.bucket) || cd.embedder != sc.emb.ID() || cd.dims != len(sc.vec) {
+		found[cd.ID] = true
+		if string(cd.Bucket) != string(sc.Bucket) || cd.Embedder != sc.Embedder.ID() || cd.Dims != len(sc.Vec) {
 			continue // replaced by an entry of another bucket or embedder
 		}
-		cd.similarity = sim[cd.id]
-		out = append(out, cd.candidate)
+		cd.Similarity = sim[cd.ID]
+		out = append(out, cd.Candidate)
 	}
 	for _, h := range hits {
 		if !found[h.id] {
 			is.idx.remove(h.id)
 		}
 	}
-	sortCandidates(out)
+	SortCandidates(out)
 	return out, nil
 }
 
-func sortCandidates(cs []candidate) {
+// SortCandidates orders neighbours most similar first, ties as they came:
+// the order Memory tries them in.
+func SortCandidates(cs []Candidate) {
 	for i := 1; i < len(cs); i++ {
-		for j := i; j > 0 && cs[j].similarity > cs[j-1].similarity; j-- {
+		for j := i; j > 0 && cs[j].Similarity > cs[j-1].Similarity; j-- {
 			cs[j], cs[j-1] = cs[j-1], cs[j]
 		}
 	}

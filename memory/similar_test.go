@@ -1,4 +1,4 @@
-package memory
+package memory_test
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,60 +17,37 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/secrets"
+
+	. "github.com/nexus-mcp/nexus/memory"
+	. "github.com/nexus-mcp/nexus/memory/memorytest"
+	"github.com/nexus-mcp/nexus/memory/sqlite"
+
+	"github.com/nexus-mcp/nexus/memory/embedder"
 )
-
-var searchSchema = json.RawMessage(`{"type":"object","properties":{
-	"query":{"type":"string","maxLength":500},
-	"limit":{"type":"integer"},
-	"source_app":{"type":"string","enum":["notes","manual"]}},"required":["query"]}`)
-
-var searchTool = Tool{Name: "doc-kg.doc_kg_search", Server: "doc-kg", Annotated: true, ReadOnly: true, InputSchema: searchSchema}
-
-// semReport decodes the semantic cache report of res.
-func semReport(t testing.TB, res json.RawMessage) (status string, sim float64, matched string) {
-	t.Helper()
-	var r struct {
-		Meta map[string]struct {
-			Status     string  `json:"status"`
-			Similarity float64 `json:"similarity"`
-			Matched    string  `json:"matched"`
-		} `json:"_meta"`
-	}
-	if err := json.Unmarshal(res, &r); err != nil {
-		t.Fatalf("result %s: %v", res, err)
-	}
-	c := r.Meta[MetaKey]
-	return c.Status, c.Similarity, c.Matched
-}
-
-func q(query string, limit int) string {
-	b, _ := json.Marshal(map[string]any{"query": query, "limit": limit})
-	return string(b)
-}
 
 func TestSemanticHit(t *testing.T) {
 	m := openTest(t, Options{})
-	c := &child{}
-	first := do(t, m, "", searchTool, q("postgres connection pool settings", 10), c)
-	if s := status(t, first); s != StatusMiss {
+	c := &Child{}
+	first := Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)
+	if s := Status(t, first); s != StatusMiss {
 		t.Fatalf("first call: %s", s)
 	}
-	res := do(t, m, "", searchTool, q("connection pool settings for postgres", 10), c)
-	st, sim, matched := semReport(t, res)
-	if st != StatusSemanticHit || c.calls.Load() != 1 {
-		t.Fatalf("paraphrase: status %s, child calls %d: %s", st, c.calls.Load(), res)
+	res := Do(t, m, "", SearchTool(), Query("connection pool settings for postgres", 10), c)
+	st, sim, matched := SemanticReport(t, res)
+	if st != StatusSemanticHit || c.Calls.Load() != 1 {
+		t.Fatalf("paraphrase: status %s, child calls %d: %s", st, c.Calls.Load(), res)
 	}
 	if sim < LexicalThresholds.Serve || sim > 1 || matched != "postgres connection pool settings" {
 		t.Fatalf("report: similarity %v matched %q", sim, matched)
 	}
-	if text(res) != text(first) {
-		t.Fatalf("served %q, stored %q", text(res), text(first))
+	if Text(res) != Text(first) {
+		t.Fatalf("served %q, stored %q", Text(res), Text(first))
 	}
 	if s, age, ok := CacheStatus(res); !ok || s != StatusSemanticHit || age < 0 {
 		t.Fatalf("CacheStatus: %s %d %v", s, age, ok)
 	}
 	// The exact repeat is an exact hit (no embedding needed).
-	if s := status(t, do(t, m, "", searchTool, q("postgres connection pool settings", 10), c)); s != StatusHit {
+	if s := Status(t, Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)); s != StatusHit {
 		t.Fatalf("exact repeat: %s", s)
 	}
 	st2, err := m.Stats(context.Background())
@@ -89,24 +65,24 @@ func TestSemanticHit(t *testing.T) {
 
 func TestSemanticNearMissAndBuckets(t *testing.T) {
 	m := openTest(t, Options{})
-	c := &child{}
-	do(t, m, "", searchTool, q("deploy to staging checklist", 10), c)
-	do(t, m, "", searchTool, q("turn on the dark mode feature flag", 10), c)
+	c := &Child{}
+	Do(t, m, "", SearchTool(), Query("deploy to staging checklist", 10), c)
+	Do(t, m, "", SearchTool(), Query("turn on the dark mode feature flag", 10), c)
 	for _, args := range []string{
-		q("deploy to production checklist", 10),                                    // environment
-		q("turn off the dark mode feature flag", 10),                               // polarity
-		q("checklist for deploying to staging", 20),                                // a paraphrase, but another limit: another bucket
+		Query("deploy to production checklist", 10),                                // environment
+		Query("turn off the dark mode feature flag", 10),                           // polarity
+		Query("checklist for deploying to staging", 20),                            // a paraphrase, but another limit: another bucket
 		`{"query":"deploy to staging checklist ","limit":10,"source_app":"notes"}`, // another bucket
 	} {
-		before := c.calls.Load()
-		res := do(t, m, "", searchTool, args, c)
-		if s := status(t, res); s != StatusMiss || c.calls.Load() != before+1 {
-			t.Errorf("%s: status %s, forwarded %v", args, s, c.calls.Load() == before+1)
+		before := c.Calls.Load()
+		res := Do(t, m, "", SearchTool(), args, c)
+		if s := Status(t, res); s != StatusMiss || c.Calls.Load() != before+1 {
+			t.Errorf("%s: status %s, forwarded %v", args, s, c.Calls.Load() == before+1)
 		}
 	}
 	// With both environments stored, each is served its own answer.
-	prod := do(t, m, "", searchTool, q("checklist for deploying to production", 10), c)
-	if st, _, matched := semReport(t, prod); st != StatusSemanticHit || matched != "deploy to production checklist" {
+	prod := Do(t, m, "", SearchTool(), Query("checklist for deploying to production", 10), c)
+	if st, _, matched := SemanticReport(t, prod); st != StatusSemanticHit || matched != "deploy to production checklist" {
 		t.Fatalf("production paraphrase: %s %q", st, matched)
 	}
 	st, err := m.Stats(context.Background())
@@ -116,26 +92,26 @@ func TestSemanticNearMissAndBuckets(t *testing.T) {
 }
 
 func TestToolsWithoutFreeText(t *testing.T) {
-	m := openTest(t, Options{Embedder: &countingEmbedder{Embedder: NewLexicalEmbedder()}})
-	ce := m.emb.(*countingEmbedder)
-	c := &child{}
+	m := openTest(t, Options{Embedder: &countingEmbedder{Embedder: embedder.NewLexical()}})
+	ce := m.EmbedderOf().(*countingEmbedder)
+	c := &Child{}
 	noText := Tool{Name: "code-kg.kg_file_context", Server: "code-kg", Annotated: true, ReadOnly: true,
 		InputSchema: json.RawMessage(`{"properties":{"path":{"type":"string"},"query":{"type":"string","enum":["a","b"]}}}`)}
-	do(t, m, "", noText, `{"path":"a.go","query":"a"}`, c)
-	do(t, m, "", noText, `{"path":"b.go","query":"a"}`, c)
+	Do(t, m, "", noText, `{"path":"a.go","query":"a"}`, c)
+	Do(t, m, "", noText, `{"path":"b.go","query":"a"}`, c)
 	// Exact hits never embed.
-	do(t, m, "", searchTool, q("open bugs", 10), c)
-	do(t, m, "", searchTool, q("open bugs", 10), c)
+	Do(t, m, "", SearchTool(), Query("open bugs", 10), c)
+	Do(t, m, "", SearchTool(), Query("open bugs", 10), c)
 	if n := ce.n.Load(); n != 1 {
 		t.Fatalf("embedder called %d times, want 1 (the one miss with free text)", n)
 	}
 }
 
 type countingEmbedder struct {
-	Embedder
+	embedder.Embedder
 	n   atomic.Int64
 	err error
-	id  *EmbedderIdentity
+	id  *embedder.Identity
 }
 
 func (e *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
@@ -146,7 +122,7 @@ func (e *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float
 	return e.Embedder.Embed(ctx, texts)
 }
 
-func (e *countingEmbedder) Identity() EmbedderIdentity {
+func (e *countingEmbedder) Identity() embedder.Identity {
 	if e.id != nil {
 		return *e.id
 	}
@@ -154,16 +130,16 @@ func (e *countingEmbedder) Identity() EmbedderIdentity {
 }
 
 func TestEmbedderOutage(t *testing.T) {
-	ce := &countingEmbedder{Embedder: NewLexicalEmbedder(), err: errors.New("connection refused")}
+	ce := &countingEmbedder{Embedder: embedder.NewLexical(), err: errors.New("connection refused")}
 	m := openTest(t, Options{Embedder: ce})
-	c := &child{}
-	do(t, m, "", searchTool, q("postgres connection pool settings", 10), c)
-	res := do(t, m, "", searchTool, q("connection pool settings for postgres", 10), c)
-	if s := status(t, res); s != StatusMiss || c.calls.Load() != 2 {
-		t.Fatalf("outage: %s, calls %d", s, c.calls.Load())
+	c := &Child{}
+	Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)
+	res := Do(t, m, "", SearchTool(), Query("connection pool settings for postgres", 10), c)
+	if s := Status(t, res); s != StatusMiss || c.Calls.Load() != 2 {
+		t.Fatalf("outage: %s, calls %d", s, c.Calls.Load())
 	}
 	// Exact hits still work; the embedder is not retried during the backoff.
-	if s := status(t, do(t, m, "", searchTool, q("postgres connection pool settings", 10), c)); s != StatusHit {
+	if s := Status(t, Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)); s != StatusHit {
 		t.Fatalf("exact hit during outage: %s", s)
 	}
 	if n := ce.n.Load(); n != 1 {
@@ -183,39 +159,39 @@ func TestHTTPEmbedderTimeoutStillAnswers(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	e, err := NewOpenAIEmbedder(HTTPConfig{BaseURL: srv.URL, Model: "m", Timeout: 100 * time.Millisecond})
+	e, err := embedder.NewOpenAIEmbedder(embedder.HTTPConfig{BaseURL: srv.URL, Model: "m", Timeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := openTest(t, Options{Embedder: e})
-	c := &child{}
+	c := &Child{}
 	start := time.Now()
-	res := do(t, m, "", searchTool, q("postgres connection pool settings", 10), c)
-	if s := status(t, res); s != StatusMiss || c.calls.Load() != 1 {
+	res := Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)
+	if s := Status(t, res); s != StatusMiss || c.Calls.Load() != 1 {
 		t.Fatalf("timeout: %s", s)
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("call took %v", d)
 	}
-	if s := status(t, do(t, m, "", searchTool, q("postgres connection pool settings", 10), c)); s != StatusHit {
+	if s := Status(t, Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)); s != StatusHit {
 		t.Fatalf("exact hit after timeout: %s", s)
 	}
 }
 
 func TestOtherEmbedderNeverCompared(t *testing.T) {
 	path := t.TempDir() + "/memory.db"
-	m := openTest(t, Options{Path: path})
-	c := &child{}
-	do(t, m, "", searchTool, q("postgres connection pool settings", 10), c)
+	m := openTest(t, Options{Backend: sqlite.File(path)})
+	c := &Child{}
+	Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)
 	m.Close()
 	// Same vectors, same length, another identity: must not be compared.
-	other := &countingEmbedder{Embedder: NewLexicalEmbedder(), id: &EmbedderIdentity{Name: "openai", Model: "x", Dims: LexicalDims}}
-	m2 := openTest(t, Options{Path: path, Embedder: other})
-	if s := status(t, do(t, m2, "", searchTool, q("connection pool settings for postgres", 10), c)); s != StatusMiss {
+	other := &countingEmbedder{Embedder: embedder.NewLexical(), id: &embedder.Identity{Name: "openai", Model: "x", Dims: embedder.LexicalDims}}
+	m2 := openTest(t, Options{Backend: sqlite.File(path), Embedder: other})
+	if s := Status(t, Do(t, m2, "", SearchTool(), Query("connection pool settings for postgres", 10), c)); s != StatusMiss {
 		t.Fatalf("vectors of another embedder compared: %s", s)
 	}
 	// Its own entries are.
-	if s := status(t, do(t, m2, "", searchTool, q("settings for postgres connection pool", 10), c)); s != StatusSemanticHit {
+	if s := Status(t, Do(t, m2, "", SearchTool(), Query("settings for postgres connection pool", 10), c)); s != StatusSemanticHit {
 		t.Fatalf("own embedder: %s", s)
 	}
 }
@@ -223,23 +199,23 @@ func TestOtherEmbedderNeverCompared(t *testing.T) {
 func vecCount(t testing.TB, m *Memory) int {
 	t.Helper()
 	var n int
-	if err := sq(m).db.QueryRow(`SELECT count(*) FROM vec_f512`).Scan(&n); err != nil {
+	if err := sqlDB(t, m).QueryRow(`SELECT count(*) FROM vec_f512`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
 }
 
 func TestSemanticFreshness(t *testing.T) {
-	clk := newClock()
+	clk := NewClock()
 	m := openTest(t, Options{Now: clk.Now})
-	m.SetSettings(kept(Settings{TTL: map[string]TTL{"*": {D: time.Minute}}}))
-	c := &child{}
-	para := q("connection pool settings for postgres", 10)
-	do(t, m, "", searchTool, q("postgres connection pool settings", 10), c)
+	m.SetSettings(Kept(Settings{TTL: map[string]TTL{"*": {D: time.Minute}}}))
+	c := &Child{}
+	para := Query("connection pool settings for postgres", 10)
+	Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)
 
 	// TTL: an expired entry is never served by similarity.
 	clk.Advance(2 * time.Minute)
-	if s := status(t, do(t, m, "", searchTool, para, c)); s != StatusMiss {
+	if s := Status(t, Do(t, m, "", SearchTool(), para, c)); s != StatusMiss {
 		t.Fatalf("expired: %s", s)
 	}
 	// A stale entry (its server restarted) is never served by similarity,
@@ -247,11 +223,11 @@ func TestSemanticFreshness(t *testing.T) {
 	if n := vecCount(t, m); n != 2 {
 		t.Fatalf("vectors: %d, want 2", n)
 	}
-	do(t, m, "", searchTool, q("postgres connection pool settings", 10), c)
+	Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)
 	if err := m.MarkStale(context.Background(), "doc-kg"); err != nil {
 		t.Fatal(err)
 	}
-	if s := status(t, do(t, m, "", searchTool, para, c)); s != StatusMiss {
+	if s := Status(t, Do(t, m, "", SearchTool(), para, c)); s != StatusMiss {
 		t.Fatalf("stale: %s", s)
 	}
 	if n := vecCount(t, m); n != 2 {
@@ -261,14 +237,14 @@ func TestSemanticFreshness(t *testing.T) {
 	if _, err := m.Clear(context.Background(), "", ""); err != nil {
 		t.Fatal(err)
 	}
-	do(t, m, "", searchTool, q("postgres connection pool settings", 10), c)
+	Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)
 	write := Tool{Name: "doc-kg.reindex", Server: "doc-kg", Annotated: true}
-	do(t, m, "", write, `{}`, c)
-	if s := status(t, do(t, m, "", searchTool, para, c)); s != StatusMiss {
+	Do(t, m, "", write, `{}`, c)
+	if s := Status(t, Do(t, m, "", SearchTool(), para, c)); s != StatusMiss {
 		t.Fatalf("after a mutating call: %s", s)
 	}
 	// Replacing an entry replaces its vector; Clear drops them.
-	do(t, m, "", searchTool, para, &child{})
+	Do(t, m, "", SearchTool(), para, &Child{})
 	if _, err := m.Clear(context.Background(), "", ""); err != nil {
 		t.Fatal(err)
 	}
@@ -279,12 +255,12 @@ func TestSemanticFreshness(t *testing.T) {
 
 func TestSemanticEviction(t *testing.T) {
 	m := openTest(t, Options{MaxEntries: 20})
-	c := &child{}
+	c := &Child{}
 	for i := range 60 {
-		do(t, m, "", searchTool, q(fmt.Sprintf("topic %d design notes", i), 10), c)
+		Do(t, m, "", SearchTool(), Query(fmt.Sprintf("topic %d design notes", i), 10), c)
 	}
 	var entries int
-	sq(m).db.QueryRow(`SELECT count(*) FROM entries`).Scan(&entries)
+	sqlDB(t, m).QueryRow(`SELECT count(*) FROM entries`).Scan(&entries)
 	if n := vecCount(t, m); n != entries {
 		t.Fatalf("%d vectors for %d entries", n, entries)
 	}
@@ -292,9 +268,9 @@ func TestSemanticEviction(t *testing.T) {
 
 func TestSemanticSettings(t *testing.T) {
 	m := openTest(t, Options{})
-	c := &child{}
-	do(t, m, "", searchTool, q("postgres connection pool settings", 10), c)
-	para := q("connection pool settings for postgres", 10)
+	c := &Child{}
+	Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)
+	para := Query("connection pool settings for postgres", 10)
 	for _, s := range []Settings{
 		{SemanticOff: true},
 		{Semantic: map[string][]string{"doc-kg.doc_kg_search": nil}},
@@ -302,20 +278,20 @@ func TestSemanticSettings(t *testing.T) {
 		{Semantic: map[string][]string{"*": {"topic"}}},
 	} {
 		m.SetSettings(s)
-		if got := status(t, do(t, m, "", searchTool, para, c)); got != StatusMiss {
+		if got := Status(t, Do(t, m, "", SearchTool(), para, c)); got != StatusMiss {
 			t.Errorf("settings %+v: %s", s, got)
 		}
 		if _, err := m.Clear(context.Background(), "", ""); err != nil {
 			t.Fatal(err)
 		}
-		m.SetSettings(kept(Settings{}))
-		do(t, m, "", searchTool, q("postgres connection pool settings", 10), c)
+		m.SetSettings(Kept(Settings{}))
+		Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)
 	}
 	// Config names a field the schema would not: it is used.
 	tool := Tool{Name: "wiki.find", Server: "wiki", Annotated: true, ReadOnly: true}
-	m.SetSettings(kept(Settings{Semantic: map[string][]string{"wiki.find": {"topic"}}}))
-	do(t, m, "", tool, `{"topic":"postgres connection pool settings"}`, c)
-	if got := status(t, do(t, m, "", tool, `{"topic":"connection pool settings for postgres"}`, c)); got != StatusSemanticHit {
+	m.SetSettings(Kept(Settings{Semantic: map[string][]string{"wiki.find": {"topic"}}}))
+	Do(t, m, "", tool, `{"topic":"postgres connection pool settings"}`, c)
+	if got := Status(t, Do(t, m, "", tool, `{"topic":"connection pool settings for postgres"}`, c)); got != StatusSemanticHit {
 		t.Fatalf("configured field: %s", got)
 	}
 	if err := (Settings{Semantic: map[string][]string{"nodot": {"q"}}}).Validate(); err == nil {
@@ -352,10 +328,10 @@ func TestGrayZone(t *testing.T) {
 				opts.Verifier = tc.ver
 			}
 			m := openTest(t, opts)
-			c := &child{}
-			do(t, m, "", searchTool, q("postgres connection pool settings", 10), c)
-			res := do(t, m, "", searchTool, q("connection pool settings for postgres", 10), c)
-			if s := status(t, res); s != tc.want {
+			c := &Child{}
+			Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)
+			res := Do(t, m, "", SearchTool(), Query("connection pool settings for postgres", 10), c)
+			if s := Status(t, res); s != tc.want {
 				t.Fatalf("status %s, want %s", s, tc.want)
 			}
 			if tc.accepted == 1 && !strings.Contains(string(res), `"verified":true`) {
@@ -382,164 +358,204 @@ func TestDefaultFreeTextFields(t *testing.T) {
 	}
 }
 
-func TestLexicalEmbedder(t *testing.T) {
-	e := NewLexicalEmbedder()
-	vs, err := e.Embed(context.Background(), []string{"Open bugs in the auth module", "open bugs in the auth module", ""})
-	if err != nil || len(vs) != 3 || len(vs[0]) != LexicalDims {
-		t.Fatalf("embed: %v %d", err, len(vs))
-	}
-	var n float64
-	for _, f := range vs[0] {
-		n += float64(f) * float64(f)
-	}
-	if math.Abs(n-1) > 1e-5 || Cosine(vs[0], vs[1]) < 0.9999 {
-		t.Fatalf("norm %v, cosine %v", n, Cosine(vs[0], vs[1]))
-	}
-	if Cosine(e.Vector("kubernetes autoscaling docs"), e.Vector("invoice complaints")) > 0.3 {
-		t.Fatal("unrelated texts are close")
-	}
-}
-
-func TestGuard(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		ok   bool
-	}{
-		{"open bugs in the auth module", "show open bugs in the authentication module", true},
-		{"release notes for v1.2", "v1.2 release notes", true},
-		{"top ten results", "top 10 results", true},
-		{"enable dark mode", "turn on dark mode", true},
-		{"bugs on the login page", "bugs in the login page", true},
-		{"API errors", "api errors", true},
-		{"deploy to staging", "deploy to production", false},
-		{"turn on the flag", "turn off the flag", false},
-		{"Q3 report", "Q4 report", false},
-		{"release v1.2", "release v1.3", false},
-		{"PROJ-12 status", "PROJ-13 status", false},
-		{"endpoints that require auth", "endpoints that don't require auth", false},
-		{"users with admin role", "users without admin role", false},
-		{"src/a/b.go", "src/a/c.go", false},
-		{"get_user docs", "get_users docs", false},
-		{"handleLogin", "handleLogout", false},
-		{`error "quota exceeded"`, `error "quota reset"`, false},
-		{"tickets for Alice", "tickets for Bob", false},
-		{"logs from 2024-03-01", "logs from 2024-03-02", false},
-		{"ERR_X in proxy", "ERR_Y in proxy", false},
-		{"before the release", "after the release", false},
-	} {
-		ok, reason := Guard(tc.a, tc.b)
-		if ok != tc.ok {
-			t.Errorf("Guard(%q, %q) = %v (%s), want %v", tc.a, tc.b, ok, reason, tc.ok)
-		}
-		if ok2, _ := Guard(tc.b, tc.a); ok2 != ok {
-			t.Errorf("Guard is not symmetric on %q, %q", tc.a, tc.b)
-		}
-	}
-}
-
-func TestSemanticReport(t *testing.T) {
-	got := string(semanticReport(&semHit{similarity: 0.934567, matched: `a "b" <c>`}, 12, false))
-	want := `{"status":"semantic_hit","similarity":0.9346,"matched":"a \"b\" <c>","age_ms":12}`
-	if got != want {
-		t.Fatalf("got %s\nwant %s", got, want)
-	}
-}
-
 func TestSemanticCoalesced(t *testing.T) {
 	m := openTest(t, Options{})
-	c := &child{}
-	do(t, m, "", searchTool, q("postgres connection pool settings", 10), c)
+	c := &Child{}
+	Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)
 	done := make(chan json.RawMessage, 8)
 	for range 8 {
 		go func() {
-			res, _ := m.Call(context.Background(), "", searchTool, json.RawMessage(q("connection pool settings for postgres", 10)), c.forward(nil))
+			res, _ := m.Call(context.Background(), "", SearchTool(), json.RawMessage(Query("connection pool settings for postgres", 10)), c.Forward(nil))
 			done <- res
 		}()
 	}
 	for range 8 {
-		if s := status(t, <-done); s != StatusSemanticHit && s != StatusHit {
+		if s := Status(t, <-done); s != StatusSemanticHit && s != StatusHit {
 			t.Errorf("concurrent paraphrase: %s", s)
 		}
 	}
-	if c.calls.Load() != 1 {
-		t.Fatalf("child calls: %d", c.calls.Load())
+	if c.Calls.Load() != 1 {
+		t.Fatalf("child calls: %d", c.Calls.Load())
 	}
 }
 
-// ---- HTTP clients ----
+// ---- benchmark ----
 
-func TestOpenAIEmbedder(t *testing.T) {
-	var mode atomic.Value
-	mode.Store("ok")
-	var gotAuth, gotPath atomic.Value
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotAuth.Store(r.Header.Get("Authorization"))
-		gotPath.Store(r.URL.Path)
-		var req struct {
-			Model  string   `json:"model"`
-			Input  []string `json:"input"`
-			Format string   `json:"encoding_format"`
+// populateSemantic inserts n entries of tool spread over buckets buckets,
+// with their lexical vectors, in one transaction, and returns the texts.
+func populateSemantic(tb testing.TB, m *Memory, n, buckets int) []string {
+	tb.Helper()
+	ctx := context.Background()
+	now := m.NowOf().UnixMilli()
+	res := TextResult(strings.Repeat("r", 200))
+	vocab := strings.Fields(`auth billing search cache deploy queue worker index gateway token
+		session upload report invoice schema migration latency error timeout retry webhook config
+		policy module service database replica cluster metric alert dashboard pipeline release`)
+	texts := make([]string, n)
+	emb := embedder.NewLexical()
+	// A call stores the first vector, which creates vec_f512 and its
+	// triggers; the rest go in one transaction of another connection.
+	Do(tb, m, "", SearchTool(), Query("warm up the vector table", 0), &Child{})
+	err := inTx(ctx, sqlDB(tb, m), func(tx *sql.Tx) error {
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO entries (key, tool, server, scope, fingerprint, args, result, size,
+			duration_ms, created_at, expires_at, last_used_at, bucket, embedder, free_text, vec_dims)
+			VALUES (?, ?, ?, '', ?, ?, ?, ?, 5, ?, NULL, ?, ?, ?, ?, ?) RETURNING id`)
+		if err != nil {
+			return err
 		}
-		json.NewDecoder(r.Body).Decode(&req)
-		switch mode.Load() {
-		case "error":
-			http.Error(w, `{"error":{"message":"bad key"}}`, http.StatusUnauthorized)
-			return
-		case "short":
-			req.Input = req.Input[:len(req.Input)-1]
-		case "garbage":
-			w.Write([]byte(`<html>`))
-			return
-		case "slow":
-			<-r.Context().Done() // never answers: the client's timeout ends the request
-			return
+		defer ins.Close()
+		vec, err := tx.PrepareContext(ctx, `INSERT INTO vec_f512 (rowid, part, embedding) VALUES (?, ?, ?)`)
+		if err != nil {
+			return err
 		}
-		if req.Model != "emb" || req.Format != "float" {
-			http.Error(w, "bad request", 400)
-			return
+		defer vec.Close()
+		for i := range n {
+			x := uint64(i)*0x9E3779B97F4A7C15 + 1
+			var w []string
+			for range 4 {
+				w = append(w, vocab[x%uint64(len(vocab))])
+				x = x*6364136223846793005 + 1442695040888963407
+				x ^= x >> 29
+			}
+			texts[i] = strings.Join(w, " ") + fmt.Sprintf(" notes %c%c%c%c", 'a'+i%26, 'a'+(i/26)%26, 'a'+(i/676)%26, 'a'+(i/17576)%26)
+			limit := i % buckets
+			args := []byte(Query(texts[i], limit))
+			sc := m.FreeTextOf(SearchTool(), args)
+			sc.Embedder = emb.Identity()
+			sc.Vec = emb.Vector(texts[i])
+			sc.Part = Partition(sc.Embedder.ID(), embedder.LexicalDims, sc.Bucket)
+			fp := Fingerprint(args)
+			var id int64
+			if err := ins.QueryRowContext(ctx, CacheKey(SearchTool().Name, "", fp), SearchTool().Name, SearchTool().Server, fp, args, res, len(res),
+				now, now, sc.Bucket, sc.Embedder.ID(), sc.Text, embedder.LexicalDims).Scan(&id); err != nil {
+				return err
+			}
+			if _, err := vec.ExecContext(ctx, id, sc.Part, EncodeVector(sc.Vec)); err != nil {
+				return err
+			}
 		}
-		type item struct {
-			Index     int       `json:"index"`
-			Embedding []float32 `json:"embedding"`
-		}
-		var data []item
-		for i := len(req.Input) - 1; i >= 0; i-- { // reversed: the client must sort
-			data = append(data, item{Index: i, Embedding: []float32{float32(i + 1), 0, 3}})
-		}
-		json.NewEncoder(w).Encode(map[string]any{"data": data})
-	}))
-	defer srv.Close()
-	e, err := NewOpenAIEmbedder(HTTPConfig{BaseURL: srv.URL + "/v1/", Model: "emb", APIKey: "sk-test", Timeout: 100 * time.Millisecond})
+		return nil
+	})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	vs, err := e.Embed(context.Background(), []string{"a", "b"})
+	return texts
+}
+
+// inTx runs fn in a transaction of db, committed if fn succeeds.
+func inTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if gotAuth.Load() != "Bearer sk-test" || gotPath.Load() != "/v1/embeddings" {
-		t.Fatalf("auth %v path %v", gotAuth.Load(), gotPath.Load())
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
 	}
-	if math.Abs(float64(vs[0][0])-1/math.Sqrt(10)) > 1e-6 || math.Abs(float64(vs[1][0])-2/math.Sqrt(13)) > 1e-6 {
-		t.Fatalf("not sorted by index or not normalised: %v", vs)
-	}
-	for _, m := range []string{"error", "short", "garbage", "slow"} {
-		mode.Store(m)
-		if _, err := e.Embed(context.Background(), []string{"a", "b"}); err == nil {
-			t.Errorf("%s: no error", m)
-		} else {
-			t.Logf("%s: %v", m, err)
+	return tx.Commit()
+}
+
+// BenchmarkSemantic measures a similarity hit through Call (exact miss,
+// embedding, nearest neighbours in the bucket, guard, serve) and the
+// nearest-neighbour query alone.
+func BenchmarkSemantic(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		for _, buckets := range []int{1, 100} {
+			b.Run(fmt.Sprintf("entries=%d/buckets=%d", n, buckets), func(b *testing.B) {
+				m := openTest(b, Options{MaxEntries: 2 * n, FlushInterval: time.Hour, Logger: Logger(b)})
+				m.SetSettings(Kept(Settings{TTL: map[string]TTL{"*": {Never: true}}}))
+				texts := populateSemantic(b, m, n, buckets)
+				ctx := context.Background()
+				forward := Plain(func(context.Context) (json.RawMessage, error) {
+					return nil, errors.New("forwarded: not a semantic hit")
+				})
+				b.Run("call", func(b *testing.B) {
+					i := 0
+					for b.Loop() {
+						k := (i * 7919) % n
+						// "please" is a stop word: not the exact call, the same request.
+						res, err := m.Call(ctx, "", SearchTool(), json.RawMessage(Query("please "+texts[k], k%buckets)), forward)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if s, _, _ := CacheStatus(res); s != StatusSemanticHit {
+							b.Fatalf("status %s", s)
+						}
+						i++
+					}
+				})
+				b.Run("knn", func(b *testing.B) {
+					emb := embedder.NewLexical()
+					i := 0
+					for b.Loop() {
+						k := (i * 7919) % n
+						sc := m.FreeTextOf(SearchTool(), []byte(Query(texts[k], k%buckets)))
+						sc.Embedder, sc.Vec = emb.Identity(), emb.Vector(texts[k])
+						sc.Part = Partition(sc.Embedder.ID(), embedder.LexicalDims, sc.Bucket)
+						cands, err := m.StoreOf().ScanNeighbours(ctx, sc, SemanticCandidates)
+						if err != nil || len(cands) == 0 {
+							b.Fatal(err, len(cands))
+						}
+						i++
+					}
+				})
+			})
 		}
-	}
-	if _, err := NewOpenAIEmbedder(HTTPConfig{Model: "x"}); err == nil {
-		t.Error("empty base URL accepted")
-	}
-	wrongDims, _ := NewOpenAIEmbedder(HTTPConfig{BaseURL: srv.URL, Model: "emb", Dims: 8})
-	mode.Store("ok")
-	if _, err := wrongDims.Embed(context.Background(), []string{"a"}); err == nil {
-		t.Error("wrong dimensions accepted")
 	}
 }
+
+// TestRedactFreeText: a registered secret in free text never reaches
+// the embedder or memory.db, with RedactText or with Redact alone.
+func TestRedactFreeText(t *testing.T) {
+	const secret = "sk-live-0123456789abcdef"
+	real := secrets.NewRedactor()
+	real.Add("api-key", secret)
+	for name, opts := range map[string]Options{
+		"secrets.Redactor": {RedactText: real.String, Redact: real.Bytes},
+		"RedactText":       {RedactText: func(s string) string { return strings.ReplaceAll(s, secret, "[redacted:key]") }},
+		"Redact":           {Redact: func(b []byte) []byte { return []byte(strings.ReplaceAll(string(b), secret, "[redacted:key]")) }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "memory.db")
+			emb := &recordingEmbedder{}
+			opts.Backend, opts.Embedder = sqlite.File(path), emb
+			m := openTest(t, opts)
+			c := &Child{}
+			Do(t, m, "", SearchTool(), Query("why does the key "+secret+" fail", 10), c)
+			res := Do(t, m, "", SearchTool(), Query("why is the key "+secret+" failing", 10), c)
+			if st, _, matched := SemanticReport(t, res); st == StatusSemanticHit && strings.Contains(matched, secret) {
+				t.Fatalf("matched text holds the secret: %q", matched)
+			}
+			m.Close()
+			for _, text := range emb.texts {
+				if strings.Contains(text, secret) {
+					t.Fatalf("embedder was sent the secret: %q", text)
+				}
+			}
+			for _, p := range []string{path, path + "-wal"} {
+				b, _ := os.ReadFile(p)
+				if strings.Contains(string(b), secret) {
+					t.Fatalf("secret in %s", p)
+				}
+			}
+		})
+	}
+}
+
+// recordingEmbedder is the lexical embedder, recording what it was sent.
+type recordingEmbedder struct {
+	mu    sync.Mutex
+	texts []string
+}
+
+func (e *recordingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	e.mu.Lock()
+	e.texts = append(e.texts, texts...)
+	e.mu.Unlock()
+	return embedder.NewLexical().Embed(ctx, texts)
+}
+
+func (e *recordingEmbedder) Identity() embedder.Identity { return embedder.NewLexical().Identity() }
 
 func TestOllamaEmbedder(t *testing.T) {
 	var mode atomic.Value
@@ -574,7 +590,7 @@ func TestOllamaEmbedder(t *testing.T) {
 		json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "embeddings": out})
 	}))
 	defer srv.Close()
-	e, err := NewOllamaEmbedder(HTTPConfig{BaseURL: srv.URL, Model: "nomic-embed-text", Timeout: 100 * time.Millisecond})
+	e, err := embedder.NewOllamaEmbedder(embedder.HTTPConfig{BaseURL: srv.URL, Model: "nomic-embed-text", Timeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -594,220 +610,8 @@ func TestOllamaEmbedder(t *testing.T) {
 	// Through Memory: an Ollama outage still answers.
 	mode.Store("error")
 	mem := openTest(t, Options{Embedder: e})
-	c := &child{}
-	if s := status(t, do(t, mem, "", searchTool, q("x y z", 10), c)); s != StatusMiss {
+	c := &Child{}
+	if s := Status(t, Do(t, mem, "", SearchTool(), Query("x y z", 10), c)); s != StatusMiss {
 		t.Fatalf("outage: %s", s)
 	}
 }
-
-func TestChatVerifier(t *testing.T) {
-	var answer atomic.Value
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/chat/completions" {
-			http.NotFound(w, r)
-			return
-		}
-		var req struct {
-			Messages []struct{ Role, Content string } `json:"messages"`
-		}
-		json.NewDecoder(r.Body).Decode(&req)
-		if len(req.Messages) != 2 || !strings.Contains(req.Messages[1].Content, "deploy") {
-			http.Error(w, "bad request", 400)
-			return
-		}
-		a := answer.Load().(string)
-		switch a {
-		case "500":
-			http.Error(w, "overloaded", 503)
-			return
-		case "slow":
-			<-r.Context().Done() // never answers: the client's timeout ends the request
-			return
-		}
-		json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": a}}}})
-	}))
-	defer srv.Close()
-	v, err := NewChatVerifier(HTTPConfig{BaseURL: srv.URL, Model: "gpt", Timeout: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		answer string
-		same   bool
-		err    bool
-	}{{"Yes.", true, false}, {"no", false, false}, {" NO, they differ", false, false}, {"maybe", false, true}, {"500", false, true}, {"slow", false, true}} {
-		answer.Store(tc.answer)
-		same, err := v.Same(context.Background(), "ops.search", "deploy a", "deploy b")
-		if same != tc.same || (err != nil) != tc.err {
-			t.Errorf("answer %q: same %v err %v", tc.answer, same, err)
-		}
-	}
-}
-
-// ---- benchmark ----
-
-// populateSemantic inserts n entries of tool spread over buckets buckets,
-// with their lexical vectors, in one transaction, and returns the texts.
-func populateSemantic(tb testing.TB, m *Memory, n, buckets int) []string {
-	tb.Helper()
-	ctx := context.Background()
-	now := m.now().UnixMilli()
-	res := textResult(strings.Repeat("r", 200))
-	vocab := strings.Fields(`auth billing search cache deploy queue worker index gateway token
-		session upload report invoice schema migration latency error timeout retry webhook config
-		policy module service database replica cluster metric alert dashboard pipeline release`)
-	texts := make([]string, n)
-	emb := NewLexicalEmbedder()
-	err := sq(m).writeTx(ctx, func(tx *sql.Tx) error {
-		if err := sq(m).ensureVecTable(ctx, tx, LexicalDims); err != nil {
-			return err
-		}
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO entries (key, tool, server, scope, fingerprint, args, result, size,
-			duration_ms, created_at, expires_at, last_used_at, bucket, embedder, free_text, vec_dims)
-			VALUES (?, ?, ?, '', ?, ?, ?, ?, 5, ?, NULL, ?, ?, ?, ?, ?) RETURNING id`)
-		if err != nil {
-			return err
-		}
-		defer ins.Close()
-		vec, err := tx.PrepareContext(ctx, `INSERT INTO vec_f512 (rowid, part, embedding) VALUES (?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer vec.Close()
-		for i := range n {
-			x := uint64(i)*0x9E3779B97F4A7C15 + 1
-			var w []string
-			for range 4 {
-				w = append(w, vocab[x%uint64(len(vocab))])
-				x = x*6364136223846793005 + 1442695040888963407
-				x ^= x >> 29
-			}
-			texts[i] = strings.Join(w, " ") + fmt.Sprintf(" notes %c%c%c%c", 'a'+i%26, 'a'+(i/26)%26, 'a'+(i/676)%26, 'a'+(i/17576)%26)
-			limit := i % buckets
-			args := []byte(q(texts[i], limit))
-			c := &call{t: searchTool, r: m.rules.Load(), args: args}
-			sc := m.prepareSemantic(c)
-			sc.emb = emb.Identity()
-			sc.vec = emb.Vector(texts[i])
-			sc.part = partition(sc.emb.ID(), LexicalDims, sc.bucket)
-			fp := fingerprint(args)
-			var id int64
-			if err := ins.QueryRowContext(ctx, cacheKey(searchTool.Name, "", fp), searchTool.Name, searchTool.Server, fp, args, res, len(res),
-				now, now, sc.bucket, sc.emb.ID(), sc.text, LexicalDims).Scan(&id); err != nil {
-				return err
-			}
-			if _, err := vec.ExecContext(ctx, id, sc.part, vecBlob(sc.vec)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	sq(m).vecTables.Store(LexicalDims, true)
-	return texts
-}
-
-// BenchmarkSemantic measures a similarity hit through Call (exact miss,
-// embedding, nearest neighbours in the bucket, guard, serve) and the
-// nearest-neighbour query alone.
-func BenchmarkSemantic(b *testing.B) {
-	for _, n := range []int{1_000, 10_000, 100_000} {
-		for _, buckets := range []int{1, 100} {
-			b.Run(fmt.Sprintf("entries=%d/buckets=%d", n, buckets), func(b *testing.B) {
-				m := openTest(b, Options{MaxEntries: 2 * n, FlushInterval: time.Hour, Logger: testLogger(b)})
-				m.SetSettings(kept(Settings{TTL: map[string]TTL{"*": {Never: true}}}))
-				texts := populateSemantic(b, m, n, buckets)
-				ctx := context.Background()
-				forward := plain(func(context.Context) (json.RawMessage, error) {
-					return nil, errors.New("forwarded: not a semantic hit")
-				})
-				b.Run("call", func(b *testing.B) {
-					i := 0
-					for b.Loop() {
-						k := (i * 7919) % n
-						// "please" is a stop word: not the exact call, the same request.
-						res, err := m.Call(ctx, "", searchTool, json.RawMessage(q("please "+texts[k], k%buckets)), forward)
-						if err != nil {
-							b.Fatal(err)
-						}
-						if s, _, _ := CacheStatus(res); s != StatusSemanticHit {
-							b.Fatalf("status %s", s)
-						}
-						i++
-					}
-				})
-				b.Run("knn", func(b *testing.B) {
-					emb := NewLexicalEmbedder()
-					i := 0
-					for b.Loop() {
-						k := (i * 7919) % n
-						c := &call{t: searchTool, r: m.rules.Load(), args: []byte(q(texts[k], k%buckets))}
-						sc := m.prepareSemantic(c)
-						sc.emb, sc.vec = emb.Identity(), emb.Vector(texts[k])
-						sc.part = partition(sc.emb.ID(), LexicalDims, sc.bucket)
-						cands, err := m.st.scanNeighbours(ctx, sc, semanticCandidates)
-						if err != nil || len(cands) == 0 {
-							b.Fatal(err, len(cands))
-						}
-						i++
-					}
-				})
-			})
-		}
-	}
-}
-
-// TestRedactFreeText: a registered secret in free text never reaches
-// the embedder or memory.db, with RedactText or with Redact alone.
-func TestRedactFreeText(t *testing.T) {
-	const secret = "sk-live-0123456789abcdef"
-	real := secrets.NewRedactor()
-	real.Add("api-key", secret)
-	for name, opts := range map[string]Options{
-		"secrets.Redactor": {RedactText: real.String, Redact: real.Bytes},
-		"RedactText":       {RedactText: func(s string) string { return strings.ReplaceAll(s, secret, "[redacted:key]") }},
-		"Redact":           {Redact: func(b []byte) []byte { return []byte(strings.ReplaceAll(string(b), secret, "[redacted:key]")) }},
-	} {
-		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "memory.db")
-			emb := &recordingEmbedder{}
-			opts.Path, opts.Embedder = path, emb
-			m := openTest(t, opts)
-			c := &child{}
-			do(t, m, "", searchTool, q("why does the key "+secret+" fail", 10), c)
-			res := do(t, m, "", searchTool, q("why is the key "+secret+" failing", 10), c)
-			if st, _, matched := semReport(t, res); st == StatusSemanticHit && strings.Contains(matched, secret) {
-				t.Fatalf("matched text holds the secret: %q", matched)
-			}
-			m.Close()
-			for _, text := range emb.texts {
-				if strings.Contains(text, secret) {
-					t.Fatalf("embedder was sent the secret: %q", text)
-				}
-			}
-			for _, p := range []string{path, path + "-wal"} {
-				b, _ := os.ReadFile(p)
-				if strings.Contains(string(b), secret) {
-					t.Fatalf("secret in %s", p)
-				}
-			}
-		})
-	}
-}
-
-// recordingEmbedder is the lexical embedder, recording what it was sent.
-type recordingEmbedder struct {
-	mu    sync.Mutex
-	texts []string
-}
-
-func (e *recordingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	e.mu.Lock()
-	e.texts = append(e.texts, texts...)
-	e.mu.Unlock()
-	return NewLexicalEmbedder().Embed(ctx, texts)
-}
-
-func (e *recordingEmbedder) Identity() EmbedderIdentity { return NewLexicalEmbedder().Identity() }

@@ -92,22 +92,25 @@ type EntryInfo struct {
 	Embedder    string          `json:"embedder,omitempty"` // "name/model" of its vector
 }
 
-// counters are per-tool deltas not yet written.
-type counters struct {
-	server                                   string
-	hits, misses, bypasses, coalesced, saved int64
+// Counters are per-tool deltas not yet written, which a Store adds to its
+// totals in Write.
+type Counters struct {
+	Server                                     string
+	Hits, Misses, Bypasses, Coalesced, SavedMS int64
 
-	semanticHits, grayAccepted, grayRejected, grayUnverified, guardRejections, embedFailures int64
+	SemanticHits, GrayAccepted, GrayRejected, GrayUnverified, GuardRejections, EmbedFailures int64
 }
 
-func (c *counters) similarity() Similarity {
-	return Similarity{SemanticHits: c.semanticHits, GrayAccepted: c.grayAccepted, GrayRejected: c.grayRejected,
-		GrayUnverified: c.grayUnverified, GuardRejections: c.guardRejections, EmbedFailures: c.embedFailures}
+func (c *Counters) Similarity() Similarity {
+	return Similarity{SemanticHits: c.SemanticHits, GrayAccepted: c.GrayAccepted, GrayRejected: c.GrayRejected,
+		GrayUnverified: c.GrayUnverified, GuardRejections: c.GuardRejections, EmbedFailures: c.EmbedFailures}
 }
 
-type touch struct {
-	lastUsed int64
-	hits     int64
+// Touch is the batched recency of one entry: when it was last used and how
+// many hits it had since the last Write.
+type Touch struct {
+	LastUsed int64
+	Hits     int64
 }
 
 // pending batches the writes a hit would otherwise make (last_used_at, hit
@@ -115,19 +118,19 @@ type touch struct {
 // every Options.FlushInterval, before eviction, on Stats and on Close.
 type pending struct {
 	mu      sync.Mutex
-	touches map[int64]touch
-	tools   map[string]*counters
+	touches map[int64]Touch
+	tools   map[string]*Counters
 }
 
-func (p *pending) count(t Tool, fn func(*counters)) {
+func (p *pending) count(t Tool, fn func(*Counters)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.tools == nil {
-		p.tools = make(map[string]*counters)
+		p.tools = make(map[string]*Counters)
 	}
 	c := p.tools[t.Name]
 	if c == nil {
-		c = &counters{server: t.Server}
+		c = &Counters{Server: t.Server}
 		p.tools[t.Name] = c
 	}
 	fn(c)
@@ -137,16 +140,16 @@ func (p *pending) touch(id, now int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.touches == nil {
-		p.touches = make(map[int64]touch)
+		p.touches = make(map[int64]Touch)
 	}
 	t := p.touches[id]
-	t.lastUsed = max(t.lastUsed, now)
-	t.hits++
+	t.LastUsed = max(t.LastUsed, now)
+	t.Hits++
 	p.touches[id] = t
 }
 
 // take removes and returns everything pending.
-func (p *pending) take() (map[int64]touch, map[string]*counters) {
+func (p *pending) take() (map[int64]Touch, map[string]*Counters) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	t, c := p.touches, p.tools
@@ -155,20 +158,20 @@ func (p *pending) take() (map[int64]touch, map[string]*counters) {
 }
 
 // restore puts back what take returned when writing it failed.
-func (p *pending) restore(touches map[int64]touch, tools map[string]*counters) {
+func (p *pending) restore(touches map[int64]Touch, tools map[string]*Counters) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.touches == nil {
-		p.touches = make(map[int64]touch)
+		p.touches = make(map[int64]Touch)
 	}
 	for id, t := range touches {
 		cur := p.touches[id]
-		cur.lastUsed = max(cur.lastUsed, t.lastUsed)
-		cur.hits += t.hits
+		cur.LastUsed = max(cur.LastUsed, t.LastUsed)
+		cur.Hits += t.Hits
 		p.touches[id] = cur
 	}
 	if p.tools == nil {
-		p.tools = make(map[string]*counters)
+		p.tools = make(map[string]*Counters)
 	}
 	for name, c := range tools {
 		cur := p.tools[name]
@@ -176,17 +179,17 @@ func (p *pending) restore(touches map[int64]touch, tools map[string]*counters) {
 			p.tools[name] = c
 			continue
 		}
-		cur.hits += c.hits
-		cur.misses += c.misses
-		cur.bypasses += c.bypasses
-		cur.coalesced += c.coalesced
-		cur.saved += c.saved
-		cur.semanticHits += c.semanticHits
-		cur.grayAccepted += c.grayAccepted
-		cur.grayRejected += c.grayRejected
-		cur.grayUnverified += c.grayUnverified
-		cur.guardRejections += c.guardRejections
-		cur.embedFailures += c.embedFailures
+		cur.Hits += c.Hits
+		cur.Misses += c.Misses
+		cur.Bypasses += c.Bypasses
+		cur.Coalesced += c.Coalesced
+		cur.SavedMS += c.SavedMS
+		cur.SemanticHits += c.SemanticHits
+		cur.GrayAccepted += c.GrayAccepted
+		cur.GrayRejected += c.GrayRejected
+		cur.GrayUnverified += c.GrayUnverified
+		cur.GuardRejections += c.GuardRejections
+		cur.EmbedFailures += c.EmbedFailures
 	}
 }
 
@@ -196,7 +199,7 @@ func (m *Memory) Stats(ctx context.Context) (Stats, error) {
 	if m == nil {
 		return Stats{}, fmt.Errorf("memory: off")
 	}
-	st := Stats{Path: m.where(), MaxEntries: m.bounds.maxEntries, MaxBytes: m.bounds.maxBytes}
+	st := Stats{Path: m.where(), MaxEntries: m.bounds.MaxEntries, MaxBytes: m.bounds.MaxBytes}
 	if m.disabled != nil {
 		st.Disabled = m.disabled.Error()
 		return st, m.disabled
@@ -204,7 +207,7 @@ func (m *Memory) Stats(ctx context.Context) (Stats, error) {
 	if err := m.flush(ctx); err != nil {
 		m.stepAside("flush", err)
 	}
-	tools, err := m.st.stats(ctx)
+	tools, err := m.st.Stats(ctx)
 	if err != nil {
 		return st, fmt.Errorf("memory: stats: %w", err)
 	}
@@ -243,7 +246,7 @@ func (m *Memory) List(ctx context.Context, limit int) ([]EntryInfo, error) {
 	if err := m.flush(ctx); err != nil {
 		m.stepAside("flush", err)
 	}
-	out, err := m.st.list(ctx, limit)
+	out, err := m.st.List(ctx, limit)
 	if err != nil {
 		return nil, fmt.Errorf("memory: list: %w", err)
 	}

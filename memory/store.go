@@ -3,114 +3,145 @@ package memory
 import (
 	"context"
 	"database/sql"
+	"log/slog"
 	"time"
 )
 
-// store is what Memory needs of a database: the SQLite file every local
-// process shares (store_sqlite.go) or a PostgreSQL database every replica
-// shares (store_postgres.go). Memory's logic (memory.go) decides what to
+// A Backend opens the Store of one database: sqlite.File(path) or
+// postgres.DSN(dsn). Memory opens it once, in Open, so that a database
+// that cannot be used becomes a Memory that steps aside rather than an
+// error at the caller.
+type Backend interface {
+	// Where names the database in logs and Stats.Path (a DSN without its
+	// password), also when Open failed.
+	Where() string
+	// Open opens (creating and migrating if needed) the store.
+	Open(ctx context.Context, o StoreOptions) (Store, error)
+}
+
+// StoreOptions are what Memory passes to Backend.Open.
+type StoreOptions struct {
+	// BusyTimeout bounds how long one operation waits for a lock held by
+	// another process (or, PostgreSQL, for the database to answer).
+	BusyTimeout time.Duration
+	Logger      *slog.Logger // never nil
+}
+
+// Store is what Memory needs of a database: the SQLite file every local
+// process shares (memory/sqlite) or a PostgreSQL database every replica
+// shares (memory/postgres). Memory's logic (memory.go) decides what to
 // look up, serve, store and invalidate; a store only makes those decisions
-// durable and visible to the other processes using it.
+// durable and visible to the other processes using it. Every store runs
+// the contract suite of memory/memorytest.
 //
 // All times are unix milliseconds. Methods are safe for concurrent use.
-type store interface {
-	// where names the database in logs and Stats.Path (a DSN without
+type Store interface {
+	// Where names the database in logs and Stats.Path (a DSN without
 	// its password).
-	where() string
+	Where() string
 
-	// sync reports what other processes committed since the last look,
+	// Watch starts telling h (nil: no hot layer) of what other processes
+	// commit: Sync or the store's own listener empties h when one of them
+	// invalidated. always reports that Sync cannot see every commit of
+	// another process (PostgreSQL between notifications), so the
+	// similarity index catches up on every lookup. An error means the
+	// store cannot watch: memory then runs without hot layer and index.
+	Watch(ctx context.Context, h *Hot) (always bool, err error)
+	// Sync reports what other processes committed since the last look,
 	// and empties h (nil: no hot layer) when one of them invalidated.
-	sync(ctx context.Context, h *hot) (look, error)
-	// hotValid reports whether an entry the hot layer holds for t, read
+	Sync(ctx context.Context, h *Hot) (Look, error)
+	// HotValid reports whether an entry the hot layer holds for t, read
 	// at invalidation generation gen, may still be served. A store whose
 	// sync cannot see every invalidation before it returns (PostgreSQL:
 	// notifications are asynchronous) reads the generation here.
-	hotValid(ctx context.Context, t Tool, gen int64) (bool, error)
-	// lookup returns the entry stored under key (found false if none)
+	HotValid(ctx context.Context, t Tool, gen int64) (bool, error)
+	// Lookup returns the entry stored under key (found false if none)
 	// and the current invalidation generation of t.
-	lookup(ctx context.Context, t Tool, key []byte) (e entry, found bool, gen int64, err error)
+	Lookup(ctx context.Context, t Tool, key []byte) (e Entry, found bool, gen int64, err error)
 
-	// write applies w in one transaction and returns the id of the entry
+	// Write applies w in one transaction and returns the id of the entry
 	// it stored (0 if none).
-	write(ctx context.Context, w *write) (int64, error)
-	// clear deletes the entries of server and tool ("" = any), bumping
+	Write(ctx context.Context, w *Write) (int64, error)
+	// Clear deletes the entries of server and tool ("" = any), bumping
 	// their generation, and returns how many it deleted.
-	clear(ctx context.Context, server, tool string) (int64, error)
+	Clear(ctx context.Context, server, tool string) (int64, error)
 
-	// claim asks to lead the child call for key among every process that
+	// Claim asks to lead the child call for key among every process that
 	// shares the store, for at most lease. lead false means another
 	// process leads it. changed reports that the entry stored under key
 	// is not the one the caller saw (created at seen, -1: none): another
 	// process stored it since, so the caller should read it instead of
 	// calling (releasing the claim). release ends a claim that led.
-	claim(ctx context.Context, key []byte, lease time.Duration, seen int64) (lead, changed bool, release func(), err error)
-	// flightDone returns a channel that is closed (or sent to) when a
+	Claim(ctx context.Context, key []byte, lease time.Duration, seen int64) (lead, changed bool, release func(), err error)
+	// FlightDone returns a channel that is closed (or sent to) when a
 	// flight of another process may have landed, to wake a follower
 	// early; nil when the store has no such signal.
-	flightDone() <-chan struct{}
+	FlightDone() <-chan struct{}
 
 	// Similarity: the vectors stored since cursor (0: all), for the
 	// in-memory index, and the cursor to pass next time.
-	vectorsSince(ctx context.Context, cursor int64, add func(id, part int64, vec []float32)) (int64, error)
-	// liveVectorIDs returns the ids of the entries that hold a vector.
-	liveVectorIDs(ctx context.Context) (map[int64]bool, error)
-	// candidates reads back the entries ids (found by the index) with
+	VectorsSince(ctx context.Context, cursor int64, add func(id, part int64, vec []float32)) (int64, error)
+	// LiveVectorIDs returns the ids of the entries that hold a vector.
+	LiveVectorIDs(ctx context.Context) (map[int64]bool, error)
+	// Candidates reads back the entries ids (found by the index) with
 	// their bucket, embedder and dims, so the caller can drop those
 	// replaced since.
-	candidates(ctx context.Context, ids []int64) ([]storedCandidate, error)
-	// scanNeighbours returns up to k entries nearest to sc.vec in its
+	Candidates(ctx context.Context, ids []int64) ([]StoredCandidate, error)
+	// ScanNeighbours returns up to k entries nearest to sc.Vec in its
 	// bucket without the index (while it is being built).
-	scanNeighbours(ctx context.Context, sc *semCall, k int) ([]candidate, error)
+	ScanNeighbours(ctx context.Context, sc *FreeText, k int) ([]Candidate, error)
 
-	// stats and list serve `nexus cache stats` and `nexus cache list`.
-	stats(ctx context.Context) (perTool []ToolStats, err error)
-	list(ctx context.Context, limit int) ([]EntryInfo, error)
+	// Stats and List serve `nexus cache stats` and `nexus cache list`.
+	Stats(ctx context.Context) (perTool []ToolStats, err error)
+	List(ctx context.Context, limit int) ([]EntryInfo, error)
 
-	// busy reports an error that means "held by another process": stores
+	// Busy reports an error that means "held by another process": stores
 	// back off for a while instead of queueing every call behind it.
-	busy(err error) bool
-	close() error
+	Busy(err error) bool
+	Close() error
 }
 
-// look is what a store saw since its last look.
-type look struct {
-	epoch       uint64 // what reads made now must present to hot.put
-	moved       bool   // another process committed: new vectors may exist
-	invalidated bool   // ... and invalidated: held vectors may be gone
+// Look is what a store saw since its last look.
+type Look struct {
+	Epoch       uint64 // what reads made now must present to the hot layer
+	Moved       bool   // another process committed: new vectors may exist
+	Invalidated bool   // ... and invalidated: held vectors may be gone
 }
 
-// write is one transaction of Memory: a result to store, invalidations to
+// Write is one transaction of Memory: a result to store, invalidations to
 // apply, batched counters to write and expired entries to purge.
-type write struct {
-	rec *record // stored only if t's generation is still gen
-	gen int64
+type Write struct {
+	Record *Record // stored only if its tool's generation is still Gen
+	Gen    int64
 
-	invals []string // invalidation patterns: "*", "server.*", "server.tool"
-	// soft are patterns whose entries are marked stale, not deleted: not
+	Invalidate []string // invalidation patterns: "*", "server.*", "server.tool"
+	// Soft are patterns whose entries are marked stale, not deleted: not
 	// served as fresh, still there for stale-if-error.
-	soft []string
+	Soft []string
 
-	touches map[int64]touch
-	tools   map[string]*counters
-	// beforeEvict returns this process's batched recency, written before
+	Touches map[int64]Touch
+	Tools   map[string]*Counters
+	// BeforeEvict returns this process's batched recency, written before
 	// an eviction so that recent hits count; nil: none.
-	beforeEvict func() (map[int64]touch, map[string]*counters)
+	BeforeEvict func() (map[int64]Touch, map[string]*Counters)
 
-	purge  bool // delete up to purgeLimit expired entries
-	now    int64
-	bounds bounds
+	Purge  bool // delete up to PurgeLimit expired entries
+	Now    int64
+	Bounds Bounds
 }
 
-const purgeLimit = 1000
+// PurgeLimit is how many expired entries one Write.Purge deletes at most,
+// so a purge never holds the write lock for long.
+const PurgeLimit = 1000
 
-// genNames are the generation counters an entry of t depends on.
-func genNames(t Tool) (tool, server string) {
+// GenNames are the generation counters an entry of t depends on.
+func GenNames(t Tool) (tool, server string) {
 	return "tool:" + t.Name, "server:" + t.Server
 }
 
-// patternGen returns the generation an invalidation pattern bumps and the
+// PatternGen returns the generation an invalidation pattern bumps and the
 // column and value of the entries it deletes ("" column: all).
-func patternGen(p string) (gen, column, value string) {
+func PatternGen(p string) (gen, column, value string) {
 	switch {
 	case p == "*":
 		return "*", "", ""
@@ -120,40 +151,40 @@ func patternGen(p string) (gen, column, value string) {
 	return "tool:" + p, "tool", p
 }
 
-// entry is what a lookup finds.
-type entry struct {
-	id         int64
-	result     []byte
-	createdAt  int64
-	durationMS int64
-	stale      bool          // marked by a soft invalidation (write.soft)
+// Entry is what a lookup finds.
+type Entry struct {
+	ID         int64
+	Result     []byte
+	CreatedAt  int64
+	DurationMS int64
+	Stale      bool          // marked by a soft invalidation (Write.Soft)
 	tmpl       *metaTemplate // set by the hot layer
 }
 
-// record is an entry to store.
-type record struct {
-	key         []byte
-	tool        Tool
-	scope       string
-	fingerprint string
-	args        []byte
-	result      []byte
-	durationMS  int64
-	createdAt   int64
-	expiresAt   sql.NullInt64
-	sem         *semCall // non-nil with a vector: stored for similarity hits
+// Record is an entry to store.
+type Record struct {
+	Key         []byte
+	Tool        Tool
+	Scope       string
+	Fingerprint string
+	Args        []byte
+	Result      []byte
+	DurationMS  int64
+	CreatedAt   int64
+	ExpiresAt   sql.NullInt64
+	Text        *FreeText // non-nil with a vector: stored for similarity hits
 }
 
-// storedCandidate is an entry found by the index, as the store holds it.
-type storedCandidate struct {
-	candidate
-	bucket   []byte
-	embedder string
-	dims     int
+// StoredCandidate is an entry found by the index, as the store holds it.
+type StoredCandidate struct {
+	Candidate
+	Bucket   []byte
+	Embedder string
+	Dims     int
 }
 
-// bounds are the size limits eviction keeps.
-type bounds struct {
-	maxEntries int64
-	maxBytes   int64
+// Bounds are the size limits eviction keeps.
+type Bounds struct {
+	MaxEntries int64
+	MaxBytes   int64
 }

@@ -1,4 +1,4 @@
-package memory
+package memory_test
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	. "github.com/nexus-mcp/nexus/memory"
+	. "github.com/nexus-mcp/nexus/memory/memorytest"
 )
 
 // The rules that make memory safe to put in front of a real server: only
@@ -17,13 +20,13 @@ import (
 func TestNoTTLNoMemory(t *testing.T) {
 	m := openTest(t, Options{})
 	m.SetSettings(Settings{}) // nobody said how long answers of code-kg stay true
-	c := &child{}
+	c := &Child{}
 	for i := range 3 {
-		if st := status(t, do(t, m, "", readTool, `{}`, c)); st != StatusMiss {
+		if st := Status(t, Do(t, m, "", ReadTool(), `{}`, c)); st != StatusMiss {
 			t.Fatalf("call %d: %q, want miss", i, st)
 		}
 	}
-	if n := c.calls.Load(); n != 3 {
+	if n := c.Calls.Load(); n != 3 {
 		t.Fatalf("child calls %d, want 3", n)
 	}
 	if list, err := m.List(context.Background(), 0); err != nil || len(list) != 0 {
@@ -32,20 +35,20 @@ func TestNoTTLNoMemory(t *testing.T) {
 	// Identical calls in flight at once still share one child call.
 	release := make(chan struct{})
 	var calls atomic.Int64
-	slow := plain(func(context.Context) (json.RawMessage, error) {
+	slow := Plain(func(context.Context) (json.RawMessage, error) {
 		calls.Add(1)
 		<-release
-		return textResult("shared"), nil
+		return TextResult("shared"), nil
 	})
 	results := callTogether(t, m, "", `{"q":1}`, slow, 4, func() {
-		waitFor(t, "three followers", func() bool { return m.flights.followers() == 3 })
+		WaitFor(t, "three followers", func() bool { return localWaiting(m) == 3 })
 		close(release)
 	})
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("identical concurrent calls made %d child calls, want 1", n)
 	}
 	for _, r := range results {
-		if text(r) != "shared" {
+		if Text(r) != "shared" {
 			t.Fatalf("result %s", r)
 		}
 	}
@@ -61,12 +64,12 @@ func TestAskedClientNeverShared(t *testing.T) {
 		n := calls.Add(1)
 		if n == 1 {
 			<-release
-			return Answer{Result: textResult("made with caller 1's roots"), AskedClient: true}, nil
+			return Answer{Result: TextResult("made with caller 1's roots"), AskedClient: true}, nil
 		}
-		return Answer{Result: textResult("made with another caller's roots"), AskedClient: true}, nil
+		return Answer{Result: TextResult("made with another caller's roots"), AskedClient: true}, nil
 	}
 	results := callTogether(t, m, "agent", `{}`, asking, 3, func() {
-		waitFor(t, "two followers", func() bool { return m.flights.followers() == 2 })
+		WaitFor(t, "two followers", func() bool { return localWaiting(m) == 2 })
 		close(release)
 	})
 	if n := calls.Load(); n != 3 {
@@ -74,14 +77,14 @@ func TestAskedClientNeverShared(t *testing.T) {
 	}
 	shared := 0
 	for _, r := range results {
-		if text(r) == "made with caller 1's roots" {
+		if Text(r) == "made with caller 1's roots" {
 			shared++
 		}
 	}
 	if shared != 1 {
 		t.Fatalf("caller 1's answer reached %d callers", shared)
 	}
-	if st := status(t, do(t, m, "", readTool, `{}`, &child{})); st != StatusMiss {
+	if st := Status(t, Do(t, m, "", ReadTool(), `{}`, &Child{})); st != StatusMiss {
 		t.Fatalf("an answer made with a caller's input was stored: %q", st)
 	}
 }
@@ -106,7 +109,7 @@ func TestStrictResultReading(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := openTest(t, Options{})
 			for range 2 {
-				if _, err := m.Call(context.Background(), "", readTool, json.RawMessage(`{}`), answer(tc.result)); err != nil {
+				if _, err := m.Call(context.Background(), "", ReadTool(), json.RawMessage(`{}`), Answers(tc.result)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -123,16 +126,16 @@ func TestStrictResultReading(t *testing.T) {
 				return
 			}
 			m2 := openTest(t, Options{})
-			c := &child{}
-			do(t, m2, "", readTool, `{}`, c)
-			if _, err := m2.Call(context.Background(), "", writeTool, json.RawMessage(`{}`), answer(tc.result)); err != nil {
+			c := &Child{}
+			Do(t, m2, "", ReadTool(), `{}`, c)
+			if _, err := m2.Call(context.Background(), "", WriteTool(), json.RawMessage(`{}`), Answers(tc.result)); err != nil {
 				t.Fatal(err)
 			}
 			want := StatusMiss
 			if tc.name == "isError" {
 				want = StatusHit // the child said plainly it failed: nothing changed
 			}
-			if st := status(t, do(t, m2, "", readTool, `{}`, c)); st != want {
+			if st := Status(t, Do(t, m2, "", ReadTool(), `{}`, c)); st != want {
 				t.Fatalf("read after the mutating call: %q, want %q", st, want)
 			}
 		})
@@ -145,24 +148,24 @@ func TestUnknownOutcomeInvalidates(t *testing.T) {
 		a          Answer
 		invalidate bool
 	}{
-		{"answered", Answer{Result: textResult("done")}, true},
-		{"child said it failed", Answer{Result: errorResult("no")}, false},
-		{"timed out", Answer{Result: errorResult("timeout"), Outcome: Unknown, Failure: "timeout"}, true},
-		{"never sent", Answer{Result: errorResult("not running"), Outcome: NotSent, Failure: "not running"}, false},
-		{"refused at the write", Answer{Result: errorResult("refused"), Outcome: Refused}, false},
+		{"answered", Answer{Result: TextResult("done")}, true},
+		{"child said it failed", Answer{Result: ErrorResult("no")}, false},
+		{"timed out", Answer{Result: ErrorResult("timeout"), Outcome: Unknown, Failure: "timeout"}, true},
+		{"never sent", Answer{Result: ErrorResult("not running"), Outcome: NotSent, Failure: "not running"}, false},
+		{"refused at the write", Answer{Result: ErrorResult("refused"), Outcome: Refused}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := openTest(t, Options{})
-			c := &child{}
-			do(t, m, "", readTool, `{}`, c)
-			if _, err := m.Call(context.Background(), "", writeTool, json.RawMessage(`{}`), func(context.Context) (Answer, error) { return tc.a, nil }); err != nil {
+			c := &Child{}
+			Do(t, m, "", ReadTool(), `{}`, c)
+			if _, err := m.Call(context.Background(), "", WriteTool(), json.RawMessage(`{}`), func(context.Context) (Answer, error) { return tc.a, nil }); err != nil {
 				t.Fatal(err)
 			}
 			want := StatusHit
 			if tc.invalidate {
 				want = StatusMiss
 			}
-			if st := status(t, do(t, m, "", readTool, `{}`, c)); st != want {
+			if st := Status(t, Do(t, m, "", ReadTool(), `{}`, c)); st != want {
 				t.Fatalf("read after: %q, want %q", st, want)
 			}
 		})
@@ -170,25 +173,25 @@ func TestUnknownOutcomeInvalidates(t *testing.T) {
 }
 
 func TestStaleIfError(t *testing.T) {
-	clk := newClock()
+	clk := NewClock()
 	m := openTest(t, Options{Now: clk.Now})
 	m.SetSettings(Settings{TTL: map[string]TTL{"code-kg.*": {D: time.Minute}}, StaleIfError: map[string]time.Duration{"code-kg.*": time.Hour}})
-	c := &child{}
-	first := do(t, m, "", readTool, `{}`, c)
+	c := &Child{}
+	first := Do(t, m, "", ReadTool(), `{}`, c)
 	call := func(a Answer) json.RawMessage {
 		t.Helper()
-		res, err := m.Call(context.Background(), "", readTool, json.RawMessage(`{}`), func(context.Context) (Answer, error) { return a, nil })
+		res, err := m.Call(context.Background(), "", ReadTool(), json.RawMessage(`{}`), func(context.Context) (Answer, error) { return a, nil })
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res
 	}
-	down := Answer{Result: errorResult("server code-kg is not running"), Outcome: NotSent, Failure: "server code-kg is not running"}
+	down := Answer{Result: ErrorResult("server code-kg is not running"), Outcome: NotSent, Failure: "server code-kg is not running"}
 	// Fresh: a hit, whatever the child would say.
-	wantStatus(t, "fresh", call(down), StatusHit)
+	WantStatus(t, "fresh", call(down), StatusHit)
 	clk.Advance(2 * time.Minute)
 	// Expired, the child answers (even with isError): its answer.
-	wantStatus(t, "expired, child answers isError", call(Answer{Result: errorResult("bad input")}), StatusMiss)
+	WantStatus(t, "expired, child answers isError", call(Answer{Result: ErrorResult("bad input")}), StatusMiss)
 	// Expired, the child is down: the stale answer, said so.
 	res := call(down)
 	var meta struct {
@@ -202,29 +205,29 @@ func TestStaleIfError(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := meta.Meta[MetaKey]
-	if rep.Status != StatusStale || rep.AgeMS != (2*time.Minute).Milliseconds() || rep.Error != down.Failure || text(res) != text(first) {
+	if rep.Status != StatusStale || rep.AgeMS != (2*time.Minute).Milliseconds() || rep.Error != down.Failure || Text(res) != Text(first) {
 		t.Fatalf("stale answer %s", res)
 	}
 	// Timed out: also stale.
-	wantStatus(t, "timeout", call(Answer{Result: errorResult("t"), Outcome: Unknown, Failure: "t"}), StatusStale)
+	WantStatus(t, "timeout", call(Answer{Result: ErrorResult("t"), Outcome: Unknown, Failure: "t"}), StatusStale)
 	// A refusal never gets one.
-	wantStatus(t, "refused", call(Answer{Result: errorResult("no"), Outcome: Refused}), StatusMiss)
+	WantStatus(t, "refused", call(Answer{Result: ErrorResult("no"), Outcome: Refused}), StatusMiss)
 	// A restart marks the entry stale: not fresh, still standing in.
-	do(t, m, "", readTool, `{}`, c)
-	wantStatus(t, "refreshed", call(down), StatusHit)
-	if err := m.MarkStale(context.Background(), readTool.Server); err != nil {
+	Do(t, m, "", ReadTool(), `{}`, c)
+	WantStatus(t, "refreshed", call(down), StatusHit)
+	if err := m.MarkStale(context.Background(), ReadTool().Server); err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, "after a restart, child down", call(down), StatusStale)
-	wantStatus(t, "after a restart, child up", do(t, m, "", readTool, `{}`, c), StatusMiss)
+	WantStatus(t, "after a restart, child down", call(down), StatusStale)
+	WantStatus(t, "after a restart, child up", Do(t, m, "", ReadTool(), `{}`, c), StatusMiss)
 	// Older than the window: the failure itself.
 	clk.Advance(2 * time.Hour)
-	wantStatus(t, "beyond the window", call(down), StatusMiss)
+	WantStatus(t, "beyond the window", call(down), StatusMiss)
 	// Off unless configured.
 	m.SetSettings(Settings{TTL: map[string]TTL{"code-kg.*": {D: time.Minute}}})
-	do(t, m, "", readTool, `{}`, c)
+	Do(t, m, "", ReadTool(), `{}`, c)
 	clk.Advance(2 * time.Minute)
-	wantStatus(t, "no window", call(down), StatusMiss)
+	WantStatus(t, "no window", call(down), StatusMiss)
 }
 
 // callTogether makes n identical calls of readTool at once, runs meanwhile
@@ -235,7 +238,7 @@ func callTogether(t *testing.T, m *Memory, agent, args string, forward Forward, 
 	results := make([]json.RawMessage, n)
 	for i := range results {
 		wg.Go(func() {
-			res, err := m.Call(context.Background(), agent, readTool, json.RawMessage(args), forward)
+			res, err := m.Call(context.Background(), agent, ReadTool(), json.RawMessage(args), forward)
 			if err != nil {
 				t.Error(err)
 			}

@@ -182,7 +182,7 @@ func mergeTypes(a, b map[string]string) map[string]string {
 func (k *codeKG) snapshot() ([]*branchInfo, []*graphRun) {
 	k.mu.RLock()
 	defer k.mu.RUnlock()
-	return k.data.branches, slices.Clone(k.data.runs)
+	return k.data.Branches, slices.Clone(k.data.Runs)
 }
 
 func latestOf(runs []*graphRun, b *branchInfo) (latest, previous *graphRun) {
@@ -821,19 +821,19 @@ func (k *codeKG) regenTarget(sel selectorArgs) (*graphRun, *branchInfo, *answer)
 func plan(run *graphRun, b *branchInfo) map[string]any {
 	requires := []string{"dry_run=false", "confirmed_by_sr=true"}
 	var warnings []string
-	if b.worktree.Dirty {
+	if b.Worktree.Dirty {
 		requires = append(requires, "allow_dirty=true")
 		warnings = append(warnings, fmt.Sprintf("the registered worktree of %s@%s is dirty (%s): the new graph would include uncommitted changes",
-			b.Repository, b.Branch, strings.Join(b.worktree.DirtyFiles, ", ")))
+			b.Repository, b.Branch, strings.Join(b.Worktree.DirtyFiles, ", ")))
 	}
-	if b.worktree.Head == run.Commit && !b.worktree.Dirty {
+	if b.Worktree.Head == run.Commit && !b.Worktree.Dirty {
 		warnings = append(warnings, "the worktree is at the graph's commit: the new run would match the current one")
 	}
 	return map[string]any{
 		"status": "dry_run", "graph": runMeta(run),
-		"would_regenerate": map[string]any{"repository": b.Repository, "branch": b.Branch, "from_commit": run.Commit, "to_commit": b.worktree.Head,
-			"worktree_dirty": b.worktree.Dirty, "dirty_files": nonNil(b.worktree.DirtyFiles),
-			"expected_findings_resolved": len(b.worktree.pending.resolve), "expected_findings_added": len(b.worktree.pending.addFindings)},
+		"would_regenerate": map[string]any{"repository": b.Repository, "branch": b.Branch, "from_commit": run.Commit, "to_commit": b.Worktree.Head,
+			"worktree_dirty": b.Worktree.Dirty, "dirty_files": nonNil(b.Worktree.DirtyFiles),
+			"expected_findings_resolved": len(b.Worktree.Pending.Resolve), "expected_findings_added": len(b.Worktree.Pending.AddFindings)},
 		"requires": requires, "warnings": nonNil(warnings),
 		"next": []string{"kg_regenerate with dry_run=false and confirmed_by_sr=true (or kg_regenerate_submit)", "then kg_compare_runs"},
 	}
@@ -885,7 +885,7 @@ func (k *codeKG) submit(sel selectorArgs, confirmed, allowDirty bool, reason str
 	if !confirmed {
 		missing = append(missing, "confirmed_by_sr=true")
 	}
-	if b.worktree.Dirty && !allowDirty {
+	if b.Worktree.Dirty && !allowDirty {
 		missing = append(missing, "allow_dirty=true")
 	}
 	if len(missing) > 0 {
@@ -893,26 +893,26 @@ func (k *codeKG) submit(sel selectorArgs, confirmed, allowDirty bool, reason str
 			map[string]any{"missing": missing, "graph": runMeta(run)})
 	}
 	k.mu.Lock()
-	prev, _ := latestOf(k.data.runs, b)
+	prev, _ := latestOf(k.data.Runs, b)
 	n := 0
-	for _, r := range k.data.runs {
+	for _, r := range k.data.Runs {
 		if r.Repository == b.Repository && r.Branch == b.Branch {
 			n++
 		}
 	}
 	next := &graphRun{
-		ID: fmt.Sprintf("%s-%03d", b.idPrefix, n+1), Repository: b.Repository, Branch: b.Branch,
-		Commit: b.worktree.Head, CreatedAt: time.Now().UTC().Format(time.RFC3339), Trigger: "kg_regenerate",
+		ID: fmt.Sprintf("%s-%03d", b.IDPrefix, n+1), Repository: b.Repository, Branch: b.Branch,
+		Commit: b.Worktree.Head, CreatedAt: time.Now().UTC().Format(time.RFC3339), Trigger: "kg_regenerate",
 		Risks: prev.Risks,
 	}
-	next.Files, next.Relations, next.Findings, next.Anomalies = b.worktree.pending.apply(prev)
-	k.data.runs = append(k.data.runs, next)
+	next.Files, next.Relations, next.Findings, next.Anomalies = b.Worktree.Pending.apply(prev)
+	k.data.Runs = append(k.data.Runs, next)
 	k.mu.Unlock()
 
 	var warnings []string
-	if b.worktree.Dirty {
+	if b.Worktree.Dirty {
 		warnings = append(warnings, fmt.Sprintf("regenerated from a dirty worktree (%s): the graph includes uncommitted changes and may not match any commit",
-			strings.Join(b.worktree.DirtyFiles, ", ")))
+			strings.Join(b.Worktree.DirtyFiles, ", ")))
 	}
 	body := map[string]any{
 		"status": "completed", "new_graph": runMeta(next), "previous_graph_id": prev.ID,

@@ -174,8 +174,8 @@ func (k *codeKG) compareWithLocalGit(_ context.Context, a *localGitArgs) answer 
 // aheadVerdict judges a local HEAD that differs from the graph's commit,
 // using the branch history the Nexus API knows.
 func aheadVerdict(b *branchInfo, run *graphRun, head string, withFindings map[string]bool, dirty bool, reasons []string) (string, []string) {
-	idxHead := slices.IndexFunc(b.history, func(c commit) bool { return sameCommit(c.SHA, head) })
-	idxGraph := slices.IndexFunc(b.history, func(c commit) bool { return c.SHA == run.Commit })
+	idxHead := slices.IndexFunc(b.History, func(c commit) bool { return sameCommit(c.SHA, head) })
+	idxGraph := slices.IndexFunc(b.History, func(c commit) bool { return c.SHA == run.Commit })
 	if idxHead < 0 || idxGraph < 0 {
 		return "stale", append(reasons, "the local HEAD is not a known commit of "+b.Branch+": comparison impossible")
 	}
@@ -184,7 +184,7 @@ func aheadVerdict(b *branchInfo, run *graphRun, head string, withFindings map[st
 	}
 	ahead := idxGraph - idxHead
 	var crossing []string
-	for _, c := range b.history[idxHead:idxGraph] {
+	for _, c := range b.History[idxHead:idxGraph] {
 		for _, f := range c.Files {
 			if withFindings[f] && !slices.Contains(crossing, f) {
 				crossing = append(crossing, f)

@@ -15,6 +15,18 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 )
 
+// Commits of codekg_data.json the tests name: syl2042/Nexus-Pocket main,
+// oldest first, and the heads of the other branches.
+const (
+	commitNP001   = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
+	commitNPSumm  = "7d1e2f3a4b5c6d7e8f90a1b2c3d4e5f607182930"
+	commitNP002   = "e4f5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d"
+	commitNPDocs  = "5e6f7a8b9c0d1e2f3a4b5c6d7e8f90a1b2c3d4e5"
+	commitNPHead  = "9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d"
+	commitEcho001 = "b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f80"
+	commitAI001   = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c"
+)
+
 var np = map[string]any{"repository": "syl2042/Nexus-Pocket", "branch": "main"}
 
 func with(base map[string]any, kv ...any) map[string]any {

@@ -21,7 +21,7 @@ import (
 // and with the PostgreSQL store, and reports their ratio. With
 // PostgreSQL every hot hit also reads its tool's invalidation generation,
 // so another replica's invalidation is never missed (see memory's
-// store_postgres.go).
+// memory/postgres).
 //
 //	NEXUS_TEST_PG_DSN=... go test ./tests -run '^$' -bench MemoryHitPostgres -benchtime 3000x
 func BenchmarkMemoryHitPostgres(b *testing.B) {

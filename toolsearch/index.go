@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/nexus-mcp/nexus/memory"
+	"github.com/nexus-mcp/nexus/memory/embedder"
 )
 
 // Doc is one tool as search reads it.
@@ -250,7 +250,7 @@ func (ix *Index) blend(ctx context.Context, task string, scores []float64, best 
 		if best > 0 {
 			lex = scores[i] / best
 		}
-		scores[i] = (1-w)*lex + w*memory.Cosine(qv[0], vecs[i])
+		scores[i] = (1-w)*lex + w*embedder.Cosine(qv[0], vecs[i])
 	}
 	return nil
 }

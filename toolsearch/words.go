@@ -4,7 +4,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/nexus-mcp/nexus/memory"
+	"github.com/nexus-mcp/nexus/memory/words"
 )
 
 // stop are words that frame a task without saying which tool does it. Verbs
@@ -29,7 +29,7 @@ func set(ws ...string) map[string]bool {
 // stemmed and mapped through memory's synonyms, without stop words.
 func Words(text string) []string {
 	var out []string
-	for _, w := range memory.CanonWords(splitHumps(text)) {
+	for _, w := range words.Canonical(splitHumps(text)) {
 		if !stop[w] {
 			out = append(out, w)
 		}
@@ -141,7 +141,7 @@ func buildRelated(groups [][]string) map[string][]string {
 	for _, g := range groups {
 		var canon []string
 		for _, w := range g {
-			if ws := memory.CanonWords(w); len(ws) == 1 {
+			if ws := words.Canonical(w); len(ws) == 1 {
 				canon = append(canon, ws[0])
 			}
 		}

@@ -26,17 +26,13 @@ func agentCommand() *cli.Command {
 				Usage:     "create an agent and print its bearer token once; only its hash is stored",
 				ArgsUsage: "NAME",
 				Flags:     []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "replace the token of an existing agent"}},
-				Action: func(c *cli.Context) error {
-					return issueToken(c, "add", c.Bool("force"))
-				},
+				Action:    agentAddAction,
 			},
 			{
 				Name:      "rotate",
 				Usage:     "give an agent a new token, printed once; the old one stops working at once",
 				ArgsUsage: "NAME",
-				Action: func(c *cli.Context) error {
-					return issueToken(c, "rotate", false)
-				},
+				Action:    agentRotateAction,
 			},
 			{
 				Name:      "remove",
@@ -54,10 +50,20 @@ func agentCommand() *cli.Command {
 	}
 }
 
+// agentRotateAction is the action of `nexus agent rotate`.
+func agentRotateAction(c *cli.Context) error {
+	return issueToken(c, "rotate", false)
+}
+
+// agentAddAction is the action of `nexus agent add`.
+func agentAddAction(c *cli.Context) error {
+	return issueToken(c, "add", c.Bool("force"))
+}
+
 // agentArg is the one NAME an agent subcommand takes.
 func agentArg(c *cli.Context, verb string) (string, error) {
 	name := c.Args().First()
-	if c.Args().Len() != 1 || !policy.ValidAgentName(name) {
+	if !policy.ValidAgentName(name) {
 		return "", usageError(fmt.Sprintf("agent %s takes one NAME of 1-32 lower-case letters, digits or '-': nexus agent %s coder", verb, verb))
 	}
 	return name, nil

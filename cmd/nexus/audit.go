@@ -13,6 +13,7 @@ import (
 	"github.com/nexus-mcp/nexus/audit"
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/policy"
+	"github.com/nexus-mcp/nexus/run"
 )
 
 func auditCommand() *cli.Command {
@@ -31,69 +32,69 @@ func auditCommand() *cli.Command {
 			&cli.IntFlag{Name: "limit", Value: 100, Usage: "at most `N` records"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON, one array"},
 		},
-		Action: func(c *cli.Context) error {
-			if c.Args().Len() > 0 {
-				return usageError(fmt.Sprintf("audit takes no arguments, got %q (filters are flags: --agent, --tool, --since, --refused)", c.Args().First()))
-			}
-			f, err := auditFilter(c)
-			if err != nil {
-				return err
-			}
-			e, cfg, err := loadEnv(c, slog.LevelWarn)
-			if err != nil {
-				return err
-			}
-			store, err := e.openAuditToRead(c.Context, cfg)
-			if errors.Is(err, errNoTrail) {
-				if c.Bool("json") {
-					_, err := fmt.Fprintln(e.stdout, "[]")
-					return err
-				}
-				fmt.Fprintf(e.stdout, "nexus: %v\n", err)
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			recs, err := store.Query(c.Context, f)
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				if recs == nil {
-					recs = []audit.Record{}
-				}
-				return printJSON(e.stdout, recs)
-			}
-			if len(recs) == 0 {
-				fmt.Fprintln(e.stdout, "no record matches")
-				return nil
-			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TIME\tAGENT\tTOOL\tDECISION\tRULE\tOUTCOME\tDURATION\tMEMORY")
-			for _, r := range recs {
-				decision := "allowed"
-				if r.Refused {
-					decision = "refused"
-				}
-				rule := r.Origin + ": " + r.Rule
-				if r.Source != "" {
-					rule += " (" + r.Source + ")"
-				}
-				mem := r.Memory
-				if mem == "" {
-					mem = "-"
-				}
-				tool := r.Tool
-				if r.Method != "tools/call" {
-					tool = r.Method + " " + tool
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format(time.DateTime), r.Agent, tool, decision, rule, r.Outcome, r.Duration.Round(time.Microsecond), mem)
-			}
-			return tw.Flush()
-		},
+		Action: auditAction,
 	}
+}
+
+// auditAction is the action of `nexus audit`.
+func auditAction(c *cli.Context) error {
+	f, err := auditFilter(c)
+	if err != nil {
+		return err
+	}
+	e, cfg, err := loadEnv(c, slog.LevelWarn)
+	if err != nil {
+		return err
+	}
+	store, err := run.OpenAuditToRead(c.Context, cfg, e.runEnv(c.Context, cfg))
+	if errors.Is(err, run.ErrNoTrail) {
+		if c.Bool("json") {
+			_, err := fmt.Fprintln(e.stdout, "[]")
+			return err
+		}
+		fmt.Fprintf(e.stdout, "nexus: %v\n", err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	recs, err := store.Query(c.Context, f)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		if recs == nil {
+			recs = []audit.Record{}
+		}
+		return printJSON(e.stdout, recs)
+	}
+	if len(recs) == 0 {
+		fmt.Fprintln(e.stdout, "no record matches")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tAGENT\tTOOL\tDECISION\tRULE\tOUTCOME\tDURATION\tMEMORY")
+	for _, r := range recs {
+		decision := "allowed"
+		if r.Refused {
+			decision = "refused"
+		}
+		rule := r.Origin + ": " + r.Rule
+		if r.Source != "" {
+			rule += " (" + r.Source + ")"
+		}
+		mem := r.Memory
+		if mem == "" {
+			mem = "-"
+		}
+		tool := r.Tool
+		if r.Method != "tools/call" {
+			tool = r.Method + " " + tool
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format(time.DateTime), r.Agent, tool, decision, rule, r.Outcome, r.Duration.Round(time.Microsecond), mem)
+	}
+	return tw.Flush()
 }
 
 // auditFilter reads the filter flags, refusing what would silently match nothing.

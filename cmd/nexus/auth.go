@@ -44,13 +44,13 @@ func authCommand() *cli.Command {
 					&cli.BoolFlag{Name: "no-browser", Usage: "print the URL to open instead of opening a browser"},
 					&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "how long to wait for the login in the browser"},
 				},
-				Action: func(c *cli.Context) error { return authLogin(c) },
+				Action: authLoginAction,
 			},
 			{
 				Name:   "status",
 				Usage:  "show the OAuth logins of the configured remote servers",
 				Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
-				Action: func(c *cli.Context) error { return authStatus(c) },
+				Action: authStatusAction,
 			},
 			{
 				Name:      "logout",
@@ -62,10 +62,16 @@ func authCommand() *cli.Command {
 	}
 }
 
+// authStatusAction is the action of `nexus auth status`.
+func authStatusAction(c *cli.Context) error { return authStatus(c) }
+
+// authLoginAction is the action of `nexus auth login`.
+func authLoginAction(c *cli.Context) error { return authLogin(c) }
+
 // remoteServer is the configured remote server the command names.
 func remoteServer(c *cli.Context, cfg *config.Config, verb string) (*config.Server, error) {
 	name := c.Args().First()
-	if name == "" || c.NArg() > 1 {
+	if name == "" {
 		return nil, usageError(fmt.Sprintf("auth %s needs one SERVER: nexus auth %s NAME", verb, verb))
 	}
 	s := cfg.Servers[name]

@@ -16,87 +16,39 @@ import (
 	"github.com/nexus-mcp/nexus/audit"
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/memory"
+	"github.com/nexus-mcp/nexus/run"
 )
 
-func cacheCommand() *cli.Command {
-	withMemory := func(c *cli.Context, do func(e *env, mem *memory.Memory) error) error {
-		e, cfg, err := loadEnv(c, slog.LevelWarn)
-		if err != nil {
-			return err
-		}
-		mem, err := e.openMemory(c.Context, cfg)
-		if err != nil {
-			return err
-		}
-		defer mem.Close()
-		return do(e, mem)
+// withMemory runs do with the memory the config opens, closed after.
+func withMemory(c *cli.Context, do func(e *env, mem *memory.Memory) error) error {
+	e, cfg, err := loadEnv(c, slog.LevelWarn)
+	if err != nil {
+		return err
 	}
+	mem, err := e.openMemory(c.Context, cfg)
+	if err != nil {
+		return err
+	}
+	defer mem.Close()
+	return do(e, mem)
+}
+
+func cacheCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "cache",
 		Usage: "inspect and clear memory (remembered results of read-only tools)",
 		Subcommands: []*cli.Command{
 			{
-				Name:  "stats",
-				Usage: "entries, bytes, hits and misses per tool, and the time saved",
-				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
-				Action: func(c *cli.Context) error {
-					return withMemory(c, func(e *env, mem *memory.Memory) error {
-						st, err := mem.Stats(c.Context)
-						if err != nil {
-							return err
-						}
-						refusals, trailErr := e.refusalCounts(c)
-						if c.Bool("json") {
-							return printJSON(e.stdout, struct {
-								memory.Stats
-								Refusals []audit.Count `json:"refusals"`
-							}{st, refusals})
-						}
-						defer e.printRefusals(refusals, trailErr)
-						if st.Disabled != "" {
-							fmt.Fprintf(e.stdout, "memory is stepping aside: %s\n", st.Disabled)
-						}
-						fmt.Fprintf(e.stdout, "%s: %d entries, %s (bounds %d entries, %s)\n", st.Path, st.Entries, sizeIEC(st.Bytes), st.MaxEntries, sizeIEC(st.MaxBytes))
-						fmt.Fprintf(e.stdout, "hits %d (semantic %d), misses %d, bypasses %d, coalesced %d, time saved %s\n", st.Hits, st.SemanticHits, st.Misses, st.Bypasses, st.Coalesced, time.Duration(st.SavedMS)*time.Millisecond)
-						fmt.Fprintf(e.stdout, "similarity: gray zone accepted %d, rejected %d, unverified %d; guard refusals %d; embedder failures %d\n",
-							st.GrayAccepted, st.GrayRejected, st.GrayUnverified, st.GuardRejections, st.EmbedFailures)
-						if len(st.Tools) == 0 {
-							return nil
-						}
-						tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-						fmt.Fprintln(tw, "TOOL\tTTL\tFROM\tHITS\tSEMANTIC\tMISSES\tBYPASSES\tSAVED")
-						for _, t := range st.Tools {
-							fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", t.Tool, t.TTL, orDash(t.TTLFrom), t.Hits, t.SemanticHits, t.Misses, t.Bypasses, time.Duration(t.SavedMS)*time.Millisecond)
-						}
-						return tw.Flush()
-					})
-				},
+				Name:   "stats",
+				Usage:  "entries, bytes, hits and misses per tool, and the time saved",
+				Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Action: cacheStatsAction,
 			},
 			{
-				Name:  "list",
-				Usage: "list remembered entries, most recently used first",
-				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}, &cli.IntFlag{Name: "limit", Value: 100, Usage: "at most `N` entries"}},
-				Action: func(c *cli.Context) error {
-					return withMemory(c, func(e *env, mem *memory.Memory) error {
-						entries, err := mem.List(c.Context, c.Int("limit"))
-						if err != nil {
-							return err
-						}
-						if c.Bool("json") {
-							return printJSON(e.stdout, entries)
-						}
-						tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-						fmt.Fprintln(tw, "TOOL\tARGS\tSIZE\tHITS\tAGE\tEXPIRES")
-						for _, en := range entries {
-							exp := "never"
-							if en.ExpiresAt != nil {
-								exp = time.Until(*en.ExpiresAt).Round(time.Second).String()
-							}
-							fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", en.Tool, truncate(string(en.Args), 50), sizeIEC(int64(en.Size)), en.Hits, time.Since(en.CreatedAt).Round(time.Second), exp)
-						}
-						return tw.Flush()
-					})
-				},
+				Name:   "list",
+				Usage:  "list remembered entries, most recently used first",
+				Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}, &cli.IntFlag{Name: "limit", Value: 100, Usage: "at most `N` entries"}},
+				Action: cacheListAction,
 			},
 			{
 				Name:      "ttl",
@@ -106,10 +58,8 @@ func cacheCommand() *cli.Command {
 					"5m, 12h, 1d or never; off removes what this command set. Without arguments, lists\n" +
 					"what it set. A ttl in the config files wins over one set here for the same\n" +
 					"pattern; both win over the catalog's suggestions. Running gateways apply it at once.",
-				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON (without arguments)"}},
-				Action: func(c *cli.Context) error {
-					return cacheTTL(c)
-				},
+				Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON (without arguments)"}},
+				Action: cacheTTLAction,
 			},
 			{
 				Name:  "clear",
@@ -118,19 +68,84 @@ func cacheCommand() *cli.Command {
 					&cli.StringFlag{Name: "server", Usage: "only server `NAME`"},
 					&cli.StringFlag{Name: "tool", Usage: "only canonical tool `NAME` (server.tool)"},
 				},
-				Action: func(c *cli.Context) error {
-					return withMemory(c, func(e *env, mem *memory.Memory) error {
-						n, err := mem.Clear(c.Context, c.String("server"), c.String("tool"))
-						if err != nil {
-							return err
-						}
-						fmt.Fprintf(e.stdout, "forgot %d entries\n", n)
-						return nil
-					})
-				},
+				Action: cacheClearAction,
 			},
 		},
 	}
+}
+
+// cacheClearAction is the action of `nexus cache clear`.
+func cacheClearAction(c *cli.Context) error {
+	return withMemory(c, func(e *env, mem *memory.Memory) error {
+		n, err := mem.Clear(c.Context, c.String("server"), c.String("tool"))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "forgot %d entries\n", n)
+		return nil
+	})
+}
+
+// cacheTTLAction is the action of `nexus cache ttl`.
+func cacheTTLAction(c *cli.Context) error {
+	return cacheTTL(c)
+}
+
+// cacheListAction is the action of `nexus cache list`.
+func cacheListAction(c *cli.Context) error {
+	return withMemory(c, func(e *env, mem *memory.Memory) error {
+		entries, err := mem.List(c.Context, c.Int("limit"))
+		if err != nil {
+			return err
+		}
+		if c.Bool("json") {
+			return printJSON(e.stdout, entries)
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOOL\tARGS\tSIZE\tHITS\tAGE\tEXPIRES")
+		for _, en := range entries {
+			exp := "never"
+			if en.ExpiresAt != nil {
+				exp = time.Until(*en.ExpiresAt).Round(time.Second).String()
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", en.Tool, truncate(string(en.Args), 50), sizeIEC(int64(en.Size)), en.Hits, time.Since(en.CreatedAt).Round(time.Second), exp)
+		}
+		return tw.Flush()
+	})
+}
+
+// cacheStatsAction is the action of `nexus cache stats`.
+func cacheStatsAction(c *cli.Context) error {
+	return withMemory(c, func(e *env, mem *memory.Memory) error {
+		st, err := mem.Stats(c.Context)
+		if err != nil {
+			return err
+		}
+		refusals, trailErr := e.refusalCounts(c)
+		if c.Bool("json") {
+			return printJSON(e.stdout, struct {
+				memory.Stats
+				Refusals []audit.Count `json:"refusals"`
+			}{st, refusals})
+		}
+		defer e.printRefusals(refusals, trailErr)
+		if st.Disabled != "" {
+			fmt.Fprintf(e.stdout, "memory is stepping aside: %s\n", st.Disabled)
+		}
+		fmt.Fprintf(e.stdout, "%s: %d entries, %s (bounds %d entries, %s)\n", st.Path, st.Entries, sizeIEC(st.Bytes), st.MaxEntries, sizeIEC(st.MaxBytes))
+		fmt.Fprintf(e.stdout, "hits %d (semantic %d), misses %d, bypasses %d, coalesced %d, time saved %s\n", st.Hits, st.SemanticHits, st.Misses, st.Bypasses, st.Coalesced, time.Duration(st.SavedMS)*time.Millisecond)
+		fmt.Fprintf(e.stdout, "similarity: gray zone accepted %d, rejected %d, unverified %d; guard refusals %d; embedder failures %d\n",
+			st.GrayAccepted, st.GrayRejected, st.GrayUnverified, st.GuardRejections, st.EmbedFailures)
+		if len(st.Tools) == 0 {
+			return nil
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOOL\tTTL\tFROM\tHITS\tSEMANTIC\tMISSES\tBYPASSES\tSAVED")
+		for _, t := range st.Tools {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", t.Tool, t.TTL, orDash(t.TTLFrom), t.Hits, t.SemanticHits, t.Misses, t.Bypasses, time.Duration(t.SavedMS)*time.Millisecond)
+		}
+		return tw.Flush()
+	})
 }
 
 // cacheTTL is `nexus cache ttl`: it edits the lifetimes file and has the running
@@ -216,7 +231,7 @@ func (e *env) refusalCounts(c *cli.Context) ([]audit.Count, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := e.openAuditToRead(c.Context, cfg)
+	store, err := run.OpenAuditToRead(c.Context, cfg, e.runEnv(c.Context, cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +246,7 @@ func (e *env) refusalCounts(c *cli.Context) ([]audit.Count, error) {
 // printRefusals ends `cache stats` with the refusal counts.
 func (e *env) printRefusals(counts []audit.Count, err error) {
 	switch {
-	case errors.Is(err, errNoTrail):
+	case errors.Is(err, run.ErrNoTrail):
 		fmt.Fprintln(e.stdout, "refusals: none recorded (no audit trail yet)")
 		return
 	case err != nil:

@@ -59,101 +59,106 @@ func catalogCommand() *cli.Command {
 			"Install an entry with `nexus add NAME [--value K=V ...]`.",
 		Subcommands: []*cli.Command{
 			{
-				Name:  "list",
-				Usage: "list the catalog entries",
-				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
-				Action: func(c *cli.Context) error {
-					if c.Args().Len() > 0 {
-						return usageError("catalog list takes no arguments (nexus catalog show NAME shows one entry)")
-					}
-					e, err := newEnv(c, slog.LevelWarn)
-					if err != nil {
-						return err
-					}
-					cat, err := e.loadCatalog()
-					if err != nil {
-						return err
-					}
-					type row struct {
-						Name        string   `json:"name"`
-						Transport   string   `json:"transport"`
-						Description string   `json:"description"`
-						Required    []string `json:"required"`
-						Launcher    string   `json:"launcher,omitempty"` // the program it runs with (npx, uvx), which must be installed
-						Source      string   `json:"source"`
-					}
-					rows := []row{}
-					for _, en := range cat.List() {
-						r := row{Name: en.Name, Transport: en.Transport, Description: en.Description, Source: en.Source, Required: []string{}, Launcher: launcher(en)}
-						for _, v := range en.Missing(nil) {
-							r.Required = append(r.Required, v.Name)
-						}
-						rows = append(rows, r)
-					}
-					if c.Bool("json") {
-						return printJSON(e.stdout, rows)
-					}
-					tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "NAME\tTRANSPORT\tNEEDS\tDESCRIPTION")
-					for _, r := range rows {
-						needs := strings.Join(r.Required, ", ")
-						if r.Launcher != "" {
-							needs = strings.Join(append([]string{r.Launcher}, r.Required...), ", ")
-						}
-						if needs == "" {
-							needs = "-"
-						}
-						desc := r.Description
-						if r.Source != catalog.BuiltinSource {
-							desc += " [" + r.Source + "]"
-						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Transport, needs, truncate(desc, 90))
-					}
-					if err := tw.Flush(); err != nil {
-						return err
-					}
-					fmt.Fprintln(e.stdout, "\nnexus catalog show NAME tells what an entry needs; nexus add NAME installs it.")
-					return nil
-				},
+				Name:   "list",
+				Usage:  "list the catalog entries",
+				Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Action: catalogListAction,
 			},
 			{
 				Name:      "show",
 				Usage:     "show one entry: the values it needs, its launch template, hints and docs",
 				ArgsUsage: "NAME",
 				Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
-				Action: func(c *cli.Context) error {
-					if c.Args().Len() != 1 {
-						return usageError("catalog show takes one NAME (nexus catalog list shows them)")
-					}
-					e, err := newEnv(c, slog.LevelWarn)
-					if err != nil {
-						return err
-					}
-					cat, err := e.loadCatalog()
-					if err != nil {
-						return err
-					}
-					en, ok := cat.Get(c.Args().First())
-					if !ok {
-						msg := fmt.Sprintf("no catalog entry %q", c.Args().First())
-						if near := suggest.Closest(c.Args().First(), cat.Names()); near != "" {
-							return usageHint(msg, fmt.Sprintf("did you mean `nexus catalog show %s`?", near))
-						}
-						return usageHint(msg, "the catalog has: "+strings.Join(cat.Names(), ", "))
-					}
-					if c.Bool("json") {
-						return printJSON(e.stdout, struct {
-							Name   string `json:"name"`
-							Source string `json:"source"`
-							*catalog.Entry
-						}{en.Name, en.Source, en})
-					}
-					showEntry(e.stdout, en)
-					return nil
-				},
+				Action:    catalogShowAction,
 			},
 		},
 	}
+}
+
+// catalogEnv is the env of a catalog command and the catalog it reads.
+func catalogEnv(c *cli.Context) (*env, *catalog.Catalog, error) {
+	e, err := newEnv(c, slog.LevelWarn)
+	if err != nil {
+		return nil, nil, err
+	}
+	cat, err := e.loadCatalog()
+	if err != nil {
+		return nil, nil, err
+	}
+	return e, cat, nil
+}
+
+// catalogShowAction is the action of `nexus catalog show`.
+func catalogShowAction(c *cli.Context) error {
+	e, cat, err := catalogEnv(c)
+	if err != nil {
+		return err
+	}
+	en, ok := cat.Get(c.Args().First())
+	if !ok {
+		msg := fmt.Sprintf("no catalog entry %q", c.Args().First())
+		if near := suggest.Closest(c.Args().First(), cat.Names()); near != "" {
+			return usageHint(msg, fmt.Sprintf("did you mean `nexus catalog show %s`?", near))
+		}
+		return usageHint(msg, "the catalog has: "+strings.Join(cat.Names(), ", "))
+	}
+	if c.Bool("json") {
+		return printJSON(e.stdout, struct {
+			Name   string `json:"name"`
+			Source string `json:"source"`
+			*catalog.Entry
+		}{en.Name, en.Source, en})
+	}
+	showEntry(e.stdout, en)
+	return nil
+}
+
+// catalogListAction is the action of `nexus catalog list`.
+func catalogListAction(c *cli.Context) error {
+	e, cat, err := catalogEnv(c)
+	if err != nil {
+		return err
+	}
+	type row struct {
+		Name        string   `json:"name"`
+		Transport   string   `json:"transport"`
+		Description string   `json:"description"`
+		Required    []string `json:"required"`
+		Launcher    string   `json:"launcher,omitempty"` // the program it runs with (npx, uvx), which must be installed
+		Source      string   `json:"source"`
+	}
+	rows := []row{}
+	for _, en := range cat.List() {
+		r := row{Name: en.Name, Transport: en.Transport, Description: en.Description, Source: en.Source, Required: []string{}, Launcher: launcher(en)}
+		for _, v := range en.Missing(nil) {
+			r.Required = append(r.Required, v.Name)
+		}
+		rows = append(rows, r)
+	}
+	if c.Bool("json") {
+		return printJSON(e.stdout, rows)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tTRANSPORT\tNEEDS\tDESCRIPTION")
+	for _, r := range rows {
+		needs := strings.Join(r.Required, ", ")
+		if r.Launcher != "" {
+			needs = strings.Join(append([]string{r.Launcher}, r.Required...), ", ")
+		}
+		if needs == "" {
+			needs = "-"
+		}
+		desc := r.Description
+		if r.Source != catalog.BuiltinSource {
+			desc += " [" + r.Source + "]"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Transport, needs, truncate(desc, 90))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, "\nnexus catalog show NAME tells what an entry needs; nexus add NAME installs it.")
+	return nil
 }
 
 func showEntry(w io.Writer, en *catalog.Entry) {

@@ -20,6 +20,7 @@ import (
 	"github.com/nexus-mcp/nexus/clients"
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/policy"
+	"github.com/nexus-mcp/nexus/run"
 	"github.com/nexus-mcp/nexus/secrets"
 )
 
@@ -182,70 +183,79 @@ func importCommand() *cli.Command {
 			&cli.BoolFlag{Name: "dry-run", Usage: "show what would be imported and write nothing"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 		},
-		Action: func(c *cli.Context) error {
-			if c.Args().Len() != 1 {
-				return usageError("import takes one client: claude-desktop, claude-code, cursor, vscode, or the path of a client config FILE")
-			}
-			e, err := newEnv(c, slog.LevelWarn)
-			if err != nil {
-				return err
-			}
-			cf, err := resolveClient(c.Args().First())
-			if err != nil {
-				return err
-			}
-			ims, err := clients.ReadServers(cf.Path)
-			if err != nil {
-				return err
-			}
-			cfg, err := e.load()
-			if err != nil {
-				return fmt.Errorf("the Nexus config is broken, so nothing was imported; fix it first (nexus doctor): %w", err)
-			}
-			results, todo, err := clients.PlanImport(cfg, ims)
-			if err != nil {
-				return err
-			}
-			dry := c.Bool("dry-run")
-			imp := e.importer(cfg)
-			todo = imp.PlaceSecrets(c.Context, results, todo)
-			if !dry && len(todo) > 0 {
-				if _, err := imp.Import(c.Context, todo); err != nil {
-					return err
-				}
-			}
-			kept, err := e.keepFileStore(c.Context, cfg, dry)
-			if err != nil {
-				return err
-			}
-			var hidden []hiddenTools
-			if !dry && len(todo) > 0 {
-				hidden = e.hiddenTools(c.Context, importedNames(results), policy.Anonymous)
-			}
-			if c.Bool("json") {
-				if err := printJSON(e.stdout, map[string]any{"file": cf.Path, "dryRun": dry, "servers": nonNil(results), "fileStoreKept": kept, "hidden": nonNil(hidden)}); err != nil {
-					return err
-				}
-				return leftBehind(results, false, dry)
-			}
-			if kept {
-				e.fileStoreWarning(e.stdout, dry)
-			}
-			if len(results) == 0 {
-				fmt.Fprintf(e.stdout, "%s has no servers to import\n", cf.Path)
-				return nil
-			}
-			printImport(e.stdout, results, dry, false)
-			switch {
-			case dry:
-				fmt.Fprintln(e.stdout, "dry run: nothing was written")
-			case len(todo) > 0:
-				fmt.Fprintf(e.stdout, "wrote %s; the client's file is unchanged (nexus setup %s --move-all connects the client to Nexus and takes them out of it)\n", e.personal, c.Args().First())
-			}
-			printHidden(e.stdout, hidden, policy.Anonymous)
-			return leftBehind(results, false, dry)
-		},
+		Action: importAction,
 	}
+}
+
+// clientEnv is the env of import and setup and the client file they name.
+func clientEnv(c *cli.Context) (*env, clientFile, error) {
+	e, err := newEnv(c, slog.LevelWarn)
+	if err != nil {
+		return nil, clientFile{}, err
+	}
+	cf, err := resolveClient(c.Args().First())
+	if err != nil {
+		return nil, clientFile{}, err
+	}
+	return e, cf, nil
+}
+
+// importAction is the action of `nexus import`.
+func importAction(c *cli.Context) error {
+	e, cf, err := clientEnv(c)
+	if err != nil {
+		return err
+	}
+	ims, err := clients.ReadServers(cf.Path)
+	if err != nil {
+		return err
+	}
+	cfg, err := e.load()
+	if err != nil {
+		return fmt.Errorf("the Nexus config is broken, so nothing was imported; fix it first (nexus doctor): %w", err)
+	}
+	results, todo, err := clients.PlanImport(cfg, ims)
+	if err != nil {
+		return err
+	}
+	dry := c.Bool("dry-run")
+	imp := e.importer(cfg)
+	todo = imp.PlaceSecrets(c.Context, results, todo)
+	if !dry && len(todo) > 0 {
+		if _, err := imp.Import(c.Context, todo); err != nil {
+			return err
+		}
+	}
+	kept, err := e.keepFileStore(c.Context, cfg, dry)
+	if err != nil {
+		return err
+	}
+	var hidden []hiddenTools
+	if !dry && len(todo) > 0 {
+		hidden = e.hiddenTools(c.Context, importedNames(results), policy.Anonymous)
+	}
+	if c.Bool("json") {
+		if err := printJSON(e.stdout, map[string]any{"file": cf.Path, "dryRun": dry, "servers": nonNil(results), "fileStoreKept": kept, "hidden": nonNil(hidden)}); err != nil {
+			return err
+		}
+		return leftBehind(results, false, dry)
+	}
+	if kept {
+		e.fileStoreWarning(e.stdout, dry)
+	}
+	if len(results) == 0 {
+		fmt.Fprintf(e.stdout, "%s has no servers to import\n", cf.Path)
+		return nil
+	}
+	printImport(e.stdout, results, dry, false)
+	switch {
+	case dry:
+		fmt.Fprintln(e.stdout, "dry run: nothing was written")
+	case len(todo) > 0:
+		fmt.Fprintf(e.stdout, "wrote %s; the client's file is unchanged (nexus setup %s --move-all connects the client to Nexus and takes them out of it)\n", e.personal, c.Args().First())
+	}
+	printHidden(e.stdout, hidden, policy.Anonymous)
+	return leftBehind(results, false, dry)
 }
 
 func nonNil[T any](s []T) []T {
@@ -276,98 +286,94 @@ func setupClientCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "move", Usage: "move the client's server `NAME` behind Nexus (repeatable)"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON (never asks)"},
 		},
-		Action: func(c *cli.Context) error {
-			if c.Args().Len() != 1 {
-				return usageError("setup takes one client: claude-desktop, claude-code, cursor, vscode, codex, or the path of a client config FILE")
-			}
-			agent := c.String("agent")
-			if err := checkAgent(agent); err != nil {
-				return err
-			}
-			if c.Bool("move-all") && c.IsSet("move") {
-				return usageError("give --move-all or --move NAME, not both")
-			}
-			e, err := newEnv(c, slog.LevelWarn)
-			if err != nil {
-				return err
-			}
-			cf, err := resolveClient(c.Args().First())
-			if err != nil {
-				return err
-			}
-			if cf.Format == clients.FormatCodex && (c.Bool("move-all") || c.IsSet("move")) {
-				return usageError(fmt.Sprintf("moving Codex's own servers behind Nexus is not supported yet; nothing was written (add them with nexus add, then remove them from %s)", cf.Path))
-			}
-			exe, err := selfPath()
-			if err != nil {
-				return err
-			}
-			entry := clients.NexusEntry(exe, agent)
-			if cf.maxName != nil {
-				// Names the client would cut or refuse are shortened by Nexus,
-				// stably, instead.
-				entry = entry.WithMaxNameLength(cf.maxName(entry.Name))
-			}
-			entry.Env = entryEnv(e)
-
-			var move []string
-			switch {
-			case c.Bool("move-all"):
-				if move, err = clients.Movable(cf.Path, entry.Name); err != nil {
-					return err
-				}
-			case c.IsSet("move"):
-				for _, m := range c.StringSlice("move") {
-					if !slices.Contains(move, m) {
-						move = append(move, m)
-					}
-				}
-			default:
-				movable, err := clients.Movable(cf.Path, entry.Name)
-				if err != nil {
-					return err
-				}
-				if tty, ok := stdinTerminal(c.App.Reader); ok && !c.Bool("json") && len(movable) > 0 {
-					if move, err = askMoves(tty, e.stderr, cf, movable); err != nil {
-						return err
-					}
-				}
-			}
-			cfg, cfgErr := e.load()
-			dry := c.Bool("dry-run")
-			conn, err := e.importer(cfg).Connect(c.Context, cf.Path, entry,
-				clients.ConnectOptions{Format: cf.Format, Move: move, DryRun: dry, Config: cfg, ConfigErr: cfgErr})
-			if err != nil {
-				return err
-			}
-			out := setupOutput{Client: cf.Display, File: cf.Path, DryRun: dry, Changed: conn.Changed, Created: conn.Created,
-				Backup: conn.Backup, Diff: conn.Diff, Moved: nonNil(conn.Moved), Stayed: conn.Stayed}
-			// Kept once the rest is written: the entry just written runs Nexus, which
-			// must open the store the secrets went to.
-			if out.FileStoreKept, err = e.keepFileStore(c.Context, cfg, dry); err != nil {
-				return err
-			}
-			as := agent
-			if as == "" {
-				as = policy.Anonymous
-			}
-			if !dry && len(conn.Moved) > 0 {
-				out.Hidden = e.hiddenTools(c.Context, importedNames(conn.Moved), as)
-			}
-			if c.Bool("json") {
-				if err := printJSON(e.stdout, out); err != nil {
-					return err
-				}
-				return leftBehind(conn.Moved, true, dry)
-			}
-			if out.FileStoreKept {
-				e.fileStoreWarning(e.stdout, dry)
-			}
-			out.print(e.stdout, c.Args().First())
-			printHidden(e.stdout, out.Hidden, as)
-			return leftBehind(conn.Moved, true, dry)
-		},
+		Action: setupAction,
 	}
+}
+
+// setupAction is the action of `nexus setup`.
+func setupAction(c *cli.Context) error {
+	agent := c.String("agent")
+	if err := checkAgent(agent); err != nil {
+		return err
+	}
+	if c.Bool("move-all") && c.IsSet("move") {
+		return usageError("give --move-all or --move NAME, not both")
+	}
+	e, cf, err := clientEnv(c)
+	if err != nil {
+		return err
+	}
+	if cf.Format == clients.FormatCodex && (c.Bool("move-all") || c.IsSet("move")) {
+		return usageError(fmt.Sprintf("moving Codex's own servers behind Nexus is not supported yet; nothing was written (add them with nexus add, then remove them from %s)", cf.Path))
+	}
+	exe, err := selfPath()
+	if err != nil {
+		return err
+	}
+	entry := clients.NexusEntry(exe, agent)
+	if cf.maxName != nil {
+		// Names the client would cut or refuse are shortened by Nexus,
+		// stably, instead.
+		entry = entry.WithMaxNameLength(cf.maxName(entry.Name))
+	}
+	entry.Env = entryEnv(e)
+
+	var move []string
+	switch {
+	case c.Bool("move-all"):
+		if move, err = clients.Movable(cf.Path, entry.Name); err != nil {
+			return err
+		}
+	case c.IsSet("move"):
+		for _, m := range c.StringSlice("move") {
+			if !slices.Contains(move, m) {
+				move = append(move, m)
+			}
+		}
+	default:
+		movable, err := clients.Movable(cf.Path, entry.Name)
+		if err != nil {
+			return err
+		}
+		if tty, ok := stdinTerminal(c.App.Reader); ok && !c.Bool("json") && len(movable) > 0 {
+			if move, err = askMoves(tty, e.stderr, cf, movable); err != nil {
+				return err
+			}
+		}
+	}
+	cfg, cfgErr := e.load()
+	dry := c.Bool("dry-run")
+	conn, err := e.importer(cfg).Connect(c.Context, cf.Path, entry,
+		clients.ConnectOptions{Format: cf.Format, Move: move, DryRun: dry, Config: cfg, ConfigErr: cfgErr})
+	if err != nil {
+		return err
+	}
+	out := setupOutput{Client: cf.Display, File: cf.Path, DryRun: dry, Changed: conn.Changed, Created: conn.Created,
+		Backup: conn.Backup, Diff: conn.Diff, Moved: nonNil(conn.Moved), Stayed: conn.Stayed}
+	// Kept once the rest is written: the entry just written runs Nexus, which
+	// must open the store the secrets went to.
+	if out.FileStoreKept, err = e.keepFileStore(c.Context, cfg, dry); err != nil {
+		return err
+	}
+	as := agent
+	if as == "" {
+		as = policy.Anonymous
+	}
+	if !dry && len(conn.Moved) > 0 {
+		out.Hidden = e.hiddenTools(c.Context, importedNames(conn.Moved), as)
+	}
+	if c.Bool("json") {
+		if err := printJSON(e.stdout, out); err != nil {
+			return err
+		}
+		return leftBehind(conn.Moved, true, dry)
+	}
+	if out.FileStoreKept {
+		e.fileStoreWarning(e.stdout, dry)
+	}
+	out.print(e.stdout, c.Args().First())
+	printHidden(e.stdout, out.Hidden, as)
+	return leftBehind(conn.Moved, true, dry)
 }
 
 // entryEnv is the environment the client entry needs for Nexus to find this home
@@ -587,7 +593,7 @@ func (e *env) hiddenTools(ctx context.Context, servers []string, agent string) [
 	log := e.log
 	e.log = slog.New(slog.DiscardHandler)
 	defer func() { e.log = log }()
-	g, err := e.startGateway(ctx, cfg, gatewayOptions{noMemory: true, waitFor: servers})
+	g, err := e.startGateway(ctx, cfg, run.Options{NoMemory: true, WaitFor: servers})
 	if err != nil {
 		return []hiddenTools{{Server: strings.Join(servers, ", "), Error: err.Error()}}
 	}
@@ -599,7 +605,7 @@ func (e *env) hiddenTools(ctx context.Context, servers []string, agent string) [
 	var out []hiddenTools
 	for _, name := range servers {
 		h := hiddenTools{Server: name}
-		if st := state[name]; st.State != "ready" {
+		if st := state[name]; st.State != aggregation.StateReady {
 			h.Error = fmt.Sprintf("it did not start (%s), so its tools are unknown: nexus policy show --agent %s lists them once it runs", st.Error, agent)
 			out = append(out, h)
 			continue

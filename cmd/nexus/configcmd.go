@@ -21,42 +21,48 @@ func configCommand() *cli.Command {
 			"project's .nexus/config.json with --project, then $NEXUS_HOME/config.json.",
 		Subcommands: []*cli.Command{
 			{
-				Name:  "show",
-				Usage: "print the effective config with the file each server and policy came from (secrets redacted)",
-				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON (always JSON: the effective config, its layers and the source of each server and policy)"}},
-				Action: func(c *cli.Context) error {
-					e, cfg, err := loadEnv(c, slog.LevelWarn)
-					if err != nil {
-						return err
-					}
-					sources := map[string]string{}
-					for name, s := range cfg.Servers {
-						sources["servers."+name] = s.Source
-						maskLiterals(s)
-					}
-					for k, v := range cfg.Policy.Sources {
-						sources[k] = v
-					}
-					out := map[string]any{"layers": cfg.Layers, "config": cfg, "sources": sources}
-					if len(cfg.Locked) > 0 {
-						out["locked"] = cfg.Locked
-					}
-					return printJSON(e.stdout, out)
-				},
+				Name:   "show",
+				Usage:  "print the effective config with the file each server and policy came from (secrets redacted)",
+				Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON (always JSON: the effective config, its layers and the source of each server and policy)"}},
+				Action: configShowAction,
 			},
 			{
-				Name:  "validate",
-				Usage: "check every layer and the merged result; list every problem, each once",
-				Action: func(c *cli.Context) error {
-					e, err := newEnv(c, slog.LevelWarn)
-					if err != nil {
-						return err
-					}
-					return e.validate()
-				},
+				Name:   "validate",
+				Usage:  "check every layer and the merged result; list every problem, each once",
+				Action: configValidateAction,
 			},
 		},
 	}
+}
+
+// configValidateAction is the action of `nexus config validate`.
+func configValidateAction(c *cli.Context) error {
+	e, err := newEnv(c, slog.LevelWarn)
+	if err != nil {
+		return err
+	}
+	return e.validate()
+}
+
+// configShowAction is the action of `nexus config show`.
+func configShowAction(c *cli.Context) error {
+	e, cfg, err := loadEnv(c, slog.LevelWarn)
+	if err != nil {
+		return err
+	}
+	sources := map[string]string{}
+	for name, s := range cfg.Servers {
+		sources["servers."+name] = s.Source
+		maskLiterals(s)
+	}
+	for k, v := range cfg.Policy.Sources {
+		sources[k] = v
+	}
+	out := map[string]any{"layers": cfg.Layers, "config": cfg, "sources": sources}
+	if len(cfg.Locked) > 0 {
+		out["locked"] = cfg.Locked
+	}
+	return printJSON(e.stdout, out)
 }
 
 // validate reports what serve would refuse, exactly: it loads the layers the same

@@ -18,6 +18,7 @@ import (
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/memory"
 	"github.com/nexus-mcp/nexus/policy"
+	"github.com/nexus-mcp/nexus/run"
 )
 
 func demoCommand() *cli.Command {
@@ -33,30 +34,33 @@ func demoCommand() *cli.Command {
 			&cli.BoolFlag{Name: "serve", Usage: "serve the demo gateway over stdio"},
 			&cli.StringFlag{Name: "agent", Usage: "with --serve, the agent `NAME` of the client", EnvVars: []string{"NEXUS_AGENT"}},
 		},
-		Action: func(c *cli.Context) error {
-			level := slog.LevelError
-			if c.Bool("serve") {
-				level = slog.LevelInfo
-			}
-			e, err := newEnv(c, level)
-			if err != nil {
-				return err
-			}
-			home, err := os.MkdirTemp("", "nexus-demo-")
-			if err != nil {
-				return fmt.Errorf("creating the demo's NEXUS_HOME: %w", err)
-			}
-			defer os.RemoveAll(home)
-			e.home, e.personal, e.layers = home, config.PersonalFile(home), []string{config.PersonalFile(home)}
-			if err := writeDemoConfig(e.personal); err != nil {
-				return err
-			}
-			if c.Bool("serve") {
-				return e.serve(c.Context, serveOptions{agent: c.String("agent"), gw: gatewayOptions{observe: true}})
-			}
-			return e.demo(c.Context)
-		},
+		Action: demoAction,
 	}
+}
+
+// demoAction is the action of `nexus demo`.
+func demoAction(c *cli.Context) error {
+	level := slog.LevelError
+	if c.Bool("serve") {
+		level = slog.LevelInfo
+	}
+	e, err := newEnv(c, level)
+	if err != nil {
+		return err
+	}
+	home, err := os.MkdirTemp("", "nexus-demo-")
+	if err != nil {
+		return fmt.Errorf("creating the demo's NEXUS_HOME: %w", err)
+	}
+	defer os.RemoveAll(home)
+	e.home, e.personal, e.layers = home, config.PersonalFile(home), []string{config.PersonalFile(home)}
+	if err := writeDemoConfig(e.personal); err != nil {
+		return err
+	}
+	if c.Bool("serve") {
+		return e.serve(c.Context, run.ServeOptions{Agent: c.String("agent"), Gateway: run.Options{Observe: true}})
+	}
+	return e.demo(c.Context)
 }
 
 // writeDemoConfig points the demo at this very binary's sample servers, installed as
@@ -85,13 +89,13 @@ func (e *env) demo(ctx context.Context) error {
 	}
 	fmt.Fprintf(w, "Nexus demo: two sample MCP servers behind one gateway (NEXUS_HOME=%s)\n\n", e.home)
 	started := time.Now()
-	g, err := e.startGateway(ctx, cfg, gatewayOptions{})
+	g, err := e.startGateway(ctx, cfg, run.Options{})
 	if err != nil {
 		return err
 	}
 	defer g.Close()
 	for _, s := range g.Servers() {
-		if s.State != "ready" {
+		if s.State != aggregation.StateReady {
 			return fmt.Errorf("sample server %s did not start (%s): %s", s.Name, s.State, s.Error)
 		}
 	}

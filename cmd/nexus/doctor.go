@@ -19,6 +19,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/run"
 	"github.com/nexus-mcp/nexus/secrets"
 )
 
@@ -53,41 +54,41 @@ func doctorCommand() *cli.Command {
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "give each server `DURATION` to start and list its tools"},
 			&cli.BoolFlag{Name: "retry", Usage: "first make every running nexus serve of this NEXUS_HOME try its failed servers once more"},
 		},
-		Action: func(c *cli.Context) error {
-			if c.Args().Len() > 0 {
-				return usageError("doctor takes no arguments")
-			}
-			e, err := newEnv(c, slog.LevelError)
-			if err != nil {
-				return err
-			}
-			var checks []check
-			if c.Bool("retry") {
-				checks = append(checks, e.retryRunning(c.Context))
-			}
-			checks = append(checks, e.doctor(c.Context, c.Duration("timeout"), !c.Bool("json") && isTerminal(os.Stderr))...)
-			failed := 0
-			for _, ch := range checks {
-				if ch.Status == checkFail {
-					failed++
-				}
-			}
-			if c.Bool("json") {
-				if err := printJSON(e.stdout, map[string]any{"ok": failed == 0, "problems": failed, "checks": checks}); err != nil {
-					return err
-				}
-			} else {
-				printChecks(e.stdout, checks)
-				if failed == 0 {
-					fmt.Fprintln(e.stdout, "\nno problems found")
-				}
-			}
-			if failed > 0 {
-				return cli.Exit(fmt.Sprintf("%d problem(s) found; see the fix lines above, then run nexus doctor again", failed), 1)
-			}
-			return nil
-		},
+		Action: doctorAction,
 	}
+}
+
+// doctorAction is the action of `nexus doctor`.
+func doctorAction(c *cli.Context) error {
+	e, err := newEnv(c, slog.LevelError)
+	if err != nil {
+		return err
+	}
+	var checks []check
+	if c.Bool("retry") {
+		checks = append(checks, e.retryRunning(c.Context))
+	}
+	checks = append(checks, e.doctor(c.Context, c.Duration("timeout"), !c.Bool("json") && isTerminal(os.Stderr))...)
+	failed := 0
+	for _, ch := range checks {
+		if ch.Status == checkFail {
+			failed++
+		}
+	}
+	if c.Bool("json") {
+		if err := printJSON(e.stdout, map[string]any{"ok": failed == 0, "problems": failed, "checks": checks}); err != nil {
+			return err
+		}
+	} else {
+		printChecks(e.stdout, checks)
+		if failed == 0 {
+			fmt.Fprintln(e.stdout, "\nno problems found")
+		}
+	}
+	if failed > 0 {
+		return cli.Exit(fmt.Sprintf("%d problem(s) found; see the fix lines above, then run nexus doctor again", failed), 1)
+	}
+	return nil
 }
 
 func printChecks(w io.Writer, checks []check) {
@@ -138,7 +139,7 @@ func (e *env) doctor(ctx context.Context, timeout time.Duration, progress bool) 
 // without waiting for a call to one of its tools.
 func (e *env) retryRunning(ctx context.Context) check {
 	ch := check{Area: "running gateways", Name: "retry", Status: checkOK}
-	n, err := e.applyToRunning(ctx)
+	n, err := run.ReloadRunning(ctx, e.home, e.log)
 	switch {
 	case err != nil:
 		ch.Status, ch.Detail = checkWarn, err.Error()
@@ -444,7 +445,7 @@ func (e *env) startServer(ctx context.Context, cfg *config.Config, s *config.Ser
 	case err != nil:
 		ch.Status, ch.Detail = checkFail, err.Error()
 		ch.Fix = "fix servers." + s.Name + " in " + s.Source
-	case st.State == "ready":
+	case st.State == aggregation.StateReady:
 		n := st.Tools
 		ch.Tools = &n
 		ch.Status = checkOK

@@ -19,11 +19,11 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	stopProfile := startProfile(os.Getenv("NEXUS_CPUPROFILE"))
-	err := run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
+	err := runCLI(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
 	stopProfile()
 	stop()
 	if err != nil {
-		// run's error is already redacted: print its text, exit with its code.
+		// runCLI's error is already redacted: print its text, exit with its code.
 		code := 1
 		var exit cli.ExitCoder
 		if errors.As(err, &exit) {
@@ -58,10 +58,10 @@ func startProfile(path string) func() {
 	}
 }
 
-// run is the whole program; main only picks the exit code. Everything the commands
+// runCLI is the whole program; main only picks the exit code. Everything the commands
 // print to stdout and stderr (logs, child stderr) passes the redactor, which knows
 // every secret value the process has read or stored.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	redactor := secrets.NewRedactor()
 	out, errw := redactor.Writer(stdout), redactor.Writer(stderr)
 	defer errw.Close()

@@ -13,6 +13,7 @@ import (
 	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/policy"
+	"github.com/nexus-mcp/nexus/run"
 )
 
 func policyCommand() *cli.Command {
@@ -29,25 +30,7 @@ func policyCommand() *cli.Command {
 			ArgsUsage: "ENTRY...",
 			Flags: []cli.Flag{&cli.StringFlag{Name: "agent", Usage: "the agent `NAME`"},
 				&cli.BoolFlag{Name: "default", Usage: "edit policy.default, the rules of every agent without a policy of its own"}},
-			Action: func(c *cli.Context) error {
-				if c.IsSet("agent") == c.Bool("default") {
-					return usageHint(fmt.Sprintf("nexus policy %s needs --agent NAME or --default", verb),
-						fmt.Sprintf("write `nexus policy %s --agent NAME ENTRY...`", verb))
-				}
-				if c.Args().Len() == 0 {
-					return usageError(fmt.Sprintf("policy %s takes one or more ENTRY, e.g. nexus policy %s --agent coder code-kg.kg_regenerate", verb, verb))
-				}
-				e, err := newEnv(c, slog.LevelWarn)
-				if err != nil {
-					return err
-				}
-				if c.Bool("default") {
-					return e.editPolicy("", c.Args().Slice(), func(cfg policy.Config, _, entry string) (policy.Config, error) {
-						return applyDefault(cfg, entry)
-					})
-				}
-				return e.editPolicy(c.String("agent"), c.Args().Slice(), apply)
-			},
+			Action: policyEditAction(verb, apply, applyDefault),
 		}
 	}
 	return &cli.Command{
@@ -58,67 +41,95 @@ func policyCommand() *cli.Command {
 			"an agent's entry replaces the default, and deny beats allow.",
 		Subcommands: []*cli.Command{
 			{
-				Name:  "show",
-				Usage: "connect to the servers and show, per tool, whether the agent may call it and why",
-				Flags: []cli.Flag{agentFlag(), &cli.BoolFlag{Name: "json", Usage: "print JSON"}},
-				Action: func(c *cli.Context) error {
-					e, err := newEnv(c, slog.LevelWarn)
-					if err != nil {
-						return err
-					}
-					return e.showPolicy(c, c.String("agent"), "")
-				},
+				Name:   "show",
+				Usage:  "connect to the servers and show, per tool, whether the agent may call it and why",
+				Flags:  []cli.Flag{agentFlag(), &cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Action: policyShowAction,
 			},
 			{
 				Name:      "explain",
 				Usage:     "tell whether an agent may call TOOL, and the rule that decided",
 				ArgsUsage: "TOOL",
 				Flags:     []cli.Flag{agentFlag(), &cli.BoolFlag{Name: "json", Usage: "print JSON"}},
-				Action: func(c *cli.Context) error {
-					if c.Args().Len() != 1 {
-						return usageError("policy explain takes one TOOL: nexus policy explain [--agent NAME] server.tool")
-					}
-					e, err := newEnv(c, slog.LevelWarn)
-					if err != nil {
-						return err
-					}
-					return e.showPolicy(c, c.String("agent"), c.Args().First())
-				},
+				Action:    policyExplainAction,
 			},
 			{
-				Name:  "check",
-				Usage: "report policy entries (and toolset pins) that name unknown servers or tools (latent permissions)",
-				Action: func(c *cli.Context) error {
-					e, cfg, err := loadEnv(c, slog.LevelError)
-					if err != nil {
-						return err
-					}
-					g, err := e.startGateway(c.Context, cfg, gatewayOptions{noMemory: true})
-					if err != nil {
-						return err
-					}
-					defer g.Close()
-					known := knownTools(g.Gateway)
-					probs := g.Policy().Check(known)
-					for _, p := range probs {
-						fmt.Fprintln(e.stdout, p.String())
-					}
-					// Pins name tools like policy entries do, and go stale the same way.
-					pins := cfg.PinProblems(known)
-					for _, p := range pins {
-						fmt.Fprintln(e.stdout, p)
-					}
-					if n := len(probs) + len(pins); n > 0 {
-						return cli.Exit(fmt.Sprintf("%d policy problem(s)", n), 1)
-					}
-					fmt.Fprintln(e.stdout, "policy ok")
-					return nil
-				},
+				Name:   "check",
+				Usage:  "report policy entries (and toolset pins) that name unknown servers or tools (latent permissions)",
+				Action: policyCheckAction,
 			},
 			edit("allow", policy.Allow, policy.AllowDefault),
 			edit("deny", policy.Deny, policy.DenyDefault),
 			edit("revoke", policy.Revoke, policy.RevokeDefault),
 		},
+	}
+}
+
+// policyCheckAction is the action of `nexus policy check`.
+func policyCheckAction(c *cli.Context) error {
+	e, cfg, err := loadEnv(c, slog.LevelError)
+	if err != nil {
+		return err
+	}
+	g, err := e.startGateway(c.Context, cfg, run.Options{NoMemory: true})
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	known := run.KnownTools(g.Gateway)
+	probs := g.Policy().Check(known)
+	for _, p := range probs {
+		fmt.Fprintln(e.stdout, p.String())
+	}
+	// Pins name tools like policy entries do, and go stale the same way.
+	pins := cfg.PinProblems(known)
+	for _, p := range pins {
+		fmt.Fprintln(e.stdout, p)
+	}
+	if n := len(probs) + len(pins); n > 0 {
+		return cli.Exit(fmt.Sprintf("%d policy problem(s)", n), 1)
+	}
+	fmt.Fprintln(e.stdout, "policy ok")
+	return nil
+}
+
+// policyExplainAction is the action of `nexus policy explain`.
+func policyExplainAction(c *cli.Context) error {
+	e, err := newEnv(c, slog.LevelWarn)
+	if err != nil {
+		return err
+	}
+	return e.showPolicy(c, c.String("agent"), c.Args().First())
+}
+
+// policyShowAction is the action of `nexus policy show`.
+func policyShowAction(c *cli.Context) error {
+	e, err := newEnv(c, slog.LevelWarn)
+	if err != nil {
+		return err
+	}
+	return e.showPolicy(c, c.String("agent"), "")
+}
+
+// policyEditAction is the action of `nexus policy allow` and `nexus policy
+// deny`: verb names which, apply edits an agent's rules and applyDefault the
+// default's.
+func policyEditAction(verb string, apply func(policy.Config, string, string) (policy.Config, error), applyDefault func(policy.Config, string) (policy.Config, error)) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if c.IsSet("agent") == c.Bool("default") {
+			return usageHint(fmt.Sprintf("nexus policy %s needs --agent NAME or --default", verb),
+				fmt.Sprintf("write `nexus policy %s --agent NAME ENTRY...`", verb))
+		}
+		e, err := newEnv(c, slog.LevelWarn)
+		if err != nil {
+			return err
+		}
+		if c.Bool("default") {
+			return e.editPolicy("", c.Args().Slice(), func(cfg policy.Config, _, entry string) (policy.Config, error) {
+				return applyDefault(cfg, entry)
+			})
+		}
+		return e.editPolicy(c.String("agent"), c.Args().Slice(), apply)
 	}
 }
 
@@ -134,7 +145,7 @@ func (e *env) showPolicy(c *cli.Context, agent, tool string) error {
 	if err != nil {
 		return err
 	}
-	g, err := e.startGateway(c.Context, cfg, gatewayOptions{noMemory: true})
+	g, err := e.startGateway(c.Context, cfg, run.Options{NoMemory: true})
 	if err != nil {
 		return err
 	}

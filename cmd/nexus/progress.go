@@ -13,6 +13,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/run"
 )
 
 // progressDelay is how long a wait stays silent: most starts are over before a
@@ -128,7 +129,7 @@ func gatewaySummary(servers []aggregation.Status) func(time.Duration) string {
 		ready := 0
 		var not []string
 		for _, s := range servers {
-			if s.State == "ready" {
+			if s.State == aggregation.StateReady {
 				ready++
 				continue
 			}
@@ -190,7 +191,7 @@ func (h progressHandler) WithGroup(name string) slog.Handler {
 // startGatewayShowingProgress is startGateway that, when a person is waiting (stderr
 // a terminal, and quiet unset: no --json), shows which servers are still connecting
 // and ends with a one-line summary.
-func (e *env) startGatewayShowingProgress(ctx context.Context, cfg *config.Config, opts gatewayOptions, quiet bool) (*running, error) {
+func (e *env) startGatewayShowingProgress(ctx context.Context, cfg *config.Config, opts run.Options, quiet bool) (*run.Runtime, error) {
 	var names []string
 	for _, s := range cfg.EnabledServers() {
 		names = append(names, s.Name)

@@ -14,9 +14,9 @@ func TestProgressLines(t *testing.T) {
 	tests := []struct{ got, want string }{
 		{progressLine([]string{"files"}, 2345*time.Millisecond), "nexus: waiting for files to connect (2.3s)"},
 		{progressLine([]string{"a", "b", "c", "d", "e", "f"}, time.Second), "nexus: waiting for a, b, c, d and 2 more to connect (1s)"},
-		{gatewaySummary([]aggregation.Status{{Name: "a", State: "ready"}, {Name: "b", State: "failed"}})(4100 * time.Millisecond),
+		{gatewaySummary([]aggregation.Status{{Name: "a", State: aggregation.StateReady}, {Name: "b", State: aggregation.StateFailed}})(4100 * time.Millisecond),
 			"nexus: 1 of 2 server(s) ready after 4.1s; not ready: b (failed)"},
-		{gatewaySummary([]aggregation.Status{{Name: "a", State: "ready"}})(time.Second), "nexus: 1 of 1 server(s) ready after 1s"},
+		{gatewaySummary([]aggregation.Status{{Name: "a", State: aggregation.StateReady}})(time.Second), "nexus: 1 of 1 server(s) ready after 1s"},
 	}
 	for _, tc := range tests {
 		if tc.got != tc.want {

@@ -19,15 +19,15 @@ func sampleServerCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "http", Usage: "serve streamable HTTP on `ADDR` instead of stdio"},
 		},
-		Action: func(c *cli.Context) error {
-			if c.Args().Len() != 1 {
-				return usageError("sample-server takes one name: code-kg or doc-kg")
-			}
-			name := c.Args().First()
-			if name != "code-kg" && name != "doc-kg" {
-				return usageError(fmt.Sprintf("unknown sample %q: use code-kg or doc-kg", name))
-			}
-			return samples.Serve(c.Context, name, c.String("http"), c.App.Reader, c.App.Writer, c.App.ErrWriter)
-		},
+		Action: sampleServerAction,
 	}
+}
+
+// sampleServerAction is the action of `nexus sample-server`.
+func sampleServerAction(c *cli.Context) error {
+	name := c.Args().First()
+	if name != "code-kg" && name != "doc-kg" {
+		return usageError(fmt.Sprintf("unknown sample %q: use code-kg or doc-kg", name))
+	}
+	return samples.Serve(c.Context, name, c.String("http"), c.App.Reader, c.App.Writer, c.App.ErrWriter)
 }

@@ -32,110 +32,111 @@ func secretsCommand() *cli.Command {
 				Name:      "set",
 				Usage:     "store a secret; the value comes from a hidden prompt, or from stdin when it is not a terminal",
 				ArgsUsage: "NAME",
-				Action: func(c *cli.Context) error {
-					name := c.Args().First()
-					if c.Args().Len() != 1 {
-						return usageError("secrets set takes one NAME (the value is read from a hidden prompt or stdin, never from a flag that lands in shell history)")
-					}
-					if err := secrets.ValidateName(name); err != nil {
-						return usageError(err.Error())
-					}
-					e, err := newEnv(c, slog.LevelWarn)
-					if err != nil {
-						return err
-					}
-					value, err := readSecret(c.App.Reader, e.stderr, "value for "+name+": ")
-					if err != nil {
-						return err
-					}
-					cfg, _ := e.load()
-					store, err := e.secrets(c.Context, cfg)
-					if err != nil {
-						return err
-					}
-					if err := store.Set(c.Context, name, value); err != nil {
-						return err
-					}
-					if err := e.secretIndex().update(name, true); err != nil {
-						e.log.Warn("secrets list will not show it until the config uses it", "err", err)
-					}
-					fmt.Fprintf(e.stdout, "stored %s in %s; use it in config as ${keyring:%s}\n", name, e.storeName(), name)
-					return nil
-				},
+				Action:    secretsSetAction,
 			},
 			{
-				Name:  "list",
-				Usage: "list the secrets stored and referred to, and where each is used (never values)",
-				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
-				Action: func(c *cli.Context) error {
-					e, cfg, err := loadEnv(c, slog.LevelWarn)
-					if err != nil {
-						return err
-					}
-					used := secretUses(cfg)
-					names := e.storedSecretNames(c.Context)
-					for n := range used {
-						names = append(names, n)
-					}
-					sort.Strings(names)
-					names = slices.Compact(names)
-					if c.Bool("json") {
-						type row struct {
-							Name   string   `json:"name"`
-							UsedBy []string `json:"usedBy"`
-						}
-						rows := []row{}
-						for _, n := range names {
-							rows = append(rows, row{n, nonNil(used[n])})
-						}
-						return printJSON(e.stdout, rows)
-					}
-					if len(names) == 0 {
-						fmt.Fprintln(e.stdout, "no secrets stored or referenced in the config (nexus secrets set NAME stores one)")
-						return nil
-					}
-					tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "SECRET\tUSED BY")
-					for _, n := range names {
-						where := strings.Join(used[n], ", ")
-						switch {
-						case where == "" && strings.HasPrefix(n, "oauth/"):
-							where = "OAuth logins (nexus auth status)"
-						case where == "":
-							where = "nothing yet (refer to it as ${keyring:" + n + "})"
-						}
-						fmt.Fprintf(tw, "%s\t%s\n", n, where)
-					}
-					return tw.Flush()
-				},
+				Name:   "list",
+				Usage:  "list the secrets stored and referred to, and where each is used (never values)",
+				Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Action: secretsListAction,
 			},
 			{
 				Name:      "rm",
 				Usage:     "delete a secret from the secret store (the OS keychain, or the file store)",
 				ArgsUsage: "NAME",
-				Action: func(c *cli.Context) error {
-					if c.Args().Len() != 1 {
-						return usageError("secrets rm takes one NAME")
-					}
-					e, err := newEnv(c, slog.LevelWarn)
-					if err != nil {
-						return err
-					}
-					cfg, _ := e.load()
-					store, err := e.secrets(c.Context, cfg)
-					if err != nil {
-						return err
-					}
-					if err := store.Delete(c.Context, c.Args().First()); err != nil {
-						return err
-					}
-					_ = e.secretIndex().update(c.Args().First(), false) // a stale name only lingers in the list
-					fmt.Fprintf(e.stdout, "deleted %s from %s\n", c.Args().First(), e.storeName())
-					return nil
-				},
+				Action:    secretsRmAction,
 			},
 		},
 	}
+}
+
+// secretsRmAction is the action of `nexus secrets rm`.
+func secretsRmAction(c *cli.Context) error {
+	e, err := newEnv(c, slog.LevelWarn)
+	if err != nil {
+		return err
+	}
+	store, err := e.secrets(c.Context, nil)
+	if err != nil {
+		return err
+	}
+	if err := store.Delete(c.Context, c.Args().First()); err != nil {
+		return err
+	}
+	_ = e.secretIndex().update(c.Args().First(), false) // a stale name only lingers in the list
+	fmt.Fprintf(e.stdout, "deleted %s from %s\n", c.Args().First(), e.storeName())
+	return nil
+}
+
+// secretsListAction is the action of `nexus secrets list`.
+func secretsListAction(c *cli.Context) error {
+	e, cfg, err := loadEnv(c, slog.LevelWarn)
+	if err != nil {
+		return err
+	}
+	used := secretUses(cfg)
+	names := e.storedSecretNames(c.Context)
+	for n := range used {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	names = slices.Compact(names)
+	if c.Bool("json") {
+		type row struct {
+			Name   string   `json:"name"`
+			UsedBy []string `json:"usedBy"`
+		}
+		rows := []row{}
+		for _, n := range names {
+			rows = append(rows, row{n, nonNil(used[n])})
+		}
+		return printJSON(e.stdout, rows)
+	}
+	if len(names) == 0 {
+		fmt.Fprintln(e.stdout, "no secrets stored or referenced in the config (nexus secrets set NAME stores one)")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SECRET\tUSED BY")
+	for _, n := range names {
+		where := strings.Join(used[n], ", ")
+		switch {
+		case where == "" && strings.HasPrefix(n, "oauth/"):
+			where = "OAuth logins (nexus auth status)"
+		case where == "":
+			where = "nothing yet (refer to it as ${keyring:" + n + "})"
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", n, where)
+	}
+	return tw.Flush()
+}
+
+// secretsSetAction is the action of `nexus secrets set`.
+func secretsSetAction(c *cli.Context) error {
+	name := c.Args().First()
+	if err := secrets.ValidateName(name); err != nil {
+		return usageError(err.Error())
+	}
+	e, err := newEnv(c, slog.LevelWarn)
+	if err != nil {
+		return err
+	}
+	value, err := readSecret(c.App.Reader, e.stderr, "value for "+name+": ")
+	if err != nil {
+		return err
+	}
+	store, err := e.secrets(c.Context, nil)
+	if err != nil {
+		return err
+	}
+	if err := store.Set(c.Context, name, value); err != nil {
+		return err
+	}
+	if err := e.secretIndex().update(name, true); err != nil {
+		e.log.Warn("secrets list will not show it until the config uses it", "err", err)
+	}
+	fmt.Fprintf(e.stdout, "stored %s in %s; use it in config as ${keyring:%s}\n", name, e.storeName(), name)
+	return nil
 }
 
 // readSecret reads a value from a hidden terminal prompt, or the first line of a

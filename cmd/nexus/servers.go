@@ -15,6 +15,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/run"
 )
 
 func addCommand() *cli.Command {
@@ -44,68 +45,71 @@ func addCommand() *cli.Command {
 			&cli.StringFlag{Name: "name", Usage: "catalog install: the `SERVER` name to install the entry under (default: the entry's name)"},
 			&cli.StringFlag{Name: "config", Usage: "edit this config `FILE` (a shared layer) instead of the personal one; secrets still go to the secret store"},
 		},
-		Action: func(c *cli.Context) error {
-			name := c.Args().First()
-			if name == "" {
-				return usageError("add needs a NAME: nexus add NAME --command PROGRAM [-- ARGS...]")
-			}
-			if !config.ValidServerName(name) {
-				return usageError(fmt.Sprintf("server name %q: use 1-32 lower-case letters, digits or '-', starting with a letter or digit", name))
-			}
-			e, err := newEnv(c, slog.LevelWarn)
-			if err != nil {
-				return err
-			}
-			if handled, err := addFromCatalog(c, e, name); handled {
-				return err
-			}
-			if c.IsSet("value") || c.IsSet("name") {
-				return usageError(fmt.Sprintf("--value and --name install a catalog entry, and %q is none (nexus catalog list shows them)", name))
-			}
-			if !c.IsSet("command") && !c.IsSet("url") {
-				return e.notInCatalog(name)
-			}
-			srv := &config.Server{Transport: c.String("transport"), Command: c.String("command"), URL: c.String("url"),
-				Args: c.Args().Tail(), Cwd: c.String("cwd")}
-			vals := map[string]map[string]string{}
-			for _, f := range []string{"env", "plain-env", "header", "plain-header"} {
-				if vals[f], err = parsePairs(f, c.StringSlice(f)); err != nil {
-					return err
-				}
-			}
-			secretEnv, secretHeaders := vals["env"], vals["header"]
-			srv.Env, srv.Headers = vals["plain-env"], vals["plain-header"]
-			if err := applyServerFlags(c, srv); err != nil {
-				return err
-			}
-			target := e.edits
-			if cfg, err := e.load(); err == nil {
-				if _, exists := cfg.Servers[name]; exists && !c.Bool("force") {
-					return usageError(fmt.Sprintf("a server named %q already exists (from %s); pass --force to replace it or `nexus remove %s` first", name, cfg.Servers[name].Source, name))
-				}
-			}
-			stored, err := e.storeSecrets(c.Context, name, srv, secretEnv, secretHeaders)
-			if err != nil {
-				return err
-			}
-			err = config.Edit(target, func(d config.Document) error { return d.SetServer(name, srv) })
-			if err != nil {
-				e.deleteSecrets(c.Context, stored) // nothing half-done: the config was not written
-				return err
-			}
-			fmt.Fprintf(e.stdout, "added %s to %s\n", name, target)
-			for _, n := range stored {
-				fmt.Fprintf(e.stdout, "stored secret %s in %s\n", n, e.secretPlace(c.Context, n))
-			}
-			e.fileStoreNotice(len(stored))
-			fmt.Fprintln(e.stdout, memoryHint(name, nil))
-			if srv.URL != "" && !hasHeader(srv.Headers, secretHeaders, "Authorization") {
-				e.offerLogin(c.Context, name, srv.URL)
-			}
-			e.warnMissingCommand(srv.Command)
-			return nil
-		},
+		Action: addAction,
 	}
+}
+
+// addAction is the action of `nexus add`.
+func addAction(c *cli.Context) error {
+	name := c.Args().First()
+	if name == "" {
+		return usageError("add needs a NAME: nexus add NAME --command PROGRAM [-- ARGS...]")
+	}
+	if !config.ValidServerName(name) {
+		return usageError(fmt.Sprintf("server name %q: use 1-32 lower-case letters, digits or '-', starting with a letter or digit", name))
+	}
+	e, err := newEnv(c, slog.LevelWarn)
+	if err != nil {
+		return err
+	}
+	if handled, err := addFromCatalog(c, e, name); handled {
+		return err
+	}
+	if c.IsSet("value") || c.IsSet("name") {
+		return usageError(fmt.Sprintf("--value and --name install a catalog entry, and %q is none (nexus catalog list shows them)", name))
+	}
+	if !c.IsSet("command") && !c.IsSet("url") {
+		return e.notInCatalog(name)
+	}
+	srv := &config.Server{Transport: c.String("transport"), Command: c.String("command"), URL: c.String("url"),
+		Args: c.Args().Tail(), Cwd: c.String("cwd")}
+	vals := map[string]map[string]string{}
+	for _, f := range []string{"env", "plain-env", "header", "plain-header"} {
+		if vals[f], err = parsePairs(f, c.StringSlice(f)); err != nil {
+			return err
+		}
+	}
+	secretEnv, secretHeaders := vals["env"], vals["header"]
+	srv.Env, srv.Headers = vals["plain-env"], vals["plain-header"]
+	if err := applyServerFlags(c, srv); err != nil {
+		return err
+	}
+	target := e.edits
+	if cfg, err := e.load(); err == nil {
+		if _, exists := cfg.Servers[name]; exists && !c.Bool("force") {
+			return usageError(fmt.Sprintf("a server named %q already exists (from %s); pass --force to replace it or `nexus remove %s` first", name, cfg.Servers[name].Source, name))
+		}
+	}
+	stored, err := e.storeSecrets(c.Context, name, srv, secretEnv, secretHeaders)
+	if err != nil {
+		return err
+	}
+	err = config.Edit(target, func(d config.Document) error { return d.SetServer(name, srv) })
+	if err != nil {
+		e.deleteSecrets(c.Context, stored) // nothing half-done: the config was not written
+		return err
+	}
+	fmt.Fprintf(e.stdout, "added %s to %s\n", name, target)
+	for _, n := range stored {
+		fmt.Fprintf(e.stdout, "stored secret %s in %s\n", n, e.secretPlace(c.Context, n))
+	}
+	e.fileStoreNotice(len(stored))
+	fmt.Fprintln(e.stdout, memoryHint(name, nil))
+	if srv.URL != "" && !hasHeader(srv.Headers, secretHeaders, "Authorization") {
+		e.offerLogin(c.Context, name, srv.URL)
+	}
+	e.warnMissingCommand(srv.Command)
+	return nil
 }
 
 func removeCommand() *cli.Command {
@@ -116,52 +120,52 @@ func removeCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Usage: "edit this config `FILE` (a shared layer) instead of the personal one"},
 		},
-		Action: func(c *cli.Context) error {
-			name := c.Args().First()
-			if name == "" || c.Args().Len() > 1 {
-				return usageError("remove takes one NAME: nexus remove NAME")
-			}
-			e, err := newEnv(c, slog.LevelWarn)
-			if err != nil {
-				return err
-			}
-			target := e.edits
-			before, _ := e.load() // to find the server's secrets once it is gone
-			found := false
-			err = config.Edit(target, func(d config.Document) error {
-				found = d.RemoveServer(name)
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			if !found {
-				msg := fmt.Sprintf("no server named %q in %s", name, target)
-				if before != nil {
-					if near := suggest.Closest(name, before.ServerNames()); near != "" {
-						return cli.Exit(fmt.Sprintf("%s; did you mean `nexus remove %s`?", msg, near), 1)
-					}
-				}
-				return cli.Exit(msg+" (nexus list-servers shows the configured ones and their files)", 1)
-			}
-			if before != nil {
-				if purged := e.purgeSecrets(c.Context, before, name); len(purged) > 0 {
-					fmt.Fprintf(e.stdout, "deleted %d secret(s) of %s from %s\n", len(purged), name, e.storeName())
-				}
-			}
-			if cfg, err := e.load(); err == nil {
-				if mem, err := e.openMemory(c.Context, cfg); err == nil {
-					if n, err := mem.Clear(c.Context, name, ""); err == nil && n > 0 {
-						fmt.Fprintf(e.stdout, "forgot %d remembered answers of %s\n", n, name)
-					}
-					mem.Close()
-				}
-			}
-			fmt.Fprintf(e.stdout, "removed %s from %s\n", name, target)
-			e.confirmRunning(c.Context)
-			return nil
-		},
+		Action: removeAction,
 	}
+}
+
+// removeAction is the action of `nexus remove`.
+func removeAction(c *cli.Context) error {
+	name := c.Args().First()
+	e, err := newEnv(c, slog.LevelWarn)
+	if err != nil {
+		return err
+	}
+	target := e.edits
+	before, _ := e.load() // to find the server's secrets once it is gone
+	found := false
+	err = config.Edit(target, func(d config.Document) error {
+		found = d.RemoveServer(name)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if !found {
+		msg := fmt.Sprintf("no server named %q in %s", name, target)
+		if before != nil {
+			if near := suggest.Closest(name, before.ServerNames()); near != "" {
+				return cli.Exit(fmt.Sprintf("%s; did you mean `nexus remove %s`?", msg, near), 1)
+			}
+		}
+		return cli.Exit(msg+" (nexus list-servers shows the configured ones and their files)", 1)
+	}
+	if before != nil {
+		if purged := e.purgeSecrets(c.Context, before, name); len(purged) > 0 {
+			fmt.Fprintf(e.stdout, "deleted %d secret(s) of %s from %s\n", len(purged), name, e.storeName())
+		}
+	}
+	if cfg, err := e.load(); err == nil {
+		if mem, err := e.openMemory(c.Context, cfg); err == nil {
+			if n, err := mem.Clear(c.Context, name, ""); err == nil && n > 0 {
+				fmt.Fprintf(e.stdout, "forgot %d remembered answers of %s\n", n, name)
+			}
+			mem.Close()
+		}
+	}
+	fmt.Fprintf(e.stdout, "removed %s from %s\n", name, target)
+	e.confirmRunning(c.Context)
+	return nil
 }
 
 func listServersCommand() *cli.Command {
@@ -172,111 +176,114 @@ func listServersCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 			&cli.BoolFlag{Name: "live", Usage: "connect to each server and show its state and tool count"},
 		},
-		Action: func(c *cli.Context) error {
-			e, cfg, err := loadEnv(c, slog.LevelError)
-			if err != nil {
-				return err
-			}
-			type row struct {
-				Name      string `json:"name"`
-				Transport string `json:"transport"`
-				Target    string `json:"target"`
-				Disabled  bool   `json:"disabled,omitempty"`
-				Source    string `json:"source"`
-				State     string `json:"state,omitempty"`
-				Tools     *int   `json:"tools,omitempty"`
-				Error     string `json:"error,omitempty"`
-				// Sessions is "shared" or "client"; Upstream counts a "client"
-				// server's open upstream sessions (--live).
-				Sessions    string `json:"sessions"`
-				Upstream    *int   `json:"upstreamSessions,omitempty"`
-				MaxSessions int    `json:"maxSessions,omitempty"`
-				// Protocol is the version the child speaks and its era
-				// (--live): "2026-07-28 (modern)", "2025-11-25 (legacy)".
-				Protocol string `json:"protocol,omitempty"`
-			}
-			rows := []row{}
-			for _, name := range cfg.ServerNames() {
-				s := cfg.Servers[name]
-				target := s.URL
-				if s.Transport == config.TransportStdio {
-					target = strings.Join(append([]string{s.Command}, s.Args...), " ")
-				}
-				r := row{Name: name, Transport: s.Transport, Target: target, Disabled: s.Disabled, Source: s.Source, Sessions: config.SessionsShared}
-				if s.PerClient() {
-					r.Sessions, r.MaxSessions = config.SessionsClient, s.SessionLimit()
-				}
-				rows = append(rows, r)
-			}
-			if c.Bool("live") {
-				g, err := e.startGatewayShowingProgress(c.Context, cfg, gatewayOptions{noMemory: true}, c.Bool("json"))
-				if err != nil {
-					return err
-				}
-				states := map[string]int{}
-				for i, st := range g.Servers() {
-					states[st.Name] = i
-				}
-				all := g.Servers()
-				for i := range rows {
-					if j, ok := states[rows[i].Name]; ok {
-						n := all[j].Tools
-						rows[i].State, rows[i].Tools, rows[i].Error, rows[i].Protocol = string(all[j].State), &n, all[j].Error, all[j].Protocol
-						if all[j].Sessions == config.SessionsClient {
-							up := all[j].UpstreamSessions
-							rows[i].Upstream = &up
-						}
-						if !all[j].NextRetry.IsZero() {
-							rows[i].Error += fmt.Sprintf("; next try in %s", time.Until(all[j].NextRetry).Round(time.Millisecond))
-						}
-					} else {
-						rows[i].State = "disabled"
-					}
-				}
-				g.Close()
-			}
-			if c.Bool("json") {
-				return printJSON(e.stdout, rows)
-			}
-			if len(rows) == 0 {
-				fmt.Fprintf(e.stdout, "no servers configured in %s (nexus add NAME --command PROGRAM adds one; nexus demo shows one running)\n", strings.Join(e.layers, ", "))
-				return nil
-			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tTRANSPORT\tTARGET\tSTATE\tSESSIONS\tSOURCE")
-			for _, r := range rows {
-				state := r.State
-				if state == "" {
-					state = "enabled"
-					if r.Disabled {
-						state = "disabled"
-					}
-				} else if r.Tools != nil && r.State == "ready" {
-					state = fmt.Sprintf("ready (%d tools)", *r.Tools)
-					if r.Protocol != "" {
-						state = fmt.Sprintf("ready (%d tools, %s)", *r.Tools, r.Protocol)
-					}
-				}
-				sessions := r.Sessions
-				if r.Sessions == config.SessionsClient {
-					sessions = fmt.Sprintf("client (max %d)", r.MaxSessions)
-					if r.Upstream != nil {
-						sessions = fmt.Sprintf("client (%d of %d)", *r.Upstream, r.MaxSessions)
-					}
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Transport, truncate(r.Target, 60), state, sessions, r.Source)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			for _, r := range rows { // why a server is not running, and when it tries again
-				if r.Error != "" && r.State != "ready" {
-					fmt.Fprintf(e.stdout, "%s: %s\n", r.Name, r.Error)
-				}
-			}
-			return nil
-		},
+		Action: listServersAction,
 	}
+}
+
+// listServersAction is the action of `nexus list-servers`.
+func listServersAction(c *cli.Context) error {
+	e, cfg, err := loadEnv(c, slog.LevelError)
+	if err != nil {
+		return err
+	}
+	type row struct {
+		Name      string `json:"name"`
+		Transport string `json:"transport"`
+		Target    string `json:"target"`
+		Disabled  bool   `json:"disabled,omitempty"`
+		Source    string `json:"source"`
+		State     string `json:"state,omitempty"`
+		Tools     *int   `json:"tools,omitempty"`
+		Error     string `json:"error,omitempty"`
+		// Sessions is "shared" or "client"; Upstream counts a "client"
+		// server's open upstream sessions (--live).
+		Sessions    string `json:"sessions"`
+		Upstream    *int   `json:"upstreamSessions,omitempty"`
+		MaxSessions int    `json:"maxSessions,omitempty"`
+		// Protocol is the version the child speaks and its era (--live):
+		// "2026-07-28 (modern)", "2025-11-25 (legacy)".
+		Protocol string `json:"protocol,omitempty"`
+	}
+	rows := []row{}
+	for _, name := range cfg.ServerNames() {
+		s := cfg.Servers[name]
+		target := s.URL
+		if s.Transport == config.TransportStdio {
+			target = strings.Join(append([]string{s.Command}, s.Args...), " ")
+		}
+		r := row{Name: name, Transport: s.Transport, Target: target, Disabled: s.Disabled, Source: s.Source, Sessions: config.SessionsShared}
+		if s.PerClient() {
+			r.Sessions, r.MaxSessions = config.SessionsClient, s.SessionLimit()
+		}
+		rows = append(rows, r)
+	}
+	if c.Bool("live") {
+		g, err := e.startGatewayShowingProgress(c.Context, cfg, run.Options{NoMemory: true}, c.Bool("json"))
+		if err != nil {
+			return err
+		}
+		states := map[string]int{}
+		for i, st := range g.Servers() {
+			states[st.Name] = i
+		}
+		all := g.Servers()
+		for i := range rows {
+			if j, ok := states[rows[i].Name]; ok {
+				n := all[j].Tools
+				rows[i].State, rows[i].Tools, rows[i].Error, rows[i].Protocol = string(all[j].State), &n, all[j].Error, all[j].Protocol
+				if all[j].Sessions == config.SessionsClient {
+					up := all[j].UpstreamSessions
+					rows[i].Upstream = &up
+				}
+				if !all[j].NextRetry.IsZero() {
+					rows[i].Error += fmt.Sprintf("; next try in %s", time.Until(all[j].NextRetry).Round(time.Millisecond))
+				}
+			} else {
+				rows[i].State = "disabled"
+			}
+		}
+		g.Close()
+	}
+	if c.Bool("json") {
+		return printJSON(e.stdout, rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(e.stdout, "no servers configured in %s (nexus add NAME --command PROGRAM adds one; nexus demo shows one running)\n", strings.Join(e.layers, ", "))
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tTRANSPORT\tTARGET\tSTATE\tSESSIONS\tSOURCE")
+	for _, r := range rows {
+		state := r.State
+		if state == "" {
+			state = "enabled"
+			if r.Disabled {
+				state = "disabled"
+			}
+		} else if r.Tools != nil && r.State == string(aggregation.StateReady) {
+			state = fmt.Sprintf("ready (%d tools)", *r.Tools)
+			if r.Protocol != "" {
+				state = fmt.Sprintf("ready (%d tools, %s)", *r.Tools, r.Protocol)
+			}
+		}
+		sessions := r.Sessions
+		if r.Sessions == config.SessionsClient {
+			sessions = fmt.Sprintf("client (max %d)", r.MaxSessions)
+			if r.Upstream != nil {
+				sessions = fmt.Sprintf("client (%d of %d)", *r.Upstream, r.MaxSessions)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Transport, truncate(r.Target, 60), state, sessions, r.Source)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rows { // why a server is not running, and when it tries again
+		if r.Error != "" && r.State != string(aggregation.StateReady) {
+			fmt.Fprintf(e.stdout, "%s: %s\n", r.Name, r.Error)
+		}
+	}
+	return nil
 }
 
 // applyServerFlags sets what --cwd, --timeout and --prefix say, for an entry built
@@ -308,13 +315,16 @@ func truncate(s string, n int) string {
 
 func versionCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "version",
-		Usage: "print the version",
-		Action: func(c *cli.Context) error {
-			fmt.Fprintf(c.App.Writer, "nexus %s %s/%s %s\n", aggregation.Version, runtime.GOOS, runtime.GOARCH, runtime.Version())
-			return nil
-		},
+		Name:   "version",
+		Usage:  "print the version",
+		Action: versionAction,
 	}
+}
+
+// versionAction is the action of `nexus version`.
+func versionAction(c *cli.Context) error {
+	fmt.Fprintf(c.App.Writer, "nexus %s %s/%s %s\n", aggregation.Version, runtime.GOOS, runtime.GOARCH, runtime.Version())
+	return nil
 }
 
 // notInCatalog answers `nexus add NAME` with neither --command nor --url for a NAME

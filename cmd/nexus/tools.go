@@ -16,6 +16,7 @@ import (
 	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/memory"
 	"github.com/nexus-mcp/nexus/policy"
+	"github.com/nexus-mcp/nexus/run"
 )
 
 func listToolsCommand() *cli.Command {
@@ -29,86 +30,89 @@ func listToolsCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-name-length", Usage: "the longest wire name, `N` from 20 to 64, as serve --max-name-length", EnvVars: []string{"NEXUS_MAX_NAME_LENGTH"}},
 			&cli.BoolFlag{Name: "cost", Usage: "show only what each agent's tools/list costs, in tokens (estimated: bytes/4 of its JSON), with and without search mode"},
 		},
-		Action: func(c *cli.Context) error {
-			if err := checkAgent(c.String("agent")); err != nil {
-				return err
-			}
-			e, cfg, err := loadEnv(c, slog.LevelWarn)
-			if err != nil {
-				return err
-			}
-			g, err := e.startGatewayShowingProgress(c.Context, cfg, gatewayOptions{noMemory: true, toolNames: c.String("tool-names"), maxNameLength: c.Int("max-name-length")}, c.Bool("json"))
-			if err != nil {
-				return err
-			}
-			defer g.Close()
-			for _, s := range g.Servers() {
-				if s.State != "ready" {
-					e.log.Warn("server not connected; its tools are missing", "server", s.Name, "state", s.State, "err", s.Error)
-				}
-			}
-			agents := cfg.AgentNames()
-			if c.IsSet("agent") {
-				agents = []string{c.String("agent")}
-			}
-			costs := make([]manifestCost, len(agents))
-			for i, a := range agents {
-				costs[i] = newManifestCost(g.ManifestCost(a))
-			}
-			if c.Bool("cost") {
-				if c.Bool("json") {
-					return printJSON(e.stdout, costs)
-				}
-				return printCosts(e.stdout, costs)
-			}
-			type row struct {
-				Canonical   string `json:"canonical"`
-				Wire        string `json:"wire"`
-				Server      string `json:"server"`
-				ReadOnly    bool   `json:"readOnly"`
-				Destructive bool   `json:"destructive,omitempty"`
-				// TTL is how long memory keeps the tool's answers ("none": not kept),
-				// TTLFrom who said so: "config", "command" or "catalog".
-				TTL         string `json:"ttl"`
-				TTLFrom     string `json:"ttlFrom,omitempty"`
-				Description string `json:"description,omitempty"`
-			}
-			rows := []row{}
-			agent := c.String("agent")
-			rules := cfg.MemoryRules()
-			for _, t := range g.Tools() {
-				if c.IsSet("agent") && !g.Policy().Decide(agent, policy.Tool{Name: t.Canonical, ReadOnly: t.Hints.ReadOnly, Destructive: t.Hints.Destructive}).Allowed {
-					continue
-				}
-				ttl, from := memory.TTL{}, ""
-				if mt := t.MemoryTool(); rules.Cacheable(mt) && cfg.Memory.On() {
-					ttl, from = rules.Freshness(mt)
-				}
-				rows = append(rows, row{t.Canonical, t.Wire, t.Server, t.Hints.ReadOnly, t.Hints.Destructive, ttl.String(), from, t.Description()})
-			}
-			if c.Bool("json") {
-				return printJSON(e.stdout, rows)
-			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TOOL\tWIRE NAME\tSERVER\tREAD-ONLY\tTTL\tDESCRIPTION")
-			for _, r := range rows {
-				ro := "no"
-				if r.ReadOnly {
-					ro = "yes"
-				}
-				ttl := r.TTL
-				if r.TTLFrom != "" {
-					ttl += " (" + r.TTLFrom + ")"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Canonical, r.Wire, r.Server, ro, ttl, truncate(r.Description, 70))
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			fmt.Fprintln(e.stdout)
-			return printCosts(e.stdout, costs)
-		},
+		Action: listToolsAction,
 	}
+}
+
+// listToolsAction is the action of `nexus list-tools`.
+func listToolsAction(c *cli.Context) error {
+	if err := checkAgent(c.String("agent")); err != nil {
+		return err
+	}
+	e, cfg, err := loadEnv(c, slog.LevelWarn)
+	if err != nil {
+		return err
+	}
+	g, err := e.startGatewayShowingProgress(c.Context, cfg, run.Options{NoMemory: true, ToolNames: c.String("tool-names"), MaxNameLength: c.Int("max-name-length")}, c.Bool("json"))
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	for _, s := range g.Servers() {
+		if s.State != aggregation.StateReady {
+			e.log.Warn("server not connected; its tools are missing", "server", s.Name, "state", s.State, "err", s.Error)
+		}
+	}
+	agents := cfg.AgentNames()
+	if c.IsSet("agent") {
+		agents = []string{c.String("agent")}
+	}
+	costs := make([]manifestCost, len(agents))
+	for i, a := range agents {
+		costs[i] = newManifestCost(g.ManifestCost(a))
+	}
+	if c.Bool("cost") {
+		if c.Bool("json") {
+			return printJSON(e.stdout, costs)
+		}
+		return printCosts(e.stdout, costs)
+	}
+	type row struct {
+		Canonical   string `json:"canonical"`
+		Wire        string `json:"wire"`
+		Server      string `json:"server"`
+		ReadOnly    bool   `json:"readOnly"`
+		Destructive bool   `json:"destructive,omitempty"`
+		// TTL is how long memory keeps the tool's answers ("none": not kept),
+		// TTLFrom who said so: "config", "command" or "catalog".
+		TTL         string `json:"ttl"`
+		TTLFrom     string `json:"ttlFrom,omitempty"`
+		Description string `json:"description,omitempty"`
+	}
+	rows := []row{}
+	agent := c.String("agent")
+	rules := cfg.MemoryRules()
+	for _, t := range g.Tools() {
+		if c.IsSet("agent") && !g.Policy().Decide(agent, policy.Tool{Name: t.Canonical, ReadOnly: t.Hints.ReadOnly, Destructive: t.Hints.Destructive}).Allowed {
+			continue
+		}
+		ttl, from := memory.TTL{}, ""
+		if mt := t.MemoryTool(); rules.Cacheable(mt) && cfg.Memory.On() {
+			ttl, from = rules.Freshness(mt)
+		}
+		rows = append(rows, row{t.Canonical, t.Wire, t.Server, t.Hints.ReadOnly, t.Hints.Destructive, ttl.String(), from, t.Description()})
+	}
+	if c.Bool("json") {
+		return printJSON(e.stdout, rows)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tWIRE NAME\tSERVER\tREAD-ONLY\tTTL\tDESCRIPTION")
+	for _, r := range rows {
+		ro := "no"
+		if r.ReadOnly {
+			ro = "yes"
+		}
+		ttl := r.TTL
+		if r.TTLFrom != "" {
+			ttl += " (" + r.TTLFrom + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Canonical, r.Wire, r.Server, ro, ttl, truncate(r.Description, 70))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout)
+	return printCosts(e.stdout, costs)
 }
 
 // manifestCost is one agent's line of list-tools --cost: bytes and the tokens
@@ -158,57 +162,57 @@ func callCommand() *cli.Command {
 			&cli.BoolFlag{Name: "no-memory", Usage: "do not answer from or write to memory"},
 			&cli.BoolFlag{Name: "json", Usage: "print the raw result as JSON (the default when stdout is not a terminal)"},
 		},
-		Action: func(c *cli.Context) error {
-			if c.Args().Len() != 1 {
-				return usageError("call takes one TOOL: nexus call TOOL --args '{\"key\": \"value\"}'")
-			}
-			if err := checkAgent(c.String("agent")); err != nil {
-				return err
-			}
-			args, err := callArgs(c.String("args"), c.App.Reader)
-			if err != nil {
-				return err
-			}
-			e, cfg, err := loadEnv(c, slog.LevelWarn)
-			if err != nil {
-				return err
-			}
-			// A call waits only for the servers its tool may belong to. It is audited
-			// like a client's call.
-			g, err := e.startGatewayShowingProgress(c.Context, cfg, gatewayOptions{noMemory: c.Bool("no-memory"),
-				waitFor: aggregation.OwnersOf(cfg, c.Args().First()), observe: true}, c.Bool("json"))
-			if err != nil {
-				return err
-			}
-			defer g.Close()
-			raw, err := g.Call(c.Context, c.String("agent"), c.Args().First(), args)
-			var rpcErr *aggregation.RPCError
-			if errors.As(err, &rpcErr) {
-				return cli.Exit(rpcErr.Message, 1)
-			}
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") || !isTerminal(os.Stdout) {
-				var pretty any
-				if err := json.Unmarshal(raw, &pretty); err != nil {
-					return fmt.Errorf("decoding the result: %w", err)
-				}
-				if err := printJSON(e.stdout, pretty); err != nil {
-					return err
-				}
-			} else if err := printResult(e.stdout, raw); err != nil {
-				return err
-			}
-			var res struct {
-				IsError bool `json:"isError"`
-			}
-			if json.Unmarshal(raw, &res) == nil && res.IsError {
-				return cli.Exit("", 1)
-			}
-			return nil
-		},
+		Action: callAction,
 	}
+}
+
+// callAction is the action of `nexus call`.
+func callAction(c *cli.Context) error {
+	if err := checkAgent(c.String("agent")); err != nil {
+		return err
+	}
+	args, err := callArgs(c.String("args"), c.App.Reader)
+	if err != nil {
+		return err
+	}
+	e, cfg, err := loadEnv(c, slog.LevelWarn)
+	if err != nil {
+		return err
+	}
+	// A call waits only for the servers its tool may belong to. It is audited
+	// like a client's call.
+	g, err := e.startGatewayShowingProgress(c.Context, cfg, run.Options{NoMemory: c.Bool("no-memory"),
+		WaitFor: aggregation.OwnersOf(cfg, c.Args().First()), Observe: true}, c.Bool("json"))
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	raw, err := g.Call(c.Context, c.String("agent"), c.Args().First(), args)
+	var rpcErr *aggregation.RPCError
+	if errors.As(err, &rpcErr) {
+		return cli.Exit(rpcErr.Message, 1)
+	}
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") || !isTerminal(os.Stdout) {
+		var pretty any
+		if err := json.Unmarshal(raw, &pretty); err != nil {
+			return fmt.Errorf("decoding the result: %w", err)
+		}
+		if err := printJSON(e.stdout, pretty); err != nil {
+			return err
+		}
+	} else if err := printResult(e.stdout, raw); err != nil {
+		return err
+	}
+	var res struct {
+		IsError bool `json:"isError"`
+	}
+	if json.Unmarshal(raw, &res) == nil && res.IsError {
+		return cli.Exit("", 1)
+	}
+	return nil
 }
 
 // callArgs reads call's --args: a JSON object written inline, @FILE, or - for

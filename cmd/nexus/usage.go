@@ -110,36 +110,74 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 	return usageHint(msg, fmt.Sprintf("`%s --help` lists its flags", name))
 }
 
-// maxArgs is how many positional arguments a command's ArgsUsage allows, the one
-// rule every command follows: none when it names none, any number after "...",
-// else one per word ("NAME", "[NAME DURATION|off]" is two).
-func maxArgs(argsUsage string) int {
+// argCount is how many positional arguments a command's ArgsUsage allows, the
+// one rule every command follows: the words outside brackets are required, one
+// argument each ("NAME", "claude-desktop|...|FILE"); a bracketed word may be left
+// out ("[NAME DURATION|off]": none to two); a word ending in "..." takes any
+// number more (max -1), and what follows "--" is the child's.
+func argCount(argsUsage string) (min, max int) {
 	if strings.Contains(argsUsage, "...") {
-		return -1
+		max = -1
 	}
-	return len(strings.Fields(argsUsage))
+	depth := 0
+	for _, w := range strings.Fields(argsUsage) {
+		if w == "--" || w == "[--" {
+			break
+		}
+		optional := depth > 0 || strings.HasPrefix(w, "[")
+		depth += strings.Count(w, "[") - strings.Count(w, "]")
+		if !optional {
+			min++
+		}
+		if max >= 0 {
+			max++
+		}
+	}
+	return min, max
 }
 
-// limitArgs refuses extra positional arguments before a leaf command runs: a
-// command that ignored them would do something other than what was typed.
+// needed says what a command that got too few arguments needs: "one NAME",
+// "one of code-kg, doc-kg", "one or more ENTRY", or its whole ArgsUsage when it
+// needs several.
+func needed(argsUsage string, min int) string {
+	if min > 1 {
+		return argsUsage
+	}
+	first := strings.Fields(argsUsage)[0]
+	if w, ok := strings.CutSuffix(first, "..."); ok {
+		return "one or more " + w
+	}
+	if strings.Contains(first, "|") {
+		return "one of " + strings.ReplaceAll(first, "|", ", ")
+	}
+	return "one " + first
+}
+
+// limitArgs checks the count of positional arguments before a leaf command runs:
+// one that ignored extra ones would do something other than what was typed, and
+// one that is missing its arguments says how to call it, the same way for every
+// command. The commands check the values themselves.
 func limitArgs(c *cli.Command) {
 	if c.Action == nil || len(c.Subcommands) > 0 || c.SkipFlagParsing {
 		return
 	}
-	limit := maxArgs(c.ArgsUsage)
-	if limit < 0 {
-		return
-	}
+	min, max := argCount(c.ArgsUsage)
 	action := c.Action
 	c.Action = func(ctx *cli.Context) error {
-		if n := ctx.Args().Len(); n > limit {
-			extra := ctx.Args().Slice()[limit:]
+		name := strings.TrimPrefix(ctx.Command.HelpName, "nexus ")
+		hint := fmt.Sprintf("`%s --help` shows its usage", ctx.Command.HelpName)
+		n := ctx.Args().Len()
+		if max >= 0 && n > max {
+			extra := ctx.Args().Slice()[max:]
 			what := "no arguments"
-			if limit > 0 {
-				what = fmt.Sprintf("at most %d argument(s) (%s)", limit, ctx.Command.ArgsUsage)
+			if max > 0 {
+				what = fmt.Sprintf("at most %d argument(s) (%s)", max, ctx.Command.ArgsUsage)
 			}
-			return usageHint(fmt.Sprintf("%s takes %s, got %q", strings.TrimPrefix(ctx.Command.HelpName, "nexus "), what, strings.Join(extra, " ")),
-				fmt.Sprintf("`%s --help` shows its usage", ctx.Command.HelpName))
+			return usageHint(fmt.Sprintf("%s takes %s, got %q", name, what, strings.Join(extra, " ")), hint)
+		}
+		if n < min {
+			return usageHint(fmt.Sprintf("%s needs %s", name, needed(ctx.Command.ArgsUsage, min)),
+				fmt.Sprintf("write `%s %s`", ctx.Command.HelpName, ctx.Command.ArgsUsage))
 		}
 		return action(ctx)
 	}

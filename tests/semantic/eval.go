@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 
 	"github.com/nexus-mcp/nexus/memory"
+	"github.com/nexus-mcp/nexus/memory/embedder"
+	"github.com/nexus-mcp/nexus/memory/guard"
+	"github.com/nexus-mcp/nexus/memory/sqlite"
 )
 
 // Set is tests/semantic/pairs.json.
@@ -105,7 +108,7 @@ func split(fields []string, args json.RawMessage) (string, string, error) {
 	return text, string(canon) + fmt.Sprint(present), nil
 }
 
-func (s *Set) score(ctx context.Context, e memory.Embedder, pairs []Pair) ([]scored, error) {
+func (s *Set) score(ctx context.Context, e embedder.Embedder, pairs []Pair) ([]scored, error) {
 	out := make([]scored, len(pairs))
 	var texts []string
 	for i, p := range pairs {
@@ -118,7 +121,7 @@ func (s *Set) score(ctx context.Context, e memory.Embedder, pairs []Pair) ([]sco
 		if err != nil {
 			return nil, err
 		}
-		ok, reason := memory.Guard(a, b)
+		ok, reason := guard.Check(a, b)
 		out[i] = scored{Pair: p, a: a, b: b, sameBucket: ra == rb, guardOK: ok, reason: reason}
 		texts = append(texts, a, b)
 	}
@@ -127,7 +130,7 @@ func (s *Set) score(ctx context.Context, e memory.Embedder, pairs []Pair) ([]sco
 		return nil, err
 	}
 	for i := range out {
-		out[i].sim = memory.Cosine(vs[2*i], vs[2*i+1])
+		out[i].sim = embedder.Cosine(vs[2*i], vs[2*i+1])
 	}
 	return out, nil
 }
@@ -158,7 +161,7 @@ type CategoryReport struct {
 }
 
 // Evaluate scores the set with e and replays it through Memory.Call.
-func Evaluate(ctx context.Context, s *Set, e memory.Embedder, th memory.Thresholds, dir string) (*Report, error) {
+func Evaluate(ctx context.Context, s *Set, e embedder.Embedder, th memory.Thresholds, dir string) (*Report, error) {
 	r := &Report{Embedder: e.Identity().ID(), Thresholds: th, Para: len(s.Paraphrases), Near: len(s.NearMisses)}
 	var err error
 	if r.para, err = s.score(ctx, e, s.Paraphrases); err != nil {
@@ -170,7 +173,7 @@ func Evaluate(ctx context.Context, s *Set, e memory.Embedder, th memory.Threshol
 	r.RecallNoGuard, r.RecallGuard, r.GrayPara = count(r.para, th)
 	r.FalseNoGuard, r.FalseGuard, r.GrayNear = count(r.near, th)
 
-	m, err := memory.Open(ctx, memory.Options{Path: filepath.Join(dir, "eval.db"), Embedder: e, Thresholds: &th})
+	m, err := memory.Open(ctx, memory.Options{Backend: sqlite.File(filepath.Join(dir, "eval.db")), Embedder: e, Thresholds: &th})
 	if err != nil {
 		return nil, err
 	}

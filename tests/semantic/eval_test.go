@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/nexus-mcp/nexus/memory"
+	"github.com/nexus-mcp/nexus/memory/embedder"
 )
 
 // Measured with the lexical embedder (v2) at its default thresholds
@@ -21,7 +22,7 @@ func TestLexicalEvaluation(t *testing.T) {
 	if len(set.Paraphrases) < 150 || len(set.NearMisses) < 150 {
 		t.Fatalf("set too small: %d paraphrases, %d near-misses", len(set.Paraphrases), len(set.NearMisses))
 	}
-	e := memory.NewLexicalEmbedder()
+	e := embedder.NewLexical()
 	r, err := Evaluate(context.Background(), set, e, memory.DefaultThresholds(e.Identity()), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +45,7 @@ func TestNoNearMissServed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := memory.NewLexicalEmbedder()
+		e := embedder.NewLexical()
 		r, err := Evaluate(context.Background(), set, e, memory.DefaultThresholds(e.Identity()), t.TempDir())
 		if err != nil {
 			t.Fatal(err)

@@ -25,6 +25,7 @@ import (
 	"runtime"
 
 	"github.com/nexus-mcp/nexus/memory"
+	"github.com/nexus-mcp/nexus/memory/embedder"
 )
 
 func main() {
@@ -45,16 +46,16 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	embedders := []memory.Embedder{memory.NewLexicalEmbedder()}
+	embedders := []embedder.Embedder{embedder.NewLexical()}
 	if *openaiURL != "" {
-		e, err := memory.NewOpenAIEmbedder(memory.HTTPConfig{BaseURL: *openaiURL, Model: *openaiModel, APIKey: *openaiKey, Timeout: 30e9})
+		e, err := embedder.NewOpenAIEmbedder(embedder.HTTPConfig{BaseURL: *openaiURL, Model: *openaiModel, APIKey: *openaiKey, Timeout: 30e9})
 		if err != nil {
 			fail(err)
 		}
 		embedders = append(embedders, e)
 	}
 	if *ollamaURL != "" {
-		e, err := memory.NewOllamaEmbedder(memory.HTTPConfig{BaseURL: *ollamaURL, Model: *ollamaModel, Timeout: 60e9})
+		e, err := embedder.NewOllamaEmbedder(embedder.HTTPConfig{BaseURL: *ollamaURL, Model: *ollamaModel, Timeout: 60e9})
 		if err != nil {
 			fail(err)
 		}

@@ -1,0 +1,155 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/nexus-mcp/nexus/memory"
+)
+
+// writePending writes touches and counters in tx.
+func writePending(ctx context.Context, tx *sql.Tx, touches map[int64]memory.Touch, tools map[string]*memory.Counters) error {
+	if len(touches) > 0 {
+		st, err := tx.PrepareContext(ctx, `UPDATE entries SET last_used_at = max(last_used_at, ?), hits = hits + ? WHERE id = ?`)
+		if err != nil {
+			return fmt.Errorf("prepare touch: %w", err)
+		}
+		defer st.Close()
+		for _, id := range slices.Sorted(maps.Keys(touches)) {
+			t := touches[id]
+			if _, err := st.ExecContext(ctx, t.LastUsed, t.Hits, id); err != nil {
+				return fmt.Errorf("touch entry: %w", err)
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(tools)) {
+		c := tools[name]
+		_, err := tx.ExecContext(ctx, `
+			INSERT INTO tool_stats (tool, server, hits, misses, bypasses, coalesced, saved_ms,
+				semantic_hits, gray_accepted, gray_rejected, gray_unverified, guard_rejections, embed_failures)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (tool) DO UPDATE SET server = excluded.server,
+				hits = hits + excluded.hits, misses = misses + excluded.misses,
+				bypasses = bypasses + excluded.bypasses, coalesced = coalesced + excluded.coalesced,
+				saved_ms = saved_ms + excluded.saved_ms,
+				semantic_hits = semantic_hits + excluded.semantic_hits,
+				gray_accepted = gray_accepted + excluded.gray_accepted,
+				gray_rejected = gray_rejected + excluded.gray_rejected,
+				gray_unverified = gray_unverified + excluded.gray_unverified,
+				guard_rejections = guard_rejections + excluded.guard_rejections,
+				embed_failures = embed_failures + excluded.embed_failures`,
+			name, c.Server, c.Hits, c.Misses, c.Bypasses, c.Coalesced, c.SavedMS,
+			c.SemanticHits, c.GrayAccepted, c.GrayRejected, c.GrayUnverified, c.GuardRejections, c.EmbedFailures)
+		if err != nil {
+			return fmt.Errorf("write counters of %q: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// stats reads the entries and counters of every tool in one snapshot.
+func (s *Store) Stats(ctx context.Context) ([]memory.ToolStats, error) {
+	byTool := map[string]*memory.ToolStats{}
+	get := func(tool, server string) *memory.ToolStats {
+		ts := byTool[tool]
+		if ts == nil {
+			ts = &memory.ToolStats{Tool: tool, Server: server}
+			byTool[tool] = ts
+		}
+		return ts
+	}
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT tool, server, count(*), sum(size) FROM entries GROUP BY tool, server`)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var tool, server string
+		var n, b int64
+		if err := rows.Scan(&tool, &server, &n, &b); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ts := get(tool, server)
+		ts.Entries += n
+		ts.Bytes += b
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	rows, err = tx.QueryContext(ctx, `SELECT tool, server, hits, misses, bypasses, coalesced, saved_ms,
+		semantic_hits, gray_accepted, gray_rejected, gray_unverified, guard_rejections, embed_failures FROM tool_stats`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var tool, server string
+		var c memory.Counters
+		if err := rows.Scan(&tool, &server, &c.Hits, &c.Misses, &c.Bypasses, &c.Coalesced, &c.SavedMS,
+			&c.SemanticHits, &c.GrayAccepted, &c.GrayRejected, &c.GrayUnverified, &c.GuardRejections, &c.EmbedFailures); err != nil {
+			return nil, err
+		}
+		ts := get(tool, server)
+		ts.Hits, ts.Misses, ts.Bypasses, ts.Coalesced, ts.SavedMS = c.Hits, c.Misses, c.Bypasses, c.Coalesced, c.SavedMS
+		ts.Similarity = c.Similarity()
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]memory.ToolStats, 0, len(byTool))
+	for _, ts := range byTool {
+		out = append(out, *ts)
+	}
+	return out, nil
+}
+
+// list returns up to limit entries (all if limit <= 0), most recently
+// used first.
+func (s *Store) List(ctx context.Context, limit int) ([]memory.EntryInfo, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT id, tool, server, scope, fingerprint, args, size, duration_ms,
+			created_at, expires_at, last_used_at, hits, coalesce(free_text, ''), coalesce(embedder, '')
+		FROM entries ORDER BY last_used_at DESC, id DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []memory.EntryInfo
+	for rows.Next() {
+		var (
+			e                 memory.EntryInfo
+			args              string
+			created, lastUsed int64
+			expires           sql.NullInt64
+		)
+		if err := rows.Scan(&e.ID, &e.Tool, &e.Server, &e.Scope, &e.Fingerprint, &args, &e.Size,
+			&e.DurationMS, &created, &expires, &lastUsed, &e.Hits, &e.Text, &e.Embedder); err != nil {
+			return nil, err
+		}
+		e.Args = json.RawMessage(args)
+		e.CreatedAt = time.UnixMilli(created)
+		e.LastUsedAt = time.UnixMilli(lastUsed)
+		if expires.Valid {
+			t := time.UnixMilli(expires.Int64)
+			e.ExpiresAt = &t
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

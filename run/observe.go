@@ -1,0 +1,172 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nexus-mcp/nexus/aggregation"
+	"github.com/nexus-mcp/nexus/audit"
+	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/status"
+	"github.com/nexus-mcp/nexus/telemetry"
+)
+
+// observation is what a serving gateway is watched with: its metrics, its audit
+// trail and its traces. It is the gateway's one Observer: each finished call is
+// counted and, when it is a refusal or may have changed something, queued for the
+// trail. Close flushes and stops all three, after the gateway is closed.
+type observation struct {
+	metrics *telemetry.Metrics // nil when no one can scrape them
+	store   *audit.Store       // nil when the trail is off or could not be opened
+	trail   *audit.Writer
+	tracing *telemetry.Tracing // nil when tracing is off
+	redact  func([]byte) []byte
+	// text redacts what people and scrapers read: the status page, metric labels.
+	text func(string) string
+	// cfg is the config in force (it changes on reload), for audit.arguments.
+	cfg func() *config.Config
+}
+
+// observe builds what cfg and the command ask for. Nothing here may stop the
+// gateway from serving: a trail or a collector that cannot be reached is logged
+// and the gateway runs without it.
+func observe(ctx context.Context, cfg *config.Config, e Env, metrics bool) *observation {
+	red := e.redactor()
+	o := &observation{redact: red.JSON, text: red.String, cfg: func() *config.Config { return cfg }}
+	if metrics {
+		o.metrics = telemetry.NewMetrics(o.text)
+	}
+	if cfg.Audit.On() {
+		store, err := OpenAudit(ctx, cfg, e)
+		if err != nil {
+			e.Logger.Warn("the audit trail is off for this run", "err", err)
+		} else {
+			o.store = store
+			o.trail = audit.NewWriter(store, audit.WriterOptions{Logger: e.Logger, MaxAge: cfg.Audit.Age(), MaxBytes: cfg.Audit.Bytes()})
+		}
+	}
+	tr, err := telemetry.NewTracing(ctx, cfg.Tracing.Endpoint, aggregation.Version)
+	if err != nil {
+		e.Logger.Warn("tracing is off for this run", "err", err)
+	} else if tr != nil {
+		o.tracing = tr
+		e.Logger.Info("tracing: spans are sent with OTLP/HTTP", "endpoint", tr.Endpoint)
+	}
+	return o
+}
+
+// OpenAudit opens the trail where the config keeps shared state: the PostgreSQL
+// database of the postgres memory backend (shared by replicas), else audit.db in
+// e.Home.
+func OpenAudit(ctx context.Context, cfg *config.Config, e Env) (*audit.Store, error) {
+	if cfg.Memory.Backend == config.BackendPostgres {
+		dsn, err := e.resolve(cfg.Memory.DSN)
+		if err != nil {
+			return nil, fmt.Errorf("memory.dsn: %w", err)
+		}
+		return audit.OpenPostgres(dsn)
+	}
+	if err := os.MkdirAll(e.Home, 0o700); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", e.Home, err)
+	}
+	return audit.OpenSQLite(ctx, filepath.Join(e.Home, "audit.db"))
+}
+
+// OpenAuditToRead opens the trail for `nexus audit` and `nexus cache stats`; a
+// SQLite trail that was never written is ErrNoTrail, not created.
+func OpenAuditToRead(ctx context.Context, cfg *config.Config, e Env) (*audit.Store, error) {
+	if cfg.Memory.Backend != config.BackendPostgres {
+		path := filepath.Join(e.Home, "audit.db")
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w at %s: nexus serve writes it when calls are refused or change something", ErrNoTrail, path)
+		}
+	}
+	return OpenAudit(ctx, cfg, e)
+}
+
+// ErrNoTrail is OpenAuditToRead's error when no gateway wrote a trail yet.
+var ErrNoTrail = errors.New("no audit trail yet")
+
+// apply sets the observer and, when tracing is on, the tracer the gateway is built with.
+func (o *observation) apply(opts *aggregation.Options) {
+	opts.Observer = o
+	if o.tracing != nil {
+		opts.Tracer = o.tracing
+	}
+}
+
+// attach reads the gateway's state for metrics, and its config in force.
+func (o *observation) attach(g *aggregation.Gateway) {
+	o.cfg = g.Config
+	if o.metrics != nil {
+		o.metrics.SetSource(g)
+	}
+}
+
+// Observe is the gateway's observer: metrics for every call, the trail for a
+// refusal or an allowed call of a tool that is not read-only.
+func (o *observation) Observe(c *aggregation.Call) {
+	if o.metrics != nil {
+		o.metrics.Observe(c)
+	}
+	if o.trail == nil || !audited(c) {
+		return
+	}
+	r := audit.Record{Time: c.Start, Agent: c.Agent, Method: c.Method, Tool: c.Tool, Server: c.Server,
+		Refused: c.Outcome == aggregation.OutcomeRefused, Rule: c.Rule, Origin: c.Origin, Source: c.Source,
+		Outcome: string(c.Outcome), Duration: c.Duration, Memory: c.Memory}
+	if r.Tool == "" {
+		r.Tool = c.Requested
+	}
+	if len(c.Arguments) > 0 && o.cfg().Audit.Arguments {
+		r.Arguments = o.redact(append([]byte(nil), c.Arguments...))
+	}
+	o.trail.Add(r)
+}
+
+// audited says which calls the trail keeps: every refusal, and every call the
+// policy allowed to a tool that is not read-only. Read-only calls that were
+// allowed are the bulk of the traffic and change nothing: metrics count them.
+func audited(c *aggregation.Call) bool {
+	if !c.Decided {
+		return false
+	}
+	return !c.Allowed || !c.ReadOnly
+}
+
+// pages are the read-only pages served beside /mcp, or on --metrics' address.
+func (o *observation) pages(g *aggregation.Gateway) map[string]http.Handler {
+	src := status.Sources{Gateway: g, Redact: o.text}
+	if o.store != nil {
+		src.Refusals = func(ctx context.Context, limit int) ([]audit.Record, error) {
+			if err := o.trail.Flush(ctx); err != nil {
+				return nil, err
+			}
+			return o.store.Query(ctx, audit.Filter{Refused: true, Limit: limit})
+		}
+	}
+	out := map[string]http.Handler{"/": status.Handler(src)}
+	if o.metrics != nil {
+		out["/metrics"] = o.metrics.Handler()
+	}
+	return out
+}
+
+// Close writes what the trail holds, then sends the spans left; the gateway is
+// closed first, so no call is still being observed.
+func (o *observation) Close() {
+	if o.trail != nil {
+		_ = o.trail.Close()
+		_ = o.store.Close()
+	}
+	if o.tracing != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = o.tracing.Shutdown(ctx)
+	}
+}
