@@ -572,6 +572,9 @@ type conn struct {
 	// opened it, whose stream carries what the child asks while it starts.
 	owner  *session
 	opener *caller
+	// tool is the child's definition of a tool whose arguments a modern HTTP
+	// request mirrors into Mcp-Param headers (child.paramHeaderTool).
+	tool func(name string) *mcp.Tool
 	// askedRoots is set once the child asked for roots: a change of a client's
 	// roots may change its answers.
 	askedRoots atomic.Bool
@@ -633,7 +636,8 @@ func (c *child) connect(ctx context.Context, owner *session, opener *caller) (*c
 		c.beforeStart(c.config())
 	}
 	cn := &conn{server: c.name, done: make(chan struct{}), notes: make(chan mcp.JSONRPCNotification, 256), tail: &tailBuffer{},
-		relist: make(chan struct{}, 1), owner: owner, opener: opener, declared: c.capabilities(owner), listen: newListening()}
+		relist: make(chan struct{}, 1), owner: owner, opener: opener, declared: c.capabilities(owner), listen: newListening(),
+		tool: c.paramHeaderTool}
 	var err error
 	switch c.config().Transport {
 	case config.TransportStdio:

@@ -1,6 +1,7 @@
 package aggregation
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -386,7 +387,40 @@ func (cn *conn) standardHeaders(method string, params json.RawMessage) http.Head
 		h.Set(k, v)
 	}
 	h.Set(mcp.HeaderProtocolVersion, cn.protocolVersion())
+	if mcp.MCPMethod(method) == mcp.MethodToolsCall && cn.tool != nil {
+		// The arguments the tool's schema mirrors into headers (x-mcp-header),
+		// which a modern HTTP server checks against the body.
+		var call struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(params, &call) == nil {
+			if t := cn.tool(call.Name); t != nil {
+				for k, v := range mcp.GenerateParamHeaders(t, params) {
+					h.Set(k, v)
+				}
+			}
+		}
+	}
 	return h
+}
+
+// paramHeaderTool is the child's definition of the tool it calls name when its
+// schema mirrors arguments into headers (x-mcp-header), nil otherwise: the
+// definition Mcp-Param headers are made from.
+func (c *child) paramHeaderTool(name string) *mcp.Tool {
+	c.mu.Lock()
+	raws := c.raws
+	c.mu.Unlock()
+	for _, raw := range raws {
+		if !bytes.Contains(raw, []byte("x-mcp-header")) {
+			continue
+		}
+		var t mcp.Tool
+		if json.Unmarshal(raw, &t) == nil && t.Name == name {
+			return &t
+		}
+	}
+	return nil
 }
 
 // describeProtocol says a protocol version and its era, for people:

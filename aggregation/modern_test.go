@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/nexus-mcp/nexus/config"
 )
@@ -797,4 +799,37 @@ func TestModernClientModernChild(t *testing.T) {
 			t.Errorf("want 400 -32021 naming elicitation, got %d %s %+v", status, m.Result, m.Error)
 		}
 	})
+}
+
+// TestModernHTTPChildParamHeaders: a modern HTTP child checks that a call mirrors
+// the arguments its tool's schema names (x-mcp-header) into Mcp-Param headers, as
+// mcp-go's server does; Nexus, its client, mirrors them, for clients of either era.
+func TestModernHTTPChildParamHeaders(t *testing.T) {
+	c := newTestChild("far")
+	h := server.NewStreamableHTTPServer(c.srv) // dual-era: Nexus speaks it 2026-07-28
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	cfg, err := config.Parse("test.json", []byte(fmt.Sprintf(`{"servers": {"far": {"transport": "streamable-http", "url": %q}}}`, ts.URL+"/mcp")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := serveHTTP(t, g).URL + "/mcp"
+	if st := g.Servers(); !strings.Contains(st[0].Protocol, "modern") {
+		t.Fatalf("the child is not spoken 2026-07-28: %+v", st[0])
+	}
+	args := map[string]any{"region": "us-west1", "opts": map[string]any{"limit": 3}}
+	legacy := httpClient(t, url, "")
+	legacy.initialize("legacy")
+	if m := legacy.request("tools/call", map[string]any{"name": "far__region", "arguments": args}); m.Error != nil || !strings.Contains(string(m.Result), `region call {\"opts\":{\"limit\":3},\"region\":\"us-west1\"}`) {
+		t.Errorf("a legacy client's call: %s %+v", m.Result, m.Error)
+	}
+	_, msgs := modernHTTP(t, url, "", 2, "tools/call", withMeta(map[string]any{"name": "far__region", "arguments": args}, modernMeta(nil)),
+		map[string]string{"Mcp-Param-Region": "us-west1", "Mcp-Param-Limit": "3"})
+	if m := last(t, msgs); m.Error != nil || !strings.Contains(string(m.Result), "region call") {
+		t.Errorf("a modern client's call: %s %+v", m.Result, m.Error)
+	}
 }
