@@ -59,59 +59,88 @@ type clientMeta struct {
 	clientName string
 	level      string
 	hasLevel   bool
+	// params are the request's params without the protocol fields, which describe
+	// the hop to Nexus and go no further: what the method's step is given.
+	params json.RawMessage
+	// err is why the params could not be read.
+	err error
 }
 
-// metaVersion is the protocol version a request's _meta names, or "" without one.
-// The common legacy request has no such key, and is not decoded for it.
-func metaVersion(params json.RawMessage) string {
-	if !bytes.Contains(params, []byte(metaProtocolVersion)) {
-		return ""
-	}
-	m, _ := readRequestMeta(params)
-	return m.version
+// modern reports whether the _meta names a protocol version that is not one of the
+// initialize era's. (One that names a legacy version is a legacy client's, and goes
+// its session's way.)
+func (m clientMeta) modern() bool { return m.version != "" && !legacyVersion(m.version) }
+
+// mayBeModern reports whether params could carry a modern _meta, without decoding
+// them: the common legacy request has no such key.
+func mayBeModern(params json.RawMessage) bool {
+	return bytes.Contains(params, []byte(metaProtocolVersion))
 }
 
-// modernRequest reports whether a request is of the modern era by its _meta: it
-// names a protocol version that is not one of the initialize era's. (One that names
-// a legacy version is a legacy client's, and goes its session's way.)
-func modernRequest(params json.RawMessage) bool {
-	v := metaVersion(params)
-	return v != "" && !legacyVersion(v)
-}
-
-// readRequestMeta reads the protocol fields of a request's _meta.
-func readRequestMeta(params json.RawMessage) (clientMeta, error) {
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	var m clientMeta
+// readRequestMeta reads the protocol fields of a request's _meta, once for the whole
+// request: the era's classification, the HTTP header checks and the request's own
+// session all use what it read.
+func readRequestMeta(params json.RawMessage) clientMeta {
+	var fields map[string]json.RawMessage
+	m := clientMeta{params: params}
 	if len(params) == 0 {
-		return m, nil
+		return m
 	}
-	if err := json.Unmarshal(params, &p); err != nil {
-		return m, fmt.Errorf("params must be an object: %w", err)
+	if err := json.Unmarshal(params, &fields); err != nil || fields == nil {
+		m.err = fmt.Errorf("params must be an object: %v", err)
+		return m
 	}
-	if raw, ok := p.Meta[metaProtocolVersion]; ok {
-		m.hasVersion = true
-		if json.Unmarshal(raw, &m.version) != nil {
-			return m, fmt.Errorf("_meta[%q] must be a string", metaProtocolVersion)
+	var meta map[string]json.RawMessage
+	if raw, ok := fields["_meta"]; ok {
+		if json.Unmarshal(raw, &meta) != nil {
+			m.err = fmt.Errorf("_meta must be an object")
+			return m
 		}
 	}
-	if raw, ok := p.Meta[metaClientCaps]; ok && len(raw) > 0 && raw[0] == '{' {
+	m.read(meta)
+	if m.err != nil {
+		return m
+	}
+	n := len(meta)
+	for k := range meta {
+		if hopMetaKey(k) {
+			delete(meta, k)
+		}
+	}
+	if len(meta) != n {
+		if len(meta) == 0 {
+			delete(fields, "_meta")
+		} else {
+			fields["_meta"] = marshal(meta)
+		}
+		m.params = marshal(fields)
+	}
+	return m
+}
+
+// read takes the protocol fields out of a request's _meta.
+func (m *clientMeta) read(meta map[string]json.RawMessage) {
+	if raw, ok := meta[metaProtocolVersion]; ok {
+		m.hasVersion = true
+		if json.Unmarshal(raw, &m.version) != nil {
+			m.err = fmt.Errorf("_meta[%q] must be a string", metaProtocolVersion)
+			return
+		}
+	}
+	if raw, ok := meta[metaClientCaps]; ok && len(raw) > 0 && raw[0] == '{' {
 		m.caps = raw
 	}
-	if raw, ok := p.Meta[metaClientInfo]; ok {
+	if raw, ok := meta[metaClientInfo]; ok {
 		var info struct {
 			Name string `json:"name"`
 		}
 		_ = json.Unmarshal(raw, &info) // optional, and only a hint
 		m.clientName = info.Name
 	}
-	if raw, ok := p.Meta[metaLogLevel]; ok {
+	if raw, ok := meta[metaLogLevel]; ok {
 		m.hasLevel = true
 		_ = json.Unmarshal(raw, &m.level)
 	}
-	return m, nil
 }
 
 // check is why a modern request's protocol fields cannot be served, or nil: a

@@ -304,9 +304,12 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 		writeJSON(w, http.StatusBadRequest, h.g.redact(bad))
 		return
 	}
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !legacyVersion(v) || modernRequest(m.Params) {
-		h.modern(w, r, agent, m)
-		return
+	header := r.Header.Get("Mcp-Protocol-Version")
+	if header != "" && !legacyVersion(header) || mayBeModern(m.Params) {
+		if meta := readRequestMeta(m.Params); header != "" && !legacyVersion(header) || meta.modern() {
+			h.modern(w, r, agent, m, meta)
+			return
+		}
 	}
 	if m.Method == "initialize" && r.Header.Get("Mcp-Session-Id") == "" {
 		h.initialize(w, r, agent, m)

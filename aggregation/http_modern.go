@@ -14,7 +14,7 @@ import (
 // in front may route or filter on them, so a request whose headers say something
 // else is refused); then the request's own path (serveModern), whose error code
 // decides the HTTP status.
-func (h *httpFront) modern(w http.ResponseWriter, r *http.Request, agent string, m *message) {
+func (h *httpFront) modern(w http.ResponseWriter, r *http.Request, agent string, m *message, meta clientMeta) {
 	id := m.ID
 	if !m.isRequest() {
 		// A notification (or a stray response) needs no answer; closing a
@@ -22,7 +22,7 @@ func (h *httpFront) modern(w http.ResponseWriter, r *http.Request, agent string,
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	if rpcErr := checkModernHeaders(r.Header, m); rpcErr != nil {
+	if rpcErr := checkModernHeaders(r.Header, m, meta.version); rpcErr != nil {
 		writeJSON(w, modernStatus(rpcErr.Code), h.g.redact(responseBytes(id, nil, rpcErr)))
 		return
 	}
@@ -38,7 +38,7 @@ func (h *httpFront) modern(w http.ResponseWriter, r *http.Request, agent string,
 		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	}
 	rep := newHTTPReply(w, r)
-	resp, code := h.g.serveModern(r.Context(), origin{front: frontHTTP, agent: agent, credential: h.credential(r), headers: r.Header}, m, rep)
+	resp, code := h.g.serveModern(r.Context(), origin{front: frontHTTP, agent: agent, credential: h.credential(r), headers: r.Header}, m, meta, rep)
 	if resp == nil {
 		rep.reply(nil)
 		return
@@ -56,9 +56,8 @@ func (h *httpFront) modernBound() int {
 // checkModernHeaders checks that the headers a 2026-07-28 POST must carry say what
 // its body says: MCP-Protocol-Version the _meta's version, Mcp-Method the method,
 // Mcp-Name the name or URI of a tools/call, prompts/get or resources/read.
-func checkModernHeaders(hd http.Header, m *message) *RPCError {
+func checkModernHeaders(hd http.Header, m *message, inBody string) *RPCError {
 	version := strings.TrimSpace(hd.Get("Mcp-Protocol-Version"))
-	inBody := metaVersion(m.Params)
 	switch {
 	case version == "":
 		return &RPCError{Code: codeHeaderMismatch, Message: "a 2026-07-28 request over HTTP must carry the MCP-Protocol-Version header, equal to its _meta's protocol version"}

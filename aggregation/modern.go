@@ -67,10 +67,9 @@ type origin struct {
 // serveModern runs one modern request. It returns the response, already through
 // the redactor, and the JSON-RPC error code it carries (0 for a result) for the
 // HTTP status; a nil response sends nothing.
-func (g *Gateway) serveModern(ctx context.Context, from origin, m *message, r sink) ([]byte, int) {
-	meta, err := readRequestMeta(m.Params)
-	if err != nil {
-		return g.redact(errorBytes(m.ID, codeInvalidParams, "%s: %v", m.Method, err)), codeInvalidParams
+func (g *Gateway) serveModern(ctx context.Context, from origin, m *message, meta clientMeta, r sink) ([]byte, int) {
+	if meta.err != nil {
+		return g.redact(errorBytes(m.ID, codeInvalidParams, "%s: %v", m.Method, meta.err)), codeInvalidParams
 	}
 	if rpcErr := meta.check(); rpcErr != nil {
 		return g.redact(responseBytes(m.ID, nil, rpcErr)), rpcErr.Code
@@ -107,7 +106,7 @@ func (g *Gateway) serveModern(ctx context.Context, from origin, m *message, r si
 	if sp.IsRecording() {
 		sp.SetAttributes(attribute.String("nexus.agent", agent), attribute.String("nexus.front", front), attribute.String("nexus.protocol", meta.version))
 	}
-	result, rpcErr := step(ctx, s, m.Params, r)
+	result, rpcErr := step(ctx, s, meta.params, r)
 	if rpcErr != nil {
 		sp.SetStatus(codes.Error, rpcErr.Message)
 	}

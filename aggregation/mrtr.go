@@ -202,6 +202,16 @@ func bridged(name string, step method) method {
 			}
 			return g.wrapChildState(s, name, digest(), server, raw), nil
 		}
+		if !s.caps.sampling && !s.caps.elicitation && !s.caps.roots {
+			// A client that declared none of them is never asked anything
+			// (forwardChildRequest refuses, or answers roots with none): the call
+			// runs here, without a flight.
+			raw, rpcErr := step(ctx, s, params, r)
+			if rpcErr != nil {
+				return nil, rpcErr
+			}
+			return wrap(raw)
+		}
 		return g.fly(ctx, s, name, digest, params, r, step, wrap)
 	}
 }

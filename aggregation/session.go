@@ -149,13 +149,15 @@ func (s *session) handle(ctx context.Context, m *message, r sink) {
 		return
 	}
 	defer s.release()
-	if s.front == frontStdio && modernRequest(m.Params) {
+	if s.front == frontStdio && mayBeModern(m.Params) {
 		// A 2026-07-28 request is served on its own, whether or not this
 		// connection also initialized a legacy session.
-		if resp, _ := s.g.serveModern(ctx, origin{conn: s, front: frontStdio, agent: s.preset}, m, r); resp != nil {
-			r.reply(resp)
+		if meta := readRequestMeta(m.Params); meta.modern() {
+			if resp, _ := s.g.serveModern(ctx, origin{conn: s, front: frontStdio, agent: s.preset}, m, meta, r); resp != nil {
+				r.reply(resp)
+			}
+			return
 		}
-		return
 	}
 	s.respond(ctx, m, r)
 }
