@@ -320,19 +320,11 @@ func TestModernParamHeaders(t *testing.T) {
 // _meta asked for them and at its level, on its own stream, before its result (the
 // raw child writes its log line before its result).
 func TestModernLogLevel(t *testing.T) {
-	cfg, err := config.Parse("test.json", []byte(fmt.Sprintf(`{"servers": {"raw": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "raw"}}}}`, os.Args[0])))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(cfg, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := serveHTTP(t, g).URL + "/mcp"
+	_, url := agentsGateway(t, testChildServer("raw", "raw", ""))
 	call := map[string]any{"name": "raw__note", "arguments": map[string]any{}}
-	_, quiet := modernHTTP(t, url, "", 1, "tools/call", withMeta(call, modernMeta(nil)), nil)
-	_, loud := modernHTTP(t, url, "", 2, "tools/call", withMeta(call, modernMeta(nil, metaLogLevel, "debug")), nil)
-	_, above := modernHTTP(t, url, "", 3, "tools/call", withMeta(call, modernMeta(nil, metaLogLevel, "error")), nil)
+	_, quiet := modernHTTP(t, url, tokens["tester"], 1, "tools/call", withMeta(call, modernMeta(nil)), nil)
+	_, loud := modernHTTP(t, url, tokens["tester"], 2, "tools/call", withMeta(call, modernMeta(nil, metaLogLevel, "debug")), nil)
+	_, above := modernHTTP(t, url, tokens["tester"], 3, "tools/call", withMeta(call, modernMeta(nil, metaLogLevel, "error")), nil)
 	count := func(msgs []wireMsg) int {
 		n := 0
 		for _, m := range msgs {
@@ -619,19 +611,7 @@ func TestListen(t *testing.T) {
 // the task by a handle of Nexus's, which it polls and cancels through Nexus, which
 // another agent cannot use and which cannot be forged.
 func TestModernTasksExtension(t *testing.T) {
-	cfg, err := config.Parse("test.json", []byte(fmt.Sprintf(`{
-		"servers": {"raw": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "raw-tasks"}}},
-		"agents": {"tester": {"tokenSha256": %q}, "other": {"tokenSha256": %q}},
-		"policy": {"agents": {"tester": {"allow": ["*"]}, "other": {"allow": ["*"]}}}
-	}`, os.Args[0], TokenHash(tokens["tester"]), TokenHash(tokens["other"]))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(cfg, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := serveHTTP(t, g).URL + "/mcp"
+	_, url := agentsGateway(t, testChildServer("raw", "raw-tasks", ""))
 	ext := map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}}
 	ask := func(agent, method string, params map[string]any, caps map[string]any) wireMsg {
 		t.Helper()
@@ -676,15 +656,16 @@ func TestModernTasksExtension(t *testing.T) {
 	}
 }
 
-// modernChildFixture is a gateway whose one child, fresh, is the test child spoken
-// 2026-07-28: its ask tool asks for input with an InputRequiredResult of its own.
-func modernChildFixture(t *testing.T) (*Gateway, string) {
+// agentsGateway serves a gateway of the servers given (a config's "servers" object)
+// to the agents tester and other, both allowed everything, and returns it with its
+// /mcp URL.
+func agentsGateway(t *testing.T, servers string) (*Gateway, string) {
 	t.Helper()
 	cfg, err := config.Parse("test.json", []byte(fmt.Sprintf(`{
-		"servers": {"fresh": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "fresh", "NEXUS_TEST_CHILD_ERA": "modern"}}},
+		"servers": %s,
 		"agents": {"tester": {"tokenSha256": %q}, "other": {"tokenSha256": %q}},
 		"policy": {"agents": {"tester": {"allow": ["*"]}, "other": {"allow": ["*"]}}}
-	}`, os.Args[0], TokenHash(tokens["tester"]), TokenHash(tokens["other"]))))
+	}`, servers, TokenHash(tokens["tester"]), TokenHash(tokens["other"]))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -692,7 +673,23 @@ func modernChildFixture(t *testing.T) (*Gateway, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := serveHTTP(t, g).URL + "/mcp"
+	return g, serveHTTP(t, g).URL + "/mcp"
+}
+
+// testChildServer is a "servers" entry that runs this test binary as the child
+// NEXUS_TEST_CHILD names, with more environment in env ("K": "V" pairs).
+func testChildServer(name, child, env string) string {
+	if env != "" {
+		env = ", " + env
+	}
+	return fmt.Sprintf(`{%q: {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": %q%s}}}`, name, os.Args[0], child, env)
+}
+
+// modernChildFixture is a gateway whose one child, fresh, is the test child spoken
+// 2026-07-28: its ask tool asks for input with an InputRequiredResult of its own.
+func modernChildFixture(t *testing.T) (*Gateway, string) {
+	t.Helper()
+	g, url := agentsGateway(t, testChildServer("fresh", "fresh", `"NEXUS_TEST_CHILD_ERA": "modern"`))
 	if st := g.Servers(); len(st) != 1 || !strings.Contains(st[0].Protocol, "modern") {
 		t.Fatalf("the child is not spoken the modern era: %+v", st)
 	}
@@ -809,25 +806,17 @@ func TestModernHTTPChildParamHeaders(t *testing.T) {
 	h := server.NewStreamableHTTPServer(c.srv) // dual-era: Nexus speaks it 2026-07-28
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
-	cfg, err := config.Parse("test.json", []byte(fmt.Sprintf(`{"servers": {"far": {"transport": "streamable-http", "url": %q}}}`, ts.URL+"/mcp")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(cfg, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := serveHTTP(t, g).URL + "/mcp"
+	g, url := agentsGateway(t, fmt.Sprintf(`{"far": {"transport": "streamable-http", "url": %q}}`, ts.URL+"/mcp"))
 	if st := g.Servers(); !strings.Contains(st[0].Protocol, "modern") {
 		t.Fatalf("the child is not spoken 2026-07-28: %+v", st[0])
 	}
 	args := map[string]any{"region": "us-west1", "opts": map[string]any{"limit": 3}}
-	legacy := httpClient(t, url, "")
+	legacy := httpClient(t, url, tokens["tester"])
 	legacy.initialize("legacy")
 	if m := legacy.request("tools/call", map[string]any{"name": "far__region", "arguments": args}); m.Error != nil || !strings.Contains(string(m.Result), `region call {\"opts\":{\"limit\":3},\"region\":\"us-west1\"}`) {
 		t.Errorf("a legacy client's call: %s %+v", m.Result, m.Error)
 	}
-	_, msgs := modernHTTP(t, url, "", 2, "tools/call", withMeta(map[string]any{"name": "far__region", "arguments": args}, modernMeta(nil)),
+	_, msgs := modernHTTP(t, url, tokens["tester"], 2, "tools/call", withMeta(map[string]any{"name": "far__region", "arguments": args}, modernMeta(nil)),
 		map[string]string{"Mcp-Param-Region": "us-west1", "Mcp-Param-Limit": "3"})
 	if m := last(t, msgs); m.Error != nil || !strings.Contains(string(m.Result), "region call") {
 		t.Errorf("a modern client's call: %s %+v", m.Result, m.Error)
