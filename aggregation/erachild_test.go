@@ -1,11 +1,9 @@
 package aggregation
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
@@ -14,6 +12,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/nexus-mcp/nexus/internal/stdioera"
 )
 
 // An era child is the test binary serving an mcp-go server (dual-era) over
@@ -38,44 +38,19 @@ func serveEraChild(kind string) int {
 	return serveStdioEra(kind, newEraServer(kind))
 }
 
-// serveStdioEra serves srv on stdio in the era kind names (see eraChildEnv).
+// serveStdioEra serves srv on stdio in the era kind names (see eraChildEnv),
+// writing each method that arrives to NEXUS_TEST_ERA_LOG when it is set.
 func serveStdioEra(kind string, srv *server.MCPServer) int {
-	logFile := os.Getenv("NEXUS_TEST_ERA_LOG")
-	out := &lockedWriter{w: os.Stdout}
-	in, feed := io.Pipe()
-	go func() {
-		defer feed.Close()
-		sc := bufio.NewScanner(os.Stdin)
-		sc.Buffer(make([]byte, 1<<20), 16<<20)
-		for sc.Scan() {
-			line := sc.Bytes()
-			var m struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-			}
-			_ = json.Unmarshal(line, &m)
-			if m.Method != "" && logFile != "" {
-				if f, err := os.OpenFile(logFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
-					fmt.Fprintf(f, "%d %s\n", os.Getpid(), m.Method)
-					f.Close()
-				}
-			}
-			switch {
-			case kind == "legacy" && m.Method == "server/discover":
-				fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`+"\n", m.ID)
-				continue
-			case kind == "silent" && m.Method == "server/discover":
-				continue
-			case kind == "modern" && m.Method == "initialize":
-				fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32022,"message":"this server speaks only 2026-07-28","data":{"supported":["2026-07-28"],"requested":"2025-11-25"}}}`+"\n", m.ID)
-				continue
-			}
-			if _, err := feed.Write(append(append([]byte(nil), line...), '\n')); err != nil {
-				return
+	var seen func(string)
+	if logFile := os.Getenv("NEXUS_TEST_ERA_LOG"); logFile != "" {
+		seen = func(method string) {
+			if f, err := os.OpenFile(logFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+				fmt.Fprintf(f, "%d %s\n", os.Getpid(), method)
+				f.Close()
 			}
 		}
-	}()
-	if err := server.NewStdioServer(srv).Listen(context.Background(), in, out); err != nil && err != io.EOF {
+	}
+	if err := stdioera.Serve(context.Background(), srv, kind, os.Stdin, os.Stdout, seen); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -167,19 +142,6 @@ func newEraServer(kind string) *server.MCPServer {
 		return []mcp.ResourceContents{mcp.TextResourceContents{URI: "era://note", Text: "a note"}}, nil
 	})
 	return srv
-}
-
-// lockedWriter serialises whole writes: the filter's refusals and the server's
-// own messages share stdout.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
 }
 
 // eraLog is what the era children of a test were asked: per process, the
