@@ -822,3 +822,25 @@ func TestModernHTTPChildParamHeaders(t *testing.T) {
 		t.Errorf("a modern client's call: %s %+v", m.Result, m.Error)
 	}
 }
+
+// TestInputRequestsOnlyForInput: a child's InputRequiredResult may ask its client
+// for a sampling, an elicitation or the roots, nothing else; one that asks the
+// client to run anything else reaches no client, of either era.
+func TestInputRequestsOnlyForInput(t *testing.T) {
+	_, url := agentsGateway(t, testChildServer("raw", "raw-tasks", ""))
+	caps := map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{}, "roots": map[string]any{}}
+	_, msgs := modernHTTP(t, url, tokens["tester"], 1, "tools/call", withMeta(map[string]any{"name": "raw__overreach"}, modernMeta(caps)), nil)
+	if m := last(t, msgs); m.Error == nil || !strings.Contains(m.Error.Message, "not an input request") || strings.Contains(string(m.Result), "delete_everything") {
+		t.Errorf("a modern client: %s %+v", m.Result, m.Error)
+	}
+	legacy := httpClient(t, url, tokens["tester"])
+	var asked []string
+	legacy.answer = func(method string, _ json.RawMessage) (any, *RPCError) {
+		asked = append(asked, method)
+		return map[string]any{}, nil
+	}
+	legacy.initializeWith("legacy", caps)
+	if m := legacy.request("tools/call", map[string]any{"name": "raw__overreach"}); m.Error == nil || len(asked) != 0 {
+		t.Errorf("a legacy client: %s %+v (asked %v)", m.Result, m.Error, asked)
+	}
+}

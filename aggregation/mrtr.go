@@ -192,6 +192,9 @@ func bridged(name string, step method) method {
 			default:
 				return raw, nil
 			}
+			if unknown := unknownInputRequests(raw); len(unknown) > 0 {
+				return nil, &RPCError{Code: codeInternal, Message: fmt.Sprintf("the server asked for input with %s, which is not an input request (sampling/createMessage, elicitation/create or roots/list)", strings.Join(unknown, ", "))}
+			}
 			if missing := s.undeclared(raw); len(missing) > 0 {
 				return nil, &RPCError{Code: codeMissingCapability,
 					Message: fmt.Sprintf("the server asks for %s, which this request's clientCapabilities do not declare", strings.Join(missing, ", ")),
@@ -216,6 +219,29 @@ func bridged(name string, step method) method {
 	}
 }
 
+// inputMethods are the requests an InputRequiredResult may ask a client for, and the
+// capability each needs.
+var inputMethods = map[string]string{"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
+
+// unknownInputRequests are the methods of an InputRequiredResult's requests that are
+// none of inputMethods: a server cannot make the client run anything else.
+func unknownInputRequests(raw json.RawMessage) []string {
+	var res struct {
+		InputRequests map[string]struct {
+			Method string `json:"method"`
+		} `json:"inputRequests"`
+	}
+	_ = json.Unmarshal(raw, &res)
+	var unknown []string
+	for _, req := range res.InputRequests {
+		if _, ok := inputMethods[req.Method]; !ok && !slices.Contains(unknown, quoted(req.Method)) {
+			unknown = append(unknown, quoted(req.Method))
+		}
+	}
+	slices.Sort(unknown)
+	return unknown
+}
+
 // undeclared are the capabilities an InputRequiredResult's requests need that the
 // session's client did not declare.
 func (s *session) undeclared(raw json.RawMessage) []string {
@@ -225,10 +251,9 @@ func (s *session) undeclared(raw json.RawMessage) []string {
 		} `json:"inputRequests"`
 	}
 	_ = json.Unmarshal(raw, &res)
-	need := map[string]string{"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
 	var missing []string
 	for _, req := range res.InputRequests {
-		if c, known := need[req.Method]; known && !s.declared(req.Method) && !slices.Contains(missing, c) {
+		if c, known := inputMethods[req.Method]; known && !s.declared(req.Method) && !slices.Contains(missing, c) {
 			missing = append(missing, c)
 		}
 	}
