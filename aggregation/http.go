@@ -293,6 +293,10 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 	// A client's traceparent makes its trace the parent of what this request does.
 	r = withTrace(r)
 	if len(body) > 0 && body[0] == '[' {
+		if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !legacyVersion(v) {
+			writeJSON(w, http.StatusBadRequest, errorBytes(nil, codeInvalidRequest, "a JSON-RPC batch is not part of protocol version %s: POST each request on its own", quoted(v)))
+			return
+		}
 		if s := h.session(w, r, agent, nil); s != nil {
 			rep := newHTTPReply(w, r)
 			h.g.serveBatch(r.Context(), s, body, rep)

@@ -844,3 +844,69 @@ func TestInputRequestsOnlyForInput(t *testing.T) {
 		t.Errorf("a legacy client: %s %+v (asked %v)", m.Result, m.Error, asked)
 	}
 }
+
+// TestListenEndsWithItsToken: a reload that revokes the token a listen stream was
+// opened with ends the stream at once: it must not go on carrying what the agent
+// may see.
+func TestListenEndsWithItsToken(t *testing.T) {
+	f := newFixture(t)
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": withMeta(map[string]any{
+		"notifications": map[string]any{"toolsListChanged": true}}, modernMeta(nil))})
+	req, _ := http.NewRequest(http.MethodPost, f.url, bytes.NewReader(body))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen", "Authorization": "Bearer " + tokens["tester"]} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ended := make(chan struct{})
+	acked := make(chan struct{}, 1)
+	go func() {
+		defer close(ended)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "subscriptions/acknowledged") {
+				acked <- struct{}{}
+			}
+		}
+	}()
+	select {
+	case <-acked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no acknowledgement")
+	}
+	cfg, err := config.Parse("test.json", []byte(strings.Replace(f.cfg, fmt.Sprintf("%q", TokenHash(tokens["tester"])), `"`+strings.Repeat("0", 64)+`"`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.g.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the listen stream outlived its revoked token")
+	}
+}
+
+// TestModernBatchRefused: 2026-07-28 has no batches; one sent in that version is
+// refused with the reason, not taken for a legacy session's.
+func TestModernBatchRefused(t *testing.T) {
+	f := newFixture(t)
+	req, _ := http.NewRequest(http.MethodPost, f.url, strings.NewReader(`[{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}]`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Authorization", "Bearer "+tokens["tester"])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "batch is not part of protocol version") {
+		t.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+}
