@@ -910,3 +910,18 @@ func TestModernBatchRefused(t *testing.T) {
 		t.Errorf("status %d: %s", resp.StatusCode, b)
 	}
 }
+
+// TestModernClientServerRefused: a server whose clients each get a session of their
+// own ("sessions": "client") cannot give one to a 2026-07-28 request, which has no
+// session: the call is refused with the setting to change, and no upstream is opened.
+func TestModernClientServerRefused(t *testing.T) {
+	g, url := agentsGateway(t, fmt.Sprintf(`{"mine": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "mine"}, "sessions": "client"}}`, os.Args[0]))
+	_, msgs := modernHTTP(t, url, tokens["tester"], 1, "tools/call", withMeta(map[string]any{"name": "mine__echo", "arguments": map[string]any{"text": "x"}}, modernMeta(nil)), nil)
+	m := last(t, msgs)
+	if !strings.Contains(string(m.Result), `servers.mine.sessions`) || !strings.Contains(string(m.Result), `"isError":true`) {
+		t.Errorf("want a tool error naming servers.mine.sessions, got %s %+v", m.Result, m.Error)
+	}
+	if st := g.Servers(); st[0].UpstreamSessions != 0 {
+		t.Errorf("%d upstream sessions were opened for a modern request", st[0].UpstreamSessions)
+	}
+}
