@@ -114,7 +114,7 @@ func (g *Gateway) serveModern(ctx context.Context, from origin, m *message, meta
 	switch {
 	case rpcErr == errNoReply:
 		return nil, 0
-	case rpcErr == nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), errClientCancelled):
+	case ctx.Err() != nil && errors.Is(context.Cause(ctx), errClientCancelled):
 		return nil, 0 // the client cancelled it: nothing more is sent for it
 	case rpcErr != nil:
 		if rpcErr.Code == codeNotFound {
