@@ -404,6 +404,16 @@ func newTestChild(name string) *testChild {
 		c.srv.SendNotificationToAllClients("notifications/resources/updated", map[string]any{"uri": "mem://" + name + "/doc", "by": r.GetString("text", "")})
 		return mcp.NewToolResultText("touched"), nil
 	})
+	c.srv.AddPrompt(mcp.NewPrompt("named", mcp.WithPromptDescription("Asks its client for a name (elicitation, the 2026-07-28 way), then greets it.")),
+		func(_ context.Context, r mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			if e := server.ElicitationResponse(r.Params.InputResponses, "who"); e != nil && r.Params.RequestState == "prompt-state" {
+				return mcp.NewGetPromptResult("named", []mcp.PromptMessage{
+					mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(fmt.Sprintf("%s greets %v", name, e.Content))),
+				}), nil
+			}
+			return server.NewInputRequestBuilder("prompt-state").Elicit("who", mcp.ElicitationParams{Message: "your name?",
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}).PromptResult(), nil
+		})
 	c.srv.AddPrompt(mcp.NewPrompt("greet", mcp.WithPromptDescription("Greets."), mcp.WithArgument("who")),
 		func(_ context.Context, r mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return mcp.NewGetPromptResult("greeting", []mcp.PromptMessage{

@@ -954,3 +954,37 @@ func TestModernCancelGetsNoAnswer(t *testing.T) {
 		t.Errorf("the cancelled request was answered:\n%s", c.received())
 	}
 }
+
+// TestPromptInputBothEras: a modern child's prompt that asks for input (an
+// elicitation) is bridged for a legacy client (asked as a request of its own) and
+// passed to a modern one (an InputRequiredResult whose sealed state its retry
+// brings back), as a tool's is.
+func TestPromptInputBothEras(t *testing.T) {
+	_, url := modernChildFixture(t)
+	elicit := map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}
+	answer := map[string]any{"action": "accept", "content": map[string]any{"name": "ann"}}
+	legacy := httpClient(t, url, tokens["tester"])
+	legacy.answer = func(method string, _ json.RawMessage) (any, *RPCError) {
+		if method != "elicitation/create" {
+			return nil, &RPCError{Code: codeMethodNotFound, Message: method}
+		}
+		return answer, nil
+	}
+	legacy.initializeWith("legacy", elicit)
+	if m := legacy.request("prompts/get", map[string]any{"name": "fresh__named"}); m.Error != nil || !strings.Contains(string(m.Result), "fresh greets map[name:ann]") {
+		t.Errorf("a legacy client: %s %+v", m.Result, m.Error)
+	}
+	_, msgs := modernHTTP(t, url, tokens["tester"], 1, "prompts/get", withMeta(map[string]any{"name": "fresh__named"}, modernMeta(elicit)), nil)
+	var ir struct {
+		ResultType   string `json:"resultType"`
+		RequestState string `json:"requestState"`
+	}
+	if m := last(t, msgs); json.Unmarshal(m.Result, &ir) != nil || ir.ResultType != "input_required" || ir.RequestState == "" || ir.RequestState == "prompt-state" {
+		t.Fatalf("a modern client's first request: %s %+v", m.Result, m.Error)
+	}
+	retry := withMeta(map[string]any{"name": "fresh__named", "requestState": ir.RequestState, "inputResponses": map[string]any{"who": answer}}, modernMeta(elicit))
+	_, msgs = modernHTTP(t, url, tokens["tester"], 2, "prompts/get", retry, nil)
+	if m := last(t, msgs); m.Error != nil || !strings.Contains(string(m.Result), "fresh greets map[name:ann]") {
+		t.Errorf("a modern client's retry: %s %+v", m.Result, m.Error)
+	}
+}
