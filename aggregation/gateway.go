@@ -18,7 +18,10 @@
 // (routes.go, childreq.go): progress to the caller, logs to the sessions that may see
 // the server, resource updates to subscribers, sampling and elicitation to the
 // client of the call. Every message to a client leaves through session.outward, the
-// one redaction point. A server configured with "sessions": "client" gets one
+// one redaction point. A 2026-07-28 request takes the same path with a session of
+// its own that lasts as long as the request (modern.go); a child's question during
+// its call becomes an InputRequiredResult (mrtr.go); each child is spoken its own
+// era (childera.go). A server configured with "sessions": "client" gets one
 // upstream connection per client session (upstream.go), so what a client does to
 // it stays that client's.
 package aggregation
