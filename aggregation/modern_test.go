@@ -534,32 +534,10 @@ func TestListenOnStdio(t *testing.T) {
 // its id, carries only what it was asked for, and ends with the client.
 func TestListen(t *testing.T) {
 	f := newFixture(t)
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen", "params": withMeta(map[string]any{
-		"notifications": map[string]any{"resourceSubscriptions": []string{"mem://good/doc", "mem://evil/doc"}, "toolsListChanged": true}}, modernMeta(nil))})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, f.url, bytes.NewReader(body))
-	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen", "Authorization": "Bearer " + tokens["tester"]} {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	events := make(chan wireMsg, 16)
-	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				var m wireMsg
-				_ = json.Unmarshal([]byte(data), &m)
-				events <- m
-			}
-		}
-		close(events)
-	}()
+	events := listenEvents(t, ctx, f.url, tokens["tester"], "sub-1",
+		map[string]any{"resourceSubscriptions": []string{"mem://good/doc", "mem://evil/doc"}, "toolsListChanged": true})
 	next := func(what string) wireMsg {
 		t.Helper()
 		select {
@@ -850,31 +828,12 @@ func TestInputRequestsOnlyForInput(t *testing.T) {
 // may see.
 func TestListenEndsWithItsToken(t *testing.T) {
 	f := newFixture(t)
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": withMeta(map[string]any{
-		"notifications": map[string]any{"toolsListChanged": true}}, modernMeta(nil))})
-	req, _ := http.NewRequest(http.MethodPost, f.url, bytes.NewReader(body))
-	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen", "Authorization": "Bearer " + tokens["tester"]} {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	ended := make(chan struct{})
-	acked := make(chan struct{}, 1)
-	go func() {
-		defer close(ended)
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "subscriptions/acknowledged") {
-				acked <- struct{}{}
-			}
-		}
-	}()
+	events := listenEvents(t, context.Background(), f.url, tokens["tester"], 1, map[string]any{"toolsListChanged": true})
 	select {
-	case <-acked:
+	case m := <-events:
+		if m.Method != "notifications/subscriptions/acknowledged" {
+			t.Fatalf("first message: %s", m.Method)
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no acknowledgement")
 	}
@@ -885,10 +844,15 @@ func TestListenEndsWithItsToken(t *testing.T) {
 	if err := f.g.Reload(cfg); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-ended:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the listen stream outlived its revoked token")
+	for {
+		select {
+		case _, open := <-events:
+			if !open {
+				return // the stream ended
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the listen stream outlived its revoked token")
+		}
 	}
 }
 
@@ -987,4 +951,36 @@ func TestPromptInputBothEras(t *testing.T) {
 	if m := last(t, msgs); m.Error != nil || !strings.Contains(string(m.Result), "fresh greets map[name:ann]") {
 		t.Errorf("a modern client's retry: %s %+v", m.Result, m.Error)
 	}
+}
+
+// listenEvents opens a subscriptions/listen stream of agent token's over HTTP with
+// the notification filter given, and returns its messages as they come; the channel
+// closes when the stream ends.
+func listenEvents(t *testing.T, ctx context.Context, url, token string, id any, filter map[string]any) <-chan wireMsg {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+		"params": withMeta(map[string]any{"notifications": filter}, modernMeta(nil))})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen", "Authorization": "Bearer " + token} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan wireMsg, 16)
+	go func() {
+		defer close(events)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var m wireMsg
+				_ = json.Unmarshal([]byte(data), &m)
+				events <- m
+			}
+		}
+	}()
+	return events
 }
