@@ -183,7 +183,7 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "403 forbidden: the Host or Origin of this request is not this gateway's (DNS rebinding protection)", http.StatusForbidden)
 		return
 	}
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !legacyVersion(v) && r.Method != http.MethodPost {
+	if v, modern := modernHeader(r); modern && r.Method != http.MethodPost {
 		// The modern era has no session, so no session stream and nothing to end.
 		w.Header().Set("Allow", "POST")
 		writeJSON(w, http.StatusMethodNotAllowed, errorBytes(nil, codeInvalidRequest,
@@ -293,7 +293,7 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 	// A client's traceparent makes its trace the parent of what this request does.
 	r = withTrace(r)
 	if len(body) > 0 && body[0] == '[' {
-		if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !legacyVersion(v) {
+		if v, modern := modernHeader(r); modern {
 			writeJSON(w, http.StatusBadRequest, errorBytes(nil, codeInvalidRequest, "a JSON-RPC batch is not part of protocol version %s: POST each request on its own", quoted(v)))
 			return
 		}
@@ -308,9 +308,9 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 		writeJSON(w, http.StatusBadRequest, h.g.redact(bad))
 		return
 	}
-	header := r.Header.Get("Mcp-Protocol-Version")
-	if header != "" && !legacyVersion(header) || mayBeModern(m.Params) {
-		if meta := readRequestMeta(m.Params); header != "" && !legacyVersion(header) || meta.modern() {
+	_, byHeader := modernHeader(r)
+	if byHeader || mayBeModern(m.Params) {
+		if meta := readRequestMeta(m.Params); byHeader || meta.modern() {
 			h.modern(w, r, agent, m, meta)
 			return
 		}

@@ -46,6 +46,13 @@ func (h *httpFront) modern(w http.ResponseWriter, r *http.Request, agent string,
 	rep.replyStatus(resp, modernStatus(code))
 }
 
+// modernHeader is a request's MCP-Protocol-Version, and whether it names a version
+// outside the initialize era, which makes the request a modern one.
+func modernHeader(r *http.Request) (string, bool) {
+	v := r.Header.Get("Mcp-Protocol-Version")
+	return v, v != "" && !legacyVersion(v)
+}
+
 // modernBound is how many requests one agent may have in flight in the modern
 // era: what its share of legacy sessions could hold.
 func (h *httpFront) modernBound() int {

@@ -123,7 +123,7 @@ func (g *Gateway) serveModern(ctx context.Context, from origin, m *message, meta
 		}
 		return s.outward(responseBytes(m.ID, nil, rpcErr)), rpcErr.Code
 	}
-	return s.outward(responseBytes(m.ID, modernResult(m.Method, result, g.scope(m.Method, agent)), nil)), 0
+	return s.outward(responseBytes(m.ID, modernResult(m.Method, result, g.scope(m.Method)), nil)), 0
 }
 
 // checkCallHeaders checks a tools/call's Mcp-Param headers against the arguments,
@@ -192,11 +192,11 @@ func methodOf(msg []byte) string {
 	return m.Method
 }
 
-// scope is the cacheScope of a method's result for agent: a list, or the discovery
+// scope is the cacheScope of a method's result: a list, or the discovery
 // that holds the servers' instructions, is the same for every caller only when the
 // config gives no agent rules or a toolset of its own; a read is private unless the
 // child says otherwise (modernResult keeps a child's own private scope).
-func (g *Gateway) scope(method, agent string) string {
+func (g *Gateway) scope(method string) string {
 	if method == "resources/read" {
 		return scopePrivate
 	}

@@ -192,10 +192,11 @@ func bridged(name string, step method) method {
 			default:
 				return raw, nil
 			}
-			if unknown := unknownInputRequests(raw); len(unknown) > 0 {
+			unknown, missing := s.inputNeeds(raw)
+			if len(unknown) > 0 {
 				return nil, &RPCError{Code: codeInternal, Message: fmt.Sprintf("the server asked for input with %s, which is not an input request (sampling/createMessage, elicitation/create or roots/list)", strings.Join(unknown, ", "))}
 			}
-			if missing := s.undeclared(raw); len(missing) > 0 {
+			if len(missing) > 0 {
 				return nil, &RPCError{Code: codeMissingCapability,
 					Message: fmt.Sprintf("the server asks for %s, which this request's clientCapabilities do not declare", strings.Join(missing, ", ")),
 					Data:    map[string]any{"requiredCapabilities": missing}}
@@ -223,42 +224,28 @@ func bridged(name string, step method) method {
 // capability each needs.
 var inputMethods = map[string]string{"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
 
-// unknownInputRequests are the methods of an InputRequiredResult's requests that are
-// none of inputMethods: a server cannot make the client run anything else.
-func unknownInputRequests(raw json.RawMessage) []string {
+// inputNeeds reads an InputRequiredResult's requests once: the methods that are
+// none of inputMethods (a server cannot make a client run anything else), and the
+// capabilities the others need that the session's client did not declare.
+func (s *session) inputNeeds(raw json.RawMessage) (unknown, undeclared []string) {
 	var res struct {
 		InputRequests map[string]struct {
 			Method string `json:"method"`
 		} `json:"inputRequests"`
 	}
 	_ = json.Unmarshal(raw, &res)
-	var unknown []string
 	for _, req := range res.InputRequests {
-		if _, ok := inputMethods[req.Method]; !ok && !slices.Contains(unknown, quoted(req.Method)) {
+		c, known := inputMethods[req.Method]
+		switch {
+		case !known && !slices.Contains(unknown, quoted(req.Method)):
 			unknown = append(unknown, quoted(req.Method))
+		case known && !s.declared(req.Method) && !slices.Contains(undeclared, c):
+			undeclared = append(undeclared, c)
 		}
 	}
 	slices.Sort(unknown)
-	return unknown
-}
-
-// undeclared are the capabilities an InputRequiredResult's requests need that the
-// session's client did not declare.
-func (s *session) undeclared(raw json.RawMessage) []string {
-	var res struct {
-		InputRequests map[string]struct {
-			Method string `json:"method"`
-		} `json:"inputRequests"`
-	}
-	_ = json.Unmarshal(raw, &res)
-	var missing []string
-	for _, req := range res.InputRequests {
-		if c, known := inputMethods[req.Method]; known && !s.declared(req.Method) && !slices.Contains(missing, c) {
-			missing = append(missing, c)
-		}
-	}
-	slices.Sort(missing)
-	return missing
+	slices.Sort(undeclared)
+	return unknown, undeclared
 }
 
 // wrapChildState seals a modern child's InputRequiredResult's state inside Nexus's.

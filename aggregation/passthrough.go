@@ -46,6 +46,20 @@ func passMeta(raw json.RawMessage) json.RawMessage {
 	return out
 }
 
+// passFieldsMeta keeps, in the _meta of a request's decoded params, what passes
+// through to a child (passMeta), and drops a _meta left empty.
+func passFieldsMeta(fields map[string]json.RawMessage) {
+	meta, ok := fields["_meta"]
+	if !ok {
+		return
+	}
+	if kept := passMeta(meta); kept != nil {
+		fields["_meta"] = kept
+	} else {
+		delete(fields, "_meta")
+	}
+}
+
 // forwardParams is a client's request params as a child gets them: the client's own
 // bytes, unless its _meta holds keys Nexus owns, which are taken out. Params that are
 // not an object pass as they are; the child judges them.
@@ -57,15 +71,10 @@ func forwardParams(params json.RawMessage) json.RawMessage {
 	if json.Unmarshal(params, &fields) != nil {
 		return params
 	}
-	meta, ok := fields["_meta"]
-	if !ok {
+	if _, ok := fields["_meta"]; !ok {
 		return params
 	}
-	if kept := passMeta(meta); kept != nil {
-		fields["_meta"] = kept
-	} else {
-		delete(fields, "_meta")
-	}
+	passFieldsMeta(fields)
 	out, err := json.Marshal(fields)
 	if err != nil {
 		return params

@@ -272,13 +272,7 @@ func taskMethod(method string) method {
 			return nil, refused
 		}
 		fields["taskId"] = mustMarshal(rt.child)
-		if meta, ok := fields["_meta"]; ok {
-			if kept := passMeta(meta); kept != nil {
-				fields["_meta"] = kept
-			} else {
-				delete(fields, "_meta")
-			}
-		}
+		passFieldsMeta(fields)
 		raw, rpcErr := s.g.taskRequest(ctx, &caller{s: s, r: r}, rt.server, method, fields)
 		if rpcErr != nil {
 			if method == "tasks/get" && rpcErr.Code == codeInvalidParams {

@@ -84,13 +84,7 @@ func extTaskMethod(method string) method {
 			}
 		}
 		fields["taskId"] = mustMarshal(childID)
-		if meta, ok := fields["_meta"]; ok {
-			if kept := passMeta(meta); kept != nil {
-				fields["_meta"] = kept
-			} else {
-				delete(fields, "_meta")
-			}
-		}
+		passFieldsMeta(fields)
 		raw, rpcErr := g.taskRequest(ctx, &caller{s: s, r: r}, st.Server, method, fields)
 		if rpcErr != nil {
 			return nil, renameTaskError(rpcErr, childID, handle)
