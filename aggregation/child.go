@@ -74,18 +74,22 @@ type child struct {
 	// httpClient makes a remote child's HTTP client (Options.HTTPClient).
 	httpClient func(*config.Server) *http.Client
 
-	mu        sync.Mutex
-	conn      *conn
-	raws      []json.RawMessage // the tools as the child listed them
-	tools     []*Tool
-	known     []*Tool // the last tools it had while up: what stale-if-error may stand in for
-	extras    extras
-	state     State
-	changed   chan struct{} // closed and replaced at every change of state
-	lastErr   error
-	nextRetry time.Time // when a retrying or restarting child tries again
-	restarts  int       // exits followed by a restart (Status.Restarts)
-	attempts  int       // fresh attempts made after giving up; see connectedExcept
+	mu   sync.Mutex
+	conn *conn
+	raws []json.RawMessage // the tools as the child listed them
+	// headerTools are those of raws whose schema mirrors arguments into headers
+	// (x-mcp-header), decoded once, by name: what a modern HTTP call's
+	// Mcp-Param headers are made from (childera.go).
+	headerTools map[string]*mcp.Tool
+	tools       []*Tool
+	known       []*Tool // the last tools it had while up: what stale-if-error may stand in for
+	extras      extras
+	state       State
+	changed     chan struct{} // closed and replaced at every change of state
+	lastErr     error
+	nextRetry   time.Time // when a retrying or restarting child tries again
+	restarts    int       // exits followed by a restart (Status.Restarts)
+	attempts    int       // fresh attempts made after giving up; see connectedExcept
 
 	// retryc asks a failed child for one fresh attempt (see retry). It holds
 	// at most one request, so at most one attempt is ever in flight.
@@ -349,6 +353,7 @@ func (c *child) current() (*conn, []*Tool) {
 func (c *child) set(cn *conn, raws []json.RawMessage, ex extras, state State, err error, next time.Time) {
 	c.mu.Lock()
 	c.conn, c.raws, c.tools, c.extras, c.state, c.lastErr, c.nextRetry = cn, raws, c.toolsFrom(raws), ex, state, err, next
+	c.headerTools = headerToolsOf(raws)
 	if c.tools != nil {
 		c.known = c.tools
 	}
@@ -512,7 +517,7 @@ func (c *child) relist(ctx context.Context, cn *conn) {
 		c.mu.Unlock()
 		return
 	}
-	c.raws, c.tools = raws, c.toolsFrom(raws)
+	c.raws, c.tools, c.headerTools = raws, c.toolsFrom(raws), headerToolsOf(raws)
 	c.known = c.tools
 	c.mu.Unlock()
 	c.events.toolsChanged(c.name)

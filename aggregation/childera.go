@@ -405,22 +405,31 @@ func (cn *conn) standardHeaders(method string, params json.RawMessage) http.Head
 }
 
 // paramHeaderTool is the child's definition of the tool it calls name when its
-// schema mirrors arguments into headers (x-mcp-header), nil otherwise: the
-// definition Mcp-Param headers are made from.
+// schema mirrors arguments into headers (x-mcp-header), nil otherwise.
 func (c *child) paramHeaderTool(name string) *mcp.Tool {
 	c.mu.Lock()
-	raws := c.raws
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	return c.headerTools[name]
+}
+
+// headerToolsOf decodes, once per listing, the tools whose schema mirrors arguments
+// into headers; nil when none does.
+func headerToolsOf(raws []json.RawMessage) map[string]*mcp.Tool {
+	var out map[string]*mcp.Tool
 	for _, raw := range raws {
 		if !bytes.Contains(raw, []byte("x-mcp-header")) {
 			continue
 		}
 		var t mcp.Tool
-		if json.Unmarshal(raw, &t) == nil && t.Name == name {
-			return &t
+		if json.Unmarshal(raw, &t) != nil {
+			continue
 		}
+		if out == nil {
+			out = map[string]*mcp.Tool{}
+		}
+		out[t.Name] = &t
 	}
-	return nil
+	return out
 }
 
 // describeProtocol says a protocol version and its era, for people:

@@ -27,6 +27,9 @@ type manifest struct {
 	// byChildName holds the tools by the child's own name: an MCP App calls its
 	// server's tools by those names.
 	byChildName map[string][]*Tool
+	// paramHeaders reports that a tool mirrors arguments into Mcp-Param headers:
+	// without one, a modern call's headers need no check (params.go).
+	paramHeaders bool
 }
 
 // buildManifest merges the servers' offers. A wire name claimed twice (two servers
@@ -51,6 +54,7 @@ func buildManifest(perServer map[string][]*Tool, perExtras map[string]extras) (*
 			m.byName[t.Canonical] = t
 			m.byChildName[t.Name] = append(m.byChildName[t.Name], t)
 			m.tools = append(m.tools, t)
+			m.paramHeaders = m.paramHeaders || len(t.paramHeaders) > 0
 		}
 		ex := perExtras[s]
 		for _, p := range ex.prompts {

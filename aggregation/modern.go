@@ -89,7 +89,7 @@ func (g *Gateway) serveModern(ctx context.Context, from origin, m *message, meta
 	if agent == "" {
 		agent = policy.Anonymous
 	}
-	if from.headers != nil && m.Method == "tools/call" {
+	if from.headers != nil && m.Method == "tools/call" && g.man.Load().paramHeaders {
 		if rpcErr := g.checkCallHeaders(ctx, agent, m.Params, from.headers); rpcErr != nil {
 			return g.redact(responseBytes(m.ID, nil, rpcErr)), rpcErr.Code
 		}
@@ -128,6 +128,7 @@ func (g *Gateway) serveModern(ctx context.Context, from origin, m *message, meta
 
 // checkCallHeaders checks a tools/call's Mcp-Param headers against the arguments,
 // for the tool the call names (one Nexus cannot name yet is answered by the chain).
+// It runs only while some tool of the manifest mirrors arguments into headers.
 func (g *Gateway) checkCallHeaders(ctx context.Context, agent string, params json.RawMessage, hd http.Header) *RPCError {
 	var p callParams
 	if json.Unmarshal(params, &p) != nil {
@@ -137,7 +138,7 @@ func (g *Gateway) checkCallHeaders(ctx context.Context, agent string, params jso
 	if err != nil {
 		return nil
 	}
-	return checkParamHeaders(t.InputSchema, p.Arguments, hd)
+	return checkParamHeaders(t.paramHeaders, p.Arguments, hd)
 }
 
 // requestSession is the session a modern request is served in: it lives as long as

@@ -49,8 +49,8 @@ func headerParams(schema json.RawMessage) []headerParam {
 // checkParamHeaders checks a call's Mcp-Param headers against its arguments: each
 // argument the schema mirrors must come with its header, equal to its value, and no
 // header may stand for an argument the call does not have.
-func checkParamHeaders(schema, args json.RawMessage, hd http.Header) *RPCError {
-	for _, p := range headerParams(schema) {
+func checkParamHeaders(params []headerParam, args json.RawMessage, hd http.Header) *RPCError {
+	for _, p := range params {
 		name := "Mcp-Param-" + p.header
 		sent, present := hd[http.CanonicalHeaderKey(name)]
 		want, has := argumentAt(args, p.path)

@@ -42,6 +42,9 @@ type Tool struct {
 	Raw json.RawMessage
 	// InputSchema is the child's input schema, verbatim.
 	InputSchema json.RawMessage
+	// paramHeaders are the arguments the schema mirrors into Mcp-Param headers
+	// (params.go), found once when the tool is listed.
+	paramHeaders []headerParam
 
 	front  mcp.Tool        // what tools/list serves
 	listed json.RawMessage // front, encoded once
@@ -122,7 +125,8 @@ func newTool(srv *config.Server, raw json.RawMessage, names naming) (*Tool, erro
 			rt.Description = o.Description
 		}
 	}
-	t := &Tool{Server: srv.Name, Name: rt.Name, Canonical: srv.Name + "." + exposed, Raw: raw, InputSchema: rt.InputSchema}
+	t := &Tool{Server: srv.Name, Name: rt.Name, Canonical: srv.Name + "." + exposed, Raw: raw, InputSchema: rt.InputSchema,
+		paramHeaders: headerParams(rt.InputSchema)}
 	t.Wire = wireName(srv.WirePrefix(), t.Canonical, exposed, names)
 
 	ann := mcp.ToolAnnotation{}
