@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 )
 
 // peakHeap samples the heap in use until stop is called, and returns the highest
@@ -107,7 +108,7 @@ func TestBatchFlood(t *testing.T) {
 			if !answered {
 				t.Fatalf("no answer to the batch within 30s; the client received %d bytes", len(c.received()))
 			}
-			if m.Error == nil || m.Error.Code != codeInvalidRequest || !strings.Contains(m.Error.Message, "batch of 80000 messages: at most 256") {
+			if m.Error == nil || m.Error.Code != jsonrpc.CodeInvalidRequest || !strings.Contains(m.Error.Message, "batch of 80000 messages: at most 256") {
 				t.Fatalf("answer: %v", m.Error)
 			}
 			if n := len(c.received()); n > 64<<10 {

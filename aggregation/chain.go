@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 	"github.com/nexus-mcp/nexus/memory"
 	"github.com/nexus-mcp/nexus/policy"
 )
@@ -266,7 +267,7 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *caller, t *Tool, args j
 		// An answer made with the client's input, one asking for it, or a
 		// task, is that caller's: memory neither stores nor shares it.
 		asked = asked || x.input != nil || resultTypeOf(raw) != resultComplete
-		return memory.Answer{Result: dropOwnMeta(g.redact(compact(raw))), AskedClient: asked}, nil
+		return memory.Answer{Result: dropOwnMeta(g.redact(jsonrpc.Compact(raw))), AskedClient: asked}, nil
 	}
 	if errors.Is(err, errSessionLost) {
 		return memory.Answer{Outcome: memory.NotSent}, err // forwardTo sends it again
@@ -289,7 +290,7 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *caller, t *Tool, args j
 		outcome = memory.Answered // the child's own JSON-RPC error
 	}
 	rpcErr := g.childError(ctx, t.Server, t.Canonical, err)
-	if own == nil && rpcErr.Code == codeInternal && ctx.Err() == nil {
+	if own == nil && rpcErr.Code == jsonrpc.CodeInternal && ctx.Err() == nil {
 		// A transport failure reads better as a tool error the model can act on;
 		// the child's own error, whatever its code, reaches the client as it was.
 		return failed(outcome, rpcErr.Message), nil
@@ -303,7 +304,7 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *caller, t *Tool, args j
 func callRequest(name string, args, meta json.RawMessage, progressToken string) json.RawMessage {
 	b := make([]byte, 0, len(args)+len(name)+len(meta)+len(progressToken)+64)
 	b = append(b, `{"name":`...)
-	b = appendJSONString(b, name)
+	b = jsonrpc.AppendString(b, name)
 	b = append(b, `,"arguments":`...)
 	b = append(b, args...)
 	var members []byte // the client's _meta members, without their braces
@@ -314,7 +315,7 @@ func callRequest(name string, args, meta json.RawMessage, progressToken string) 
 		b = append(b, `,"_meta":{`...)
 		if progressToken != "" {
 			b = append(b, `"progressToken":`...)
-			b = appendJSONString(b, progressToken)
+			b = jsonrpc.AppendString(b, progressToken)
 			if len(members) > 0 {
 				b = append(b, ',')
 			}
@@ -340,20 +341,20 @@ func (g *Gateway) childError(ctx context.Context, server, what string, err error
 		}
 		return out
 	case errors.Is(err, errCallTimeout):
-		return &RPCError{Code: codeInternal, Message: fmt.Sprintf("server %s did not answer %s in time; raise servers.%s.timeout if it needs longer", server, what, server)}
+		return &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("server %s did not answer %s in time; raise servers.%s.timeout if it needs longer", server, what, server)}
 	case errors.Is(err, errChildGone):
-		return &RPCError{Code: codeInternal, Message: fmt.Sprintf("server %s exited during %s; Nexus is restarting it", server, what)}
+		return &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("server %s exited during %s; Nexus is restarting it", server, what)}
 	case errors.As(err, new(*tooLargeError)):
-		return &RPCError{Code: codeInternal, Message: err.Error()}
+		return &RPCError{Code: jsonrpc.CodeInternal, Message: err.Error()}
 	case errors.Is(err, errSessionLost):
-		return &RPCError{Code: codeInternal, Message: fmt.Sprintf("server %s forgot its session and no new one answered %s in time; nexus list-servers --live shows it", server, what)}
+		return &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("server %s forgot its session and no new one answered %s in time; nexus list-servers --live shows it", server, what)}
 	case ctx.Err() != nil:
-		return &RPCError{Code: codeCancelled, Message: "request cancelled: " + context.Cause(ctx).Error()}
+		return &RPCError{Code: jsonrpc.CodeCancelled, Message: "request cancelled: " + context.Cause(ctx).Error()}
 	}
 	if cn, _ := g.ownerConn(server); cn != nil && !g.perClient(server) {
 		cn.markDone() // a remote child that fails at the transport level is reconnected
 	}
-	return &RPCError{Code: codeInternal, Message: string(g.redact([]byte(fmt.Sprintf("%s on server %s failed: %v", what, server, err))))}
+	return &RPCError{Code: jsonrpc.CodeInternal, Message: string(g.redact([]byte(fmt.Sprintf("%s on server %s failed: %v", what, server, err))))}
 }
 
 // perClient reports whether the server gets one upstream session per client
@@ -369,7 +370,7 @@ func (g *Gateway) unknownTool(name string) *RPCError {
 	if near := g.man.Load().suggest(name); len(near) > 0 {
 		msg += "; did you mean " + quoteJoin(near) + "?"
 	}
-	return &RPCError{Code: codeInvalidParams, Message: msg + " (nexus list-tools shows every tool)"}
+	return &RPCError{Code: jsonrpc.CodeInvalidParams, Message: msg + " (nexus list-tools shows every tool)"}
 }
 
 func quoteJoin(names []string) string {
@@ -387,7 +388,7 @@ func (rec *Call) resolved(t *Tool, raw json.RawMessage) (json.RawMessage, *RPCEr
 	rec.Tool, rec.Server, rec.ReadOnly = t.Canonical, t.Server, pt.ReadOnly && !pt.Destructive
 	args, err := normaliseArguments(raw)
 	if err != nil {
-		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("%s: %v", t.Canonical, err)}
+		return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: %v", t.Canonical, err)}
 	}
 	rec.Arguments = args
 	return args, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 	"github.com/nexus-mcp/nexus/oauth"
 )
 
@@ -460,7 +461,7 @@ func (cn *conn) modernLocal(ctx context.Context, method string, params any) (raw
 			err = json.Unmarshal(b, &p)
 		}
 		if err != nil {
-			return &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("the params of %s: %v", method, err)}
+			return &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("the params of %s: %v", method, err)}
 		}
 		return nil
 	}

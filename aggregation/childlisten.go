@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 )
 
 // This file holds what a modern child tells Nexus unasked. Such a child sends no
@@ -51,7 +52,7 @@ func (cn *conn) subscribeResource(ctx context.Context, uri string) error {
 		return err
 	}
 	if cn.caps.Resources == nil || !cn.caps.Resources.Subscribe {
-		return &RPCError{Code: codeMethodNotFound, Message: fmt.Sprintf("server %s offers no resource subscriptions", cn.server)}
+		return &RPCError{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("server %s offers no resource subscriptions", cn.server)}
 	}
 	l := &cn.listen
 	l.mu.Lock()
@@ -71,7 +72,7 @@ func (cn *conn) subscribeResource(ctx context.Context, uri string) error {
 		case sent && done && took:
 			return nil
 		case sent && done:
-			return &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("server %s did not accept a subscription to %s", cn.server, uri)}
+			return &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("server %s did not accept a subscription to %s", cn.server, uri)}
 		}
 		select {
 		case <-ackc:

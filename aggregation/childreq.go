@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 )
 
 // childRequestWait bounds how long a child's request waits for the client: sampling
@@ -43,7 +44,7 @@ func (g *Gateway) childRequests(cn *conn) transport.RequestHandler {
 			defer func() { <-waiting }()
 		default:
 			refused.add("server", cn.server, "method", req.Method, "reason", "too many waiting on clients")
-			return transport.NewJSONRPCErrorResponse(req.ID, codeInternal, fmt.Sprintf(
+			return transport.NewJSONRPCErrorResponse(req.ID, jsonrpc.CodeInternal, fmt.Sprintf(
 				"Nexus cannot forward %s: server %s has %d requests waiting on clients, at most %d (limits.maxChildRequests)",
 				req.Method, cn.server, cap(waiting), cap(waiting)), nil), nil
 		}
@@ -66,7 +67,7 @@ func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req transpo
 			return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage(`{"roots":[]}`))
 		}
 		refused.add("server", cn.server, "method", req.Method, "reason", why)
-		return transport.NewJSONRPCErrorResponse(req.ID, codeInvalidRequest, "Nexus cannot forward "+req.Method+": "+why, nil)
+		return transport.NewJSONRPCErrorResponse(req.ID, jsonrpc.CodeInvalidRequest, "Nexus cannot forward "+req.Method+": "+why, nil)
 	}
 	params, err := json.Marshal(req.Params)
 	if err != nil || req.Params == nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 )
 
 // modelOutput and secretRoot are what a client answers; a server it may not reach
@@ -25,7 +26,7 @@ func answersEverything(method string, _ json.RawMessage) (any, *RPCError) {
 	case "roots/list":
 		return map[string]any{"roots": []map[string]any{{"uri": secretRoot, "name": "secret"}}}, nil
 	}
-	return nil, &RPCError{Code: codeMethodNotFound, Message: method}
+	return nil, &RPCError{Code: jsonrpc.CodeMethodNotFound, Message: method}
 }
 
 // TestChildRequestsNeedAVisibleCall: a child's sampling and roots requests reach a
@@ -129,7 +130,7 @@ func TestChildRequestFlood(t *testing.T) {
 			c.answer = func(method string, params json.RawMessage) (any, *RPCError) {
 				asked.Add(1)
 				<-hold // the client never answers while the test runs
-				return nil, &RPCError{Code: codeInternal, Message: "too late"}
+				return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: "too late"}
 			}
 			stop := peakHeap()
 			m := c.requestWithin("tools/call", map[string]any{"name": tc.server + "__flood", "arguments": map[string]any{"n": flood, "refusals": flood - bound}}, time.Minute)

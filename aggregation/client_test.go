@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 )
 
 // testClient is a minimal MCP client over either front, written against the wire so
@@ -196,7 +198,7 @@ func (c *testClient) serveRequest(m wireMsg) {
 	if c.answer != nil {
 		result, rpcErr = c.answer(m.Method, m.Params)
 	} else {
-		rpcErr = &RPCError{Code: codeMethodNotFound, Message: "the test client answers nothing"}
+		rpcErr = &RPCError{Code: jsonrpc.CodeMethodNotFound, Message: "the test client answers nothing"}
 	}
 	resp := map[string]any{"jsonrpc": "2.0", "id": m.ID}
 	if rpcErr != nil {

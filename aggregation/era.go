@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 )
 
 // This file holds what tells the two protocol eras apart, and what a modern
@@ -149,14 +151,14 @@ func (m *clientMeta) read(meta map[string]json.RawMessage) {
 func (m clientMeta) check() *RPCError {
 	switch {
 	case !m.hasVersion || m.version == "":
-		return &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("a 2026-07-28 request must carry _meta[%q]", metaProtocolVersion)}
+		return &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("a 2026-07-28 request must carry _meta[%q]", metaProtocolVersion)}
 	case !slices.Contains(modernVersions, m.version):
 		return unsupportedVersion(m.version)
 	case m.caps == nil:
-		return &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("a 2026-07-28 request must carry _meta[%q] (an object; {} declares none)", metaClientCaps)}
+		return &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("a 2026-07-28 request must carry _meta[%q] (an object; {} declares none)", metaClientCaps)}
 	case m.hasLevel:
 		if _, ok := levelIndex(m.level); !ok {
-			return &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown _meta[%q] %s: use one of %s", metaLogLevel, quoted(m.level), strings.Join(logLevels, ", "))}
+			return &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown _meta[%q] %s: use one of %s", metaLogLevel, quoted(m.level), strings.Join(logLevels, ", "))}
 		}
 	}
 	return nil
@@ -275,7 +277,7 @@ func spliceModernFields(method string, raw json.RawMessage, scope string) (json.
 	b = append(b, '}')
 	if cacheable[method] {
 		b = append(b, `,"ttlMs":0,"cacheScope":`...)
-		b = appendJSONString(b, scope)
+		b = jsonrpc.AppendString(b, scope)
 	}
 	rest := bytes.TrimSpace(raw[1:])
 	if len(rest) > 0 && rest[0] != '}' {

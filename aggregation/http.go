@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 	"github.com/nexus-mcp/nexus/policy"
 )
 
@@ -186,7 +187,7 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if v, modern := modernHeader(r); modern && r.Method != http.MethodPost {
 		// The modern era has no session, so no session stream and nothing to end.
 		w.Header().Set("Allow", "POST")
-		writeJSON(w, http.StatusMethodNotAllowed, errorBytes(nil, codeInvalidRequest,
+		writeJSON(w, http.StatusMethodNotAllowed, jsonrpc.ErrorResponse(nil, jsonrpc.CodeInvalidRequest,
 			"%s is not part of protocol version %s, which has no session: POST each request (subscriptions/listen opens a stream)", r.Method, quoted(v)))
 		return
 	}
@@ -257,16 +258,16 @@ func loopbackHost(host string) bool {
 func (h *httpFront) session(w http.ResponseWriter, r *http.Request, agent string, id json.RawMessage) *session {
 	sid := r.Header.Get("Mcp-Session-Id")
 	if sid == "" {
-		writeJSON(w, http.StatusBadRequest, errorBytes(id, codeInvalidRequest, "missing Mcp-Session-Id header: send initialize first"))
+		writeJSON(w, http.StatusBadRequest, jsonrpc.ErrorResponse(id, jsonrpc.CodeInvalidRequest, "missing Mcp-Session-Id header: send initialize first"))
 		return nil
 	}
 	s := h.g.sessions.get(sid)
 	if s == nil || s.front != frontHTTP {
-		writeJSON(w, http.StatusNotFound, errorBytes(id, codeInvalidRequest, "unknown or expired session: initialize a new one"))
+		writeJSON(w, http.StatusNotFound, jsonrpc.ErrorResponse(id, jsonrpc.CodeInvalidRequest, "unknown or expired session: initialize a new one"))
 		return nil
 	}
 	if s.preset != agent {
-		writeJSON(w, http.StatusForbidden, errorBytes(id, codeInvalidRequest, "this session belongs to another agent; initialize a session of your own"))
+		writeJSON(w, http.StatusForbidden, jsonrpc.ErrorResponse(id, jsonrpc.CodeInvalidRequest, "this session belongs to another agent; initialize a session of your own"))
 		return nil
 	}
 	s.touch()
@@ -278,15 +279,15 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 	limit := h.g.cfg.Load().MessageLimit()
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, errorBytes(nil, codeParseError, "reading the request: %v", err))
+		writeJSON(w, http.StatusBadRequest, jsonrpc.ErrorResponse(nil, jsonrpc.CodeParseError, "reading the request: %v", err))
 		return
 	}
 	if int64(len(body)) > limit {
-		var sc idScanner
-		sc.write(body)
-		_, _ = io.Copy(scanWriter{&sc}, io.LimitReader(r.Body, maxScannedBody))
+		var sc jsonrpc.IDScanner
+		sc.Write(body)
+		_, _ = io.Copy(&sc, io.LimitReader(r.Body, maxScannedBody))
 		h.g.log.Warn("refused an over-size message", "limit", limit)
-		writeJSON(w, http.StatusRequestEntityTooLarge, h.g.redact(tooLarge(sc.result(), limit)))
+		writeJSON(w, http.StatusRequestEntityTooLarge, h.g.redact(tooLarge(sc.ID(), limit)))
 		return
 	}
 	body = bytes.TrimSpace(body)
@@ -294,7 +295,7 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 	r = withTrace(r)
 	if len(body) > 0 && body[0] == '[' {
 		if v, modern := modernHeader(r); modern {
-			writeJSON(w, http.StatusBadRequest, errorBytes(nil, codeInvalidRequest, "a JSON-RPC batch is not part of protocol version %s: POST each request on its own", quoted(v)))
+			writeJSON(w, http.StatusBadRequest, jsonrpc.ErrorResponse(nil, jsonrpc.CodeInvalidRequest, "a JSON-RPC batch is not part of protocol version %s: POST each request on its own", quoted(v)))
 			return
 		}
 		if s := h.session(w, r, agent, nil); s != nil {
@@ -303,7 +304,7 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 		}
 		return
 	}
-	m, bad := decode(body)
+	m, bad := jsonrpc.Decode(body)
 	if bad != nil {
 		writeJSON(w, http.StatusBadRequest, h.g.redact(bad))
 		return
@@ -324,7 +325,7 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 		return
 	}
 	rep := newHTTPReply(w, r)
-	if !m.isRequest() {
+	if !m.IsRequest() {
 		s.handle(r.Context(), m, rep)
 		rep.reply(nil) // 202: a notification or a response needs no answer
 		return
@@ -335,12 +336,8 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 // maxScannedBody bounds how much of an over-size body is read to find its id.
 const maxScannedBody = 64 << 20
 
-type scanWriter struct{ sc *idScanner }
-
-func (s scanWriter) Write(p []byte) (int, error) { s.sc.write(p); return len(p), nil }
-
 // initialize starts a session: the bearer token's agent is its identity for good.
-func (h *httpFront) initialize(w http.ResponseWriter, r *http.Request, agent string, m *message) {
+func (h *httpFront) initialize(w http.ResponseWriter, r *http.Request, agent string, m *jsonrpc.Message) {
 	s := h.g.newSession(frontHTTP, agent, newHTTPStream())
 	s.credential = credential(r)
 	if len(*h.g.tokens.Load()) == 0 {
@@ -350,7 +347,7 @@ func (h *httpFront) initialize(w http.ResponseWriter, r *http.Request, agent str
 	evicted, err := h.g.sessions.admit(s, total, h.perAgent(total))
 	if err != nil {
 		h.g.log.Warn("refused a new session", "agent", agent, "reason", err)
-		writeJSON(w, http.StatusServiceUnavailable, errorBytes(m.ID, codeInternal, "%s", err))
+		writeJSON(w, http.StatusServiceUnavailable, jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeInternal, "%s", err))
 		return
 	}
 	if evicted != nil {
@@ -496,7 +493,7 @@ func (h *httpReply) keepAlive() bool {
 }
 
 func writeEvent(w http.ResponseWriter, msg []byte) error {
-	if _, err := fmt.Fprintf(w, "event: message\ndata: %s\n\n", compact(msg)); err != nil {
+	if _, err := fmt.Fprintf(w, "event: message\ndata: %s\n\n", jsonrpc.Compact(msg)); err != nil {
 		return err
 	}
 	w.(http.Flusher).Flush()

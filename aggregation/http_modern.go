@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 )
 
 // modern serves one 2026-07-28 POST: no session; the bearer token's agent; the
@@ -14,20 +16,20 @@ import (
 // in front may route or filter on them, so a request whose headers say something
 // else is refused); then the request's own path (serveModern), whose error code
 // decides the HTTP status.
-func (h *httpFront) modern(w http.ResponseWriter, r *http.Request, agent string, m *message, meta clientMeta) {
+func (h *httpFront) modern(w http.ResponseWriter, r *http.Request, agent string, m *jsonrpc.Message, meta clientMeta) {
 	id := m.ID
-	if !m.isRequest() {
+	if !m.IsRequest() {
 		// A notification (or a stray response) needs no answer; closing a
 		// request's stream is how this era cancels it.
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
 	if rpcErr := checkModernHeaders(r.Header, m, meta.version); rpcErr != nil {
-		writeJSON(w, modernStatus(rpcErr.Code), h.g.redact(responseBytes(id, nil, rpcErr)))
+		writeJSON(w, modernStatus(rpcErr.Code), h.g.redact(jsonrpc.Response(id, nil, rpcErr)))
 		return
 	}
 	if !h.g.modernSlots.acquire(agent, h.modernBound()) {
-		writeJSON(w, http.StatusServiceUnavailable, errorBytes(id, codeInternal,
+		writeJSON(w, http.StatusServiceUnavailable, jsonrpc.ErrorResponse(id, jsonrpc.CodeInternal,
 			"agent %s already has its maximum of %d requests in flight; wait for one to finish (limits.maxCallsPerSession × limits.maxSessionsPerAgent)", agent, h.modernBound()))
 		return
 	}
@@ -63,13 +65,13 @@ func (h *httpFront) modernBound() int {
 // checkModernHeaders checks that the headers a 2026-07-28 POST must carry say what
 // its body says: MCP-Protocol-Version the _meta's version, Mcp-Method the method,
 // Mcp-Name the name or URI of a tools/call, prompts/get or resources/read.
-func checkModernHeaders(hd http.Header, m *message, inBody string) *RPCError {
+func checkModernHeaders(hd http.Header, m *jsonrpc.Message, inBody string) *RPCError {
 	version := strings.TrimSpace(hd.Get("Mcp-Protocol-Version"))
 	switch {
 	case version == "":
 		return &RPCError{Code: codeHeaderMismatch, Message: "a 2026-07-28 request over HTTP must carry the MCP-Protocol-Version header, equal to its _meta's protocol version"}
 	case inBody == "":
-		return &RPCError{Code: codeInvalidParams, Message: "a 2026-07-28 request must carry _meta[\"" + metaProtocolVersion + "\"], equal to its MCP-Protocol-Version header"}
+		return &RPCError{Code: jsonrpc.CodeInvalidParams, Message: "a 2026-07-28 request must carry _meta[\"" + metaProtocolVersion + "\"], equal to its MCP-Protocol-Version header"}
 	case version != inBody:
 		return &RPCError{Code: codeHeaderMismatch, Message: "the MCP-Protocol-Version header " + quoted(version) + " does not match the request's _meta protocol version " + quoted(inBody)}
 	}
@@ -122,9 +124,9 @@ func modernStatus(code int) int {
 	switch code {
 	case 0:
 		return http.StatusOK
-	case codeMethodNotFound:
+	case jsonrpc.CodeMethodNotFound:
 		return http.StatusNotFound
-	case codeHeaderMismatch, codeMissingCapability, codeUnsupportedVersion, codeInvalidRequest, codeInvalidParams, codeParseError:
+	case codeHeaderMismatch, codeMissingCapability, codeUnsupportedVersion, jsonrpc.CodeInvalidRequest, jsonrpc.CodeInvalidParams, jsonrpc.CodeParseError:
 		return http.StatusBadRequest
 	}
 	return http.StatusOK

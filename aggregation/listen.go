@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 )
 
 // listenParams is what subscriptions/listen asks for.
@@ -30,7 +32,7 @@ type listenParams struct {
 func listen(ctx context.Context, s *session, params json.RawMessage, r sink) (json.RawMessage, *RPCError) {
 	var p listenParams
 	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf(`subscriptions/listen params must be {"notifications": {"toolsListChanged": true, "resourceSubscriptions": ["<uri>"], ...}}: %v`, err)}
+		return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(`subscriptions/listen params must be {"notifications": {"toolsListChanged": true, "resourceSubscriptions": ["<uri>"], ...}}: %v`, err)}
 	}
 	want := p.Notifications
 	g := s.g
@@ -88,9 +90,9 @@ func listen(ctx context.Context, s *session, params json.RawMessage, r sink) (js
 	if len(honored) > 0 {
 		ack["resourceSubscriptions"] = honored
 	}
-	if !ls.open(s.outward(notificationBytes("notifications/subscriptions/acknowledged", map[string]any{
+	if !ls.open(s.outward(jsonrpc.Notification("notifications/subscriptions/acknowledged", map[string]any{
 		"_meta": map[string]any{metaSubscriptionID: s.requestID}, "notifications": ack}))) {
-		return nil, &RPCError{Code: codeInvalidRequest, Message: "subscriptions/listen needs a stream to answer on: over HTTP, send Accept: application/json, text/event-stream"}
+		return nil, &RPCError{Code: jsonrpc.CodeInvalidRequest, Message: "subscriptions/listen needs a stream to answer on: over HTTP, send Accept: application/json, text/event-stream"}
 	}
 	g.log.Debug("listen stream opened", "agent", s.agent, "front", s.front)
 
@@ -194,5 +196,5 @@ func tagSubscription(msg []byte, id json.RawMessage) []byte {
 	}
 	meta[metaSubscriptionID] = id
 	m.Params["_meta"] = marshal(meta)
-	return notificationBytes(m.Method, marshal(m.Params))
+	return jsonrpc.Notification(m.Method, marshal(m.Params))
 }

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"unicode/utf8"
 
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 	"github.com/nexus-mcp/nexus/internal/suggest"
 )
 
@@ -115,7 +116,7 @@ func (m *manifest) bareTool(v *view, name string) (*Tool, *RPCError) {
 	for i, t := range found {
 		names[i] = t.Wire
 	}
-	return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("tool name %s is ambiguous: several servers have a tool of that name; call one of %s", quoted(name), quoteJoin(names)),
+	return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tool name %s is ambiguous: several servers have a tool of that name; call one of %s", quoted(name), quoteJoin(names)),
 		Data: map[string]any{"candidates": names}}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 	"github.com/nexus-mcp/nexus/policy"
 )
 
@@ -63,7 +64,7 @@ var supportedVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024
 // do, so that a client that starts with the gateway is told what its servers say.
 func initialize(ctx context.Context, s *session, params json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
 	if s.ready.Load() {
-		return nil, &RPCError{Code: codeInvalidRequest, Message: "the session is already initialized"}
+		return nil, &RPCError{Code: jsonrpc.CodeInvalidRequest, Message: "the session is already initialized"}
 	}
 	var p struct {
 		ProtocolVersion string `json:"protocolVersion"`
@@ -77,7 +78,7 @@ func initialize(ctx context.Context, s *session, params json.RawMessage, _ sink)
 		} `json:"clientInfo"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("initialize params: %v", err)}
+		return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("initialize params: %v", err)}
 	}
 	declared := func(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
 	s.caps = clientCaps{sampling: declared(p.Capabilities.Sampling), elicitation: declared(p.Capabilities.Elicitation), roots: declared(p.Capabilities.Roots)}
@@ -169,7 +170,7 @@ func (g *Gateway) listed(s *session, record func(*seenLists, *view)) *view {
 func callToolMethod(ctx context.Context, s *session, params json.RawMessage, r sink) (json.RawMessage, *RPCError) {
 	var p callParams
 	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf(`tools/call params must be {"name": "<tool>", "arguments": {...}}: %v`, err)}
+		return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(`tools/call params must be {"name": "<tool>", "arguments": {...}}: %v`, err)}
 	}
 	c := &caller{s: s, r: r}
 	p, raw, rpcErr, handled := s.g.searchCall(ctx, c, s.agent, p)
@@ -192,11 +193,11 @@ func getPrompt(ctx context.Context, s *session, params json.RawMessage, r sink) 
 		RequestState   json.RawMessage `json:"requestState,omitempty"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
-		return nil, &RPCError{Code: codeInvalidParams, Message: `prompts/get params must be {"name": "<prompt>", "arguments": {...}}`}
+		return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: `prompts/get params must be {"name": "<prompt>", "arguments": {...}}`}
 	}
 	pr := s.g.prompt(ctx, p.Name)
 	if pr == nil {
-		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown prompt %s (prompts/list shows them)", quoted(p.Name))}
+		return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %s (prompts/list shows them)", quoted(p.Name))}
 	}
 	if d := s.g.decideItem("prompts/get", s.agent, pr.server, pr.name); !d.Allowed {
 		return nil, refusal(d, "get prompt "+quoted(p.Name))
@@ -257,7 +258,7 @@ func subscribe(ctx context.Context, s *session, params json.RawMessage, _ sink) 
 func unsubscribe(ctx context.Context, s *session, params json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
 	uri := uriOf(params)
 	if uri == "" {
-		return nil, &RPCError{Code: codeInvalidParams, Message: `resources/unsubscribe params must be {"uri": "<uri>"}`}
+		return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: `resources/unsubscribe params must be {"uri": "<uri>"}`}
 	}
 	s.mu.Lock()
 	k, ok := s.subs[uri]
@@ -283,7 +284,7 @@ func uriOf(params json.RawMessage) string {
 func (s *session) resourceServer(ctx context.Context, params json.RawMessage, verb string) (server, uri string, _ *RPCError) {
 	asked := uriOf(params)
 	if asked == "" {
-		return "", "", &RPCError{Code: codeInvalidParams, Message: `params must be {"uri": "<uri>"}`}
+		return "", "", &RPCError{Code: jsonrpc.CodeInvalidParams, Message: `params must be {"uri": "<uri>"}`}
 	}
 	s.g.awaitFirstLists(ctx) // the owners are known once their first lists are in
 	// A server still making its first attempt may be the owner: wait for it, up
@@ -291,7 +292,7 @@ func (s *session) resourceServer(ctx context.Context, params json.RawMessage, ve
 	s.g.manifestFor(ctx, func(m *manifest) bool { return listsURI(m, asked) })
 	server, uri, candidates := s.routeResource(asked)
 	if candidates != nil {
-		return "", "", &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("resource %s is served by several servers; name one: %s", quoted(asked), quoteJoin(candidates)),
+		return "", "", &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("resource %s is served by several servers; name one: %s", quoted(asked), quoteJoin(candidates)),
 			Data: map[string]any{"uri": asked, "candidates": candidates}}
 	}
 	if server == "" {
@@ -331,14 +332,14 @@ func complete(ctx context.Context, s *session, params json.RawMessage, r sink) (
 		URI  string `json:"uri"`
 	}
 	if json.Unmarshal(params, &p) != nil || json.Unmarshal(p["ref"], &ref) != nil {
-		return nil, &RPCError{Code: codeInvalidParams, Message: `completion/complete params must hold "ref" and "argument"`}
+		return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: `completion/complete params must hold "ref" and "argument"`}
 	}
 	var server string
 	switch ref.Type {
 	case "ref/prompt":
 		pr := s.g.prompt(ctx, ref.Name)
 		if pr == nil {
-			return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown prompt %s", quoted(ref.Name))}
+			return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %s", quoted(ref.Name))}
 		}
 		if d := s.g.decideItem("completion/complete", s.agent, pr.server, pr.name); !d.Allowed {
 			return nil, refusal(d, "complete prompt "+quoted(ref.Name))
@@ -357,7 +358,7 @@ func complete(ctx context.Context, s *session, params json.RawMessage, r sink) (
 		}
 		if !ok {
 			if server, uri, _ = s.routeResource(ref.URI); server == "" {
-				return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown resource template %s", quoted(ref.URI))}
+				return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown resource template %s", quoted(ref.URI))}
 			}
 		}
 		if d := s.g.decideItem("completion/complete", s.agent, server, ""); !d.Allowed {
@@ -367,7 +368,7 @@ func complete(ctx context.Context, s *session, params json.RawMessage, r sink) (
 			p["ref"], _ = json.Marshal(map[string]string{"type": ref.Type, "uri": uri})
 		}
 	default:
-		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf(`unknown ref type %s: use "ref/prompt" or "ref/resource"`, quoted(ref.Type))}
+		return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(`unknown ref type %s: use "ref/prompt" or "ref/resource"`, quoted(ref.Type))}
 	}
 	raw, _ := json.Marshal(p)
 	return s.g.childRequest(ctx, &caller{s: s, r: r}, server, "completion/complete", forwardParams(raw))
@@ -382,7 +383,7 @@ func setLevel(ctx context.Context, s *session, params json.RawMessage, _ sink) (
 	_ = json.Unmarshal(params, &p)
 	lvl, ok := levelIndex(p.Level)
 	if !ok {
-		return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown logging level %s: use one of debug, info, notice, warning, error, critical, alert, emergency", quoted(p.Level))}
+		return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown logging level %s: use one of debug, info, notice, warning, error, critical, alert, emergency", quoted(p.Level))}
 	}
 	s.level.Store(int32(lvl))
 	s.g.forwardLevel(ctx, s)
@@ -416,7 +417,7 @@ func refusal(d policy.Decision, what string) *RPCError {
 	if h := d.Hint(); h != "" {
 		msg += ". To grant it: " + h
 	}
-	return &RPCError{Code: codeInvalidParams, Message: msg}
+	return &RPCError{Code: jsonrpc.CodeInvalidParams, Message: msg}
 }
 
 // prompt finds a prompt by its wire name; a name that may belong to a server still
@@ -460,7 +461,7 @@ func listsURI(m *manifest, uri string) bool {
 func (g *Gateway) childRequest(ctx context.Context, cl *caller, server, method string, params any) (json.RawMessage, *RPCError) {
 	c := g.kids()[server]
 	if c == nil {
-		return nil, &RPCError{Code: codeInternal, Message: fmt.Sprintf("server %s is no longer in the config", server)}
+		return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("server %s is no longer in the config", server)}
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, c.config().CallTimeout(), errCallTimeout)
 	defer cancel()
@@ -477,10 +478,10 @@ func (g *Gateway) childRequest(ctx context.Context, cl *caller, server, method s
 	if err != nil {
 		return nil, g.childError(ctx, server, method, err)
 	}
-	return dropOwnMeta(g.redact(compact(raw))), nil
+	return dropOwnMeta(g.redact(jsonrpc.Compact(raw))), nil
 }
 
 // connError is the error of a request for which connFor found no connection.
 func connError(err error) *RPCError {
-	return &RPCError{Code: codeInternal, Message: err.Error()}
+	return &RPCError{Code: jsonrpc.CodeInternal, Message: err.Error()}
 }

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 	"github.com/nexus-mcp/nexus/policy"
 )
 
@@ -46,7 +47,7 @@ func (g *Gateway) modernMethodTable() map[string]method {
 
 // errNoReply is a step's way of saying the request gets no response: a listen the
 // client itself ended.
-var errNoReply = &RPCError{Code: codeInternal, Message: "no reply"}
+var errNoReply = &RPCError{Code: jsonrpc.CodeInternal, Message: "no reply"}
 
 // origin is where a modern request came from, as its transport established it.
 type origin struct {
@@ -67,12 +68,12 @@ type origin struct {
 // serveModern runs one modern request. It returns the response, already through
 // the redactor, and the JSON-RPC error code it carries (0 for a result) for the
 // HTTP status; a nil response sends nothing.
-func (g *Gateway) serveModern(ctx context.Context, from origin, m *message, meta clientMeta, r sink) ([]byte, int) {
+func (g *Gateway) serveModern(ctx context.Context, from origin, m *jsonrpc.Message, meta clientMeta, r sink) ([]byte, int) {
 	if meta.err != nil {
-		return g.redact(errorBytes(m.ID, codeInvalidParams, "%s: %v", m.Method, meta.err)), codeInvalidParams
+		return g.redact(jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeInvalidParams, "%s: %v", m.Method, meta.err)), jsonrpc.CodeInvalidParams
 	}
 	if rpcErr := meta.check(); rpcErr != nil {
-		return g.redact(responseBytes(m.ID, nil, rpcErr)), rpcErr.Code
+		return g.redact(jsonrpc.Response(m.ID, nil, rpcErr)), rpcErr.Code
 	}
 	step, ok := g.modern[m.Method]
 	if !ok {
@@ -80,7 +81,7 @@ func (g *Gateway) serveModern(ctx context.Context, from origin, m *message, meta
 		if _, legacy := g.methods[m.Method]; legacy {
 			why = fmt.Sprintf("method %s is not part of protocol version %s; Nexus answers it in a session opened with initialize", quoted(m.Method), meta.version)
 		}
-		return g.redact(errorBytes(m.ID, codeMethodNotFound, "%s", why)), codeMethodNotFound
+		return g.redact(jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeMethodNotFound, "%s", why)), jsonrpc.CodeMethodNotFound
 	}
 	front, agent := from.front, from.agent
 	if agent == "" {
@@ -91,7 +92,7 @@ func (g *Gateway) serveModern(ctx context.Context, from origin, m *message, meta
 	}
 	if from.headers != nil && m.Method == "tools/call" && g.man.Load().paramHeaders {
 		if rpcErr := g.checkCallHeaders(ctx, agent, m.Params, from.headers); rpcErr != nil {
-			return g.redact(responseBytes(m.ID, nil, rpcErr)), rpcErr.Code
+			return g.redact(jsonrpc.Response(m.ID, nil, rpcErr)), rpcErr.Code
 		}
 	}
 	if from.conn != nil {
@@ -119,11 +120,11 @@ func (g *Gateway) serveModern(ctx context.Context, from origin, m *message, meta
 	case rpcErr != nil:
 		if rpcErr.Code == codeNotFound {
 			// 2026-07-28 answers an unknown resource with invalid params.
-			rpcErr = &RPCError{Code: codeInvalidParams, Message: rpcErr.Message, Data: rpcErr.Data}
+			rpcErr = &RPCError{Code: jsonrpc.CodeInvalidParams, Message: rpcErr.Message, Data: rpcErr.Data}
 		}
-		return s.outward(responseBytes(m.ID, nil, rpcErr)), rpcErr.Code
+		return s.outward(jsonrpc.Response(m.ID, nil, rpcErr)), rpcErr.Code
 	}
-	return s.outward(responseBytes(m.ID, modernResult(m.Method, result, g.scope(m.Method)), nil)), 0
+	return s.outward(jsonrpc.Response(m.ID, modernResult(m.Method, result, g.scope(m.Method)), nil)), 0
 }
 
 // checkCallHeaders checks a tools/call's Mcp-Param headers against the arguments,

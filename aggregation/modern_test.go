@@ -22,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 )
 
 // modernMeta is the _meta of a 2026-07-28 request.
@@ -217,17 +218,17 @@ func TestModernRefusals(t *testing.T) {
 		{"name header differs", "tools/call", withMeta(call, modernMeta(nil)), map[string]string{"Mcp-Name": "good__get"}, 400, codeHeaderMismatch, "Mcp-Name"},
 		{"name header in base64", "tools/call", withMeta(call, modernMeta(nil)), map[string]string{"Mcp-Name": "=?base64?" + base64.StdEncoding.EncodeToString([]byte("good__echo")) + "?="}, 200, 0, ""},
 		{"name header with spaces", "tools/call", withMeta(call, modernMeta(nil)), map[string]string{"Mcp-Name": "  good__echo "}, 200, 0, ""},
-		{"no _meta", "tools/list", map[string]any{}, nil, 400, codeInvalidParams, "_meta"},
-		{"no capabilities", "tools/list", withMeta(nil, map[string]any{metaProtocolVersion: "2026-07-28"}), nil, 400, codeInvalidParams, metaClientCaps},
+		{"no _meta", "tools/list", map[string]any{}, nil, 400, jsonrpc.CodeInvalidParams, "_meta"},
+		{"no capabilities", "tools/list", withMeta(nil, map[string]any{metaProtocolVersion: "2026-07-28"}), nil, 400, jsonrpc.CodeInvalidParams, metaClientCaps},
 		{"unknown version", "tools/list", withMeta(nil, modernMeta(nil, metaProtocolVersion, "2099-01-01")), map[string]string{"MCP-Protocol-Version": "2099-01-01"}, 400, codeUnsupportedVersion, "2026-07-28, 2025-11-25"},
-		{"initialize is gone", "initialize", withMeta(nil, modernMeta(nil)), nil, 404, codeMethodNotFound, "initialize"},
-		{"ping is gone", "ping", withMeta(nil, modernMeta(nil)), nil, 404, codeMethodNotFound, "ping"},
-		{"setLevel is gone", "logging/setLevel", withMeta(map[string]any{"level": "debug"}, modernMeta(nil)), nil, 404, codeMethodNotFound, "logging/setLevel"},
-		{"subscribe is gone", "resources/subscribe", withMeta(map[string]any{"uri": "mem://good/doc"}, modernMeta(nil)), nil, 404, codeMethodNotFound, "resources/subscribe"},
-		{"unknown method", "tools/frobnicate", withMeta(nil, modernMeta(nil)), nil, 404, codeMethodNotFound, "not supported"},
-		{"unknown log level", "tools/list", withMeta(nil, modernMeta(nil, metaLogLevel, "loud")), nil, 400, codeInvalidParams, "loud"},
-		{"unknown resource", "resources/read", withMeta(map[string]any{"uri": "mem://nobody/x"}, modernMeta(nil)), nil, 400, codeInvalidParams, "not found"},
-		{"a denied prompt", "prompts/get", withMeta(map[string]any{"name": "evil__greet"}, modernMeta(nil)), nil, 400, codeInvalidParams, "may not"},
+		{"initialize is gone", "initialize", withMeta(nil, modernMeta(nil)), nil, 404, jsonrpc.CodeMethodNotFound, "initialize"},
+		{"ping is gone", "ping", withMeta(nil, modernMeta(nil)), nil, 404, jsonrpc.CodeMethodNotFound, "ping"},
+		{"setLevel is gone", "logging/setLevel", withMeta(map[string]any{"level": "debug"}, modernMeta(nil)), nil, 404, jsonrpc.CodeMethodNotFound, "logging/setLevel"},
+		{"subscribe is gone", "resources/subscribe", withMeta(map[string]any{"uri": "mem://good/doc"}, modernMeta(nil)), nil, 404, jsonrpc.CodeMethodNotFound, "resources/subscribe"},
+		{"unknown method", "tools/frobnicate", withMeta(nil, modernMeta(nil)), nil, 404, jsonrpc.CodeMethodNotFound, "not supported"},
+		{"unknown log level", "tools/list", withMeta(nil, modernMeta(nil, metaLogLevel, "loud")), nil, 400, jsonrpc.CodeInvalidParams, "loud"},
+		{"unknown resource", "resources/read", withMeta(map[string]any{"uri": "mem://nobody/x"}, modernMeta(nil)), nil, 400, jsonrpc.CodeInvalidParams, "not found"},
+		{"a denied prompt", "prompts/get", withMeta(map[string]any{"name": "evil__greet"}, modernMeta(nil)), nil, 400, jsonrpc.CodeInvalidParams, "may not"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -469,7 +470,7 @@ func TestModernInputRequired(t *testing.T) {
 				_ = json.Unmarshal(again.Result, &ir2)
 				tampered := []byte(ir2.RequestState)
 				tampered[2] ^= 1
-				if m := send("tester", retry(string(tampered), map[string]any{})); m.Error == nil || m.Error.Code != codeInvalidParams {
+				if m := send("tester", retry(string(tampered), map[string]any{})); m.Error == nil || m.Error.Code != jsonrpc.CodeInvalidParams {
 					t.Fatalf("a tampered state: %s %+v", m.Result, m.Error)
 				}
 				if front == frontHTTP {
@@ -930,7 +931,7 @@ func TestPromptInputBothEras(t *testing.T) {
 	legacy := httpClient(t, url, tokens["tester"])
 	legacy.answer = func(method string, _ json.RawMessage) (any, *RPCError) {
 		if method != "elicitation/create" {
-			return nil, &RPCError{Code: codeMethodNotFound, Message: method}
+			return nil, &RPCError{Code: jsonrpc.CodeMethodNotFound, Message: method}
 		}
 		return answer, nil
 	}

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 )
 
 // This file bridges multi round-trip requests (2026-07-28's InputRequiredResult)
@@ -154,7 +156,7 @@ func bridged(name string, step method) method {
 		var in retryInput
 		if bytes.Contains(params, []byte(`"requestState"`)) || bytes.Contains(params, []byte(`"inputResponses"`)) {
 			if err := json.Unmarshal(params, &in); err != nil {
-				return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("%s params: inputResponses must be an object of results and requestState a string: %v", name, err)}
+				return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s params: inputResponses must be an object of results and requestState a string: %v", name, err)}
 			}
 		}
 		// Only a retry, or a call that asks for input, needs the digest.
@@ -164,13 +166,13 @@ func bridged(name string, step method) method {
 		if in.RequestState != nil {
 			st, err := g.sealer.open(*in.RequestState, s.agent, name, digest(), time.Now())
 			if err != nil {
-				return nil, &RPCError{Code: codeInvalidParams, Message: err.Error() + "; send the request again without inputResponses and requestState"}
+				return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: err.Error() + "; send the request again without inputResponses and requestState"}
 			}
 			if st.Kind == stateFlight {
 				return g.resume(ctx, s, st.Flight, in.InputResponses, r)
 			}
 			if owner := g.ownerOf(ctx, s, name, params); owner != st.Server {
-				return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("the requestState continues a request of server %s, which no longer serves it; send the request again without inputResponses and requestState", st.Server)}
+				return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("the requestState continues a request of server %s, which no longer serves it; send the request again without inputResponses and requestState", st.Server)}
 			}
 			server = st.Server
 			params = withFields(params, map[string]json.RawMessage{"requestState": st.Child})
@@ -184,7 +186,7 @@ func bridged(name string, step method) method {
 			switch resultTypeOf(raw) {
 			case resultTask:
 				if name != "tools/call" || !s.caps.tasks {
-					return nil, &RPCError{Code: codeInternal, Message: "the server answered with a task, which this request did not declare it takes (" + tasksExtension + ")"}
+					return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: "the server answered with a task, which this request did not declare it takes (" + tasksExtension + ")"}
 				}
 				server, tool := g.callOwner(wctx, s, params)
 				return g.sealTask(s, server, tool, raw)
@@ -194,7 +196,7 @@ func bridged(name string, step method) method {
 			}
 			unknown, missing := s.inputNeeds(raw)
 			if len(unknown) > 0 {
-				return nil, &RPCError{Code: codeInternal, Message: fmt.Sprintf("the server asked for input with %s, which is not an input request (sampling/createMessage, elicitation/create or roots/list)", strings.Join(unknown, ", "))}
+				return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("the server asked for input with %s, which is not an input request (sampling/createMessage, elicitation/create or roots/list)", strings.Join(unknown, ", "))}
 			}
 			if len(missing) > 0 {
 				return nil, &RPCError{Code: codeMissingCapability,
@@ -397,12 +399,12 @@ func (g *Gateway) fly(ctx context.Context, s *session, method string, digest fun
 func (g *Gateway) resume(ctx context.Context, s *session, id string, answers map[string]json.RawMessage, r sink) (json.RawMessage, *RPCError) {
 	f := g.flights.get(id)
 	if f == nil {
-		return nil, &RPCError{Code: codeInvalidParams, Message: "the call this requestState continues has ended, or waits in another Nexus process (a retry must reach the process that answered the request); send the request again without inputResponses and requestState"}
+		return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: "the call this requestState continues has ended, or waits in another Nexus process (a retry must reach the process that answered the request); send the request again without inputResponses and requestState"}
 	}
 	f.mu.Lock()
 	if f.attached {
 		f.mu.Unlock()
-		return nil, &RPCError{Code: codeInvalidRequest, Message: "another retry of this call is already waiting for it"}
+		return nil, &RPCError{Code: jsonrpc.CodeInvalidRequest, Message: "another retry of this call is already waiting for it"}
 	}
 	f.attached, f.at = true, r
 	if f.linger != nil {
@@ -445,7 +447,7 @@ func (f *flight) wait(ctx context.Context) (json.RawMessage, *RPCError) {
 			} else {
 				f.parkFor()
 			}
-			return nil, &RPCError{Code: codeCancelled, Message: "request cancelled by the client"}
+			return nil, &RPCError{Code: jsonrpc.CodeCancelled, Message: "request cancelled by the client"}
 		}
 	}
 }
@@ -514,7 +516,7 @@ func (f *flight) ask(ctx context.Context, method string, params json.RawMessage)
 		f.mu.Lock()
 		delete(f.asks, key)
 		f.mu.Unlock()
-		return nil, &RPCError{Code: codeInternal, Message: fmt.Sprintf("the client did not answer %s in time", method)}
+		return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("the client did not answer %s in time", method)}
 	}
 }
 
@@ -542,7 +544,7 @@ func (g *Gateway) fulfil(ctx context.Context, c *caller, server string, raw json
 		RequestState json.RawMessage `json:"requestState"`
 	}
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, &RPCError{Code: codeInternal, Message: fmt.Sprintf("server %s sent an InputRequiredResult Nexus cannot read: %v", server, err)}
+		return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("server %s sent an InputRequiredResult Nexus cannot read: %v", server, err)}
 	}
 	set := map[string]json.RawMessage{"requestState": res.RequestState}
 	answers := map[string]json.RawMessage{}
@@ -576,7 +578,7 @@ func (g *Gateway) fulfil(ctx context.Context, c *caller, server string, raw json
 		// Nothing the child asked can be answered: asking it again would only
 		// bring the same question back.
 		slices.Sort(cannot)
-		return nil, &RPCError{Code: codeInternal, Message: fmt.Sprintf("server %s asked for input the client cannot give (%s; the client did not declare the capability)", server, strings.Join(cannot, ", "))}
+		return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("server %s asked for input the client cannot give (%s; the client did not declare the capability)", server, strings.Join(cannot, ", "))}
 	}
 	set["inputResponses"] = marshal(answers)
 	return set, nil
@@ -597,7 +599,7 @@ func (g *Gateway) requestInput(ctx context.Context, cn *conn, c *caller, method 
 	cn.pumped.settle(ctx)
 	for round := 0; err == nil && needsInput(c, raw); round++ {
 		if round == maxInputRounds {
-			return nil, true, &RPCError{Code: codeInternal, Message: fmt.Sprintf("server %s asked for input %d times in one %s; Nexus stopped asking the client", cn.server, maxInputRounds, method)}
+			return nil, true, &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("server %s asked for input %d times in one %s; Nexus stopped asking the client", cn.server, maxInputRounds, method)}
 		}
 		set, rpcErr := g.fulfil(ctx, c, cn.server, raw)
 		if rpcErr != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 )
 
 // Limits of a stdio child's streams.
@@ -143,10 +144,10 @@ func (p *process) lost(err error) {
 
 // readStdout reads the child's messages until its stdout ends.
 func (p *process) readStdout() {
-	lr := &lineReader{r: bufio.NewReaderSize(p.stdout, 64<<10), limit: p.maxMessage}
+	lr := jsonrpc.NewLineReader(p.stdout, p.maxMessage)
 	for {
-		line, id, err := lr.next()
-		if errors.Is(err, errTooLarge) {
+		line, id, err := lr.Next()
+		if errors.Is(err, jsonrpc.ErrTooLarge) {
 			p.tooLarge(id)
 			continue
 		}
@@ -161,7 +162,7 @@ func (p *process) readStdout() {
 // never held.
 func (p *process) tooLarge(id json.RawMessage) {
 	p.log.Warn("refused an over-size message from the server", "limit", p.maxMessage, "id", string(id))
-	key := idOf(id)
+	key := jsonrpc.IDKey(id)
 	p.mu.Lock()
 	ch := p.pending[key]
 	delete(p.pending, key)
@@ -216,7 +217,7 @@ func (p *process) dispatch(line []byte) {
 	case m.Method != "":
 		go p.serveRequest(m)
 	case hasID:
-		key := idOf(m.ID)
+		key := jsonrpc.IDKey(m.ID)
 		p.mu.Lock()
 		ch := p.pending[key]
 		delete(p.pending, key)
@@ -236,7 +237,7 @@ func (p *process) serveRequest(m incomingMessage) {
 	_ = json.Unmarshal(m.ID, &id)
 	var resp *transport.JSONRPCResponse
 	if h == nil {
-		resp = transport.NewJSONRPCErrorResponse(id, codeMethodNotFound, "no handler for "+m.Method, nil)
+		resp = transport.NewJSONRPCErrorResponse(id, jsonrpc.CodeMethodNotFound, "no handler for "+m.Method, nil)
 	} else {
 		var params any
 		if len(m.Params) > 0 {
@@ -245,7 +246,7 @@ func (p *process) serveRequest(m incomingMessage) {
 		r, err := h(p.ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: m.Method, Params: params})
 		switch {
 		case err != nil:
-			resp = transport.NewJSONRPCErrorResponse(id, codeInternal, err.Error(), nil)
+			resp = transport.NewJSONRPCErrorResponse(id, jsonrpc.CodeInternal, err.Error(), nil)
 		case r != nil:
 			resp = r
 		default:
@@ -405,10 +406,10 @@ func encodeRequest(id []byte, req transport.JSONRPCRequest) ([]byte, error) {
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, id...)
 	b = append(b, `,"method":`...)
-	b = appendJSONString(b, req.Method)
+	b = jsonrpc.AppendString(b, req.Method)
 	if params != nil {
 		b = append(b, `,"params":`...)
-		b = append(b, compact(params)...)
+		b = append(b, jsonrpc.Compact(params)...)
 	}
 	return append(b, '}'), nil
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 )
 
 // This file routes what children send to the sessions it belongs to: progress to the
@@ -75,7 +77,7 @@ func (p *progressRoutes) deliver(server string, params json.RawMessage) {
 	if err != nil {
 		return
 	}
-	msg := r.c.s.outward(notificationBytes("notifications/progress", json.RawMessage(out)))
+	msg := r.c.s.outward(jsonrpc.Notification("notifications/progress", json.RawMessage(out)))
 	if !r.c.r.send(msg) {
 		r.c.s.out.send(msg)
 	}
@@ -138,7 +140,7 @@ func (g *Gateway) resourceUpdated(k subKey, params json.RawMessage) {
 			if sub.uri != k.uri {
 				out = setField(params, "uri", sub.uri)
 			}
-			sub.s.push(notificationBytes("notifications/resources/updated", out))
+			sub.s.push(jsonrpc.Notification("notifications/resources/updated", out))
 		}
 	}
 }
@@ -177,7 +179,7 @@ func logMessage(server string, params json.RawMessage) ([]byte, int, bool) {
 	if err != nil {
 		return nil, 0, false
 	}
-	return notificationBytes("notifications/message", json.RawMessage(out)), lvl, true
+	return jsonrpc.Notification("notifications/message", json.RawMessage(out)), lvl, true
 }
 
 // wantsLevel reports whether the session's logging level lets a message of lvl through.
@@ -263,13 +265,13 @@ func (g *Gateway) listsChanged() {
 		s.seen.tools, s.seen.prompts, s.seen.resources = toolsFP, v.promptsFP, v.resourcesFP
 		s.mu.Unlock()
 		if seen.listedTools && seen.tools != toolsFP {
-			s.push(notificationBytes("notifications/tools/list_changed", nil))
+			s.push(jsonrpc.Notification("notifications/tools/list_changed", nil))
 		}
 		if seen.listedPrompts && seen.prompts != v.promptsFP {
-			s.push(notificationBytes("notifications/prompts/list_changed", nil))
+			s.push(jsonrpc.Notification("notifications/prompts/list_changed", nil))
 		}
 		if seen.listedResources && seen.resources != v.resourcesFP {
-			s.push(notificationBytes("notifications/resources/list_changed", nil))
+			s.push(jsonrpc.Notification("notifications/resources/list_changed", nil))
 		}
 	}
 }

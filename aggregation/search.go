@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 	"github.com/nexus-mcp/nexus/toolsearch"
 )
 
@@ -169,10 +170,10 @@ func (g *Gateway) searchCall(ctx context.Context, c *caller, agent string, p cal
 		Arguments json.RawMessage `json:"arguments,omitempty"`
 	}
 	if err := json.Unmarshal(orEmpty(p.Arguments), &inner); err != nil || inner.Name == "" {
-		return p, nil, &RPCError{Code: codeInvalidParams, Message: callToolName + ` arguments must be {"name": "<tool>", "arguments": {...}}`}, true
+		return p, nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: callToolName + ` arguments must be {"name": "<tool>", "arguments": {...}}`}, true
 	}
 	if inner.Name == findToolsName || inner.Name == callToolName {
-		return p, nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("%s calls the tools %s finds; call %s directly", callToolName, findToolsName, quoted(inner.Name))}, true
+		return p, nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s calls the tools %s finds; call %s directly", callToolName, findToolsName, quoted(inner.Name))}, true
 	}
 	p.Name, p.Arguments = inner.Name, inner.Arguments
 	return p, nil, nil, false
@@ -194,12 +195,12 @@ func (g *Gateway) findTools(ctx context.Context, c *caller, agent string, v *vie
 		Limit *int   `json:"limit"`
 	}
 	if err := json.Unmarshal(orEmpty(args), &in); err != nil || strings.TrimSpace(in.Task) == "" {
-		return nil, &RPCError{Code: codeInvalidParams, Message: findToolsName + ` arguments must be {"task": "<what you want to do>", "limit": N}`}
+		return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: findToolsName + ` arguments must be {"task": "<what you want to do>", "limit": N}`}
 	}
 	limit := defaultFindLimit
 	if in.Limit != nil {
 		if *in.Limit < 1 || *in.Limit > maxFindLimit {
-			return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("%s: limit is from 1 to %d, not %d", findToolsName, maxFindLimit, *in.Limit)}
+			return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: limit is from 1 to %d, not %d", findToolsName, maxFindLimit, *in.Limit)}
 		}
 		limit = *in.Limit
 	}
@@ -253,7 +254,7 @@ func (g *Gateway) addFound(s *session, names []string, budget int) {
 	s.seen.tools = fp
 	s.mu.Unlock()
 	if told {
-		s.push(notificationBytes("notifications/tools/list_changed", nil))
+		s.push(jsonrpc.Notification("notifications/tools/list_changed", nil))
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 	"github.com/nexus-mcp/nexus/policy"
 )
 
@@ -68,7 +69,7 @@ type session struct {
 	mu      sync.Mutex
 	closed  bool
 	calls   map[string]context.CancelCauseFunc // requests in flight, by canonical id
-	pending map[string]chan *message           // requests sent to the client, by id
+	pending map[string]chan *jsonrpc.Message   // requests sent to the client, by id
 	subs    map[string]subKey                  // subscribed resource URI, as the client spells it -> the resource
 	seen    seenLists                          // fingerprints of the lists the client was last told of
 	// found are the tools nexus__find_tools added to this session's list (search
@@ -106,7 +107,7 @@ func (g *Gateway) newSession(front, preset string, out sink) *session {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &session{g: g, id: newSessionID(), front: front, preset: preset, out: out, ctx: ctx, cancel: cancel,
 		slots: make(chan struct{}, g.cfg.Load().Limits.CallsPerSession()),
-		calls: map[string]context.CancelCauseFunc{}, pending: map[string]chan *message{}, subs: map[string]subKey{}}
+		calls: map[string]context.CancelCauseFunc{}, pending: map[string]chan *jsonrpc.Message{}, subs: map[string]subKey{}}
 	s.level.Store(levelUnset)
 	s.touch()
 	return s
@@ -134,13 +135,13 @@ func (s *session) push(msg []byte) bool { return s.out.send(s.outward(msg)) }
 // handle is the one path every client message takes, on both fronts: the session
 // (is it initialized? whose is it?), then the method's own step, whose answer leaves
 // through outward on r.
-func (s *session) handle(ctx context.Context, m *message, r sink) {
+func (s *session) handle(ctx context.Context, m *jsonrpc.Message, r sink) {
 	s.touch()
 	switch {
-	case m.isResponse():
+	case m.IsResponse():
 		s.answered(m)
 		return
-	case m.isNotification():
+	case m.IsNotification():
 		s.notified(m)
 		return
 	}
@@ -163,7 +164,7 @@ func (s *session) handle(ctx context.Context, m *message, r sink) {
 }
 
 // respond runs a request for which the caller holds a slot, and sends its answer.
-func (s *session) respond(ctx context.Context, m *message, r sink) {
+func (s *session) respond(ctx context.Context, m *jsonrpc.Message, r sink) {
 	r.reply(s.outward(s.answer(ctx, m, r)))
 }
 
@@ -182,17 +183,17 @@ func (s *session) release() { <-s.slots }
 
 // busy is the answer to a request past the session's bound.
 func (s *session) busy(id json.RawMessage) []byte {
-	return errorBytes(id, codeInternal, "this session already has its maximum of %d requests in flight; wait for one to finish (limits.maxCallsPerSession)", cap(s.slots))
+	return jsonrpc.ErrorResponse(id, jsonrpc.CodeInternal, "this session already has its maximum of %d requests in flight; wait for one to finish (limits.maxCallsPerSession)", cap(s.slots))
 }
 
 // answer runs one request and encodes its response.
-func (s *session) answer(ctx context.Context, m *message, r sink) []byte {
+func (s *session) answer(ctx context.Context, m *jsonrpc.Message, r sink) []byte {
 	if !s.ready.Load() && m.Method != "initialize" && m.Method != "ping" {
-		return errorBytes(m.ID, codeInvalidRequest, "%s before initialize: send initialize first", m.Method)
+		return jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeInvalidRequest, "%s before initialize: send initialize first", m.Method)
 	}
 	step, ok := s.g.methods[m.Method]
 	if !ok {
-		return errorBytes(m.ID, codeMethodNotFound, "method %s is not supported by Nexus", quoted(m.Method))
+		return jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeMethodNotFound, "method %s is not supported by Nexus", quoted(m.Method))
 	}
 	ctx, done := s.track(ctx, m.ID)
 	defer done()
@@ -206,9 +207,9 @@ func (s *session) answer(ctx context.Context, m *message, r sink) []byte {
 	}
 	sp.End()
 	if rpcErr == nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), errClientCancelled) {
-		rpcErr = &RPCError{Code: codeCancelled, Message: "request cancelled by the client"}
+		rpcErr = &RPCError{Code: jsonrpc.CodeCancelled, Message: "request cancelled by the client"}
 	}
-	return responseBytes(m.ID, result, rpcErr)
+	return jsonrpc.Response(m.ID, result, rpcErr)
 }
 
 var (
@@ -221,7 +222,7 @@ var (
 // HTTP request over HTTP.
 func (s *session) track(ctx context.Context, id json.RawMessage) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	key := idOf(id)
+	key := jsonrpc.IDKey(id)
 	s.mu.Lock()
 	s.calls[key] = cancel
 	s.mu.Unlock()
@@ -234,7 +235,7 @@ func (s *session) track(ctx context.Context, id json.RawMessage) (context.Contex
 }
 
 // notified handles a notification from the client.
-func (s *session) notified(m *message) {
+func (s *session) notified(m *jsonrpc.Message) {
 	switch m.Method {
 	case "notifications/cancelled":
 		var p struct {
@@ -244,7 +245,7 @@ func (s *session) notified(m *message) {
 			return
 		}
 		s.mu.Lock()
-		cancel := s.calls[idOf(p.RequestID)]
+		cancel := s.calls[jsonrpc.IDKey(p.RequestID)]
 		s.mu.Unlock()
 		if cancel != nil {
 			cancel(errClientCancelled)
@@ -261,11 +262,11 @@ func (s *session) notified(m *message) {
 // to, or the session's own) and waits for the client's answer.
 func (s *session) request(ctx context.Context, via sink, method string, params any) (json.RawMessage, *RPCError) {
 	id := "nexus-" + strconv.FormatInt(s.nextID.Add(1), 10)
-	ch := make(chan *message, 1)
+	ch := make(chan *jsonrpc.Message, 1)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil, &RPCError{Code: codeInternal, Message: "the client's session has ended"}
+		return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: "the client's session has ended"}
 	}
 	s.pending[id] = ch
 	s.mu.Unlock()
@@ -275,27 +276,27 @@ func (s *session) request(ctx context.Context, via sink, method string, params a
 		s.mu.Unlock()
 	}()
 	// On the call's own stream if it can still carry it, else on the session's.
-	msg := s.outward(requestBytes(id, method, params))
+	msg := s.outward(jsonrpc.Request(jsonrpc.StringID(id), method, params))
 	if !via.send(msg) && (via == s.out || !s.out.send(msg)) {
-		return nil, &RPCError{Code: codeInternal, Message: "the client has no open stream to receive " + method}
+		return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: "the client has no open stream to receive " + method}
 	}
 	select {
 	case m := <-ch:
 		if m == nil {
-			return nil, &RPCError{Code: codeInternal, Message: "the client's session ended before it answered " + method}
+			return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: "the client's session ended before it answered " + method}
 		}
 		if m.Error != nil {
 			return nil, m.Error
 		}
 		return m.Result, nil
 	case <-ctx.Done():
-		s.push(notificationBytes("notifications/cancelled", map[string]any{"requestId": id, "reason": "the server gave up"}))
-		return nil, &RPCError{Code: codeInternal, Message: fmt.Sprintf("the client did not answer %s in time", method)}
+		s.push(jsonrpc.Notification("notifications/cancelled", map[string]any{"requestId": id, "reason": "the server gave up"}))
+		return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("the client did not answer %s in time", method)}
 	}
 }
 
 // answered delivers a client's response to the request waiting for it.
-func (s *session) answered(m *message) {
+func (s *session) answered(m *jsonrpc.Message) {
 	var id string
 	if json.Unmarshal(m.ID, &id) != nil {
 		return
@@ -323,7 +324,7 @@ func (s *session) close() {
 		cancel(errSessionClosed)
 	}
 	pending := s.pending
-	s.pending = map[string]chan *message{}
+	s.pending = map[string]chan *jsonrpc.Message{}
 	subs := s.subs
 	s.subs = map[string]subKey{}
 	s.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 	"github.com/nexus-mcp/nexus/policy"
 )
 
@@ -194,7 +195,7 @@ func TestBeforeInitialize(t *testing.T) {
 	c := stdioClient(t, f.g, "other")
 	before := f.evil.count("tools/call")
 	m := c.request("tools/call", map[string]any{"name": "evil__echo", "arguments": map[string]any{}})
-	if m.Error == nil || m.Error.Code != codeInvalidRequest || !strings.Contains(m.Error.Message, "initialize") {
+	if m.Error == nil || m.Error.Code != jsonrpc.CodeInvalidRequest || !strings.Contains(m.Error.Message, "initialize") {
 		t.Errorf("tools/call before initialize: %s %v", m.Result, m.Error)
 	}
 	if m := c.request("ping", nil); m.Error != nil {
@@ -347,7 +348,7 @@ func TestSamplingReachesTheCaller(t *testing.T) {
 				c := f.client(front, "other")
 				c.answer = func(method string, params json.RawMessage) (any, *RPCError) {
 					if method != "sampling/createMessage" {
-						return nil, &RPCError{Code: codeMethodNotFound, Message: method}
+						return nil, &RPCError{Code: jsonrpc.CodeMethodNotFound, Message: method}
 					}
 					return map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "hello from the client"}, "model": "test"}, nil
 				}
@@ -369,7 +370,7 @@ func TestOverSizeAndUnknownNames(t *testing.T) {
 		huge := strings.Repeat("n", 3<<20)
 		start := time.Now()
 		m := c.request("tools/call", map[string]any{"name": huge, "arguments": map[string]any{}})
-		if m.Error == nil || m.Error.Code != codeInvalidParams && m.Error.Code != codeInvalidRequest {
+		if m.Error == nil || m.Error.Code != jsonrpc.CodeInvalidParams && m.Error.Code != jsonrpc.CodeInvalidRequest {
 			t.Errorf("%s: huge unknown name: %v", front, m.Error)
 		}
 		if m.Error != nil && len(m.Error.Message) > 400 {
@@ -379,7 +380,7 @@ func TestOverSizeAndUnknownNames(t *testing.T) {
 			t.Errorf("%s: a huge unknown name took %s", front, d)
 		}
 		m = c.request("tools/call", map[string]any{"name": "good__echo", "arguments": map[string]any{"text": strings.Repeat("x", 5<<20)}})
-		if m.Error == nil || m.Error.Code != codeInvalidRequest || !strings.Contains(m.Error.Message, "larger than") {
+		if m.Error == nil || m.Error.Code != jsonrpc.CodeInvalidRequest || !strings.Contains(m.Error.Message, "larger than") {
 			t.Errorf("%s: over-size request: %s %v", front, m.Result, m.Error)
 		}
 	}

@@ -1,16 +1,15 @@
 package aggregation
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
 
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 	"github.com/nexus-mcp/nexus/memory"
 )
 
@@ -19,14 +18,14 @@ import (
 // NEXUS_AGENT); otherwise initialize decides it from the client's name, else
 // anonymous. Nothing but MCP messages is ever written to out.
 func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, agent string) error {
-	w := &lineWriter{w: out}
+	w := lineSink{jsonrpc.NewLineWriter(out)}
 	s := g.newSession(frontStdio, agent, w)
 	g.sessions.add(s)
 	defer s.close()
 	stop := context.AfterFunc(ctx, s.close)
 	defer stop()
 	r := &stdioReader{g: g, s: s, w: w, eof: make(chan struct{}),
-		lr: &lineReader{r: bufio.NewReaderSize(in, 64*1024), limit: g.cfg.Load().MessageLimit()}}
+		lr: jsonrpc.NewLineReader(in, g.cfg.Load().MessageLimit())}
 	r.wg.Add(1)
 	go r.loop(s.ctx)
 	select {
@@ -51,8 +50,8 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, a
 type stdioReader struct {
 	g       *Gateway
 	s       *session
-	w       *lineWriter
-	lr      *lineReader // used by one goroutine at a time: the one holding the baton
+	w       lineSink
+	lr      *jsonrpc.LineReader // used by one goroutine at a time: the one holding the baton
 	wg      sync.WaitGroup
 	eof     chan struct{}
 	eofOnce sync.Once
@@ -61,10 +60,10 @@ type stdioReader struct {
 func (r *stdioReader) loop(ctx context.Context) {
 	defer r.wg.Done()
 	for {
-		line, id, err := r.lr.next()
-		if errors.Is(err, errTooLarge) {
-			r.g.log.Warn("refused an over-size message", "limit", r.lr.limit)
-			r.w.reply(r.s.outward(tooLarge(id, r.lr.limit)))
+		line, id, err := r.lr.Next()
+		if errors.Is(err, jsonrpc.ErrTooLarge) {
+			r.g.log.Warn("refused an over-size message", "limit", r.lr.Limit())
+			r.w.reply(r.s.outward(tooLarge(id, r.lr.Limit())))
 			continue
 		}
 		if err != nil {
@@ -79,7 +78,7 @@ func (r *stdioReader) loop(ctx context.Context) {
 		bctx := b.context()
 		if line[0] == '[' {
 			r.g.serveBatch(bctx, r.s, line, r.w)
-		} else if m, reply := decode(line); reply != nil {
+		} else if m, reply := jsonrpc.Decode(line); reply != nil {
 			r.w.reply(r.s.outward(reply))
 		} else {
 			r.s.handle(bctx, m, r.w)
@@ -122,31 +121,8 @@ func yieldReader(ctx context.Context) {
 	}
 }
 
-// decode parses one message, or returns the error response it gets.
-func decode(b []byte) (*message, []byte) {
-	var m message
-	if err := json.Unmarshal(b, &m); err != nil {
-		var probe struct {
-			ID json.RawMessage `json:"id"`
-		}
-		_ = json.Unmarshal(b, &probe)
-		if len(probe.ID) == 0 || !validID(probe.ID) {
-			probe.ID = nil
-		}
-		return nil, errorBytes(probe.ID, codeParseError, "malformed JSON-RPC message: %v", err)
-	}
-	if why := m.invalid(); why != "" {
-		id := m.ID
-		if len(id) > 0 && !validID(id) {
-			id = nil
-		}
-		return nil, errorBytes(id, codeInvalidRequest, "invalid request: %s", why)
-	}
-	return &m, nil
-}
-
 func tooLarge(id json.RawMessage, limit int64) []byte {
-	return errorBytes(id, codeInvalidRequest, "message larger than %d bytes refused; raise maxMessageBytes in the config if it is legitimate", limit)
+	return jsonrpc.ErrorResponse(id, jsonrpc.CodeInvalidRequest, "message larger than %d bytes refused; raise maxMessageBytes in the config if it is legitimate", limit)
 }
 
 // serveBatch runs a JSON-RPC batch through the same path as single messages and
@@ -159,24 +135,24 @@ func (g *Gateway) serveBatch(ctx context.Context, s *session, line []byte, to si
 	items, n, err := splitBatch(line, lim.BatchMessages())
 	switch {
 	case err != nil:
-		to.reply(s.outward(errorBytes(nil, codeParseError, "malformed JSON-RPC batch: %v", err)))
+		to.reply(s.outward(jsonrpc.ErrorResponse(nil, jsonrpc.CodeParseError, "malformed JSON-RPC batch: %v", err)))
 		return
 	case n == 0:
-		to.reply(s.outward(errorBytes(nil, codeInvalidRequest, "empty batch")))
+		to.reply(s.outward(jsonrpc.ErrorResponse(nil, jsonrpc.CodeInvalidRequest, "empty batch")))
 		return
 	case n > len(items):
 		g.log.Warn("refused an over-long batch", "messages", n, "limit", len(items))
-		to.reply(s.outward(errorBytes(nil, codeInvalidRequest,
+		to.reply(s.outward(jsonrpc.ErrorResponse(nil, jsonrpc.CodeInvalidRequest,
 			"batch of %d messages: at most %d; send smaller batches (limits.maxBatchMessages)", n, len(items))))
 		return
 	}
 	b := &batch{s: s, to: to, limit: lim.BatchAnswerBytes(), replies: make([][]byte, len(items))}
 	for i, it := range items {
-		m, reply := decode(it)
+		m, reply := jsonrpc.Decode(it)
 		switch {
 		case reply != nil:
 			b.replies[i] = s.outward(reply)
-		case m.isRequest():
+		case m.IsRequest():
 			b.jobs = append(b.jobs, job{i, m})
 		default:
 			s.handle(ctx, m, to)
@@ -242,7 +218,7 @@ type batch struct {
 
 type job struct {
 	i int // position in the batch
-	m *message
+	m *jsonrpc.Message
 }
 
 // run answers the batch's requests with as many workers as the session has free
@@ -290,7 +266,7 @@ func (b *batch) keep(j job, msg []byte) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.used+int64(len(msg)) > b.limit {
-		msg = b.s.outward(errorBytes(j.m.ID, codeInternal,
+		msg = b.s.outward(jsonrpc.ErrorResponse(j.m.ID, jsonrpc.CodeInternal,
 			"the answers of this batch passed their bound of %d bytes (limits.maxBatchAnswerBytes); send this request alone", b.limit))
 	} else {
 		b.used += int64(len(msg))
@@ -308,73 +284,13 @@ type batchSink struct {
 func (bs *batchSink) send(msg []byte) bool { return bs.b.to.send(msg) }
 func (bs *batchSink) reply(msg []byte)     { bs.b.keep(bs.j, msg) }
 
-var errTooLarge = errors.New("message too large")
+// lineSink is a stdio session's sink: messages as lines on the client's stdout.
+type lineSink struct{ w *jsonrpc.LineWriter }
 
-// lineReader reads newline-delimited messages and refuses one over limit without
-// holding it in memory; the id of a refused message is read as it streams past.
-type lineReader struct {
-	r     *bufio.Reader
-	limit int64
-}
+func (ls lineSink) send(msg []byte) bool { return ls.w.Write(msg) == nil }
 
-func (l *lineReader) next() (line []byte, tooLargeID json.RawMessage, err error) {
-	var buf []byte
-	for {
-		chunk, err := l.r.ReadSlice('\n')
-		if int64(len(buf)+len(chunk)) > l.limit+1 {
-			var sc idScanner
-			sc.write(buf)
-			sc.write(chunk)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				chunk, err = l.r.ReadSlice('\n')
-				sc.write(chunk)
-			}
-			return nil, sc.result(), errTooLarge
-		}
-		buf = append(buf, chunk...)
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case err == io.EOF && len(buf) > 0:
-			return buf, nil, nil
-		case err != nil:
-			return nil, nil, err
-		}
-		return buf, nil, nil
-	}
-}
-
-// lineWriter writes whole lines atomically: responses and notifications of many
-// calls share one stdout. It is the stdio session's sink.
-type lineWriter struct {
-	mu  sync.Mutex
-	w   io.Writer
-	buf []byte
-	err error
-}
-
-func (lw *lineWriter) send(msg []byte) bool {
-	msg = compact(msg) // a child's pretty-printed JSON must still fit on one line
-	lw.mu.Lock()
-	defer lw.mu.Unlock()
-	if lw.err != nil {
-		return false
-	}
-	// One write per message, from a buffer of our own: msg may be shared with other
-	// sessions and must not be appended to.
-	lw.buf = append(append(lw.buf[:0], msg...), '\n')
-	if _, err := lw.w.Write(lw.buf); err != nil {
-		lw.err = fmt.Errorf("writing to the client: %w", err)
-		return false
-	}
-	if cap(lw.buf) > 1<<20 {
-		lw.buf = nil // keep no megabyte buffer around for one large message
-	}
-	return true
-}
-
-func (lw *lineWriter) reply(msg []byte) {
+func (ls lineSink) reply(msg []byte) {
 	if msg != nil {
-		lw.send(msg)
+		ls.w.Write(msg)
 	}
 }

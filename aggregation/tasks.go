@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 )
 
 // This file carries the tasks of protocol 2025-11-25 (a task-augmented tools/call,
@@ -155,7 +157,7 @@ func (g *Gateway) callTask(ctx context.Context, c *caller, p callParams) (raw js
 		var down *notRunningError
 		if errors.As(err, &down) {
 			rec.Server = down.st.Name
-			return nil, &RPCError{Code: codeInternal, Message: down.Error()}
+			return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: down.Error()}
 		}
 		return nil, err.(*RPCError)
 	}
@@ -193,7 +195,7 @@ func (g *Gateway) callTask(ctx context.Context, c *caller, p callParams) (raw js
 	}
 	id, err := g.tasks.add(s, t, created.Task.TaskID, ttl)
 	if err != nil {
-		return nil, &RPCError{Code: codeInternal, Message: err.Error()}
+		return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: err.Error()}
 	}
 	return renameTask(raw, created.Task.TaskID, id), nil
 }
@@ -218,7 +220,7 @@ func (g *Gateway) taskRefusal(method, agent string, t *Tool, rec *Call) *RPCErro
 		rec.decided(d)
 		g.observe(rec)
 	}
-	return &RPCError{Code: codeInvalidParams, Message: d.Message()}
+	return &RPCError{Code: jsonrpc.CodeInvalidParams, Message: d.Message()}
 }
 
 // taskRequest sends one task request to a child as the call of c: what the child asks
@@ -226,7 +228,7 @@ func (g *Gateway) taskRefusal(method, agent string, t *Tool, rec *Call) *RPCErro
 func (g *Gateway) taskRequest(ctx context.Context, c *caller, server, method string, params any) (json.RawMessage, *RPCError) {
 	ch := g.kids()[server]
 	if ch == nil {
-		return nil, &RPCError{Code: codeInternal, Message: fmt.Sprintf("server %s was removed from the config", server)}
+		return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("server %s was removed from the config", server)}
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, ch.config().CallTimeout(), errCallTimeout)
 	defer cancel()
@@ -241,7 +243,7 @@ func (g *Gateway) taskRequest(ctx context.Context, c *caller, server, method str
 	if err != nil {
 		return nil, g.childError(ctx, server, method, err)
 	}
-	return dropOwnMeta(g.redact(compact(raw))), nil
+	return dropOwnMeta(g.redact(jsonrpc.Compact(raw))), nil
 }
 
 // taskTool is the tool a task runs as the manifest has it now (a reload may have
@@ -262,7 +264,7 @@ func taskMethod(method string) method {
 		var fields map[string]json.RawMessage
 		var id string
 		if json.Unmarshal(params, &fields) != nil || json.Unmarshal(fields["taskId"], &id) != nil || id == "" {
-			return nil, &RPCError{Code: codeInvalidParams, Message: method + ` params must be {"taskId": "<id>"}`}
+			return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: method + ` params must be {"taskId": "<id>"}`}
 		}
 		rt := s.g.tasks.lookup(id, s)
 		if rt == nil {
@@ -275,7 +277,7 @@ func taskMethod(method string) method {
 		passFieldsMeta(fields)
 		raw, rpcErr := s.g.taskRequest(ctx, &caller{s: s, r: r}, rt.server, method, fields)
 		if rpcErr != nil {
-			if method == "tasks/get" && rpcErr.Code == codeInvalidParams {
+			if method == "tasks/get" && rpcErr.Code == jsonrpc.CodeInvalidParams {
 				s.g.tasks.remove(rt.id) // the child no longer knows the task
 			}
 			return nil, renameTaskError(rpcErr, rt.child, rt.id)
@@ -305,7 +307,7 @@ func listTasks(ctx context.Context, s *session, _ json.RawMessage, r sink) (json
 			defer func() { <-slots }()
 			raw, rpcErr := s.g.taskRequest(ctx, &caller{s: s, r: r}, rt.server, "tasks/get", map[string]string{"taskId": rt.child})
 			if rpcErr != nil {
-				if rpcErr.Code == codeInvalidParams {
+				if rpcErr.Code == jsonrpc.CodeInvalidParams {
 					s.g.tasks.remove(rt.id)
 				}
 				return
@@ -322,7 +324,7 @@ func listTasks(ctx context.Context, s *session, _ json.RawMessage, r sink) (json
 	}
 	raw, err := json.Marshal(map[string]any{"tasks": out})
 	if err != nil {
-		return nil, &RPCError{Code: codeInternal, Message: fmt.Sprintf("encoding tasks/list: %v", err)}
+		return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("encoding tasks/list: %v", err)}
 	}
 	return raw, nil
 }
@@ -341,13 +343,13 @@ func (g *Gateway) deliverTaskStatus(server string, params json.RawMessage) {
 	if rt == nil {
 		return
 	}
-	rt.s.push(notificationBytes("notifications/tasks/status", renameTask(params, rt.child, rt.id)))
+	rt.s.push(jsonrpc.Notification("notifications/tasks/status", renameTask(params, rt.child, rt.id)))
 }
 
 // unknownTask is the answer to a task id the caller does not own: the same whether
 // the id is another session's or no one's, so an id's existence is not told.
 func unknownTask(id string) *RPCError {
-	return &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown task %s: no task of this session has that id (tasks/list shows them)", quoted(id))}
+	return &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown task %s: no task of this session has that id (tasks/list shows them)", quoted(id))}
 }
 
 // relatedTaskKey is the _meta member by which a result names the task it belongs to.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 )
 
 // This file carries the tasks extension of 2026-07-28 (io.modelcontextprotocol/tasks)
@@ -45,7 +47,7 @@ func (g *Gateway) sealTask(s *session, server, tool string, raw json.RawMessage)
 		TTL    *int64 `json:"ttlMs"`
 	}
 	if json.Unmarshal(raw, &task) != nil || task.TaskID == "" {
-		return nil, &RPCError{Code: codeInternal, Message: fmt.Sprintf("server %s answered with a task that has no taskId", server)}
+		return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("server %s answered with a task that has no taskId", server)}
 	}
 	life := taskHandleLife
 	if task.TTL != nil && *task.TTL > 0 {
@@ -65,18 +67,18 @@ func extTaskMethod(method string) method {
 		var fields map[string]json.RawMessage
 		var handle string
 		if json.Unmarshal(params, &fields) != nil || json.Unmarshal(fields["taskId"], &handle) != nil || handle == "" {
-			return nil, &RPCError{Code: codeInvalidParams, Message: method + ` params must be {"taskId": "<id>"}`}
+			return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: method + ` params must be {"taskId": "<id>"}`}
 		}
 		st, err := g.sealer.open(handle, s.agent, "tasks", "", time.Now())
 		if err != nil || st.Kind != stateTask {
-			return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown task %s: %v", quoted(handle), err)}
+			return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown task %s: %v", quoted(handle), err)}
 		}
 		var childID string
 		_ = json.Unmarshal(st.Child, &childID)
 		t := g.man.Load().lookup(st.Tool)
 		if t == nil || t.Server != st.Server {
 			if method != "tasks/cancel" {
-				return nil, &RPCError{Code: codeInvalidParams, Message: fmt.Sprintf("the tool of task %s, %s, is no longer served; the task can only be cancelled", quoted(handle), st.Tool)}
+				return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("the tool of task %s, %s, is no longer served; the task can only be cancelled", quoted(handle), st.Tool)}
 			}
 		} else if method != "tasks/cancel" {
 			if refused := g.taskRefusal(method, s.agent, t, nil); refused != nil {

@@ -1,15 +1,13 @@
 package aggregation
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
-	"io"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 )
 
 var clientNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
@@ -166,56 +164,6 @@ func TestAnnotationOverrides(t *testing.T) {
 	}
 }
 
-func TestLineReader(t *testing.T) {
-	big := `{"jsonrpc":"2.0","method":"tools/call","params":{"x":"` + strings.Repeat("y", 100) + `"},"id":"late"}`
-	in := "short\n" + strings.Repeat("x", 100) + "\nafter\n" + big + "\nlast-without-newline"
-	lr := &lineReader{r: bufio.NewReaderSize(strings.NewReader(in), 16), limit: 50}
-	var got []string
-	for {
-		line, id, err := lr.next()
-		if errors.Is(err, errTooLarge) {
-			got = append(got, "<too large "+string(id)+">")
-			continue
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, strings.TrimSpace(string(line)))
-	}
-	want := []string{"short", "<too large >", "after", `<too large "late">`, "last-without-newline"}
-	if strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("got %v, want %v", got, want)
-	}
-}
-
-func TestIDScanner(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{`{"jsonrpc":"2.0","id":1,"method":"x"}`, `1`},
-		{`{"id" : "a\"b" ,"method":"x"}`, `"a\"b"`},
-		{`{"params":{"id":9,"s":"\"id\":8"},"id":-3}`, `-3`},
-		{`{"params":["id",{"id":2}],"id":"top"}`, `"top"`},
-		{`{"method":"x","params":{"a":"` + strings.Repeat("z", 1000), ``}, // cut before any id
-		{`{"id":{"nested":1}}`, ``},                                       // not an id
-		{`{"id":null}`, ``},
-		{`[{"id":1}]`, ``}, // a batch has no single id
-		{`not json "id": 5`, ``},
-	}
-	for _, tc := range tests {
-		for _, chunk := range []int{1, 3, len(tc.in)} { // the answer must not depend on how bytes arrive
-			var sc idScanner
-			for i := 0; i < len(tc.in); i += chunk {
-				sc.write([]byte(tc.in[i:min(i+chunk, len(tc.in))]))
-			}
-			if got := string(sc.result()); got != tc.want {
-				t.Errorf("%.60s (chunks of %d): id %q, want %q", tc.in, chunk, got, tc.want)
-			}
-		}
-	}
-}
-
 func TestDefaultExpander(t *testing.T) {
 	t.Setenv("NEXUS_T_A", "alpha")
 	tests := []struct {
@@ -294,7 +242,7 @@ func TestBareTool(t *testing.T) {
 			continue
 		}
 		for _, s := range tc.errHas {
-			if !strings.Contains(err.Message, s) || err.Code != codeInvalidParams {
+			if !strings.Contains(err.Message, s) || err.Code != jsonrpc.CodeInvalidParams {
 				t.Errorf("bareTool(%q): the error %d %q does not say %s", tc.name, err.Code, err.Message, s)
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 	"github.com/nexus-mcp/nexus/memory"
 	"github.com/nexus-mcp/nexus/memory/sqlite"
 )
@@ -294,7 +295,7 @@ func TestCapabilitiesAreHonest(t *testing.T) {
 func rootsOf(uri string) func(string, json.RawMessage) (any, *RPCError) {
 	return func(method string, _ json.RawMessage) (any, *RPCError) {
 		if method != "roots/list" {
-			return nil, &RPCError{Code: codeMethodNotFound, Message: method}
+			return nil, &RPCError{Code: jsonrpc.CodeMethodNotFound, Message: method}
 		}
 		return map[string]any{"roots": []map[string]any{{"uri": uri, "name": "root"}}}, nil
 	}

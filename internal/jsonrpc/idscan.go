@@ -1,12 +1,12 @@
-package aggregation
+package jsonrpc
 
 import "encoding/json"
 
-// idScanner finds the top-level "id" of a JSON-RPC message while the message streams
+// IDScanner finds the top-level "id" of a JSON-RPC message while the message streams
 // past, in constant memory: an over-size request is never held whole, yet its answer
 // must carry its id, or the client waits forever for a response it cannot match.
 // It reads bytes only; a message that is not JSON simply yields no id.
-type idScanner struct {
+type IDScanner struct {
 	depth     int
 	inString  bool
 	escaped   bool
@@ -22,16 +22,19 @@ type idScanner struct {
 // maxIDBytes bounds the id kept; a longer id is not one a client would send.
 const maxIDBytes = 256
 
-func (s *idScanner) write(p []byte) {
+// Write scans p, the next bytes of the message; it never fails, so that an
+// IDScanner is an io.Writer to copy a body into.
+func (s *IDScanner) Write(p []byte) (int, error) {
 	for _, c := range p {
 		if s.id != nil {
-			return
+			return len(p), nil
 		}
 		s.step(c)
 	}
+	return len(p), nil
 }
 
-func (s *idScanner) step(c byte) {
+func (s *IDScanner) step(c byte) {
 	if s.wantID {
 		s.readID(c)
 		return
@@ -79,7 +82,7 @@ func (s *idScanner) step(c byte) {
 }
 
 // readID collects the id value: a string or a number, ended by ',' or '}'.
-func (s *idScanner) readID(c byte) {
+func (s *IDScanner) readID(c byte) {
 	if len(s.value) == 0 && (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
 		return
 	}
@@ -104,17 +107,17 @@ func (s *idScanner) readID(c byte) {
 	}
 }
 
-func (s *idScanner) finish() {
+func (s *IDScanner) finish() {
 	s.wantID = false
-	if len(s.value) > 0 && json.Valid(s.value) && validID(s.value) {
+	if len(s.value) > 0 && json.Valid(s.value) && ValidID(s.value) {
 		s.id = json.RawMessage(append([]byte(nil), s.value...))
 		return
 	}
 	s.id = json.RawMessage{}
 }
 
-// result is the id found, or nil.
-func (s *idScanner) result() json.RawMessage {
+// ID is the id found, or nil.
+func (s *IDScanner) ID() json.RawMessage {
 	if len(s.id) == 0 {
 		return nil
 	}

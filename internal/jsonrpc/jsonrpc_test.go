@@ -1,0 +1,121 @@
+package jsonrpc
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestLineReader(t *testing.T) {
+	big := `{"jsonrpc":"2.0","method":"tools/call","params":{"x":"` + strings.Repeat("y", 100) + `"},"id":"late"}`
+	in := "short\n" + strings.Repeat("x", 100) + "\nafter\n" + big + "\nlast-without-newline"
+	lr := &LineReader{r: bufio.NewReaderSize(strings.NewReader(in), 16), limit: 50}
+	var got []string
+	for {
+		line, id, err := lr.Next()
+		if errors.Is(err, ErrTooLarge) {
+			got = append(got, "<too large "+string(id)+">")
+			continue
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, strings.TrimSpace(string(line)))
+	}
+	want := []string{"short", "<too large >", "after", `<too large "late">`, "last-without-newline"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+func TestIDScanner(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"x"}`, `1`},
+		{`{"id" : "a\"b" ,"method":"x"}`, `"a\"b"`},
+		{`{"params":{"id":9,"s":"\"id\":8"},"id":-3}`, `-3`},
+		{`{"params":["id",{"id":2}],"id":"top"}`, `"top"`},
+		{`{"method":"x","params":{"a":"` + strings.Repeat("z", 1000), ``}, // cut before any id
+		{`{"id":{"nested":1}}`, ``},                                       // not an id
+		{`{"id":null}`, ``},
+		{`[{"id":1}]`, ``}, // a batch has no single id
+		{`not json "id": 5`, ``},
+	}
+	for _, tc := range tests {
+		for _, chunk := range []int{1, 3, len(tc.in)} { // the answer must not depend on how bytes arrive
+			var sc IDScanner
+			for i := 0; i < len(tc.in); i += chunk {
+				sc.Write([]byte(tc.in[i:min(i+chunk, len(tc.in))]))
+			}
+			if got := string(sc.ID()); got != tc.want {
+				t.Errorf("%.60s (chunks of %d): id %q, want %q", tc.in, chunk, got, tc.want)
+			}
+		}
+	}
+}
+
+func TestDecode(t *testing.T) {
+	tests := []struct {
+		in        string
+		method    string // of the message decoded, when it is one
+		errorLine string // the error response, when it is not
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, "ping", ""},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, "notifications/initialized", ""},
+		{`{"jsonrpc":"2.0","id":7,"method":`, "", `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"malformed JSON-RPC message: unexpected end of JSON input"}}`},
+		{`{"jsonrpc":"1.0","id":"a","method":"ping"}`, "", `{"jsonrpc":"2.0","id":"a","error":{"code":-32600,"message":"invalid request: \"jsonrpc\" must be \"2.0\""}}`},
+		{`{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`, "", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: an id must be a string or a number"}}`},
+		{`{"jsonrpc":"2.0"}`, "", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: a message needs a method (request or notification) or an id (response)"}}`},
+	}
+	for _, tc := range tests {
+		m, reply := Decode([]byte(tc.in))
+		switch {
+		case tc.errorLine != "" && string(reply) != tc.errorLine:
+			t.Errorf("%s: answer %s, want %s", tc.in, reply, tc.errorLine)
+		case tc.errorLine == "" && (m == nil || m.Method != tc.method):
+			t.Errorf("%s: decoded %+v (answer %s), want method %q", tc.in, m, reply, tc.method)
+		}
+	}
+}
+
+func TestEncoders(t *testing.T) {
+	tests := []struct{ got, want string }{
+		{string(Response([]byte(`"r1"`), []byte(`{"content":[]}`), nil)), `{"jsonrpc":"2.0","id":"r1","result":{"content":[]}}`},
+		{string(Response(nil, nil, nil)), `{"jsonrpc":"2.0","id":null,"result":{}}`},
+		{string(ErrorResponse([]byte(`3`), CodeInvalidParams, "bad %s", "name")), `{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"bad name"}}`},
+		{string(Notification("notifications/progress", map[string]any{"progress": 1})), `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`},
+		{string(Request(StringID("nexus-1"), "tools/call", []byte("{\n \"name\": \"x\"\n}"))), `{"jsonrpc":"2.0","id":"nexus-1","method":"tools/call","params":{"name":"x"}}`},
+		{string(AppendString(nil, "plain")), `"plain"`},
+		{string(AppendString(nil, "a\"b<\n")), `"a\"b\u003c\n"`},
+	}
+	for _, tc := range tests {
+		if tc.got != tc.want {
+			t.Errorf("got  %s\nwant %s", tc.got, tc.want)
+		}
+	}
+}
+
+func TestLineWriter(t *testing.T) {
+	var b strings.Builder
+	w := NewLineWriter(&b)
+	for _, msg := range []string{`{"a":1}`, "{\n  \"b\": 2\n}"} {
+		if err := w.Write([]byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := b.String(), "{\"a\":1}\n{\"b\":2}\n"; got != want {
+		t.Errorf("wrote %q, want %q", got, want)
+	}
+	failing := NewLineWriter(errWriter{})
+	if failing.Write([]byte(`{}`)) == nil || failing.Write([]byte(`{}`)) == nil {
+		t.Error("a failed stream accepted a message")
+	}
+}
+
+type errWriter struct{}
+
+func (errWriter) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }

@@ -1,0 +1,96 @@
+package jsonrpc
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// ErrTooLarge is what LineReader.Next returns for a message over its limit.
+var ErrTooLarge = errors.New("message too large")
+
+// LineReader reads newline-delimited messages and refuses one over its limit
+// without holding it in memory; the id of a refused message is read as it
+// streams past, so that its refusal can carry it.
+type LineReader struct {
+	r     *bufio.Reader
+	limit int64
+}
+
+// NewLineReader reads r with a bound of limit bytes on one message.
+func NewLineReader(r io.Reader, limit int64) *LineReader {
+	return &LineReader{r: bufio.NewReaderSize(r, 64<<10), limit: limit}
+}
+
+// Limit is the bound on one message.
+func (l *LineReader) Limit() int64 { return l.limit }
+
+// Next returns the next line, newline included. A line over the limit is
+// skipped: Next returns ErrTooLarge with the line's id, if it had one. A last
+// line without a newline is returned before io.EOF.
+func (l *LineReader) Next() (line []byte, tooLargeID []byte, err error) {
+	var buf []byte
+	for {
+		chunk, err := l.r.ReadSlice('\n')
+		if int64(len(buf)+len(chunk)) > l.limit+1 {
+			var sc IDScanner
+			sc.Write(buf)
+			sc.Write(chunk)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				chunk, err = l.r.ReadSlice('\n')
+				sc.Write(chunk)
+			}
+			return nil, sc.ID(), ErrTooLarge
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			buf = append(buf, chunk...)
+			continue
+		case err == io.EOF && len(buf)+len(chunk) > 0:
+			return append(buf, chunk...), nil, nil
+		case err != nil:
+			return nil, nil, err
+		}
+		if buf == nil {
+			// The common case, a line that fit in the buffer: one copy, since
+			// the reader's buffer is reused by the next read.
+			return append([]byte(nil), chunk...), nil, nil
+		}
+		return append(buf, chunk...), nil, nil
+	}
+}
+
+// LineWriter writes whole messages, one per line, atomically: the messages of
+// many requests share one stream.
+type LineWriter struct {
+	mu  sync.Mutex
+	w   io.Writer
+	buf []byte
+	err error
+}
+
+// NewLineWriter writes lines to w.
+func NewLineWriter(w io.Writer) *LineWriter { return &LineWriter{w: w} }
+
+// Write writes msg as one line, compacted first: pretty-printed JSON must still
+// fit on one. Once a write failed, every later one fails with the same error.
+func (lw *LineWriter) Write(msg []byte) error {
+	msg = Compact(msg)
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if lw.err != nil {
+		return lw.err
+	}
+	// One write per message, from a buffer of our own: msg may be shared (with
+	// other sessions) and must not be appended to.
+	lw.buf = append(append(lw.buf[:0], msg...), '\n')
+	if _, err := lw.w.Write(lw.buf); err != nil {
+		lw.err = fmt.Errorf("writing a message: %w", err)
+	}
+	if cap(lw.buf) > 1<<20 {
+		lw.buf = nil // keep no megabyte buffer around for one large message
+	}
+	return lw.err
+}
