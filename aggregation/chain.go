@@ -52,12 +52,6 @@ func (p callParams) retryFields() map[string]json.RawMessage {
 	return map[string]json.RawMessage{"inputResponses": p.InputResponses, "requestState": p.RequestState}
 }
 
-// callExtras are what a call carries to its child besides its arguments.
-type callExtras struct {
-	progress json.RawMessage            // the client's progress token (Nexus sends its own)
-	input    map[string]json.RawMessage // a 2026-07-28 retry's answers and state (retryFields)
-}
-
 func (p callParams) progressToken() json.RawMessage {
 	var m struct {
 		ProgressToken json.RawMessage `json:"progressToken"`
@@ -76,55 +70,115 @@ type caller struct {
 	r sink
 }
 
+// letGo is said before the call waits (on its child, on memory, on a server
+// still starting): a call running on the goroutine that reads its client
+// (stdioFront) hands the reading on first.
+func (c *caller) letGo() {
+	if c == nil {
+		return
+	}
+	if r, ok := c.r.(interface{ letGo() }); ok {
+		r.letGo()
+	}
+}
+
 type callerKey struct{}
 
-// callerOf is the call a context belongs to, or nil. An HTTP child's request that
-// arrives on a call's response stream carries that call's context.
+// withCaller is the one value a call's context carries: mcp-go's HTTP transport
+// hands the requests an HTTP child sends on a call's response stream (sampling,
+// elicitation) the context of that call, and nothing else to tell which call
+// they belong to (childreq.go reads it back with callerOf).
+func withCaller(ctx context.Context, c *caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// callerOf is the call a context belongs to, or nil.
 func callerOf(ctx context.Context) *caller {
 	c, _ := ctx.Value(callerKey{}).(*caller)
 	return c
 }
 
-// callTool is the call chain: identity (the session's agent, decided at initialize)
-// -> policy -> memory -> child, then observation: the finished call goes to the
-// observer (metrics, audit) in one piece. It returns the raw result object or a
-// JSON-RPC error.
-func (g *Gateway) callTool(ctx context.Context, c *caller, agent string, p callParams) (raw json.RawMessage, rpcErr *RPCError) {
-	rec := &Call{Start: time.Now(), Method: "tools/call", Agent: agent, Requested: p.Name, Arguments: p.Arguments}
+// toolCall is one tools/call on its way down the chain: each step reads what the
+// steps before it found, and the record an observer gets is filled from what
+// each step returned, in callTool alone.
+type toolCall struct {
+	from  *caller // nil for `nexus call`
+	agent string  // the session's (identity was decided at initialize)
+	p     callParams
+	tool  *Tool
+	args  json.RawMessage            // normalised (normaliseArguments)
+	pol   *policy.Policy             // the policy the call was decided under
+	meta  json.RawMessage            // the client's _meta less Nexus's keys, for the child
+	input map[string]json.RawMessage // a 2026-07-28 retry's answers and state
+}
+
+// sent is what forward learned of the call's trip to its child, for the record.
+type sent struct {
+	child   time.Duration    // the time spent waiting for the child
+	timeout bool             // the child did not answer in time
+	revoked *policy.Decision // the write gate's refusal, when the policy changed under the call
+}
+
+// callTool is the call chain, top to bottom: identity (the session's agent,
+// decided at initialize) -> the tool -> policy -> memory -> child, then
+// observation: the finished call goes to the observer (metrics, audit) in one
+// piece. It returns the raw result object or a JSON-RPC error.
+func (g *Gateway) callTool(ctx context.Context, from *caller, agent string, p callParams) (raw json.RawMessage, rpcErr *RPCError) {
+	rec := Call{Start: time.Now(), Method: "tools/call", Agent: agent, Requested: p.Name, Arguments: p.Arguments}
 	defer func() {
 		rec.finish(raw, rpcErr)
-		g.observe(rec)
+		g.observe(&rec)
 	}()
-	t, err := g.resolveCall(ctx, agent, p.Name)
-	if err != nil {
-		var down *notRunningError
-		if !errors.As(err, &down) {
-			return nil, err.(*RPCError)
-		}
-		rec.Server = down.st.Name
-		// A tool of a server that is down goes on through the chain only
-		// when memory may stand in for it (stale-if-error); its forward
-		// finds no connection.
-		if t = g.knownTool(p.Name); t == nil || g.perClient(t.Server) || !g.mem.ServesStale(t.MemoryTool()) {
-			return toolError(down.Error()), nil
-		}
+	c := &toolCall{from: from, agent: agent, p: p}
+
+	// The tool. A name the manifest does not know may be a server's still
+	// starting, which resolveCall waits for.
+	if g.man.Load().lookup(p.Name) == nil {
+		from.letGo()
 	}
-	args, rpcErr := rec.resolved(t, p.Arguments)
-	if rpcErr != nil {
+	t, down, rpcErr := g.toolOf(ctx, c)
+	if t != nil {
+		rec.resolved(t)
+	} else if down != nil {
+		rec.Server = down.st.Name
+	}
+	switch {
+	case rpcErr != nil:
+		return nil, rpcErr
+	case t == nil:
+		return toolError(down.Error()), nil
+	}
+	c.tool = t
+	if c.args, rpcErr = arguments(t, p.Arguments); rpcErr != nil {
 		return nil, rpcErr
 	}
+	rec.Arguments = c.args
 
-	pol := g.pol.Load()
-	if refused := g.decide(ctx, pol, agent, t, rec); refused != nil {
-		return refused, nil
+	// Policy, decided before anything is routed.
+	c.pol = g.pol.Load()
+	d := g.decide(ctx, c.pol, agent, t)
+	rec.decided(d)
+	if !d.Allowed {
+		return toolError(d.Message()), nil
 	}
-	forward := func(ctx context.Context) (memory.Answer, error) {
-		ctx = withRequestMeta(withWriteGate(ctx, g, pol, agent, t, rec), passMeta(p.Meta))
-		a, err := g.forward(ctx, c, t, args, callExtras{progress: p.progressToken(), input: p.retryFields()}, rec)
+
+	// Memory, then the child.
+	c.meta, c.input = passMeta(p.Meta), p.retryFields()
+	var trip sent
+	raw, err := g.remember(ctx, c, func(ctx context.Context) (memory.Answer, error) {
+		from.letGo()
+		a, s, err := g.forward(ctx, c)
+		trip = s
 		a.AskedClient = a.AskedClient || p.carriesCallerState()
 		return a, err
+	})
+	rec.Child = trip.child
+	switch {
+	case trip.revoked != nil:
+		rec.decided(*trip.revoked)
+	case trip.timeout:
+		rec.Outcome = OutcomeTimeout
 	}
-	raw, err = g.remember(ctx, agent, t, args, forward)
 	if err != nil {
 		if errors.As(err, &rpcErr) {
 			return nil, rpcErr
@@ -134,38 +188,57 @@ func (g *Gateway) callTool(ctx context.Context, c *caller, agent string, p callP
 	return g.view(agent).res.clientURIs(t.Server, raw), nil
 }
 
-// decide is the policy step: nil when the call may go on, else the refusal.
-func (g *Gateway) decide(ctx context.Context, pol *policy.Policy, agent string, t *Tool, rec *Call) json.RawMessage {
+// toolOf finds the tool a call names. A tool of a server that is down is
+// returned with down only when memory may stand in for it (stale-if-error);
+// otherwise the tool is nil and down says why it cannot be called.
+func (g *Gateway) toolOf(ctx context.Context, c *toolCall) (*Tool, *notRunningError, *RPCError) {
+	t, err := g.resolveCall(ctx, c.agent, c.p.Name)
+	if err == nil {
+		return t, nil, nil
+	}
+	var down *notRunningError
+	if !errors.As(err, &down) {
+		return nil, nil, err.(*RPCError)
+	}
+	// A tool of a server that is down goes on through the chain only when
+	// memory may stand in for it; its forward finds no connection.
+	if t = g.knownTool(c.p.Name); t == nil || g.perClient(t.Server) || !g.mem.ServesStale(t.MemoryTool()) {
+		return nil, down, nil
+	}
+	return t, down, nil
+}
+
+// decide is the policy step: the decision, logged, counted and traced.
+func (g *Gateway) decide(ctx context.Context, pol *policy.Policy, agent string, t *Tool) policy.Decision {
 	_, sp := g.span(ctx, "policy")
 	d := pol.Decide(agent, t.policyTool())
 	if sp.IsRecording() {
 		sp.SetAttributes(attribute.String("nexus.agent", agent), attribute.String("nexus.tool", t.Canonical), attribute.Bool("nexus.allowed", d.Allowed), attribute.String("nexus.rule", d.Rule), attribute.String("nexus.origin", d.Origin))
 	}
 	sp.End()
-	rec.decided(d)
 	g.denials.Record(d)
 	if !d.Allowed {
 		g.log.Info("policy: call refused", "agent", agent, "tool", t.Canonical, "rule", d.Rule, "origin", d.Origin)
-		return toolError(d.Message())
+	} else {
+		// Allowed calls are the hot path: their audit line is written at debug level.
+		g.log.Debug("policy: call allowed", "agent", agent, "tool", t.Canonical, "rule", d.Rule, "origin", d.Origin)
 	}
-	// Allowed calls are the hot path: their audit line is written at debug level.
-	g.log.Debug("policy: call allowed", "agent", agent, "tool", t.Canonical, "rule", d.Rule, "origin", d.Origin)
-	return nil
+	return d
 }
 
 // remember is the memory step. Results stay the raw bytes the child sent, so
 // every content type and field reaches the client; memory only splices its
-// report into _meta. A nil memory is off and returns forward's bytes as they are,
-// and so does a "client" server's call: its answers come from one client's own
-// session of the server (its state, its roots) and are never anyone else's, nor
-// that client's later, once the state moved on.
-func (g *Gateway) remember(ctx context.Context, agent string, t *Tool, args json.RawMessage, forward memory.Forward) (json.RawMessage, error) {
-	if g.mem == nil || g.perClient(t.Server) {
+// report into _meta. Memory off (nil) forwards, and so does a "client"
+// server's call: its answers come from one client's own session of the server
+// (its state, its roots) and are never anyone else's, nor that client's later,
+// once the state moved on.
+func (g *Gateway) remember(ctx context.Context, c *toolCall, forward memory.Forward) (json.RawMessage, error) {
+	if g.perClient(c.tool.Server) {
 		a, err := forward(ctx)
 		return a.Result, err
 	}
 	ctx, sp := g.span(ctx, "memory")
-	raw, err := g.mem.Call(ctx, agent, t.MemoryTool(), args, forward)
+	raw, err := g.mem.Call(ctx, c.agent, c.tool.MemoryTool(), c.args, forward)
 	if sp.IsRecording() {
 		sp.SetAttributes(attribute.String("nexus.memory", cacheStatus(raw)))
 	}
@@ -173,28 +246,59 @@ func (g *Gateway) remember(ctx context.Context, agent string, t *Tool, args json
 	return raw, err
 }
 
-// forward sends the call to the child that owns the tool. The call's context carries
-// its caller, so that what the child sends during the call finds its way back.
-func (g *Gateway) forward(ctx context.Context, c *caller, t *Tool, args json.RawMessage, x callExtras, rec *Call) (memory.Answer, error) {
+// forward is the child step: it sends the call to the child that owns the tool,
+// on the connection the caller's session uses, and waits for its answer. A
+// child that forgot its session (it restarted) is sent the call once more, on
+// the session that replaces it.
+func (g *Gateway) forward(ctx context.Context, c *toolCall) (memory.Answer, sent, error) {
+	var trip sent
+	t := c.tool
 	ctx, sp := g.span(ctx, "child")
 	if sp.IsRecording() {
 		sp.SetAttributes(attribute.String("nexus.server", t.Server), attribute.String("nexus.tool", t.Name))
 	}
 	start := time.Now()
-	a, err := g.forwardTo(ctx, c, t, args, x, rec)
-	rec.Child = time.Since(start)
-	outcome := rec.Outcome
+	a, err := g.trip(ctx, c, &trip)
+	trip.child = time.Since(start)
+	outcome := OutcomeOK
 	switch {
-	case outcome != "":
+	case trip.revoked != nil:
+		outcome = OutcomeRefused
+	case trip.timeout:
+		outcome = OutcomeTimeout
 	case err != nil:
 		outcome = OutcomeRPCError
 	case isToolError(a.Result):
 		outcome = OutcomeToolError
-	default:
-		outcome = OutcomeOK
 	}
 	endSpan(sp, outcome)
-	return a, err
+	return a, trip, err
+}
+
+// trip is forward's work, timed by forward.
+func (g *Gateway) trip(ctx context.Context, c *toolCall, trip *sent) (memory.Answer, error) {
+	t := c.tool
+	ch := g.kids()[t.Server]
+	if ch == nil {
+		return failed(memory.NotSent, fmt.Sprintf("server %s was removed from the config", t.Server)), nil
+	}
+	timeout := ch.config().CallTimeout()
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errCallTimeout)
+	defer cancel()
+	cn, err := ch.connFor(ctx, c.from)
+	if err != nil {
+		return failed(memory.NotSent, err.Error()), nil
+	}
+	a, err := g.send(ctx, cn, c, timeout, trip)
+	if !errors.Is(err, errSessionLost) {
+		return a, err
+	}
+	if next := ch.connForAgain(ctx, c.from, cn); next != nil {
+		if a, err = g.send(ctx, next, c, timeout, trip); !errors.Is(err, errSessionLost) {
+			return a, err
+		}
+	}
+	return failed(memory.NotSent, fmt.Sprintf("server %s forgot its session and no new one answered the call to %s in time (%v); nexus list-servers --live shows it", t.Server, t.Canonical, err)), nil
 }
 
 // failed is the answer to a call the child did not answer: the gateway's
@@ -203,82 +307,49 @@ func failed(outcome memory.Outcome, msg string) memory.Answer {
 	return memory.Answer{Result: toolError(msg), Outcome: outcome, Failure: msg}
 }
 
-// forwardTo is forward's work, timed by forward.
-func (g *Gateway) forwardTo(ctx context.Context, c *caller, t *Tool, args json.RawMessage, x callExtras, rec *Call) (memory.Answer, error) {
-	ch := g.kids()[t.Server]
-	if ch == nil {
-		return failed(memory.NotSent, fmt.Sprintf("server %s was removed from the config", t.Server)), nil
-	}
-	timeout := ch.config().CallTimeout()
-	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errCallTimeout)
-	defer cancel()
-	cn, err := ch.connFor(ctx, c)
-	if err != nil {
-		return failed(memory.NotSent, err.Error()), nil
-	}
-	a, err := g.sendOn(ctx, cn, c, t, args, x, timeout, rec)
-	if !errors.Is(err, errSessionLost) {
-		return a, err
-	}
-	// The child refused the call for its session, before processing it (it
-	// restarted): sent once more, on the new session that replaces it.
-	if next := ch.connForAgain(ctx, c, cn); next != nil {
-		if a, err = g.sendOn(ctx, next, c, t, args, x, timeout, rec); !errors.Is(err, errSessionLost) {
-			return a, err
-		}
-	}
-	return failed(memory.NotSent, fmt.Sprintf("server %s forgot its session and no new one answered the call to %s in time (%v); nexus list-servers --live shows it", t.Server, t.Canonical, err)), nil
-}
-
-// sendOn is send, with the call counted among cn's calls in flight.
-func (g *Gateway) sendOn(ctx context.Context, cn *conn, c *caller, t *Tool, args json.RawMessage, x callExtras, timeout time.Duration, rec *Call) (memory.Answer, error) {
-	fl, remove := cn.callers.add(c)
-	defer remove()
-	a, err := g.send(ctx, cn, c, t, args, x, timeout, rec)
-	a.AskedClient = fl.asked.Load()
-	return a, err
-}
-
-// send writes the call to the child's connection cn and waits for its answer.
-func (g *Gateway) send(ctx context.Context, cn *conn, c *caller, t *Tool, args json.RawMessage, x callExtras, timeout time.Duration, rec *Call) (memory.Answer, error) {
-
+// send writes the call to the child's connection cn, counted among cn's calls in
+// flight, and waits for its answer. The policy is checked once more just before
+// the request is written (gate.go).
+func (g *Gateway) send(ctx context.Context, cn *conn, c *toolCall, timeout time.Duration, trip *sent) (memory.Answer, error) {
+	t := c.tool
 	var token string
-	if c != nil {
-		ctx = context.WithValue(ctx, callerKey{}, c)
-		if x.progress != nil {
-			token = g.progress.add(t.Server, x.progress, c)
+	if c.from != nil {
+		ctx = withCaller(ctx, c.from)
+		if progress := c.p.progressToken(); progress != nil {
+			token = g.progress.add(t.Server, progress, c.from)
 			defer g.progress.release(token)
 		}
 	}
-	if _, own := cn.tr.(*process); !own {
-		// mcp-go's transports write the request themselves: check just before.
-		if err := enter(ctx); err != nil {
-			refusal, _ := asRevoked(err)
-			return memory.Answer{Result: refusal, Outcome: memory.Refused}, nil
-		}
-		leave(ctx)
+	fl, remove := cn.callers.add(c.from)
+	defer remove()
+	params := callRequest(t.Name, c.args, c.meta, token)
+	if c.input != nil {
+		params = withFields(params, c.input)
 	}
-	params := callRequest(t.Name, args, requestMeta(ctx), token)
-	if x.input != nil {
-		params = withFields(params, x.input)
+	out := outgoing{beforeWrite: g.writeGate(ctx, c)}
+	if c.from != nil && c.from.s != nil && c.from.s.modern && c.from.s.caps.tasks {
+		out.extensions = []string{tasksExtension} // its client takes tasks
 	}
-	raw, asked, err := g.requestInput(ctx, cn, c, "tools/call", params)
+	raw, asked, err := g.requestInput(ctx, cn, c.from, "tools/call", params, out)
+	asked = asked || fl.asked.Load()
 	if err == nil {
 		// An answer made with the client's input, one asking for it, or a
 		// task, is that caller's: memory neither stores nor shares it.
-		asked = asked || x.input != nil || resultTypeOf(raw) != resultComplete
-		return memory.Answer{Result: dropOwnMeta(g.redact(jsonrpc.Compact(raw))), AskedClient: asked}, nil
+		asked = asked || c.input != nil || resultTypeOf(raw) != resultComplete
+		return memory.Answer{Result: g.fromChild(raw), AskedClient: asked}, nil
 	}
 	if errors.Is(err, errSessionLost) {
-		return memory.Answer{Outcome: memory.NotSent}, err // forwardTo sends it again
+		return memory.Answer{Outcome: memory.NotSent}, err // trip sends it again
 	}
-	if refusal, ok := asRevoked(err); ok {
-		return memory.Answer{Result: refusal, Outcome: memory.Refused}, nil
+	var revoked *errRevoked
+	if errors.As(err, &revoked) {
+		trip.revoked = &revoked.decision
+		return memory.Answer{Result: toolError(revoked.decision.Message()), Outcome: memory.Refused}, nil
 	}
 	// From here the request may have reached the child: the outcome is
 	// unknown unless the child answered with an error of its own.
 	if errors.Is(err, errCallTimeout) {
-		rec.Outcome = OutcomeTimeout
+		trip.timeout = true
 		return failed(memory.Unknown, fmt.Sprintf("server %s did not answer %s within %s; raise servers.%s.timeout if it needs longer", t.Server, t.Canonical, timeout, t.Server)), nil
 	}
 	if errors.Is(err, errChildGone) {
@@ -296,6 +367,13 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *caller, t *Tool, args j
 		return failed(outcome, rpcErr.Message), nil
 	}
 	return memory.Answer{Outcome: outcome, Failure: rpcErr.Message}, rpcErr
+}
+
+// fromChild is a child's result as Nexus keeps and passes it: on one line, with
+// secret values redacted (the child side's one redaction: memory stores what
+// this returns) and Nexus's own _meta keys dropped, which only Nexus may set.
+func (g *Gateway) fromChild(raw json.RawMessage) json.RawMessage {
+	return dropOwnMeta(g.redact(jsonrpc.Compact(raw)))
 }
 
 // callRequest encodes the params of a tools/call to a child by hand: the arguments
@@ -381,16 +459,19 @@ func quoteJoin(names []string) string {
 	return strings.Join(q, ", ")
 }
 
-// resolved records the tool a call resolved to and returns its arguments,
-// normalised (see normaliseArguments), or the -32602 error that refuses them.
-func (rec *Call) resolved(t *Tool, raw json.RawMessage) (json.RawMessage, *RPCError) {
+// resolved records the tool a call resolved to.
+func (rec *Call) resolved(t *Tool) {
 	pt := t.policyTool()
 	rec.Tool, rec.Server, rec.ReadOnly = t.Canonical, t.Server, pt.ReadOnly && !pt.Destructive
+}
+
+// arguments are a call's arguments, normalised (see normaliseArguments), or the
+// -32602 error that refuses them.
+func arguments(t *Tool, raw json.RawMessage) (json.RawMessage, *RPCError) {
 	args, err := normaliseArguments(raw)
 	if err != nil {
 		return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: %v", t.Canonical, err)}
 	}
-	rec.Arguments = args
 	return args, nil
 }
 
@@ -509,7 +590,6 @@ func (g *Gateway) awaitFirstAttempts(ctx context.Context, kids []*child) bool {
 		default:
 		}
 		waited = true
-		yieldReader(ctx)
 		wait, cancel := context.WithDeadline(ctx, start.Add(c.config().CallTimeout()))
 		select {
 		case <-c.settled:

@@ -284,7 +284,6 @@ func (c *child) connectedExcept(ctx context.Context, old *conn) *conn {
 				c.retry()
 			}
 		}
-		yieldReader(ctx)
 		select {
 		case <-changed:
 		case <-ctx.Done():
@@ -1030,19 +1029,35 @@ func (c *child) toolsFrom(raws []json.RawMessage) []*Tool {
 	return tools
 }
 
-// request sends one request to the child and returns its raw result. Our ids are
-// strings so they never collide with the numeric ids of mcp-go's own requests.
-// A modern child is sent the request with its _meta and headers (roundTrip);
-// the legacy requests that era has no method for are answered by the connection
-// itself (modernLocal). The result is the child's as it sent it, an
-// input_required one included.
+// request sends one request of Nexus's own to the child and returns its raw
+// result (requestWith).
 func (cn *conn) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	return cn.requestWith(ctx, method, params, outgoing{})
+}
+
+// outgoing is what a client's request carries to its child besides its params.
+type outgoing struct {
+	// extensions are the extensions its client declared, which a modern child
+	// is told of for this request alone (tasks_ext.go); a legacy child is not.
+	extensions []string
+	// beforeWrite is the write gate (gate.go), run just before the request is
+	// written; nil lets it go.
+	beforeWrite func() (release func(), err error)
+}
+
+// requestWith sends one request to the child and returns its raw result. Our ids
+// are strings so they never collide with the numeric ids of mcp-go's own
+// requests. A modern child is sent the request with its _meta and headers
+// (roundTrip); the legacy requests that era has no method for are answered by
+// the connection itself (modernLocal). The result is the child's as it sent
+// it, an input_required one included.
+func (cn *conn) requestWith(ctx context.Context, method string, params any, out outgoing) (json.RawMessage, error) {
 	if cn.modern() {
 		if raw, ok, err := cn.modernLocal(ctx, method, params); ok {
 			return raw, err
 		}
 	}
-	return cn.requestID(ctx, cn.nextID(), method, params)
+	return cn.requestID(ctx, cn.nextID(), method, params, out)
 }
 
 // nextID is the id of the connection's next request of Nexus's own.
@@ -1052,35 +1067,34 @@ func (cn *conn) nextID() mcp.RequestId {
 
 // roundTrip sends one request as the connection's era wants it: a modern
 // request carries Nexus's _meta in its params and, over HTTP, the standard
-// headers.
-func (cn *conn) roundTrip(ctx context.Context, id mcp.RequestId, method string, params any) (*transport.JSONRPCResponse, error) {
-	var extensions []string
-	if d, ok := params.(declaring); ok {
-		params, extensions = d.params, d.extensions
-	}
+// headers. A stdio child's transport runs the write gate and writes in one
+// step; mcp-go's transports write the request themselves, so the gate is
+// passed just before the request is handed over.
+func (cn *conn) roundTrip(ctx context.Context, id mcp.RequestId, method string, params any, out outgoing) (*transport.JSONRPCResponse, error) {
 	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params}
 	if cn.modern() {
-		raw, err := cn.modernParams(params, extensions)
+		raw, err := cn.modernParams(params, out.extensions)
 		if err != nil {
 			return nil, fmt.Errorf("the params of %s: %w", method, err)
 		}
 		req.Params, req.Header = raw, cn.standardHeaders(method, raw)
 	}
+	if p, own := cn.tr.(*process); own {
+		return p.send(ctx, req, out.beforeWrite)
+	}
+	if out.beforeWrite != nil {
+		release, err := out.beforeWrite()
+		if err != nil {
+			return nil, err
+		}
+		release()
+	}
 	return cn.tr.SendRequest(ctx, req)
 }
 
-// declaring is a request's params with the extensions its client declared, which a
-// modern child is told of for that request alone (tasks_ext.go); a legacy child
-// gets the params.
-type declaring struct {
-	params     any
-	extensions []string
-}
-
-// requestID is request with the id given.
-func (cn *conn) requestID(ctx context.Context, id mcp.RequestId, method string, params any) (json.RawMessage, error) {
-	yieldReader(ctx) // the answer takes a round trip to the child
-	resp, err := cn.roundTrip(ctx, id, method, params)
+// requestID is requestWith, with the id given.
+func (cn *conn) requestID(ctx context.Context, id mcp.RequestId, method string, params any, out outgoing) (json.RawMessage, error) {
+	resp, err := cn.roundTrip(ctx, id, method, params, out)
 	if err != nil {
 		if errors.Is(err, transport.ErrSessionTerminated) {
 			return nil, cn.sessionLost(err)

@@ -206,7 +206,7 @@ func (c *child) discover(ctx context.Context, cn *conn, version string, bound ti
 	}
 	for range 2 {
 		cn.setVersion(version)
-		resp, err := cn.roundTrip(pctx, cn.nextID(), string(mcp.MethodServerDiscover), map[string]any{})
+		resp, err := cn.roundTrip(pctx, cn.nextID(), string(mcp.MethodServerDiscover), map[string]any{}, outgoing{})
 		if err != nil {
 			cn.setVersion("")
 			switch {
@@ -489,7 +489,7 @@ func (cn *conn) modernLocal(ctx context.Context, method string, params any) (raw
 		}
 		return empty, true, nil
 	case mcp.MethodPing:
-		if _, err := cn.requestID(ctx, cn.nextID(), string(mcp.MethodServerDiscover), map[string]any{}); err != nil {
+		if _, err := cn.requestID(ctx, cn.nextID(), string(mcp.MethodServerDiscover), map[string]any{}, outgoing{}); err != nil {
 			return nil, true, err
 		}
 		return empty, true, nil

@@ -167,7 +167,7 @@ func (c *child) listenLoop(ctx context.Context, cn *conn) {
 			}
 		}
 		started := time.Now()
-		_, err := cn.requestID(lctx, id, string(mcp.MethodSubscriptionsListen), map[string]any{"notifications": f})
+		_, err := cn.requestID(lctx, id, string(mcp.MethodSubscriptionsListen), map[string]any{"notifications": f}, outgoing{})
 		cancel()
 		l.mu.Lock()
 		l.cancel = nil

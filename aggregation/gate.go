@@ -2,8 +2,6 @@ package aggregation
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 
 	"github.com/nexus-mcp/nexus/policy"
 )
@@ -14,52 +12,30 @@ import (
 // lock until the bytes are written; Reload swaps the policy under the write lock, so
 // it waits only for writes in progress (microseconds), never for calls.
 //
-// For stdio children the check and the write are one step. For HTTP and SSE children
-// the request is sent by mcp-go's transport, so the check happens just before it is
-// handed over: a call already being sent when the policy changes may still arrive.
-
-type writeGateKey struct{}
-
-// writeGate is one call's hold on the gate.
-type writeGate struct {
-	g     *Gateway
-	pol   *policy.Policy // the policy the call was decided under
-	agent string
-	tool  *Tool
-	rec   *Call // the call's record: a refusal at the gate is the call's decision
-}
+// The check is the request's beforeWrite (outgoing): a stdio child's transport
+// runs it and writes in one step. For HTTP and SSE children the request is sent by
+// mcp-go's transport, so the check happens just before it is handed over: a call
+// already being sent when the policy changes may still arrive.
 
 // errRevoked is what a call gets when the policy changed under it and no longer
 // allows it; it is answered with the refusal.
-type errRevoked struct{ refusal json.RawMessage }
+type errRevoked struct{ decision policy.Decision }
 
 func (e *errRevoked) Error() string { return "the policy changed and no longer allows this call" }
 
-func withWriteGate(ctx context.Context, g *Gateway, pol *policy.Policy, agent string, t *Tool, rec *Call) context.Context {
-	return context.WithValue(ctx, writeGateKey{}, &writeGate{g: g, pol: pol, agent: agent, tool: t, rec: rec})
-}
-
-// enter takes the gate before a call's request is written: when the policy changed
-// since the call was decided, it is decided again, and a refusal stops the write.
-// The caller must call leave once the bytes are written (or the write failed).
-func enter(ctx context.Context) error {
-	w, _ := ctx.Value(writeGateKey{}).(*writeGate)
-	if w == nil {
-		return nil
-	}
-	w.g.gate.RLock()
-	if pol := w.g.pol.Load(); pol != w.pol {
-		if refused := w.g.decide(ctx, pol, w.agent, w.tool, w.rec); refused != nil {
-			w.g.gate.RUnlock()
-			return &errRevoked{refused}
+// writeGate is the beforeWrite of c's request: when the policy changed since c was
+// decided, it is decided again, and a refusal stops the write. release must be
+// called once the bytes are written.
+func (g *Gateway) writeGate(ctx context.Context, c *toolCall) func() (release func(), err error) {
+	return func() (func(), error) {
+		g.gate.RLock()
+		if pol := g.pol.Load(); pol != c.pol {
+			if d := g.decide(ctx, pol, c.agent, c.tool); !d.Allowed {
+				g.gate.RUnlock()
+				return nil, &errRevoked{d}
+			}
 		}
-	}
-	return nil
-}
-
-func leave(ctx context.Context) {
-	if w, _ := ctx.Value(writeGateKey{}).(*writeGate); w != nil {
-		w.g.gate.RUnlock()
+		return g.gate.RUnlock, nil
 	}
 }
 
@@ -68,13 +44,4 @@ func (g *Gateway) swapPolicy(pol *policy.Policy) {
 	g.gate.Lock()
 	g.pol.Store(pol)
 	g.gate.Unlock()
-}
-
-// asRevoked returns the refusal of a call stopped at the gate.
-func asRevoked(err error) (json.RawMessage, bool) {
-	var r *errRevoked
-	if errors.As(err, &r) {
-		return r.refusal, true
-	}
-	return nil, false
 }

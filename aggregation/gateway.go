@@ -261,7 +261,6 @@ func (g *Gateway) awaitFirstLists(ctx context.Context) {
 		return
 	default:
 	}
-	yieldReader(ctx)
 	t := time.NewTimer(time.Until(g.firstLists))
 	defer t.Stop()
 	select {

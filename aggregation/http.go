@@ -300,7 +300,7 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 		}
 		if s := h.session(w, r, agent, nil); s != nil {
 			rep := newHTTPReply(w, r)
-			h.g.serveBatch(r.Context(), s, body, rep)
+			h.g.serveBatch(r.Context(), s, body, rep, inline)
 		}
 		return
 	}
@@ -326,11 +326,11 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 	}
 	rep := newHTTPReply(w, r)
 	if !m.IsRequest() {
-		s.handle(r.Context(), m, rep)
+		s.handle(r.Context(), m, rep, inline)
 		rep.reply(nil) // 202: a notification or a response needs no answer
 		return
 	}
-	s.handle(r.Context(), m, rep)
+	s.handle(r.Context(), m, rep, inline)
 }
 
 // maxScannedBody bounds how much of an over-size body is read to find its id.
@@ -355,7 +355,7 @@ func (h *httpFront) initialize(w http.ResponseWriter, r *http.Request, agent str
 		evicted.close()
 	}
 	var answer []byte
-	s.handle(r.Context(), m, replyFunc(func(b []byte) { answer = b }))
+	s.handle(r.Context(), m, replyFunc(func(b []byte) { answer = b }), inline)
 	if !s.ready.Load() {
 		s.close()
 		writeJSON(w, http.StatusBadRequest, answer)

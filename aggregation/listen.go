@@ -96,7 +96,6 @@ func listen(ctx context.Context, s *session, params json.RawMessage, r sink) (js
 	}
 	g.log.Debug("listen stream opened", "agent", s.agent, "front", s.front)
 
-	yieldReader(ctx) // on stdio the connection's next messages are read meanwhile
 	alive := time.NewTicker(sseKeepAlive)
 	defer alive.Stop()
 	ka, _ := r.(keepAliver)

@@ -178,6 +178,7 @@ func callToolMethod(ctx context.Context, s *session, params json.RawMessage, r s
 		return raw, rpcErr
 	}
 	if len(p.Task) > 0 && string(p.Task) != "null" {
+		c.letGo()
 		return s.g.callTask(ctx, c, p)
 	}
 	return s.g.callTool(ctx, c, s.agent, p)
@@ -469,16 +470,16 @@ func (g *Gateway) childRequest(ctx context.Context, cl *caller, server, method s
 	if err != nil {
 		return nil, connError(err)
 	}
-	raw, _, err := g.requestInput(ctx, cn, cl, method, params)
+	raw, _, err := g.requestInput(ctx, cn, cl, method, params, outgoing{})
 	if errors.Is(err, errSessionLost) {
 		if next := c.connForAgain(ctx, cl, cn); next != nil {
-			raw, _, err = g.requestInput(ctx, next, cl, method, params)
+			raw, _, err = g.requestInput(ctx, next, cl, method, params, outgoing{})
 		}
 	}
 	if err != nil {
 		return nil, g.childError(ctx, server, method, err)
 	}
-	return dropOwnMeta(g.redact(jsonrpc.Compact(raw))), nil
+	return g.fromChild(raw), nil
 }
 
 // connError is the error of a request for which connFor found no connection.

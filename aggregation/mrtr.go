@@ -566,7 +566,7 @@ func (g *Gateway) fulfil(ctx context.Context, c *caller, server string, raw json
 			params = json.RawMessage("{}")
 		}
 		wait, cancel := context.WithTimeout(ctx, childRequestWait)
-		answer, rpcErr := c.s.request(wait, c.r, req.Method, g.redact(params))
+		answer, rpcErr := c.s.request(wait, c.r, req.Method, params)
 		cancel()
 		if rpcErr != nil {
 			g.log.Info("the client did not answer a server's input request", "server", server, "method", req.Method, "err", rpcErr.Message)
@@ -588,12 +588,8 @@ func (g *Gateway) fulfil(ctx context.Context, c *caller, server string, raw json
 // asks for input its caller cannot be given as an InputRequiredResult (needsInput),
 // the caller is asked (fulfil) and the child asked again, up to maxInputRounds
 // times. asked reports that it was.
-func (g *Gateway) requestInput(ctx context.Context, cn *conn, c *caller, method string, params any) (raw json.RawMessage, asked bool, err error) {
-	sent := params
-	if method == "tools/call" && c != nil && c.s != nil && c.s.modern && c.s.caps.tasks {
-		sent = declaring{params: params, extensions: []string{tasksExtension}} // its client takes tasks
-	}
-	raw, err = cn.request(ctx, method, sent)
+func (g *Gateway) requestInput(ctx context.Context, cn *conn, c *caller, method string, params any, out outgoing) (raw json.RawMessage, asked bool, err error) {
+	raw, err = cn.requestWith(ctx, method, params, out)
 	// What the child sent before its answer (the call's last progress, a log
 	// message) reaches the client first, as it would directly.
 	cn.pumped.settle(ctx)
@@ -606,7 +602,7 @@ func (g *Gateway) requestInput(ctx context.Context, cn *conn, c *caller, method 
 			return nil, true, rpcErr
 		}
 		asked = true
-		raw, err = cn.request(ctx, method, withFields(marshal(params), set))
+		raw, err = cn.requestWith(ctx, method, withFields(marshal(params), set), out)
 	}
 	return raw, asked, err
 }

@@ -2,7 +2,6 @@ package aggregation
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -120,23 +119,6 @@ func dropOwnMeta(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	return out
-}
-
-type requestMetaKey struct{}
-
-// withRequestMeta carries the _meta a client sent with a tools/call (less Nexus's
-// keys) to the step that writes the child's request: it is the request's own data,
-// not the chain's, and memory and policy have no use for it.
-func withRequestMeta(ctx context.Context, meta json.RawMessage) context.Context {
-	if meta == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, requestMetaKey{}, meta)
-}
-
-func requestMeta(ctx context.Context) json.RawMessage {
-	m, _ := ctx.Value(requestMetaKey{}).(json.RawMessage)
-	return m
 }
 
 // nexusInstructions open the gateway's instructions; the children's follow.

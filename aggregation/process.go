@@ -342,9 +342,17 @@ func (p *process) write(b []byte) error {
 	return nil
 }
 
-// SendRequest sends a request and waits for its response, the process's exit or ctx.
+// SendRequest sends a request and waits for its response, the process's exit or
+// ctx: mcp-go's client sends the handshake through it.
 func (p *process) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	id, err := json.Marshal(req.ID)
+	return p.send(ctx, req, nil)
+}
+
+// send is SendRequest with the request's write gate: beforeWrite, when not nil,
+// runs just before the request is written, and a refusal stops the write (see
+// gate.go); the write and the gate's hold are one step.
+func (p *process) send(ctx context.Context, req transport.JSONRPCRequest, beforeWrite func() (func(), error)) (*transport.JSONRPCResponse, error) {
+	id, err := idText(req.ID)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the id of %s: %w", req.Method, err)
 	}
@@ -359,10 +367,7 @@ func (p *process) SendRequest(ctx context.Context, req transport.JSONRPCRequest)
 	p.mu.Unlock()
 	b, err := encodeRequest(id, req)
 	if err == nil {
-		if err = enter(ctx); err == nil { // the last policy check, see gate.go
-			err = p.write(b)
-			leave(ctx)
-		}
+		err = p.gatedWrite(b, beforeWrite)
 	}
 	if err != nil {
 		p.mu.Lock()
@@ -388,30 +393,44 @@ func (p *process) SendRequest(ctx context.Context, req transport.JSONRPCRequest)
 	}
 }
 
+// gatedWrite writes b once beforeWrite, if any, let it.
+func (p *process) gatedWrite(b []byte, beforeWrite func() (func(), error)) error {
+	if beforeWrite == nil {
+		return p.write(b)
+	}
+	release, err := beforeWrite()
+	if err != nil {
+		return err
+	}
+	defer release()
+	return p.write(b)
+}
+
+// idText is a request id's JSON text. Nexus's ids are strings and mcp-go's
+// numbers: neither needs the reflecting encoder.
+func idText(id mcp.RequestId) (json.RawMessage, error) {
+	switch v := id.Value().(type) {
+	case string:
+		return jsonrpc.StringID(v), nil
+	case int64:
+		return strconv.AppendInt(nil, v, 10), nil
+	case int:
+		return strconv.AppendInt(nil, int64(v), 10), nil
+	}
+	return json.Marshal(id)
+}
+
 // encodeRequest writes a request by hand: params that are already JSON (a call's
 // arguments, as the client sent them) are copied, not re-encoded.
-func encodeRequest(id []byte, req transport.JSONRPCRequest) ([]byte, error) {
-	var params []byte
-	var err error
-	switch v := req.Params.(type) {
-	case nil:
-	case json.RawMessage:
-		params = v
-	default:
-		if params, err = json.Marshal(v); err != nil {
+func encodeRequest(id json.RawMessage, req transport.JSONRPCRequest) ([]byte, error) {
+	if _, raw := req.Params.(json.RawMessage); !raw && req.Params != nil {
+		params, err := json.Marshal(req.Params)
+		if err != nil {
 			return nil, fmt.Errorf("encoding the params of %s: %w", req.Method, err)
 		}
+		return jsonrpc.Request(id, req.Method, json.RawMessage(params)), nil
 	}
-	b := make([]byte, 0, len(params)+len(req.Method)+64)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"method":`...)
-	b = jsonrpc.AppendString(b, req.Method)
-	if params != nil {
-		b = append(b, `,"params":`...)
-		b = append(b, jsonrpc.Compact(params)...)
-	}
-	return append(b, '}'), nil
+	return jsonrpc.Request(id, req.Method, req.Params), nil
 }
 
 // SendNotification sends a notification to the child.

@@ -156,6 +156,7 @@ func (g *Gateway) searchCall(ctx context.Context, c *caller, agent string, p cal
 	if p.Name != findToolsName && p.Name != callToolName {
 		return p, nil, nil, false
 	}
+	c.letGo() // the first lists, or an embedder, may take a while
 	g.awaitFirstLists(ctx)
 	v := g.view(agent)
 	if v.search == nil {

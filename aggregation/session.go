@@ -134,8 +134,9 @@ func (s *session) push(msg []byte) bool { return s.out.send(s.outward(msg)) }
 
 // handle is the one path every client message takes, on both fronts: the session
 // (is it initialized? whose is it?), then the method's own step, whose answer leaves
-// through outward on r.
-func (s *session) handle(ctx context.Context, m *jsonrpc.Message, r sink) {
+// through outward on r. A request runs by run, holding one of the session's slots;
+// a response or a notification is handled at once.
+func (s *session) handle(ctx context.Context, m *jsonrpc.Message, r sink, run runner) {
 	s.touch()
 	switch {
 	case m.IsResponse():
@@ -149,18 +150,20 @@ func (s *session) handle(ctx context.Context, m *jsonrpc.Message, r sink) {
 		r.reply(s.outward(s.busy(m.ID)))
 		return
 	}
-	defer s.release()
-	if s.front == frontStdio && mayBeModern(m.Params) {
-		// A 2026-07-28 request is served on its own, whether or not this
-		// connection also initialized a legacy session.
-		if meta := readRequestMeta(m.Params); meta.modern() {
-			if resp, _ := s.g.serveModern(ctx, origin{conn: s, front: frontStdio, agent: s.preset}, m, meta, r); resp != nil {
-				r.reply(resp)
+	run(func() {
+		defer s.release()
+		if s.front == frontStdio && mayBeModern(m.Params) {
+			// A 2026-07-28 request is served on its own, whether or not this
+			// connection also initialized a legacy session.
+			if meta := readRequestMeta(m.Params); meta.modern() {
+				if resp, _ := s.g.serveModern(ctx, origin{conn: s, front: frontStdio, agent: s.preset}, m, meta, r); resp != nil {
+					r.reply(resp)
+				}
+				return
 			}
-			return
 		}
-	}
-	s.respond(ctx, m, r)
+		s.respond(ctx, m, r)
+	})
 }
 
 // respond runs a request for which the caller holds a slot, and sends its answer.

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
-	"github.com/nexus-mcp/nexus/memory"
 )
 
 // ServeStdio serves one client over newline-delimited JSON-RPC on in and out until in
@@ -24,13 +23,12 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, a
 	defer s.close()
 	stop := context.AfterFunc(ctx, s.close)
 	defer stop()
-	r := &stdioReader{g: g, s: s, w: w, eof: make(chan struct{}),
-		lr: jsonrpc.NewLineReader(in, g.cfg.Load().MessageLimit())}
-	r.wg.Add(1)
-	go r.loop(s.ctx)
+	f := &stdioFront{g: g, s: s, ctx: s.ctx, w: w, lr: jsonrpc.NewLineReader(in, g.cfg.Load().MessageLimit()),
+		jobs: make(chan func()), eof: make(chan struct{})}
+	f.run(f.read)
 	select {
-	case <-r.eof:
-		r.wg.Wait() // the calls still running answer before the session ends
+	case <-f.eof:
+		f.workers.Wait() // the calls still running answer before the session ends
 	case <-ctx.Done():
 		// The reader may be blocked reading in, which nothing but the end of in or
 		// of the process interrupts; the calls end with the session.
@@ -38,88 +36,113 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, a
 	return nil
 }
 
-// stdioReader reads one stdio client's messages. Whichever goroutine reads a request
-// also runs it: a request answered without waiting (a memory hit, a list, a refusal)
-// costs no hand-off to another goroutine. A request about to wait on a child, or on
-// anything slow, first hands the reading on to a new goroutine (baton.yield), so the
-// client's next messages (a cancellation, its answer to a sampling request, other
-// calls) are read meanwhile. Only a request holding one of the session's slots
-// yields, so the goroutines of one client are bounded by limits.maxCallsPerSession;
-// a request past it is refused at once and reading never waits (the client's answer
-// to a sampling request must always get through).
-type stdioReader struct {
+// stdioFront is one stdio client. Its goroutines are workers: one of them reads the
+// client's messages at a time. A tools/call runs on the worker that read it, so a
+// memory hit or a refusal is answered without a hand-off to another goroutine;
+// when the call is about to wait (caller.letGo), the reading passes to another
+// worker, and the client's next messages (a cancellation, its answer to a
+// sampling request, other calls) are read meanwhile. Every other request runs on
+// a worker of its own from the start. A worker that finished waits for the next
+// job rather than ending, so a stack a call grew is reused, not grown again for
+// every request. Workers are bounded by the session's slots
+// (limits.maxCallsPerSession), and a request past them is refused at once.
+type stdioFront struct {
 	g       *Gateway
 	s       *session
+	ctx     context.Context // the session's
 	w       lineSink
-	lr      *jsonrpc.LineReader // used by one goroutine at a time: the one holding the baton
-	wg      sync.WaitGroup
-	eof     chan struct{}
+	lr      *jsonrpc.LineReader // read by one worker at a time
+	jobs    chan func()         // to an idle worker
+	workers sync.WaitGroup
+	eof     chan struct{} // closed when the client's input ended
 	eofOnce sync.Once
 }
 
-func (r *stdioReader) loop(ctx context.Context) {
-	defer r.wg.Done()
+// read reads the client's messages until its input ends, or until a call it ran
+// handed the reading to another worker.
+func (f *stdioFront) read() {
 	for {
-		line, id, err := r.lr.Next()
+		line, id, err := f.lr.Next()
 		if errors.Is(err, jsonrpc.ErrTooLarge) {
-			r.g.log.Warn("refused an over-size message", "limit", r.lr.Limit())
-			r.w.reply(r.s.outward(tooLarge(id, r.lr.Limit())))
+			f.g.log.Warn("refused an over-size message", "limit", f.lr.Limit())
+			f.w.reply(f.s.outward(tooLarge(id, f.lr.Limit())))
 			continue
 		}
 		if err != nil {
-			r.eofOnce.Do(func() { close(r.eof) })
+			f.eofOnce.Do(func() { close(f.eof) })
 			return
 		}
 		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
-		b := &baton{r: r, ctx: ctx}
-		bctx := b.context()
-		if line[0] == '[' {
-			r.g.serveBatch(bctx, r.s, line, r.w)
-		} else if m, reply := jsonrpc.Decode(line); reply != nil {
-			r.w.reply(r.s.outward(reply))
-		} else {
-			r.s.handle(bctx, m, r.w)
-		}
-		if b.yielded.Load() {
-			return // another goroutine reads now
+		switch {
+		case len(line) == 0:
+		case line[0] == '[':
+			f.g.serveBatch(f.ctx, f.s, line, f.w, f.run)
+		default:
+			m, reply := jsonrpc.Decode(line)
+			if reply != nil {
+				f.w.reply(f.s.outward(reply))
+			} else if m.Method == "tools/call" && m.HasID() && !mayBeModern(m.Params) {
+				if handed := f.callHere(m); handed {
+					return
+				}
+			} else {
+				f.s.handle(f.ctx, m, f.w, f.run)
+			}
 		}
 	}
 }
 
-// baton is the reading duty of one stdio client, held by the goroutine running the
-// request it read.
-type baton struct {
-	r       *stdioReader
-	ctx     context.Context
-	once    sync.Once
-	yielded atomic.Bool
+// callHere runs a legacy tools/call on the reading worker and reports whether
+// the call handed the reading on. (A 2026-07-28 call is a session of its own,
+// with a sink of its own: it runs on a worker.)
+func (f *stdioFront) callHere(m *jsonrpc.Message) (handed bool) {
+	r := &readingSink{lineSink: f.w, f: f}
+	f.s.handle(f.ctx, m, r, inline)
+	return r.handed
 }
 
-type batonKey struct{}
-
-func (b *baton) context() context.Context {
-	return memory.WithBeforeBlocking(context.WithValue(b.ctx, batonKey{}, b), b.yield)
+// readingSink is the sink of a call running on the worker that reads the client.
+type readingSink struct {
+	lineSink
+	f      *stdioFront
+	handed bool // only its own goroutine reads and writes it
 }
 
-// yield hands the reading on to a new goroutine, once: the caller is about to wait.
-func (b *baton) yield() {
-	b.once.Do(func() {
-		b.yielded.Store(true)
-		b.r.wg.Add(1)
-		go b.r.loop(b.ctx)
-	})
-}
-
-// yieldReader is called before anything that may wait long (a child's answer, a
-// server still starting): on the stdio front it hands the reading on.
-func yieldReader(ctx context.Context) {
-	if b, ok := ctx.Value(batonKey{}).(*baton); ok {
-		b.yield()
+// letGo passes the reading to another worker, once: the call is about to wait.
+func (r *readingSink) letGo() {
+	if !r.handed {
+		r.handed = true
+		r.f.run(r.f.read)
 	}
 }
+
+// run runs job on an idle worker, or on a new one when none is idle.
+func (f *stdioFront) run(job func()) {
+	select {
+	case f.jobs <- job:
+	default:
+		f.workers.Add(1)
+		go f.work(job)
+	}
+}
+
+func (f *stdioFront) work(job func()) {
+	defer f.workers.Done()
+	for {
+		job()
+		select {
+		case job = <-f.jobs:
+		case <-f.eof:
+			return
+		}
+	}
+}
+
+// runner runs a request's work: at once on the HTTP front, whose request has a
+// goroutine of its own, on a worker on stdio (stdioFront.run).
+type runner func(job func())
+
+func inline(job func()) { job() }
 
 func tooLarge(id json.RawMessage, limit int64) []byte {
 	return jsonrpc.ErrorResponse(id, jsonrpc.CodeInvalidRequest, "message larger than %d bytes refused; raise maxMessageBytes in the config if it is legitimate", limit)
@@ -130,7 +153,7 @@ func tooLarge(id json.RawMessage, limit int64) []byte {
 // bounded three ways (limits): its length, the requests it runs at once (workers
 // holding the session's slots, never a goroutine per item), and the bytes of its
 // answers together.
-func (g *Gateway) serveBatch(ctx context.Context, s *session, line []byte, to sink) {
+func (g *Gateway) serveBatch(ctx context.Context, s *session, line []byte, to sink, run runner) {
 	lim := g.cfg.Load().Limits
 	items, n, err := splitBatch(line, lim.BatchMessages())
 	switch {
@@ -155,10 +178,23 @@ func (g *Gateway) serveBatch(ctx context.Context, s *session, line []byte, to si
 		case m.IsRequest():
 			b.jobs = append(b.jobs, job{i, m})
 		default:
-			s.handle(ctx, m, to)
+			s.handle(ctx, m, to, inline) // a notification or a response: never waits
 		}
 	}
-	b.run(ctx)
+	workers := b.slots()
+	if workers == 0 {
+		to.reply(b.answer())
+		return
+	}
+	run(func() {
+		b.run(ctx, workers)
+		to.reply(b.answer())
+	})
+}
+
+// answer is the batch's answer: one array of the responses, in the order of the
+// requests; nil when it held only notifications and responses.
+func (b *batch) answer() []byte {
 	var out [][]byte
 	for _, r := range b.replies {
 		if r != nil {
@@ -166,10 +202,9 @@ func (g *Gateway) serveBatch(ctx context.Context, s *session, line []byte, to si
 		}
 	}
 	if len(out) == 0 {
-		to.reply(nil) // only notifications and responses: nothing to answer
-		return
+		return nil // only notifications and responses: nothing to answer
 	}
-	to.reply(append(append([]byte{'['}, bytes.Join(out, []byte{','})...), ']'))
+	return append(append([]byte{'['}, bytes.Join(out, []byte{','})...), ']')
 }
 
 // splitBatch returns the first most messages of a batch and how many it holds. The
@@ -221,13 +256,9 @@ type job struct {
 	m *jsonrpc.Message
 }
 
-// run answers the batch's requests with as many workers as the session has free
-// slots (at most one per request). With none free, each request gets the session's
-// busy error.
-func (b *batch) run(ctx context.Context) {
-	if len(b.jobs) == 0 {
-		return
-	}
+// slots takes as many of the session's slots as the batch has requests, or as
+// are free; with none free, each request gets the session's busy error.
+func (b *batch) slots() int {
 	workers := 0
 	for workers < len(b.jobs) && b.s.acquire() {
 		workers++
@@ -236,9 +267,12 @@ func (b *batch) run(ctx context.Context) {
 		for _, j := range b.jobs {
 			b.replies[j.i] = b.s.outward(b.s.busy(j.m.ID))
 		}
-		return
 	}
-	yieldReader(ctx) // the batch waits for its requests
+	return workers
+}
+
+// run answers the batch's requests with the workers slots took, each holding one.
+func (b *batch) run(ctx context.Context, workers int) {
 	var wg sync.WaitGroup
 	for range workers - 1 {
 		wg.Go(func() { b.work(ctx) })

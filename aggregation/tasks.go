@@ -161,10 +161,12 @@ func (g *Gateway) callTask(ctx context.Context, c *caller, p callParams) (raw js
 		}
 		return nil, err.(*RPCError)
 	}
-	args, rpcErr := rec.resolved(t, p.Arguments)
+	rec.resolved(t)
+	args, rpcErr := arguments(t, p.Arguments)
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
+	rec.Arguments = args
 	if refused := g.taskRefusal("tools/call", s.agent, t, rec); refused != nil {
 		return nil, refused
 	}
@@ -236,14 +238,14 @@ func (g *Gateway) taskRequest(ctx context.Context, c *caller, server, method str
 	if err != nil {
 		return nil, connError(err)
 	}
-	ctx = context.WithValue(ctx, callerKey{}, c)
+	ctx = withCaller(ctx, c)
 	_, remove := cn.callers.add(c)
 	defer remove()
 	raw, err := cn.request(ctx, method, params)
 	if err != nil {
 		return nil, g.childError(ctx, server, method, err)
 	}
-	return dropOwnMeta(g.redact(jsonrpc.Compact(raw))), nil
+	return g.fromChild(raw), nil
 }
 
 // taskTool is the tool a task runs as the manifest has it now (a reload may have

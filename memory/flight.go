@@ -84,7 +84,6 @@ func (f *flight) wait(ctx context.Context) error {
 		return nil
 	default:
 	}
-	beforeBlocking(ctx)
 	select {
 	case <-f.done:
 		return nil
@@ -129,7 +128,6 @@ func (m *Memory) claimFlight(ctx context.Context, c *call, f *flight, gen, seen 
 			}
 			wake := m.st.FlightDone()
 			t := time.NewTimer(poll)
-			beforeBlocking(ctx)
 			select {
 			case <-ctx.Done():
 				t.Stop()

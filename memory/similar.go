@@ -234,9 +234,6 @@ func (m *Memory) embed(ctx context.Context, c *call, sc *FreeText) {
 		return
 	}
 	id := m.emb.Identity()
-	if _, local := m.emb.(embedder.Lexical); !local {
-		beforeBlocking(ctx) // a remote embedder answers over the network
-	}
 	vs, err := m.emb.Embed(ctx, []string{sc.Text})
 	if err == nil {
 		err = embedder.CheckVectors(vs, 1, id.Dims)
@@ -311,7 +308,6 @@ func (m *Memory) semanticHit(ctx context.Context, c *call, sc *FreeText) (semHit
 			continue
 		}
 		verified = true
-		beforeBlocking(ctx) // the verifier is a chat model over the network
 		same, err := m.ver.Same(ctx, c.t.Name, cd.Text, sc.Text)
 		if err != nil {
 			if ctx.Err() != nil {
