@@ -228,21 +228,31 @@ func (g *Gateway) decide(ctx context.Context, pol *policy.Policy, agent string, 
 
 // remember is the memory step. Results stay the raw bytes the child sent, so
 // every content type and field reaches the client; memory only splices its
-// report into _meta. Memory off (nil) forwards, and so does a "client"
-// server's call: its answers come from one client's own session of the server
-// (its state, its roots) and are never anyone else's, nor that client's later,
-// once the state moved on.
+// report into _meta. A hit is answered on the goroutine that read the call; a
+// miss lets the front's reading go before it waits. Memory off (nil) forwards,
+// and so does a "client" server's call: its answers come from one client's own
+// session of the server (its state, its roots) and are never anyone else's,
+// nor that client's later, once the state moved on.
 func (g *Gateway) remember(ctx context.Context, c *toolCall, forward memory.Forward) (json.RawMessage, error) {
 	if g.perClient(c.tool.Server) {
 		a, err := forward(ctx)
 		return a.Result, err
 	}
 	ctx, sp := g.span(ctx, "memory")
-	raw, err := g.mem.Call(ctx, c.agent, c.tool.MemoryTool(), c.args, forward)
+	defer sp.End()
+	q := g.mem.Query(c.agent, c.tool.MemoryTool(), c.args)
+	if g.mem.LookupWaits() {
+		c.from.letGo()
+	}
+	raw, hit := q.Hit(ctx)
+	var err error
+	if !hit {
+		c.from.letGo() // an identical call in flight, an embedder, the child: it may wait
+		raw, err = q.Call(ctx, forward)
+	}
 	if sp.IsRecording() {
 		sp.SetAttributes(attribute.String("nexus.memory", cacheStatus(raw)))
 	}
-	sp.End()
 	return raw, err
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
+	"github.com/nexus-mcp/nexus/memory"
 	"github.com/nexus-mcp/nexus/policy"
 )
 
@@ -75,6 +76,12 @@ func newFixture(t *testing.T) *fixture {
 // newFixtureLimits is newFixture with the config's limits section.
 func newFixtureLimits(t *testing.T, limits string) *fixture {
 	t.Helper()
+	return newFixtureMemory(t, limits, nil)
+}
+
+// newFixtureMemory is newFixtureLimits with memory (nil: off).
+func newFixtureMemory(t *testing.T, limits string, mem *memory.Memory) *fixture {
+	t.Helper()
 	evil := newTestChild("evil")
 	cfgJSON := fmt.Sprintf(`{
 		"limits": %s,
@@ -94,7 +101,7 @@ func newFixtureLimits(t *testing.T, limits string) *fixture {
 	}
 	redact := func(b []byte) []byte { return bytes.ReplaceAll(b, []byte(canary), []byte("[redacted:canary]")) }
 	logs := newLogBuffer()
-	g, err := New(cfg, Options{Redact: redact, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	g, err := New(cfg, Options{Redact: redact, Logger: slog.New(slog.NewTextHandler(logs, nil)), Memory: mem})
 	if err != nil {
 		t.Fatal(err)
 	}

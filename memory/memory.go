@@ -401,26 +401,50 @@ func (m *Memory) SetSettings(s Settings) {
 // server, unless the child reported failure (isError) or the request never
 // left (NotSent): a call whose outcome is unknown counts as done.
 func (m *Memory) Call(ctx context.Context, agent string, t Tool, args json.RawMessage, forward Forward) (json.RawMessage, error) {
-	if m == nil {
-		a, err := forward(ctx)
-		return a.Result, err
+	q := m.Query(agent, t, args)
+	if res, ok := q.Hit(ctx); ok {
+		return res, nil
 	}
+	return q.Call(ctx, forward)
+}
+
+// Query is one call put to memory, its key computed once. Hit answers it from
+// what memory holds, waiting on nothing but the store; Call answers it
+// whatever that takes: an identical call in flight, an embedder, the child. A
+// caller on a goroutine others depend on (a front's reader) runs Hit there and
+// hands its duty on before Call (and before Hit when LookupWaits). The methods
+// of a nil *Query, memory off, forward.
+type Query struct {
+	m      *Memory
+	t      Tool
+	c      *call    // nil: the call bypasses memory
+	invals []string // what a bypassing call invalidates
+	looked bool     // Hit found nothing fresh: Call need not look again
+}
+
+// Query puts a call of t by agent with args to memory.
+func (m *Memory) Query(agent string, t Tool, args json.RawMessage) *Query {
+	if m == nil {
+		return nil
+	}
+	q := &Query{m: m, t: t}
 	r := m.rules.Load()
 	if m.disabled != nil {
-		return m.bypass(ctx, t, nil, forward)
+		return q
 	}
+	q.invals = r.invalidates(t)
 	if !r.cacheable(t) {
-		return m.bypass(ctx, t, r.invalidates(t), forward)
+		return q
 	}
 	canonical, err := CanonicalJSON(args)
 	if err != nil {
 		m.log.Debug("memory: arguments are not JSON; forwarding", "tool", t.Name, "err", err)
-		return m.bypass(ctx, t, r.invalidates(t), forward)
+		return q
 	}
 	if m.isStale(t) {
-		return m.bypass(ctx, t, r.invalidates(t), forward)
+		return q
 	}
-	c := &call{
+	q.c = &call{
 		t:      t,
 		r:      r,
 		scope:  r.scope(t, agent),
@@ -428,17 +452,49 @@ func (m *Memory) Call(ctx context.Context, agent string, t Tool, args json.RawMe
 		args:   canonical,
 		ttl:    r.ttl(t),
 		window: r.staleWindow(t),
-		invals: r.invalidates(t),
+		invals: q.invals,
 	}
-	c.key = cacheKey(t.Name, c.scope, c.fp)
+	q.c.key = cacheKey(t.Name, q.c.scope, q.c.fp)
+	return q
+}
+
+// LookupWaits reports that a lookup waits on the network: the store is a
+// database the replicas share, not a file of this machine.
+func (m *Memory) LookupWaits() bool { return m != nil && m.st != nil && !m.st.Local() }
+
+// Hit returns the fresh answer memory holds for q, marked as a hit, if any.
+// It never forwards, and never waits for an identical call in flight.
+func (q *Query) Hit(ctx context.Context) (json.RawMessage, bool) {
+	if q == nil || q.c == nil || !q.c.ttl.Keeps() {
+		return nil, false
+	}
+	res, ok, err := q.m.lookupHit(ctx, q.c)
+	if err == nil && !ok {
+		q.looked = true
+	}
+	return res, ok && err == nil
+}
+
+// Call answers q: from memory, from an identical call in flight, or by forward,
+// whose answer memory then keeps when it may.
+func (q *Query) Call(ctx context.Context, forward Forward) (json.RawMessage, error) {
+	if q == nil {
+		a, err := forward(ctx)
+		return a.Result, err
+	}
+	if q.c == nil {
+		return q.m.bypass(ctx, q.t, q.invals, forward)
+	}
+	looked := q.looked
 	for {
-		res, retry, err := m.cached(ctx, c, forward)
+		res, retry, err := q.m.cached(ctx, q.c, forward, looked)
 		if !retry {
 			return res, err
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		looked = false
 	}
 }
 
@@ -483,10 +539,11 @@ func (c *call) staleUsable(e Entry, now int64) bool {
 
 // cached is one attempt at a cacheable call. retry reports that the leader
 // of an identical call gave up because its own context ended.
-func (m *Memory) cached(ctx context.Context, c *call, forward Forward) (res json.RawMessage, retry bool, err error) {
+func (m *Memory) cached(ctx context.Context, c *call, forward Forward, looked bool) (res json.RawMessage, retry bool, err error) {
 	// With no TTL nothing is served fresh: straight to the flight, which
-	// shares one child call among identical calls in flight.
-	if c.ttl.Keeps() {
+	// shares one child call among identical calls in flight. looked says a
+	// lookup just found nothing fresh (Query.Hit).
+	if c.ttl.Keeps() && !looked {
 		res, ok, err := m.lookupHit(ctx, c)
 		switch {
 		case err != nil && ctx.Err() != nil:

@@ -616,3 +616,60 @@ func sqlDB(t testing.TB, m *Memory) *sql.DB {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
+
+// TestQueryHitNeverWaits: Query.Hit answers from what memory holds and never
+// waits, even while an identical call is in flight; Query.Call then shares that
+// call; a nil Memory's query forwards.
+func TestQueryHitNeverWaits(t *testing.T) {
+	ctx := context.Background()
+	m := openTest(t, Options{})
+	if m.LookupWaits() {
+		t.Error("a SQLite file's lookups said they wait on the network")
+	}
+	args := json.RawMessage(`{"q":1}`)
+	release := make(chan struct{})
+	calls := atomic.Int64{}
+	slow := Plain(func(context.Context) (json.RawMessage, error) {
+		calls.Add(1)
+		<-release
+		return TextResult("slow answer"), nil
+	})
+	leader := make(chan json.RawMessage)
+	go func() {
+		res, _ := m.Call(ctx, "a", ReadTool(), args, slow)
+		leader <- res
+	}()
+	WaitFor(t, "the leader to reach its child", func() bool { return calls.Load() == 1 })
+
+	q := m.Query("a", ReadTool(), args)
+	if res, ok := q.Hit(ctx); ok { // returns at once: the test would hang otherwise
+		t.Fatalf("Hit answered a call still in flight: %s", res)
+	}
+	follower := make(chan json.RawMessage)
+	go func() {
+		res, err := q.Call(ctx, slow)
+		if err != nil {
+			t.Error(err)
+		}
+		follower <- res
+	}()
+	close(release)
+	lead, follow := <-leader, <-follower
+	if Text(lead) != "slow answer" || Text(follow) != "slow answer" || calls.Load() != 1 {
+		t.Fatalf("leader %s, follower %s, child calls %d: want one call shared", lead, follow, calls.Load())
+	}
+	if !strings.Contains(string(follow), `"coalesced":true`) {
+		t.Errorf("the follower's answer is not marked as shared: %s", follow)
+	}
+
+	res, ok := m.Query("a", ReadTool(), args).Hit(ctx)
+	if !ok || Status(t, res) != StatusHit || Text(res) != "slow answer" {
+		t.Errorf("Hit after the call: %s, %v; want the stored answer as a hit", res, ok)
+	}
+
+	var off *Memory
+	raw, err := off.Query("a", ReadTool(), args).Call(ctx, Answers(`{"content":[]}`))
+	if _, hit := off.Query("a", ReadTool(), args).Hit(ctx); hit || err != nil || string(raw) != `{"content":[]}` {
+		t.Errorf("memory off: hit %v, answer %s, %v; want the child's answer as it was", hit, raw, err)
+	}
+}

@@ -42,7 +42,7 @@ func BenchmarkSimilarityLookup(b *testing.B) {
 					k := (i * 7919) % n
 					// A paraphrase-like query: the stored text with one word changed.
 					text := "latest " + texts[k]
-					sc := m.FreeTextOf(SearchTool(), []byte(Query(text, k%buckets)))
+					sc := m.FreeTextOf(SearchTool(), []byte(SearchArgs(text, k%buckets)))
 					sc.Embedder, sc.Vec = emb.Identity(), emb.Vector(text)
 					sc.Part = Partition(sc.Embedder.ID(), embedder.LexicalDims, sc.Bucket)
 					return sc

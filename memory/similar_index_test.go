@@ -19,8 +19,8 @@ func TestIndexFollowsOtherProcesses(t *testing.T) {
 	m1.WaitIndex(context.Background())
 	m2 := openTest(t, Options{Backend: sqlite.File(path)})
 	c := &Child{}
-	Do(t, m2, "", SearchTool(), Query("postgres connection pool settings", 10), c)
-	res := Do(t, m1, "", SearchTool(), Query("connection pool settings for postgres", 10), c)
+	Do(t, m2, "", SearchTool(), SearchArgs("postgres connection pool settings", 10), c)
+	res := Do(t, m1, "", SearchTool(), SearchArgs("connection pool settings for postgres", 10), c)
 	if st, _, _ := SemanticReport(t, res); st != StatusSemanticHit {
 		t.Fatalf("paraphrase of the other connection's entry: %s", st)
 	}
@@ -30,7 +30,7 @@ func TestIndexFollowsOtherProcesses(t *testing.T) {
 	if err := m2.MarkStale(context.Background(), SearchTool().Server); err != nil {
 		t.Fatal(err)
 	}
-	if st := Status(t, Do(t, m1, "", SearchTool(), Query("settings of the postgres connection pool", 10), c)); st != StatusMiss {
+	if st := Status(t, Do(t, m1, "", SearchTool(), SearchArgs("settings of the postgres connection pool", 10), c)); st != StatusMiss {
 		t.Fatalf("after invalidation: %s", st)
 	}
 	// The stale entry keeps its vector (similarity never serves it); the
@@ -46,14 +46,14 @@ func TestIndexBuiltAtOpen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "memory.db")
 	m1 := openTest(t, Options{Backend: sqlite.File(path)})
 	c := &Child{}
-	Do(t, m1, "", SearchTool(), Query("postgres connection pool settings", 10), c)
+	Do(t, m1, "", SearchTool(), SearchArgs("postgres connection pool settings", 10), c)
 	m1.Close()
 	m2 := openTest(t, Options{Backend: sqlite.File(path)})
 	m2.WaitIndex(context.Background())
 	if n := indexSize(m2); n != 1 {
 		t.Fatalf("index holds %d vectors, want 1", n)
 	}
-	res := Do(t, m2, "", SearchTool(), Query("connection pool settings for postgres", 10), c)
+	res := Do(t, m2, "", SearchTool(), SearchArgs("connection pool settings for postgres", 10), c)
 	if st, _, _ := SemanticReport(t, res); st != StatusSemanticHit {
 		t.Fatalf("paraphrase after reopening: %s", st)
 	}

@@ -28,11 +28,11 @@ import (
 func TestSemanticHit(t *testing.T) {
 	m := openTest(t, Options{})
 	c := &Child{}
-	first := Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)
+	first := Do(t, m, "", SearchTool(), SearchArgs("postgres connection pool settings", 10), c)
 	if s := Status(t, first); s != StatusMiss {
 		t.Fatalf("first call: %s", s)
 	}
-	res := Do(t, m, "", SearchTool(), Query("connection pool settings for postgres", 10), c)
+	res := Do(t, m, "", SearchTool(), SearchArgs("connection pool settings for postgres", 10), c)
 	st, sim, matched := SemanticReport(t, res)
 	if st != StatusSemanticHit || c.Calls.Load() != 1 {
 		t.Fatalf("paraphrase: status %s, child calls %d: %s", st, c.Calls.Load(), res)
@@ -47,7 +47,7 @@ func TestSemanticHit(t *testing.T) {
 		t.Fatalf("CacheStatus: %s %d %v", s, age, ok)
 	}
 	// The exact repeat is an exact hit (no embedding needed).
-	if s := Status(t, Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)); s != StatusHit {
+	if s := Status(t, Do(t, m, "", SearchTool(), SearchArgs("postgres connection pool settings", 10), c)); s != StatusHit {
 		t.Fatalf("exact repeat: %s", s)
 	}
 	st2, err := m.Stats(context.Background())
@@ -66,12 +66,12 @@ func TestSemanticHit(t *testing.T) {
 func TestSemanticNearMissAndBuckets(t *testing.T) {
 	m := openTest(t, Options{})
 	c := &Child{}
-	Do(t, m, "", SearchTool(), Query("deploy to staging checklist", 10), c)
-	Do(t, m, "", SearchTool(), Query("turn on the dark mode feature flag", 10), c)
+	Do(t, m, "", SearchTool(), SearchArgs("deploy to staging checklist", 10), c)
+	Do(t, m, "", SearchTool(), SearchArgs("turn on the dark mode feature flag", 10), c)
 	for _, args := range []string{
-		Query("deploy to production checklist", 10),                                // environment
-		Query("turn off the dark mode feature flag", 10),                           // polarity
-		Query("checklist for deploying to staging", 20),                            // a paraphrase, but another limit: another bucket
+		SearchArgs("deploy to production checklist", 10),                                // environment
+		SearchArgs("turn off the dark mode feature flag", 10),                           // polarity
+		SearchArgs("checklist for deploying to staging", 20),                            // a paraphrase, but another limit: another bucket
 		`{"query":"deploy to staging checklist ","limit":10,"source_app":"notes"}`, // another bucket
 	} {
 		before := c.Calls.Load()
@@ -81,7 +81,7 @@ func TestSemanticNearMissAndBuckets(t *testing.T) {
 		}
 	}
 	// With both environments stored, each is served its own answer.
-	prod := Do(t, m, "", SearchTool(), Query("checklist for deploying to production", 10), c)
+	prod := Do(t, m, "", SearchTool(), SearchArgs("checklist for deploying to production", 10), c)
 	if st, _, matched := SemanticReport(t, prod); st != StatusSemanticHit || matched != "deploy to production checklist" {
 		t.Fatalf("production paraphrase: %s %q", st, matched)
 	}
@@ -100,8 +100,8 @@ func TestToolsWithoutFreeText(t *testing.T) {
 	Do(t, m, "", noText, `{"path":"a.go","query":"a"}`, c)
 	Do(t, m, "", noText, `{"path":"b.go","query":"a"}`, c)
 	// Exact hits never embed.
-	Do(t, m, "", SearchTool(), Query("open bugs", 10), c)
-	Do(t, m, "", SearchTool(), Query("open bugs", 10), c)
+	Do(t, m, "", SearchTool(), SearchArgs("open bugs", 10), c)
+	Do(t, m, "", SearchTool(), SearchArgs("open bugs", 10), c)
 	if n := ce.n.Load(); n != 1 {
 		t.Fatalf("embedder called %d times, want 1 (the one miss with free text)", n)
 	}
@@ -133,13 +133,13 @@ func TestEmbedderOutage(t *testing.T) {
 	ce := &countingEmbedder{Embedder: embedder.NewLexical(), err: errors.New("connection refused")}
 	m := openTest(t, Options{Embedder: ce})
 	c := &Child{}
-	Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)
-	res := Do(t, m, "", SearchTool(), Query("connection pool settings for postgres", 10), c)
+	Do(t, m, "", SearchTool(), SearchArgs("postgres connection pool settings", 10), c)
+	res := Do(t, m, "", SearchTool(), SearchArgs("connection pool settings for postgres", 10), c)
 	if s := Status(t, res); s != StatusMiss || c.Calls.Load() != 2 {
 		t.Fatalf("outage: %s, calls %d", s, c.Calls.Load())
 	}
 	// Exact hits still work; the embedder is not retried during the backoff.
-	if s := Status(t, Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)); s != StatusHit {
+	if s := Status(t, Do(t, m, "", SearchTool(), SearchArgs("postgres connection pool settings", 10), c)); s != StatusHit {
 		t.Fatalf("exact hit during outage: %s", s)
 	}
 	if n := ce.n.Load(); n != 1 {
@@ -166,14 +166,14 @@ func TestHTTPEmbedderTimeoutStillAnswers(t *testing.T) {
 	m := openTest(t, Options{Embedder: e})
 	c := &Child{}
 	start := time.Now()
-	res := Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)
+	res := Do(t, m, "", SearchTool(), SearchArgs("postgres connection pool settings", 10), c)
 	if s := Status(t, res); s != StatusMiss || c.Calls.Load() != 1 {
 		t.Fatalf("timeout: %s", s)
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("call took %v", d)
 	}
-	if s := Status(t, Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)); s != StatusHit {
+	if s := Status(t, Do(t, m, "", SearchTool(), SearchArgs("postgres connection pool settings", 10), c)); s != StatusHit {
 		t.Fatalf("exact hit after timeout: %s", s)
 	}
 }
@@ -182,16 +182,16 @@ func TestOtherEmbedderNeverCompared(t *testing.T) {
 	path := t.TempDir() + "/memory.db"
 	m := openTest(t, Options{Backend: sqlite.File(path)})
 	c := &Child{}
-	Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)
+	Do(t, m, "", SearchTool(), SearchArgs("postgres connection pool settings", 10), c)
 	m.Close()
 	// Same vectors, same length, another identity: must not be compared.
 	other := &countingEmbedder{Embedder: embedder.NewLexical(), id: &embedder.Identity{Name: "openai", Model: "x", Dims: embedder.LexicalDims}}
 	m2 := openTest(t, Options{Backend: sqlite.File(path), Embedder: other})
-	if s := Status(t, Do(t, m2, "", SearchTool(), Query("connection pool settings for postgres", 10), c)); s != StatusMiss {
+	if s := Status(t, Do(t, m2, "", SearchTool(), SearchArgs("connection pool settings for postgres", 10), c)); s != StatusMiss {
 		t.Fatalf("vectors of another embedder compared: %s", s)
 	}
 	// Its own entries are.
-	if s := Status(t, Do(t, m2, "", SearchTool(), Query("settings for postgres connection pool", 10), c)); s != StatusSemanticHit {
+	if s := Status(t, Do(t, m2, "", SearchTool(), SearchArgs("settings for postgres connection pool", 10), c)); s != StatusSemanticHit {
 		t.Fatalf("own embedder: %s", s)
 	}
 }
@@ -210,8 +210,8 @@ func TestSemanticFreshness(t *testing.T) {
 	m := openTest(t, Options{Now: clk.Now})
 	m.SetSettings(Kept(Settings{TTL: map[string]TTL{"*": {D: time.Minute}}}))
 	c := &Child{}
-	para := Query("connection pool settings for postgres", 10)
-	Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)
+	para := SearchArgs("connection pool settings for postgres", 10)
+	Do(t, m, "", SearchTool(), SearchArgs("postgres connection pool settings", 10), c)
 
 	// TTL: an expired entry is never served by similarity.
 	clk.Advance(2 * time.Minute)
@@ -223,7 +223,7 @@ func TestSemanticFreshness(t *testing.T) {
 	if n := vecCount(t, m); n != 2 {
 		t.Fatalf("vectors: %d, want 2", n)
 	}
-	Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)
+	Do(t, m, "", SearchTool(), SearchArgs("postgres connection pool settings", 10), c)
 	if err := m.MarkStale(context.Background(), "doc-kg"); err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestSemanticFreshness(t *testing.T) {
 	if _, err := m.Clear(context.Background(), "", ""); err != nil {
 		t.Fatal(err)
 	}
-	Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)
+	Do(t, m, "", SearchTool(), SearchArgs("postgres connection pool settings", 10), c)
 	write := Tool{Name: "doc-kg.reindex", Server: "doc-kg", Annotated: true}
 	Do(t, m, "", write, `{}`, c)
 	if s := Status(t, Do(t, m, "", SearchTool(), para, c)); s != StatusMiss {
@@ -257,7 +257,7 @@ func TestSemanticEviction(t *testing.T) {
 	m := openTest(t, Options{MaxEntries: 20})
 	c := &Child{}
 	for i := range 60 {
-		Do(t, m, "", SearchTool(), Query(fmt.Sprintf("topic %d design notes", i), 10), c)
+		Do(t, m, "", SearchTool(), SearchArgs(fmt.Sprintf("topic %d design notes", i), 10), c)
 	}
 	var entries int
 	sqlDB(t, m).QueryRow(`SELECT count(*) FROM entries`).Scan(&entries)
@@ -269,8 +269,8 @@ func TestSemanticEviction(t *testing.T) {
 func TestSemanticSettings(t *testing.T) {
 	m := openTest(t, Options{})
 	c := &Child{}
-	Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)
-	para := Query("connection pool settings for postgres", 10)
+	Do(t, m, "", SearchTool(), SearchArgs("postgres connection pool settings", 10), c)
+	para := SearchArgs("connection pool settings for postgres", 10)
 	for _, s := range []Settings{
 		{SemanticOff: true},
 		{Semantic: map[string][]string{"doc-kg.doc_kg_search": nil}},
@@ -285,7 +285,7 @@ func TestSemanticSettings(t *testing.T) {
 			t.Fatal(err)
 		}
 		m.SetSettings(Kept(Settings{}))
-		Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)
+		Do(t, m, "", SearchTool(), SearchArgs("postgres connection pool settings", 10), c)
 	}
 	// Config names a field the schema would not: it is used.
 	tool := Tool{Name: "wiki.find", Server: "wiki", Annotated: true, ReadOnly: true}
@@ -329,8 +329,8 @@ func TestGrayZone(t *testing.T) {
 			}
 			m := openTest(t, opts)
 			c := &Child{}
-			Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)
-			res := Do(t, m, "", SearchTool(), Query("connection pool settings for postgres", 10), c)
+			Do(t, m, "", SearchTool(), SearchArgs("postgres connection pool settings", 10), c)
+			res := Do(t, m, "", SearchTool(), SearchArgs("connection pool settings for postgres", 10), c)
 			if s := Status(t, res); s != tc.want {
 				t.Fatalf("status %s, want %s", s, tc.want)
 			}
@@ -361,11 +361,11 @@ func TestDefaultFreeTextFields(t *testing.T) {
 func TestSemanticCoalesced(t *testing.T) {
 	m := openTest(t, Options{})
 	c := &Child{}
-	Do(t, m, "", SearchTool(), Query("postgres connection pool settings", 10), c)
+	Do(t, m, "", SearchTool(), SearchArgs("postgres connection pool settings", 10), c)
 	done := make(chan json.RawMessage, 8)
 	for range 8 {
 		go func() {
-			res, _ := m.Call(context.Background(), "", SearchTool(), json.RawMessage(Query("connection pool settings for postgres", 10)), c.Forward(nil))
+			res, _ := m.Call(context.Background(), "", SearchTool(), json.RawMessage(SearchArgs("connection pool settings for postgres", 10)), c.Forward(nil))
 			done <- res
 		}()
 	}
@@ -395,7 +395,7 @@ func populateSemantic(tb testing.TB, m *Memory, n, buckets int) []string {
 	emb := embedder.NewLexical()
 	// A call stores the first vector, which creates vec_f512 and its
 	// triggers; the rest go in one transaction of another connection.
-	Do(tb, m, "", SearchTool(), Query("warm up the vector table", 0), &Child{})
+	Do(tb, m, "", SearchTool(), SearchArgs("warm up the vector table", 0), &Child{})
 	err := inTx(ctx, sqlDB(tb, m), func(tx *sql.Tx) error {
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO entries (key, tool, server, scope, fingerprint, args, result, size,
 			duration_ms, created_at, expires_at, last_used_at, bucket, embedder, free_text, vec_dims)
@@ -419,7 +419,7 @@ func populateSemantic(tb testing.TB, m *Memory, n, buckets int) []string {
 			}
 			texts[i] = strings.Join(w, " ") + fmt.Sprintf(" notes %c%c%c%c", 'a'+i%26, 'a'+(i/26)%26, 'a'+(i/676)%26, 'a'+(i/17576)%26)
 			limit := i % buckets
-			args := []byte(Query(texts[i], limit))
+			args := []byte(SearchArgs(texts[i], limit))
 			sc := m.FreeTextOf(SearchTool(), args)
 			sc.Embedder = emb.Identity()
 			sc.Vec = emb.Vector(texts[i])
@@ -474,7 +474,7 @@ func BenchmarkSemantic(b *testing.B) {
 					for b.Loop() {
 						k := (i * 7919) % n
 						// "please" is a stop word: not the exact call, the same request.
-						res, err := m.Call(ctx, "", SearchTool(), json.RawMessage(Query("please "+texts[k], k%buckets)), forward)
+						res, err := m.Call(ctx, "", SearchTool(), json.RawMessage(SearchArgs("please "+texts[k], k%buckets)), forward)
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -489,7 +489,7 @@ func BenchmarkSemantic(b *testing.B) {
 					i := 0
 					for b.Loop() {
 						k := (i * 7919) % n
-						sc := m.FreeTextOf(SearchTool(), []byte(Query(texts[k], k%buckets)))
+						sc := m.FreeTextOf(SearchTool(), []byte(SearchArgs(texts[k], k%buckets)))
 						sc.Embedder, sc.Vec = emb.Identity(), emb.Vector(texts[k])
 						sc.Part = Partition(sc.Embedder.ID(), embedder.LexicalDims, sc.Bucket)
 						cands, err := m.StoreOf().ScanNeighbours(ctx, sc, SemanticCandidates)
@@ -521,8 +521,8 @@ func TestRedactFreeText(t *testing.T) {
 			opts.Backend, opts.Embedder = sqlite.File(path), emb
 			m := openTest(t, opts)
 			c := &Child{}
-			Do(t, m, "", SearchTool(), Query("why does the key "+secret+" fail", 10), c)
-			res := Do(t, m, "", SearchTool(), Query("why is the key "+secret+" failing", 10), c)
+			Do(t, m, "", SearchTool(), SearchArgs("why does the key "+secret+" fail", 10), c)
+			res := Do(t, m, "", SearchTool(), SearchArgs("why is the key "+secret+" failing", 10), c)
 			if st, _, matched := SemanticReport(t, res); st == StatusSemanticHit && strings.Contains(matched, secret) {
 				t.Fatalf("matched text holds the secret: %q", matched)
 			}
@@ -611,7 +611,7 @@ func TestOllamaEmbedder(t *testing.T) {
 	mode.Store("error")
 	mem := openTest(t, Options{Embedder: e})
 	c := &Child{}
-	if s := Status(t, Do(t, mem, "", SearchTool(), Query("x y z", 10), c)); s != StatusMiss {
+	if s := Status(t, Do(t, mem, "", SearchTool(), SearchArgs("x y z", 10), c)); s != StatusMiss {
 		t.Fatalf("outage: %s", s)
 	}
 }

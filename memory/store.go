@@ -39,6 +39,9 @@ type Store interface {
 	// Where names the database in logs and Stats.Path (a DSN without
 	// its password).
 	Where() string
+	// Local reports that the database is a file of this machine: a lookup
+	// never waits on the network.
+	Local() bool
 
 	// Watch starts telling h (nil: no hot layer) of what other processes
 	// commit: Sync or the store's own listener empties h when one of them

@@ -284,16 +284,16 @@ func contractSimilarity(t *testing.T, _ Features, open func(memory.Options) *mem
 		t.Fatal(err)
 	}
 	c := &Child{}
-	Do(t, a, "", SearchTool(), Query("postgres connection pool settings", 10), c)
-	res := Do(t, b, "", SearchTool(), Query("connection pool settings for postgres", 10), c)
+	Do(t, a, "", SearchTool(), SearchArgs("postgres connection pool settings", 10), c)
+	res := Do(t, b, "", SearchTool(), SearchArgs("connection pool settings for postgres", 10), c)
 	if st, _, _ := SemanticReport(t, res); st != memory.StatusSemanticHit {
 		t.Fatalf("paraphrase on b: %s", st)
 	}
-	WantStatus(t, "other limit (another bucket)", Do(t, b, "", SearchTool(), Query("connection pool settings for postgres", 20), c), memory.StatusMiss)
+	WantStatus(t, "other limit (another bucket)", Do(t, b, "", SearchTool(), SearchArgs("connection pool settings for postgres", 20), c), memory.StatusMiss)
 	if err := a.MarkStale(context.Background(), SearchTool().Server); err != nil {
 		t.Fatal(err)
 	}
-	WantStatus(t, "after invalidation", Do(t, b, "", SearchTool(), Query("settings of the postgres connection pool", 10), c), memory.StatusMiss)
+	WantStatus(t, "after invalidation", Do(t, b, "", SearchTool(), SearchArgs("settings of the postgres connection pool", 10), c), memory.StatusMiss)
 }
 
 // contractStats: counters of every process add up in one place.

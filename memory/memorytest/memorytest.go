@@ -233,8 +233,8 @@ func SemanticReport(t testing.TB, res json.RawMessage) (status string, sim float
 	return c.Status, c.Similarity, c.Matched
 }
 
-// Query is the arguments of a SearchTool call.
-func Query(query string, limit int) string {
+// SearchArgs is the arguments of a SearchTool call.
+func SearchArgs(query string, limit int) string {
 	b, _ := json.Marshal(map[string]any{"query": query, "limit": limit})
 	return string(b)
 }

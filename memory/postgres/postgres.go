@@ -161,6 +161,9 @@ func Open(ctx context.Context, dsn string, busy time.Duration, log *slog.Logger)
 
 func (s *Store) Where() string { return s.desc }
 
+// Local is false: the store is a database on the network.
+func (s *Store) Local() bool { return false }
+
 func (s *Store) Close() error {
 	s.stopListen()
 	<-s.listenDone

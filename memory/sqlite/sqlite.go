@@ -85,6 +85,9 @@ func Open(ctx context.Context, path string, busy time.Duration) (*Store, error) 
 
 func (s *Store) Where() string { return s.path }
 
+// Local is true: the store is a file of this machine.
+func (s *Store) Local() bool { return true }
+
 func (s *Store) Close() error {
 	if s.watch != nil {
 		s.watch.close()
