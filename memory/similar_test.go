@@ -69,9 +69,9 @@ func TestSemanticNearMissAndBuckets(t *testing.T) {
 	Do(t, m, "", SearchTool(), SearchArgs("deploy to staging checklist", 10), c)
 	Do(t, m, "", SearchTool(), SearchArgs("turn on the dark mode feature flag", 10), c)
 	for _, args := range []string{
-		SearchArgs("deploy to production checklist", 10),                                // environment
-		SearchArgs("turn off the dark mode feature flag", 10),                           // polarity
-		SearchArgs("checklist for deploying to staging", 20),                            // a paraphrase, but another limit: another bucket
+		SearchArgs("deploy to production checklist", 10),                           // environment
+		SearchArgs("turn off the dark mode feature flag", 10),                      // polarity
+		SearchArgs("checklist for deploying to staging", 20),                       // a paraphrase, but another limit: another bucket
 		`{"query":"deploy to staging checklist ","limit":10,"source_app":"notes"}`, // another bucket
 	} {
 		before := c.Calls.Load()
