@@ -1,6 +1,8 @@
 package aggregation
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -120,4 +122,113 @@ func equalDurations(a, b []time.Duration) bool {
 		}
 	}
 	return true
+}
+
+// handlerClient speaks to an HTTP front by calling its handler, with no socket:
+// what a bubble can wait on.
+type handlerClient struct {
+	t   *testing.T
+	h   http.Handler
+	sid string
+}
+
+// post sends one message on the client's session and returns the status and body.
+func (c *handlerClient) post(body string) (int, string) {
+	c.t.Helper()
+	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	if c.sid != "" {
+		r.Header.Set("Mcp-Session-Id", c.sid)
+	}
+	w := httptest.NewRecorder()
+	c.h.ServeHTTP(w, r)
+	if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+		c.sid = id
+	}
+	return w.Code, w.Body.String()
+}
+
+func (c *handlerClient) initialize() {
+	c.t.Helper()
+	st, body := c.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"clock","version":"1"}}}`)
+	if st != http.StatusOK || c.sid == "" {
+		c.t.Fatalf("initialize: status %d, session %q: %s", st, c.sid, body)
+	}
+	if st, body := c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); st != http.StatusAccepted {
+		c.t.Fatalf("initialized: status %d: %s", st, body)
+	}
+}
+
+// stream opens the session's GET stream; the channel is closed when it ends.
+func (c *handlerClient) stream() <-chan struct{} {
+	r := httptest.NewRequest(http.MethodGet, "/mcp", nil)
+	r.Header.Set("Accept", "text/event-stream")
+	r.Header.Set("Mcp-Session-Id", c.sid)
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		c.h.ServeHTTP(httptest.NewRecorder(), r)
+	}()
+	return ended
+}
+
+// TestHTTPSessionIdleTimeout: an HTTP session that received no request for the
+// default idle timeout (an hour) is ended, open stream or not, and its next
+// request is answered 404; one that is used lives on however long. The sweep
+// looks every quarter of the timeout, so a session ends within 75 minutes of
+// its last request, never before the hour.
+func TestHTTPSessionIdleTimeout(t *testing.T) {
+	if config.DefaultSessionIdleTimeout != time.Hour {
+		t.Fatalf("the default idle timeout is %s; this test's times assume an hour", config.DefaultSessionIdleTimeout)
+	}
+	tests := []struct {
+		name   string
+		stream bool // the session's stream is open throughout
+	}{
+		{name: "no stream"},
+		{name: "stream open", stream: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := comebackGateway(t, `{}`, nil)
+				c := &handlerClient{t: t, h: g.HTTPHandler(HTTPOptions{})}
+				c.initialize()
+				var ended <-chan struct{}
+				if tt.stream {
+					ended = c.stream()
+				}
+				// Used every 59 minutes, for five hours: it lives.
+				for i := range 5 {
+					time.Sleep(59 * time.Minute)
+					if st, body := c.post(`{"jsonrpc":"2.0","id":2,"method":"ping"}`); st != http.StatusOK {
+						t.Fatalf("a request %d×59m in: status %d: %s", i+1, st, body)
+					}
+				}
+				// Idle: still there just before the hour, gone by 75 minutes.
+				time.Sleep(time.Hour - time.Second)
+				synctest.Wait()
+				if n := g.sessions.count(frontHTTP); n != 1 {
+					t.Fatalf("a second before the idle timeout: %d sessions, want 1", n)
+				}
+				time.Sleep(15*time.Minute + time.Second)
+				synctest.Wait()
+				if n := g.sessions.count(frontHTTP); n != 0 {
+					t.Fatalf("75 minutes idle: %d sessions, want 0", n)
+				}
+				if ended != nil {
+					select {
+					case <-ended:
+					default:
+						t.Error("the expired session's stream is still open")
+					}
+				}
+				st, body := c.post(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+				if st != http.StatusNotFound || !strings.Contains(body, "unknown or expired session") {
+					t.Errorf("a request on the expired session: status %d: %s", st, body)
+				}
+			})
+		})
+	}
 }
