@@ -277,7 +277,17 @@ func TestProgressGoesOnlyToItsCaller(t *testing.T) {
 	}
 	close(release)
 	<-done
-	time.Sleep(100 * time.Millisecond) // let any misrouted notification arrive before looking
+	// The sentinel: a log good sends after the forged progress, through the same
+	// queue of the child and the same pump of the gateway, which both clients may
+	// see. A forged progress routed to either would have reached it first.
+	if m := bystander.request("tools/call", map[string]any{"name": "good__log", "arguments": map[string]any{"text": "sentinel"}}); m.Error != nil {
+		t.Fatal(m.Error)
+	}
+	for _, c := range []*testClient{caller, bystander} {
+		if !c.waitNote("notifications/message", mentioning("sentinel")) {
+			t.Fatalf("the sentinel log never arrived; got %s", c.received())
+		}
+	}
 	for _, c := range []*testClient{caller, bystander} {
 		if got := c.received(); strings.Contains(got, "forged by") {
 			t.Errorf("forged progress reached a client:\n%s", got)
@@ -308,7 +318,18 @@ func TestNotificationsReachOnlyTheirSessions(t *testing.T) {
 	if !quiet.waitNote("notifications/message", nil) {
 		t.Error("the log of evil did not reach another allowed session")
 	}
-	time.Sleep(100 * time.Millisecond)
+	// The sentinels. The log and the update above were seen, so evil's
+	// notification pump has them; the log evil sends next is pumped after them,
+	// so once quiet has it, whatever the first two were routed to quiet went
+	// before it on its stream, and was written to tester's pipe, which tester's
+	// ping answer then follows.
+	other.request("tools/call", map[string]any{"name": "evil__log", "arguments": map[string]any{"text": "sentinel"}})
+	if !quiet.waitNote("notifications/message", mentioning("sentinel")) {
+		t.Fatalf("the sentinel log never reached quiet; got %s", quiet.received())
+	}
+	if m := tester.request("ping", nil); m.Error != nil {
+		t.Fatal(m.Error)
+	}
 	if n := tester.notesOf("notifications/message"); len(n) > 0 {
 		t.Errorf("evil's log reached tester, who is denied evil: %s", n[0].Params)
 	}
@@ -331,6 +352,8 @@ func TestNotificationsReachOnlyTheirSessions(t *testing.T) {
 	if !tester.waitNote("notifications/tools/list_changed", nil) {
 		t.Error("tester's tools changed but it was not told")
 	}
+	// No sentinel here: a wrong list_changed could come from the rebuild the
+	// reload schedules (rebuildDelay later), whose end nothing on the wire marks.
 	time.Sleep(100 * time.Millisecond)
 	if n := other.notesOf("notifications/tools/list_changed"); len(n) > 0 {
 		t.Error("other was told of a change to tester's tools")
@@ -537,6 +560,11 @@ func TestExplainCoversPromptsAndResources(t *testing.T) {
 	if it, _ := f.g.ExplainName(context.Background(), "tester", "mem://evil/doc"); it.Allowed || !strings.Contains(it.Hint(), "revoke --agent tester 'evil.*'") {
 		t.Errorf("a denied resource's hint: %q", it.Hint())
 	}
+}
+
+// mentioning matches a message whose params hold s.
+func mentioning(s string) func(wireMsg) bool {
+	return func(m wireMsg) bool { return strings.Contains(string(m.Params), s) }
 }
 
 // serveHTTP starts g, waits for its children, and serves its HTTP front until
