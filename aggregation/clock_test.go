@@ -1,6 +1,10 @@
 package aggregation
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -8,6 +12,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/nexus-mcp/nexus/config"
 )
@@ -53,14 +59,12 @@ func TestChildBackoffSeries(t *testing.T) {
 			func(kids map[string]*child) { kids["gone"].beforeStart = clock.beforeStart })
 		c := g.kids()["gone"]
 
-		// The waits the policy promises: 250ms, 500ms, ... doubling, one fewer
-		// than the attempts.
-		var want []time.Duration
-		var at, wait time.Duration = 0, firstBackoff
-		for range maxFailures {
-			want = append(want, at)
-			at += wait
-			wait = min(wait*2, maxBackoff)
+		// When the attempts are made: the policy's promise, spelled out so that
+		// a change of firstBackoff, of the doubling or of maxFailures shows here.
+		ms := time.Millisecond
+		want := []time.Duration{0, 250 * ms, 750 * ms, 1750 * ms, 3750 * ms, 7750 * ms, 15750 * ms, 31750 * ms}
+		if len(want) != maxFailures {
+			t.Fatalf("maxFailures is %d; this test spells out the times of 8 attempts", maxFailures)
 		}
 		for i := range maxFailures - 1 {
 			synctest.Wait() // attempt i+1 failed; the child sleeps
@@ -231,4 +235,171 @@ func TestHTTPSessionIdleTimeout(t *testing.T) {
 			})
 		})
 	}
+}
+
+// memHTTP is an HTTP child served in memory: its client's requests are handler
+// calls, their bodies io.Pipes, so a bubble can wait on them. down makes every
+// request fail as a server that is gone does; hang makes every request wait
+// until its client gives up, as one that stopped answering does.
+type memHTTP struct {
+	h    http.Handler
+	mu   sync.Mutex
+	down bool
+	hang bool
+	// pingWaits are how long each ping that hung waited for its client to give up.
+	pingWaits []time.Duration
+}
+
+func (m *memHTTP) set(down, hang bool) {
+	m.mu.Lock()
+	m.down, m.hang = down, hang
+	m.mu.Unlock()
+}
+
+func (m *memHTTP) RoundTrip(r *http.Request) (*http.Response, error) {
+	m.mu.Lock()
+	down, hang := m.down, m.hang
+	m.mu.Unlock()
+	switch {
+	case hang:
+		var body []byte
+		if r.Body != nil {
+			body, _ = io.ReadAll(r.Body)
+		}
+		began := time.Now()
+		<-r.Context().Done()
+		if bytes.Contains(body, []byte(`"method":"ping"`)) {
+			m.mu.Lock()
+			m.pingWaits = append(m.pingWaits, time.Since(began))
+			m.mu.Unlock()
+		}
+		return nil, r.Context().Err()
+	case down:
+		return nil, errors.New("connection refused (test)")
+	}
+	if r.Body == nil {
+		r.Body = http.NoBody
+	}
+	pr, pw := io.Pipe()
+	w := &pipeResponse{header: http.Header{}, body: pw, ready: make(chan struct{})}
+	go func() {
+		m.h.ServeHTTP(w, r)
+		w.WriteHeader(http.StatusOK) // if the handler wrote nothing
+		pw.Close()
+	}()
+	select {
+	case <-w.ready:
+	case <-r.Context().Done():
+		pr.Close()
+		return nil, r.Context().Err()
+	}
+	return &http.Response{Status: http.StatusText(w.status), StatusCode: w.status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: w.sent, Body: pr, Request: r, ContentLength: -1}, nil
+}
+
+// pipeResponse is a ResponseWriter whose body streams into a pipe.
+type pipeResponse struct {
+	header http.Header
+	sent   http.Header // the header as of WriteHeader
+	body   *io.PipeWriter
+	status int
+	once   sync.Once
+	ready  chan struct{} // closed at WriteHeader
+}
+
+func (w *pipeResponse) Header() http.Header { return w.header }
+
+func (w *pipeResponse) WriteHeader(status int) {
+	w.once.Do(func() {
+		w.status, w.sent = status, w.header.Clone()
+		close(w.ready)
+	})
+}
+
+func (w *pipeResponse) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.body.Write(b)
+}
+
+func (w *pipeResponse) Flush() {}
+
+// memGateway starts a gateway whose one server, "web", is a test child served
+// in memory; tune adjusts the child before it starts.
+func memGateway(t *testing.T, tune func(*child)) (*Gateway, *memHTTP, *testChild) {
+	t.Helper()
+	tc := newTestChild("web")
+	mem := &memHTTP{h: server.NewStreamableHTTPServer(tc.srv, server.WithStateful(true), server.WithStreamableHTTPProtocolVersions("2025-11-25"))}
+	cfg, err := config.Parse("test.json", []byte(`{"servers": {"web": {"transport": "streamable-http", "url": "http://web.test/mcp"}},
+		"policy": {"agents": {"anonymous": {"allow": ["*"]}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, Options{HTTPClient: func(*config.Server) *http.Client { return &http.Client{Transport: mem} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tune != nil {
+		tune(g.kids()["web"])
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := g.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); g.Close() })
+	return g, mem, tc
+}
+
+// TestPingOnFakeClock: a remote child is pinged every 20s (pingInterval), and
+// one that stops answering is taken down when its ping has waited 10s
+// (pingTimeout); it is reconnected 250ms (firstBackoff) later, once it answers
+// again.
+func TestPingOnFakeClock(t *testing.T) {
+	const pingInterval, pingTimeout, firstBackoff = 20 * time.Second, 10 * time.Second, 250 * time.Millisecond
+	synctest.Test(t, func(t *testing.T) {
+		g, mem, tc := memGateway(t, nil)
+		c := g.kids()["web"]
+		synctest.Wait()
+		if st := c.status(); st.State != StateReady {
+			t.Fatalf("web: %s", st.Describe())
+		}
+		for i := range 3 {
+			time.Sleep(pingInterval - time.Millisecond)
+			synctest.Wait()
+			if n := tc.count("ping"); n != i {
+				t.Fatalf("%s before ping %d: %d pings", time.Millisecond, i+1, n)
+			}
+			time.Sleep(time.Millisecond)
+			synctest.Wait()
+			if n := tc.count("ping"); n != i+1 {
+				t.Fatalf("at ping %d: %d pings", i+1, n)
+			}
+		}
+		mem.set(false, true) // it stops answering
+		time.Sleep(pingInterval + pingTimeout)
+		synctest.Wait()
+		mem.mu.Lock()
+		waits := mem.pingWaits
+		mem.mu.Unlock()
+		if len(waits) != 1 || waits[0] != pingTimeout {
+			t.Fatalf("the unanswered pings waited %v, want one of %s", waits, pingTimeout)
+		}
+		// The gateway tells the child it gave up on the ping (a notification
+		// bounded by a second, which hangs too), then reconnects: the child
+		// answers again from here on.
+		mem.set(false, false)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		st := c.status()
+		if st.State != StateRestarting || !strings.Contains(st.Error, "did not answer a ping") || st.Restarts != 1 {
+			t.Fatalf("after the ping gave up: %s (restarts %d), want restarting, the ping named", st.Describe(), st.Restarts)
+		}
+		if got := time.Until(st.NextRetry); got != firstBackoff {
+			t.Errorf("next try in %s, want %s", got, firstBackoff)
+		}
+		time.Sleep(firstBackoff)
+		synctest.Wait()
+		if st := c.status(); st.State != StateReady {
+			t.Errorf("%s after: %s, want ready again", firstBackoff, st.Describe())
+		}
+	})
 }
