@@ -324,11 +324,11 @@ func (w *pipeResponse) Write(b []byte) (int, error) {
 func (w *pipeResponse) Flush() {}
 
 // memGateway starts a gateway whose one server, "web", is a test child served
-// in memory; tune adjusts the child before it starts.
-func memGateway(t *testing.T, tune func(*child)) (*Gateway, *memHTTP, *testChild) {
+// in memory, down from the start if down says so.
+func memGateway(t *testing.T, down bool) (*Gateway, *memHTTP, *testChild) {
 	t.Helper()
 	tc := newTestChild("web")
-	mem := &memHTTP{h: server.NewStreamableHTTPServer(tc.srv, server.WithStateful(true), server.WithStreamableHTTPProtocolVersions("2025-11-25"))}
+	mem := &memHTTP{h: server.NewStreamableHTTPServer(tc.srv, server.WithStateful(true), server.WithStreamableHTTPProtocolVersions("2025-11-25")), down: down}
 	cfg, err := config.Parse("test.json", []byte(`{"servers": {"web": {"transport": "streamable-http", "url": "http://web.test/mcp"}},
 		"policy": {"agents": {"anonymous": {"allow": ["*"]}}}}`))
 	if err != nil {
@@ -337,9 +337,6 @@ func memGateway(t *testing.T, tune func(*child)) (*Gateway, *memHTTP, *testChild
 	g, err := New(cfg, Options{HTTPClient: func(*config.Server) *http.Client { return &http.Client{Transport: mem} }})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if tune != nil {
-		tune(g.kids()["web"])
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := g.Start(ctx); err != nil {
@@ -356,7 +353,7 @@ func memGateway(t *testing.T, tune func(*child)) (*Gateway, *memHTTP, *testChild
 func TestPingOnFakeClock(t *testing.T) {
 	const pingInterval, pingTimeout, firstBackoff = 20 * time.Second, 10 * time.Second, 250 * time.Millisecond
 	synctest.Test(t, func(t *testing.T) {
-		g, mem, tc := memGateway(t, nil)
+		g, mem, tc := memGateway(t, false)
 		c := g.kids()["web"]
 		synctest.Wait()
 		if st := c.status(); st.State != StateReady {
