@@ -164,6 +164,16 @@ func (c *handlerClient) initialize() {
 	}
 }
 
+// streamStatus opens a GET stream expected to be refused, and returns its status.
+func (c *handlerClient) streamStatus() int {
+	r := httptest.NewRequest(http.MethodGet, "/mcp", nil)
+	r.Header.Set("Accept", "text/event-stream")
+	r.Header.Set("Mcp-Session-Id", c.sid)
+	w := httptest.NewRecorder()
+	c.h.ServeHTTP(w, r)
+	return w.Code
+}
+
 // stream opens the session's GET stream; the channel is closed when it ends.
 func (c *handlerClient) stream() <-chan struct{} {
 	r := httptest.NewRequest(http.MethodGet, "/mcp", nil)
@@ -179,9 +189,9 @@ func (c *handlerClient) stream() <-chan struct{} {
 
 // TestHTTPSessionIdleTimeout: an HTTP session that received no request for the
 // default idle timeout (an hour) is ended, open stream or not, and its next
-// request is answered 404; one that is used lives on however long. The sweep
-// looks every quarter of the timeout, so a session ends within 75 minutes of
-// its last request, never before the hour.
+// request is answered 404; one that is used (tools/call included) lives on
+// however long. The sweep looks every quarter of the timeout, so a session ends
+// within 75 minutes of its last request, never before the hour.
 func TestHTTPSessionIdleTimeout(t *testing.T) {
 	if config.DefaultSessionIdleTimeout != time.Hour {
 		t.Fatalf("the default idle timeout is %s; this test's times assume an hour", config.DefaultSessionIdleTimeout)
@@ -196,18 +206,22 @@ func TestHTTPSessionIdleTimeout(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				g := comebackGateway(t, `{}`, nil)
+				g, _, _ := memGateway(t, false)
 				c := &handlerClient{t: t, h: g.HTTPHandler(HTTPOptions{})}
 				c.initialize()
 				var ended <-chan struct{}
 				if tt.stream {
 					ended = c.stream()
+					synctest.Wait()
+					if st := c.streamStatus(); st != http.StatusConflict {
+						t.Errorf("a second stream of one session: status %d, want 409", st)
+					}
 				}
 				// Used every 59 minutes, for five hours: it lives.
 				for i := range 5 {
 					time.Sleep(59 * time.Minute)
-					if st, body := c.post(`{"jsonrpc":"2.0","id":2,"method":"ping"}`); st != http.StatusOK {
-						t.Fatalf("a request %d×59m in: status %d: %s", i+1, st, body)
+					if st, body := c.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"web__echo","arguments":{"text":"x"}}}`); st != http.StatusOK || !strings.Contains(body, "web:x") {
+						t.Fatalf("a call %d×59m in: status %d: %s", i+1, st, body)
 					}
 				}
 				// Idle: still there just before the hour, gone by 75 minutes.
@@ -237,6 +251,45 @@ func TestHTTPSessionIdleTimeout(t *testing.T) {
 	}
 }
 
+// TestHTTPSessionInFlight: a session whose request is still in flight is not
+// idle, however long the request takes: its answer is still to come. Another,
+// idle meanwhile, ends. The number of sessions is bounded (limits.maxSessions).
+func TestHTTPSessionInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, web, _ := memGatewayConfig(t, false, `"timeout": "3h", `, `{"maxSessions": 2}`)
+		h := g.HTTPHandler(HTTPOptions{})
+		busy, idle := &handlerClient{t: t, h: h}, &handlerClient{t: t, h: h}
+		busy.initialize()
+		idle.initialize()
+		third := &handlerClient{t: t, h: h}
+		st, body := third.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"third","version":"1"}}}`)
+		if st != http.StatusServiceUnavailable || !strings.Contains(body, "maximum of 2 sessions") {
+			t.Errorf("a session beyond the bound: status %d: %s", st, body)
+		}
+		web.mu.Lock()
+		web.hangCalls = true // the call takes its 3h timeout
+		web.mu.Unlock()
+		answered := make(chan string, 1)
+		go func() {
+			_, body := busy.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"web__echo","arguments":{"text":"slow"}}}`)
+			answered <- body
+		}()
+		time.Sleep(2 * time.Hour)
+		synctest.Wait()
+		select {
+		case body := <-answered:
+			t.Fatalf("the call was answered within 2h of its 3h: %s", body)
+		default:
+		}
+		if sessions := g.sessions.snapshot(); len(sessions) != 1 || sessions[0].id != busy.sid {
+			t.Errorf("two hours in: %d sessions, want the busy one alone", len(sessions))
+		}
+		if st, body := idle.post(`{"jsonrpc":"2.0","id":3,"method":"ping"}`); st != http.StatusNotFound {
+			t.Errorf("the idle session two hours in: status %d: %s", st, body)
+		}
+	})
+}
+
 // memHTTP is an HTTP child served in memory: its client's requests are handler
 // calls, their bodies io.Pipes, so a bubble can wait on them. down makes every
 // request fail as a server that is gone does; hang makes every request wait
@@ -246,6 +299,9 @@ type memHTTP struct {
 	mu   sync.Mutex
 	down bool
 	hang bool
+	// hangCalls makes only tools/call requests wait: a call that takes as long
+	// as its timeout, while the child answers the rest.
+	hangCalls bool
 	// pingWaits are how long each ping that hung waited for its client to give up.
 	pingWaits []time.Duration
 }
@@ -257,15 +313,16 @@ func (m *memHTTP) set(down, hang bool) {
 }
 
 func (m *memHTTP) RoundTrip(r *http.Request) (*http.Response, error) {
+	var body []byte
+	if r.Body != nil {
+		body, _ = io.ReadAll(r.Body)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	m.mu.Lock()
-	down, hang := m.down, m.hang
+	down, hang := m.down, m.hang || m.hangCalls && bytes.Contains(body, []byte(`"method":"tools/call"`))
 	m.mu.Unlock()
 	switch {
 	case hang:
-		var body []byte
-		if r.Body != nil {
-			body, _ = io.ReadAll(r.Body)
-		}
 		began := time.Now()
 		<-r.Context().Done()
 		if bytes.Contains(body, []byte(`"method":"ping"`)) {
@@ -276,9 +333,6 @@ func (m *memHTTP) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, r.Context().Err()
 	case down:
 		return nil, errors.New("connection refused (test)")
-	}
-	if r.Body == nil {
-		r.Body = http.NoBody
 	}
 	pr, pw := io.Pipe()
 	w := &pipeResponse{header: http.Header{}, body: pw, ready: make(chan struct{})}
@@ -327,10 +381,17 @@ func (w *pipeResponse) Flush() {}
 // in memory, down from the start if down says so.
 func memGateway(t *testing.T, down bool) (*Gateway, *memHTTP, *testChild) {
 	t.Helper()
+	return memGatewayConfig(t, down, "", "{}")
+}
+
+// memGatewayConfig is memGateway with more of web's entry (JSON fields, each
+// followed by a comma) and the config's limits.
+func memGatewayConfig(t *testing.T, down bool, web, limits string) (*Gateway, *memHTTP, *testChild) {
+	t.Helper()
 	tc := newTestChild("web")
 	mem := &memHTTP{h: server.NewStreamableHTTPServer(tc.srv, server.WithStateful(true), server.WithStreamableHTTPProtocolVersions("2025-11-25")), down: down}
-	cfg, err := config.Parse("test.json", []byte(`{"servers": {"web": {"transport": "streamable-http", "url": "http://web.test/mcp"}},
-		"policy": {"agents": {"anonymous": {"allow": ["*"]}}}}`))
+	cfg, err := config.Parse("test.json", []byte(`{"servers": {"web": {`+web+`"transport": "streamable-http", "url": "http://web.test/mcp"}},
+		"limits": `+limits+`, "policy": {"agents": {"anonymous": {"allow": ["*"]}}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -408,42 +408,6 @@ func TestOverSizeAndUnknownNames(t *testing.T) {
 	}
 }
 
-// TestHTTPSessionLifetime: a session lives while it is used (tools/call included),
-// expires after the idle timeout, and the number of sessions is bounded.
-func TestHTTPSessionLifetime(t *testing.T) {
-	f := newFixture(t)
-	srv := httptest.NewServer(f.g.HTTPHandler(HTTPOptions{IdleTimeout: 300 * time.Millisecond, MaxSessions: 2}))
-	t.Cleanup(srv.Close) // after the clients' cleanups, which end their streams
-	c := httpClientStream(t, srv.URL+"/mcp", tokens["other"], false)
-	c.initialize("lifetime")
-	for range 6 { // 6 x 100ms of calls only: longer than the idle timeout
-		if m := c.request("tools/call", map[string]any{"name": "good__echo", "arguments": map[string]any{"text": "x"}}); m.Error != nil {
-			t.Fatalf("a session in use expired: %v", m.Error)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	second := httpClientStream(t, srv.URL+"/mcp", tokens["other"], false)
-	second.initialize("second")
-	third := httpClientStream(t, srv.URL+"/mcp", tokens["other"], false)
-	m := third.request("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "third"}})
-	if m.Error == nil || !strings.Contains(m.Error.Message, "maximum of 2 sessions") {
-		t.Errorf("a session beyond the bound: %s %v", m.Result, m.Error)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if f.g.sessions.count(frontHTTP) == 0 {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if n := f.g.sessions.count(frontHTTP); n != 0 {
-		t.Errorf("%d idle sessions were not swept", n)
-	}
-	if m := c.request("tools/list", nil); m.Error == nil || !strings.Contains(m.Error.Message, "expired") {
-		t.Errorf("a request on an expired session: %s %v", m.Result, m.Error)
-	}
-}
-
 // TestHTTPRefusals: what the HTTP front refuses before any MCP handling.
 func TestHTTPRefusals(t *testing.T) {
 	f := newFixture(t)
