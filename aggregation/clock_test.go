@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,8 +24,9 @@ import (
 // the clock moves only when every goroutine of the bubble is durably blocked, so
 // what a child or session does over an hour takes no time at all. Nothing in a
 // bubble may wait on real I/O (a pipe to a process, a socket), which is not
-// durably blocking: the children here fail to start (exec finds no program, so no
-// process and no pipe outlives the attempt), and HTTP goes through handler calls.
+// durably blocking: a stdio child here fails to start (exec finds no program, so
+// no process and no pipe outlives the attempt), and HTTP, to the gateway's front
+// and to a child (memHTTP), goes through handler calls and io.Pipes.
 
 // missingCommand is a program that does not exist: starting it fails at once, with
 // no process, as a child whose npx package is gone does.
@@ -90,7 +92,7 @@ func TestChildBackoffSeries(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		synctest.Wait()
-		if got := clock.attempts(); !equalDurations(got, want) {
+		if got := clock.attempts(); !slices.Equal(got, want) {
 			t.Fatalf("attempts at %v, want %v", got, want)
 		}
 		st := c.status()
@@ -115,18 +117,6 @@ func TestChildBackoffSeries(t *testing.T) {
 			t.Errorf("after the fresh attempt: %s %q", st.State, st.Error)
 		}
 	})
-}
-
-func equalDurations(a, b []time.Duration) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // handlerClient speaks to an HTTP front by calling its handler, with no socket:
