@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -329,30 +328,6 @@ func TestAgentSessionFlood(t *testing.T) {
 		if st, _ := other.initialize(t); st != http.StatusOK {
 			t.Errorf("the other agent's new session %d after the flood: status %d", i, st)
 		}
-	}
-}
-
-// TestStreamDoesNotKeepSessionAlive: a session with its stream open and no request
-// expires after the idle timeout, and its stream ends; a second stream of a session
-// is refused while the first is open.
-func TestStreamDoesNotKeepSessionAlive(t *testing.T) {
-	f := newFixture(t)
-	srv := httptest.NewServer(f.g.HTTPHandler(HTTPOptions{IdleTimeout: 300 * time.Millisecond}))
-	t.Cleanup(srv.Close)
-	c := rawHTTP{srv.URL + "/mcp", tokens["other"]}
-	_, sid := c.initialize(t)
-	st, ended := c.stream(t, sid)
-	if st != http.StatusOK {
-		t.Fatalf("opening the stream: status %d", st)
-	}
-	if st, _ := c.stream(t, sid); st != http.StatusConflict {
-		t.Errorf("a second stream of one session: status %d, want 409", st)
-	}
-	if !ends(ended, 5*time.Second) {
-		t.Fatal("an idle session's open stream kept it alive past the idle timeout")
-	}
-	if st := c.call(t, sid, "tools/list"); st != http.StatusNotFound {
-		t.Errorf("a request on the expired session: status %d, want 404", st)
 	}
 }
 

@@ -94,11 +94,6 @@ type child struct {
 	// retryc asks a failed child for one fresh attempt (see retry). It holds
 	// at most one request, so at most one attempt is ever in flight.
 	retryc chan struct{}
-	// pingEvery is how often a live connection is pinged (pingInterval), and
-	// backoff the first wait before a retry (firstBackoff): fields, so a test
-	// can see a child give up, or a ping fail, without waiting minutes.
-	pingEvery time.Duration
-	backoff   time.Duration
 	// probeWait bounds the server/discover probe (discoverWait); eras
 	// remembers the era the probe found, for restarts and client sessions'
 	// connections (see childera.go).
@@ -121,7 +116,7 @@ type child struct {
 func newChild(cfg *config.Server, names naming, log *slog.Logger, events childEvents, resolve func(string) (string, error)) *child {
 	c := &child{name: cfg.Name, names: names, log: log.With("server", cfg.Name), events: events,
 		resolve: resolve, state: StateConnecting, changed: make(chan struct{}), settled: make(chan struct{}), done: make(chan struct{}),
-		retryc: make(chan struct{}, 1), pingEvery: pingInterval, backoff: firstBackoff, probeWait: discoverWait}
+		retryc: make(chan struct{}, 1), probeWait: discoverWait}
 	c.cfgp.Store(cfg)
 	return c
 }
@@ -369,7 +364,7 @@ func (c *child) settle() { c.settledOnce.Do(func() { close(c.settled) }) }
 // starts the count afresh, one that fails leaves it failed again.
 func (c *child) run(ctx context.Context) {
 	defer c.settle()
-	backoff, failures, connections := c.backoff, 0, 0
+	backoff, failures, connections := firstBackoff, 0, 0
 	fresh := false // this attempt is one asked for after giving up
 	for ctx.Err() == nil {
 		started := time.Now()
@@ -413,7 +408,7 @@ func (c *child) run(ctx context.Context) {
 			c.events.reconnected(c.name)
 		}
 		if fresh {
-			backoff, failures, fresh = c.backoff, 0, false // a fresh attempt that worked
+			backoff, failures, fresh = firstBackoff, 0, false // a fresh attempt that worked
 		}
 		c.set(cn, raws, c.listExtras(ctx, cn), StateReady, nil, time.Time{})
 		c.settle()
@@ -432,7 +427,7 @@ func (c *child) run(ctx context.Context) {
 		}
 		up := time.Since(started)
 		if up >= stablePeriod {
-			backoff, failures = c.backoff, 0
+			backoff, failures = firstBackoff, 0
 		}
 		failures++
 		c.log.Warn("child exited", "up", up.Round(time.Millisecond), "reason", cn.exitReason(), "stderr", cn.stderrTail())
@@ -467,7 +462,7 @@ func (c *child) run(ctx context.Context) {
 // for a ping that waits behind a long call. A modern child has no ping (2026-07-28
 // removed it): it is asked server/discover instead.
 func (c *child) pingLoop(ctx context.Context, cn *conn) {
-	t := time.NewTicker(c.pingEvery)
+	t := time.NewTicker(pingInterval)
 	defer t.Stop()
 	for {
 		select {

@@ -9,10 +9,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -233,82 +233,66 @@ func TestRestartedHTTPChildComesBack(t *testing.T) {
 
 // TestFailedChildComesBackOnCall: a child that used up its attempts stays failed
 // only until someone needs it: the next call to one of its tools makes one fresh
-// attempt and waits for it.
+// attempt and waits for it. On the fake clock, with the real backoff.
 func TestFailedChildComesBackOnCall(t *testing.T) {
-	down := filepath.Join(t.TempDir(), "down")
-	if err := os.WriteFile(down, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	g := comebackGateway(t, fmt.Sprintf(`{"good": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "good", "NEXUS_TEST_DOWN_FILE": %q}}}`, os.Args[0], down),
-		func(kids map[string]*child) { kids["good"].backoff = time.Millisecond })
-	c := g.kids()["good"]
-	waitState(t, c, StateFailed)
-
-	tests := []struct {
-		name     string
-		up       bool
-		want     string
-		attempts int
-	}{
-		{name: "still down: one attempt, then the reason", want: "is not running (failed", attempts: 1},
-		{name: "up again: the call is served", up: true, want: "good:back", attempts: 2},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, web, _ := memGateway(t, true)
+		c := g.kids()["web"]
+		time.Sleep(time.Minute) // its 8 attempts take 31.75s
+		synctest.Wait()
+		if st := c.status(); st.State != StateFailed {
+			t.Fatalf("a minute down: %s, want failed", st.Describe())
+		}
+		tests := []struct {
+			name     string
+			up       bool
+			want     string
+			attempts int
+		}{
+			{name: "still down: one attempt, then the reason", want: "is not running (failed", attempts: 1},
+			{name: "up again: the call is served", up: true, want: "web:back", attempts: 2},
+		}
+		for _, tt := range tests { // no t.Run in a bubble
 			if tt.up {
-				if err := os.Remove(down); err != nil {
-					t.Fatal(err)
-				}
+				web.set(false, false)
 			}
-			if got := callText(t, g, "good__echo", `{"text":"back"}`); !strings.Contains(got, tt.want) {
-				t.Errorf("call: %s, want %q in it", got, tt.want)
+			if got := callText(t, g, "web__echo", `{"text":"back"}`); !strings.Contains(got, tt.want) {
+				t.Errorf("%s: call: %s, want %q in it", tt.name, got, tt.want)
 			}
 			c.mu.Lock()
 			attempts := c.attempts
 			c.mu.Unlock()
 			if attempts != tt.attempts {
-				t.Errorf("%d fresh attempts, want %d", attempts, tt.attempts)
+				t.Errorf("%s: %d fresh attempts, want %d", tt.name, attempts, tt.attempts)
 			}
-		})
-	}
-	if st := c.status(); st.State != StateReady {
-		t.Errorf("state after it came back: %s", st.Describe())
-	}
+		}
+		if st := c.status(); st.State != StateReady {
+			t.Errorf("state after it came back: %s", st.Describe())
+		}
+	})
 }
 
-// TestRetryAfterReload: a reload makes a failed child try once more (what nexus
-// doctor --retry asks of a running gateway).
+// TestRetryAfterReload: a reload makes a failed child try once more, at once
+// (what nexus doctor --retry asks of a running gateway).
 func TestRetryAfterReload(t *testing.T) {
-	down := filepath.Join(t.TempDir(), "down")
-	if err := os.WriteFile(down, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	servers := fmt.Sprintf(`{"good": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "good", "NEXUS_TEST_DOWN_FILE": %q}}}`, os.Args[0], down)
-	g := comebackGateway(t, servers, func(kids map[string]*child) { kids["good"].backoff = time.Millisecond })
-	c := g.kids()["good"]
-	waitState(t, c, StateFailed)
-	if err := os.Remove(down); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Reload(g.Config()); err != nil {
-		t.Fatal(err)
-	}
-	waitState(t, c, StateReady)
-}
-
-// TestPingFailureIsNoticed: a remote child that stops answering is seen as down by
-// the next ping, not by the next call.
-func TestPingFailureIsNoticed(t *testing.T) {
-	web := newRestartable(t, nil)
-	g := comebackGateway(t, fmt.Sprintf(`{"web": {"transport": "streamable-http", "url": %q}}`, web.url()),
-		func(kids map[string]*child) { kids["web"].pingEvery = 20 * time.Millisecond })
-	c := g.kids()["web"]
-	waitState(t, c, StateReady)
-	web.stop()
-	waitState(t, c, StateRestarting)
-	if st := c.status(); !strings.Contains(st.Error, "ping") {
-		t.Errorf("the reason it is down: %q, want the ping named", st.Error)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		g, web, _ := memGateway(t, true)
+		c := g.kids()["web"]
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if st := c.status(); st.State != StateFailed {
+			t.Fatalf("a minute down: %s, want failed", st.Describe())
+		}
+		web.set(false, false)
+		before := time.Now()
+		if err := g.Reload(g.Config()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if st := c.status(); st.State != StateReady || time.Since(before) != 0 {
+			t.Errorf("after the reload: %s, %s later; want ready at once", st.Describe(), time.Since(before))
+		}
+	})
 }
 
 // TestRequestsWaitForSlowStart: a prompt, a resource or a completion of a server

@@ -285,7 +285,17 @@ func TestProgressGoesOnlyToItsCaller(t *testing.T) {
 	}
 	close(release)
 	<-done
-	time.Sleep(100 * time.Millisecond) // let any misrouted notification arrive before looking
+	// The sentinel: a log good sends after the forged progress, through the same
+	// queue of the child and the same pump of the gateway, which both clients may
+	// see. A forged progress routed to either would have reached it first.
+	if m := bystander.request("tools/call", map[string]any{"name": "good__log", "arguments": map[string]any{"text": "sentinel"}}); m.Error != nil {
+		t.Fatal(m.Error)
+	}
+	for _, c := range []*testClient{caller, bystander} {
+		if !c.waitNote("notifications/message", mentioning("sentinel")) {
+			t.Fatalf("the sentinel log never arrived; got %s", c.received())
+		}
+	}
 	for _, c := range []*testClient{caller, bystander} {
 		if got := c.received(); strings.Contains(got, "forged by") {
 			t.Errorf("forged progress reached a client:\n%s", got)
@@ -316,7 +326,18 @@ func TestNotificationsReachOnlyTheirSessions(t *testing.T) {
 	if !quiet.waitNote("notifications/message", nil) {
 		t.Error("the log of evil did not reach another allowed session")
 	}
-	time.Sleep(100 * time.Millisecond)
+	// The sentinels. The log and the update above were seen, so evil's
+	// notification pump has them; the log evil sends next is pumped after them,
+	// so once quiet has it, whatever the first two were routed to quiet went
+	// before it on its stream, and was written to tester's pipe, which tester's
+	// ping answer then follows.
+	other.request("tools/call", map[string]any{"name": "evil__log", "arguments": map[string]any{"text": "sentinel"}})
+	if !quiet.waitNote("notifications/message", mentioning("sentinel")) {
+		t.Fatalf("the sentinel log never reached quiet; got %s", quiet.received())
+	}
+	if m := tester.request("ping", nil); m.Error != nil {
+		t.Fatal(m.Error)
+	}
 	if n := tester.notesOf("notifications/message"); len(n) > 0 {
 		t.Errorf("evil's log reached tester, who is denied evil: %s", n[0].Params)
 	}
@@ -339,6 +360,8 @@ func TestNotificationsReachOnlyTheirSessions(t *testing.T) {
 	if !tester.waitNote("notifications/tools/list_changed", nil) {
 		t.Error("tester's tools changed but it was not told")
 	}
+	// No sentinel here: a wrong list_changed could come from the rebuild the
+	// reload schedules (rebuildDelay later), whose end nothing on the wire marks.
 	time.Sleep(100 * time.Millisecond)
 	if n := other.notesOf("notifications/tools/list_changed"); len(n) > 0 {
 		t.Error("other was told of a change to tester's tools")
@@ -390,42 +413,6 @@ func TestOverSizeAndUnknownNames(t *testing.T) {
 		if m.Error == nil || m.Error.Code != jsonrpc.CodeInvalidRequest || !strings.Contains(m.Error.Message, "larger than") {
 			t.Errorf("%s: over-size request: %s %v", front, m.Result, m.Error)
 		}
-	}
-}
-
-// TestHTTPSessionLifetime: a session lives while it is used (tools/call included),
-// expires after the idle timeout, and the number of sessions is bounded.
-func TestHTTPSessionLifetime(t *testing.T) {
-	f := newFixture(t)
-	srv := httptest.NewServer(f.g.HTTPHandler(HTTPOptions{IdleTimeout: 300 * time.Millisecond, MaxSessions: 2}))
-	t.Cleanup(srv.Close) // after the clients' cleanups, which end their streams
-	c := httpClientStream(t, srv.URL+"/mcp", tokens["other"], false)
-	c.initialize("lifetime")
-	for range 6 { // 6 x 100ms of calls only: longer than the idle timeout
-		if m := c.request("tools/call", map[string]any{"name": "good__echo", "arguments": map[string]any{"text": "x"}}); m.Error != nil {
-			t.Fatalf("a session in use expired: %v", m.Error)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	second := httpClientStream(t, srv.URL+"/mcp", tokens["other"], false)
-	second.initialize("second")
-	third := httpClientStream(t, srv.URL+"/mcp", tokens["other"], false)
-	m := third.request("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "third"}})
-	if m.Error == nil || !strings.Contains(m.Error.Message, "maximum of 2 sessions") {
-		t.Errorf("a session beyond the bound: %s %v", m.Result, m.Error)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if f.g.sessions.count(frontHTTP) == 0 {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if n := f.g.sessions.count(frontHTTP); n != 0 {
-		t.Errorf("%d idle sessions were not swept", n)
-	}
-	if m := c.request("tools/list", nil); m.Error == nil || !strings.Contains(m.Error.Message, "expired") {
-		t.Errorf("a request on an expired session: %s %v", m.Result, m.Error)
 	}
 }
 
@@ -545,6 +532,11 @@ func TestExplainCoversPromptsAndResources(t *testing.T) {
 	if it, _ := f.g.ExplainName(context.Background(), "tester", "mem://evil/doc"); it.Allowed || !strings.Contains(it.Hint(), "revoke --agent tester 'evil.*'") {
 		t.Errorf("a denied resource's hint: %q", it.Hint())
 	}
+}
+
+// mentioning matches a message whose params hold s.
+func mentioning(s string) func(wireMsg) bool {
+	return func(m wireMsg) bool { return strings.Contains(string(m.Params), s) }
 }
 
 // serveHTTP starts g, waits for its children, and serves its HTTP front until
