@@ -8,6 +8,7 @@ package jsonrpc
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -74,18 +75,21 @@ func ValidID(id json.RawMessage) bool {
 
 // Decode parses one message, or returns the error response it gets: -32700 for
 // bytes that are not JSON, -32600 for JSON that is not a message. The response
-// carries the message's id when one can be read.
+// carries the message's id when one can be read, and never names a Go type.
 func Decode(b []byte) (*Message, []byte) {
 	var m Message
-	if err := json.Unmarshal(b, &m); err != nil {
-		var probe struct {
-			ID json.RawMessage `json:"id"`
+	err := json.Unmarshal(b, &m)
+	if err != nil {
+		id := probeID(b)
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case !errors.As(err, &typeErr):
+			return nil, ErrorResponse(id, CodeParseError, "malformed JSON-RPC message: %v", err)
+		case typeErr.Field == "":
+			return nil, ErrorResponse(id, CodeInvalidRequest, "invalid request: a message is a JSON object, not a %s", typeErr.Value)
+		default:
+			return nil, ErrorResponse(id, CodeInvalidRequest, "invalid request: %q cannot be a %s", typeErr.Field, typeErr.Value)
 		}
-		_ = json.Unmarshal(b, &probe)
-		if !ValidID(probe.ID) {
-			probe.ID = nil
-		}
-		return nil, ErrorResponse(probe.ID, CodeParseError, "malformed JSON-RPC message: %v", err)
 	}
 	if why := m.Invalid(); why != "" {
 		id := m.ID
@@ -95,6 +99,18 @@ func Decode(b []byte) (*Message, []byte) {
 		return nil, ErrorResponse(id, CodeInvalidRequest, "invalid request: %s", why)
 	}
 	return &m, nil
+}
+
+// probeID is the id of a message Decode refused, when it has a usable one.
+func probeID(b []byte) json.RawMessage {
+	var probe struct {
+		ID json.RawMessage `json:"id"`
+	}
+	_ = json.Unmarshal(b, &probe)
+	if !ValidID(probe.ID) {
+		return nil
+	}
+	return probe.ID
 }
 
 // Response encodes a response without re-encoding the result: the bytes a server

@@ -69,6 +69,8 @@ func TestDecode(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":7,"method":`, "", `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"malformed JSON-RPC message: unexpected end of JSON input"}}`},
 		{`{"jsonrpc":"1.0","id":"a","method":"ping"}`, "", `{"jsonrpc":"2.0","id":"a","error":{"code":-32600,"message":"invalid request: \"jsonrpc\" must be \"2.0\""}}`},
 		{`{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`, "", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: an id must be a string or a number"}}`},
+		{`{"jsonrpc":"2.0","id":4,"method":7}`, "", `{"jsonrpc":"2.0","id":4,"error":{"code":-32600,"message":"invalid request: \"method\" cannot be a number"}}`},
+		{`12`, "", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: a message is a JSON object, not a number"}}`},
 		{`{"jsonrpc":"2.0"}`, "", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: a message needs a method (request or notification) or an id (response)"}}`},
 	}
 	for _, tc := range tests {
