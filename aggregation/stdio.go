@@ -8,6 +8,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 )
@@ -98,22 +99,56 @@ func (f *stdioFront) read() {
 func (f *stdioFront) callHere(m *jsonrpc.Message) (handed bool) {
 	r := &readingSink{lineSink: f.w, f: f}
 	f.s.handle(f.ctx, m, r, inline)
-	return r.handed
+	return !r.keep()
 }
+
+// handOffAfter is how long a call that waits keeps the reading before another
+// worker takes it, when no message of the client is waiting to be read: a call
+// answered within it (most are) costs no hand-off, and a message the client
+// sends meanwhile (a cancellation, the answer to a sampling request) is read
+// within it.
+const handOffAfter = time.Millisecond
 
 // readingSink is the sink of a call running on the worker that reads the client.
 type readingSink struct {
 	lineSink
-	f      *stdioFront
-	handed bool // only its own goroutine reads and writes it
+	f     *stdioFront
+	state atomic.Int32 // reading, handed or kept
+	timer *time.Timer  // set by letGo; only the call's goroutine touches it
 }
 
-// letGo passes the reading to another worker, once: the call is about to wait.
+const (
+	reading = iota // the call's worker still reads the client
+	handed         // another worker does
+	kept           // the call ended first: its worker reads on
+)
+
+// letGo is said before the call waits. The reading passes to another worker at
+// once when the client's next message is already there, else after
+// handOffAfter unless the call is over by then.
 func (r *readingSink) letGo() {
-	if !r.handed {
-		r.handed = true
+	switch {
+	case r.timer != nil || r.state.Load() != reading:
+	case r.f.lr.Buffered():
+		r.handOff()
+	default:
+		r.timer = time.AfterFunc(handOffAfter, r.handOff)
+	}
+}
+
+func (r *readingSink) handOff() {
+	if r.state.CompareAndSwap(reading, handed) {
 		r.f.run(r.f.read)
 	}
+}
+
+// keep reports, once the call is over, whether its worker still holds the
+// reading.
+func (r *readingSink) keep() bool {
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	return r.state.CompareAndSwap(reading, kept) || r.state.Load() == kept
 }
 
 // run runs job on an idle worker, or on a new one when none is idle.

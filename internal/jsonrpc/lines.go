@@ -27,6 +27,9 @@ func NewLineReader(r io.Reader, limit int64) *LineReader {
 // Limit is the bound on one message.
 func (l *LineReader) Limit() int64 { return l.limit }
 
+// Buffered reports whether bytes of a next message were read already.
+func (l *LineReader) Buffered() bool { return l.r.Buffered() > 0 }
+
 // Next returns the next line, newline included. A line over the limit is
 // skipped: Next returns ErrTooLarge with the line's id, if it had one. A last
 // line without a newline is returned before io.EOF.
