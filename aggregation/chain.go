@@ -16,6 +16,7 @@ import (
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 	"github.com/nexus-mcp/nexus/memory"
 	"github.com/nexus-mcp/nexus/policy"
+	"github.com/nexus-mcp/nexus/upstream"
 )
 
 var errCallTimeout = errors.New("call timed out")
@@ -432,7 +433,7 @@ func (g *Gateway) childError(ctx context.Context, server, what string, err error
 		return &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("server %s did not answer %s in time; raise servers.%s.timeout if it needs longer", server, what, server)}
 	case errors.Is(err, errChildGone):
 		return &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("server %s exited during %s; Nexus is restarting it", server, what)}
-	case errors.As(err, new(*tooLargeError)):
+	case errors.As(err, new(*upstream.TooLargeError)):
 		return &RPCError{Code: jsonrpc.CodeInternal, Message: err.Error()}
 	case errors.Is(err, errSessionLost):
 		return &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("server %s forgot its session and no new one answered %s in time; nexus list-servers --live shows it", server, what)}

@@ -22,18 +22,18 @@ import (
 
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/oauth"
+	"github.com/nexus-mcp/nexus/upstream"
 )
 
 // Restart policy for children. A child that keeps failing is retried with
 // exponential backoff, at most maxFailures times in a row; a connection that stayed
 // up for stablePeriod resets the count, so one crash a day never exhausts the tries.
 const (
-	firstBackoff  = 250 * time.Millisecond
-	maxBackoff    = 30 * time.Second
-	maxFailures   = 8
-	stablePeriod  = 60 * time.Second
-	startTimeout  = 30 * time.Second
-	stderrTailLen = 20
+	firstBackoff = 250 * time.Millisecond
+	maxBackoff   = 30 * time.Second
+	maxFailures  = 8
+	stablePeriod = 60 * time.Second
+	startTimeout = 30 * time.Second
 	// A live remote connection is pinged every pingInterval, each ping bounded
 	// by pingTimeout: a remote child that restarted or vanished is noticed and
 	// reconnected before a call finds out.
@@ -412,7 +412,7 @@ func (c *child) run(ctx context.Context) {
 		}
 		c.set(cn, raws, c.listExtras(ctx, cn), StateReady, nil, time.Time{})
 		c.settle()
-		if _, own := cn.tr.(*process); !own {
+		if _, own := cn.tr.(*upstream.Process); !own {
 			go c.pingLoop(ctx, cn)
 		}
 		select {
@@ -537,7 +537,7 @@ type conn struct {
 	tr      transport.Interface
 	caps    mcp.ServerCapabilities
 	ids     atomic.Int64
-	tail    *tailBuffer
+	tail    *upstream.Tail
 	callers callers
 
 	done     chan struct{}
@@ -634,7 +634,7 @@ func (c *child) connect(ctx context.Context, owner *session, opener *caller) (*c
 	if c.beforeStart != nil {
 		c.beforeStart(c.config())
 	}
-	cn := &conn{server: c.name, done: make(chan struct{}), notes: make(chan mcp.JSONRPCNotification, 256), tail: &tailBuffer{},
+	cn := &conn{server: c.name, done: make(chan struct{}), notes: make(chan mcp.JSONRPCNotification, 256), tail: &upstream.Tail{},
 		relist: make(chan struct{}, 1), owner: owner, opener: opener, declared: c.capabilities(owner), listen: newListening(),
 		tool: c.paramHeaderTool}
 	var err error
@@ -968,11 +968,9 @@ func (c *child) stdioTransport(cn *conn) (transport.Interface, error) {
 	cmd.Dir = c.config().Cwd
 	// The bound on one message from the child (maxChildMessageBytes): over it, the
 	// call it answers fails with a clear error and the gateway's memory stays bounded.
-	p := newProcess(cmd, c.log, c.events.childMessageLimit(), cn.tail)
-	p.name = c.name
-	p.redact = c.events.redactText
 	// Child stderr goes to the log a line at a time, prefixed with the server's name.
-	p.stderrLine = func(line string) { c.log.Info("[" + c.name + "] " + line) }
+	p := upstream.NewProcess(cmd, upstream.Options{Name: c.name, Logger: c.log, MaxMessage: c.events.childMessageLimit(),
+		Tail: cn.tail, Redact: c.events.redactText, StderrLine: func(line string) { c.log.Info("[" + c.name + "] " + line) }})
 	return p, nil
 }
 
@@ -1074,8 +1072,8 @@ func (cn *conn) roundTrip(ctx context.Context, id mcp.RequestId, method string, 
 		}
 		req.Params, req.Header = raw, cn.standardHeaders(method, raw)
 	}
-	if p, own := cn.tr.(*process); own {
-		return p.send(ctx, req, out.beforeWrite)
+	if p, own := cn.tr.(*upstream.Process); own {
+		return p.Send(ctx, req, out.beforeWrite)
 	}
 	if out.beforeWrite != nil {
 		release, err := out.beforeWrite()
@@ -1113,7 +1111,7 @@ func (cn *conn) requestID(ctx context.Context, id mcp.RequestId, method string, 
 		return nil, err
 	}
 	if resp.Error != nil {
-		if _, own := cn.tr.(*process); !own && unknownSession(resp.Error.Message) {
+		if _, own := cn.tr.(*upstream.Process); !own && unknownSession(resp.Error.Message) {
 			return nil, cn.sessionLost(errors.New(resp.Error.Message))
 		}
 		return nil, &RPCError{Code: resp.Error.Code, Message: resp.Error.Message, Data: resp.Error.Data}
@@ -1181,25 +1179,4 @@ func (cn *conn) cancel(id mcp.RequestId, cause error) {
 	ctx, done := context.WithTimeout(context.Background(), time.Second)
 	defer done()
 	_ = cn.tr.SendNotification(ctx, n)
-}
-
-// tailBuffer keeps the last lines a child wrote on stderr, for failure reports.
-type tailBuffer struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (b *tailBuffer) add(line string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.lines = append(b.lines, line)
-	if len(b.lines) > stderrTailLen {
-		b.lines = b.lines[len(b.lines)-stderrTailLen:]
-	}
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Join(b.lines, "\n")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/memory"
 	"github.com/nexus-mcp/nexus/memory/sqlite"
+	"github.com/nexus-mcp/nexus/upstream"
 )
 
 // TestChildExitWhileClosingForgetsNothing: a child that exits once the gateway
@@ -56,7 +57,7 @@ func TestChildExitWhileClosingForgetsNothing(t *testing.T) {
 			}
 			cn, _ := g.kids()["good"].current()
 			g.closing.Store(tc.closing) // as Close does first
-			if err := cn.tr.(*process).cmd.Process.Kill(); err != nil {
+			if err := cn.tr.(*upstream.Process).Kill(); err != nil {
 				t.Fatal(err)
 			}
 			// The exit is seen, the manifest rebuilt (and a crash marks the

@@ -151,6 +151,12 @@ type Gateway struct {
 	wg     sync.WaitGroup
 }
 
+// OptionError is New's refusal of an option it cannot use (the tool-name style,
+// the longest name), checked there only: a command reports it as a usage error.
+type OptionError string
+
+func (e OptionError) Error() string { return string(e) }
+
 // New builds a gateway for cfg. Nothing is started until Start.
 func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	pol, err := policy.Compile(cfg.Policy)
@@ -166,12 +172,12 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		names = opts.ToolNames
 	}
 	if names != "" && names != config.ToolNamesWire && names != config.ToolNamesDotted {
-		return nil, fmt.Errorf("tool names %q: use %q or %q", names, config.ToolNamesWire, config.ToolNamesDotted)
+		return nil, OptionError(fmt.Sprintf("tool names %q (--tool-names): use wire or dotted", names))
 	}
 	maxName := cfg.Names.MaxName()
 	if opts.MaxNameLength != 0 {
 		if opts.MaxNameLength < config.MinNameLength || opts.MaxNameLength > config.DefaultMaxNameLength {
-			return nil, fmt.Errorf("the longest tool name is from %d to %d characters, not %d", config.MinNameLength, config.DefaultMaxNameLength, opts.MaxNameLength)
+			return nil, OptionError(fmt.Sprintf("the longest tool name (--max-name-length) is from %d to %d characters, not %d", config.MinNameLength, config.DefaultMaxNameLength, opts.MaxNameLength))
 		}
 		maxName = opts.MaxNameLength
 	}
@@ -252,6 +258,13 @@ func (g *Gateway) started() bool {
 		return false
 	}
 }
+
+// outward is the client side's one redaction point: every message to a client
+// passes it, whatever produced it (a child's result, a log line, a list, an
+// error, a forwarded request, an HTTP refusal before any session), on both
+// fronts and in both eras. The child side has its own, fromChild, before memory
+// keeps a result.
+func (g *Gateway) outward(msg []byte) []byte { return g.redact(msg) }
 
 // awaitFirstLists waits, only in the first moments after Start, for the children's
 // first attempts.
@@ -457,9 +470,7 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 
 // applyMemorySettings hands memory the rules config parsed (and validated) at load.
 func (g *Gateway) applyMemorySettings(cfg *config.Config) {
-	if g.mem != nil {
-		g.mem.SetSettings(cfg.MemoryRules())
-	}
+	g.mem.SetSettings(cfg.MemoryRules()) // memory off (nil) ignores them
 }
 
 // toolsChanged is called by a child whenever its connection or tool list changes.
@@ -526,7 +537,7 @@ func (g *Gateway) rebuildNow(ctx context.Context) []error {
 // stale-if-error. Children that exit because the gateway closes are not
 // forgotten: a clean shutdown changes nothing they said.
 func (g *Gateway) forget(ctx context.Context, server string) {
-	if g.mem == nil || g.closing.Load() {
+	if g.closing.Load() {
 		return
 	}
 	if ctx == nil || ctx.Err() != nil {

@@ -187,7 +187,7 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if v, modern := modernHeader(r); modern && r.Method != http.MethodPost {
 		// The modern era has no session, so no session stream and nothing to end.
 		w.Header().Set("Allow", "POST")
-		writeJSON(w, http.StatusMethodNotAllowed, jsonrpc.ErrorResponse(nil, jsonrpc.CodeInvalidRequest,
+		h.refuse(w, http.StatusMethodNotAllowed, jsonrpc.ErrorResponse(nil, jsonrpc.CodeInvalidRequest,
 			"%s is not part of protocol version %s, which has no session: POST each request (subscriptions/listen opens a stream)", r.Method, quoted(v)))
 		return
 	}
@@ -258,16 +258,16 @@ func loopbackHost(host string) bool {
 func (h *httpFront) session(w http.ResponseWriter, r *http.Request, agent string, id json.RawMessage) *session {
 	sid := r.Header.Get("Mcp-Session-Id")
 	if sid == "" {
-		writeJSON(w, http.StatusBadRequest, jsonrpc.ErrorResponse(id, jsonrpc.CodeInvalidRequest, "missing Mcp-Session-Id header: send initialize first"))
+		h.refuse(w, http.StatusBadRequest, jsonrpc.ErrorResponse(id, jsonrpc.CodeInvalidRequest, "missing Mcp-Session-Id header: send initialize first"))
 		return nil
 	}
 	s := h.g.sessions.get(sid)
 	if s == nil || s.front != frontHTTP {
-		writeJSON(w, http.StatusNotFound, jsonrpc.ErrorResponse(id, jsonrpc.CodeInvalidRequest, "unknown or expired session: initialize a new one"))
+		h.refuse(w, http.StatusNotFound, jsonrpc.ErrorResponse(id, jsonrpc.CodeInvalidRequest, "unknown or expired session: initialize a new one"))
 		return nil
 	}
 	if s.preset != agent {
-		writeJSON(w, http.StatusForbidden, jsonrpc.ErrorResponse(id, jsonrpc.CodeInvalidRequest, "this session belongs to another agent; initialize a session of your own"))
+		h.refuse(w, http.StatusForbidden, jsonrpc.ErrorResponse(id, jsonrpc.CodeInvalidRequest, "this session belongs to another agent; initialize a session of your own"))
 		return nil
 	}
 	s.touch()
@@ -279,7 +279,7 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 	limit := h.g.cfg.Load().MessageLimit()
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, jsonrpc.ErrorResponse(nil, jsonrpc.CodeParseError, "reading the request: %v", err))
+		h.refuse(w, http.StatusBadRequest, jsonrpc.ErrorResponse(nil, jsonrpc.CodeParseError, "reading the request: %v", err))
 		return
 	}
 	if int64(len(body)) > limit {
@@ -287,7 +287,7 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 		sc.Write(body)
 		_, _ = io.Copy(&sc, io.LimitReader(r.Body, maxScannedBody))
 		h.g.log.Warn("refused an over-size message", "limit", limit)
-		writeJSON(w, http.StatusRequestEntityTooLarge, h.g.redact(tooLarge(sc.ID(), limit)))
+		h.refuse(w, http.StatusRequestEntityTooLarge, tooLarge(sc.ID(), limit))
 		return
 	}
 	body = bytes.TrimSpace(body)
@@ -295,7 +295,7 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 	r = withTrace(r)
 	if len(body) > 0 && body[0] == '[' {
 		if v, modern := modernHeader(r); modern {
-			writeJSON(w, http.StatusBadRequest, jsonrpc.ErrorResponse(nil, jsonrpc.CodeInvalidRequest, "a JSON-RPC batch is not part of protocol version %s: POST each request on its own", quoted(v)))
+			h.refuse(w, http.StatusBadRequest, jsonrpc.ErrorResponse(nil, jsonrpc.CodeInvalidRequest, "a JSON-RPC batch is not part of protocol version %s: POST each request on its own", quoted(v)))
 			return
 		}
 		if s := h.session(w, r, agent, nil); s != nil {
@@ -306,7 +306,7 @@ func (h *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 	}
 	m, bad := jsonrpc.Decode(body)
 	if bad != nil {
-		writeJSON(w, http.StatusBadRequest, h.g.redact(bad))
+		h.refuse(w, http.StatusBadRequest, bad)
 		return
 	}
 	_, byHeader := modernHeader(r)
@@ -347,7 +347,7 @@ func (h *httpFront) initialize(w http.ResponseWriter, r *http.Request, agent str
 	evicted, err := h.g.sessions.admit(s, total, h.perAgent(total))
 	if err != nil {
 		h.g.log.Warn("refused a new session", "agent", agent, "reason", err)
-		writeJSON(w, http.StatusServiceUnavailable, jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeInternal, "%s", err))
+		h.refuse(w, http.StatusServiceUnavailable, jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeInternal, "%s", err))
 		return
 	}
 	if evicted != nil {
@@ -358,11 +358,11 @@ func (h *httpFront) initialize(w http.ResponseWriter, r *http.Request, agent str
 	s.handle(r.Context(), m, replyFunc(func(b []byte) { answer = b }), inline)
 	if !s.ready.Load() {
 		s.close()
-		writeJSON(w, http.StatusBadRequest, answer)
+		writeJSON(w, http.StatusBadRequest, answer) // through outward: the session's sink had it
 		return
 	}
 	w.Header().Set("Mcp-Session-Id", s.id)
-	writeJSON(w, http.StatusOK, answer)
+	writeJSON(w, http.StatusOK, answer) // likewise
 }
 
 // replyFunc is a sink that keeps the reply and sends nothing else.
@@ -500,6 +500,14 @@ func writeEvent(w http.ResponseWriter, msg []byte) error {
 	return nil
 }
 
+// refuse answers a request that no session answers (it has none yet, or it was
+// refused before reaching one) with body, through the gateway's outward like
+// everything else a client is sent.
+func (h *httpFront) refuse(w http.ResponseWriter, status int, body []byte) {
+	writeJSON(w, status, h.g.outward(body))
+}
+
+// writeJSON writes a JSON body that already went through outward.
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

@@ -25,11 +25,11 @@ func (h *httpFront) modern(w http.ResponseWriter, r *http.Request, agent string,
 		return
 	}
 	if rpcErr := checkModernHeaders(r.Header, m, meta.version); rpcErr != nil {
-		writeJSON(w, modernStatus(rpcErr.Code), h.g.redact(jsonrpc.Response(id, nil, rpcErr)))
+		h.refuse(w, modernStatus(rpcErr.Code), jsonrpc.Response(id, nil, rpcErr))
 		return
 	}
 	if !h.g.modernSlots.acquire(agent, h.modernBound()) {
-		writeJSON(w, http.StatusServiceUnavailable, jsonrpc.ErrorResponse(id, jsonrpc.CodeInternal,
+		h.refuse(w, http.StatusServiceUnavailable, jsonrpc.ErrorResponse(id, jsonrpc.CodeInternal,
 			"agent %s already has its maximum of %d requests in flight; wait for one to finish (limits.maxCallsPerSession × limits.maxSessionsPerAgent)", agent, h.modernBound()))
 		return
 	}
@@ -45,7 +45,7 @@ func (h *httpFront) modern(w http.ResponseWriter, r *http.Request, agent string,
 		rep.reply(nil)
 		return
 	}
-	rep.replyStatus(resp, modernStatus(code))
+	rep.replyStatus(h.g.outward(resp), modernStatus(code))
 }
 
 // modernHeader is a request's MCP-Protocol-Version, and whether it names a version

@@ -65,15 +65,15 @@ type origin struct {
 	headers http.Header
 }
 
-// serveModern runs one modern request. It returns the response, already through
-// the redactor, and the JSON-RPC error code it carries (0 for a result) for the
-// HTTP status; a nil response sends nothing.
+// serveModern runs one modern request. It returns the response, for its front to
+// send through outward, and the JSON-RPC error code it carries (0 for a result)
+// for the HTTP status; a nil response sends nothing.
 func (g *Gateway) serveModern(ctx context.Context, from origin, m *jsonrpc.Message, meta clientMeta, r sink) ([]byte, int) {
 	if meta.err != nil {
-		return g.redact(jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeInvalidParams, "%s: %v", m.Method, meta.err)), jsonrpc.CodeInvalidParams
+		return jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeInvalidParams, "%s: %v", m.Method, meta.err), jsonrpc.CodeInvalidParams
 	}
 	if rpcErr := meta.check(); rpcErr != nil {
-		return g.redact(jsonrpc.Response(m.ID, nil, rpcErr)), rpcErr.Code
+		return jsonrpc.Response(m.ID, nil, rpcErr), rpcErr.Code
 	}
 	step, ok := g.modern[m.Method]
 	if !ok {
@@ -81,7 +81,7 @@ func (g *Gateway) serveModern(ctx context.Context, from origin, m *jsonrpc.Messa
 		if _, legacy := g.methods[m.Method]; legacy {
 			why = fmt.Sprintf("method %s is not part of protocol version %s; Nexus answers it in a session opened with initialize", quoted(m.Method), meta.version)
 		}
-		return g.redact(jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeMethodNotFound, "%s", why)), jsonrpc.CodeMethodNotFound
+		return jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeMethodNotFound, "%s", why), jsonrpc.CodeMethodNotFound
 	}
 	front, agent := from.front, from.agent
 	if agent == "" {
@@ -92,7 +92,7 @@ func (g *Gateway) serveModern(ctx context.Context, from origin, m *jsonrpc.Messa
 	}
 	if from.headers != nil && m.Method == "tools/call" && g.man.Load().paramHeaders {
 		if rpcErr := g.checkCallHeaders(ctx, agent, m.Params, from.headers); rpcErr != nil {
-			return g.redact(jsonrpc.Response(m.ID, nil, rpcErr)), rpcErr.Code
+			return jsonrpc.Response(m.ID, nil, rpcErr), rpcErr.Code
 		}
 	}
 	if from.conn != nil {
@@ -122,9 +122,9 @@ func (g *Gateway) serveModern(ctx context.Context, from origin, m *jsonrpc.Messa
 			// 2026-07-28 answers an unknown resource with invalid params.
 			rpcErr = &RPCError{Code: jsonrpc.CodeInvalidParams, Message: rpcErr.Message, Data: rpcErr.Data}
 		}
-		return s.outward(jsonrpc.Response(m.ID, nil, rpcErr)), rpcErr.Code
+		return jsonrpc.Response(m.ID, nil, rpcErr), rpcErr.Code
 	}
-	return s.outward(jsonrpc.Response(m.ID, modernResult(m.Method, result, g.scope(m.Method)), nil)), 0
+	return jsonrpc.Response(m.ID, modernResult(m.Method, result, g.scope(m.Method)), nil), 0
 }
 
 // checkCallHeaders checks a tools/call's Mcp-Param headers against the arguments,

@@ -125,9 +125,9 @@ func (s *session) touch() { s.used.Store(time.Now().UnixNano()) }
 
 func (s *session) idleSince() time.Time { return time.Unix(0, s.used.Load()) }
 
-// outward is the one redaction point: every message to a client passes it, whatever
-// produced it (a child's result, a log line, a list, an error, a forwarded request).
-func (s *session) outward(msg []byte) []byte { return s.g.redact(msg) }
+// outward is the session's way out: every message to its client passes the
+// gateway's outward.
+func (s *session) outward(msg []byte) []byte { return s.g.outward(msg) }
 
 // push sends an unsolicited message on the session's own stream.
 func (s *session) push(msg []byte) bool { return s.out.send(s.outward(msg)) }
@@ -157,7 +157,7 @@ func (s *session) handle(ctx context.Context, m *jsonrpc.Message, r sink, run ru
 			// connection also initialized a legacy session.
 			if meta := readRequestMeta(m.Params); meta.modern() {
 				if resp, _ := s.g.serveModern(ctx, origin{conn: s, front: frontStdio, agent: s.preset}, m, meta, r); resp != nil {
-					r.reply(resp)
+					r.reply(s.outward(resp))
 				}
 				return
 			}

@@ -25,12 +25,12 @@ import (
 // upstreams are a "client" child's connections, one per client session.
 type upstreams struct {
 	mu sync.Mutex
-	m  map[*session]*upstream
+	m  map[*session]*clientUpstream
 }
 
-// upstream is one client session's connection; ready is closed once the attempt
+// clientUpstream is one client session's connection; ready is closed once the attempt
 // to open it is over, and cn or err then says how it went.
-type upstream struct {
+type clientUpstream struct {
 	ready chan struct{}
 	cn    *conn
 	err   error
@@ -76,7 +76,7 @@ func (c *child) sessionConn(ctx context.Context, s *session, opener *caller) (*c
 
 // claim returns the session's upstream, or a new one for the caller to open
 // (mine), or the error that refuses one past the bound.
-func (c *child) claim(s *session) (u *upstream, mine bool, err error) {
+func (c *child) claim(s *session) (u *clientUpstream, mine bool, err error) {
 	c.ups.mu.Lock()
 	defer c.ups.mu.Unlock()
 	if u := c.ups.m[s]; u != nil {
@@ -93,9 +93,9 @@ func (c *child) claim(s *session) (u *upstream, mine bool, err error) {
 		return nil, false, errSessionClosed
 	}
 	if c.ups.m == nil {
-		c.ups.m = map[*session]*upstream{}
+		c.ups.m = map[*session]*clientUpstream{}
 	}
-	u = &upstream{ready: make(chan struct{})}
+	u = &clientUpstream{ready: make(chan struct{})}
 	c.ups.m[s] = u
 	c.upWG.Add(1) // under ups.mu, so that shutdown's Wait comes after it (see shutdown)
 	return u, true, nil
@@ -104,7 +104,7 @@ func (c *child) claim(s *session) (u *upstream, mine bool, err error) {
 // open connects u for s in the background: the connection outlives the request
 // that asked for it, and lives until the session or the child ends. claim counted
 // it in upWG.
-func (c *child) open(s *session, u *upstream, opener *caller) {
+func (c *child) open(s *session, u *clientUpstream, opener *caller) {
 	ctx, cancel := context.WithCancel(c.runCtx)
 	stopWithSession := context.AfterFunc(s.ctx, cancel)
 	go func() {
@@ -134,7 +134,7 @@ func (c *child) open(s *session, u *upstream, opener *caller) {
 }
 
 // dropUpstream forgets u if it is still the session's.
-func (c *child) dropUpstream(s *session, u *upstream) {
+func (c *child) dropUpstream(s *session, u *clientUpstream) {
 	c.ups.mu.Lock()
 	defer c.ups.mu.Unlock()
 	if c.ups.m[s] == u {

@@ -56,9 +56,6 @@ func (e UsageError) Error() string { return string(e) }
 func Serve(ctx context.Context, opts ServeOptions) error {
 	e, cfg := opts.Env, opts.Config
 	opts.Gateway.Observe = true
-	if err := checkNames(opts.Gateway); err != nil {
-		return err
-	}
 	ls, err := openListeners(cfg, e, opts)
 	if err != nil {
 		return err
@@ -66,6 +63,9 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	g, err := Build(ctx, cfg, e, opts.Gateway)
 	if err != nil {
 		ls.close()
+		if oe := aggregation.OptionError(""); errors.As(err, &oe) {
+			return UsageError(oe)
+		}
 		return err
 	}
 	defer g.Close()
@@ -93,17 +93,6 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	fmt.Fprintf(e.stderr(), "nexus: listening on http://%s/mcp\n", ls.http.Addr())
 	if err := srv.Serve(ls.http); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
-	}
-	return nil
-}
-
-// checkNames refuses tool-name options the gateway cannot use.
-func checkNames(o Options) error {
-	if o.ToolNames != "" && o.ToolNames != config.ToolNamesWire && o.ToolNames != config.ToolNamesDotted {
-		return UsageError(fmt.Sprintf("--tool-names %q: use wire or dotted", o.ToolNames))
-	}
-	if n := o.MaxNameLength; n != 0 && (n < config.MinNameLength || n > config.DefaultMaxNameLength) {
-		return UsageError(fmt.Sprintf("--max-name-length %d: write a number from %d to %d", n, config.MinNameLength, config.DefaultMaxNameLength))
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 // Command relay is the thinnest possible stdio MCP relay: it starts the command it is
-// given and copies bytes both ways without parsing them. The gateway benchmark runs it
-// beside Nexus as the physical floor of one extra process hop.
+// given and copies bytes both ways without parsing them, one goroutine a direction.
+// The gateway benchmark runs it beside Nexus as the physical floor of one extra
+// process hop. (It copies the client's bytes too, rather than handing the child its
+// own stdin: a hop that reads nothing of what it forwards is no gateway's floor.)
 package main
 
 import (
@@ -16,7 +18,12 @@ func main() {
 		os.Exit(2)
 	}
 	cmd := exec.Command(os.Args[1], os.Args[2:]...)
-	cmd.Stdin, cmd.Stderr = os.Stdin, os.Stderr
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -26,6 +33,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	go func() {
+		_, _ = io.Copy(in, os.Stdin)
+		in.Close() // the client's end is the child's end
+	}()
 	_, _ = io.Copy(os.Stdout, out)
 	_ = cmd.Wait()
 }

@@ -1,4 +1,9 @@
-package aggregation
+// Package upstream holds the transports Nexus speaks to its child servers with
+// that are its own rather than mcp-go's: today the stdio child, a process whose
+// stdin and stdout carry newline-delimited JSON-RPC. A transport knows nothing
+// of tools, sessions or policy: a request's write gate reaches it as an explicit
+// beforeWrite, and what the child sends unasked goes to the handlers it is given.
+package upstream
 
 import (
 	"bufio"
@@ -10,6 +15,7 @@ import (
 	"log/slog"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -37,7 +43,7 @@ const (
 	shutdownGrace = 2 * time.Second
 )
 
-// process is the transport to a stdio child: newline-delimited JSON-RPC over the
+// Process is the transport to a stdio child: newline-delimited JSON-RPC over the
 // process's stdin and stdout. It is the gateway's own rather than mcp-go's because
 // the gateway needs what a generic client does not give:
 //   - the process's exit, not the end of its stderr, marks it gone;
@@ -46,14 +52,14 @@ const (
 //   - stderr lines of any length are logged (cut), never fatal;
 //   - one decode per message, and the raw result handed on as the child's bytes;
 //   - shutdown closes stdin, waits, then signals.
-type process struct {
+type Process struct {
 	name       string // the server's name, for messages
 	cmd        *exec.Cmd
 	stdin      io.WriteCloser
 	stdout     io.ReadCloser
 	log        *slog.Logger
 	maxMessage int64
-	tail       *tailBuffer
+	tail       *Tail
 	stderrLine func(string) // logs one line of the child's stderr
 	// redact removes secret values from the child's text before it is cut and
 	// logged; nil keeps it as is.
@@ -74,15 +80,35 @@ type process struct {
 	cancel   context.CancelFunc
 }
 
-var _ transport.BidirectionalInterface = (*process)(nil)
+var _ transport.BidirectionalInterface = (*Process)(nil)
 
-func newProcess(cmd *exec.Cmd, log *slog.Logger, maxMessage int64, tail *tailBuffer) *process {
-	return &process{cmd: cmd, log: log, maxMessage: maxMessage, tail: tail,
-		pending: map[string]chan reply{}, exited: make(chan struct{})}
+// Options are what a Process needs besides its command.
+type Options struct {
+	Name   string       // the server's name, for messages
+	Logger *slog.Logger // never nil
+	// MaxMessage bounds one message from the child: over it, the request it
+	// answers fails with a TooLargeError and the stream stays in step.
+	MaxMessage int64
+	// Tail keeps the last lines of the child's stderr, for failure reports.
+	Tail *Tail
+	// StderrLine logs one line of the child's stderr (already redacted and cut).
+	StderrLine func(string)
+	// Redact removes secret values from the child's text before it is cut and
+	// logged; nil keeps it as is.
+	Redact func(string) string
+}
+
+// NewProcess is the transport to the child cmd starts; Start starts it.
+func NewProcess(cmd *exec.Cmd, o Options) *Process {
+	if o.Tail == nil {
+		o.Tail = &Tail{}
+	}
+	return &Process{cmd: cmd, name: o.Name, log: o.Logger, maxMessage: o.MaxMessage, tail: o.Tail,
+		stderrLine: o.StderrLine, redact: o.Redact, pending: map[string]chan reply{}, exited: make(chan struct{})}
 }
 
 // Start starts the process and its readers.
-func (p *process) Start(ctx context.Context) error {
+func (p *Process) Start(ctx context.Context) error {
 	var err error
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
 		return fmt.Errorf("stdin pipe: %w", err)
@@ -125,7 +151,7 @@ func exitReason(err error) string {
 }
 
 // lost fails every pending request and tells the connection, once.
-func (p *process) lost(err error) {
+func (p *Process) lost(err error) {
 	p.lostOnce.Do(func() {
 		p.mu.Lock()
 		pending := p.pending
@@ -143,7 +169,7 @@ func (p *process) lost(err error) {
 }
 
 // readStdout reads the child's messages until its stdout ends.
-func (p *process) readStdout() {
+func (p *Process) readStdout() {
 	lr := jsonrpc.NewLineReader(p.stdout, p.maxMessage)
 	for {
 		line, id, err := lr.Next()
@@ -160,7 +186,7 @@ func (p *process) readStdout() {
 
 // tooLarge fails the call an over-size response belongs to; the message itself was
 // never held.
-func (p *process) tooLarge(id json.RawMessage) {
+func (p *Process) tooLarge(id json.RawMessage) {
 	p.log.Warn("refused an over-size message from the server", "limit", p.maxMessage, "id", string(id))
 	key := jsonrpc.IDKey(id)
 	p.mu.Lock()
@@ -168,7 +194,7 @@ func (p *process) tooLarge(id json.RawMessage) {
 	delete(p.pending, key)
 	p.mu.Unlock()
 	if ch != nil {
-		ch <- reply{err: &tooLargeError{fmt.Sprintf("the answer of server %s is larger than %d bytes and was refused; raise maxChildMessageBytes in the config if it is legitimate", p.name, p.maxMessage)}}
+		ch <- reply{err: &TooLargeError{fmt.Sprintf("the answer of server %s is larger than %d bytes and was refused; raise maxChildMessageBytes in the config if it is legitimate", p.name, p.maxMessage)}}
 	}
 }
 
@@ -179,12 +205,12 @@ type reply struct {
 	err  error
 }
 
-// tooLargeError is Nexus's refusal of a child's over-size answer: an error of the
+// TooLargeError is Nexus's refusal of a child's over-size answer: an error of the
 // gateway's, never mistaken for one of the child's own, which reach the client as
 // the child gave them.
-type tooLargeError struct{ msg string }
+type TooLargeError struct{ msg string }
 
-func (e *tooLargeError) Error() string { return e.msg }
+func (e *TooLargeError) Error() string { return e.msg }
 
 // incomingMessage is a message from the child, decoded once.
 type incomingMessage struct {
@@ -195,7 +221,7 @@ type incomingMessage struct {
 	Error  *mcp.JSONRPCErrorDetails `json:"error"`
 }
 
-func (p *process) dispatch(line []byte) {
+func (p *Process) dispatch(line []byte) {
 	var m incomingMessage
 	if err := json.Unmarshal(line, &m); err != nil {
 		p.log.Warn("the server wrote a line that is not JSON-RPC", "err", err, "line", p.cut(line, maxStrayLine))
@@ -229,7 +255,7 @@ func (p *process) dispatch(line []byte) {
 }
 
 // serveRequest answers a request from the child with the gateway's handler.
-func (p *process) serveRequest(m incomingMessage) {
+func (p *Process) serveRequest(m incomingMessage) {
 	p.mu.Lock()
 	h := p.onReq
 	p.mu.Unlock()
@@ -259,7 +285,7 @@ func (p *process) serveRequest(m incomingMessage) {
 	}
 }
 
-func (p *process) readStderr(r io.Reader) {
+func (p *Process) readStderr(r io.Reader) {
 	br := bufio.NewReaderSize(r, 4<<10)
 	var line []byte
 	size := 0
@@ -288,7 +314,7 @@ func (p *process) readStderr(r io.Reader) {
 
 // cutLine is a stderr line (size bytes long, of which line holds the first ones)
 // as it is logged: redacted, then cut to maxStderrLine with its size said.
-func (p *process) cutLine(line []byte, size int) string {
+func (p *Process) cutLine(line []byte, size int) string {
 	text := p.redactText(string(line))
 	if len(text) <= maxStderrLine && size <= maxStderrLine {
 		return text
@@ -298,7 +324,7 @@ func (p *process) cutLine(line []byte, size int) string {
 
 // cut is b as a quoted excerpt of at most n bytes for a log line: redacted first,
 // then cut, so a value that straddles the cut is replaced whole.
-func (p *process) cut(b []byte, n int) string {
+func (p *Process) cut(b []byte, n int) string {
 	text := p.redactText(string(b[:min(len(b), n+redactMargin)]))
 	if len(text) <= n && len(b) <= n+redactMargin {
 		return strconv.Quote(text)
@@ -306,7 +332,7 @@ func (p *process) cut(b []byte, n int) string {
 	return strconv.Quote(validPrefix(text, n)) + "… (" + strconv.Itoa(len(b)) + " bytes)"
 }
 
-func (p *process) redactText(s string) string {
+func (p *Process) redactText(s string) string {
 	if p.redact == nil {
 		return s
 	}
@@ -332,7 +358,7 @@ func trimNewline(b []byte) []byte {
 	return b
 }
 
-func (p *process) write(b []byte) error {
+func (p *Process) write(b []byte) error {
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
 	b = append(b, '\n')
@@ -344,14 +370,14 @@ func (p *process) write(b []byte) error {
 
 // SendRequest sends a request and waits for its response, the process's exit or
 // ctx: mcp-go's client sends the handshake through it.
-func (p *process) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	return p.send(ctx, req, nil)
+func (p *Process) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	return p.Send(ctx, req, nil)
 }
 
-// send is SendRequest with the request's write gate: beforeWrite, when not nil,
+// Send is SendRequest with the request's write gate: beforeWrite, when not nil,
 // runs just before the request is written, and a refusal stops the write (see
 // gate.go); the write and the gate's hold are one step.
-func (p *process) send(ctx context.Context, req transport.JSONRPCRequest, beforeWrite func() (func(), error)) (*transport.JSONRPCResponse, error) {
+func (p *Process) Send(ctx context.Context, req transport.JSONRPCRequest, beforeWrite func() (func(), error)) (*transport.JSONRPCResponse, error) {
 	id, err := idText(req.ID)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the id of %s: %w", req.Method, err)
@@ -394,7 +420,7 @@ func (p *process) send(ctx context.Context, req transport.JSONRPCRequest, before
 }
 
 // gatedWrite writes b once beforeWrite, if any, let it.
-func (p *process) gatedWrite(b []byte, beforeWrite func() (func(), error)) error {
+func (p *Process) gatedWrite(b []byte, beforeWrite func() (func(), error)) error {
 	if beforeWrite == nil {
 		return p.write(b)
 	}
@@ -434,7 +460,7 @@ func encodeRequest(id json.RawMessage, req transport.JSONRPCRequest) ([]byte, er
 }
 
 // SendNotification sends a notification to the child.
-func (p *process) SendNotification(_ context.Context, n mcp.JSONRPCNotification) error {
+func (p *Process) SendNotification(_ context.Context, n mcp.JSONRPCNotification) error {
 	b, err := json.Marshal(n)
 	if err != nil {
 		return err
@@ -442,30 +468,30 @@ func (p *process) SendNotification(_ context.Context, n mcp.JSONRPCNotification)
 	return p.write(b)
 }
 
-func (p *process) SetNotificationHandler(h func(mcp.JSONRPCNotification)) {
+func (p *Process) SetNotificationHandler(h func(mcp.JSONRPCNotification)) {
 	p.mu.Lock()
 	p.onNote = h
 	p.mu.Unlock()
 }
 
-func (p *process) SetRequestHandler(h transport.RequestHandler) {
+func (p *Process) SetRequestHandler(h transport.RequestHandler) {
 	p.mu.Lock()
 	p.onReq = h
 	p.mu.Unlock()
 }
 
 // SetConnectionLostHandler is called once the process is gone.
-func (p *process) SetConnectionLostHandler(h func(error)) {
+func (p *Process) SetConnectionLostHandler(h func(error)) {
 	p.mu.Lock()
 	p.onLost = h
 	p.mu.Unlock()
 }
 
-func (p *process) GetSessionId() string { return "" }
+func (p *Process) GetSessionId() string { return "" }
 
 // Close ends the child: stdin closes (a well-behaved server exits), then after a
 // grace period SIGTERM, then SIGKILL.
-func (p *process) Close() error {
+func (p *Process) Close() error {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -493,3 +519,31 @@ func (p *process) Close() error {
 	<-p.exited
 	return nil
 }
+
+// Tail keeps the last lines a child wrote on stderr, for failure reports.
+type Tail struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// tailLines is how many lines a Tail keeps.
+const tailLines = 20
+
+func (b *Tail) add(line string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lines = append(b.lines, line)
+	if len(b.lines) > tailLines {
+		b.lines = b.lines[len(b.lines)-tailLines:]
+	}
+}
+
+// String is the lines kept, oldest first.
+func (b *Tail) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Join(b.lines, "\n")
+}
+
+// Kill kills the process at once, as a crash would (tests).
+func (p *Process) Kill() error { return p.cmd.Process.Kill() }

@@ -1,0 +1,130 @@
+package upstream
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// TestMain makes the test binary a stdio child when NEXUS_TEST_UPSTREAM_CHILD is
+// set: it answers "echo" with its params, "big" with a result over any small
+// bound, logs each method it sees on stderr, and exits on "exit".
+func TestMain(m *testing.M) {
+	if os.Getenv("NEXUS_TEST_UPSTREAM_CHILD") != "" {
+		child()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func child() {
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if json.Unmarshal(in.Bytes(), &req) != nil {
+			continue
+		}
+		fmt.Fprintln(os.Stderr, "saw", req.Method)
+		switch req.Method {
+		case "echo":
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"params":%s}}`+"\n", req.ID, req.Params)
+		case "big":
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"text":%q}}`+"\n", req.ID, strings.Repeat("x", 4096))
+		case "exit":
+			os.Exit(3)
+		}
+	}
+}
+
+func startChild(t *testing.T) *Process {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "NEXUS_TEST_UPSTREAM_CHILD=1")
+	p := NewProcess(cmd, Options{Name: "kid", Logger: slog.New(slog.DiscardHandler), MaxMessage: 1024})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func request(id, method string) transport.JSONRPCRequest {
+	return transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Method: method, Params: json.RawMessage(`{"n":1}`)}
+}
+
+// TestProcessRequests: a stdio child's answers come back to the request they
+// answer; a write gate that refuses keeps the request from the child; an
+// over-size answer fails its request alone; the child's exit fails what waits.
+func TestProcessRequests(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := startChild(t)
+
+	resp, err := p.Send(ctx, request("a-1", "echo"), nil)
+	if err != nil || string(resp.Result) != `{"params":{"n":1}}` || resp.ID.Value() != "a-1" {
+		t.Fatalf("echo: %+v, %v", resp, err)
+	}
+
+	refused := errors.New("the policy changed")
+	gated := 0
+	for _, tc := range []struct {
+		name  string
+		gate  func() (func(), error)
+		wants error
+	}{
+		{"a gate that lets it go", func() (func(), error) { gated++; return func() { gated++ }, nil }, nil},
+		{"a gate that refuses", func() (func(), error) { return nil, refused }, refused},
+	} {
+		_, err := p.Send(ctx, request("g-"+tc.name, "echo"), tc.gate)
+		if !errors.Is(err, tc.wants) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.wants)
+		}
+	}
+	if gated != 2 {
+		t.Errorf("the gate that let the request go was entered and released %d times in all, want 2", gated)
+	}
+
+	var tooLarge *TooLargeError
+	if _, err := p.Send(ctx, request("b-1", "big"), nil); !errors.As(err, &tooLarge) {
+		t.Errorf("an over-size answer: %v, want a TooLargeError", err)
+	}
+	if resp, err := p.Send(ctx, request("a-2", "echo"), nil); err != nil || resp.ID.Value() != "a-2" {
+		t.Errorf("the request after an over-size answer: %+v, %v", resp, err)
+	}
+
+	// The refused request never reached the child: what it saw, in order.
+	if _, err := p.Send(ctx, request("x-1", "exit"), nil); !errors.Is(err, transport.ErrTransportClosed) {
+		t.Errorf("a request the child exits on: %v, want the transport closed", err)
+	}
+	want := "saw echo\nsaw echo\nsaw big\nsaw echo\nsaw exit"
+	waitUntil(t, func() bool { return p.tail.String() == want }, func() string { return p.tail.String() })
+	if _, err := p.Send(ctx, request("a-3", "echo"), nil); !errors.Is(err, transport.ErrTransportClosed) {
+		t.Errorf("a request after the exit: %v, want the transport closed", err)
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool, got func() string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the child's stderr: %q", got())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
