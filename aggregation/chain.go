@@ -85,11 +85,15 @@ func (c *caller) letGo() {
 
 type callerKey struct{}
 
-// withCaller is the one value a call's context carries: mcp-go's HTTP transport
-// hands the requests an HTTP child sends on a call's response stream (sampling,
-// elicitation) the context of that call, and nothing else to tell which call
-// they belong to (childreq.go reads it back with callerOf).
-func withCaller(ctx context.Context, c *caller) context.Context {
+// withCaller is the one value a call's context may carry, and only on its way to
+// an HTTP child: mcp-go's HTTP transport hands the requests such a child sends on
+// a call's response stream (sampling, elicitation) the context of that call, and
+// nothing else to tell which call they belong to (childreq.go reads it back with
+// callerOf). A stdio child's requests are matched to calls without it.
+func withCaller(ctx context.Context, cn *conn, c *caller) context.Context {
+	if _, own := cn.tr.(*upstream.Process); own || c == nil {
+		return ctx
+	}
 	return context.WithValue(ctx, callerKey{}, c)
 }
 
@@ -258,58 +262,56 @@ func (g *Gateway) remember(ctx context.Context, c *toolCall, forward memory.Forw
 }
 
 // forward is the child step: it sends the call to the child that owns the tool,
-// on the connection the caller's session uses, and waits for its answer. A
-// child that forgot its session (it restarted) is sent the call once more, on
-// the session that replaces it.
-func (g *Gateway) forward(ctx context.Context, c *toolCall) (memory.Answer, sent, error) {
-	var trip sent
+// on the connection the caller's session uses, and waits for its answer, within
+// the server's timeout. A child that forgot its session (it restarted) is sent
+// the call once more, on the session that replaces it.
+func (g *Gateway) forward(ctx context.Context, c *toolCall) (a memory.Answer, trip sent, err error) {
 	t := c.tool
 	ctx, sp := g.span(ctx, "child")
 	if sp.IsRecording() {
 		sp.SetAttributes(attribute.String("nexus.server", t.Server), attribute.String("nexus.tool", t.Name))
 	}
 	start := time.Now()
-	a, err := g.trip(ctx, c, &trip)
-	trip.child = time.Since(start)
-	outcome := OutcomeOK
-	switch {
-	case trip.revoked != nil:
-		outcome = OutcomeRefused
-	case trip.timeout:
-		outcome = OutcomeTimeout
-	case err != nil:
-		outcome = OutcomeRPCError
-	case isToolError(a.Result):
-		outcome = OutcomeToolError
-	}
-	endSpan(sp, outcome)
-	return a, trip, err
-}
-
-// trip is forward's work, timed by forward.
-func (g *Gateway) trip(ctx context.Context, c *toolCall, trip *sent) (memory.Answer, error) {
-	t := c.tool
+	defer func() {
+		trip.child = time.Since(start)
+		endSpan(sp, trip.outcome(a, err))
+	}()
 	ch := g.kids()[t.Server]
 	if ch == nil {
-		return failed(memory.NotSent, fmt.Sprintf("server %s was removed from the config", t.Server)), nil
+		return failed(memory.NotSent, fmt.Sprintf("server %s was removed from the config", t.Server)), trip, nil
 	}
 	timeout := ch.config().CallTimeout()
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errCallTimeout)
 	defer cancel()
 	cn, err := ch.connFor(ctx, c.from)
 	if err != nil {
-		return failed(memory.NotSent, err.Error()), nil
+		return failed(memory.NotSent, err.Error()), trip, nil
 	}
-	a, err := g.send(ctx, cn, c, timeout, trip)
-	if !errors.Is(err, errSessionLost) {
-		return a, err
-	}
-	if next := ch.connForAgain(ctx, c.from, cn); next != nil {
-		if a, err = g.send(ctx, next, c, timeout, trip); !errors.Is(err, errSessionLost) {
-			return a, err
+	a, err = g.send(ctx, cn, c, timeout, &trip)
+	if errors.Is(err, errSessionLost) {
+		if next := ch.connForAgain(ctx, c.from, cn); next != nil {
+			a, err = g.send(ctx, next, c, timeout, &trip)
+		}
+		if errors.Is(err, errSessionLost) {
+			return failed(memory.NotSent, fmt.Sprintf("server %s forgot its session and no new one answered the call to %s in time (%v); nexus list-servers --live shows it", t.Server, t.Canonical, err)), trip, nil
 		}
 	}
-	return failed(memory.NotSent, fmt.Sprintf("server %s forgot its session and no new one answered the call to %s in time (%v); nexus list-servers --live shows it", t.Server, t.Canonical, err)), nil
+	return a, trip, err
+}
+
+// outcome is how the trip ended, for the child step's span.
+func (s sent) outcome(a memory.Answer, err error) Outcome {
+	switch {
+	case s.revoked != nil:
+		return OutcomeRefused
+	case s.timeout:
+		return OutcomeTimeout
+	case err != nil:
+		return OutcomeRPCError
+	case isToolError(a.Result):
+		return OutcomeToolError
+	}
+	return OutcomeOK
 }
 
 // failed is the answer to a call the child did not answer: the gateway's
@@ -324,8 +326,8 @@ func failed(outcome memory.Outcome, msg string) memory.Answer {
 func (g *Gateway) send(ctx context.Context, cn *conn, c *toolCall, timeout time.Duration, trip *sent) (memory.Answer, error) {
 	t := c.tool
 	var token string
+	ctx = withCaller(ctx, cn, c.from)
 	if c.from != nil {
-		ctx = withCaller(ctx, c.from)
 		if progress := c.p.progressToken(); progress != nil {
 			token = g.progress.add(t.Server, progress, c.from)
 			defer g.progress.release(token)
@@ -350,7 +352,7 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *toolCall, timeout time.
 		return memory.Answer{Result: g.fromChild(raw), AskedClient: asked}, nil
 	}
 	if errors.Is(err, errSessionLost) {
-		return memory.Answer{Outcome: memory.NotSent}, err // trip sends it again
+		return memory.Answer{Outcome: memory.NotSent}, err // forward sends it again
 	}
 	var revoked *errRevoked
 	if errors.As(err, &revoked) {

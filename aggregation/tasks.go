@@ -238,7 +238,7 @@ func (g *Gateway) taskRequest(ctx context.Context, c *caller, server, method str
 	if err != nil {
 		return nil, connError(err)
 	}
-	ctx = withCaller(ctx, c)
+	ctx = withCaller(ctx, cn, c)
 	_, remove := cn.callers.add(c)
 	defer remove()
 	raw, err := cn.request(ctx, method, params)
