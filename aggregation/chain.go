@@ -136,11 +136,7 @@ func (g *Gateway) callTool(ctx context.Context, from *caller, agent string, p ca
 	}()
 	c := &toolCall{from: from, agent: agent, p: p}
 
-	// The tool. A name the manifest does not know may be a server's still
-	// starting, which resolveCall waits for.
-	if g.man.Load().lookup(p.Name) == nil {
-		from.letGo()
-	}
+	// The tool.
 	t, down, rpcErr := g.toolOf(ctx, c)
 	if t != nil {
 		rec.resolved(t)
@@ -197,6 +193,12 @@ func (g *Gateway) callTool(ctx context.Context, from *caller, agent string, p ca
 // returned with down only when memory may stand in for it (stale-if-error);
 // otherwise the tool is nil and down says why it cannot be called.
 func (g *Gateway) toolOf(ctx context.Context, c *toolCall) (*Tool, *notRunningError, *RPCError) {
+	if t := g.man.Load().lookup(c.p.Name); t != nil {
+		return t, nil, nil
+	}
+	// A name the manifest does not know may be a server's still starting,
+	// which resolveCall waits for.
+	c.from.letGo()
 	t, err := g.resolveCall(ctx, c.agent, c.p.Name)
 	if err == nil {
 		return t, nil, nil
@@ -306,12 +308,8 @@ func (s sent) outcome(a memory.Answer, err error) Outcome {
 		return OutcomeRefused
 	case s.timeout:
 		return OutcomeTimeout
-	case err != nil:
-		return OutcomeRPCError
-	case isToolError(a.Result):
-		return OutcomeToolError
 	}
-	return OutcomeOK
+	return answerOutcome(err != nil, a.Result)
 }
 
 // failed is the answer to a call the child did not answer: the gateway's

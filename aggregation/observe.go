@@ -105,18 +105,24 @@ func (c *Call) decided(d policy.Decision) {
 // finish sets the outcome from the answer, unless a step already said (refused,
 // timeout), and reads memory's report from the result.
 func (c *Call) finish(raw json.RawMessage, rpcErr *RPCError) {
-	switch {
-	case c.Outcome != "":
-	case rpcErr != nil:
-		c.Outcome = OutcomeRPCError
-	case isToolError(raw):
-		c.Outcome = OutcomeToolError
-	default:
-		c.Outcome = OutcomeOK
+	if c.Outcome == "" {
+		c.Outcome = answerOutcome(rpcErr != nil, raw)
 	}
 	if c.Memory == "" {
 		c.Memory = cacheStatus(raw)
 	}
+}
+
+// answerOutcome is the outcome of an answer no step judged: a JSON-RPC error
+// (failed), a result with isError, or a result.
+func answerOutcome(failed bool, result json.RawMessage) Outcome {
+	switch {
+	case failed:
+		return OutcomeRPCError
+	case isToolError(result):
+		return OutcomeToolError
+	}
+	return OutcomeOK
 }
 
 // cacheReportPrefix is how memory's report begins in a result's _meta (memory

@@ -24,7 +24,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, a
 	defer s.close()
 	stop := context.AfterFunc(ctx, s.close)
 	defer stop()
-	f := &stdioFront{g: g, s: s, ctx: s.ctx, w: w, lr: jsonrpc.NewLineReader(in, g.cfg.Load().MessageLimit()),
+	f := &stdioFront{g: g, s: s, w: w, lr: jsonrpc.NewLineReader(in, g.cfg.Load().MessageLimit()),
 		jobs: make(chan func()), eof: make(chan struct{})}
 	f.run(f.read)
 	select {
@@ -50,7 +50,6 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, a
 type stdioFront struct {
 	g       *Gateway
 	s       *session
-	ctx     context.Context // the session's
 	w       lineSink
 	lr      *jsonrpc.LineReader // read by one worker at a time
 	jobs    chan func()         // to an idle worker
@@ -77,7 +76,7 @@ func (f *stdioFront) read() {
 		switch {
 		case len(line) == 0:
 		case line[0] == '[':
-			f.g.serveBatch(f.ctx, f.s, line, f.w, f.run)
+			f.g.serveBatch(f.s.ctx, f.s, line, f.w, f.run)
 		default:
 			m, reply := jsonrpc.Decode(line)
 			if reply != nil {
@@ -87,7 +86,7 @@ func (f *stdioFront) read() {
 					return
 				}
 			} else {
-				f.s.handle(f.ctx, m, f.w, f.run)
+				f.s.handle(f.s.ctx, m, f.w, f.run)
 			}
 		}
 	}
@@ -98,7 +97,7 @@ func (f *stdioFront) read() {
 // with a sink of its own: it runs on a worker.)
 func (f *stdioFront) callHere(m *jsonrpc.Message) (handed bool) {
 	r := &readingSink{lineSink: f.w, f: f}
-	f.s.handle(f.ctx, m, r, inline)
+	f.s.handle(f.s.ctx, m, r, inline)
 	return !r.keep()
 }
 

@@ -642,8 +642,18 @@ func TestQueryHitNeverWaits(t *testing.T) {
 	WaitFor(t, "the leader to reach its child", func() bool { return calls.Load() == 1 })
 
 	q := m.Query("a", ReadTool(), args)
-	if res, ok := q.Hit(ctx); ok { // returns at once: the test would hang otherwise
-		t.Fatalf("Hit answered a call still in flight: %s", res)
+	hit := make(chan bool, 1)
+	go func() {
+		_, ok := q.Hit(ctx)
+		hit <- ok
+	}()
+	select {
+	case ok := <-hit:
+		if ok {
+			t.Fatal("Hit answered a call still in flight")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Hit waited for the identical call in flight")
 	}
 	follower := make(chan json.RawMessage)
 	go func() {
