@@ -205,9 +205,11 @@ type Status struct {
 	UpstreamSessions int    `json:"upstreamSessions"`
 	MaxSessions      int    `json:"maxSessions,omitempty"`
 	// Protocol is the protocol version the child speaks and its era, as in
-	// "2026-07-28 (modern)" or "2025-11-25 (legacy)": the live connection's, or
-	// the one last found while the child is down; empty before the first.
-	Protocol string `json:"protocol,omitempty"`
+	// "2026-07-28 (stateless)" or "2025-11-25 (session)": the live
+	// connection's, or the one last found while the child is down; empty before
+	// the first. ProtocolWhy says how that era was chosen.
+	Protocol    string `json:"protocol,omitempty"`
+	ProtocolWhy string `json:"protocolWhy,omitempty"`
 }
 
 // Describe says in words what a server that is not ready is doing: its state, its
@@ -243,9 +245,10 @@ func (c *child) status() Status {
 		s.Error = c.lastErr.Error()
 	}
 	if c.conn != nil {
-		s.Protocol = describeProtocol(c.conn.protocolVersion())
+		e := c.conn.era()
+		s.Protocol, s.ProtocolWhy = describeProtocol(e.version), e.why
 	} else if e := c.eras.get(eraKey(c.config())); e != nil {
-		s.Protocol = describeProtocol(e.version)
+		s.Protocol, s.ProtocolWhy = describeProtocol(e.version), e.why
 	}
 	// A status is what people read (the status page, list-servers, errors): a
 	// handshake error or a URL may hold the very key the child was given.
@@ -560,6 +563,7 @@ type conn struct {
 	// every request's _meta. declared are the capabilities a modern child's
 	// requests declare: the ones the handshake declares to a legacy child.
 	versionMu   sync.Mutex
+	eraWhy      string // how the era was chosen (see handshake), for people
 	version     string
 	sharedLevel string
 	declared    mcp.ClientCapabilities
@@ -703,6 +707,9 @@ func (c *child) connect(ctx context.Context, owner *session, opener *caller) (*c
 	defer cancel()
 	if err := c.handshake(initCtx, cn, owner); err != nil {
 		cn.close()
+		if errors.Is(err, errEraFound) && c.eras.get(eraKey(c.config())) != nil {
+			return c.connect(ctx, owner, opener)
+		}
 		if initCtx.Err() != nil && ctx.Err() == nil {
 			// What the child answered before it went silent (its refusal of
 			// server/discover) may be what explains it.

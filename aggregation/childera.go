@@ -22,13 +22,19 @@ import (
 // This file holds the child's protocol era. A child speaks either the modern,
 // stateless protocol (2026-07-28 and later: no initialize, every request carries
 // its version, identity and capabilities in _meta) or a legacy one (2025-11-25
-// and earlier: an initialize handshake fixes them for the session). Unless
-// servers.X.protocolVersion says which, Nexus probes as the specification asks:
-// server/discover first, within probeWait; an answer makes the child modern, any
-// error that is not a recognised modern one, or silence, makes it legacy and
-// Nexus falls back to initialize. The era found is remembered per launch (stdio)
-// or URL (HTTP), so restarts and the connections of client sessions do not probe
-// again; a remembered era that fails is forgotten and the next attempt probes.
+// and earlier: an initialize handshake fixes them for the session).
+//
+// Unless servers.X.protocolVersion says which, Nexus offers initialize first and
+// asks server/discover only of a child that refuses it. A dual-era child is thus
+// spoken the legacy era, on purpose: today's SDKs (mcp-go, the official Go SDK,
+// the TypeScript SDK v2) refuse their own requests to the client (sampling,
+// elicitation, roots) on a 2026-07-28 connection, and a legacy session costs no
+// _meta per request. Modern clients lose nothing by it: Nexus bridges a legacy
+// child's requests into their input_required rounds. A child that speaks only
+// the modern era refuses initialize and is spoken that. The era found is
+// remembered per launch (stdio) or URL (HTTP), so restarts and the connections
+// of client sessions do not ask again; a remembered era that fails is forgotten
+// and the next attempt starts over.
 
 // discoverWait bounds the server/discover probe: a legacy server may answer an
 // unknown method before initialize with silence rather than an error.
@@ -40,6 +46,8 @@ type era struct {
 	version      string
 	caps         mcp.ServerCapabilities
 	instructions string
+	// why says, for people, how the era was chosen (eraPinned, eraAnswered...).
+	why string
 }
 
 func (e era) modern() bool { return mcp.IsModernProtocol(e.version) }
@@ -85,35 +93,40 @@ func eraKey(s *config.Server) string {
 	return s.Transport + " " + s.URL
 }
 
-// notModernError says a child answered a modern request as a legacy server does;
-// version, when set, is the legacy version it named as supported.
+// notModernError says a child answered a modern request as a legacy server does.
 type notModernError struct {
-	why     error
-	version string
+	why error
 }
 
 func (e *notModernError) Error() string { return "not a modern server: " + e.why.Error() }
 func (e *notModernError) Unwrap() error { return e.why }
 
-// handshake settles the era of cn and performs its opening: server/discover for
-// a modern child, initialize for a legacy one. owner is the client session the
-// connection serves; its connection reuses a remembered modern era without
+// Why an era was chosen, as list-servers --live, doctor and the status page say it.
+const (
+	eraPinned     = "pinned by servers.%s.protocolVersion"
+	eraSSE        = "HTTP+SSE predates the stateless era"
+	eraAnswered   = "it answered initialize: a session keeps its requests to the client (sampling, elicitation, roots)"
+	eraModernOnly = "it refused initialize and answered server/discover: it speaks only the stateless era"
+)
+
+// handshake settles the era of cn and performs its opening: initialize for a
+// legacy child, server/discover for a modern one. owner is the client session
+// the connection serves; its connection reuses a remembered modern era without
 // asking the child again.
 func (c *child) handshake(ctx context.Context, cn *conn, owner *session) error {
 	cfg := c.config()
 	pinned := cfg.ProtocolVersion
-	if cfg.Transport == config.TransportSSE {
-		return c.initialize(ctx, cn, cfg.Protocol()) // the HTTP+SSE transport predates the modern era
-	}
-	if pinned != "" && !mcp.IsModernProtocol(pinned) {
-		if err := c.initialize(ctx, cn, pinned); err != nil {
+	switch {
+	case cfg.Transport == config.TransportSSE:
+		return c.initialize(ctx, cn, cfg.Protocol(), eraSSE)
+	case pinned != "" && !mcp.IsModernProtocol(pinned):
+		if err := c.initialize(ctx, cn, pinned, fmt.Sprintf(eraPinned, c.name)); err != nil {
 			return fmt.Errorf("%w (servers.%s.protocolVersion is %s, which allows no other; a server that speaks only %s needs it removed or set to that)",
 				err, c.name, pinned, mcp.LATEST_PROTOCOL_VERSION)
 		}
 		return nil
-	}
-	if pinned != "" {
-		err := c.discover(ctx, cn, pinned, c.probeWait)
+	case pinned != "":
+		err := c.discover(ctx, cn, pinned, c.probeWait, fmt.Sprintf(eraPinned, c.name))
 		if nm := (*notModernError)(nil); errors.As(err, &nm) {
 			return fmt.Errorf("%s does not speak protocol %s, which servers.%s.protocolVersion requires: %w; remove the setting to let Nexus find the server's era, or set a version up to %s",
 				c.name, pinned, c.name, nm.why, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
@@ -121,61 +134,81 @@ func (c *child) handshake(ctx context.Context, cn *conn, owner *session) error {
 		return err
 	}
 	key := eraKey(cfg)
-	if e := c.eras.get(key); e != nil {
-		if !e.modern() {
-			err := c.initialize(ctx, cn, e.version)
-			if err != nil && ctx.Err() == nil {
-				c.eras.forget(key) // it may have changed era: the next attempt probes
-			}
-			return err
+	e := c.eras.get(key)
+	switch {
+	case e == nil:
+		return c.findEra(ctx, cn, key, config.DefaultProtocolVersion, eraAnswered)
+	case !e.modern():
+		err := c.findEra(ctx, cn, key, e.version, e.why)
+		if err != nil && ctx.Err() == nil {
+			c.eras.forget(key) // it may have changed: the next attempt asks afresh
 		}
-		if owner != nil {
-			cn.adopt(*e)
-			return nil
-		}
-		err := c.discover(ctx, cn, e.version, c.probeWait)
-		if err == nil {
-			c.eras.put(key, cn.era())
-			return nil
-		}
-		if ctx.Err() == nil {
-			c.eras.forget(key)
-		}
-		nm := (*notModernError)(nil)
-		if !errors.As(err, &nm) {
-			return err
-		}
-		c.log.Info("the server no longer speaks the modern protocol: falling back to initialize", "err", err)
-		return c.fallBack(ctx, cn, key, nm)
+		return err
+	case owner != nil:
+		cn.adopt(*e)
+		return nil
 	}
-	err := c.discover(ctx, cn, mcp.LATEST_PROTOCOL_VERSION, c.probeWait)
+	err := c.discover(ctx, cn, e.version, c.probeWait, e.why)
 	if err == nil {
 		c.eras.put(key, cn.era())
 		return nil
 	}
-	nm := (*notModernError)(nil)
-	if !errors.As(err, &nm) {
-		return err
+	if ctx.Err() == nil {
+		c.eras.forget(key)
 	}
-	c.log.Debug("the server is legacy: falling back to initialize", "why", err)
-	return c.fallBack(ctx, cn, key, nm)
+	if nm := (*notModernError)(nil); errors.As(err, &nm) {
+		c.log.Info("the server no longer speaks the stateless protocol: offering initialize", "err", err)
+		return c.findEra(ctx, cn, key, config.DefaultProtocolVersion, eraAnswered)
+	}
+	return err
 }
 
-// fallBack initializes a child found legacy and remembers it.
-func (c *child) fallBack(ctx context.Context, cn *conn, key string, nm *notModernError) error {
-	version := nm.version
-	if version == "" {
-		version = config.DefaultProtocolVersion
+// findEra offers a child initialize at version (chosen for the reason why)
+// and, when it refuses, asks server/discover: a child that answers that speaks
+// only the modern era. The era found is remembered under key.
+func (c *child) findEra(ctx context.Context, cn *conn, key, version, why string) error {
+	err := c.initialize(ctx, cn, version, why)
+	if err == nil {
+		c.eras.put(key, cn.era())
+		return nil
 	}
-	if err := c.initialize(ctx, cn, version); err != nil {
-		return fmt.Errorf("%w (before, it answered the probe: %v)", err, nm.why)
+	if !childAnswered(err) || ctx.Err() != nil {
+		return err
 	}
+	derr := c.discover(ctx, cn, mcp.LATEST_PROTOCOL_VERSION, c.probeWait, eraModernOnly)
+	if derr != nil {
+		return fmt.Errorf("%w; asked server/discover instead, it failed too: %v", err, derr)
+	}
+	c.log.Debug("the server speaks only the stateless era", "initialize", err)
 	c.eras.put(key, cn.era())
+	if _, isHTTP := cn.tr.(transport.HTTPConnection); isHTTP {
+		// mcp-go's HTTP transport took the refused initialize for a session and
+		// opens the legacy GET stream: a fresh connection speaks the era found.
+		return errEraFound
+	}
 	return nil
 }
 
-// initialize performs the legacy handshake at version.
-func (c *child) initialize(ctx context.Context, cn *conn, version string) error {
+// errEraFound asks connect for a fresh connection, which speaks the era just
+// found and remembered.
+var errEraFound = errors.New("the era was found on a connection that cannot speak it")
+
+// childAnswered reports whether err is the child's own refusal of a request: a
+// JSON-RPC error, or an HTTP 4xx to an initialize POST (mcp-go takes that for
+// a legacy SSE server; a modern-only server answers so too), as opposed to a
+// failure to reach it.
+func childAnswered(err error) bool {
+	if errors.Is(err, transport.ErrLegacySSEServer) {
+		return true
+	}
+	te := (*transport.Error)(nil)
+	return !errors.As(err, &te) && !errors.Is(err, errChildGone) && !errors.Is(err, transport.ErrTransportClosed) &&
+		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled)
+}
+
+// initialize performs the legacy handshake at version; why says how that era
+// was chosen.
+func (c *child) initialize(ctx context.Context, cn *conn, version, why string) error {
 	if h, ok := cn.tr.(transport.HTTPConnection); ok {
 		h.SetProtocolVersion("") // the handshake negotiates it
 	}
@@ -187,17 +220,18 @@ func (c *child) initialize(ctx context.Context, cn *conn, version string) error 
 		return fmt.Errorf("initializing %s: %w", c.name, err)
 	}
 	cn.versionMu.Lock()
-	cn.version = res.ProtocolVersion
+	cn.version, cn.eraWhy = res.ProtocolVersion, why
 	cn.versionMu.Unlock()
 	cn.caps, cn.instructions = res.Capabilities, res.Instructions
 	return nil
 }
 
 // discover sends server/discover at version, within bound when it is not zero.
-// A child that answers is modern and cn takes its era; one that refuses the
-// version but names a modern one it supports is asked again at that version.
-// The error is a *notModernError when the answer is a legacy server's.
-func (c *child) discover(ctx context.Context, cn *conn, version string, bound time.Duration) error {
+// A child that answers is modern and cn takes its era, chosen for the reason
+// why; one that refuses the version but names a modern one it supports is asked
+// again at that version. The error is a *notModernError when the answer is a
+// legacy server's.
+func (c *child) discover(ctx context.Context, cn *conn, version string, bound time.Duration, why string) error {
 	pctx := ctx
 	if bound > 0 {
 		var cancel context.CancelFunc
@@ -228,7 +262,7 @@ func (c *child) discover(ctx context.Context, cn *conn, version string, bound ti
 				cn.setVersion("")
 				return &notModernError{why: fmt.Errorf("its server/discover result does not decode: %w", err)}
 			}
-			cn.adopt(era{version: version, caps: res.Capabilities, instructions: res.Instructions})
+			cn.adopt(era{version: version, caps: res.Capabilities, instructions: res.Instructions, why: why})
 			return nil
 		}
 		cn.setVersion("")
@@ -241,7 +275,7 @@ func (c *child) discover(ctx context.Context, cn *conn, version string, bound ti
 			case pick == "":
 				return fmt.Errorf("%s supports protocol versions %v, none of which Nexus speaks: %w", c.name, supported, rpcErr)
 			case !mcp.IsModernProtocol(pick):
-				return &notModernError{why: rpcErr, version: pick}
+				return &notModernError{why: rpcErr}
 			case pick == version:
 				return fmt.Errorf("%s refused protocol %s, which it says it supports: %w", c.name, version, rpcErr)
 			}
@@ -269,6 +303,9 @@ func namedVersions(data any) []string {
 // adopt makes cn speak the modern era e.
 func (cn *conn) adopt(e era) {
 	cn.setVersion(e.version)
+	cn.versionMu.Lock()
+	cn.eraWhy = e.why
+	cn.versionMu.Unlock()
 	cn.caps, cn.instructions = e.caps, e.instructions
 }
 
@@ -286,7 +323,9 @@ func (cn *conn) setVersion(v string) {
 
 // era is what cn's handshake found, for the child to remember.
 func (cn *conn) era() era {
-	return era{version: cn.protocolVersion(), caps: cn.caps, instructions: cn.instructions}
+	cn.versionMu.Lock()
+	defer cn.versionMu.Unlock()
+	return era{version: cn.version, caps: cn.caps, instructions: cn.instructions, why: cn.eraWhy}
 }
 
 // protocolVersion is the protocol version cn speaks: the one initialize
@@ -433,16 +472,16 @@ func headerToolsOf(raws []json.RawMessage) map[string]*mcp.Tool {
 	return out
 }
 
-// describeProtocol says a protocol version and its era, for people:
-// "2026-07-28 (modern)", "2025-11-25 (legacy)".
+// describeProtocol says a protocol version and how it is spoken, for people:
+// "2026-07-28 (stateless)", "2025-11-25 (session)".
 func describeProtocol(version string) string {
 	switch {
 	case version == "":
 		return ""
 	case mcp.IsModernProtocol(version):
-		return version + " (modern)"
+		return version + " (stateless)"
 	}
-	return version + " (legacy)"
+	return version + " (session)"
 }
 
 // modernLocal answers the legacy requests the modern era has no method for, so
@@ -495,4 +534,19 @@ func (cn *conn) modernLocal(ctx context.Context, method string, params any) (raw
 		return empty, true, nil
 	}
 	return nil, false, nil
+}
+
+// knownCaps are the capabilities the child declared: its live connection's, or
+// the ones last found while it is down. ok is false before it ever answered.
+func (c *child) knownCaps() (caps mcp.ServerCapabilities, ok bool) {
+	c.mu.Lock()
+	cn := c.conn
+	c.mu.Unlock()
+	if cn != nil {
+		return cn.caps, true
+	}
+	if e := c.eras.get(eraKey(c.config())); e != nil {
+		return e.caps, true
+	}
+	return caps, false
 }

@@ -1,8 +1,10 @@
 package aggregation
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -50,15 +52,16 @@ func toolNames(g *Gateway) []string {
 	return names
 }
 
-// TestChildEras: Nexus finds the era of each kind of stdio child by probing,
-// lists its tools, calls one in the child's own era and says the era in its
-// status.
+// TestChildEras: Nexus offers each kind of stdio child initialize, speaks the
+// modern era only to a child that refuses it, lists its tools, calls one in
+// that era and says the era, and why, in its status. A dual-era child keeps a
+// session: its SDK refuses its own requests to the client on a modern one.
 func TestChildEras(t *testing.T) {
-	for _, tt := range []struct{ kind, era, protocol string }{
-		{"dual", "modern", "2026-07-28 (modern)"},
-		{"modern", "modern", "2026-07-28 (modern)"},
-		{"legacy", "legacy", "2025-11-25 (legacy)"},
-		{"silent", "legacy", "2025-11-25 (legacy)"},
+	for _, tt := range []struct{ kind, era, protocol, why string }{
+		{"dual", "legacy", "2025-11-25 (session)", eraAnswered},
+		{"modern", "modern", "2026-07-28 (stateless)", eraModernOnly},
+		{"legacy", "legacy", "2025-11-25 (session)", eraAnswered},
+		{"silent", "legacy", "2025-11-25 (session)", eraAnswered},
 	} {
 		t.Run(tt.kind, func(t *testing.T) {
 			log := filepath.Join(t.TempDir(), "era.log")
@@ -72,15 +75,15 @@ func TestChildEras(t *testing.T) {
 			if got := callText(t, g, "e__echo", `{"text":"hi"}`); !strings.Contains(got, tt.era+":hi") {
 				t.Errorf("the call answered %s, not in the %s era", got, tt.era)
 			}
-			if got := statusOf(t, g, "e").Protocol; got != tt.protocol {
-				t.Errorf("status says protocol %q, not %q", got, tt.protocol)
+			if st := statusOf(t, g, "e"); st.Protocol != tt.protocol || st.ProtocolWhy != tt.why {
+				t.Errorf("status says protocol %q (%s), not %q (%s)", st.Protocol, st.ProtocolWhy, tt.protocol, tt.why)
 			}
 			for pid, methods := range eraLog(log) {
-				if tt.era == "modern" && slices.Contains(methods, "initialize") {
-					t.Errorf("process %s of a modern child was sent initialize: %v", pid, methods)
+				if len(methods) == 0 || methods[0] != "initialize" {
+					t.Errorf("process %s was not offered initialize first: %v", pid, methods)
 				}
-				if tt.era == "legacy" && !slices.Contains(methods, "initialize") {
-					t.Errorf("process %s of a legacy child was never sent initialize: %v", pid, methods)
+				if probed := slices.Contains(methods, "server/discover"); probed != (tt.era == "modern") {
+					t.Errorf("process %s of a %s child: server/discover asked %v: %v", pid, tt.era, probed, methods)
 				}
 			}
 		})
@@ -88,7 +91,9 @@ func TestChildEras(t *testing.T) {
 }
 
 // TestChildHTTPEras: the same over streamable HTTP, against mcp-go servers that
-// serve both eras, only the modern one, only the legacy one.
+// serve both eras, only the modern one, only the legacy one. mcp-go answers
+// initialize whatever versions it is given, so the modern-only server's
+// refusal of it is the test's, as a server of that era answers.
 func TestChildHTTPEras(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
@@ -96,9 +101,9 @@ func TestChildHTTPEras(t *testing.T) {
 		era      string
 		protocol string
 	}{
-		{"dual", nil, "modern", "2026-07-28 (modern)"},
-		{"modern", []string{"2026-07-28"}, "modern", "2026-07-28 (modern)"},
-		{"legacy", []string{"2025-11-25"}, "legacy", "2025-11-25 (legacy)"},
+		{"dual", nil, "legacy", "2025-11-25 (session)"},
+		{"modern", []string{"2026-07-28"}, "modern", "2026-07-28 (stateless)"},
+		{"legacy", []string{"2025-11-25"}, "legacy", "2025-11-25 (session)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newEraServer(tt.name)
@@ -106,8 +111,23 @@ func TestChildHTTPEras(t *testing.T) {
 			var mu sync.Mutex
 			var bad []string // what a modern request may not be
 			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				if tt.name == "modern" && bytes.Contains(body, []byte(`"method":"initialize"`)) {
+					var req struct {
+						ID json.RawMessage `json:"id"`
+					}
+					_ = json.Unmarshal(body, &req)
+					w.Header().Set("Content-Type", "application/json")
+					fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32022,"message":"unsupported protocol version","data":{"supported":["2026-07-28"]}}}`, req.ID)
+					return
+				}
 				mu.Lock()
 				switch {
+				case r.Method == http.MethodGet && r.Header.Get("Mcp-Session-Id") == "":
+					// mcp-go's transport opens its stream once any answer to
+					// initialize arrives, a refusal too; Nexus then connects
+					// afresh in the era found.
 				case r.Method != http.MethodPost:
 					bad = append(bad, r.Method)
 				case r.Header.Get("Mcp-Method") == "" && r.Header.Get("Mcp-Protocol-Version") != "":
@@ -292,9 +312,9 @@ func TestModernParamsKeepTheCallersMeta(t *testing.T) {
 	}
 }
 
-// TestRememberedEraIsProbedAgain: a restart speaks the era the last process
-// was found to speak, without probing; when that fails (the server changed
-// era), the era is forgotten and the next attempt probes.
+// TestRememberedEraIsProbedAgain: a restart offers the era the last process
+// was found to speak; when the server has changed era and refuses it, the same
+// process is asked server/discover, and the era it then speaks is remembered.
 func TestRememberedEraIsProbedAgain(t *testing.T) {
 	dir := t.TempDir()
 	log, kind := filepath.Join(dir, "era.log"), filepath.Join(dir, "kind")
@@ -303,7 +323,7 @@ func TestRememberedEraIsProbedAgain(t *testing.T) {
 	}
 	g := comebackGateway(t, `{"e": `+eraServer("file:"+kind, log, "")+`}`, nil)
 	waitState(t, g.kids()["e"], StateReady)
-	if got := statusOf(t, g, "e").Protocol; got != "2025-11-25 (legacy)" {
+	if got := statusOf(t, g, "e").Protocol; got != "2025-11-25 (session)" {
 		t.Fatalf("first protocol %q", got)
 	}
 	if err := os.WriteFile(kind, []byte("modern"), 0o600); err != nil {
@@ -312,25 +332,19 @@ func TestRememberedEraIsProbedAgain(t *testing.T) {
 	callText(t, g, "e__exit", `{}`)
 	waitFor(t, "the server back as a modern one", func() bool {
 		s := statusOf(t, g, "e")
-		return s.State == StateReady && s.Protocol == "2026-07-28 (modern)"
+		return s.State == StateReady && s.Protocol == "2026-07-28 (stateless)"
 	})
-	var starts [][]string // each process's methods, in the order they started
-	for _, methods := range eraLog(log) {
-		starts = append(starts, methods)
+	starts := eraLog(log)
+	if len(starts) != 2 {
+		t.Fatalf("%d processes, want the legacy one and its restart: %v", len(starts), starts)
 	}
-	if len(starts) != 3 {
-		t.Fatalf("%d processes, want the legacy one, the restart that spoke legacy, the one probed: %v", len(starts), starts)
-	}
-	var remembered, probed bool
+	var asked bool
 	for _, m := range starts {
-		switch {
-		case len(m) > 0 && m[0] == "initialize" && !slices.Contains(m, "server/discover"):
-			remembered = true // the restart: initialize, refused, and no probe
-		case len(m) > 0 && m[0] == "server/discover" && !slices.Contains(m, "initialize"):
-			probed = true
+		if len(m) >= 2 && m[0] == "initialize" && m[1] == "server/discover" {
+			asked = true // the restart: initialize, refused, then discover
 		}
 	}
-	if !remembered || !probed {
-		t.Errorf("the processes were asked %v: want one restarted in the remembered era and one probed afresh", starts)
+	if !asked {
+		t.Errorf("the processes were asked %v: want the restart offered initialize, then server/discover", starts)
 	}
 }

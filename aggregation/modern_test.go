@@ -669,7 +669,7 @@ func testChildServer(name, child, env string) string {
 func modernChildFixture(t *testing.T) (*Gateway, string) {
 	t.Helper()
 	g, url := agentsGateway(t, testChildServer("fresh", "fresh", `"NEXUS_TEST_CHILD_ERA": "modern"`))
-	if st := g.Servers(); len(st) != 1 || !strings.Contains(st[0].Protocol, "modern") {
+	if st := g.Servers(); len(st) != 1 || !strings.Contains(st[0].Protocol, "stateless") {
 		t.Fatalf("the child is not spoken the modern era: %+v", st)
 	}
 	return g, url
@@ -782,11 +782,11 @@ func TestModernClientModernChild(t *testing.T) {
 // mcp-go's server does; Nexus, its client, mirrors them, for clients of either era.
 func TestModernHTTPChildParamHeaders(t *testing.T) {
 	c := newTestChild("far")
-	h := server.NewStreamableHTTPServer(c.srv) // dual-era: Nexus speaks it 2026-07-28
+	h := server.NewStreamableHTTPServer(c.srv) // dual-era: pinned, Nexus speaks it 2026-07-28
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
-	g, url := agentsGateway(t, fmt.Sprintf(`{"far": {"transport": "streamable-http", "url": %q}}`, ts.URL+"/mcp"))
-	if st := g.Servers(); !strings.Contains(st[0].Protocol, "modern") {
+	g, url := agentsGateway(t, fmt.Sprintf(`{"far": {"transport": "streamable-http", "url": %q, "protocolVersion": "2026-07-28"}}`, ts.URL+"/mcp"))
+	if st := g.Servers(); !strings.Contains(st[0].Protocol, "stateless") {
 		t.Fatalf("the child is not spoken 2026-07-28: %+v", st[0])
 	}
 	args := map[string]any{"region": "us-west1", "opts": map[string]any{"limit": 3}}

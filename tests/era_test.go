@@ -10,8 +10,9 @@ import (
 	"time"
 )
 
-// Children of either protocol era, end to end: Nexus finds each child's era,
-// lists its tools, calls one, and list-servers --live says the era.
+// Children of either protocol era, end to end: Nexus finds each child's era
+// (initialize first; a dual-era child keeps a session), lists its tools, calls
+// one, and list-servers --live says the era.
 
 // tsEraServer is testdata/era-server.mjs, a TypeScript SDK v2 server, once
 // npm ci installed the SDK in tests/ (see peerScript).
@@ -60,7 +61,7 @@ func TestTypeScriptChildEras(t *testing.T) {
 		"modern":     map[string]any{"command": node, "args": []string{era, "modern"}},
 		"everything": map[string]any{"command": node, "args": []string{everything, "stdio"}},
 	}, "policy": map[string]any{"default": map[string]any{"allow": []string{"*"}}}})
-	want := map[string]string{"dual": "2026-07-28 (modern)", "modern": "2026-07-28 (modern)", "everything": "2025-11-25 (legacy)"}
+	want := map[string]string{"dual": "2025-11-25 (session)", "modern": "2026-07-28 (stateless)", "everything": "2025-11-25 (session)"}
 	if got := liveProtocols(t, h); len(got) != len(want) || got["dual"] != want["dual"] || got["modern"] != want["modern"] || got["everything"] != want["everything"] {
 		t.Errorf("protocols %v, want %v", got, want)
 	}
@@ -119,9 +120,10 @@ func serveTSHTTP(t *testing.T, node, script, mode string) string {
 }
 
 // TestTypeScriptHTTPChildEras: TypeScript SDK v2 servers over streamable HTTP,
-// serving both eras and only the modern one: each is spoken the modern era,
-// its tools are listed and called, and a tool it adds reaches the gateway's
-// tools/list through the subscriptions/listen stream.
+// serving both eras and only the modern one: the dual one keeps a session, the
+// other is spoken the modern era; their tools are listed and called, and a tool
+// each adds reaches the gateway's tools/list (on the session's stream, or the
+// subscriptions/listen one).
 func TestTypeScriptHTTPChildEras(t *testing.T) {
 	node, era := tsEraServer(t)
 	servers := map[string]any{}
@@ -129,8 +131,8 @@ func TestTypeScriptHTTPChildEras(t *testing.T) {
 		servers[name] = map[string]any{"transport": "streamable-http", "url": serveTSHTTP(t, node, era, "http-"+name)}
 	}
 	h := newHome(t, map[string]any{"servers": servers, "policy": map[string]any{"default": map[string]any{"allow": []string{"*"}}}})
-	if got := liveProtocols(t, h); got["dual"] != "2026-07-28 (modern)" || got["modern"] != "2026-07-28 (modern)" {
-		t.Errorf("protocols %v, want both 2026-07-28 (modern)", got)
+	if got := liveProtocols(t, h); got["dual"] != "2025-11-25 (session)" || got["modern"] != "2026-07-28 (stateless)" {
+		t.Errorf("protocols %v, want the dual server with a session, the modern one stateless", got)
 	}
 	s := h.serveStdio("--no-memory")
 	for _, server := range []string{"dual", "modern"} {
