@@ -450,6 +450,9 @@ func (e *env) startServer(ctx context.Context, cfg *config.Config, s *config.Ser
 		ch.Tools = &n
 		ch.Status = checkOK
 		ch.Detail = fmt.Sprintf("ready, %d tool(s) in %s", n, took.Round(time.Millisecond))
+		if st.Protocol != "" {
+			ch.Detail += fmt.Sprintf("; speaks %s: %s", st.Protocol, st.ProtocolWhy)
+		}
 		ch.Stderr = nil
 		if n == 0 {
 			ch.Status = checkWarn

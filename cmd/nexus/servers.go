@@ -201,8 +201,10 @@ func listServersAction(c *cli.Context) error {
 		Upstream    *int   `json:"upstreamSessions,omitempty"`
 		MaxSessions int    `json:"maxSessions,omitempty"`
 		// Protocol is the version the child speaks and its era (--live):
-		// "2026-07-28 (modern)", "2025-11-25 (legacy)".
-		Protocol string `json:"protocol,omitempty"`
+		// "2026-07-28 (stateless)", "2025-11-25 (session)"; ProtocolWhy how
+		// that era was chosen.
+		Protocol    string `json:"protocol,omitempty"`
+		ProtocolWhy string `json:"protocolWhy,omitempty"`
 	}
 	rows := []row{}
 	for _, name := range cfg.ServerNames() {
@@ -230,7 +232,8 @@ func listServersAction(c *cli.Context) error {
 		for i := range rows {
 			if j, ok := states[rows[i].Name]; ok {
 				n := all[j].Tools
-				rows[i].State, rows[i].Tools, rows[i].Error, rows[i].Protocol = string(all[j].State), &n, all[j].Error, all[j].Protocol
+				rows[i].State, rows[i].Tools, rows[i].Error = string(all[j].State), &n, all[j].Error
+				rows[i].Protocol, rows[i].ProtocolWhy = all[j].Protocol, all[j].ProtocolWhy
 				if all[j].Sessions == config.SessionsClient {
 					up := all[j].UpstreamSessions
 					rows[i].Upstream = &up
@@ -281,6 +284,11 @@ func listServersAction(c *cli.Context) error {
 	for _, r := range rows { // why a server is not running, and when it tries again
 		if r.Error != "" && r.State != string(aggregation.StateReady) {
 			fmt.Fprintf(e.stdout, "%s: %s\n", r.Name, r.Error)
+		}
+	}
+	for _, r := range rows { // the era each server is spoken, and why
+		if r.Protocol != "" && r.ProtocolWhy != "" {
+			fmt.Fprintf(e.stdout, "%s speaks %s: %s\n", r.Name, r.Protocol, r.ProtocolWhy)
 		}
 	}
 	return nil
