@@ -562,7 +562,12 @@ func (g *Gateway) resolveTool(ctx context.Context, name string) (*Tool, error) {
 	owners := g.possibleOwners(name)
 	stale := g.awaitFirstAttempts(ctx, owners) // the manifest may lag behind what the owners know
 	for _, c := range owners {
-		if st := c.status().State; (st == StateFailed || st == StateNeedsLogin) && mayOwn(c, name) {
+		// A server that gave up tries once more; one restarting (or retrying
+		// its start) is waited for: either way up to its call timeout, as the
+		// call would wait for its answer.
+		switch st := c.status().State; {
+		case (st == StateFailed || st == StateNeedsLogin) && mayOwn(c, name),
+			(st == StateRestarting || st == StateRetrying) && c.knownTool(name) != nil:
 			wait, cancel := context.WithTimeout(ctx, c.config().CallTimeout())
 			c.connected(wait)
 			cancel()

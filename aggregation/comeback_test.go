@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -362,4 +364,27 @@ func sendAsync(c *testClient, method string, params any) chan wireMsg {
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method, "params": params})
 	c.post(b)
 	return ch
+}
+
+// TestCallDuringRestartWaits: a call made while its server restarts after a
+// crash, once its tools have left the manifest, waits for the restart and is
+// answered rather than failing at once with "not running".
+func TestCallDuringRestartWaits(t *testing.T) {
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "gate")
+	g := comebackGateway(t, `{"e": `+eraServer("gate:"+gate, filepath.Join(dir, "era.log"), "")+`}`, nil)
+	c := g.kids()["e"]
+	waitState(t, c, StateReady)
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	callText(t, g, "e__exit", `{}`)
+	waitFor(t, "the crashed server's tools out of the manifest", func() bool { return !slices.Contains(toolNames(g), "e__echo") })
+	if st := statusOf(t, g, "e").State; st == StateReady {
+		t.Fatalf("the server is %s while its restart is held", st)
+	}
+	time.AfterFunc(300*time.Millisecond, func() { os.Remove(gate) }) // the restart finishes later
+	if got := callText(t, g, "e__echo", `{"text":"hi"}`); !strings.Contains(got, "legacy:hi") {
+		t.Errorf("a call during the restart answered %s", got)
+	}
 }

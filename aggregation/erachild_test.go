@@ -25,15 +25,27 @@ import (
 //	silent  never answers server/discover, as some old servers do
 //	modern  refuses initialize, naming the versions it supports
 //	file:P  the kind the file P holds when the process starts
+//	gate:P  dual, once the file P does not exist (a start that takes as long
+//	        as a test says)
+//	nosubscribe legacy, with resources it offers no subscription to
 //
 // Every request it gets is appended, one method a line, to the file
 // NEXUS_TEST_ERA_LOG names, so a test sees what Nexus asked each process.
 const eraChildEnv = "NEXUS_TEST_ERA_CHILD"
 
 func serveEraChild(kind string) int {
+	if path, ok := strings.CutPrefix(kind, "gate:"); ok {
+		for _, err := os.Stat(path); err == nil; _, err = os.Stat(path) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		kind = "dual"
+	}
 	if path, ok := strings.CutPrefix(kind, "file:"); ok {
 		b, _ := os.ReadFile(path) // the kind this start is: a test changes it between starts
 		kind = strings.TrimSpace(string(b))
+	}
+	if kind == "nosubscribe" {
+		return serveStdioEra("legacy", newEraServer(kind))
 	}
 	return serveStdioEra(kind, newEraServer(kind))
 }
@@ -101,7 +113,7 @@ func newEraServer(kind string) *server.MCPServer {
 		ended(ctx, id, method, message, nil)
 	})
 	srv := server.NewMCPServer("era-"+kind, "1.0", server.WithToolCapabilities(true),
-		server.WithResourceCapabilities(true, true), server.WithLogging(), server.WithInstructions("The "+kind+" era child."),
+		server.WithResourceCapabilities(kind != "nosubscribe", true), server.WithLogging(), server.WithInstructions("The "+kind+" era child."),
 		server.WithHooks(hooks))
 	srv.AddTool(mcp.NewTool("touch"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		mu.Lock()
