@@ -112,7 +112,7 @@ func initialize(ctx context.Context, s *session, params json.RawMessage, _ sink)
 	s.g.log.Debug("session initialized", "session", s.id, "front", s.front, "agent", s.agent, "client", p.ClientInfo.Name)
 	res, _ := json.Marshal(map[string]any{
 		"protocolVersion": version,
-		"capabilities":    s.g.frontCapabilities(false),
+		"capabilities":    s.g.frontCapabilities(s.agent, false),
 		"serverInfo":      map[string]any{"name": "nexus", "version": Version},
 		"instructions":    s.g.instructions(),
 	})
@@ -247,7 +247,15 @@ func subscribe(ctx context.Context, s *session, params json.RawMessage, _ sink) 
 		return nil, rpcErr
 	}
 	k := subKey{server: server, uri: uri}
-	if c := s.g.kids()[server]; c != nil && c.config().PerClient() {
+	c := s.g.kids()[server]
+	if c == nil {
+		return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("server %s is no longer in the config", server)}
+	}
+	if caps, known := c.knownCaps(); known && (caps.Resources == nil || !caps.Resources.Subscribe) {
+		// As the server answers it: it offers no subscriptions.
+		return nil, &RPCError{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("server %s does not offer resource subscriptions (resources/subscribe)", server)}
+	}
+	if c.config().PerClient() {
 		k.owner = s
 	}
 	if err := s.g.subs.add(ctx, s.g, s, k, uriOf(params)); err != nil {

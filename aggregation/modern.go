@@ -215,21 +215,43 @@ func discover(ctx context.Context, s *session, _ json.RawMessage, _ sink) (json.
 	s.g.awaitFirstLists(ctx)
 	res, _ := json.Marshal(map[string]any{
 		"supportedVersions": allVersions(),
-		"capabilities":      s.g.frontCapabilities(true),
+		"capabilities":      s.g.frontCapabilities(s.agent, true),
 		"instructions":      s.g.instructions(),
 	})
 	return res, nil
 }
 
-// frontCapabilities are the capabilities the front declares. In the modern era
-// resources.subscribe means subscriptions/listen takes resource subscriptions.
-func (g *Gateway) frontCapabilities(modern bool) map[string]any {
-	caps := map[string]any{
-		"tools":       map[string]any{"listChanged": true},
-		"prompts":     map[string]any{"listChanged": true},
-		"resources":   map[string]any{"listChanged": true, "subscribe": true},
-		"completions": map[string]any{},
-		"logging":     map[string]any{},
+// frontCapabilities are the capabilities the front declares to agent: tools,
+// and what at least one server the agent may use declared (a server not yet
+// heard from counts as declaring everything: a client told less would never
+// ask). In the modern era resources.subscribe means subscriptions/listen takes
+// resource subscriptions.
+func (g *Gateway) frontCapabilities(agent string, modern bool) map[string]any {
+	caps := map[string]any{"tools": map[string]any{"listChanged": true}}
+	var prompts, resources, subscribe, completions, logging bool
+	pol := g.pol.Load()
+	for name, c := range g.kids() {
+		if !pol.DecideItem(agent, name, "").Allowed {
+			continue
+		}
+		cc, known := c.knownCaps()
+		prompts = prompts || !known || cc.Prompts != nil
+		resources = resources || !known || cc.Resources != nil
+		subscribe = subscribe || !known || cc.Resources != nil && cc.Resources.Subscribe
+		completions = completions || !known || cc.Completions != nil
+		logging = logging || !known || cc.Logging != nil
+	}
+	if prompts {
+		caps["prompts"] = map[string]any{"listChanged": true}
+	}
+	if resources {
+		caps["resources"] = map[string]any{"listChanged": true, "subscribe": subscribe}
+	}
+	if completions {
+		caps["completions"] = map[string]any{}
+	}
+	if logging {
+		caps["logging"] = map[string]any{}
 	}
 	if tc := g.taskCapability(); tc != nil && !modern {
 		caps["tasks"] = tc

@@ -1,0 +1,71 @@
+package aggregation
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
+)
+
+// TestFrontOffersWhatChildrenOffer: the capabilities Nexus declares to a
+// client are tools and what its servers declared, no more; a subscription to a
+// server that offers none is refused as that server refuses it.
+func TestFrontOffersWhatChildrenOffer(t *testing.T) {
+	raw := fmt.Sprintf(`{"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "raw"}}`, os.Args[0])
+	for _, tt := range []struct {
+		name    string
+		servers string
+		want    []string // the capabilities declared
+		sub     bool     // resources.subscribe
+	}{
+		{"tools and logging", `{"r": ` + raw + `}`, []string{"logging", "tools"}, false},
+		{"resources without subscriptions", `{"n": ` + eraServer("nosubscribe", filepath.Join(t.TempDir(), "n.log"), "") + `}`, []string{"logging", "resources", "tools"}, false},
+		{"two servers", `{"r": ` + raw + `, "e": ` + eraServer("legacy", filepath.Join(t.TempDir(), "e.log"), "") + `}`, []string{"logging", "resources", "tools"}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := comebackGateway(t, tt.servers, nil)
+			for _, c := range g.kids() {
+				waitState(t, c, StateReady)
+			}
+			c := stdioClient(t, g, "anonymous")
+			m := c.request("initialize", map[string]any{"protocolVersion": "2025-11-25", "clientInfo": map[string]any{"name": "t", "version": "1"}, "capabilities": map[string]any{}})
+			if m.Error != nil {
+				t.Fatal(m.Error)
+			}
+			var res struct {
+				Capabilities map[string]json.RawMessage `json:"capabilities"`
+			}
+			if err := json.Unmarshal(m.Result, &res); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for k := range res.Capabilities {
+				got = append(got, k)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("declared %v, want %v", got, tt.want)
+			}
+			var rs struct {
+				Subscribe bool `json:"subscribe"`
+			}
+			if r, ok := res.Capabilities["resources"]; ok {
+				_ = json.Unmarshal(r, &rs)
+			}
+			if rs.Subscribe != tt.sub {
+				t.Errorf("resources.subscribe is %v, want %v", rs.Subscribe, tt.sub)
+			}
+			c.notify("notifications/initialized", map[string]any{})
+			if tt.name == "resources without subscriptions" {
+				m := c.request("resources/subscribe", map[string]any{"uri": "era://note"})
+				if m.Error == nil || m.Error.Code != jsonrpc.CodeMethodNotFound {
+					t.Errorf("subscribing to a server without subscriptions answered %s %+v, want -32601", m.Result, m.Error)
+				}
+			}
+		})
+	}
+}
