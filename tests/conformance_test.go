@@ -65,26 +65,19 @@ const (
 // It runs twice: the 2025-11-25 scenarios (legacy sessions) and what the 2026-07-28
 // revision requires (stateless requests, server/discover, subscriptions/listen,
 // the header checks), the same parity asked of both. Each run has a gateway of its
-// own, which speaks the child the era the suite's client speaks directly: the
-// 2025-11-25 suite's sampling and elicitation tools send requests of their own,
-// which the example server can send only in a legacy session, so that gateway is
-// pinned to 2025-11-25 (servers.X.protocolVersion); the other one probes, and
-// speaks the dual-era child 2026-07-28.
+// own in its default config: the dual-era child is spoken the era Nexus picks for
+// it (a session), and the modern suite's requests are bridged to it.
 func TestConformance(t *testing.T) {
 	// Not parallel: the suite's timing (log notifications around a result) fails on a loaded machine.
 	node := conformanceNode(t)
 	server := buildConformanceServer(t)
 	directURL := startConformanceServer(t, server)
 	for _, tc := range []struct {
-		name     string
-		suite    suite
-		childEra string // servers.X.protocolVersion; "" probes
-	}{{"2025-11-25", legacySuite, "2025-11-25"}, {"2026-07-28", modernSuite, ""}} {
+		name  string
+		suite suite
+	}{{"2025-11-25", legacySuite}, {"2026-07-28", modernSuite}} {
 		t.Run(tc.name, func(t *testing.T) {
 			child := map[string]any{"url": directURL, "prefix": ""}
-			if tc.childEra != "" {
-				child["protocolVersion"] = tc.childEra
-			}
 			h := newHome(t, map[string]any{
 				// prefix "" keeps the child's bare names: the suite calls
 				// test_simple_text, not conformance__test_simple_text.
