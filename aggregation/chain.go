@@ -331,6 +331,7 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *toolCall, timeout time.
 			defer g.progress.release(token)
 		}
 	}
+	g.syncRoots(ctx, cn, c.from)
 	fl, remove := cn.callers.add(c.from)
 	defer remove()
 	params := callRequest(t.Name, c.args, c.meta, token)

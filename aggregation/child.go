@@ -73,6 +73,9 @@ type child struct {
 	beforeStart func(*config.Server)
 	// httpClient makes a remote child's HTTP client (Options.HTTPClient).
 	httpClient func(*config.Server) *http.Client
+	// rootsAtStart is set once a client session's connection was asked its
+	// client's roots as it started (awaitRoots).
+	rootsAtStart atomic.Bool
 
 	mu   sync.Mutex
 	conn *conn
@@ -581,6 +584,7 @@ type conn struct {
 	// askedRoots is set once the child asked for roots: a change of a client's
 	// roots may change its answers.
 	askedRoots atomic.Bool
+	roots      rootsState
 }
 
 func (cn *conn) markDone() { cn.lose(nil) }
@@ -640,7 +644,7 @@ func (c *child) connect(ctx context.Context, owner *session, opener *caller) (*c
 	}
 	cn := &conn{server: c.name, done: make(chan struct{}), notes: make(chan mcp.JSONRPCNotification, 256), tail: &upstream.Tail{},
 		relist: make(chan struct{}, 1), owner: owner, opener: opener, declared: c.capabilities(owner), listen: newListening(),
-		tool: c.paramHeaderTool}
+		tool: c.paramHeaderTool, roots: rootsState{told: make(chan struct{})}}
 	var err error
 	switch c.config().Transport {
 	case config.TransportStdio:

@@ -79,6 +79,9 @@ func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req transpo
 	if rpcErr != nil {
 		return transport.NewJSONRPCErrorResponse(req.ID, rpcErr.Code, rpcErr.Message, rpcErr.Data)
 	}
+	if req.Method == string(mcp.MethodListRoots) {
+		cn.roots.toldBy(c.s)
+	}
 	return transport.NewJSONRPCResultResponse(req.ID, raw)
 }
 

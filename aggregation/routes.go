@@ -319,6 +319,7 @@ func (g *Gateway) rootsChanged(ctx context.Context, s *session) {
 			if cn.askedRoots.Load() {
 				g.forget(ctx, c.name)
 			}
+			cn.roots.forget()
 			cn.notify("notifications/roots/list_changed")
 		}
 	}

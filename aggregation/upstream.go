@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // This file holds the upstream sessions of a server with "sessions": "client": one
@@ -119,6 +120,7 @@ func (c *child) open(s *session, u *clientUpstream, opener *caller) {
 			close(u.ready)
 			return
 		}
+		c.awaitRoots(ctx, s, cn)
 		u.cn = cn
 		close(u.ready)
 		c.log.Debug("upstream session opened", "agent", s.agent)
@@ -210,4 +212,30 @@ func (c *child) connForAgain(ctx context.Context, cl *caller, old *conn) *conn {
 		return cn
 	}
 	return c.connectedExcept(ctx, old)
+}
+
+// rootsWait bounds how long a call waits for a child to ask, and be told, its
+// client's roots.
+const rootsWait = 5 * time.Second
+
+// awaitRoots holds a client session's new connection back from its first
+// request until the child, when it asks for its client's roots as it starts
+// (as the npm filesystem server does, to narrow what it may read), has been
+// answered and has taken the answer in: a request that reached it before would
+// be served with its start-up defaults. Whether the child asks is learned from
+// its own connection, which is declared roots too.
+func (c *child) awaitRoots(ctx context.Context, s *session, cn *conn) {
+	if !s.caps.roots || cn.modern() {
+		return
+	}
+	if own, _ := c.current(); (own == nil || !own.askedRoots.Load()) && !c.rootsAtStart.Load() {
+		return
+	}
+	wait, cancel := context.WithTimeout(ctx, rootsWait)
+	defer cancel()
+	if !cn.roots.await(wait, cn, s) {
+		c.log.Warn("the server did not ask this client's roots as it started; its first request goes on", "agent", s.agent)
+		return
+	}
+	c.rootsAtStart.Store(true)
 }

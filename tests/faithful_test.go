@@ -40,8 +40,6 @@ var faithfulDifferences = map[string]string{
 	"everything prompts/get no-such-prompt":      "an unknown prompt is Nexus's own error: same code (-32602), Nexus's message",
 	"everything-sse prompts/get no-such-prompt":  "an unknown prompt is Nexus's own error: same code (-32602), Nexus's message",
 	"everything-http prompts/get no-such-prompt": "an unknown prompt is Nexus's own error: same code (-32602), Nexus's message",
-	"everything tools/call get-roots-list":       "a shared child asks for roots as it starts, outside any call, and is answered none",
-	"everything-http tools/call get-roots-list":  "a shared child asks for roots as it starts, outside any call, and is answered none",
 	"everything-own initialize serverInfo":       "the client talks to Nexus: serverInfo is Nexus's, and each child's instructions are merged under its server's name",
 	"everything-own tools/call no-such-tool":     "an unknown tool is Nexus's own error (-32602, before any routing): no child owns the name",
 	"everything-own prompts/get no-such-prompt":  "an unknown prompt is Nexus's own error: same code (-32602), Nexus's message",

@@ -1,0 +1,102 @@
+package aggregation
+
+import (
+	"context"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// This file keeps a child's view of its client's roots in step with the client
+// whose request it serves. A server that asks for roots usually asks once, as
+// it starts, and acts on the answer from then on (the npm filesystem server
+// narrows what it may read to them; server-everything reports them). A shared
+// child started before any call got no roots; a client session's own child may
+// be sent the first request before it has taken them in.
+
+// rootsState is whose roots a connection's child was last told. told is closed
+// and replaced each time a client answers the child's roots/list.
+type rootsState struct {
+	mu   sync.Mutex
+	of   *session
+	told chan struct{}
+	// sync serializes the calls that bring a shared child's roots up to date.
+	sync sync.Mutex
+}
+
+// toldBy records that s answered the child's roots/list.
+func (r *rootsState) toldBy(s *session) {
+	r.mu.Lock()
+	r.of = s
+	close(r.told)
+	r.told = make(chan struct{})
+	r.mu.Unlock()
+}
+
+// forget records that the child's roots are nobody's (a client's changed).
+func (r *rootsState) forget() {
+	r.mu.Lock()
+	r.of = nil
+	r.mu.Unlock()
+}
+
+// current reports whether the child was last told s's roots, and the channel
+// closed when it is next told.
+func (r *rootsState) current(s *session) (bool, <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.of == s, r.told
+}
+
+// await waits, within ctx, until cn's child has been told s's roots, then lets
+// it take them in: two ping round trips, so that the work the answer started
+// (a server checking each root on disk) is done before the next request.
+func (r *rootsState) await(ctx context.Context, cn *conn, s *session) bool {
+	for {
+		ok, told := r.current(s)
+		if ok {
+			break
+		}
+		select {
+		case <-told:
+		case <-cn.done:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for range 2 {
+		if _, err := cn.request(ctx, string(mcp.MethodPing), nil); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// syncRoots brings a shared child that asks for roots up to date with the
+// roots of from's client before from's call reaches it: when the child was last
+// told another client's roots (or none), it is told they changed, and the call
+// waits (up to rootsWait) for the child to ask and from's client to answer. A
+// child of one legacy client pays this once. Modern requests are left out:
+// each would pay an input round of its own.
+func (g *Gateway) syncRoots(ctx context.Context, cn *conn, from *caller) {
+	if from == nil || from.s == nil || from.s.modern || !from.s.caps.roots || cn.owner != nil || cn.modern() || !cn.askedRoots.Load() {
+		return
+	}
+	if ok, _ := cn.roots.current(from.s); ok {
+		return
+	}
+	cn.roots.sync.Lock()
+	defer cn.roots.sync.Unlock()
+	if ok, _ := cn.roots.current(from.s); ok {
+		return
+	}
+	_, remove := cn.callers.add(from) // the child's roots/list belongs to this call
+	defer remove()
+	wait, cancel := context.WithTimeout(ctx, rootsWait)
+	defer cancel()
+	cn.notify("notifications/roots/list_changed")
+	if !cn.roots.await(wait, cn, from.s) {
+		g.log.Debug("a shared server was not brought up to date with its client's roots", "server", cn.server, "agent", from.s.agent)
+	}
+}
