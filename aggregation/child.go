@@ -585,6 +585,9 @@ type conn struct {
 	// roots may change its answers.
 	askedRoots atomic.Bool
 	roots      rootsState
+	// levelSent is the logging level a shared legacy child was last asked
+	// for, plus one; 0 before any.
+	levelSent atomic.Int32
 }
 
 func (cn *conn) markDone() { cn.lose(nil) }

@@ -137,6 +137,10 @@ func newEraServer(kind string) *server.MCPServer {
 		}
 		return mcp.NewToolResultText(era + ":" + r.GetString("text", "")), nil
 	})
+	srv.AddTool(mcp.NewTool("log"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		_ = srv.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(mcp.LoggingLevelWarning, "era", "a warning"))
+		return mcp.NewToolResultText("logged"), nil
+	})
 	srv.AddTool(mcp.NewTool("exit"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		go func() {
 			time.Sleep(100 * time.Millisecond) // the answer goes first

@@ -100,9 +100,17 @@ func (g *Gateway) serveModern(ctx context.Context, from origin, m *jsonrpc.Messa
 		ctx, done = from.conn.track(ctx, m.ID)
 		defer done()
 	}
+	if from.conn != nil && !meta.hasLevel {
+		if lvl := from.conn.modernLevel.Load(); lvl != levelUnset {
+			meta.level, meta.hasLevel = logLevels[lvl], true // set on the connection (setModernLevel)
+		}
+	}
 	s := g.requestSession(front, agent, meta, r)
 	s.requestID, s.credential = m.ID, from.credential
 	defer s.end()
+	if lvl := s.level.Load(); lvl != levelUnset {
+		g.raiseSharedLevel(ctx, lvl)
+	}
 	ctx, sp := g.span(ctx, m.Method)
 	if sp.IsRecording() {
 		sp.SetAttributes(attribute.String("nexus.agent", agent), attribute.String("nexus.front", front), attribute.String("nexus.protocol", meta.version))

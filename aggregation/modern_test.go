@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -346,6 +347,58 @@ func TestModernLogLevel(t *testing.T) {
 	}
 	if n := count(above); n != 0 {
 		t.Errorf("a request with logLevel error got %d warnings", n)
+	}
+}
+
+// TestModernLogLevelLegacyChild: a modern request's logLevel reaches a legacy
+// child as its session's level, so the logs it sends at that level or above
+// come back on the request's stream, and a request without one gets none.
+func TestModernLogLevelLegacyChild(t *testing.T) {
+	_, url := agentsGateway(t, `{"e": `+eraServer("legacy", filepath.Join(t.TempDir(), "era.log"), "")+`}`)
+	call := map[string]any{"name": "e__log", "arguments": map[string]any{}}
+	count := func(msgs []wireMsg) int {
+		n := 0
+		for _, m := range msgs {
+			if m.Method == "notifications/message" {
+				n++
+			}
+		}
+		return n
+	}
+	for i, tt := range []struct {
+		level string
+		want  int
+	}{{"", 0}, {"info", 1}, {"error", 0}, {"warning", 1}} {
+		meta := modernMeta(nil)
+		if tt.level != "" {
+			meta = modernMeta(nil, metaLogLevel, tt.level)
+		}
+		_, msgs := modernHTTP(t, url, tokens["tester"], i+1, "tools/call", withMeta(call, meta), nil)
+		if n := count(msgs); n != tt.want {
+			t.Errorf("a request with logLevel %q got %d log messages, want %d: %+v", tt.level, n, tt.want, msgs)
+		}
+	}
+}
+
+// TestModernSetLevelOnStdio: a 2026-07-28 client on stdio that sends
+// logging/setLevel without initialize (the official Go SDK's does) is answered as
+// servers answer it, and its later requests that name no level of their own
+// get the log messages at that level.
+func TestModernSetLevelOnStdio(t *testing.T) {
+	g := comebackGateway(t, `{"e": `+eraServer("legacy", filepath.Join(t.TempDir(), "era.log"), "")+`}`, nil)
+	waitState(t, g.kids()["e"], StateReady)
+	c := stdioClient(t, g, "anonymous")
+	if m := c.request("logging/setLevel", map[string]any{"level": "info"}); m.Error != nil {
+		t.Fatalf("logging/setLevel before any initialize: %+v", m.Error)
+	}
+	if m := c.request("tools/call", withMeta(map[string]any{"name": "e__log", "arguments": map[string]any{}}, modernMeta(nil))); m.Error != nil {
+		t.Fatalf("the call: %+v", m.Error)
+	}
+	if !c.waitNote("notifications/message", func(m wireMsg) bool { return strings.Contains(string(m.Params), "a warning") }) {
+		t.Errorf("no log message after logging/setLevel; received:\n%s", c.received())
+	}
+	if m := c.request("logging/setLevel", map[string]any{"level": "loud"}); m.Error == nil || m.Error.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("an unknown level was answered %+v", m.Error)
 	}
 }
 

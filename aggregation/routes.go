@@ -237,16 +237,36 @@ func (g *Gateway) forwardSharedLevel(ctx context.Context) {
 	if want == int32(len(logLevels)) {
 		return
 	}
+	g.setSharedLevel(ctx, want, false)
+}
+
+// raiseSharedLevel asks every shared legacy child that logs and was not yet
+// asked for lvl or a more verbose level for lvl: a modern request carries its
+// level in its _meta, which a legacy child never sees.
+func (g *Gateway) raiseSharedLevel(ctx context.Context, lvl int32) {
+	ctx, cancel := context.WithTimeout(ctx, levelWait)
+	defer cancel()
+	g.setSharedLevel(ctx, lvl, true)
+}
+
+// setSharedLevel asks every shared legacy child that logs for level want; with
+// onlyRaise, only those last asked for a less verbose one (or none).
+func (g *Gateway) setSharedLevel(ctx context.Context, want int32, onlyRaise bool) {
 	var wg sync.WaitGroup
 	for _, c := range g.kids() {
 		cn, _ := c.current()
-		if cn == nil || cn.caps.Logging == nil || c.config().PerClient() {
+		if cn == nil || cn.caps.Logging == nil || c.config().PerClient() || cn.modern() {
+			continue
+		}
+		if sent := cn.levelSent.Load(); onlyRaise && sent != 0 && sent-1 <= want {
 			continue
 		}
 		wg.Go(func() {
 			if _, err := cn.request(ctx, "logging/setLevel", map[string]any{"level": logLevels[want]}); err != nil {
 				c.log.Warn("forwarding logging/setLevel failed", "err", err)
+				return
 			}
+			cn.levelSent.Store(want + 1)
 		})
 	}
 	wg.Wait()

@@ -54,14 +54,18 @@ type session struct {
 	credential string
 	out        sink // unsolicited messages: list changes, logs, resource updates
 
-	ready  atomic.Bool // initialize answered; agent and caps are set
-	agent  string
-	caps   clientCaps
-	level  atomic.Int32 // the client's logging level, or levelUnset
-	used   atomic.Int64 // unix nanoseconds of the last message, for the idle sweep
-	nextID atomic.Int64
-	ctx    context.Context // ends when the session closes
-	cancel context.CancelFunc
+	ready atomic.Bool // initialize answered; agent and caps are set
+	agent string
+	caps  clientCaps
+	level atomic.Int32 // the client's logging level, or levelUnset
+	// modernLevel is the logging level a stdio connection that never
+	// initialized set with logging/setLevel, or levelUnset: its modern
+	// requests that name no level of their own take it (setModernLevel).
+	modernLevel atomic.Int32
+	used        atomic.Int64 // unix nanoseconds of the last message, for the idle sweep
+	nextID      atomic.Int64
+	ctx         context.Context // ends when the session closes
+	cancel      context.CancelFunc
 	// slots bounds the requests in flight (limits.maxCallsPerSession): one client
 	// cannot make the gateway hold more goroutines and answers than that.
 	slots chan struct{}
@@ -109,6 +113,7 @@ func (g *Gateway) newSession(front, preset string, out sink) *session {
 		slots: make(chan struct{}, g.cfg.Load().Limits.CallsPerSession()),
 		calls: map[string]context.CancelCauseFunc{}, pending: map[string]chan *jsonrpc.Message{}, subs: map[string]subKey{}}
 	s.level.Store(levelUnset)
+	s.modernLevel.Store(levelUnset)
 	s.touch()
 	return s
 }
@@ -191,6 +196,9 @@ func (s *session) busy(id json.RawMessage) []byte {
 
 // answer runs one request and encodes its response.
 func (s *session) answer(ctx context.Context, m *jsonrpc.Message, r sink) []byte {
+	if !s.ready.Load() && m.Method == "logging/setLevel" {
+		return s.setModernLevel(m)
+	}
 	if !s.ready.Load() && m.Method != "initialize" && m.Method != "ping" {
 		return jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeInvalidRequest, "%s before initialize: send initialize first", m.Method)
 	}
@@ -467,4 +475,21 @@ func (ss *sessionSet) snapshot() []*session {
 		out = append(out, s)
 	}
 	return out
+}
+
+// setModernLevel answers logging/setLevel on a stdio connection that never
+// initialized: a client of the 2026-07-28 era (which removed the method) that
+// sends it anyway is answered as servers of both eras answer it, and its later
+// requests that carry no logLevel of their own are given that level.
+func (s *session) setModernLevel(m *jsonrpc.Message) []byte {
+	var p struct {
+		Level string `json:"level"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	lvl, ok := levelIndex(p.Level)
+	if !ok {
+		return jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeInvalidParams, "unknown logging level %s: use one of debug, info, notice, warning, error, critical, alert, emergency", quoted(p.Level))
+	}
+	s.modernLevel.Store(int32(lvl))
+	return jsonrpc.Response(m.ID, json.RawMessage("{}"), nil)
 }

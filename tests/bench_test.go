@@ -18,9 +18,11 @@ import (
 // thinnest possible relay (tests/relay: copies bytes, parses nothing: the floor of one
 // extra process hop), and through `nexus serve` (stdio front, stdio child),
 // sequentially and 8 calls at a time. All run in the same benchmark so their ratios
-// come from one run on a noisy machine.
+// come from one run on a noisy machine. The fixture is an mcp-go server of both
+// eras: "nexus" speaks it the era Nexus picks by default, "nexus-legacy" and
+// "nexus-modern" the era servers.fx.protocolVersion pins.
 //
-//	go test ./tests -run '^$' -bench Gateway -benchtime 2000x
+//	go test ./tests -run '^$' -bench 'Gateway$' -benchtime 2000x
 func BenchmarkGateway(b *testing.B) {
 	if raceEnabled {
 		b.Skip("benchmarks need binaries built without -race")
@@ -28,6 +30,12 @@ func BenchmarkGateway(b *testing.B) {
 	t := &testing.T{}
 	h := newHome(t, nil)
 	h.writeConfig(map[string]any{"servers": map[string]any{"fx": map[string]any{"command": built.fixture}}})
+	pinned := func(version string) *home {
+		p := newHome(t, nil)
+		p.writeConfig(map[string]any{"servers": map[string]any{"fx": map[string]any{"command": built.fixture, "protocolVersion": version}}})
+		return p
+	}
+	legacy, modern := pinned("2025-11-25"), pinned("2026-07-28")
 	targets := []struct {
 		name string
 		s    func() *session
@@ -39,6 +47,8 @@ func BenchmarkGateway(b *testing.B) {
 		{"nexus", func() *session {
 			return startSession(t, h.env("NEXUS_CPUPROFILE="+os.Getenv("BENCH_NEXUS_CPUPROFILE")), built.nexus, "serve", "--no-memory")
 		}, "fx__echo", distinct},
+		{"nexus-legacy", func() *session { return startSession(t, legacy.env(), built.nexus, "serve", "--no-memory") }, "fx__echo", distinct},
+		{"nexus-modern", func() *session { return startSession(t, modern.env(), built.nexus, "serve", "--no-memory") }, "fx__echo", distinct},
 		{"nexus-memory-hit", func() *session { return startSession(t, h.env(), built.nexus, "serve") }, "fx__echo", same},
 	}
 	seq := map[string][]time.Duration{}
@@ -74,6 +84,10 @@ func BenchmarkGateway(b *testing.B) {
 	b.ReportMetric(rate["nexus"]/rate["direct"], "nexus/direct-8way-x")
 	b.ReportMetric(rate["nexus"]/rate["relay"], "nexus/relay-8way-x")
 	b.ReportMetric(p(seq["nexus-memory-hit"], 0.5)/p(seq["direct"], 0.5), "hit/direct-p50-x")
+	b.ReportMetric(p(seq["nexus"], 0.5)/p(seq["nexus-legacy"], 0.5), "default/legacy-p50-x")
+	b.ReportMetric(rate["nexus"]/rate["nexus-legacy"], "default/legacy-8way-x")
+	b.ReportMetric(p(seq["nexus-modern"], 0.5)/p(seq["nexus-legacy"], 0.5), "modern/legacy-p50-x")
+	b.ReportMetric(rate["nexus-modern"]/rate["nexus-legacy"], "modern/legacy-8way-x")
 }
 
 // measure times n calls one after another, then n calls 8 at a time: each
