@@ -71,6 +71,14 @@ type caller struct {
 	r sink
 }
 
+// session is the caller's session; nil for a call without a client.
+func (c *caller) session() *session {
+	if c == nil {
+		return nil
+	}
+	return c.s
+}
+
 // letGo is said before the call waits (on its child, on memory, on a server
 // still starting): a call running on the goroutine that reads its client
 // (stdioFront) hands the reading on first.
@@ -339,8 +347,13 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *toolCall, timeout time.
 		params = withFields(params, c.input)
 	}
 	out := outgoing{beforeWrite: g.writeGate(ctx, c)}
-	if c.from != nil && c.from.s != nil && c.from.s.modern && c.from.s.caps.tasks {
-		out.extensions = []string{tasksExtension} // its client takes tasks
+	if s := c.from.session(); s != nil {
+		if s.modern && s.caps.tasks {
+			out.extensions = []string{tasksExtension} // its client takes tasks
+		}
+		// Over HTTP, and for a modern request, the call's stream ends with its
+		// answer: what the child sends for the call must come first.
+		out.trailing = (s.modern || s.front == frontHTTP) && (token != "" || s.level.Load() != levelUnset && cn.caps.Logging != nil)
 	}
 	raw, asked, err := g.requestInput(ctx, cn, c.from, "tools/call", params, out)
 	asked = asked || fl.asked.Load()

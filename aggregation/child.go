@@ -1050,6 +1050,10 @@ type outgoing struct {
 	// beforeWrite is the write gate (gate.go), run just before the request is
 	// written; nil lets it go.
 	beforeWrite func() (release func(), err error)
+	// trailing says the caller's stream ends with the answer and the request
+	// may be followed by notifications (progress, logs) that a legacy child
+	// can write after its answer: requestInput lets them in first.
+	trailing bool
 }
 
 // requestWith sends one request to the child and returns its raw result. Our ids

@@ -590,10 +590,11 @@ func (g *Gateway) fulfil(ctx context.Context, c *caller, server string, raw json
 // times. asked reports that it was.
 func (g *Gateway) requestInput(ctx context.Context, cn *conn, c *caller, method string, params any, out outgoing) (raw json.RawMessage, asked bool, err error) {
 	raw, err = cn.requestWith(ctx, method, params, out)
-	if err == nil && c != nil && c.s != nil && c.s.modern && c.s.level.Load() != levelUnset && !cn.modern() {
-		// A legacy child may write a request's log messages after its answer
-		// (mcp-go writes them from another goroutine): a modern request's
-		// stream ends with the answer, so a ping round trip lets them in first.
+	if err == nil && out.trailing && !cn.modern() {
+		// A legacy child may write a request's progress and log messages after
+		// its answer (mcp-go writes them from another goroutine), and the
+		// caller's stream ends with the answer: a ping round trip lets them in
+		// first.
 		_, _ = cn.request(ctx, "ping", nil)
 	}
 	// What the child sent before its answer (the call's last progress, a log

@@ -146,16 +146,31 @@ func (g *Gateway) resourceUpdated(k subKey, params json.RawMessage) {
 }
 
 // routeLog sends a child's log message to every session whose agent may see the
-// server and whose level lets it through.
+// server and whose level lets it through. While the calls in flight on the
+// child are one session's, that session gets it on the stream of its call, as
+// the server sends it during a call: over HTTP a client need not listen on its
+// session's own stream to see it.
 func (g *Gateway) routeLog(server string, params json.RawMessage) {
 	msg, lvl, ok := logMessage(server, params)
 	if !ok {
 		return
 	}
-	for _, s := range g.sessions.all() {
-		if s.wantsLevel(lvl) && g.view(s.agent).sees[server] {
-			s.push(msg)
+	var during *caller
+	if c := g.kids()[server]; c != nil {
+		if cn, _ := c.current(); cn != nil {
+			if cl, n := cn.callers.only(); n == 1 && cl.r != nil {
+				during = cl
+			}
 		}
+	}
+	for _, s := range g.sessions.all() {
+		if !s.wantsLevel(lvl) || !g.view(s.agent).sees[server] {
+			continue
+		}
+		if during != nil && during.s == s && during.r.send(s.outward(msg)) {
+			continue
+		}
+		s.push(msg)
 	}
 }
 
