@@ -1,0 +1,352 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// The SDK matrix: servers built on two SDKs (tests/sdkpeer), each called by
+// clients of those SDKs in their default mode (which probes 2026-07-28) and
+// pinned to the legacy era, directly over stdio and through Nexus on its stdio
+// and HTTP fronts. Each behaviour a server asks of its client or sends it
+// during a call (sampling, elicitation, roots, progress, logging) is compared
+// with the direct connection's. A difference fails the test unless
+// matrixDiffers lists it with its reason, and a listed one that went away fails
+// it too. The README's "What a client sees through Nexus" gives the count.
+
+// matrixDiffers are the known differences, "server client front behaviour" to
+// why. Each is one where Nexus does better than the direct connection.
+func matrixDiffers() map[string]string {
+	out := map[string]string{}
+	for _, server := range []string{"mcp-go", "go-sdk"} {
+		for _, client := range []string{"mcp-go", "go-sdk"} { // their default (2026-07-28) mode
+			for _, front := range []string{"stdio", "http"} {
+				for _, b := range []string{"sample", "elicit", "roots"} {
+					out[strings.Join([]string{server, client, front, b}, " ")] = "better than direct: the server refuses its own requests to a 2026-07-28 client; " +
+						"Nexus speaks it a session and bridges them into the client's input_required rounds"
+				}
+			}
+		}
+		out[server+" go-sdk stdio log"] = "better than direct: the client asked for logs with logging/setLevel, which a 2026-07-28 server ignores; Nexus applies it to the connection's requests"
+	}
+	return out
+}
+
+// matrixBehaviours are the peer's tools, one a behaviour.
+var matrixBehaviours = []string{"sample", "elicit", "roots", "progress", "log"}
+
+// matrixClient is one SDK's client, connected.
+type matrixClient interface {
+	// call calls tool (with a progress token for "progress") and returns what
+	// the client saw: the result's text, and for progress and log what
+	// arrived during the call.
+	call(ctx context.Context, tool string) string
+	close()
+}
+
+// seen counts what a client was sent beside results.
+type seen struct {
+	mu       sync.Mutex
+	progress int
+	levels   []string
+}
+
+func (s *seen) addProgress() { s.mu.Lock(); s.progress++; s.mu.Unlock() }
+func (s *seen) addLevel(l string) {
+	s.mu.Lock()
+	s.levels = append(s.levels, l)
+	s.mu.Unlock()
+}
+
+// after waits (up to two seconds) for what tool sends beside its result, and
+// says what arrived: notifications may trail the result on any connection.
+func (s *seen) after(tool string) string {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		s.mu.Lock()
+		p, l := s.progress, slices.Clone(s.levels)
+		s.mu.Unlock()
+		done := tool == "progress" && p >= 3 || tool == "log" && len(l) >= 2 || tool != "progress" && tool != "log"
+		if done || time.Now().After(deadline) {
+			sort.Strings(l)
+			switch tool {
+			case "progress":
+				return fmt.Sprintf("; %d progress", p)
+			case "log":
+				return fmt.Sprintf("; logs %v", l)
+			}
+			return ""
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (s *seen) reset() { s.mu.Lock(); s.progress, s.levels = 0, nil; s.mu.Unlock() }
+
+// mcpGoClient is mark3labs/mcp-go's client over tr; legacy pins 2025-11-25.
+type mcpGoClient struct {
+	c    *client.Client
+	seen *seen
+	name func(string) string
+}
+
+type mcpGoHandlers struct{}
+
+func (mcpGoHandlers) CreateMessage(context.Context, mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	return &mcp.CreateMessageResult{SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("hi from the model")}, Model: "matrix"}, nil
+}
+
+func (mcpGoHandlers) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"name": "Ada"}}}, nil
+}
+
+func (mcpGoHandlers) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	return &mcp.ListRootsResult{Roots: []mcp.Root{{URI: "file:///matrix-root", Name: "matrix"}}}, nil
+}
+
+func newMCPGoClient(t *testing.T, tr transport.Interface, legacy bool, name func(string) string) (matrixClient, error) {
+	h := mcpGoHandlers{}
+	opts := []client.ClientOption{client.WithSamplingHandler(h), client.WithElicitationHandler(h), client.WithRootsHandler(h)}
+	if legacy {
+		opts = append(opts, client.WithProtocolVersion("2025-11-25"))
+	}
+	c := client.NewClient(tr, opts...)
+	m := &mcpGoClient{c: c, seen: &seen{}, name: name}
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		switch n.Method {
+		case "notifications/progress":
+			m.seen.addProgress()
+		case "notifications/message":
+			m.seen.addLevel(fmt.Sprint(n.Params.AdditionalFields["level"]))
+		}
+	})
+	// The stdio transport's process lives as long as Start's context.
+	if err := c.Start(context.Background()); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "matrix", Version: "1"},
+		Capabilities: mcp.ClientCapabilities{Roots: &struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		}{ListChanged: true}}}}); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if err := c.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: mcp.LoggingLevelInfo}}); err != nil {
+		t.Logf("mcp-go client: logging/setLevel: %v", err)
+	}
+	return m, nil
+}
+
+func (m *mcpGoClient) call(ctx context.Context, tool string) string {
+	m.seen.reset()
+	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: m.name(tool), Arguments: map[string]any{}}}
+	if tool == "progress" {
+		req.Params.Meta = &mcp.Meta{ProgressToken: "matrix-progress"}
+	}
+	res, err := m.c.CallTool(ctx, req)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	var parts []string
+	for _, c := range res.Content {
+		parts = append(parts, mcp.GetTextFromContent(c))
+	}
+	return strings.Join(parts, " ") + m.seen.after(tool)
+}
+
+func (m *mcpGoClient) close() { m.c.Close() }
+
+// goSDKClient is the official Go SDK's client; legacy pins 2025-11-25.
+type goSDKClient struct {
+	s    *gosdk.ClientSession
+	seen *seen
+	name func(string) string
+}
+
+func newGoSDKClient(tr gosdk.Transport, legacy bool, name func(string) string) (matrixClient, error) {
+	sn := &seen{}
+	c := gosdk.NewClient(&gosdk.Implementation{Name: "matrix", Version: "1"}, &gosdk.ClientOptions{
+		CreateMessageHandler: func(context.Context, *gosdk.CreateMessageRequest) (*gosdk.CreateMessageResult, error) {
+			return &gosdk.CreateMessageResult{Role: "assistant", Content: &gosdk.TextContent{Text: "hi from the model"}, Model: "matrix"}, nil
+		},
+		ElicitationHandler: func(context.Context, *gosdk.ElicitRequest) (*gosdk.ElicitResult, error) {
+			return &gosdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+		},
+		ProgressNotificationHandler: func(context.Context, *gosdk.ProgressNotificationClientRequest) { sn.addProgress() },
+		LoggingMessageHandler: func(_ context.Context, r *gosdk.LoggingMessageRequest) {
+			sn.addLevel(string(r.Params.Level))
+		},
+	})
+	c.AddRoots(&gosdk.Root{URI: "file:///matrix-root", Name: "matrix"})
+	var opts *gosdk.ClientSessionOptions
+	if legacy {
+		opts = &gosdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := c.Connect(ctx, tr, opts)
+	if err != nil {
+		return nil, err
+	}
+	_ = s.SetLoggingLevel(ctx, &gosdk.SetLoggingLevelParams{Level: "info"})
+	return &goSDKClient{s: s, seen: sn, name: name}, nil
+}
+
+func (g *goSDKClient) call(ctx context.Context, tool string) string {
+	g.seen.reset()
+	p := &gosdk.CallToolParams{Name: g.name(tool), Arguments: map[string]any{}}
+	if tool == "progress" {
+		p.SetProgressToken("matrix-progress")
+	}
+	res, err := g.s.CallTool(ctx, p)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*gosdk.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, " ") + g.seen.after(tool)
+}
+
+func (g *goSDKClient) close() { g.s.Close() }
+
+var sdkPeer = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(os.TempDir(), fmt.Sprintf("nexus-sdkpeer-%d", os.Getpid()))
+	out, err := exec.Command("go", "build", "-o", bin, "./sdkpeer").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("building tests/sdkpeer: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// TestSDKMatrix compares each behaviour of each SDK's server, as each SDK's
+// client sees it, directly and through Nexus in its default config.
+func TestSDKMatrix(t *testing.T) {
+	t.Parallel()
+	peer, err := sdkPeer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(peer) })
+	clients := []struct {
+		name   string
+		legacy bool
+		sdk    string
+	}{{"mcp-go", false, "mcp-go"}, {"mcp-go-legacy", true, "mcp-go"}, {"go-sdk", false, "go-sdk"}, {"go-sdk-legacy", true, "go-sdk"}}
+	var mu sync.Mutex
+	results := map[string]string{} // "server client front behaviour" -> outcome
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, 4) // connections under way at once
+	for _, server := range []string{"mcp-go", "go-sdk"} {
+		for _, cl := range clients {
+			for _, front := range []string{"direct", "stdio", "http"} {
+				wg.Go(func() {
+					slots <- struct{}{}
+					defer func() { <-slots }()
+					// A gateway of its own: a shared child serves one client at a
+					// time when it asks its client something (see docs/protocol.md).
+					h := newHome(t, map[string]any{"servers": map[string]any{"peer": map[string]any{"command": peer, "args": []string{server}}},
+						"policy": map[string]any{"default": map[string]any{"allow": []string{"*"}}}})
+					name := func(tool string) string { return "peer__" + tool }
+					if front == "direct" {
+						name = func(tool string) string { return tool }
+					}
+					var c matrixClient
+					var err error
+					switch {
+					case front == "http":
+						url, _ := h.serveHTTP("--no-memory")
+						if cl.sdk == "go-sdk" {
+							c, err = newGoSDKClient(&gosdk.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, cl.legacy, name)
+							break
+						}
+						var tr *transport.StreamableHTTP
+						if tr, err = transport.NewStreamableHTTP(url); err == nil {
+							c, err = newMCPGoClient(t, tr, cl.legacy, name)
+						}
+					case cl.sdk == "mcp-go":
+						cmd, args := peer, []string{server}
+						if front == "stdio" {
+							cmd, args = built.nexus, []string{"serve", "--no-memory"}
+						}
+						c, err = newMCPGoClient(t, transport.NewStdio(cmd, h.env(), args...), cl.legacy, name)
+					default:
+						cmd := exec.Command(peer, server)
+						if front == "stdio" {
+							cmd = exec.Command(built.nexus, "serve", "--no-memory")
+						}
+						cmd.Env = h.env()
+						c, err = newGoSDKClient(&gosdk.CommandTransport{Command: cmd}, cl.legacy, name)
+					}
+					key := func(b string) string { return strings.Join([]string{server, cl.name, front, b}, " ") }
+					if err != nil {
+						mu.Lock()
+						for _, b := range matrixBehaviours {
+							results[key(b)] = "connect error: " + err.Error()
+						}
+						mu.Unlock()
+						return
+					}
+					defer c.close()
+					for _, b := range matrixBehaviours {
+						ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+						got := c.call(ctx, b)
+						cancel()
+						mu.Lock()
+						results[key(b)] = got
+						mu.Unlock()
+					}
+				})
+			}
+		}
+	}
+	wg.Wait()
+	differs := matrixDiffers()
+	same, listed := 0, 0
+	var table []string
+	for _, server := range []string{"mcp-go", "go-sdk"} {
+		for _, cl := range clients {
+			for _, front := range []string{"stdio", "http"} {
+				for _, b := range matrixBehaviours {
+					k := strings.Join([]string{server, cl.name, front, b}, " ")
+					direct := results[strings.Join([]string{server, cl.name, "direct", b}, " ")]
+					through := results[k]
+					why, known := differs[k]
+					switch {
+					case direct == through && known:
+						t.Errorf("%s: listed as a difference (%s), but direct and through Nexus now agree: take it out of matrixDiffers and the README's count", k, why)
+					case direct == through:
+						same++
+					case known:
+						listed++
+					default:
+						t.Errorf("%s: direct %q, through Nexus %q", k, direct, through)
+					}
+					table = append(table, fmt.Sprintf("| %s | %s | %s | %s | %s | %s |", server, cl.name, front, b, direct, through))
+				}
+			}
+		}
+	}
+	t.Logf("%d behaviours x pairs compared: %d identical, %d listed differences\n| server | client | front | behaviour | direct | through Nexus |\n|---|---|---|---|---|---|\n%s",
+		len(table), same, listed, strings.Join(table, "\n"))
+}
