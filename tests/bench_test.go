@@ -18,9 +18,10 @@ import (
 // thinnest possible relay (tests/relay: copies bytes, parses nothing: the floor of one
 // extra process hop), and through `nexus serve` (stdio front, stdio child),
 // sequentially and 8 calls at a time. All run in the same benchmark so their ratios
-// come from one run on a noisy machine. The fixture is an mcp-go server of both
-// eras: "nexus" speaks it the era Nexus picks by default, "nexus-legacy" and
-// "nexus-modern" the era servers.fx.protocolVersion pins.
+// come from one run on a noisy machine. The fixture speaks the legacy era only;
+// the "dual" targets put an mcp-go server of both eras (tests/sdkpeer) behind
+// Nexus: "dual" in the era Nexus picks by default, "dual-legacy" and
+// "dual-modern" in the era servers.fx.protocolVersion pins.
 //
 //	go test ./tests -run '^$' -bench 'Gateway$' -benchtime 2000x
 func BenchmarkGateway(b *testing.B) {
@@ -30,12 +31,21 @@ func BenchmarkGateway(b *testing.B) {
 	t := &testing.T{}
 	h := newHome(t, nil)
 	h.writeConfig(map[string]any{"servers": map[string]any{"fx": map[string]any{"command": built.fixture}}})
-	pinned := func(version string) *home {
+	peer, err := sdkPeer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.Remove(peer)
+	dual := func(version string) *home {
+		fx := map[string]any{"command": peer, "args": []string{"mcp-go"}}
+		if version != "" {
+			fx["protocolVersion"] = version
+		}
 		p := newHome(t, nil)
-		p.writeConfig(map[string]any{"servers": map[string]any{"fx": map[string]any{"command": built.fixture, "protocolVersion": version}}})
+		p.writeConfig(map[string]any{"servers": map[string]any{"fx": fx}})
 		return p
 	}
-	legacy, modern := pinned("2025-11-25"), pinned("2026-07-28")
+	byDefault, legacy, modern := dual(""), dual("2025-11-25"), dual("2026-07-28")
 	targets := []struct {
 		name string
 		s    func() *session
@@ -47,8 +57,9 @@ func BenchmarkGateway(b *testing.B) {
 		{"nexus", func() *session {
 			return startSession(t, h.env("NEXUS_CPUPROFILE="+os.Getenv("BENCH_NEXUS_CPUPROFILE")), built.nexus, "serve", "--no-memory")
 		}, "fx__echo", distinct},
-		{"nexus-legacy", func() *session { return startSession(t, legacy.env(), built.nexus, "serve", "--no-memory") }, "fx__echo", distinct},
-		{"nexus-modern", func() *session { return startSession(t, modern.env(), built.nexus, "serve", "--no-memory") }, "fx__echo", distinct},
+		{"dual", func() *session { return startSession(t, byDefault.env(), built.nexus, "serve", "--no-memory") }, "fx__echo", distinct},
+		{"dual-legacy", func() *session { return startSession(t, legacy.env(), built.nexus, "serve", "--no-memory") }, "fx__echo", distinct},
+		{"dual-modern", func() *session { return startSession(t, modern.env(), built.nexus, "serve", "--no-memory") }, "fx__echo", distinct},
 		{"nexus-memory-hit", func() *session { return startSession(t, h.env(), built.nexus, "serve") }, "fx__echo", same},
 	}
 	seq := map[string][]time.Duration{}
@@ -57,7 +68,9 @@ func BenchmarkGateway(b *testing.B) {
 	for _, tg := range targets {
 		s := tg.s()
 		for i := 0; i < 200; i++ { // warm up: connections, caches, the first memory entry
-			s.call(tg.tool, tg.args(i))
+			if res := s.call(tg.tool, tg.args(i)); res.IsError {
+				b.Fatalf("%s: %s", tg.name, res.text())
+			}
 		}
 		before := processCPU(s.cmd.Process.Pid)
 		seq[tg.name], rate[tg.name] = measure(b.N, func(i int) { s.call(tg.tool, tg.args(i)) })
@@ -84,10 +97,11 @@ func BenchmarkGateway(b *testing.B) {
 	b.ReportMetric(rate["nexus"]/rate["direct"], "nexus/direct-8way-x")
 	b.ReportMetric(rate["nexus"]/rate["relay"], "nexus/relay-8way-x")
 	b.ReportMetric(p(seq["nexus-memory-hit"], 0.5)/p(seq["direct"], 0.5), "hit/direct-p50-x")
-	b.ReportMetric(p(seq["nexus"], 0.5)/p(seq["nexus-legacy"], 0.5), "default/legacy-p50-x")
-	b.ReportMetric(rate["nexus"]/rate["nexus-legacy"], "default/legacy-8way-x")
-	b.ReportMetric(p(seq["nexus-modern"], 0.5)/p(seq["nexus-legacy"], 0.5), "modern/legacy-p50-x")
-	b.ReportMetric(rate["nexus-modern"]/rate["nexus-legacy"], "modern/legacy-8way-x")
+	b.ReportMetric(p(seq["dual"], 0.5)/p(seq["dual-legacy"], 0.5), "default/pinned-p50-x")
+	b.ReportMetric(rate["dual"]/rate["dual-legacy"], "default/pinned-8way-x")
+	b.ReportMetric(p(seq["dual-modern"], 0.5)/p(seq["dual-legacy"], 0.5), "modern/pinned-p50-x")
+	b.ReportMetric(rate["dual-modern"]/rate["dual-legacy"], "modern/pinned-8way-x")
+	b.ReportMetric(p(seq["dual"], 0.5)/p(seq["relay"], 0.5), "dual/relay-p50-x")
 }
 
 // measure times n calls one after another, then n calls 8 at a time: each

@@ -5,7 +5,8 @@
 //	sdkpeer mcp-go    github.com/mark3labs/mcp-go's server, on stdio
 //	sdkpeer go-sdk    github.com/modelcontextprotocol/go-sdk's server, on stdio
 //
-// Tools: sample (asks the client's model), elicit (asks the user for a name),
+// Tools: echo (answers its message, read-only: the benchmarks' call), sample
+// (asks the client's model), elicit (asks the user for a name),
 // roots (asks the client's roots), progress (reports three steps to a
 // progress token) and log (logs at info and at warning). Each answers with
 // what it got, as text.
@@ -45,6 +46,10 @@ func mcpGoServer() *server.MCPServer {
 	text := func(format string, a ...any) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText(fmt.Sprintf(format, a...)), nil
 	}
+	s.AddTool(mcp.NewTool("echo", mcp.WithString("message"), mcp.WithReadOnlyHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false)),
+		func(_ context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(r.GetString("message", "")), nil
+		})
 	s.AddTool(mcp.NewTool("sample"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, err := s.RequestSampling(ctx, mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
 			Messages:  []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("say hi")}},
