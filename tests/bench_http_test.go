@@ -33,7 +33,11 @@ func BenchmarkHTTPFront(b *testing.B) {
 	child := httptest.NewServer(server.NewStreamableHTTPServer(srv))
 	defer child.Close()
 	h := newHome(t, map[string]any{"servers": map[string]any{"fx": map[string]any{"transport": "streamable-http", "url": child.URL + "/mcp"}}})
-	nexusURL, _ := serveHTTPProcess(t, h.env("NEXUS_CPUPROFILE="+os.Getenv("BENCH_NEXUS_CPUPROFILE")), "--no-memory")
+	gateway, nexusURL, _ := startHTTPProcess(t, h.env("NEXUS_CPUPROFILE="+os.Getenv("BENCH_NEXUS_CPUPROFILE")), "--no-memory")
+	defer func() { // stopped, not killed: the profile is written as it stops
+		gateway.Process.Signal(interrupt)
+		gateway.Wait()
+	}()
 	targets := []struct{ name, url, tool string }{
 		{"direct", child.URL + "/mcp", "echo"},
 		{"nexus", nexusURL, "fx__echo"},
