@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/nexus-mcp/nexus/config"
@@ -357,6 +358,9 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *toolCall, timeout time.
 	}
 	raw, asked, err := g.requestInput(ctx, cn, c.from, "tools/call", params, out)
 	asked = asked || fl.asked.Load()
+	if err == nil && cn.modern() {
+		g.eraRefusal(t.Server, raw)
+	}
 	if err == nil {
 		// An answer made with the client's input, one asking for it, or a
 		// task, is that caller's: memory neither stores nor shares it.
@@ -688,4 +692,22 @@ func (e *notRunningError) Error() string {
 		return fmt.Sprintf("server %s: %s; its tools come back after the login", e.st.Name, e.st.Error)
 	}
 	return fmt.Sprintf("server %s is not running (%s); its tools come back when it connects (nexus list-servers --live shows it)", e.st.Name, e.st.Describe())
+}
+
+// sdkEraRefusals are how the SDKs word their refusal (mcp-go, the official Go
+// SDK, the TypeScript SDK v2).
+var sdkEraRefusals = [][]byte{[]byte("server-initiated requests are not supported"), []byte("cannot be sent while serving a request"), []byte("Server-to-client requests are not available")}
+
+// eraRefusal logs, once a minute, what to do when a child pinned to
+// the modern era answers a call with its SDK's refusal of its own requests to
+// the client (sampling, elicitation, roots), which it makes only in a session.
+func (g *Gateway) eraRefusal(server string, raw json.RawMessage) {
+	if !bytes.Contains(raw, []byte("2026-07-28")) || !slices.ContainsFunc(sdkEraRefusals, func(p []byte) bool { return bytes.Contains(raw, p) }) {
+		return
+	}
+	c := g.kids()[server]
+	if c == nil || !mcp.IsModernProtocol(c.config().ProtocolVersion) {
+		return
+	}
+	g.eraRefusals.add("server", server, "fix", fmt.Sprintf("servers.%s.protocolVersion pins %s, where this server refuses its own requests to the client (sampling, elicitation, roots); remove the setting and Nexus keeps a session with it", server, c.config().ProtocolVersion))
 }

@@ -118,6 +118,7 @@ type Gateway struct {
 	flights        flights           // modern requests' calls waiting for their clients' input
 	modernSlots    agentSlots        // modern HTTP requests in flight, per agent
 	denials        *policy.Counter
+	eraRefusals    *rateLog // a pinned modern child refusing its own requests (eraRefusal)
 	observer       Observer
 	tracer         trace.Tracer
 	tracing        bool // a tracer was given: spans are made
@@ -200,6 +201,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		denials: &policy.Counter{}, observer: opts.Observer, tracer: tp.Tracer("github.com/nexus-mcp/nexus/aggregation"), tracing: opts.Tracer != nil,
 		rebuild: make(chan struct{}, 1), published: map[string]string{},
 	}
+	g.eraRefusals = newRateLog(log, slog.LevelWarn, "a server pinned to the stateless era refused a request of its own to the client", time.Minute)
 	g.methods = g.methodTable()
 	g.modern = g.modernMethodTable()
 	g.sealer = newSealer(opts.StateKey)

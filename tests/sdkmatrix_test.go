@@ -381,3 +381,26 @@ func TestSDKMatrix(t *testing.T) {
 	t.Logf("%d behaviours x pairs compared: %d identical, %d listed differences\n| server | client | front | behaviour | direct | through Nexus |\n|---|---|---|---|---|---|\n%s",
 		len(table), same, listed, strings.Join(table, "\n"))
 }
+
+// TestPinnedModernEraSaysWhatToDo: a dual-era server pinned to 2026-07-28
+// refuses its tools' requests to the client with its SDK's error; the gateway's
+// log says which setting brings them back.
+func TestPinnedModernEraSaysWhatToDo(t *testing.T) {
+	t.Parallel()
+	peer, err := sdkPeer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHome(t, map[string]any{"servers": map[string]any{"peer": map[string]any{"command": peer, "args": []string{"mcp-go"}, "protocolVersion": "2026-07-28"}},
+		"policy": map[string]any{"default": map[string]any{"allow": []string{"*"}}}})
+	s := h.serveStdioReady([]string{"peer"}, "--no-memory")
+	s.answer = func(message) (any, *rpcError) {
+		return map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "hi"}, "model": "m"}, nil
+	}
+	if got := s.call("peer__sample", map[string]any{}).text(); !strings.Contains(got, "2026-07-28") {
+		t.Fatalf("the pinned server's sampling answered %q, not its SDK's refusal", got)
+	}
+	eventually(t, 10*time.Second, "the log naming the setting", func() bool {
+		return strings.Contains(s.stderr.String(), "servers.peer.protocolVersion pins 2026-07-28")
+	})
+}
