@@ -3,6 +3,7 @@ package aggregation
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -48,9 +49,15 @@ func (r *rootsState) current(s *session) (bool, <-chan struct{}) {
 	return r.of == s, r.told
 }
 
+// rootsSettle is how long, at least, a child is given to take in the roots it
+// was told before the next request reaches it: a server checks each root on
+// disk after the answer (the npm filesystem server does), and says nothing
+// when it is done.
+const rootsSettle = 100 * time.Millisecond
+
 // await waits, within ctx, until cn's child has been told s's roots, then lets
-// it take them in: two ping round trips, so that the work the answer started
-// (a server checking each root on disk) is done before the next request.
+// it take them in: ping round trips for at least rootsSettle (two at least),
+// so that the work the answer started is done before the next request.
 func (r *rootsState) await(ctx context.Context, cn *conn, s *session) bool {
 	for {
 		ok, told := r.current(s)
@@ -65,9 +72,17 @@ func (r *rootsState) await(ctx context.Context, cn *conn, s *session) bool {
 			return false
 		}
 	}
-	for range 2 {
+	start := time.Now()
+	for n := 0; n < 2 || time.Since(start) < rootsSettle; n++ {
 		if _, err := cn.request(ctx, string(mcp.MethodPing), nil); err != nil {
 			return false
+		}
+		if n >= 1 {
+			select { // a ping every 10ms, not a busy loop
+			case <-time.After(10 * time.Millisecond):
+			case <-ctx.Done():
+				return false
+			}
 		}
 	}
 	return true
