@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nexus-mcp/nexus/memory/canon"
 	"github.com/nexus-mcp/nexus/memory/guard"
 
 	"github.com/nexus-mcp/nexus/memory/embedder"
@@ -264,6 +265,10 @@ type semHit struct {
 	similarity float64
 	matched    string
 	verified   bool
+	// rewrites are what made it a hit: the rules of memory/canon that
+	// tell the two texts apart, or "embedder" / "verifier" for a hit that
+	// a configured embedder or verifier widened.
+	rewrites []string
 }
 
 // Candidate is a stored neighbour.
@@ -274,6 +279,14 @@ type Candidate struct {
 }
 
 // semanticHit looks for a neighbour of sc that may be served for c.
+//
+// A neighbour is served when its text and sc's have one canonical form
+// (memory/canon): every difference between them is a known
+// meaning-preserving rewrite, and the hit says which. Similarity only ranks
+// the neighbours. Beyond that, and only when nothing that always counts
+// differs (canon.Significant) and the guard agrees, an HTTP embedder's
+// score at or above Serve, or a verifier's yes in [Verify, Serve), widens
+// what is served.
 func (m *Memory) semanticHit(ctx context.Context, c *call, sc *FreeText) (semHit, bool, error) {
 	cands, err := m.neighbours(ctx, sc)
 	if err != nil || len(cands) == 0 {
@@ -284,13 +297,25 @@ func (m *Memory) semanticHit(ctx context.Context, c *call, sc *FreeText) (semHit
 		d := DefaultThresholds(sc.Embedder)
 		th = &d
 	}
+	lexical := sc.Embedder.Name == embedder.LexicalName
+	asked := canon.Normalize(sc.Text)
 	now := m.now().UnixMilli()
 	verified := false
 	for _, cd := range cands {
-		if cd.Similarity < th.Verify {
-			break
-		}
 		if !c.fresh(cd.Entry, now) {
+			continue
+		}
+		stored := canon.Normalize(cd.Text)
+		if slices.Equal(asked.Words, stored.Words) {
+			return semHit{e: cd.Entry, similarity: cd.Similarity, matched: cd.Text, rewrites: canon.Explain(stored, asked)}, true, nil
+		}
+		if cd.Similarity < th.Verify {
+			continue
+		}
+		if w := canon.Significant(asked, stored); w != "" {
+			m.pend.count(c.t, func(k *Counters) { k.GuardRejections++ })
+			m.log.Debug("memory: similar call not served: a word that counts differs", "tool", c.t.Name,
+				"similarity", cd.Similarity, "word", w)
 			continue
 		}
 		if ok, reason := guard.Check(sc.Text, cd.Text); !ok {
@@ -299,8 +324,8 @@ func (m *Memory) semanticHit(ctx context.Context, c *call, sc *FreeText) (semHit
 				"similarity", cd.Similarity, "reason", reason)
 			continue
 		}
-		if cd.Similarity >= th.Serve {
-			return semHit{e: cd.Entry, similarity: cd.Similarity, matched: cd.Text}, true, nil
+		if cd.Similarity >= th.Serve && !lexical {
+			return semHit{e: cd.Entry, similarity: cd.Similarity, matched: cd.Text, rewrites: []string{"embedder"}}, true, nil
 		}
 		// Gray zone: ask the verifier once per call.
 		if m.ver == nil || verified || time.Now().UnixNano() < m.verifyBlockedUntil.Load() {
@@ -320,7 +345,7 @@ func (m *Memory) semanticHit(ctx context.Context, c *call, sc *FreeText) (semHit
 		}
 		if same {
 			m.pend.count(c.t, func(k *Counters) { k.GrayAccepted++ })
-			return semHit{e: cd.Entry, similarity: cd.Similarity, matched: cd.Text, verified: true}, true, nil
+			return semHit{e: cd.Entry, similarity: cd.Similarity, matched: cd.Text, verified: true, rewrites: []string{"verifier"}}, true, nil
 		}
 		m.pend.count(c.t, func(k *Counters) { k.GrayRejected++ })
 	}
