@@ -157,6 +157,7 @@ type Memory struct {
 	ver                Verifier
 	thresholds         *Thresholds // nil: DefaultThresholds of the embedder
 	fields             schemaFields
+	makers             makers       // who stored recent entries, for Rewording
 	embedBlockedUntil  atomic.Int64 // unix nanos, real clock
 	verifyBlockedUntil atomic.Int64
 
@@ -448,6 +449,7 @@ func (m *Memory) Query(agent string, t Tool, args json.RawMessage) *Query {
 		t:      t,
 		r:      r,
 		scope:  r.scope(t, agent),
+		agent:  agent,
 		fp:     fingerprint(canonical),
 		args:   canonical,
 		ttl:    r.ttl(t),
@@ -455,6 +457,16 @@ func (m *Memory) Query(agent string, t Tool, args json.RawMessage) *Query {
 		invals: q.invals,
 	}
 	q.c.key = cacheKey(t.Name, q.c.scope, q.c.fp)
+	return q
+}
+
+// Session says which session of its agent makes q, so that a similarity hit
+// is not served to the session that stored the entry (Settings.Rewording).
+// It returns q.
+func (q *Query) Session(id string) *Query {
+	if q != nil && q.c != nil {
+		q.c.session = id
+	}
 	return q
 }
 
@@ -506,15 +518,17 @@ func (m *Memory) ServesStale(t Tool) bool {
 
 // call is one cacheable call's derived facts.
 type call struct {
-	t      Tool
-	r      *rules
-	scope  string
-	fp     string
-	args   []byte
-	key    []byte
-	ttl    TTL
-	window time.Duration // stale-if-error; 0: never
-	invals []string
+	t       Tool
+	r       *rules
+	scope   string
+	agent   string // who calls
+	session string // the caller's session, "" when unknown (Query.Session)
+	fp      string
+	args    []byte
+	key     []byte
+	ttl     TTL
+	window  time.Duration // stale-if-error; 0: never
+	invals  []string
 }
 
 // stores reports whether c's answer is kept at all: fresh for its TTL, or
@@ -939,8 +953,11 @@ func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, sha
 		return touches, tools
 	}
 	storedID, err := m.st.Write(ctx, w)
-	if err == nil && storedID != 0 && rec.Text != nil && m.vi.idx != nil {
-		m.vi.idx.add(rec.Text.Part, storedID, rec.Text.Vec)
+	if err == nil && storedID != 0 && rec.Text != nil {
+		if m.vi.idx != nil {
+			m.vi.idx.add(rec.Text.Part, storedID, rec.Text.Vec)
+		}
+		m.makers.put(storedID, c, rec.CreatedAt)
 	}
 	if err != nil {
 		// Recency taken for an eviction that did not commit goes back.

@@ -103,6 +103,9 @@ type Settings struct {
 	// SemanticOff turns similarity off for every tool (config
 	// memory.semantic: false): exact hits only.
 	SemanticOff bool
+	// Rewording keeps a caller from a similarity hit on its own recent
+	// entry (the default: the same session, for DefaultRewordingWindow).
+	Rewording Rewording
 }
 
 // Validate reports patterns that can never match, so config errors surface
@@ -148,6 +151,14 @@ func (s Settings) Validate() error {
 			check("invalidate."+tool, p)
 		}
 	}
+	switch s.Rewording.Scope {
+	case "", RewordingSession, RewordingAgent, RewordingOff:
+	default:
+		errs = append(errs, fmt.Errorf(`memory: rewording.scope %q: write "session", "agent" or "off"`, s.Rewording.Scope))
+	}
+	if s.Rewording.Window < 0 {
+		errs = append(errs, fmt.Errorf("memory: rewording.window %v must not be negative", s.Rewording.Window))
+	}
 	return errors.Join(errs...)
 }
 
@@ -186,6 +197,7 @@ func newRules(s Settings) *rules {
 		StaleIfError: maps.Clone(s.StaleIfError),
 		Semantic:     make(map[string][]string, len(s.Semantic)),
 		SemanticOff:  s.SemanticOff,
+		Rewording:    s.Rewording,
 	}
 	for k, v := range s.Semantic {
 		c.Semantic[k] = append([]string(nil), v...)

@@ -286,7 +286,9 @@ type Candidate struct {
 // the neighbours. Beyond that, and only when nothing that always counts
 // differs (canon.Significant) and the guard agrees, an HTTP embedder's
 // score at or above Serve, or a verifier's yes in [Verify, Serve), widens
-// what is served.
+// what is served. Neighbours this caller stored itself within the
+// rewording window are passed over (rewording): a caller that rewords its
+// own question wants another answer.
 func (m *Memory) semanticHit(ctx context.Context, c *call, sc *FreeText) (semHit, bool, error) {
 	cands, err := m.neighbours(ctx, sc)
 	if err != nil || len(cands) == 0 {
@@ -303,6 +305,10 @@ func (m *Memory) semanticHit(ctx context.Context, c *call, sc *FreeText) (semHit
 	verified := false
 	for _, cd := range cands {
 		if !c.fresh(cd.Entry, now) {
+			continue
+		}
+		if m.makers.own(cd.ID, c, now) {
+			m.log.Debug("memory: similar call not served: the caller's own rewording", "tool", c.t.Name)
 			continue
 		}
 		stored := canon.Normalize(cd.Text)
