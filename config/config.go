@@ -162,6 +162,15 @@ type Memory struct {
 	Thresholds *Thresholds `json:"thresholds,omitempty"`
 	// Verifier is an OpenAI-compatible chat model asked about gray-zone matches.
 	Verifier *Endpoint `json:"verifier,omitempty"`
+	// Rewording keeps a similarity hit from the caller that stored the entry
+	// (scope "session", the default, "agent" or "off") for a window (1h).
+	Rewording *Rewording `json:"rewording,omitempty"`
+}
+
+// Rewording is memory.rewording.
+type Rewording struct {
+	Scope  string   `json:"scope,omitempty"`
+	Window Duration `json:"window,omitzero"`
 }
 
 // Endpoint is an HTTP model service. APIKey may (and in shared layers must) be a

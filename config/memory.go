@@ -89,6 +89,12 @@ func (m *merger) buildMemoryRules(cfg *Config) {
 		}
 	}
 	m.semanticRules(cfg.Memory.Semantic, &s)
+	if rw := cfg.Memory.Rewording; rw != nil {
+		s.Rewording = memory.Rewording{Scope: rw.Scope, Window: rw.Window.D}
+		if err := (memory.Settings{Rewording: s.Rewording}).Validate(); err != nil {
+			m.errs.add(m.errAt(m.mapFrom["memory"]["rewording"], err.Error(), "memory", "rewording"))
+		}
+	}
 	m.checkBackend(cfg.Memory)
 	m.checkModels(cfg.Memory)
 	cfg.memRules = s
