@@ -158,6 +158,7 @@ type Memory struct {
 	thresholds         *Thresholds // nil: DefaultThresholds of the embedder
 	fields             schemaFields
 	makers             makers       // who stored recent entries, for Rewording
+	meas               measurements // what verification found (Settings.Verify)
 	embedBlockedUntil  atomic.Int64 // unix nanos, real clock
 	verifyBlockedUntil atomic.Int64
 
@@ -349,6 +350,7 @@ func (m *Memory) Close() error {
 	}
 	m.closeOnce.Do(func() {
 		close(m.stop)
+		m.meas.wg.Wait()
 		<-m.loopDone
 		if m.st == nil {
 			return
@@ -404,6 +406,7 @@ func (m *Memory) SetSettings(s Settings) {
 func (m *Memory) Call(ctx context.Context, agent string, t Tool, args json.RawMessage, forward Forward) (json.RawMessage, error) {
 	q := m.Query(agent, t, args)
 	if res, ok := q.Hit(ctx); ok {
+		q.VerifyLater(ctx, res, forward)
 		return res, nil
 	}
 	return q.Call(ctx, forward)
@@ -487,6 +490,17 @@ func (q *Query) Hit(ctx context.Context) (json.RawMessage, bool) {
 	return res, ok && err == nil
 }
 
+// VerifyLater offers the exact hit Hit returned (served) to verification
+// (Settings.Verify): when sampled, forward is called once more, after the
+// answer, on a context of its own, and the child's answer compared with the
+// one served. Call does it for the hits it serves.
+func (q *Query) VerifyLater(ctx context.Context, served json.RawMessage, forward Forward) {
+	if q == nil || q.c == nil {
+		return
+	}
+	q.m.verifyLater(ctx, q.c, served, nil, forward)
+}
+
 // Call answers q: from memory, from an identical call in flight, or by forward,
 // whose answer memory then keeps when it may.
 func (q *Query) Call(ctx context.Context, forward Forward) (json.RawMessage, error) {
@@ -523,12 +537,16 @@ type call struct {
 	scope   string
 	agent   string // who calls
 	session string // the caller's session, "" when unknown (Query.Session)
-	fp      string
-	args    []byte
-	key     []byte
-	ttl     TTL
-	window  time.Duration // stale-if-error; 0: never
-	invals  []string
+	// shadow is a similarity hit not served because its tool's false-hit
+	// rate is over the limit: the child's answer, fetched anyway, says
+	// whether it would have been right, so the rate can come back under.
+	shadow *semHit
+	fp     string
+	args   []byte
+	key    []byte
+	ttl    TTL
+	window time.Duration // stale-if-error; 0: never
+	invals []string
 }
 
 // stores reports whether c's answer is kept at all: fresh for its TTL, or
@@ -567,6 +585,7 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward, looked bo
 			res, err := m.bypass(ctx, c.t, c.invals, forward)
 			return res, false, err
 		case ok:
+			m.verifyLater(ctx, c, res, nil, forward)
 			return res, false, nil
 		}
 	}
@@ -620,6 +639,7 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward, looked bo
 		if hit, ok := m.serve(c, e); ok {
 			f.res, f.status, f.created = e.Result, StatusHit, time.UnixMilli(e.CreatedAt)
 			m.pend.count(c.t, func(k *Counters) { k.Hits++; k.SavedMS += e.DurationMS })
+			m.verifyLater(ctx, c, hit, nil, forward)
 			return hit, false, nil
 		}
 	}
@@ -630,6 +650,7 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward, looked bo
 		var hit json.RawMessage
 		var served bool
 		if sc, hit, served = m.similar(ctx, c, f); served {
+			m.verifyLater(ctx, c, hit, f.sem, forward)
 			return hit, false, nil
 		}
 	}
@@ -680,6 +701,9 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward, looked bo
 		}
 	}
 	f.res, f.err, f.status, f.created = res, err, StatusMiss, m.now()
+	if c.shadow != nil && err == nil && !a.childFailed() {
+		m.meas.record(c.t.Name, c.shadow, !sameAnswer(c.shadow.e.Result, m.redactBytes(res)))
+	}
 	// Followers (and callers arriving until the store commits) share the
 	// result now; the flight stays registered until the store is done so
 	// that no identical call forwards again in between.

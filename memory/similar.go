@@ -269,6 +269,7 @@ type semHit struct {
 	// tell the two texts apart, or "embedder" / "verifier" for a hit that
 	// a configured embedder or verifier widened.
 	rewrites []string
+	pair     string // pairKey, for verification
 }
 
 // Candidate is a stored neighbour.
@@ -312,8 +313,17 @@ func (m *Memory) semanticHit(ctx context.Context, c *call, sc *FreeText) (semHit
 			continue
 		}
 		stored := canon.Normalize(cd.Text)
+		key := pairKey(c.t.Name, asked, stored)
 		if slices.Equal(asked.Words, stored.Words) {
-			return semHit{e: cd.Entry, similarity: cd.Similarity, matched: cd.Text, rewrites: canon.Explain(stored, asked)}, true, nil
+			h := semHit{e: cd.Entry, similarity: cd.Similarity, matched: cd.Text, rewrites: canon.Explain(stored, asked), pair: key}
+			if ok, why := m.meas.allows(c.t.Name, key, h.rewrites, c.r.s.MaxFalseHitRate); !ok {
+				m.log.Debug("memory: similar call not served: "+why, "tool", c.t.Name)
+				if c.shadow == nil && !strings.Contains(why, "refuted") {
+					c.shadow = &h
+				}
+				continue
+			}
+			return h, true, nil
 		}
 		if cd.Similarity < th.Verify {
 			continue
@@ -331,11 +341,18 @@ func (m *Memory) semanticHit(ctx context.Context, c *call, sc *FreeText) (semHit
 			continue
 		}
 		if cd.Similarity >= th.Serve && !lexical {
-			return semHit{e: cd.Entry, similarity: cd.Similarity, matched: cd.Text, rewrites: []string{"embedder"}}, true, nil
+			h := semHit{e: cd.Entry, similarity: cd.Similarity, matched: cd.Text, rewrites: []string{"embedder"}, pair: key}
+			if ok, _ := m.meas.allows(c.t.Name, key, h.rewrites, c.r.s.MaxFalseHitRate); ok {
+				return h, true, nil
+			}
+			continue
 		}
 		// Gray zone: ask the verifier once per call.
 		if m.ver == nil || verified || time.Now().UnixNano() < m.verifyBlockedUntil.Load() {
 			m.pend.count(c.t, func(k *Counters) { k.GrayUnverified++ })
+			continue
+		}
+		if ok, _ := m.meas.allows(c.t.Name, key, []string{"verifier"}, c.r.s.MaxFalseHitRate); !ok {
 			continue
 		}
 		verified = true
@@ -351,7 +368,7 @@ func (m *Memory) semanticHit(ctx context.Context, c *call, sc *FreeText) (semHit
 		}
 		if same {
 			m.pend.count(c.t, func(k *Counters) { k.GrayAccepted++ })
-			return semHit{e: cd.Entry, similarity: cd.Similarity, matched: cd.Text, verified: true, rewrites: []string{"verifier"}}, true, nil
+			return semHit{e: cd.Entry, similarity: cd.Similarity, matched: cd.Text, verified: true, rewrites: []string{"verifier"}, pair: key}, true, nil
 		}
 		m.pend.count(c.t, func(k *Counters) { k.GrayRejected++ })
 	}
