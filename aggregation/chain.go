@@ -256,6 +256,9 @@ func (g *Gateway) remember(ctx context.Context, c *toolCall, forward memory.Forw
 	}
 	raw, hit := q.Hit(ctx)
 	var err error
+	if hit {
+		q.VerifyLater(ctx, raw, forward) // memory.verify: a sample is asked of the child too, after the answer
+	}
 	if !hit {
 		c.from.letGo() // an identical call in flight, an embedder, the child: it may wait
 		raw, err = q.Call(ctx, forward)

@@ -64,7 +64,7 @@ func TestProblemsLocatedAndNamed(t *testing.T) {
 		{"bad missing grace", `{"reload": {"missingGrace": "a while"}}`,
 			[]string{`f.json:1:13: reload.missingGrace: "a while" is not a duration (write e.g. 30s, 5m, 12h or 1d)`}},
 		{"bad memory key", `{"memory": {"enabled": true, "maxEntrys": 5}}`,
-			[]string{`f.json:1:30: memory.maxEntrys: unknown key "maxEntrys" (did you mean "maxEntries"?); valid keys: enabled, backend, dsn, maxEntries, maxBytes, maxResultBytes, semantic, embedder, thresholds, verifier, rewording`}},
+			[]string{`f.json:1:30: memory.maxEntrys: unknown key "maxEntrys" (did you mean "maxEntries"?); valid keys: enabled, backend, dsn, maxEntries, maxBytes, maxResultBytes, semantic, embedder, thresholds, verifier, rewording, verify, maxFalseHitRate`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -106,5 +106,18 @@ func TestMemoryRewording(t *testing.T) {
 	}
 	if _, err := Parse("f.json", []byte(`{"memory": {"rewording": {"scope": "team"}}}`)); err == nil || !strings.Contains(err.Error(), "rewording") {
 		t.Errorf("scope team accepted: %v", err)
+	}
+}
+
+func TestMemoryVerify(t *testing.T) {
+	cfg, err := Parse("f.json", []byte(`{"memory": {"verify": {"rate": 0.05, "perMinute": 10}, "maxFalseHitRate": 0.02}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cfg.MemoryRules(); r.Verify.Rate != 0.05 || r.Verify.PerMinute != 10 || r.MaxFalseHitRate != 0.02 {
+		t.Errorf("verify: %+v, maxFalseHitRate %v", r.Verify, r.MaxFalseHitRate)
+	}
+	if _, err := Parse("f.json", []byte(`{"memory": {"verify": {"rate": 2, "perMinute": 10}}}`)); err == nil {
+		t.Error("rate 2 accepted")
 	}
 }

@@ -95,6 +95,13 @@ func (m *merger) buildMemoryRules(cfg *Config) {
 			m.errs.add(m.errAt(m.mapFrom["memory"]["rewording"], err.Error(), "memory", "rewording"))
 		}
 	}
+	if v := cfg.Memory.Verify; v != nil {
+		s.Verify = memory.Verify{Rate: v.Rate, PerMinute: v.PerMinute}
+	}
+	s.MaxFalseHitRate = cfg.Memory.MaxFalseHitRate
+	if err := (memory.Settings{Verify: s.Verify, MaxFalseHitRate: s.MaxFalseHitRate}).Validate(); err != nil {
+		m.errs.add(m.errAt(m.mapFrom["memory"]["verify"], err.Error(), "memory", "verify"))
+	}
 	m.checkBackend(cfg.Memory)
 	m.checkModels(cfg.Memory)
 	cfg.memRules = s
