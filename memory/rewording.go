@@ -13,7 +13,8 @@ import (
 // answer again is exactly wrong. Exact hits are not affected.
 type Rewording struct {
 	// Scope is "session" (the default: the MCP session that stored the
-	// entry), "agent" (any session of the same agent) or "off".
+	// entry; calls without a session are not kept from anything), "agent"
+	// (any call of the same agent) or "off".
 	Scope string
 	// Window is how long after storing an entry its maker is passed over
 	// (DefaultRewordingWindow when zero).
@@ -88,10 +89,10 @@ func (ms *makers) own(id int64, c *call, now int64) bool {
 	if !ok || now-mk.at >= window.Milliseconds() {
 		return false
 	}
-	if rw.Scope == RewordingAgent || c.session == "" {
-		// Without a session (nexus call, a client that sends none), the
-		// agent is the caller.
+	if rw.Scope == RewordingAgent {
 		return mk.agent != "" && mk.agent == c.agent
 	}
-	return mk.session == c.session
+	// A call without a session (nexus call, nexus demo) has no rewording
+	// of its own to be kept from.
+	return c.session != "" && mk.session == c.session
 }

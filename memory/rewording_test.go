@@ -29,7 +29,8 @@ func TestRewording(t *testing.T) {
 		{"another agent", Rewording{}, "bob", "s3", 0, StatusSemanticHit},
 		{"agent scope, another session", Rewording{Scope: RewordingAgent}, "alice", "s2", 0, StatusMiss},
 		{"agent scope, another agent", Rewording{Scope: RewordingAgent}, "bob", "s3", 0, StatusSemanticHit},
-		{"no session: the agent", Rewording{}, "alice", "", 0, StatusMiss},
+		{"no session", Rewording{}, "alice", "", 0, StatusSemanticHit},
+		{"agent scope, no session", Rewording{Scope: RewordingAgent}, "alice", "", 0, StatusMiss},
 		{"off", Rewording{Scope: RewordingOff}, "alice", "s1", 0, StatusSemanticHit},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
