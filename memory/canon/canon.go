@@ -8,7 +8,9 @@
 //   - article: "a", "an", "the" are dropped;
 //   - auxiliary: "do", "does", "did", a form of "be" that is not a passive's,
 //     a form of "have" before a participle;
-//   - inflection: words are stemmed ("services" = "service", "works" = "work");
+//   - inflection: plural, -ed, -ing and third-person endings are undone
+//     ("services" = "service", "works" = "work"; not derivations:
+//     "generic" is not "general", "deployer" not "deployment");
 //   - synonym: the word table of memory/words (abbreviations and synonyms:
 //     "repo" = "repository", "pull request" = "pr"), and spellings of one
 //     preposition, negation or verb ("within" = "in", "lacking" = "without",

@@ -52,6 +52,9 @@ func TestSame(t *testing.T) {
 		{"users of the group", "user groups", false, nil},
 		{"search cluster runbook", "cluster runbook", false, nil},
 		{"larger instances", "large instances", false, nil},
+		{"generic handlers", "general handlers", false, nil},
+		{"deployer config", "deployment config", false, nil},
+		{"logs of the k8s operator", "logs of the k8s operation", false, nil},
 	} {
 		rules, ok := Same(tc.a, tc.b)
 		if ok != tc.same {

@@ -48,7 +48,8 @@ var contractions = map[string][]string{
 // lex splits text into tokens. Identifiers, numbers, versions, paths and
 // quoted strings stay whole and unstemmed (a name is compared as written);
 // words are lower-cased, phrases of the word table joined, and each word
-// given its canonical form (words.Canon: stem and synonym). It records
+// given its canonical form (words.Lemma: the word table's word, else the
+// word without its inflection). It records
 // the rewrites that changed a word.
 func lex(text string, rec *record) []tok {
 	var out []tok
@@ -66,7 +67,11 @@ func lex(text string, rec *record) []tok {
 			if i < len(caps) {
 				c = caps[i]
 			}
-			out = append(out, wordTok(t.Raw, t.Canon, n > 1, c, rec))
+			canon := t.Canon // a phrase's word
+			if n == 1 {
+				canon = words.Lemma(t.Raw)
+			}
+			out = append(out, wordTok(t.Raw, canon, n > 1, c, rec))
 			i += n
 		}
 		run, caps = run[:0], caps[:0]
@@ -143,7 +148,7 @@ func wordTok(raw, canon string, phrase, capital bool, rec *record) tok {
 	case phrase:
 		rec.add("synonym", raw)
 	case canon == raw:
-	case canon == words.Porter(raw) || words.Singular(raw) == canon:
+	case canon == words.Inflection(raw):
 		rec.add("inflection", raw)
 	default:
 		rec.add("synonym", raw)
@@ -155,7 +160,7 @@ func wordTok(raw, canon string, phrase, capital bool, rec *record) tok {
 // its plain word ("cheapest" -> "cheap", "larger" -> "big"): degree
 // always counts.
 func degree(raw, canon string) string {
-	if canon == raw || words.Porter(raw) == canon || strings.Contains(raw, " ") {
+	if canon == raw || words.Inflection(raw) == canon || strings.Contains(raw, " ") {
 		return ""
 	}
 	for _, sfx := range []string{"est", "er"} {
@@ -164,7 +169,7 @@ func degree(raw, canon string) string {
 		}
 		stem := raw[:len(raw)-len(sfx)]
 		for _, base := range []string{stem, stem + "e", strings.TrimSuffix(stem, "i") + "y", stem[:max(len(stem)-1, 0)]} {
-			if base != "" && words.Canon(base) == canon {
+			if base != "" && words.Lemma(base) == canon {
 				return "+" + sfx
 			}
 		}

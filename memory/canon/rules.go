@@ -290,7 +290,7 @@ func reducedRelatives(ts []tok, rec *record) []tok {
 		if t.kind != word || len(t.raw) < 6 || t.raw[len(t.raw)-3:] != "ing" || function(t.raw) {
 			continue
 		}
-		if prev.kind != word || function(prev.raw) || !plural(prev.raw) || words.Canon(words.Singular(prev.raw)) != prev.canon {
+		if prev.kind != word || function(prev.raw) || !plural(prev.raw) || words.Lemma(words.Singular(prev.raw)) != prev.canon {
 			continue
 		}
 		rec.add("relative-clause", prev.raw+" "+t.raw)
