@@ -53,6 +53,8 @@ func TestSame(t *testing.T) {
 		{"search cluster runbook", "cluster runbook", false, nil},
 		{"larger instances", "large instances", false, nil},
 		{"generic handlers", "general handlers", false, nil},
+		{"what reads the config", "read the config", false, nil},
+		{"what changed in the API", "changes in the API", false, nil},
 		{"deployer config", "deployment config", false, nil},
 		{"logs of the k8s operator", "logs of the k8s operation", false, nil},
 	} {

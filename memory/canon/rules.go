@@ -162,7 +162,15 @@ func questionForm(ts []tok, rec *record) ([]tok, bool) {
 		rec.add("question-form", "what "+ts[1].raw)
 		return ts[2:], false
 	}
-	if !content(ts[1]) {
+	// "which queues does ...", "which tests failed": a noun follows, then
+	// an auxiliary or a verb. Before an article or a preposition the word
+	// after "what" is the verb and "what" its subject ("what reads the
+	// config" is not "read the config"), kept.
+	if !content(ts[1]) || len(ts) < 3 {
+		return ts, false
+	}
+	if next := ts[2]; !content(next) && !isWord(next, doForms) && !isWord(next, beForms) &&
+		!isWord(next, haveForms) && !isWord(next, modals) {
 		return ts, false
 	}
 	rec.add("question-form", ts[0].raw)
