@@ -256,12 +256,20 @@ func (g *Gateway) remember(ctx context.Context, c *toolCall, forward memory.Forw
 	}
 	raw, hit := q.Hit(ctx)
 	var err error
-	if hit {
-		q.VerifyLater(ctx, raw, forward) // memory.verify: a sample is asked of the child too, after the answer
-	}
 	if !hit {
 		c.from.letGo() // an identical call in flight, an embedder, the child: it may wait
 		raw, err = q.Call(ctx, forward)
+	}
+	if q.Verifies() {
+		// memory.verify: a sample of answers from memory is asked of the
+		// child too, after the answer, on a copy of the call that has no
+		// caller: nothing of it reaches the client.
+		detached := *c
+		detached.from = nil
+		q.VerifyLater(ctx, func(ctx context.Context) (memory.Answer, error) {
+			a, _, err := g.forward(ctx, &detached)
+			return a, err
+		})
 	}
 	if sp.IsRecording() {
 		sp.SetAttributes(attribute.String("nexus.memory", cacheStatus(raw)))

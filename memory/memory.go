@@ -406,7 +406,6 @@ func (m *Memory) SetSettings(s Settings) {
 func (m *Memory) Call(ctx context.Context, agent string, t Tool, args json.RawMessage, forward Forward) (json.RawMessage, error) {
 	q := m.Query(agent, t, args)
 	if res, ok := q.Hit(ctx); ok {
-		q.VerifyLater(ctx, res, forward)
 		return res, nil
 	}
 	return q.Call(ctx, forward)
@@ -487,18 +486,37 @@ func (q *Query) Hit(ctx context.Context) (json.RawMessage, bool) {
 	if err == nil && !ok {
 		q.looked = true
 	}
+	if ok && err == nil {
+		q.c.served = res
+	}
 	return res, ok && err == nil
 }
 
-// VerifyLater offers the exact hit Hit returned (served) to verification
+// Verifies reports that q was answered from memory (by Hit or Call) with
+// verification on (Settings.Verify) for a read-only tool: VerifyLater may
+// sample it. A caller checks it before building the forward VerifyLater
+// needs.
+func (q *Query) Verifies() bool {
+	if q == nil || q.c == nil || q.c.served == nil || !q.c.t.ReadOnly {
+		return false
+	}
+	v := q.c.r.s.Verify
+	return v.Rate > 0 && v.PerMinute > 0
+}
+
+// VerifyLater offers the answer memory served for q to verification
 // (Settings.Verify): when sampled, forward is called once more, after the
-// answer, on a context of its own, and the child's answer compared with the
-// one served. Call does it for the hits it serves.
-func (q *Query) VerifyLater(ctx context.Context, served json.RawMessage, forward Forward) {
-	if q == nil || q.c == nil {
+// answer, on another goroutine and a context of its own, and the child's
+// answer is compared with the one served. forward must be fit for that: it
+// may run after the call returned, and nothing of it may reach the caller
+// (the call's own forward, which records the trip and hands on the
+// client's reading, is not). It does nothing when q was not answered from
+// memory.
+func (q *Query) VerifyLater(ctx context.Context, forward Forward) {
+	if !q.Verifies() {
 		return
 	}
-	q.m.verifyLater(ctx, q.c, served, nil, forward)
+	q.m.verifyLater(ctx, q.c, q.c.served, q.c.servedSem, forward)
 }
 
 // Call answers q: from memory, from an identical call in flight, or by forward,
@@ -541,12 +559,16 @@ type call struct {
 	// rate is over the limit: the child's answer, fetched anyway, says
 	// whether it would have been right, so the rate can come back under.
 	shadow *semHit
-	fp     string
-	args   []byte
-	key    []byte
-	ttl    TTL
-	window time.Duration // stale-if-error; 0: never
-	invals []string
+	// served is the answer memory gave this call (a hit), servedSem its
+	// similarity hit if it was one: what Query.VerifyLater verifies.
+	served    json.RawMessage
+	servedSem *semHit
+	fp        string
+	args      []byte
+	key       []byte
+	ttl       TTL
+	window    time.Duration // stale-if-error; 0: never
+	invals    []string
 }
 
 // stores reports whether c's answer is kept at all: fresh for its TTL, or
@@ -585,7 +607,7 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward, looked bo
 			res, err := m.bypass(ctx, c.t, c.invals, forward)
 			return res, false, err
 		case ok:
-			m.verifyLater(ctx, c, res, nil, forward)
+			c.served = res
 			return res, false, nil
 		}
 	}
@@ -639,7 +661,7 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward, looked bo
 		if hit, ok := m.serve(c, e); ok {
 			f.res, f.status, f.created = e.Result, StatusHit, time.UnixMilli(e.CreatedAt)
 			m.pend.count(c.t, func(k *Counters) { k.Hits++; k.SavedMS += e.DurationMS })
-			m.verifyLater(ctx, c, hit, nil, forward)
+			c.served = hit
 			return hit, false, nil
 		}
 	}
@@ -650,7 +672,7 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward, looked bo
 		var hit json.RawMessage
 		var served bool
 		if sc, hit, served = m.similar(ctx, c, f); served {
-			m.verifyLater(ctx, c, hit, f.sem, forward)
+			c.served, c.servedSem = hit, f.sem
 			return hit, false, nil
 		}
 	}

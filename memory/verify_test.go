@@ -26,7 +26,7 @@ func TestRefutedSimilarityHit(t *testing.T) {
 	tool := SearchTool().Name
 	status := func(q string) string {
 		t.Helper()
-		return Status(t, Do(t, m, "", SearchTool(), SearchArgs(q, 10), c))
+		return Status(t, DoVerified(t, m, "", SearchTool(), SearchArgs(q, 10), c))
 	}
 	measured := func() Measured {
 		for _, x := range m.Measured() {
@@ -75,7 +75,8 @@ func TestRefutedSimilarityHit(t *testing.T) {
 }
 
 // TestVerifyExactHits: a sampled exact hit the child answers differently
-// counts as stale; the budget bounds the child calls per minute.
+// counts as stale; the budget bounds the child calls per minute; only the
+// forward given to VerifyLater verifies.
 func TestVerifyExactHits(t *testing.T) {
 	m := openTest(t, Options{})
 	m.SetSettings(Settings{TTL: map[string]TTL{"*": {Never: true}}, Verify: Verify{Rate: 1, PerMinute: 2}})
@@ -83,7 +84,7 @@ func TestVerifyExactHits(t *testing.T) {
 	args := `{"a":1}`
 	Do(t, m, "", ReadTool(), args, c) // the child's first answer is stored
 	for range 4 {
-		if s := Status(t, Do(t, m, "", ReadTool(), args, c)); s != StatusHit {
+		if s := Status(t, DoVerified(t, m, "", ReadTool(), args, c)); s != StatusHit {
 			t.Fatalf("repeat: %s", s)
 		}
 	}
@@ -98,6 +99,16 @@ func TestVerifyExactHits(t *testing.T) {
 	}
 	if ms[0].Stale != 2 || ms[0].StaleRate.Rate != 1 {
 		t.Fatalf("the child's answers differ from the stored one: %+v", ms[0])
+	}
+	// The call's own forward is never called again after the answer: only
+	// a forward given to VerifyLater is.
+	m.SetSettings(Settings{TTL: map[string]TTL{"*": {Never: true}}, Verify: Verify{Rate: 1, PerMinute: 100}})
+	for range 3 {
+		Do(t, m, "", ReadTool(), args, c)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := c.Calls.Load(); n != 3 {
+		t.Fatalf("Call's forward called after the answer: %d child calls, want 3", n)
 	}
 }
 

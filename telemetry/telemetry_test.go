@@ -87,7 +87,7 @@ func TestVerificationMetrics(t *testing.T) {
 	m.SetSettings(memory.Settings{TTL: map[string]memory.TTL{"*": {Never: true}}, Verify: memory.Verify{Rate: 1, PerMinute: 10}})
 	c := &memorytest.Child{} // a paraphrase's own answer differs: the similarity hit is refuted
 	memorytest.Do(t, m, "", memorytest.SearchTool(), memorytest.SearchArgs("postgres connection pool settings", 10), c)
-	memorytest.Do(t, m, "", memorytest.SearchTool(), memorytest.SearchArgs("the postgres connection pool settings", 10), c)
+	memorytest.DoVerified(t, m, "", memorytest.SearchTool(), memorytest.SearchArgs("the postgres connection pool settings", 10), c)
 	memorytest.WaitFor(t, "the verification", func() bool { return len(m.Measured()) == 1 && m.Measured()[0].SemanticChecks == 1 })
 
 	metrics := NewMetrics(nil)
