@@ -257,6 +257,9 @@ func (g *Gateway) remember(ctx context.Context, c *toolCall, forward memory.Forw
 	ctx, sp := g.span(ctx, "memory")
 	defer sp.End()
 	q := g.mem.Query(c.agent, c.tool.MemoryTool(), c.args)
+	if c.from != nil && c.from.s != nil {
+		q.Session(c.from.s.id) // no similarity hit on the session's own rewording
+	}
 	if g.mem.LookupWaits() {
 		c.from.letGo()
 	}
@@ -265,6 +268,17 @@ func (g *Gateway) remember(ctx context.Context, c *toolCall, forward memory.Forw
 	if !hit {
 		c.from.letGo() // an identical call in flight, an embedder, the child: it may wait
 		raw, err = q.Call(ctx, forward)
+	}
+	if q.Verifies() {
+		// memory.verify: a sample of answers from memory is asked of the
+		// child too, after the answer, on a copy of the call that has no
+		// caller: nothing of it reaches the client.
+		detached := *c
+		detached.from = nil
+		q.VerifyLater(ctx, func(ctx context.Context) (memory.Answer, error) {
+			a, _, err := g.forward(ctx, &detached)
+			return a, err
+		})
 	}
 	if sp.IsRecording() {
 		sp.SetAttributes(attribute.String("nexus.memory", cacheStatus(raw)))

@@ -162,6 +162,26 @@ type Memory struct {
 	Thresholds *Thresholds `json:"thresholds,omitempty"`
 	// Verifier is an OpenAI-compatible chat model asked about gray-zone matches.
 	Verifier *Endpoint `json:"verifier,omitempty"`
+	// Rewording keeps a similarity hit from the caller that stored the entry
+	// (scope "session", the default, "agent" or "off") for a window (1h).
+	Rewording *Rewording `json:"rewording,omitempty"`
+	// Verify samples hits and asks the child too: {"rate": 0.01, "perMinute": 10}.
+	Verify *Verify `json:"verify,omitempty"`
+	// MaxFalseHitRate stops a tool's similarity hits while its measured
+	// false-hit rate is above it.
+	MaxFalseHitRate float64 `json:"maxFalseHitRate,omitempty"`
+}
+
+// Verify is memory.verify.
+type Verify struct {
+	Rate      float64 `json:"rate"`
+	PerMinute int     `json:"perMinute"`
+}
+
+// Rewording is memory.rewording.
+type Rewording struct {
+	Scope  string   `json:"scope,omitempty"`
+	Window Duration `json:"window,omitzero"`
 }
 
 // Endpoint is an HTTP model service. APIKey may (and in shared layers must) be a

@@ -64,7 +64,7 @@ func TestProblemsLocatedAndNamed(t *testing.T) {
 		{"bad missing grace", `{"reload": {"missingGrace": "a while"}}`,
 			[]string{`f.json:1:13: reload.missingGrace: "a while" is not a duration (write e.g. 30s, 5m, 12h or 1d)`}},
 		{"bad memory key", `{"memory": {"enabled": true, "maxEntrys": 5}}`,
-			[]string{`f.json:1:30: memory.maxEntrys: unknown key "maxEntrys" (did you mean "maxEntries"?); valid keys: enabled, backend, dsn, maxEntries, maxBytes, maxResultBytes, semantic, embedder, thresholds, verifier`}},
+			[]string{`f.json:1:30: memory.maxEntrys: unknown key "maxEntrys" (did you mean "maxEntries"?); valid keys: enabled, backend, dsn, maxEntries, maxBytes, maxResultBytes, semantic, embedder, thresholds, verifier, rewording, verify, maxFalseHitRate`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,5 +93,31 @@ func TestMemoryRulesParsedOnce(t *testing.T) {
 	}
 	if err := r.Validate(); err != nil {
 		t.Errorf("memory refuses what config accepted: %v", err)
+	}
+}
+
+func TestMemoryRewording(t *testing.T) {
+	cfg, err := Parse("f.json", []byte(`{"memory": {"rewording": {"scope": "agent", "window": "30m"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rw := cfg.MemoryRules().Rewording; rw.Scope != "agent" || rw.Window.Minutes() != 30 {
+		t.Errorf("rewording: %+v", rw)
+	}
+	if _, err := Parse("f.json", []byte(`{"memory": {"rewording": {"scope": "team"}}}`)); err == nil || !strings.Contains(err.Error(), "rewording") {
+		t.Errorf("scope team accepted: %v", err)
+	}
+}
+
+func TestMemoryVerify(t *testing.T) {
+	cfg, err := Parse("f.json", []byte(`{"memory": {"verify": {"rate": 0.05, "perMinute": 10}, "maxFalseHitRate": 0.02}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cfg.MemoryRules(); r.Verify.Rate != 0.05 || r.Verify.PerMinute != 10 || r.MaxFalseHitRate != 0.02 {
+		t.Errorf("verify: %+v, maxFalseHitRate %v", r.Verify, r.MaxFalseHitRate)
+	}
+	if _, err := Parse("f.json", []byte(`{"memory": {"verify": {"rate": 2, "perMinute": 10}}}`)); err == nil {
+		t.Error("rate 2 accepted")
 	}
 }

@@ -89,6 +89,19 @@ func (m *merger) buildMemoryRules(cfg *Config) {
 		}
 	}
 	m.semanticRules(cfg.Memory.Semantic, &s)
+	if rw := cfg.Memory.Rewording; rw != nil {
+		s.Rewording = memory.Rewording{Scope: rw.Scope, Window: rw.Window.D}
+		if err := (memory.Settings{Rewording: s.Rewording}).Validate(); err != nil {
+			m.errs.add(m.errAt(m.mapFrom["memory"]["rewording"], err.Error(), "memory", "rewording"))
+		}
+	}
+	if v := cfg.Memory.Verify; v != nil {
+		s.Verify = memory.Verify{Rate: v.Rate, PerMinute: v.PerMinute}
+	}
+	s.MaxFalseHitRate = cfg.Memory.MaxFalseHitRate
+	if err := (memory.Settings{Verify: s.Verify, MaxFalseHitRate: s.MaxFalseHitRate}).Validate(); err != nil {
+		m.errs.add(m.errAt(m.mapFrom["memory"]["verify"], err.Error(), "memory", "verify"))
+	}
 	m.checkBackend(cfg.Memory)
 	m.checkModels(cfg.Memory)
 	cfg.memRules = s

@@ -121,7 +121,10 @@
 //     memory/memorytest's contract suite.
 //   - memory/embedder, the embedders (Lexical, OpenAI, Ollama) and the chat
 //     verifier.
-//   - memory/guard, which tells paraphrases from near-misses.
+//   - memory/canon, which decides when two texts are one question: one
+//     canonical form, and the rewrites that explain the difference.
+//   - memory/guard, the earlier veto list, now a check on what a configured
+//     embedder or verifier would widen.
 //   - memory/words, what the embedder, the guard and tool search mean by
 //     one word.
 //
@@ -135,8 +138,9 @@
 // settings for postgres" ask doc_kg_search the same thing. After an exact
 // miss (never before: an exact hit costs no embedding), memory compares
 // the call's free text with what it stored for the same bucket and may
-// serve the nearest one, reporting {"status": "semantic_hit",
-// "similarity": S, "matched": "<the stored text>", "age_ms": N}.
+// serve one it can explain, reporting {"status": "semantic_hit",
+// "similarity": S, "matched": "<the stored text>", "age_ms": N,
+// "rewrites": [...]}.
 //
 //   - Free text: the arguments Settings.Semantic names for the tool
 //     (config memory.semantic {"doc-kg.doc_kg_search": ["query"]}; an empty
@@ -169,13 +173,17 @@
 //   - Free text passes Options.RedactText (or Redact) before it is
 //     embedded or stored, so a registered secret reaches neither an HTTP
 //     embedder nor memory.db.
-//   - Decision: the 8 nearest neighbours, most similar first; a neighbour
-//     below Thresholds.Verify ends the search; one that fails the guard
-//     (below) is skipped; one at or above Thresholds.Serve is served;
-//     between Verify and Serve a Verifier (an OpenAI-compatible chat
-//     model asked for yes/no) decides, once per call, and without one it
-//     is a miss. A miss stores its vector with the answer (one embedding
-//     per miss).
+//   - Decision: the 8 nearest neighbours, most similar first, are
+//     examined; one whose text has the asked text's canonical form
+//     (memory/canon) is served, "rewrites" naming what tells them apart.
+//     Similarity ranks; it never decides alone. Widening, only when no
+//     word that always counts differs (canon.Significant) and the guard
+//     agrees: an HTTP embedder's score at or above Thresholds.Serve, or,
+//     between Verify and Serve, a Verifier's yes (an OpenAI-compatible
+//     chat model, asked once per call). A neighbour the caller stored
+//     itself within Settings.Rewording's window is passed over: a caller
+//     rewording its own question wants another answer. A miss stores its
+//     vector with the answer (one embedding per miss).
 //   - Embedders (memory/embedder): the built-in Lexical (offline, deterministic:
 //     Porter-stemmed words mapped through a table of code and
 //     documentation abbreviations and synonyms, hashed unigrams, bigrams
@@ -189,22 +197,11 @@
 //
 // Similarity alone cannot tell a paraphrase from a near-miss: every
 // embedder scores "deploy to staging" / "deploy to production" as high as
-// a paraphrase. Defaults (DefaultThresholds), measured with
-// `go run ./tests/semantic` on tests/semantic/pairs.json (213 paraphrase
-// and 206 near-miss pairs in ten categories):
-//
-//   - lexical: serve 0.85, verify 0.70. At 0.85 with the guard: 80% of
-//     paraphrases served, no near-miss (12% without the guard). On the
-//     held-out set written afterwards (heldout.json, 40 + 40): 70%
-//     served, 1 near-miss.
-//   - HTTP (sentence models): serve 0.92, verify 0.85, the earlier
-//     product's values; calibrate per model with the same command
-//     (-openai-url, -ollama-url) and set Options.Thresholds.
-//
-// # The guard
-//
-// Before any similarity hit, the guard (memory/guard) requires the two
-// texts to agree on every number, identifier, quoted string, code, proper
-// name, negation, polarity word, relation and role; see its documentation
-// for what it reads and what it cannot catch.
+// a paraphrase, and "why did the backup fail" / "when did the backup
+// fail" higher. So the lexical embedder's score serves nothing by itself
+// (its Serve threshold is kept for compatibility); Verify (0.70) bounds
+// what a verifier is asked. HTTP embedders (sentence models): serve 0.92,
+// verify 0.85, the earlier product's values; calibrate per model with `go
+// run ./tests/semantic` (-openai-url, -ollama-url) and set
+// Options.Thresholds. docs/memory.md has the figures of every pair set.
 package memory

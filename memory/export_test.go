@@ -64,3 +64,6 @@ func (m *Memory) ClaimAfterMiss(ctx context.Context, t Tool, args []byte) (res [
 	res, done, _, release, err = m.claimFlight(ctx, c, &flight{done: make(chan struct{})}, 0, -1)
 	return res, done, release, err
 }
+
+// WilsonForTest is wilson.
+func WilsonForTest(k, n int64) Interval { return wilson(k, n) }

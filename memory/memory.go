@@ -157,6 +157,8 @@ type Memory struct {
 	ver                Verifier
 	thresholds         *Thresholds // nil: DefaultThresholds of the embedder
 	fields             schemaFields
+	makers             makers       // who stored recent entries, for Rewording
+	meas               measurements // what verification found (Settings.Verify)
 	embedBlockedUntil  atomic.Int64 // unix nanos, real clock
 	verifyBlockedUntil atomic.Int64
 
@@ -348,6 +350,7 @@ func (m *Memory) Close() error {
 	}
 	m.closeOnce.Do(func() {
 		close(m.stop)
+		m.meas.wg.Wait()
 		<-m.loopDone
 		if m.st == nil {
 			return
@@ -448,6 +451,7 @@ func (m *Memory) Query(agent string, t Tool, args json.RawMessage) *Query {
 		t:      t,
 		r:      r,
 		scope:  r.scope(t, agent),
+		agent:  agent,
 		fp:     fingerprint(canonical),
 		args:   canonical,
 		ttl:    r.ttl(t),
@@ -455,6 +459,16 @@ func (m *Memory) Query(agent string, t Tool, args json.RawMessage) *Query {
 		invals: q.invals,
 	}
 	q.c.key = cacheKey(t.Name, q.c.scope, q.c.fp)
+	return q
+}
+
+// Session says which session of its agent makes q, so that a similarity hit
+// is not served to the session that stored the entry (Settings.Rewording).
+// It returns q.
+func (q *Query) Session(id string) *Query {
+	if q != nil && q.c != nil {
+		q.c.session = id
+	}
 	return q
 }
 
@@ -472,7 +486,37 @@ func (q *Query) Hit(ctx context.Context) (json.RawMessage, bool) {
 	if err == nil && !ok {
 		q.looked = true
 	}
+	if ok && err == nil {
+		q.c.served = res
+	}
 	return res, ok && err == nil
+}
+
+// Verifies reports that q was answered from memory (by Hit or Call) with
+// verification on (Settings.Verify) for a read-only tool: VerifyLater may
+// sample it. A caller checks it before building the forward VerifyLater
+// needs.
+func (q *Query) Verifies() bool {
+	if q == nil || q.c == nil || q.c.served == nil || !q.c.t.ReadOnly {
+		return false
+	}
+	v := q.c.r.s.Verify
+	return v.Rate > 0 && v.PerMinute > 0
+}
+
+// VerifyLater offers the answer memory served for q to verification
+// (Settings.Verify): when sampled, forward is called once more, after the
+// answer, on another goroutine and a context of its own, and the child's
+// answer is compared with the one served. forward must be fit for that: it
+// may run after the call returned, and nothing of it may reach the caller
+// (the call's own forward, which records the trip and hands on the
+// client's reading, is not). It does nothing when q was not answered from
+// memory.
+func (q *Query) VerifyLater(ctx context.Context, forward Forward) {
+	if !q.Verifies() {
+		return
+	}
+	q.m.verifyLater(ctx, q.c, q.c.served, q.c.servedSem, forward)
 }
 
 // Call answers q: from memory, from an identical call in flight, or by forward,
@@ -506,15 +550,25 @@ func (m *Memory) ServesStale(t Tool) bool {
 
 // call is one cacheable call's derived facts.
 type call struct {
-	t      Tool
-	r      *rules
-	scope  string
-	fp     string
-	args   []byte
-	key    []byte
-	ttl    TTL
-	window time.Duration // stale-if-error; 0: never
-	invals []string
+	t       Tool
+	r       *rules
+	scope   string
+	agent   string // who calls
+	session string // the caller's session, "" when unknown (Query.Session)
+	// shadow is a similarity hit not served because its tool's false-hit
+	// rate is over the limit: the child's answer, fetched anyway, says
+	// whether it would have been right, so the rate can come back under.
+	shadow *semHit
+	// served is the answer memory gave this call (a hit), servedSem its
+	// similarity hit if it was one: what Query.VerifyLater verifies.
+	served    json.RawMessage
+	servedSem *semHit
+	fp        string
+	args      []byte
+	key       []byte
+	ttl       TTL
+	window    time.Duration // stale-if-error; 0: never
+	invals    []string
 }
 
 // stores reports whether c's answer is kept at all: fresh for its TTL, or
@@ -553,6 +607,7 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward, looked bo
 			res, err := m.bypass(ctx, c.t, c.invals, forward)
 			return res, false, err
 		case ok:
+			c.served = res
 			return res, false, nil
 		}
 	}
@@ -606,6 +661,7 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward, looked bo
 		if hit, ok := m.serve(c, e); ok {
 			f.res, f.status, f.created = e.Result, StatusHit, time.UnixMilli(e.CreatedAt)
 			m.pend.count(c.t, func(k *Counters) { k.Hits++; k.SavedMS += e.DurationMS })
+			c.served = hit
 			return hit, false, nil
 		}
 	}
@@ -616,6 +672,7 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward, looked bo
 		var hit json.RawMessage
 		var served bool
 		if sc, hit, served = m.similar(ctx, c, f); served {
+			c.served, c.servedSem = hit, f.sem
 			return hit, false, nil
 		}
 	}
@@ -666,6 +723,9 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward, looked bo
 		}
 	}
 	f.res, f.err, f.status, f.created = res, err, StatusMiss, m.now()
+	if c.shadow != nil && err == nil && !a.childFailed() {
+		m.meas.record(c.t.Name, c.shadow, !sameAnswer(c.shadow.e.Result, m.redactBytes(res)))
+	}
 	// Followers (and callers arriving until the store commits) share the
 	// result now; the flight stays registered until the store is done so
 	// that no identical call forwards again in between.
@@ -939,8 +999,11 @@ func (m *Memory) remember(ctx context.Context, c *call, res json.RawMessage, sha
 		return touches, tools
 	}
 	storedID, err := m.st.Write(ctx, w)
-	if err == nil && storedID != 0 && rec.Text != nil && m.vi.idx != nil {
-		m.vi.idx.add(rec.Text.Part, storedID, rec.Text.Vec)
+	if err == nil && storedID != 0 && rec.Text != nil {
+		if m.vi.idx != nil {
+			m.vi.idx.add(rec.Text.Part, storedID, rec.Text.Vec)
+		}
+		m.makers.put(storedID, c, rec.CreatedAt)
 	}
 	if err != nil {
 		// Recency taken for an eviction that did not commit goes back.

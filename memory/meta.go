@@ -234,6 +234,14 @@ func semanticReport(h *semHit, ageMS int64, coalesced bool) json.RawMessage {
 	if h.verified {
 		b = append(b, `,"verified":true`...)
 	}
+	if h.rewrites != nil {
+		b = append(b, `,"rewrites":`...)
+		r, err := marshalVerbatim(h.rewrites)
+		if err != nil {
+			r = json.RawMessage(`[]`)
+		}
+		b = append(b, r...)
+	}
 	if coalesced {
 		b = append(b, `,"coalesced":true`...)
 	}

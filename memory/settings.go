@@ -103,6 +103,15 @@ type Settings struct {
 	// SemanticOff turns similarity off for every tool (config
 	// memory.semantic: false): exact hits only.
 	SemanticOff bool
+	// Rewording keeps a caller from a similarity hit on its own recent
+	// entry (the default: the same session, for DefaultRewordingWindow).
+	Rewording Rewording
+	// Verify samples hits and asks the child too (Memory.Measured).
+	Verify Verify
+	// MaxFalseHitRate: a tool whose measured false-hit rate of similarity
+	// answers is above it (the 95% interval's lower bound) gets no
+	// similarity hits until it is back under. 0: no limit.
+	MaxFalseHitRate float64
 }
 
 // Validate reports patterns that can never match, so config errors surface
@@ -148,6 +157,20 @@ func (s Settings) Validate() error {
 			check("invalidate."+tool, p)
 		}
 	}
+	switch s.Rewording.Scope {
+	case "", RewordingSession, RewordingAgent, RewordingOff:
+	default:
+		errs = append(errs, fmt.Errorf(`memory: rewording.scope %q: write "session", "agent" or "off"`, s.Rewording.Scope))
+	}
+	if s.Verify.Rate < 0 || s.Verify.Rate > 1 || s.Verify.PerMinute < 0 {
+		errs = append(errs, fmt.Errorf("memory: verify: rate %v must be within 0 and 1, perMinute %d not negative", s.Verify.Rate, s.Verify.PerMinute))
+	}
+	if s.MaxFalseHitRate < 0 || s.MaxFalseHitRate > 1 {
+		errs = append(errs, fmt.Errorf("memory: maxFalseHitRate %v must be within 0 and 1", s.MaxFalseHitRate))
+	}
+	if s.Rewording.Window < 0 {
+		errs = append(errs, fmt.Errorf("memory: rewording.window %v must not be negative", s.Rewording.Window))
+	}
 	return errors.Join(errs...)
 }
 
@@ -186,6 +209,10 @@ func newRules(s Settings) *rules {
 		StaleIfError: maps.Clone(s.StaleIfError),
 		Semantic:     make(map[string][]string, len(s.Semantic)),
 		SemanticOff:  s.SemanticOff,
+		Rewording:    s.Rewording,
+		Verify:       s.Verify,
+
+		MaxFalseHitRate: s.MaxFalseHitRate,
 	}
 	for k, v := range s.Semantic {
 		c.Semantic[k] = append([]string(nil), v...)

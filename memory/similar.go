@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nexus-mcp/nexus/memory/canon"
 	"github.com/nexus-mcp/nexus/memory/guard"
 
 	"github.com/nexus-mcp/nexus/memory/embedder"
@@ -264,6 +265,11 @@ type semHit struct {
 	similarity float64
 	matched    string
 	verified   bool
+	// rewrites are what made it a hit: the rules of memory/canon that
+	// tell the two texts apart, or "embedder" / "verifier" for a hit that
+	// a configured embedder or verifier widened.
+	rewrites []string
+	pair     string // pairKey, for verification
 }
 
 // Candidate is a stored neighbour.
@@ -274,6 +280,16 @@ type Candidate struct {
 }
 
 // semanticHit looks for a neighbour of sc that may be served for c.
+//
+// A neighbour is served when its text and sc's have one canonical form
+// (memory/canon): every difference between them is a known
+// meaning-preserving rewrite, and the hit says which. Similarity only ranks
+// the neighbours. Beyond that, and only when nothing that always counts
+// differs (canon.Significant) and the guard agrees, an HTTP embedder's
+// score at or above Serve, or a verifier's yes in [Verify, Serve), widens
+// what is served. Neighbours this caller stored itself within the
+// rewording window are passed over (rewording): a caller that rewords its
+// own question wants another answer.
 func (m *Memory) semanticHit(ctx context.Context, c *call, sc *FreeText) (semHit, bool, error) {
 	cands, err := m.neighbours(ctx, sc)
 	if err != nil || len(cands) == 0 {
@@ -284,13 +300,38 @@ func (m *Memory) semanticHit(ctx context.Context, c *call, sc *FreeText) (semHit
 		d := DefaultThresholds(sc.Embedder)
 		th = &d
 	}
+	lexical := sc.Embedder.Name == embedder.LexicalName
+	asked := canon.Normalize(sc.Text)
 	now := m.now().UnixMilli()
 	verified := false
 	for _, cd := range cands {
-		if cd.Similarity < th.Verify {
-			break
-		}
 		if !c.fresh(cd.Entry, now) {
+			continue
+		}
+		if m.makers.own(cd.ID, c, now) {
+			m.log.Debug("memory: similar call not served: the caller's own rewording", "tool", c.t.Name)
+			continue
+		}
+		stored := canon.Normalize(cd.Text)
+		key := pairKey(c.t.Name, asked, stored)
+		if slices.Equal(asked.Words, stored.Words) {
+			h := semHit{e: cd.Entry, similarity: cd.Similarity, matched: cd.Text, rewrites: canon.Explain(stored, asked), pair: key}
+			if ok, why := m.meas.allows(c.t.Name, key, h.rewrites, c.r.s.MaxFalseHitRate); !ok {
+				m.log.Debug("memory: similar call not served: "+why, "tool", c.t.Name)
+				if c.shadow == nil && !strings.Contains(why, "refuted") {
+					c.shadow = &h
+				}
+				continue
+			}
+			return h, true, nil
+		}
+		if cd.Similarity < th.Verify {
+			continue
+		}
+		if w := canon.Significant(asked, stored); w != "" {
+			m.pend.count(c.t, func(k *Counters) { k.GuardRejections++ })
+			m.log.Debug("memory: similar call not served: a word that counts differs", "tool", c.t.Name,
+				"similarity", cd.Similarity, "word", w)
 			continue
 		}
 		if ok, reason := guard.Check(sc.Text, cd.Text); !ok {
@@ -299,12 +340,19 @@ func (m *Memory) semanticHit(ctx context.Context, c *call, sc *FreeText) (semHit
 				"similarity", cd.Similarity, "reason", reason)
 			continue
 		}
-		if cd.Similarity >= th.Serve {
-			return semHit{e: cd.Entry, similarity: cd.Similarity, matched: cd.Text}, true, nil
+		if cd.Similarity >= th.Serve && !lexical {
+			h := semHit{e: cd.Entry, similarity: cd.Similarity, matched: cd.Text, rewrites: []string{"embedder"}, pair: key}
+			if ok, _ := m.meas.allows(c.t.Name, key, h.rewrites, c.r.s.MaxFalseHitRate); ok {
+				return h, true, nil
+			}
+			continue
 		}
 		// Gray zone: ask the verifier once per call.
 		if m.ver == nil || verified || time.Now().UnixNano() < m.verifyBlockedUntil.Load() {
 			m.pend.count(c.t, func(k *Counters) { k.GrayUnverified++ })
+			continue
+		}
+		if ok, _ := m.meas.allows(c.t.Name, key, []string{"verifier"}, c.r.s.MaxFalseHitRate); !ok {
 			continue
 		}
 		verified = true
@@ -320,7 +368,7 @@ func (m *Memory) semanticHit(ctx context.Context, c *call, sc *FreeText) (semHit
 		}
 		if same {
 			m.pend.count(c.t, func(k *Counters) { k.GrayAccepted++ })
-			return semHit{e: cd.Entry, similarity: cd.Similarity, matched: cd.Text, verified: true}, true, nil
+			return semHit{e: cd.Entry, similarity: cd.Similarity, matched: cd.Text, verified: true, rewrites: []string{"verifier"}, pair: key}, true, nil
 		}
 		m.pend.count(c.t, func(k *Counters) { k.GrayRejected++ })
 	}

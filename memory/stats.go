@@ -27,6 +27,10 @@ type Stats struct {
 	SavedMS    int64  `json:"time_saved_ms"`
 	Similarity
 	Tools []ToolStats `json:"tools"` // sorted by tool
+	// Measured is what verification (Settings.Verify) found in this
+	// process: per tool, false-hit and staleness rates with their
+	// intervals. Another process's Stats (nexus cache stats) has none.
+	Measured []Measured `json:"measured,omitempty"`
 }
 
 // Similarity counts what similarity lookups did. SemanticHits are
@@ -199,7 +203,7 @@ func (m *Memory) Stats(ctx context.Context) (Stats, error) {
 	if m == nil {
 		return Stats{}, fmt.Errorf("memory: off")
 	}
-	st := Stats{Path: m.where(), MaxEntries: m.bounds.MaxEntries, MaxBytes: m.bounds.MaxBytes}
+	st := Stats{Path: m.where(), MaxEntries: m.bounds.MaxEntries, MaxBytes: m.bounds.MaxBytes, Measured: m.Measured()}
 	if m.disabled != nil {
 		st.Disabled = m.disabled.Error()
 		return st, m.disabled

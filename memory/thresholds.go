@@ -18,8 +18,11 @@ func (t Thresholds) Validate() error {
 }
 
 // Thresholds are the similarity (cosine, 1 = same direction) cut-offs of
-// one embedder: at or above Serve a neighbour is served; from Verify up to
-// Serve it is a gray zone that a Verifier decides (a miss without one).
+// one embedder for the hits it widens beyond canonical forms (memory/canon),
+// and only when no word that always counts differs: with an HTTP embedder
+// a neighbour at or above Serve is served; from Verify up (up to Serve for
+// an HTTP embedder) a Verifier decides (a miss without one). The lexical
+// embedder's score serves nothing by itself.
 type Thresholds struct {
 	Serve  float64
 	Verify float64
@@ -28,10 +31,10 @@ type Thresholds struct {
 // Calibrated defaults, see doc.go ("Thresholds") and tests/semantic.
 var (
 	// LexicalThresholds were calibrated on tests/semantic/pairs.json
-	// (lexical v2): with the guard, 0.85 serves 80% of paraphrases and no
-	// near-miss; near-misses the guard cannot catch (entity swaps: "auth
-	// module" / "billing module") score up to 0.82, so 0.70 to 0.85 is
-	// left to a verifier.
+	// (lexical v2) when the score decided: 0.85 with the guard served 80%
+	// of paraphrases and no near-miss, but later sets found near-misses
+	// above 1.0 ("why" / "when"). Serve is kept for compatibility; Verify
+	// bounds what a verifier is asked.
 	LexicalThresholds = Thresholds{Serve: 0.85, Verify: 0.70}
 	// NeuralThresholds are the defaults for HTTP embedders (sentence
 	// models), as the earlier product used them; calibrate per model

@@ -11,10 +11,12 @@ import (
 	"github.com/nexus-mcp/nexus/internal/size"
 	"html/template"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/audit"
+	"github.com/nexus-mcp/nexus/memory"
 	"github.com/nexus-mcp/nexus/policy"
 )
 
@@ -96,6 +98,25 @@ type memoryView struct {
 	Size                                 string // Bytes in the CLI's unit (size.IEC)
 	Hits, SemanticHits, Misses, Bypasses int64
 	HitRate                              string
+	// Measured is what memory's verification (memory.verify) found, per
+	// tool: false hits of similarity answers and stale exact answers.
+	Measured []measuredView
+}
+
+// measuredView is one tool's verification figures, as the page shows them.
+type measuredView struct {
+	Tool             string
+	FalseHits, Stale string // "k of n (low-high%)", or "-"
+	Blocked          bool
+	Distrusted       string
+}
+
+// rateOf writes k of n with the interval of their rate.
+func rateOf(k, n int64, iv memory.Interval) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d of %d (%.0f-%.0f%%)", k, n, 100*iv.Low, 100*iv.High)
 }
 
 func build(ctx context.Context, src Sources) view {
@@ -152,6 +173,11 @@ func build(ctx context.Context, src Sources) view {
 		if n := st.Hits + st.Misses; n > 0 {
 			v.Memory.HitRate = fmt.Sprintf("%.1f%%", 100*float64(st.Hits)/float64(n))
 		}
+		for _, x := range st.Measured {
+			v.Memory.Measured = append(v.Memory.Measured, measuredView{Tool: x.Tool,
+				FalseHits: rateOf(x.FalseHits, x.SemanticChecks, x.FalseHitRate), Stale: rateOf(x.Stale, x.ExactChecks, x.StaleRate),
+				Blocked: x.Blocked, Distrusted: strings.Join(x.Distrusted, ", ")})
+		}
 	}
 
 	if src.Refusals == nil {
@@ -184,6 +210,9 @@ func (v *view) redact(r func(string) string) {
 		all(a.Allowed)
 	}
 	v.Memory.Note = r(v.Memory.Note)
+	for i := range v.Memory.Measured {
+		v.Memory.Measured[i].Tool = r(v.Memory.Measured[i].Tool)
+	}
 	for i := range v.Refusals {
 		x := &v.Refusals[i]
 		x.Agent, x.Method, x.Tool, x.Server = r(x.Agent), r(x.Method), r(x.Tool), r(x.Server)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +13,9 @@ import (
 	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/audit"
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/memory"
+	"github.com/nexus-mcp/nexus/memory/memorytest"
+	"github.com/nexus-mcp/nexus/memory/sqlite"
 )
 
 func gateway(t *testing.T) *aggregation.Gateway {
@@ -106,5 +110,34 @@ func TestPageListsAnonymousOnlyWithoutTokens(t *testing.T) {
 	Handler(Sources{Gateway: g}).ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
 	if body := w.Body.String(); strings.Contains(body, `data-agent="anonymous"`) || !strings.Contains(body, `data-agent="coder"`) {
 		t.Errorf("with a token, the page lists:\n%s", body)
+	}
+}
+
+// TestPageShowsVerification: memory's verification figures are on the page,
+// per tool, with the interval and whether similarity hits stopped.
+func TestPageShowsVerification(t *testing.T) {
+	m := memorytest.OpenMemory(t, memory.Options{Backend: sqlite.File(filepath.Join(t.TempDir(), "memory.db"))})
+	cfg, err := config.Parse("test.json", []byte(`{"servers": {}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := aggregation.New(cfg, aggregation.Options{Memory: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// After New, which gives memory the config's rules.
+	m.SetSettings(memory.Settings{TTL: map[string]memory.TTL{"*": {Never: true}},
+		Verify: memory.Verify{Rate: 1, PerMinute: 10}, MaxFalseHitRate: 0.1})
+	c := &memorytest.Child{} // a paraphrase's own answer differs: the similarity hit is refuted
+	memorytest.Do(t, m, "", memorytest.SearchTool(), memorytest.SearchArgs("postgres connection pool settings", 10), c)
+	memorytest.DoVerified(t, m, "", memorytest.SearchTool(), memorytest.SearchArgs("the postgres connection pool settings", 10), c)
+	memorytest.WaitFor(t, "the verification", func() bool { return len(m.Measured()) == 1 && m.Measured()[0].SemanticChecks == 1 })
+	w := httptest.NewRecorder()
+	Handler(Sources{Gateway: g}).ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+	body := w.Body.String()
+	for _, want := range []string{`id="verified"`, "doc-kg.doc_kg_search", "1 of 1 (21-100%)", "stopped: over memory.maxFalseHitRate", "rewrites not trusted: article"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page lacks %q", want)
+		}
 	}
 }

@@ -145,10 +145,14 @@ var (
 	sessionsDesc = prometheus.NewDesc("nexus_sessions", "Live client sessions by front (stdio, http).", []string{"front"}, nil)
 	entriesDesc  = prometheus.NewDesc("nexus_memory_entries", "Results memory holds.", nil, nil)
 	bytesDesc    = prometheus.NewDesc("nexus_memory_bytes", "Bytes of the results memory holds.", nil, nil)
+	verifiedDesc = prometheus.NewDesc("nexus_memory_verified_total", "Answers served from memory that verification (memory.verify) also asked of the child, by tool and kind (similarity, exact).", []string{"tool", "kind"}, nil)
+	refutedDesc  = prometheus.NewDesc("nexus_memory_refuted_total", "Verified answers the child answered differently: false hits (similarity) and stale answers (exact).", []string{"tool", "kind"}, nil)
+	intervalDesc = prometheus.NewDesc("nexus_memory_refuted_rate_bound", "The 95% Wilson interval of the refuted rate, by tool, kind and bound (low, high).", []string{"tool", "kind", "bound"}, nil)
 )
 
 func (s *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{serversDesc, serverUpDesc, restartsDesc, toolsDesc, upstreamDesc, sessionsDesc, entriesDesc, bytesDesc} {
+	for _, d := range []*prometheus.Desc{serversDesc, serverUpDesc, restartsDesc, toolsDesc, upstreamDesc, sessionsDesc, entriesDesc, bytesDesc,
+		verifiedDesc, refutedDesc, intervalDesc} {
 		ch <- d
 	}
 }
@@ -187,6 +191,22 @@ func (s *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		if st, err := mem.Stats(ctx); err == nil {
 			ch <- prometheus.MustNewConstMetric(entriesDesc, prometheus.GaugeValue, float64(st.Entries))
 			ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.GaugeValue, float64(st.Bytes))
+		}
+		for _, x := range mem.Measured() {
+			tool := s.redact(x.Tool)
+			for _, k := range []struct {
+				kind              string
+				verified, refuted int64
+				rate              memory.Interval
+			}{{"similarity", x.SemanticChecks, x.FalseHits, x.FalseHitRate}, {"exact", x.ExactChecks, x.Stale, x.StaleRate}} {
+				if k.verified == 0 {
+					continue
+				}
+				ch <- prometheus.MustNewConstMetric(verifiedDesc, prometheus.CounterValue, float64(k.verified), tool, k.kind)
+				ch <- prometheus.MustNewConstMetric(refutedDesc, prometheus.CounterValue, float64(k.refuted), tool, k.kind)
+				ch <- prometheus.MustNewConstMetric(intervalDesc, prometheus.GaugeValue, k.rate.Low, tool, k.kind, "low")
+				ch <- prometheus.MustNewConstMetric(intervalDesc, prometheus.GaugeValue, k.rate.High, tool, k.kind, "high")
+			}
 		}
 	}
 }

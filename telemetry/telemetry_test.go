@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/nexus-mcp/nexus/aggregation"
+	"github.com/nexus-mcp/nexus/memory"
+	"github.com/nexus-mcp/nexus/memory/memorytest"
+	"github.com/nexus-mcp/nexus/memory/sqlite"
 )
 
 // TestLabelsStayBounded: a name the config does not know never becomes a label
@@ -68,4 +72,38 @@ func TestTracingOffUnlessConfigured(t *testing.T) {
 		t.Fatalf("with an endpoint: %+v, %v", tr, err)
 	}
 	_ = tr.Shutdown(context.Background())
+}
+
+type memorySource struct{ m *memory.Memory }
+
+func (memorySource) Servers() []aggregation.Status { return nil }
+func (memorySource) Sessions() map[string]int      { return nil }
+func (s memorySource) Memory() *memory.Memory      { return s.m }
+
+// TestVerificationMetrics: what memory's verification measured is scraped
+// per tool: answers verified, refuted, and the refuted rate's interval.
+func TestVerificationMetrics(t *testing.T) {
+	m := memorytest.OpenMemory(t, memory.Options{Backend: sqlite.File(filepath.Join(t.TempDir(), "memory.db"))})
+	m.SetSettings(memory.Settings{TTL: map[string]memory.TTL{"*": {Never: true}}, Verify: memory.Verify{Rate: 1, PerMinute: 10}})
+	c := &memorytest.Child{} // a paraphrase's own answer differs: the similarity hit is refuted
+	memorytest.Do(t, m, "", memorytest.SearchTool(), memorytest.SearchArgs("postgres connection pool settings", 10), c)
+	memorytest.DoVerified(t, m, "", memorytest.SearchTool(), memorytest.SearchArgs("the postgres connection pool settings", 10), c)
+	memorytest.WaitFor(t, "the verification", func() bool { return len(m.Measured()) == 1 && m.Measured()[0].SemanticChecks == 1 })
+
+	metrics := NewMetrics(nil)
+	metrics.SetSource(memorySource{m})
+	const want = `
+# HELP nexus_memory_refuted_total Verified answers the child answered differently: false hits (similarity) and stale answers (exact).
+# TYPE nexus_memory_refuted_total counter
+nexus_memory_refuted_total{kind="similarity",tool="doc-kg.doc_kg_search"} 1
+# HELP nexus_memory_verified_total Answers served from memory that verification (memory.verify) also asked of the child, by tool and kind (similarity, exact).
+# TYPE nexus_memory_verified_total counter
+nexus_memory_verified_total{kind="similarity",tool="doc-kg.doc_kg_search"} 1
+`
+	if err := testutil.GatherAndCompare(metrics.Registry(), strings.NewReader(want), "nexus_memory_verified_total", "nexus_memory_refuted_total"); err != nil {
+		t.Error(err)
+	}
+	if n, err := testutil.GatherAndCount(metrics.Registry(), "nexus_memory_refuted_rate_bound"); err != nil || n != 2 {
+		t.Errorf("interval bounds: %d series, %v", n, err)
+	}
 }

@@ -267,3 +267,20 @@ func OpenMemory(t testing.TB, opts memory.Options) *memory.Memory {
 	m.SetSettings(Kept(memory.Settings{}))
 	return m
 }
+
+// DoVerified is Do through a Query, whose answer from memory (if it was
+// one) is then offered to verification with c's forward.
+func DoVerified(t testing.TB, m *memory.Memory, agent string, tool memory.Tool, args string, c *Child) json.RawMessage {
+	t.Helper()
+	ctx := context.Background()
+	q := m.Query(agent, tool, json.RawMessage(args))
+	res, ok := q.Hit(ctx)
+	if !ok {
+		var err error
+		if res, err = q.Call(ctx, c.Forward(json.RawMessage(args))); err != nil {
+			t.Fatalf("Call(%s, %s): %v", tool.Name, args, err)
+		}
+	}
+	q.VerifyLater(ctx, c.Forward(json.RawMessage(args)))
+	return res
+}

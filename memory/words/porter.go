@@ -27,6 +27,29 @@ func Porter(w string) string {
 	return string(b)
 }
 
+// Inflection returns w without its inflection, by the steps of Porter's
+// algorithm that undo inflection only (1a plurals, 1b -ed and -ing, 1c a
+// final y, 5 a final e and a double l): "queries" and "query" are
+// "queri", "parsing" and "parses" are "pars", but "generic" and "general"
+// stay apart, as do "deployer" and "deployment", which Porter's other
+// steps (derivational suffixes) make one word.
+func Inflection(w string) string {
+	if len(w) <= 2 {
+		return w
+	}
+	for i := 0; i < len(w); i++ {
+		if w[i] < 'a' || w[i] > 'z' {
+			return w
+		}
+	}
+	b := []byte(w)
+	b = step1a(b)
+	b = step1b(b)
+	b = step1c(b)
+	b = step5(b)
+	return string(b)
+}
+
 // cons reports whether b[i] is a consonant in Porter's sense.
 func cons(b []byte, i int) bool {
 	switch b[i] {

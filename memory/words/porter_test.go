@@ -18,3 +18,21 @@ func TestPorter(t *testing.T) {
 		}
 	}
 }
+
+func TestInflection(t *testing.T) {
+	for _, tc := range []struct{ a, b string }{
+		{"queries", "query"}, {"parsing", "parse"}, {"parses", "parse"}, {"configured", "configure"},
+		{"controlled", "control"}, {"works", "work"}, {"running", "run"}, {"agreed", "agree"},
+	} {
+		if Inflection(tc.a) != Inflection(tc.b) {
+			t.Errorf("Inflection(%q) = %q, Inflection(%q) = %q: want one word", tc.a, Inflection(tc.a), tc.b, Inflection(tc.b))
+		}
+	}
+	for _, tc := range []struct{ a, b string }{
+		{"generic", "general"}, {"deployer", "deployment"}, {"operator", "operation"}, {"experiment", "experience"},
+	} {
+		if Inflection(tc.a) == Inflection(tc.b) {
+			t.Errorf("Inflection makes %q and %q one word (%q)", tc.a, tc.b, Inflection(tc.a))
+		}
+	}
+}

@@ -140,6 +140,23 @@ var unstemmed = map[string]bool{
 	"jenkins": true, "express": true, "sass": true, "less": true, "css": true, "sms": true, "vs": true, "windows": true,
 }
 
+// Lemma maps one lower-case word to the word the table maps it (or its
+// Porter stem) to, else to its Inflection: unlike Canon, words the table
+// does not name are only stripped of inflection, so derivations stay
+// apart ("generic" is not "general"). memory/canon compares words by it.
+func Lemma(w string) string {
+	if s, ok := synonyms[w]; ok {
+		return s
+	}
+	if unstemmed[w] {
+		return w
+	}
+	if s, ok := synonyms[Porter(w)]; ok {
+		return s
+	}
+	return Inflection(w)
+}
+
 // Canon maps one lower-case word to its canonical form.
 func Canon(w string) string {
 	if s, ok := synonyms[w]; ok {

@@ -9,11 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/nexus-mcp/nexus/memory"
+	"github.com/nexus-mcp/nexus/memory/canon"
 	"github.com/nexus-mcp/nexus/memory/embedder"
-	"github.com/nexus-mcp/nexus/memory/guard"
 	"github.com/nexus-mcp/nexus/memory/sqlite"
 )
 
@@ -69,8 +70,9 @@ type scored struct {
 	a, b       string  // free texts
 	sameBucket bool    // the non-text arguments agree
 	sim        float64 // cosine of the two texts' vectors
-	guardOK    bool
-	reason     string
+	same       bool    // one canonical form (memory/canon): served by rewrites
+	rewrites   []string
+	forms      [2]string // the canonical forms, for -v
 }
 
 // split returns the free text (fields joined as memory joins them) and
@@ -121,8 +123,9 @@ func (s *Set) score(ctx context.Context, e embedder.Embedder, pairs []Pair) ([]s
 		if err != nil {
 			return nil, err
 		}
-		ok, reason := guard.Check(a, b)
-		out[i] = scored{Pair: p, a: a, b: b, sameBucket: ra == rb, guardOK: ok, reason: reason}
+		fa, fb := canon.Normalize(a), canon.Normalize(b)
+		out[i] = scored{Pair: p, a: a, b: b, sameBucket: ra == rb, same: slices.Equal(fa.Words, fb.Words),
+			rewrites: canon.Explain(fa, fb), forms: [2]string{fa.String(), fb.String()}}
 		texts = append(texts, a, b)
 	}
 	vs, err := e.Embed(ctx, texts)
@@ -141,12 +144,13 @@ type Report struct {
 	Thresholds memory.Thresholds
 	Para, Near int
 
-	// Scores only (no database): hits at Serve, and gray-zone pairs.
-	RecallNoGuard, RecallGuard int // paraphrases served
-	FalseNoGuard, FalseGuard   int // near-misses served
-	GrayPara, GrayNear         int // in [Verify, Serve) with the guard passing: a verifier decides
+	// Without a database: pairs one canonical form serves (Canon), and
+	// pairs the similarity score alone would serve at Serve (Sim), as
+	// similarity hits were decided before canonical forms.
+	RecallCanon, RecallSim int // paraphrases served
+	FalseCanon, FalseSim   int // near-misses served
 
-	// End to end through memory.Memory.Call (guard on, no verifier).
+	// End to end through memory.Memory.Call (no verifier).
 	E2ERecall, E2EFalse int
 	// ByCategory is the end-to-end outcome per category.
 	ByCategory map[string]*CategoryReport
@@ -170,8 +174,8 @@ func Evaluate(ctx context.Context, s *Set, e embedder.Embedder, th memory.Thresh
 	if r.near, err = s.score(ctx, e, s.NearMisses); err != nil {
 		return nil, err
 	}
-	r.RecallNoGuard, r.RecallGuard, r.GrayPara = count(r.para, th)
-	r.FalseNoGuard, r.FalseGuard, r.GrayNear = count(r.near, th)
+	r.RecallSim, r.RecallCanon = count(r.para, th)
+	r.FalseSim, r.FalseCanon = count(r.near, th)
 
 	m, err := memory.Open(ctx, memory.Options{Backend: sqlite.File(filepath.Join(dir, "eval.db")), Embedder: e, Thresholds: &th})
 	if err != nil {
@@ -236,18 +240,16 @@ func Evaluate(ctx context.Context, s *Set, e embedder.Embedder, th memory.Thresh
 	return r, nil
 }
 
-func count(ps []scored, th memory.Thresholds) (noGuard, guard, gray int) {
+func count(ps []scored, th memory.Thresholds) (sim, same int) {
 	for _, p := range ps {
 		if !p.sameBucket {
 			continue
 		}
 		if p.sim >= th.Serve {
-			noGuard++
-			if p.guardOK {
-				guard++
-			}
-		} else if p.sim >= th.Verify && p.guardOK {
-			gray++
+			sim++
+		}
+		if p.same {
+			same++
 		}
 	}
 	return
@@ -257,22 +259,13 @@ func count(ps []scored, th memory.Thresholds) (noGuard, guard, gray int) {
 func (r *Report) Print(w *bytes.Buffer, verbose bool) {
 	pct := func(n, d int) string { return fmt.Sprintf("%d/%d (%.1f%%)", n, d, 100*float64(n)/float64(max(d, 1))) }
 	fmt.Fprintf(w, "embedder %s, serve >= %.2f, gray zone [%.2f, %.2f)\n", r.Embedder, r.Thresholds.Serve, r.Thresholds.Verify, r.Thresholds.Serve)
-	fmt.Fprintf(w, "  paraphrase recall     with guard %-18s without guard %s\n", pct(r.RecallGuard, r.Para), pct(r.RecallNoGuard, r.Para))
-	fmt.Fprintf(w, "  near-miss false hits  with guard %-18s without guard %s\n", pct(r.FalseGuard, r.Near), pct(r.FalseNoGuard, r.Near))
-	fmt.Fprintf(w, "  gray zone (guard passed, verifier would decide): %d paraphrases, %d near-misses\n", r.GrayPara, r.GrayNear)
-	fmt.Fprintf(w, "  end to end through Memory.Call (guard on, no verifier): recall %s, false hits %s\n", pct(r.E2ERecall, r.Para), pct(r.E2EFalse, r.Near))
+	fmt.Fprintf(w, "  paraphrase recall     one canonical form %-18s similarity alone %s\n", pct(r.RecallCanon, r.Para), pct(r.RecallSim, r.Para))
+	fmt.Fprintf(w, "  near-miss false hits  one canonical form %-18s similarity alone %s\n", pct(r.FalseCanon, r.Near), pct(r.FalseSim, r.Near))
+	fmt.Fprintf(w, "  end to end through Memory.Call (no verifier): recall %s, false hits %s\n", pct(r.E2ERecall, r.Para), pct(r.E2EFalse, r.Near))
 	fmt.Fprintf(w, "  per category (end to end): paraphrases served, near-misses served\n")
 	for _, name := range slices.Sorted(maps.Keys(r.ByCategory)) {
 		c := r.ByCategory[name]
 		fmt.Fprintf(w, "    %-11s recall %-16s false hits %d/%d\n", name, pct(c.Served, c.Para), c.FalseHits, c.Near)
-	}
-	fmt.Fprintf(w, "  sweep (serve threshold: recall guard/no guard, false hits guard/no guard):\n")
-	for t := 0.40; t < 0.975; t += 0.05 {
-		th := memory.Thresholds{Serve: t, Verify: t}
-		_, rg, _ := count(r.para, th)
-		rn, _, _ := count(r.para, th)
-		fn, fg, _ := count(r.near, th)
-		fmt.Fprintf(w, "    %.2f: recall %2d/%2d  %2d/%2d   false %2d/%2d  %2d/%2d\n", t, rg, r.Para, rn, r.Para, fg, r.Near, fn, r.Near)
 	}
 	if !verbose {
 		return
@@ -290,9 +283,9 @@ func (r *Report) Print(w *bytes.Buffer, verbose bool) {
 			return 0
 		})
 		for _, p := range ps {
-			g := "guard ok"
-			if !p.guardOK {
-				g = "guard: " + p.reason
+			g := fmt.Sprintf("served: %s", strings.Join(p.rewrites, ", "))
+			if !p.same {
+				g = fmt.Sprintf("%q / %q", p.forms[0], p.forms[1])
 			}
 			if !p.sameBucket {
 				g = "other bucket"

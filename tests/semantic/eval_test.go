@@ -9,51 +9,60 @@ import (
 	"github.com/nexus-mcp/nexus/memory/embedder"
 )
 
-// Measured with the lexical embedder (v2) at its default thresholds
-// (serve 0.85): 174/213 paraphrases served, 0/206 near-misses. The floor
-// leaves a margin of five pairs.
-const minLexicalRecall = 169
-
-func TestLexicalEvaluation(t *testing.T) {
-	set, err := LoadSet("pairs.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(set.Paraphrases) < 150 || len(set.NearMisses) < 150 {
-		t.Fatalf("set too small: %d paraphrases, %d near-misses", len(set.Paraphrases), len(set.NearMisses))
-	}
-	e := embedder.NewLexical()
-	r, err := Evaluate(context.Background(), set, e, memory.DefaultThresholds(e.Identity()), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	r.Print(&b, testing.Verbose())
-	t.Log("\n" + b.String())
-	if r.FalseGuard != 0 || r.E2EFalse != 0 {
-		t.Errorf("near-misses served: %d by score+guard, %d end to end", r.FalseGuard, r.E2EFalse)
-	}
-	if r.RecallGuard < minLexicalRecall || r.E2ERecall < minLexicalRecall {
-		t.Errorf("paraphrase recall %d (end to end %d), want >= %d", r.RecallGuard, r.E2ERecall, minLexicalRecall)
-	}
-}
-
-// TestNoNearMissServed: no set serves a near-miss, held-out ones included.
-func TestNoNearMissServed(t *testing.T) {
-	for _, name := range []string{"heldout.json", "roles.json"} {
-		set, err := LoadSet(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e := embedder.NewLexical()
-		r, err := Evaluate(context.Background(), set, e, memory.DefaultThresholds(e.Identity()), t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.FalseGuard != 0 || r.E2EFalse != 0 {
+// TestPairSets replays every pair set of the repository through Memory.Call
+// with the built-in lexical embedder and no verifier: no near-miss may be
+// served, and paraphrase recall must not fall below what was measured when
+// hits became canonical forms (each floor is the measured figure less a
+// margin of about 5%, so a rewrite lost shows and a rewrite gained does not
+// break the test).
+func TestPairSets(t *testing.T) {
+	for _, tc := range []struct {
+		file      string
+		minRecall int // paraphrases served end to end
+	}{
+		{"pairs.json", minRecallPairs},
+		{"heldout.json", minRecallHeldout},
+		{"roles.json", minRecallRoles},
+		{"roles-heldout.json", minRecallRolesHeldout},
+		{"canon-heldout.json", minRecallCanonHeldout},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			set, err := LoadSet(tc.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := embedder.NewLexical()
+			r, err := Evaluate(context.Background(), set, e, memory.DefaultThresholds(e.Identity()), t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
 			var b bytes.Buffer
-			r.Print(&b, true)
-			t.Errorf("%s: near-misses served: %d by score+guard, %d end to end\n%s", name, r.FalseGuard, r.E2EFalse, b.String())
-		}
+			r.Print(&b, testing.Verbose())
+			t.Log("\n" + b.String())
+			if r.FalseCanon != 0 || r.E2EFalse != 0 {
+				t.Errorf("near-misses served: %d by canonical form, %d end to end", r.FalseCanon, r.E2EFalse)
+			}
+			if r.E2ERecall != r.RecallCanon {
+				t.Errorf("end to end served %d paraphrases, canonical forms %d: memory does not serve what canon decides", r.E2ERecall, r.RecallCanon)
+			}
+			if r.E2ERecall < tc.minRecall {
+				t.Errorf("paraphrase recall %d, want >= %d", r.E2ERecall, tc.minRecall)
+			}
+		})
 	}
 }
+
+// Recall floors: measured when hits became canonical forms (pairs.json
+// 75/213, 74 since "what" is kept before a verb, heldout.json 11/40, roles.json 44/56, roles-heldout.json 21/25),
+// less a margin.
+const (
+	minRecallPairs        = 71
+	minRecallHeldout      = 10
+	minRecallRoles        = 42
+	minRecallRolesHeldout = 20
+	// canon-heldout.json was written after canonical forms were built
+	// and measured once: 52/64 paraphrases, 0/64 near-misses (54/64 after
+	// two later fixes of false equalities: inflection rather than Porter
+	// stems, "what" kept before a verb).
+	minRecallCanonHeldout = 49
+)

@@ -10,7 +10,11 @@
 // was written afterwards and is only measured. roles.json (relative
 // clauses, passives, "X when Y", "X of Y", scope prepositions) was written
 // before the guard read roles and then developed against; roles-heldout.json
-// was written after that and is only measured.
+// was written after that and is only measured. canon-heldout.json (roles
+// with and without relative pronouns, negation, quantity and rank, time and
+// version, another entity, scope, comparatives and antonyms, question
+// words; 64 + 64) was written after similarity hits became canonical forms
+// (memory/canon) and measured once.
 //
 // The key for -openai-url comes from $OPENAI_API_KEY (or -openai-key).
 package main

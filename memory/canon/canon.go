@@ -1,0 +1,181 @@
+// Package canon decides when two free-text queries ask the same thing, in a
+// way that can be explained: each text is rewritten to a canonical form by
+// a fixed set of meaning-preserving rewrites, and two texts are the same
+// question only when their canonical forms are equal. What was rewritten
+// is recorded, so a similarity hit can say which rewrites made it one.
+//
+// The rewrites (Rule names):
+//   - article: "a", "an", "the" are dropped;
+//   - auxiliary: "do", "does", "did", a form of "be" that is not a passive's,
+//     a form of "have" before a participle;
+//   - inflection: plural, -ed, -ing and third-person endings are undone
+//     ("services" = "service", "works" = "work"; not derivations:
+//     "generic" is not "general", "deployer" not "deployment");
+//   - synonym: the word table of memory/words (abbreviations and synonyms:
+//     "repo" = "repository", "pull request" = "pr"), and spellings of one
+//     preposition, negation or verb ("within" = "in", "lacking" = "without",
+//     "having" = "with");
+//   - question-form: a leading "which" or "what" before a noun ("which
+//     queues does the notifier consume" = "queues the notifier consumes"),
+//     "what is/are";
+//   - imperative: a leading "show me", "list all", "find", "can you",
+//     "please";
+//   - how-to: "how do I X", "how can we X" and "how to X" are "how X";
+//   - relative-pronoun: "that", "which" and "who" introducing a clause are
+//     one marker, dropped before the subject of an object clause ("queues
+//     that the notifier consumes" = "queues the notifier consumes");
+//   - relative-clause: "services calling X" = "services that call X";
+//   - passive: "X called by Y" = "X Y calls", "X is monitored by Y" = "Y
+//     monitors X", the roles kept;
+//   - possessive and of-form: "the plugin's dependencies" = "dependencies of
+//     the plugin" = "plugin dependencies";
+//   - clause-order: "when the build breaks, notify slack" = "notify slack
+//     when the build breaks";
+//   - compound: a noun compound says what "for", "about" and "on" say
+//     ("tests for the tokenizer" = "tokenizer tests"); not "in", "to",
+//     "from" or any other preposition of scope or direction;
+//   - number-word, contraction, version-prefix: "ten" = "10", "doesn't" =
+//     "does not", "v1.2" = "1.2".
+//
+// Everything else counts, by construction rather than by a list of
+// vetoes: a word no rewrite removes stays in the form, in its order. So
+// question words, negations in all their forms, quantities, ranks,
+// numbers, versions, dates, prepositions, comparatives and names always
+// count, and so does the order of the roles: "packages the logger depends
+// on" is [pkg logger depend on], "packages that depend on the logger" is
+// [pkg @rel depend on logger]. The only reorderings are the passive's and
+// the of-form's, each tied to the words that mark it ("by", "of", "'s").
+//
+// Canon errs towards misses: a paraphrase no rewrite covers (a synonym
+// outside the table, a reordered clause) is a miss, never a hit.
+package canon
+
+import (
+	"slices"
+	"strings"
+)
+
+// Form is a text's canonical form and the rewrites that produced it.
+type Form struct {
+	Words   []string // canonical words in order
+	text    string
+	applied []applied
+}
+
+// applied is one rewrite applied to a text: its rule and what it changed.
+type applied struct{ rule, detail string }
+
+// record collects the rewrites applied to one text.
+type record struct{ list []applied }
+
+func (r *record) add(rule, detail string) { r.list = append(r.list, applied{rule, detail}) }
+
+// String is the form's words joined by spaces.
+func (f Form) String() string { return strings.Join(f.Words, " ") }
+
+// Normalize returns the canonical form of text.
+func Normalize(text string) Form {
+	var rec record
+	ts := lex(text, &rec)
+	ts = joinPhrases(ts, &rec)
+	ts = dropFraming(ts, &rec)
+	ts = clauseOrder(ts, &rec)
+	ts = howTo(ts, &rec)
+	ts, npQuestion := questionForm(ts, &rec)
+	ts = relativePronouns(ts, &rec)
+	ts = passives(ts, npQuestion, &rec)
+	ts = reducedRelatives(ts, &rec)
+	ts = auxiliaries(ts, &rec)
+	ts = dropArticles(ts, &rec)
+	ts = ofForms(ts, &rec)
+	f := Form{text: text, applied: rec.list}
+	for _, t := range ts {
+		if t.kind != comma {
+			f.Words = append(f.Words, t.canon)
+		}
+	}
+	return f
+}
+
+// Same reports whether texts a and b have one canonical form and, if so,
+// the rules of the rewrites that tell them apart, sorted: those applied to
+// one text and not the other ("spelling" when they differ only in case or
+// punctuation; none when they are the same text).
+func Same(a, b string) (rules []string, ok bool) {
+	fa, fb := Normalize(a), Normalize(b)
+	if !slices.Equal(fa.Words, fb.Words) {
+		return nil, false
+	}
+	return Explain(fa, fb), true
+}
+
+// Explain returns, sorted, the rules of the rewrites applied to one form
+// and not the other (counted with multiplicity); "spelling" when no rule
+// tells two different texts apart (they differ in case, spacing or
+// punctuation), nothing for the same text.
+func Explain(a, b Form) []string {
+	count := map[applied]int{}
+	for _, x := range a.applied {
+		count[x]++
+	}
+	for _, x := range b.applied {
+		count[x]--
+	}
+	var rules []string
+	for x, n := range count {
+		if n != 0 && !slices.Contains(rules, x.rule) {
+			rules = append(rules, x.rule)
+		}
+	}
+	if len(rules) == 0 && a.text != b.text {
+		return []string{"spelling"}
+	}
+	slices.Sort(rules)
+	return rules
+}
+
+// Significant returns the first word of a class that always counts
+// (question words, negations, quantities, prepositions, modals, numbers
+// and names, comparatives) that one form has more often than the other, or
+// "" when they agree on all of them. A verifier is only asked about texts
+// that agree: it may widen what counts as a paraphrase, never what counts
+// as a difference.
+func Significant(a, b Form) string {
+	count := map[string]int{}
+	for _, w := range a.Words {
+		if significant(w) {
+			count[w]++
+		}
+	}
+	for _, w := range b.Words {
+		if significant(w) {
+			count[w]--
+		}
+	}
+	var diff []string
+	for w, n := range count {
+		if n != 0 {
+			diff = append(diff, w)
+		}
+	}
+	if len(diff) == 0 {
+		return ""
+	}
+	slices.Sort(diff)
+	return diff[0]
+}
+
+func significant(w string) bool {
+	if whWords[w] || negations[w] || quantities[w] || prepositions[w] || modals[w] || conjunctions[w] {
+		return true
+	}
+	if strings.HasSuffix(w, "+er") || strings.HasSuffix(w, "+est") || strings.HasSuffix(w, "~pass") || w == relMark {
+		return true
+	}
+	for _, r := range w {
+		if r >= '0' && r <= '9' || r == '_' || r == '.' || r == '/' || r == '"' {
+			return true
+		}
+	}
+	return false
+}

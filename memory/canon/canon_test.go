@@ -1,0 +1,88 @@
+package canon
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestSame(t *testing.T) {
+	for _, tc := range []struct {
+		a, b  string
+		same  bool
+		rules []string // when same: the rewrites that tell them apart
+	}{
+		// Meaning-preserving rewrites, each named.
+		{"how do I rotate api keys", "how to rotate api keys", true, []string{"how-to"}},
+		{"how can we rotate the API keys", "how to rotate api keys", true, []string{"article", "how-to"}},
+		{"how does token refresh work", "how token refresh works", true, []string{"auxiliary", "inflection"}},
+		{"open bugs in the auth module", "show me open bugs in the authentication module", true, []string{"imperative", "synonym"}},
+		{"which queues does the notifier consume", "queues the notifier consumes", true, []string{"auxiliary", "inflection", "question-form"}},
+		{"services called by the gateway", "services the gateway calls", true, []string{"inflection", "passive"}},
+		{"the gateway is monitored by prometheus", "prometheus monitors the gateway", true, []string{"inflection", "passive"}},
+		{"who was mentored by alice", "who did alice mentor", true, []string{"auxiliary", "inflection", "passive"}},
+		{"dependencies of the plugin", "the plugin's dependencies", true, []string{"of-form", "possessive"}},
+		{"services calling the auth service", "services that call the auth service", true, []string{"inflection", "relative-clause", "relative-pronoun"}},
+		{"functions having doc comments", "functions with doc comments", true, []string{"synonym"}},
+		{"services that have no owner", "services without an owner", true, []string{"article", "relative-pronoun", "synonym"}},
+		{"when the build breaks, notify slack", "notify slack when the build breaks", true, []string{"clause-order"}},
+		{"tests for the tokenizer", "tokenizer tests", true, []string{"article", "compound"}},
+		{"top ten slow queries", "top 10 slow queries", true, []string{"number-word"}},
+		{"Open bugs!", "open bugs", true, []string{"spelling"}},
+		{"open bugs", "open bugs", true, nil},
+
+		// What always counts.
+		{"why did the nightly backup fail", "when did the nightly backup fail", false, nil},
+		{"where is the config loaded", "when is the config loaded", false, nil},
+		{"why is the build slow", "how is the build slow", false, nil},
+		{"functions renderTemplate invokes", "functions invoking renderTemplate", false, nil},
+		{"classes BaseHandler extends", "classes extending BaseHandler", false, nil},
+		{"packages the logger depends on", "packages that depend on the logger", false, nil},
+		{"exported functions having doc comments", "exported functions lacking doc comments", false, nil},
+		{"tests that fail", "tests that do not fail", false, nil},
+		{"all handlers except the health check", "all handlers other than the health check", true, []string{"synonym"}},
+		{"all handlers except the health check", "all handlers including the health check", false, nil},
+		{"top 5 slow queries", "top 10 slow queries", false, nil},
+		{"release notes for v1.2", "release notes for v1.3", false, nil},
+		{"cheapest flights to tokyo", "cheap flights to tokyo", false, nil},
+		{"flights from paris to london", "flights from london to paris", false, nil},
+		{"files in the shared drive", "files outside the shared drive", false, nil},
+		{"who calls validateToken", "what does validateToken call", false, nil},
+		{"files that are imported", "files that import", false, nil},
+		{"modules that were loaded", "modules that loaded", false, nil},
+		{"users of the group", "user groups", false, nil},
+		{"search cluster runbook", "cluster runbook", false, nil},
+		{"larger instances", "large instances", false, nil},
+		{"generic handlers", "general handlers", false, nil},
+		{"what reads the config", "read the config", false, nil},
+		{"what changed in the API", "changes in the API", false, nil},
+		{"deployer config", "deployment config", false, nil},
+		{"logs of the k8s operator", "logs of the k8s operation", false, nil},
+	} {
+		rules, ok := Same(tc.a, tc.b)
+		if ok != tc.same {
+			t.Errorf("Same(%q, %q) = %v, want %v (forms %q / %q)", tc.a, tc.b, ok, tc.same, Normalize(tc.a), Normalize(tc.b))
+			continue
+		}
+		if ok && !slices.Equal(rules, tc.rules) {
+			t.Errorf("Same(%q, %q): rewrites %q, want %q", tc.a, tc.b, rules, tc.rules)
+		}
+		// Symmetric.
+		if _, back := Same(tc.b, tc.a); back != ok {
+			t.Errorf("Same(%q, %q) = %v but reversed %v", tc.a, tc.b, ok, back)
+		}
+	}
+}
+
+func TestSignificant(t *testing.T) {
+	for _, tc := range []struct{ a, b, want string }{
+		{"postgres connection pool settings", "postgres connection pool options", ""},
+		{"why did the backup fail", "when did the backup fail", "when"},
+		{"tests that fail", "tests that never fail", "never"},
+		{"top 5 queries", "top 10 queries", "10"},
+		{"config in staging", "config for staging", "in"},
+	} {
+		if got := Significant(Normalize(tc.a), Normalize(tc.b)); got != tc.want {
+			t.Errorf("Significant(%q, %q) = %q, want %q", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,403 @@
+package canon
+
+import (
+	"slices"
+
+	"github.com/nexus-mcp/nexus/memory/words"
+)
+
+// relMark stands for a relative pronoun that introduces a clause whose
+// subject is the noun before it ("services that call X").
+const relMark = "@rel"
+
+// passMark ends a participle read as a passive with no agent: "files that
+// are imported" is not "files that import".
+const passMark = "~pass"
+
+func isWord(t tok, ws map[string]bool) bool { return t.kind == word && ws[t.raw] }
+
+// content reports a token that names something: not a function word,
+// marker or comma.
+func content(t tok) bool {
+	return t.kind == name || t.kind == word && !function(t.raw)
+}
+
+func at(ts []tok, i int) tok {
+	if i < 0 || i >= len(ts) {
+		return tok{kind: comma}
+	}
+	return ts[i]
+}
+
+// joinPhrases reads the phrases of the canon table ("other than",
+// "lacking", "close to") as the word they stand for.
+func joinPhrases(ts []tok, rec *record) []tok {
+	out := ts[:0:0]
+	for i := 0; i < len(ts); i++ {
+		t := ts[i]
+		if t.kind == word && i+2 < len(ts) {
+			if w, ok := phrases[t.raw+" "+ts[i+1].raw+" "+ts[i+2].raw]; ok {
+				rec.add("synonym", t.raw+" "+ts[i+1].raw+" "+ts[i+2].raw)
+				out = append(out, tok{raw: w, canon: w, kind: word})
+				i += 2
+				continue
+			}
+		}
+		if t.kind == word && i+1 < len(ts) {
+			if w, ok := phrases[t.raw+" "+ts[i+1].raw]; ok {
+				rec.add("synonym", t.raw+" "+ts[i+1].raw)
+				out = append(out, tok{raw: w, canon: w, kind: word})
+				i++
+				continue
+			}
+		}
+		if t.kind == word {
+			if w, ok := phrases[t.raw]; ok {
+				rec.add("synonym", t.raw)
+				t = tok{raw: w, canon: w, kind: word}
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// dropFraming removes what only frames a request: "please" anywhere; at
+// the start "can you", "I want to", and an imperative with its "me", "for"
+// and "all" ("show me all", "search for", "look up").
+func dropFraming(ts []tok, rec *record) []tok {
+	ts = slices.DeleteFunc(ts, func(t tok) bool {
+		if isWord(t, set("please")) {
+			rec.add("imperative", "please")
+			return true
+		}
+		return false
+	})
+	for {
+		switch {
+		case len(ts) >= 2 && isWord(ts[0], set("can", "could", "would", "will")) && isWord(ts[1], set("you")):
+			rec.add("imperative", ts[0].raw+" you")
+			ts = ts[2:]
+			continue
+		case len(ts) >= 3 && isWord(ts[0], set("i", "we")) && isWord(ts[1], set("want", "need", "would")) &&
+			isWord(ts[2], set("to", "like")):
+			n := 3
+			if ts[1].raw == "would" && isWord(at(ts, 3), set("to")) {
+				n = 4
+			}
+			rec.add("imperative", "i want to")
+			ts = ts[n:]
+			continue
+		case len(ts) >= 2 && isWord(ts[0], imperatives) &&
+			(verbsOnly[ts[0].raw] && !isWord(ts[1], set("of")) ||
+				isWord(ts[1], set("me", "us", "for", "up", "all")) || isWord(ts[1], articles) || isWord(ts[1], possessive)):
+			n := 1
+			if isWord(at(ts, n), set("me", "us")) {
+				n++
+			}
+			if isWord(at(ts, n), set("for", "up")) && (ts[0].raw == "search" || ts[0].raw == "look" || ts[0].raw == "pull" || ts[0].raw == "bring") {
+				n++
+			}
+			if isWord(at(ts, n), set("all")) {
+				n++
+			}
+			if n >= len(ts) {
+				return ts
+			}
+			rec.add("imperative", ts[0].raw)
+			ts = ts[n:]
+			continue
+		}
+		return ts
+	}
+}
+
+// clauseOrder puts a leading subordinate clause after the main one:
+// "when the build breaks, notify slack" = "notify slack when the build
+// breaks". Each clause keeps its words and their order.
+func clauseOrder(ts []tok, rec *record) []tok {
+	if len(ts) < 3 || !isWord(ts[0], set("when", "if", "while", "once", "after", "before", "until", "unless")) {
+		return ts
+	}
+	k := slices.IndexFunc(ts, func(t tok) bool { return t.kind == comma })
+	if k < 2 || k == len(ts)-1 {
+		return ts
+	}
+	rec.add("clause-order", ts[0].raw)
+	return slices.Concat(ts[k+1:], ts[:k])
+}
+
+// howTo makes "how do I X", "how can we X" and "how to X" one: "how X".
+func howTo(ts []tok, rec *record) []tok {
+	for i := 0; i+1 < len(ts); i++ {
+		if !isWord(ts[i], set("how")) {
+			continue
+		}
+		switch {
+		case isWord(ts[i+1], set("to")):
+			rec.add("how-to", "how to")
+			ts = slices.Delete(ts, i+1, i+2)
+		case (isWord(ts[i+1], doForms) || isWord(ts[i+1], modals)) && isWord(at(ts, i+2), set("i", "we", "you", "one")):
+			rec.add("how-to", "how "+ts[i+1].raw+" "+ts[i+2].raw)
+			ts = slices.Delete(ts, i+1, i+3)
+		}
+	}
+	return ts
+}
+
+// questionForm drops a leading "which" or "what" before a noun ("which
+// queues does the notifier consume" asks for the queues the notifier
+// consumes) and a leading "what is" or "what are" ("what are the rate
+// limits"). When the noun is plural and a verb follows ("which jobs launch
+// the daemon"), the noun is the subject of a clause: a relative marker
+// goes between, as in "jobs that launch the daemon". npQuestion reports a
+// dropped "which"/"what" before a noun: a passive that follows reads as a
+// relative clause of that noun.
+func questionForm(ts []tok, rec *record) ([]tok, bool) {
+	if len(ts) < 2 || !isWord(ts[0], set("which", "what")) {
+		return ts, false
+	}
+	if ts[0].raw == "what" && isWord(ts[1], set("is", "are")) && len(ts) > 2 &&
+		(content(ts[2]) || isWord(ts[2], articles)) {
+		rec.add("question-form", "what "+ts[1].raw)
+		return ts[2:], false
+	}
+	// "which queues does ...", "which tests failed": a noun follows, then
+	// an auxiliary or a verb. Before an article or a preposition the word
+	// after "what" is the verb and "what" its subject ("what reads the
+	// config" is not "read the config"), kept.
+	if !content(ts[1]) || len(ts) < 3 {
+		return ts, false
+	}
+	if next := ts[2]; !content(next) && !isWord(next, doForms) && !isWord(next, beForms) &&
+		!isWord(next, haveForms) && !isWord(next, modals) {
+		return ts, false
+	}
+	rec.add("question-form", ts[0].raw)
+	ts = ts[1:]
+	if ts[0].kind == word && plural(ts[0].raw) && len(ts) > 1 && ts[1].kind == word && !function(ts[1].raw) && !plural(ts[1].raw) {
+		ts = slices.Insert(ts, 1, tok{raw: relMark, canon: relMark, kind: mark})
+	}
+	return ts, true
+}
+
+// relativePronouns reads "that", "which", "who" after a noun as the start
+// of a relative clause: a marker when the noun is the clause's subject
+// ("services that call X"), nothing when the clause has a subject of its
+// own ("queues that the notifier consumes" = "queues the notifier
+// consumes").
+func relativePronouns(ts []tok, rec *record) []tok {
+	out := ts[:0:0]
+	for i, t := range ts {
+		if i == 0 || !isWord(t, relatives) || !content(ts[i-1]) {
+			out = append(out, t)
+			continue
+		}
+		next := at(ts, i+1)
+		if isWord(next, articles) || isWord(next, possessive) || isWord(next, pronouns) || isWord(next, demonstr) {
+			rec.add("relative-pronoun", t.raw)
+			continue
+		}
+		rec.add("relative-pronoun", t.raw)
+		out = append(out, tok{raw: relMark, canon: relMark, kind: mark})
+	}
+	return out
+}
+
+// boundary reports a token that ends a noun phrase.
+func boundary(t tok) bool {
+	return !content(t) && !isWord(t, articles) && t.kind != mark || t.canon == relMark
+}
+
+// passives rewrites passives to the active order, the roles kept: "X
+// (that is) V-ed by A" after a noun is the relative clause "X A V"; a
+// clause "X is V-ed by A" is "A V X" ("who was V-ed by A" is "who A V",
+// as "who did A V"). A passive without "by" marks its participle, so
+// "files that are imported" stays apart from "files that import".
+func passives(ts []tok, npQuestion bool, rec *record) []tok {
+	for j := 1; j < len(ts); j++ {
+		p := ts[j]
+		if p.kind != word || !participle(p.raw) {
+			continue
+		}
+		be := j - 1
+		for be >= 0 && isWord(ts[be], set("been", "being")) {
+			be--
+		}
+		hasBe := be >= 0 && isWord(ts[be], beForms)
+		if !hasBe {
+			be = j
+		}
+		if !isWord(at(ts, j+1), set("by")) {
+			if hasBe && (be > 0 && ts[be-1].canon == relMark || npQuestion && be == 1) {
+				// N that are V-ed; which N are V-ed: N V-ed
+				from := be
+				if ts[be-1].canon == relMark {
+					from = be - 1
+				}
+				rec.add("relative-clause", "that be "+p.raw)
+				ts = slices.Delete(ts, from, j)
+				j = from
+				continue
+			}
+			if hasBe {
+				rec.add("passive", "be "+p.raw)
+				ts[j].canon += passMark
+				ts = slices.Delete(ts, be, j)
+				j = be
+			}
+			continue
+		}
+		// The agent runs from after "by" to the next boundary.
+		a0 := j + 2
+		a1 := a0
+		for a1 < len(ts) && !boundary(ts[a1]) {
+			a1++
+		}
+		if a1 == a0 {
+			continue
+		}
+		agent := slices.Clone(ts[a0:a1])
+		verb := ts[j]
+		before := be - 1 // the token before the passive
+		switch {
+		case hasBe && before >= 0 && ts[before].canon == relMark:
+			// N that are V-ed by A: N A V
+			rec.add("passive", p.raw+" by")
+			ts = slices.Concat(ts[:before], agent, []tok{verb}, ts[a1:])
+		case hasBe && !npQuestion:
+			// A clause from the start (or the last boundary) to be.
+			s := be
+			for s > 0 && ts[s-1].kind != comma && !isWord(ts[s-1], conjunctions) {
+				s--
+			}
+			subj := slices.Clone(ts[s:be])
+			if len(subj) == 0 {
+				continue
+			}
+			rec.add("passive", p.raw+" by")
+			if len(subj) == 1 && isWord(subj[0], whWords) {
+				ts = slices.Concat(ts[:s], subj, agent, []tok{verb}, ts[a1:])
+			} else {
+				ts = slices.Concat(ts[:s], agent, []tok{verb}, subj, ts[a1:])
+			}
+		case hasBe && npQuestion, !hasBe && before >= 0 && content(ts[before]):
+			// which N are V-ed by A; N V-ed by A: N A V
+			rec.add("passive", p.raw+" by")
+			ts = slices.Concat(ts[:be], agent, []tok{verb}, ts[a1:])
+		}
+	}
+	return ts
+}
+
+// reducedRelatives reads a plural noun followed by a verb in -ing as a
+// relative clause: "services calling X" = "services that call X".
+func reducedRelatives(ts []tok, rec *record) []tok {
+	for i := 1; i < len(ts); i++ {
+		t, prev := ts[i], ts[i-1]
+		if t.kind != word || len(t.raw) < 6 || t.raw[len(t.raw)-3:] != "ing" || function(t.raw) {
+			continue
+		}
+		if prev.kind != word || function(prev.raw) || !plural(prev.raw) || words.Lemma(words.Singular(prev.raw)) != prev.canon {
+			continue
+		}
+		rec.add("relative-clause", prev.raw+" "+t.raw)
+		ts = slices.Insert(ts, i, tok{raw: relMark, canon: relMark, kind: mark})
+		i++
+	}
+	// "handlers not logging errors" = "handlers that do not log errors"
+	for i := 2; i < len(ts); i++ {
+		t, neg, prev := ts[i], ts[i-1], ts[i-2]
+		if t.kind == word && len(t.raw) >= 6 && t.raw[len(t.raw)-3:] == "ing" && !function(t.raw) &&
+			isWord(neg, set("not")) && prev.kind == word && !function(prev.raw) && plural(prev.raw) {
+			rec.add("relative-clause", prev.raw+" not "+t.raw)
+			ts = slices.Insert(ts, i-1, tok{raw: relMark, canon: relMark, kind: mark})
+			i++
+		}
+	}
+	return ts
+}
+
+// auxiliaries drops "do", "does", "did" before another word, forms of
+// "be" left after passives, and forms of "have" before a participle; other
+// forms of "have" ("functions having doc comments") are "with".
+func auxiliaries(ts []tok, rec *record) []tok {
+	out := ts[:0:0]
+	skip := false // the "no" of "have no"
+	for i, t := range ts {
+		switch {
+		case isWord(t, doForms) && i+1 < len(ts):
+			rec.add("auxiliary", t.raw)
+			continue
+		case isWord(t, beForms):
+			rec.add("auxiliary", t.raw)
+			continue
+		case isWord(t, haveForms) && at(ts, i+1).kind == word && participle(at(ts, i+1).raw):
+			rec.add("auxiliary", t.raw)
+			continue
+		case isWord(t, haveForms):
+			// "services that have an owner" = "services with an owner";
+			// "... that have no owner" = "... without an owner".
+			if n := len(out); n > 0 && out[n-1].canon == relMark {
+				out = out[:n-1]
+			}
+			rec.add("synonym", t.raw)
+			t = tok{raw: "with", canon: "with", kind: word}
+			if isWord(at(ts, i+1), set("no")) {
+				t = tok{raw: "without", canon: "without", kind: word}
+				skip = true
+			}
+		case skip:
+			skip = false
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// dropArticles drops "a", "an" and "the".
+func dropArticles(ts []tok, rec *record) []tok {
+	return slices.DeleteFunc(ts, func(t tok) bool {
+		if isWord(t, articles) {
+			rec.add("article", t.raw)
+			return true
+		}
+		return false
+	})
+}
+
+// ofForms makes a possessive and its "of" form the compound they both
+// say: "the plugin's dependencies" = "dependencies of the plugin" =
+// "plugin dependencies". Only between two runs of content words, and not
+// after a quantity ("all of the tests") or a number.
+func ofForms(ts []tok, rec *record) []tok {
+	for i := 0; i < len(ts); i++ {
+		switch {
+		case ts[i].kind == mark && ts[i].raw == "'s":
+			rec.add("possessive", "'s")
+			ts = slices.Delete(ts, i, i+1)
+			i--
+		case isWord(ts[i], set("of")) || isWord(ts[i], topics):
+			a0 := i
+			for a0 > 0 && content(ts[a0-1]) {
+				a0--
+			}
+			b1 := i + 1
+			for b1 < len(ts) && content(ts[b1]) {
+				b1++
+			}
+			if a0 == i || b1 == i+1 || ts[a0].kind == name {
+				continue
+			}
+			if ts[i].raw == "of" {
+				rec.add("of-form", "of")
+			} else {
+				rec.add("compound", ts[i].raw)
+			}
+			ts = slices.Concat(ts[:a0], slices.Clone(ts[i+1:b1]), slices.Clone(ts[a0:i]), ts[b1:])
+			i = b1 - 1
+		}
+	}
+	return ts
+}

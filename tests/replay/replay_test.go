@@ -1,0 +1,68 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestReplay replays each dataset of testdata, sessions alone and as one
+// team, and prints the table docs/memory.md shows. It fails when an
+// answer is served that the real tool did not give at that point, or
+// when a call is counted twice.
+func TestReplay(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.jsonl")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no traces: %v", err)
+	}
+	var table strings.Builder
+	table.WriteString("| dataset | mode | sessions | calls (reads) | saved exact within / across | saved similar within / across | wrong exact / similar | output chars saved |\n|---|---|---|---|---|---|---|---|\n")
+	for _, f := range files {
+		calls, err := Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, team := range []bool{false, true} {
+			mode := "sessions alone"
+			if team {
+				mode = "one team"
+			}
+			r, err := Replay(context.Background(), calls, t.TempDir(), team)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&table, "| %s | %s | %d | %d (%d) | %d / %d | %d / %d | %d / %d | %d |\n",
+				calls[0].Dataset, mode, r.Sessions, r.Calls, r.Reads, r.ExactWithin, r.ExactAcross,
+				r.SimilarWithin, r.SimilarAcross, r.WrongExact, r.WrongSimilar, r.CharsSaved)
+			if r.Calls != len(calls) || r.Saved() > r.Reads {
+				t.Errorf("%s %s: %d calls replayed of %d, %d saved of %d reads", f, mode, r.Calls, len(calls), r.Saved(), r.Reads)
+			}
+			if len(r.SimilarRewrites) > 0 {
+				t.Logf("%s %s: similarity hits by rewrite: %v", calls[0].Dataset, mode, fmtCounts(r.SimilarRewrites))
+			}
+			for _, ex := range r.similarExamples {
+				t.Logf("  similar: %s", ex)
+			}
+			for _, w := range r.wrongSamples {
+				t.Logf("  wrong: %s", w)
+			}
+			if r.WrongExact+r.WrongSimilar > 0 {
+				t.Errorf("%s %s: %d wrong answers served (exact %d, similar %d)", calls[0].Dataset, mode,
+					r.WrongExact+r.WrongSimilar, r.WrongExact, r.WrongSimilar)
+			}
+		}
+	}
+	t.Log("\n" + table.String())
+}
+
+func fmtCounts(m map[string]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
