@@ -134,44 +134,62 @@ func (g *Gateway) sessionNotification(cn *conn, method string, params json.RawMe
 // resourceUpdated sends a child's resources/updated to the sessions subscribed to
 // k that may read its server, under the URI each subscribed with.
 func (g *Gateway) resourceUpdated(k subKey, params json.RawMessage) {
+	var during *caller
+	if k.owner == nil {
+		during = g.callDuring(k.server)
+	}
 	for _, sub := range g.subs.subscribers(k) {
 		if g.view(sub.s.agent).readable[k.server] {
 			out := params
 			if sub.uri != k.uri {
 				out = setField(params, "uri", sub.uri)
 			}
-			sub.s.push(jsonrpc.Notification("notifications/resources/updated", out))
+			sub.s.sendDuring(during, jsonrpc.Notification("notifications/resources/updated", out))
 		}
 	}
 }
 
 // routeLog sends a child's log message to every session whose agent may see the
-// server and whose level lets it through. While the calls in flight on the
-// child are one session's, that session gets it on the stream of its call, as
-// the server sends it during a call: over HTTP a client need not listen on its
-// session's own stream to see it.
+// server and whose level lets it through (see sendDuring).
 func (g *Gateway) routeLog(server string, params json.RawMessage) {
 	msg, lvl, ok := logMessage(server, params)
 	if !ok {
 		return
 	}
-	var during *caller
-	if c := g.kids()[server]; c != nil {
-		if cn, _ := c.current(); cn != nil {
-			if cl, n := cn.callers.only(); n == 1 && cl.r != nil {
-				during = cl
-			}
-		}
-	}
+	during := g.callDuring(server)
 	for _, s := range g.sessions.all() {
-		if !s.wantsLevel(lvl) || !g.view(s.agent).sees[server] {
-			continue
+		if s.wantsLevel(lvl) && g.view(s.agent).sees[server] {
+			s.sendDuring(during, msg)
 		}
-		if during != nil && during.s == s && during.r.send(s.outward(msg)) {
-			continue
-		}
-		s.push(msg)
 	}
+}
+
+// callDuring is the call in flight on server's shared connection while every
+// call in flight there is one session's, nil otherwise.
+func (g *Gateway) callDuring(server string) *caller {
+	c := g.kids()[server]
+	if c == nil {
+		return nil
+	}
+	cn, _ := c.current()
+	if cn == nil {
+		return nil
+	}
+	if cl, n := cn.callers.only(); n == 1 && cl.r != nil {
+		return cl
+	}
+	return nil
+}
+
+// sendDuring sends s a notification a child sent while during (a call of
+// s's, or nil) was in flight: on that call's stream, as the server sends it
+// during a call, so an HTTP client need not listen on its session's own stream
+// to see it; else on the session's stream.
+func (s *session) sendDuring(during *caller, msg []byte) {
+	if during != nil && during.s == s && during.r.send(s.outward(msg)) {
+		return
+	}
+	s.push(msg)
 }
 
 // logMessage is a child's log message as clients get it, and its level; the
