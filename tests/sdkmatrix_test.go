@@ -24,7 +24,8 @@ import (
 // clients of those SDKs in their default mode (which probes 2026-07-28) and
 // pinned to the legacy era, directly over stdio and through Nexus on its stdio
 // and HTTP fronts. Each behaviour a server asks of its client or sends it
-// during a call (sampling, elicitation, roots, progress, logging) is compared
+// during a call (sampling, elicitation, roots, progress, logging, a resource
+// update to a subscriber) is compared
 // with the direct connection's. A difference fails the test unless
 // matrixDiffers lists it with its reason, and a listed one that went away fails
 // it too. The README's "What a client sees through Nexus" gives the count.
@@ -65,7 +66,7 @@ func matrixDiffers() map[string]string {
 var matrixServers = []string{"mcp-go", "go-sdk", "ts-v2"}
 
 // matrixBehaviours are the peer's tools, one a behaviour.
-var matrixBehaviours = []string{"sample", "elicit", "roots", "progress", "log"}
+var matrixBehaviours = []string{"sample", "elicit", "roots", "progress", "log", "touch"}
 
 // matrixClient is one SDK's client, connected.
 type matrixClient interface {
@@ -81,7 +82,10 @@ type seen struct {
 	mu       sync.Mutex
 	progress int
 	levels   []string
+	updates  int
 }
+
+func (s *seen) addUpdate() { s.mu.Lock(); s.updates++; s.mu.Unlock() }
 
 func (s *seen) addProgress() { s.mu.Lock(); s.progress++; s.mu.Unlock() }
 func (s *seen) addLevel(l string) {
@@ -93,12 +97,26 @@ func (s *seen) addLevel(l string) {
 // after waits (up to two seconds) for what tool sends beside its result, and
 // says what arrived: notifications may trail the result on any connection.
 func (s *seen) after(tool string) string {
-	deadline := time.Now().Add(2 * time.Second)
+	wait := 2 * time.Second
+	if tool == "touch" {
+		wait = time.Second // touchAgain tries again
+	}
+	deadline := time.Now().Add(wait)
 	for {
 		s.mu.Lock()
-		p, l := s.progress, slices.Clone(s.levels)
+		p, l, u := s.progress, slices.Clone(s.levels), s.updates
 		s.mu.Unlock()
-		done := tool == "progress" && p >= 3 || tool == "log" && len(l) >= 2 || tool != "progress" && tool != "log"
+		var done bool
+		switch tool {
+		case "progress":
+			done = p >= 3
+		case "log":
+			done = len(l) >= 2
+		case "touch":
+			done = u >= 1
+		default:
+			done = true
+		}
 		if done || time.Now().After(deadline) {
 			sort.Strings(l)
 			switch tool {
@@ -106,6 +124,8 @@ func (s *seen) after(tool string) string {
 				return fmt.Sprintf("; %d progress", p)
 			case "log":
 				return fmt.Sprintf("; logs %v", l)
+			case "touch":
+				return fmt.Sprintf("; %d updates", min(u, 1))
 			}
 			return ""
 		}
@@ -113,13 +133,17 @@ func (s *seen) after(tool string) string {
 	}
 }
 
-func (s *seen) reset() { s.mu.Lock(); s.progress, s.levels = 0, nil; s.mu.Unlock() }
+func (s *seen) reset() { s.mu.Lock(); s.progress, s.levels, s.updates = 0, nil, 0; s.mu.Unlock() }
+
+// matrixResource is the peers' resource a "touch" updates.
+const matrixResource = "peer://note"
 
 // mcpGoClient is mark3labs/mcp-go's client over tr; legacy pins 2025-11-25.
 type mcpGoClient struct {
-	c    *client.Client
-	seen *seen
-	name func(string) string
+	c      *client.Client
+	seen   *seen
+	name   func(string) string
+	listen func() // ends the subscriptions/listen stream of a modern connection
 }
 
 type mcpGoHandlers struct{}
@@ -150,6 +174,8 @@ func newMCPGoClient(t *testing.T, tr transport.Interface, legacy bool, name func
 			m.seen.addProgress()
 		case "notifications/message":
 			m.seen.addLevel(fmt.Sprint(n.Params.AdditionalFields["level"]))
+		case "notifications/resources/updated":
+			m.seen.addUpdate()
 		}
 	})
 	// The stdio transport's process lives as long as Start's context.
@@ -173,22 +199,53 @@ func newMCPGoClient(t *testing.T, tr transport.Interface, legacy bool, name func
 
 func (m *mcpGoClient) call(ctx context.Context, tool string) string {
 	m.seen.reset()
+	if tool == "touch" {
+		// Legacy: resources/subscribe. Modern: the URI joins the filter of a
+		// subscriptions/listen stream (which a legacy connection refuses).
+		if err := m.c.Subscribe(ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: matrixResource}}); err != nil {
+			return "subscribe error: " + err.Error()
+		}
+		if stop, err := m.c.ListenAsync(context.Background(), mcp.SubscriptionFilter{ResourceSubscriptions: []string{matrixResource}}, nil); err == nil {
+			m.listen = stop
+		}
+	}
 	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: m.name(tool), Arguments: map[string]any{}}}
 	if tool == "progress" {
 		req.Params.Meta = &mcp.Meta{ProgressToken: "matrix-progress"}
 	}
-	res, err := m.c.CallTool(ctx, req)
-	if err != nil {
-		return "error: " + err.Error()
-	}
-	var parts []string
-	for _, c := range res.Content {
-		parts = append(parts, mcp.GetTextFromContent(c))
-	}
-	return strings.Join(parts, " ") + m.seen.after(tool)
+	return touchAgain(tool, m.seen, func() string {
+		res, err := m.c.CallTool(ctx, req)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		var parts []string
+		for _, c := range res.Content {
+			parts = append(parts, mcp.GetTextFromContent(c))
+		}
+		return strings.Join(parts, " ")
+	})
 }
 
-func (m *mcpGoClient) close() { m.c.Close() }
+// touchAgain calls call and says what arrived beside its result; a "touch" is
+// made again, up to five times, until an update arrives: a subscription both
+// SDKs open in the background (a subscriptions/listen stream) may not be open
+// for the first.
+func touchAgain(tool string, sn *seen, call func() string) string {
+	for try := 1; ; try++ {
+		text := call()
+		after := sn.after(tool)
+		if tool != "touch" || !strings.HasSuffix(after, "; 0 updates") || try == 5 || strings.HasPrefix(text, "error") {
+			return text + after
+		}
+	}
+}
+
+func (m *mcpGoClient) close() {
+	if m.listen != nil {
+		m.listen()
+	}
+	m.c.Close()
+}
 
 // goSDKClient is the official Go SDK's client; legacy pins 2025-11-25.
 type goSDKClient struct {
@@ -210,6 +267,7 @@ func newGoSDKClient(tr gosdk.Transport, legacy bool, name func(string) string) (
 		LoggingMessageHandler: func(_ context.Context, r *gosdk.LoggingMessageRequest) {
 			sn.addLevel(string(r.Params.Level))
 		},
+		ResourceUpdatedHandler: func(context.Context, *gosdk.ResourceUpdatedNotificationRequest) { sn.addUpdate() },
 	})
 	c.AddRoots(&gosdk.Root{URI: "file:///matrix-root", Name: "matrix"})
 	var opts *gosdk.ClientSessionOptions
@@ -228,21 +286,29 @@ func newGoSDKClient(tr gosdk.Transport, legacy bool, name func(string) string) (
 
 func (g *goSDKClient) call(ctx context.Context, tool string) string {
 	g.seen.reset()
+	if tool == "touch" {
+		// Legacy: resources/subscribe; modern: a subscriptions/listen stream.
+		if err := g.s.Subscribe(ctx, &gosdk.SubscribeParams{URI: matrixResource}); err != nil {
+			return "subscribe error: " + err.Error()
+		}
+	}
 	p := &gosdk.CallToolParams{Name: g.name(tool), Arguments: map[string]any{}}
 	if tool == "progress" {
 		p.SetProgressToken("matrix-progress")
 	}
-	res, err := g.s.CallTool(ctx, p)
-	if err != nil {
-		return "error: " + err.Error()
-	}
-	var parts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*gosdk.TextContent); ok {
-			parts = append(parts, tc.Text)
+	return touchAgain(tool, g.seen, func() string {
+		res, err := g.s.CallTool(ctx, p)
+		if err != nil {
+			return "error: " + err.Error()
 		}
-	}
-	return strings.Join(parts, " ") + g.seen.after(tool)
+		var parts []string
+		for _, c := range res.Content {
+			if tc, ok := c.(*gosdk.TextContent); ok {
+				parts = append(parts, tc.Text)
+			}
+		}
+		return strings.Join(parts, " ")
+	})
 }
 
 func (g *goSDKClient) close() { g.s.Close() }

@@ -8,8 +8,9 @@
 // Tools: echo (answers its message, read-only: the benchmarks' call), sample
 // (asks the client's model), elicit (asks the user for a name),
 // roots (asks the client's roots), progress (reports three steps to a
-// progress token) and log (logs at info and at warning). Each answers with
-// what it got, as text.
+// progress token), log (logs at info and at warning) and touch (says the
+// resource peer://note, to which clients may subscribe, was updated). Each
+// answers with what it got, as text.
 package main
 
 import (
@@ -42,7 +43,10 @@ func main() {
 
 func mcpGoServer() *server.MCPServer {
 	s := server.NewMCPServer("sdkpeer-mcp-go", "1.0.0", server.WithToolCapabilities(false), server.WithLogging(),
-		server.WithElicitation(), server.WithRoots())
+		server.WithElicitation(), server.WithRoots(), server.WithResourceCapabilities(true, false))
+	s.AddResource(mcp.NewResource("peer://note", "note"), func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: "peer://note", Text: "a note"}}, nil
+	})
 	text := func(format string, a ...any) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText(fmt.Sprintf(format, a...)), nil
 	}
@@ -88,6 +92,10 @@ func mcpGoServer() *server.MCPServer {
 		}
 		return text("progress sent")
 	})
+	s.AddTool(mcp.NewTool("touch"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		s.SendNotificationToAllClients("notifications/resources/updated", map[string]any{"uri": "peer://note"})
+		return text("touched")
+	})
 	s.AddTool(mcp.NewTool("log"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		for _, l := range []mcp.LoggingLevel{mcp.LoggingLevelInfo, mcp.LoggingLevelWarning} {
 			_ = s.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(l, "sdkpeer", "a "+string(l)))
@@ -105,7 +113,12 @@ func contentText(c any) string {
 }
 
 func goSDKServer() *gosdk.Server {
-	s := gosdk.NewServer(&gosdk.Implementation{Name: "sdkpeer-go-sdk", Version: "1.0.0"}, &gosdk.ServerOptions{HasTools: true})
+	noop := func(context.Context, *gosdk.SubscribeRequest) error { return nil }
+	s := gosdk.NewServer(&gosdk.Implementation{Name: "sdkpeer-go-sdk", Version: "1.0.0"}, &gosdk.ServerOptions{HasTools: true,
+		SubscribeHandler: noop, UnsubscribeHandler: func(context.Context, *gosdk.UnsubscribeRequest) error { return nil }})
+	s.AddResource(&gosdk.Resource{URI: "peer://note", Name: "note"}, func(context.Context, *gosdk.ReadResourceRequest) (*gosdk.ReadResourceResult, error) {
+		return &gosdk.ReadResourceResult{Contents: []*gosdk.ResourceContents{{URI: "peer://note", Text: "a note"}}}, nil
+	})
 	text := func(format string, a ...any) (*gosdk.CallToolResult, error) {
 		return &gosdk.CallToolResult{Content: []gosdk.Content{&gosdk.TextContent{Text: fmt.Sprintf(format, a...)}}}, nil
 	}
@@ -149,6 +162,10 @@ func goSDKServer() *gosdk.Server {
 			_ = r.Session.NotifyProgress(ctx, &gosdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: 3})
 		}
 		return text("progress sent")
+	})
+	s.AddTool(&gosdk.Tool{Name: "touch", InputSchema: empty}, func(ctx context.Context, _ *gosdk.CallToolRequest) (*gosdk.CallToolResult, error) {
+		_ = s.ResourceUpdated(ctx, &gosdk.ResourceUpdatedNotificationParams{URI: "peer://note"})
+		return text("touched")
 	})
 	s.AddTool(&gosdk.Tool{Name: "log", InputSchema: empty}, func(ctx context.Context, r *gosdk.CallToolRequest) (*gosdk.CallToolResult, error) {
 		for _, l := range []gosdk.LoggingLevel{"info", "warning"} {

@@ -1,11 +1,20 @@
 // The SDK matrix's TypeScript SDK v2 server (@modelcontextprotocol/server), on
 // stdio, serving both protocol eras: the same tools as tests/sdkpeer (sample,
-// elicit, roots, progress, log), each answering with what it got.
+// elicit, roots, progress, log, touch) and resource, each answering with what it got.
 import { McpServer } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 
 const factory = () => {
-  const server = new McpServer({ name: 'sdkpeer-ts', version: '1.0.0' }, { capabilities: { logging: {} } });
+  const server = new McpServer({ name: 'sdkpeer-ts', version: '1.0.0' }, { capabilities: { logging: {}, resources: { subscribe: true } } });
+  server.registerResource('note', 'peer://note', {}, async () => ({ contents: [{ uri: 'peer://note', text: 'a note' }] }));
+  try {
+    server.server.setRequestHandler('resources/subscribe', async () => ({}));
+    server.server.setRequestHandler('resources/unsubscribe', async () => ({}));
+  } catch {}
+  server.registerTool('touch', { description: 'Says peer://note was updated.' }, async () => {
+    await server.server.sendResourceUpdated({ uri: 'peer://note' });
+    return { content: [{ type: 'text', text: 'touched' }] };
+  });
   const text = (t) => ({ content: [{ type: 'text', text: t }] });
   const failed = (what, e) => text(what + ' failed: ' + (e && e.message ? e.message : String(e)));
   server.registerTool('sample', { description: 'Asks the client model.' }, async (ctx) => {
