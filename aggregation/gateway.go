@@ -499,7 +499,10 @@ func (g *Gateway) rebuildLoop(ctx context.Context) {
 
 // rebuildNow merges the children's tools into a new manifest, forgets remembered
 // answers of servers whose tools changed or that restarted, and updates the front
-// server only when the visible list changed.
+// server only when the visible list changed. A server's tools are compared with
+// the last list it gave while connected, never with the nothing of a server still
+// starting: in a gateway that just started, every server's first list is new to
+// it, and what memory kept from the previous run stays fresh.
 func (g *Gateway) rebuildNow(ctx context.Context) []error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -508,8 +511,18 @@ func (g *Gateway) rebuildNow(ctx context.Context) []error {
 	for name, c := range kids {
 		_, tools := c.current()
 		perServer[name] = tools
+		old, seen := g.published[name]
+		if tools == nil {
+			// Not connected. One that was has exited: what it said is stale. One
+			// still starting has said nothing yet: its first list is no change.
+			if seen && old != "" {
+				g.forget(ctx, name)
+				g.published[name] = ""
+			}
+			continue
+		}
 		fp := fingerprintTools(tools)
-		if old, ok := g.published[name]; ok && old != fp {
+		if seen && old != "" && old != fp {
 			g.forget(ctx, name)
 		}
 		g.published[name] = fp
