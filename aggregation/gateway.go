@@ -98,6 +98,11 @@ type Options struct {
 	// 2026-07-28 client in an InputRequiredResult; nil makes a random one. Replicas
 	// given the same key accept each other's states for modern children.
 	StateKey []byte
+	// OneAttempt makes a child that fails to start give up at once, with one log
+	// line, rather than retry with backoff: a one-shot command (call, list-tools)
+	// ends long before a retry could help, and its output says which failed. A
+	// call of the server's tool still asks it for one fresh attempt.
+	OneAttempt bool
 }
 
 // Gateway is the aggregating MCP server.
@@ -108,6 +113,7 @@ type Gateway struct {
 	// searchEmbedder is Options.SearchEmbedder.
 	searchEmbedder toolsearch.Embedder
 	before         func(*config.Server)
+	oneAttempt     bool                              // Options.OneAttempt
 	http           func(*config.Server) *http.Client // Options.HTTPClient
 	resolve        func(string) (string, error)
 	redact         func([]byte) []byte
@@ -196,7 +202,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		tp = noop.NewTracerProvider()
 	}
 	g := &Gateway{
-		log: log, mem: opts.Memory, names: naming{style: names, max: maxName}, searchEmbedder: opts.SearchEmbedder, resolve: resolve, redact: opts.Redact, text: opts.RedactText, before: opts.BeforeStart, http: opts.HTTPClient,
+		log: log, mem: opts.Memory, names: naming{style: names, max: maxName}, searchEmbedder: opts.SearchEmbedder, resolve: resolve, redact: opts.Redact, text: opts.RedactText, before: opts.BeforeStart, http: opts.HTTPClient, oneAttempt: opts.OneAttempt,
 		denials: &policy.Counter{}, observer: opts.Observer, tracer: tp.Tracer("github.com/nexus-mcp/nexus/aggregation"), tracing: opts.Tracer != nil,
 		rebuild: make(chan struct{}, 1), published: map[string]string{},
 	}
@@ -343,6 +349,7 @@ func (g *Gateway) Close() {
 func (g *Gateway) newChild(s *config.Server) *child {
 	c := newChild(s, g.names, g.log, g, g.resolve)
 	c.beforeStart = g.before
+	c.oneAttempt = g.oneAttempt
 	c.httpClient = g.http
 	return c
 }
