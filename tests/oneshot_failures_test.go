@@ -18,10 +18,11 @@ func failedStartLines(stderr, server string) int {
 	return n
 }
 
-// TestOneShotCommandsAndFailedServers is issue 38's point 7: a server whose
+// TestOneShotCommandsAndFailedServers is issue 38's points 7 and 6: a server whose
 // program is not installed gets one line that says what to install, not a retry
 // per backoff step; call waits for its tool's server only, not for a server that
-// never answers.
+// never answers; list-tools lists the others' tools and exits 1 naming the failed
+// server (and 1 when every server failed).
 func TestOneShotCommandsAndFailedServers(t *testing.T) {
 	t.Parallel()
 	h := newHome(t, nil)
@@ -48,4 +49,25 @@ func TestOneShotCommandsAndFailedServers(t *testing.T) {
 		t.Errorf("nexus call missing.anything: exit %d, %d lines about the missing server, want one that says it is not installed:\n%s%s", code, n, out, stderr)
 	}
 
+	h.writeConfig(map[string]any{
+		"servers": map[string]any{
+			"fx":      h.fixtureServer(nil),
+			"missing": map[string]any{"command": missing},
+		},
+	})
+	out, stderr, code = h.nexus("list-tools")
+	if code != 1 || !strings.Contains(out, "fx.echo") {
+		t.Errorf("nexus list-tools with a failed server: exit %d, want 1 with fx's tools listed\n%s%s", code, out, stderr)
+	}
+	if !strings.Contains(stderr, "1 of 2 servers did not connect") || !strings.Contains(stderr, "missing (failed)") {
+		t.Errorf("nexus list-tools does not name the failed server:\n%s", stderr)
+	}
+	if n := failedStartLines(stderr, "missing"); n != 1 || !strings.Contains(stderr, missing+" is not installed or not on PATH") {
+		t.Errorf("nexus list-tools: %d lines about the missing server, want one that says it is not installed:\n%s", n, stderr)
+	}
+
+	h.writeConfig(map[string]any{"servers": map[string]any{"missing": map[string]any{"command": missing}}})
+	if out, stderr, code = h.nexus("list-tools", "--json"); code != 1 || !strings.Contains(stderr, "1 of 1 servers") {
+		t.Errorf("nexus list-tools --json with every server failed: exit %d, want 1\n%s%s", code, out, stderr)
+	}
 }
