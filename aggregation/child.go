@@ -378,6 +378,7 @@ func (c *child) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
+			err = withStderr(err, cn.stderrTail())
 			if le := (*oauth.LoginError)(nil); errors.As(err, &le) {
 				// Retrying cannot help until a person logs in: wait for a reload
 				// (the login signals one), a call or doctor --retry.

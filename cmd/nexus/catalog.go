@@ -412,6 +412,9 @@ func installEntry(c *cli.Context, e *env, entry *catalog.Entry) error {
 	} else if abs, err := filepath.EvalSymlinks(self); err == nil {
 		self = abs
 	}
+	if err := entry.CheckPaths(values); err != nil {
+		return usageError(err.Error() + "\nnothing was written")
+	}
 	inst, err := entry.Install(server, values, self)
 	if err != nil {
 		var me *catalog.MissingError
