@@ -22,6 +22,12 @@ func TestCatalogPathThatDoesNotExist(t *testing.T) {
 	if cfg, _ := os.ReadFile(filepath.Join(h.dir, "config.json")); strings.Contains(string(cfg), "filesystem") {
 		t.Errorf("the refused server was written:\n%s", cfg)
 	}
+	// A misspelt value's name gets the one it is close to.
+	out, stderr, code = h.nexus("add", "filesystem", "--value", "path="+h.dir)
+	if code != 2 || !strings.Contains(stderr, "did you mean --value paths="+h.dir) {
+		t.Errorf("add filesystem --value path=: exit %d, want 2 with did you mean\n%s%s", code, out, stderr)
+	}
+
 	// The directory went after the server was added: the server's own words say why.
 	node, script := peerScript(t, "@modelcontextprotocol/server-filesystem/dist/index.js")
 	h.writeConfig(map[string]any{"servers": map[string]any{"filesystem": map[string]any{"command": node, "args": []string{script, missing}}}})

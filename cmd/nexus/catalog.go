@@ -276,7 +276,11 @@ func catalogValues(c *cli.Context, entry *catalog.Entry) (map[string]string, err
 	}
 	for k, v := range given {
 		if _, ok := entry.Value(k); !ok {
-			return nil, usageError(fmt.Sprintf("--value %s: catalog entry %q takes no value %q; it takes: %s (nexus catalog show %s)", k, entry.Name, k, valueList(entry), entry.Name))
+			msg := fmt.Sprintf("--value %s: catalog entry %q takes no value %q; it takes: %s (nexus catalog show %s)", k, entry.Name, k, valueList(entry), entry.Name)
+			if near := suggest.Closest(k, valueNames(entry)); near != "" {
+				return nil, usageHint(msg, fmt.Sprintf("did you mean --value %s=%s?", near, v))
+			}
+			return nil, usageError(msg)
 		}
 		values[k] = v
 	}
@@ -324,11 +328,16 @@ func valueList(entry *catalog.Entry) string {
 	if len(entry.Values) == 0 {
 		return "no values"
 	}
+	return strings.Join(valueNames(entry), ", ")
+}
+
+// valueNames are the names of the values entry takes, in its order.
+func valueNames(entry *catalog.Entry) []string {
 	var names []string
 	for _, v := range entry.Values {
 		names = append(names, v.Name)
 	}
-	return strings.Join(names, ", ")
+	return names
 }
 
 // promptValues asks on the terminal for each missing required value; secrets are read
