@@ -58,7 +58,8 @@ func cacheCommand() *cli.Command {
 					"5m, 12h, 1d or never; off removes what this command set. Without arguments, lists\n" +
 					"what it set. A ttl in the config files wins over one set here for the same\n" +
 					"pattern; both win over the catalog's suggestions. Running gateways apply it at once.",
-				Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON (without arguments)"}},
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON (without arguments)"},
+					&cli.BoolFlag{Name: "later", Usage: "set the ttl of a server no config layer has yet (one you add later); without it the name is refused as a likely misspelling"}},
 				Action: cacheTTLAction,
 			},
 			{
@@ -194,8 +195,10 @@ func cacheTTL(c *cli.Context) error {
 			return usageError(err.Error())
 		}
 	}
-	if server, _, _ := strings.Cut(pattern, "."); pattern != "*" && cfg.Servers[server] == nil {
-		fmt.Fprintf(e.stderr, "nexus: note: no server %q is configured (yet); the ttl applies once it is\n", server)
+	if value != "off" && !c.Bool("later") {
+		if err := knownServer(cfg, pattern, "--later"); err != nil {
+			return err
+		}
 	}
 	if err := config.WriteCommandTTL(path, set); err != nil {
 		return err

@@ -362,3 +362,20 @@ func (e *env) warnMissingCommand(command string) {
 		fmt.Fprintf(e.stderr, "warning: %s is not on PATH (%v); the server is saved, but it will not start until %s is installed (nexus doctor checks it)\n", command, errors.Unwrap(err), command)
 	}
 }
+
+// knownServer refuses name (a policy entry or ttl pattern: server.tool, server.*)
+// when the server it names is in no config layer: a misspelt server would be saved
+// and apply to nothing. The refusal names the closest server, and the flag that
+// writes it anyway. Entries that name no server ("*", "@readonly") pass.
+func knownServer(cfg *config.Config, name, flag string) error {
+	server, _, ok := strings.Cut(name, ".")
+	if !ok || server == "" || server == "*" || strings.HasPrefix(name, "@") || cfg.Servers[server] != nil {
+		return nil
+	}
+	msg := fmt.Sprintf("%s: no server %q is configured, nothing was written", name, server)
+	if near := suggest.Closest(server, cfg.ServerNames()); near != "" {
+		_, rest, _ := strings.Cut(name, ".")
+		return usageHint(msg, fmt.Sprintf("did you mean %s? (%s writes it for a server you add later)", near+"."+rest, flag))
+	}
+	return usageHint(msg, fmt.Sprintf("`nexus list-servers` shows the servers; %s writes it for a server you add later", flag))
+}
