@@ -21,6 +21,7 @@ import (
 	"github.com/nexus-mcp/nexus/catalog"
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/internal/suggest"
+	"github.com/nexus-mcp/nexus/policy"
 	"github.com/nexus-mcp/nexus/secrets"
 )
 
@@ -456,8 +457,8 @@ func installEntry(c *cli.Context, e *env, entry *catalog.Entry) error {
 	if len(addedCache) > 0 {
 		fmt.Fprintf(e.stdout, "cache hints set: %s\n", strings.Join(addedCache, ", "))
 	}
-	if allow := inst.Hints.Allow; len(allow) > 0 {
-		fmt.Fprintf(e.stdout, "the catalog suggests allowing these tools; for an agent (or --default for every agent), run:\n  nexus policy allow --agent AGENT %s\n", strings.Join(allow, " "))
+	if allow := e.hiddenByDefault(inst.Hints); len(allow) > 0 {
+		fmt.Fprintf(e.stdout, "the catalog suggests allowing these tools, which the default policy hides; for an agent (or --default for every agent), run:\n  nexus policy allow --agent AGENT %s\n", strings.Join(allow, " "))
 	}
 	if entry.Docs != "" {
 		fmt.Fprintf(e.stdout, "docs: %s\n", entry.Docs)
@@ -467,6 +468,30 @@ func installEntry(c *cli.Context, e *env, entry *catalog.Entry) error {
 		e.warnMissingCommand(srv.Command)
 	}
 	return nil
+}
+
+// hiddenByDefault are the entries of the catalog's suggested allow list that the
+// default policy (the config's, after the install) does not already allow: a
+// read-only tool the default lets through needs no command. A pattern
+// ("server.*") is kept: it grants tools the default hides.
+func (e *env) hiddenByDefault(h catalog.Hints) []string {
+	rules := policy.Config{}
+	if cfg, err := e.load(); err == nil {
+		rules.Default = cfg.Policy.Default
+	}
+	pol, err := policy.Compile(rules)
+	if err != nil {
+		return h.Allow // the config's own check reports it; suggest every entry
+	}
+	var out []string
+	for _, entry := range h.Allow {
+		_, tool, _ := strings.Cut(entry, ".")
+		if strings.ContainsAny(tool, "*?") || entry == policy.All ||
+			!pol.Decide("", policy.Tool{Name: entry, ReadOnly: slices.Contains(h.ReadOnly, entry)}).Allowed {
+			out = append(out, entry)
+		}
+	}
+	return out
 }
 
 // launcher is the program a catalog entry runs that the user must have installed
