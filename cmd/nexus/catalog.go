@@ -452,7 +452,9 @@ func installEntry(c *cli.Context, e *env, entry *catalog.Entry) error {
 	for _, n := range stored {
 		fmt.Fprintf(e.stdout, "stored secret %s in %s\n", n, e.secretPlace(c.Context, n))
 	}
-	e.fileStoreNotice(len(stored))
+	if err := e.fileStoreNotice(c.Context, len(stored)); err != nil {
+		return err
+	}
 	fmt.Fprintln(e.stdout, memoryHint(server, inst.Hints.TTL))
 	if len(addedCache) > 0 {
 		fmt.Fprintf(e.stdout, "cache hints set: %s\n", strings.Join(addedCache, ", "))

@@ -103,7 +103,9 @@ func addAction(c *cli.Context) error {
 	for _, n := range stored {
 		fmt.Fprintf(e.stdout, "stored secret %s in %s\n", n, e.secretPlace(c.Context, n))
 	}
-	e.fileStoreNotice(len(stored))
+	if err := e.fileStoreNotice(c.Context, len(stored)); err != nil {
+		return err
+	}
 	fmt.Fprintln(e.stdout, memoryHint(name, nil))
 	if srv.URL != "" && !hasHeader(srv.Headers, secretHeaders, "Authorization") {
 		e.offerLogin(c.Context, name, srv.URL)
