@@ -82,7 +82,7 @@ func cacheClearAction(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "forgot %d entries\n", n)
+		fmt.Fprintf(e.stdout, "forgot %s\n", count(n, "entry", "entries"))
 		return nil
 	})
 }
@@ -133,7 +133,7 @@ func cacheStatsAction(c *cli.Context) error {
 		if st.Disabled != "" {
 			fmt.Fprintf(e.stdout, "memory is stepping aside: %s\n", st.Disabled)
 		}
-		fmt.Fprintf(e.stdout, "%s: %d entries, %s (bounds %d entries, %s)\n", st.Path, st.Entries, sizeIEC(st.Bytes), st.MaxEntries, sizeIEC(st.MaxBytes))
+		fmt.Fprintf(e.stdout, "%s: %s, %s (bounds %d entries, %s)\n", st.Path, count(st.Entries, "entry", "entries"), sizeIEC(st.Bytes), st.MaxEntries, sizeIEC(st.MaxBytes))
 		fmt.Fprintf(e.stdout, "hits %d (semantic %d), misses %d, bypasses %d, coalesced %d, time saved %s\n", st.Hits, st.SemanticHits, st.Misses, st.Bypasses, st.Coalesced, time.Duration(st.SavedMS)*time.Millisecond)
 		fmt.Fprintf(e.stdout, "similarity: gray zone accepted %d, rejected %d, unverified %d; guard refusals %d; embedder failures %d\n",
 			st.GrayAccepted, st.GrayRejected, st.GrayUnverified, st.GuardRejections, st.EmbedFailures)
