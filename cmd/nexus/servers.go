@@ -6,7 +6,6 @@ import (
 	"github.com/nexus-mcp/nexus/internal/suggest"
 	"log/slog"
 	"os/exec"
-	"runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -313,20 +312,6 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n-3] + "..."
-}
-
-func versionCommand() *cli.Command {
-	return &cli.Command{
-		Name:   "version",
-		Usage:  "print the version",
-		Action: versionAction,
-	}
-}
-
-// versionAction is the action of `nexus version`.
-func versionAction(c *cli.Context) error {
-	fmt.Fprintf(c.App.Writer, "nexus %s %s/%s %s\n", aggregation.Version, runtime.GOOS, runtime.GOARCH, runtime.Version())
-	return nil
 }
 
 // notInCatalog answers `nexus add NAME` with neither --command nor --url for a NAME
