@@ -140,6 +140,7 @@ type Gateway struct {
 	man      atomic.Pointer[manifest]
 	children atomic.Pointer[map[string]*child] // replaced whole on reload
 	tokens   atomic.Pointer[map[string]string] // hex SHA-256 of a bearer token -> agent
+	logins   logins                            // the status page's browser sessions (login.go)
 
 	reloadMu sync.Mutex  // one reload at a time, and none once Close began
 	closed   bool        // Close began; guarded by reloadMu
