@@ -208,7 +208,7 @@ func (g *Gateway) toolOf(ctx context.Context, c *toolCall) (*Tool, *notRunningEr
 	// A name the manifest does not know may be a server's still starting,
 	// which resolveCall waits for.
 	c.from.letGo()
-	t, err := g.resolveCall(ctx, c.agent, c.p.Name)
+	t, err := g.resolveCall(ctx, g.agentAudience(c.agent), c.p.Name)
 	if err == nil {
 		return t, nil, nil
 	}
@@ -485,10 +485,11 @@ func (g *Gateway) perClient(server string) bool {
 	return c != nil && c.config().PerClient()
 }
 
-// unknownTool is the -32602 answer to a name no server offers, with the closest names.
-func (g *Gateway) unknownTool(name string) *RPCError {
+// unknownTool is the -32602 answer to a name no server offers, with the closest
+// names of the tools the audience may call.
+func (g *Gateway) unknownTool(a audience, name string) *RPCError {
 	msg := "unknown tool " + quoted(name)
-	if near := g.man.Load().suggest(name); len(near) > 0 {
+	if near := g.man.Load().suggest(a, name); len(near) > 0 {
 		msg += "; did you mean " + quoteJoin(near) + "?"
 	}
 	return &RPCError{Code: jsonrpc.CodeInvalidParams, Message: msg + " (nexus list-tools shows every tool)"}
@@ -563,31 +564,31 @@ func (g *Gateway) Call(ctx context.Context, agent, name string, args json.RawMes
 // unknown name gives the same *RPCError a call would, with the closest names, and a
 // tool of a server that is not running says so.
 func (g *Gateway) Resolve(ctx context.Context, name string) (*Tool, error) {
-	return g.resolveTool(ctx, name)
+	return g.resolveTool(ctx, operator(), name)
 }
 
 // resolveCall finds the tool of a client's call. Beyond the names resolveTool knows,
-// it accepts a child's own name for its tool when exactly one server visible to the
-// agent has a tool of that name: an MCP App, rendered by the client, calls its
+// it accepts a child's own name for its tool when exactly one tool of that name is
+// one the audience may call: an MCP App, rendered by the client, calls its
 // server's tools by the names that server gave them. Policy then decides on the
 // tool's canonical name, as for any call.
-func (g *Gateway) resolveCall(ctx context.Context, agent, name string) (*Tool, error) {
+func (g *Gateway) resolveCall(ctx context.Context, a audience, name string) (*Tool, error) {
 	if g.man.Load().lookup(name) == nil {
 		g.awaitFirstLists(ctx) // a child's names are known once its first lists are in
-		if t, err := g.man.Load().bareTool(g.view(agent), name); t != nil {
+		if t, err := g.man.Load().bareTool(a, name); t != nil {
 			return t, nil
 		} else if err != nil {
 			return nil, err
 		}
 	}
-	return g.resolveTool(ctx, name)
+	return g.resolveTool(ctx, a, name)
 }
 
 // resolveTool finds a tool by name. A name that may belong to a server still making
 // its first attempt waits for that server (up to its call timeout): a client that
 // calls at once after starting the gateway gets the tool, not "unknown tool". A
 // tool of a server that gave up makes it try once more, and waits for that try.
-func (g *Gateway) resolveTool(ctx context.Context, name string) (*Tool, error) {
+func (g *Gateway) resolveTool(ctx context.Context, a audience, name string) (*Tool, error) {
 	if t := g.man.Load().lookup(name); t != nil {
 		return t, nil
 	}
@@ -622,7 +623,7 @@ func (g *Gateway) resolveTool(ctx context.Context, name string) (*Tool, error) {
 			return nil, &notRunningError{st}
 		}
 	}
-	return nil, g.unknownTool(name)
+	return nil, g.unknownTool(a, name)
 }
 
 // awaitFirstAttempts waits for those of kids still making their first attempt,

@@ -76,6 +76,8 @@ type child struct {
 	// rootsAtStart is set once a client session's connection was asked its
 	// client's roots as it started (awaitRoots).
 	rootsAtStart atomic.Bool
+	// oneAttempt gives up after the first failure (Options.OneAttempt).
+	oneAttempt bool
 
 	mu   sync.Mutex
 	conn *conn
@@ -276,6 +278,9 @@ func (c *child) connectedExcept(ctx context.Context, old *conn) *conn {
 		if cn != nil && cn != old && !cn.lost() {
 			return cn
 		}
+		if state == StateFailed && c.oneAttempt {
+			return nil // a one-shot command's one attempt was made moments ago
+		}
 		if state == StateFailed || state == StateNeedsLogin {
 			if asked >= 0 && attempts > asked {
 				return nil // the attempt made for this call failed too
@@ -379,6 +384,7 @@ func (c *child) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
+			err = withStderr(err, cn.stderrTail())
 			if le := (*oauth.LoginError)(nil); errors.As(err, &le) {
 				// Retrying cannot help until a person logs in: wait for a reload
 				// (the login signals one), a call or doctor --retry.
@@ -389,6 +395,13 @@ func (c *child) run(ctx context.Context) {
 				continue
 			}
 			failures++
+			if c.oneAttempt {
+				c.log.Error("server failed to start", "err", err, "stderr", cn.stderrTail())
+				if !c.failed(ctx, err) {
+					return
+				}
+				continue
+			}
 			c.log.Error("child failed to start", "attempt", failures, "err", err, "stderr", cn.stderrTail())
 			if failures >= maxFailures {
 				why := fmt.Errorf("gave up after %d attempts: %w", failures, err)
@@ -695,7 +708,7 @@ func (c *child) connect(ctx context.Context, owner *session, opener *caller) (*c
 	err = cn.client.Start(ctx)
 	if err != nil {
 		cn.markDone()
-		return cn, nil, fmt.Errorf("starting %s: %w", c.name, err)
+		return cn, nil, fmt.Errorf("starting %s: %w", c.name, notInstalled(c.name, c.config().Command, err))
 	}
 	// Requests from the child go to the gateway raw, not through mcp-go's typed
 	// handlers, so that every field of a sampling or elicitation request reaches the

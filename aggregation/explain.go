@@ -40,7 +40,7 @@ func (g *Gateway) Explain(agent string) []Explained {
 // would.
 func (g *Gateway) ExplainName(ctx context.Context, agent, name string) (Explained, error) {
 	pol := g.pol.Load()
-	t, err := g.resolveCall(ctx, agent, name)
+	t, err := g.resolveCall(ctx, operator(), name) // the operator asks: every tool is named
 	if err == nil {
 		return Explained{"tool", t.Canonical, pol.Decide(agent, t.policyTool())}, nil
 	}

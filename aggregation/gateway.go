@@ -98,6 +98,11 @@ type Options struct {
 	// 2026-07-28 client in an InputRequiredResult; nil makes a random one. Replicas
 	// given the same key accept each other's states for modern children.
 	StateKey []byte
+	// OneAttempt makes a child that fails to start give up at once, with one log
+	// line, rather than retry with backoff: a one-shot command (call, list-tools)
+	// ends long before a retry could help, and its output says which failed. A
+	// call of the server's tool still asks it for one fresh attempt.
+	OneAttempt bool
 }
 
 // Gateway is the aggregating MCP server.
@@ -108,6 +113,7 @@ type Gateway struct {
 	// searchEmbedder is Options.SearchEmbedder.
 	searchEmbedder toolsearch.Embedder
 	before         func(*config.Server)
+	oneAttempt     bool                              // Options.OneAttempt
 	http           func(*config.Server) *http.Client // Options.HTTPClient
 	resolve        func(string) (string, error)
 	redact         func([]byte) []byte
@@ -135,6 +141,7 @@ type Gateway struct {
 	man      atomic.Pointer[manifest]
 	children atomic.Pointer[map[string]*child] // replaced whole on reload
 	tokens   atomic.Pointer[map[string]string] // hex SHA-256 of a bearer token -> agent
+	logins   logins                            // the status page's browser sessions (login.go)
 
 	reloadMu sync.Mutex  // one reload at a time, and none once Close began
 	closed   bool        // Close began; guarded by reloadMu
@@ -197,7 +204,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		tp = noop.NewTracerProvider()
 	}
 	g := &Gateway{
-		log: log, mem: opts.Memory, names: naming{style: names, max: maxName}, searchEmbedder: opts.SearchEmbedder, resolve: resolve, redact: opts.Redact, text: opts.RedactText, before: opts.BeforeStart, http: opts.HTTPClient,
+		log: log, mem: opts.Memory, names: naming{style: names, max: maxName}, searchEmbedder: opts.SearchEmbedder, resolve: resolve, redact: opts.Redact, text: opts.RedactText, before: opts.BeforeStart, http: opts.HTTPClient, oneAttempt: opts.OneAttempt,
 		denials: &policy.Counter{}, observer: opts.Observer, tracer: tp.Tracer("github.com/nexus-mcp/nexus/aggregation"), tracing: opts.Tracer != nil,
 		rebuild: make(chan struct{}, 1), published: map[string]string{},
 	}
@@ -345,6 +352,7 @@ func (g *Gateway) Close() {
 func (g *Gateway) newChild(s *config.Server) *child {
 	c := newChild(s, g.names, g.log, g, g.resolve)
 	c.beforeStart = g.before
+	c.oneAttempt = g.oneAttempt
 	c.httpClient = g.http
 	return c
 }
@@ -501,7 +509,10 @@ func (g *Gateway) rebuildLoop(ctx context.Context) {
 
 // rebuildNow merges the children's tools into a new manifest, forgets remembered
 // answers of servers whose tools changed or that restarted, and updates the front
-// server only when the visible list changed.
+// server only when the visible list changed. A server's tools are compared with
+// the last list it gave while connected, never with the nothing of a server still
+// starting: in a gateway that just started, every server's first list is new to
+// it, and what memory kept from the previous run stays fresh.
 func (g *Gateway) rebuildNow(ctx context.Context) []error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -510,8 +521,18 @@ func (g *Gateway) rebuildNow(ctx context.Context) []error {
 	for name, c := range kids {
 		_, tools := c.current()
 		perServer[name] = tools
+		old, seen := g.published[name]
+		if tools == nil {
+			// Not connected. One that was has exited: what it said is stale. One
+			// still starting has said nothing yet: its first list is no change.
+			if seen && old != "" {
+				g.forget(ctx, name)
+				g.published[name] = ""
+			}
+			continue
+		}
 		fp := fingerprintTools(tools)
-		if old, ok := g.published[name]; ok && old != fp {
+		if seen && old != "" && old != fp {
 			g.forget(ctx, name)
 		}
 		g.published[name] = fp

@@ -77,11 +77,16 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) http.Handler {
 	for pattern, page := range opts.Pages {
 		mux.Handle(pattern, g.Guard(page))
 	}
+	if len(opts.Pages) > 0 {
+		mux.Handle(loginPath, g.LoginPage())
+	}
 	return mux
 }
 
 // Guard serves h only to whom may see what the gateway does: a request with a valid
-// agent token, or anyone when the config says "status": {"public": true}. Whoever
+// agent token, a browser logged in with one (its session cookie, login.go), or
+// anyone when the config says "status": {"public": true}. A browser that is
+// neither is sent to the login form. Whoever
 // /mcp serves anonymously (no token configured) is not enough: the page shows
 // every server's errors and every agent's rights, which any local process could
 // otherwise read. The Host and Origin checks of /mcp apply either way. Only GET and
@@ -89,9 +94,13 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) http.Handler {
 func (g *Gateway) Guard(h http.Handler) http.Handler {
 	front := &httpFront{g: g}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := front.tokenAgent(r); !ok && !g.cfg.Load().Status.Public {
+		if !g.mayReadPages(front, r) {
+			if wantsPage(r) && g.allowedOrigin(r) {
+				http.Redirect(w, r, loginPath, http.StatusSeeOther)
+				return
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="nexus"`)
-			http.Error(w, `401 unauthorized: send Authorization: Bearer <token> (nexus agent add NAME creates one), or set "status": {"public": true} in the config`, http.StatusUnauthorized)
+			http.Error(w, `401 unauthorized: send Authorization: Bearer <token> (nexus agent add NAME creates one), log in at /login with one in a browser, or set "status": {"public": true} in the config`, http.StatusUnauthorized)
 			return
 		}
 		if !g.allowedOrigin(r) {
@@ -105,6 +114,18 @@ func (g *Gateway) Guard(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// mayReadPages reports whether r may read the guarded pages: a bearer token, a
+// login session, or status.public.
+func (g *Gateway) mayReadPages(front *httpFront, r *http.Request) bool {
+	if _, ok := front.tokenAgent(r); ok {
+		return true
+	}
+	if _, ok := g.sessionAgent(r); ok {
+		return true
+	}
+	return g.cfg.Load().Status.Public
 }
 
 type httpFront struct {

@@ -96,13 +96,13 @@ func buildManifest(perServer map[string][]*Tool, perExtras map[string]extras) (*
 // lookup resolves a name a client sent: the wire name or the canonical name, exactly.
 func (m *manifest) lookup(name string) *Tool { return m.byName[name] }
 
-// bareTool is the tool a child calls name, among the servers the agent's view sees:
+// bareTool is the tool a child calls name, among the tools the audience may call:
 // nil when there is none, an error listing the candidates' wire names when there
 // are several (a guess could run the wrong server's tool).
-func (m *manifest) bareTool(v *view, name string) (*Tool, *RPCError) {
+func (m *manifest) bareTool(a audience, name string) (*Tool, *RPCError) {
 	var found []*Tool
 	for _, t := range m.byChildName[name] {
-		if v.sees[t.Server] {
+		if a.may(t) {
 			found = append(found, t)
 		}
 	}
@@ -127,17 +127,31 @@ func (m *manifest) resourceOwner(uri string) (string, bool) {
 	return s, s != ""
 }
 
-// suggest returns up to three known names (wire or canonical) close to name,
-// for "did you mean".
-func (m *manifest) suggest(name string) []string {
+// suggest returns up to three tools the audience may call whose names are close
+// to name, for "did you mean": each tool once, by whichever of its names (wire or
+// canonical) is closer.
+func (m *manifest) suggest(a audience, name string) []string {
 	if len(name) > suggest.MaxInput {
 		return nil
 	}
 	names := make([]string, 0, 2*len(m.tools))
+	of := make(map[string]*Tool, 2*len(m.tools))
 	for _, t := range m.tools {
-		names = append(names, t.Wire, t.Canonical)
+		if a.may(t) {
+			names = append(names, t.Wire, t.Canonical)
+			of[t.Wire], of[t.Canonical] = t, t
+		}
 	}
-	return suggest.Nearest(name, names, 3)
+	const most = 3
+	var out []string
+	told := map[*Tool]bool{}
+	for _, n := range suggest.Nearest(name, names, 2*most) {
+		if t := of[n]; !told[t] && len(out) < most {
+			told[t] = true
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // quoted quotes a client-supplied name for an error message, cut to a bounded

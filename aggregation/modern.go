@@ -143,7 +143,7 @@ func (g *Gateway) checkCallHeaders(ctx context.Context, agent string, params jso
 	if json.Unmarshal(params, &p) != nil {
 		return nil // the chain answers malformed params
 	}
-	t, err := g.resolveCall(ctx, agent, p.Name)
+	t, err := g.resolveCall(ctx, g.agentAudience(agent), p.Name)
 	if err != nil {
 		return nil
 	}

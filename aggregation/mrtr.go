@@ -268,7 +268,7 @@ func (g *Gateway) callOwner(ctx context.Context, s *session, params json.RawMess
 		Name string `json:"name"`
 	}
 	_ = json.Unmarshal(params, &p)
-	if t, err := g.resolveCall(ctx, s.agent, p.Name); err == nil {
+	if t, err := g.resolveCall(ctx, g.agentAudience(s.agent), p.Name); err == nil {
 		return t.Server, t.Canonical
 	}
 	return "", ""

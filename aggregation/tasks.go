@@ -152,7 +152,7 @@ func (g *Gateway) callTask(ctx context.Context, c *caller, p callParams) (raw js
 		rec.finish(raw, rpcErr)
 		g.observe(rec)
 	}()
-	t, err := g.resolveTool(ctx, p.Name)
+	t, err := g.resolveTool(ctx, g.agentAudience(s.agent), p.Name)
 	if err != nil {
 		var down *notRunningError
 		if errors.As(err, &down) {

@@ -3,11 +3,13 @@ package aggregation
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
+	"github.com/nexus-mcp/nexus/policy"
 )
 
 var clientNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
@@ -125,7 +127,7 @@ func TestManifest(t *testing.T) {
 			t.Errorf("%q resolved to a tool", bad)
 		}
 	}
-	if got := m.suggest("serch"); len(got) == 0 || got[0] != "search" {
+	if got := m.suggest(operator(), "serch"); len(got) == 0 || got[0] != "search" {
 		t.Errorf("suggest(serch) = %v", got)
 	}
 }
@@ -210,9 +212,10 @@ func TestNormaliseArguments(t *testing.T) {
 	}
 }
 
-// TestBareTool: a child's own tool name finds the tool when exactly one server the
-// view sees has it; several are an error naming their wire names; none is nil, so
-// the caller gives today's unknown-tool answer.
+// TestBareTool: a child's own tool name finds the tool when exactly one tool of
+// that name is one the agent may call; several are an error naming their wire
+// names; none is nil, so the caller gives today's unknown-tool answer. A tool the
+// agent may not call is no candidate.
 func TestBareTool(t *testing.T) {
 	aw := mustTool(t, "alpha", "alpha", `{"name":"get-weather"}`)
 	ae := mustTool(t, "alpha", "alpha", `{"name":"echo"}`)
@@ -221,11 +224,11 @@ func TestBareTool(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	both := &view{sees: map[string]bool{"alpha": true, "beta": true}}
-	alphaOnly := &view{sees: map[string]bool{"alpha": true}}
+	both := audienceOf(t, policy.Rules{Allow: []string{"*"}})
+	alphaOnly := audienceOf(t, policy.Rules{Allow: []string{"alpha.*"}})
 	for _, tc := range []struct {
 		name    string
-		v       *view
+		v       audience
 		want    *Tool
 		errHas  []string
 		noError bool
@@ -245,6 +248,42 @@ func TestBareTool(t *testing.T) {
 			if !strings.Contains(err.Message, s) || err.Code != jsonrpc.CodeInvalidParams {
 				t.Errorf("bareTool(%q): the error %d %q does not say %s", tc.name, err.Code, err.Message, s)
 			}
+		}
+	}
+}
+
+// audienceOf is the audience of an agent under default rules r.
+func audienceOf(t *testing.T, r policy.Rules) audience {
+	t.Helper()
+	pol, err := policy.Compile(policy.Config{Default: &r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return audience{pol: pol, agent: "a"}
+}
+
+// TestSuggestNamesEachCallableToolOnce: "did you mean" names a tool once, by the
+// closer of its two names, and never a tool the agent may not call.
+func TestSuggestNamesEachCallableToolOnce(t *testing.T) {
+	rf := mustTool(t, "fs", "fs", `{"name":"read_file","annotations":{"readOnlyHint":true}}`)
+	wf := mustTool(t, "fs", "fs", `{"name":"write_file"}`)
+	m, errs := buildManifest(map[string][]*Tool{"fs": {rf, wf}}, nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	readOnly := audienceOf(t, policy.Rules{Allow: []string{"@readonly"}})
+	for _, tc := range []struct {
+		name string
+		a    audience
+		want []string
+	}{
+		{"fs.read_fil", readOnly, []string{"fs.read_file"}},
+		{"fs__read_fil", readOnly, []string{"fs__read_file"}},
+		{"fs.write_fil", readOnly, []string{"fs.read_file"}},
+		{"fs.write_fil", operator(), []string{"fs.write_file", "fs.read_file"}},
+	} {
+		if got := m.suggest(tc.a, tc.name); !slices.Equal(got, tc.want) {
+			t.Errorf("suggest(%q) = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

@@ -306,3 +306,38 @@ func TestSplitWords(t *testing.T) {
 		t.Error("unclosed quote accepted")
 	}
 }
+
+func TestCheckPaths(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing")
+	sep := string(filepath.ListSeparator)
+	tests := []struct {
+		name, paths string
+		bad         string // the path named in the error; "" for none
+	}{
+		{"one that exists", dir, ""},
+		{"one that does not", missing, missing},
+		{"the second does not", dir + sep + missing, missing},
+		{"empty parts are skipped", sep + dir + sep, ""},
+		{"a reference is left for the start", "${env:NOTES}", ""},
+	}
+	cat, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, ok := cat.Get("filesystem")
+	if !ok {
+		t.Fatal("no filesystem entry")
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := fs.CheckPaths(map[string]string{"paths": tc.paths})
+			switch {
+			case tc.bad == "" && err != nil:
+				t.Errorf("CheckPaths(%q): %v", tc.paths, err)
+			case tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad+" does not exist")):
+				t.Errorf("CheckPaths(%q) = %v, want an error naming %s", tc.paths, err, tc.bad)
+			}
+		})
+	}
+}

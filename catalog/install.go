@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -398,4 +399,32 @@ func (e *Entry) hints(server string) Hints {
 	sort.Strings(h.ReadOnly)
 	sort.Strings(h.Mutating)
 	return h
+}
+
+// CheckPaths reports the first path of a "paths" value in values that does not
+// exist: a server told to serve a directory that is not there refuses to start,
+// and says why only on its stderr. The check is the one place the catalog reads
+// the file system, so Install stays a function of its arguments.
+func (e *Entry) CheckPaths(values map[string]string) error {
+	for _, v := range e.Values {
+		if v.List != ListPaths {
+			continue
+		}
+		val := values[v.Name]
+		if val == "" {
+			val = v.Default
+		}
+		if strings.Contains(val, "${") {
+			continue // a reference is resolved when the server starts
+		}
+		for _, p := range filepath.SplitList(val) {
+			if p == "" {
+				continue
+			}
+			if _, err := os.Stat(p); err != nil {
+				return fmt.Errorf("value %s: %s does not exist (%v); create it, or give a path that exists", v.Name, p, errors.Unwrap(err))
+			}
+		}
+	}
+	return nil
 }

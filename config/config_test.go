@@ -25,6 +25,7 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"unknown top-level key", `{"servres": {}}`, []string{"f.json", `unknown key "servres"`, `did you mean "servers"`}},
 		{"unknown server key", `{"servers": {"gh": {"comand": "x"}}}`, []string{"servers.gh", `unknown key "comand"`, `did you mean "command"`}},
+		{"a top-level key in a server", `{"servers": {"gh": {"command": "x", "ttl": "5m"}}}`, []string{"servers.gh.ttl", `"ttl" is a top-level key, beside "servers", keyed by tool: "ttl": {"gh.*": ...}`}},
 		{"stdio without command", `{"servers": {"gh": {"transport": "stdio"}}}`, []string{"servers.gh", `needs "command"`}},
 		{"remote without url", `{"servers": {"gh": {"transport": "sse"}}}`, []string{"servers.gh", `needs "url"`}},
 		{"neither command nor url", `{"servers": {"gh": {}}}`, []string{`needs "command"`, `or "url"`}},

@@ -202,11 +202,27 @@ func decodeDocument(file string, data []byte) (map[string]json.RawMessage, error
 
 func (m *merger) unknownKey(file, key string, valid []string, path ...string) {
 	msg := fmt.Sprintf("unknown key %q", key)
-	if near := suggest.Closest(key, valid); near != "" {
+	if where := misplaced(key, path); where != "" {
+		msg += " (" + where + ")"
+	} else if near := suggest.Closest(key, valid); near != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", near)
 	}
 	msg += "; valid keys: " + strings.Join(valid, ", ")
 	m.errs.add(m.errAt(file, msg, append(path, key)...))
+}
+
+// misplaced says where key belongs when it is a top-level key written inside a
+// section (a server's "ttl"): the right place, not the nearest spelling of a key
+// of the section ("url"), is what the person needs.
+func misplaced(key string, path []string) string {
+	if len(path) == 0 || !slices.Contains(topKeys, key) {
+		return ""
+	}
+	where := fmt.Sprintf("%q is a top-level key, beside \"servers\"", key)
+	if byTool := []string{"ttl", "cache", "staleIfError", "invalidate"}; len(path) == 2 && path[0] == "servers" && slices.Contains(byTool, key) {
+		where += fmt.Sprintf(", keyed by tool: \"%s\": {\"%s.*\": ...}", key, path[1])
+	}
+	return where
 }
 
 // add merges one layer; false when the layer is not a JSON object at all.

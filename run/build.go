@@ -85,6 +85,9 @@ type Options struct {
 	// Observe keeps the audit trail and traces (observe.go); Metrics also counts
 	// for a /metrics page.
 	Observe, Metrics bool
+	// OneAttempt: a child that fails to start is not retried
+	// (aggregation.Options.OneAttempt); one-shot commands.
+	OneAttempt bool
 }
 
 // Runtime is a started gateway and what must be closed with it.
@@ -123,7 +126,7 @@ func Build(ctx context.Context, cfg *config.Config, e Env, opts Options) (*Runti
 	red := e.redactor()
 	gopts := aggregation.Options{Logger: e.Logger, Memory: r.mem, ToolNames: opts.ToolNames, MaxNameLength: opts.MaxNameLength,
 		Resolve: e.resolve, Redact: red.JSON, RedactText: red.String, BeforeStart: e.BeforeStart,
-		HTTPClient: e.HTTPClient, StateKey: e.StateKey}
+		HTTPClient: e.HTTPClient, StateKey: e.StateKey, OneAttempt: opts.OneAttempt}
 	if emb, err := searchEmbedder(cfg, e); err != nil {
 		e.Logger.Warn("tool search ranks by words only", "err", err)
 	} else if emb != nil {

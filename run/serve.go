@@ -90,7 +90,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 		opts.Listening("http", ls.http.Addr())
 	}
 	e.Logger.Info("serving streamable HTTP", "url", "http://"+ls.http.Addr().String()+"/mcp", "tools", len(g.Tools()))
-	fmt.Fprintf(e.stderr(), "nexus: listening on http://%s/mcp\n", ls.http.Addr())
+	fmt.Fprintf(e.stderr(), "nexus: listening on http://%s/mcp; status page on http://%s/ (in a browser, log in at http://%s/login with an agent's token)\n", ls.http.Addr(), ls.http.Addr(), ls.http.Addr())
 	if err := srv.Serve(ls.http); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -195,6 +195,7 @@ func serveMetrics(ctx context.Context, opts ServeOptions, g *Runtime, l net.List
 	for pattern, h := range g.obs.pages(g.Gateway) {
 		mux.Handle(pattern, g.Guard(h))
 	}
+	mux.Handle("/login", g.LoginPage())
 	msrv := aggregation.NewHTTPServer(mux)
 	shutdownWhenDone(ctx, msrv, workers)
 	workers.Go(func() {
@@ -206,7 +207,7 @@ func serveMetrics(ctx context.Context, opts ServeOptions, g *Runtime, l net.List
 		opts.Listening("metrics", l.Addr())
 	}
 	e.Logger.Info("serving metrics and the status page", "url", "http://"+l.Addr().String()+"/metrics")
-	fmt.Fprintf(e.stderr(), "nexus: metrics on http://%s/metrics, status page on http://%s/\n", l.Addr(), l.Addr())
+	fmt.Fprintf(e.stderr(), "nexus: metrics on http://%s/metrics, status page on http://%s/ (in a browser, log in at http://%s/login with an agent's token)\n", l.Addr(), l.Addr(), l.Addr())
 }
 
 // shutdownWhenDone shuts srv down, giving requests in flight 5 seconds, once

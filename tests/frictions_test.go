@@ -205,7 +205,9 @@ func mustRead(t *testing.T, file string) string {
 }
 
 // TestFrictionPolicyEdits: allow and deny take several entries, --default edits
-// policy.default, and an entry naming nothing known is written with a warning.
+// policy.default, an entry naming a server no config has is refused with the
+// closest one (--later writes it, with a warning), and an entry naming a tool
+// nothing knows of is written with a warning.
 func TestFrictionPolicyEdits(t *testing.T) {
 	t.Parallel()
 	cfg := `{"servers": {"kg": {"command": "x", "annotations": {"lookup": {"readOnlyHint": true}}}}}`
@@ -214,7 +216,14 @@ func TestFrictionPolicyEdits(t *testing.T) {
 			stdout: "policy.agents.coder in HOME/config.json: allow [@readonly kg.lookup kg.write], deny []",
 			stderr: `warning: policy.agents.coder: "kg.write" matches no tool Nexus knows of: server "kg" lists no tool "write"`,
 			not:    `"kg.lookup" matches`},
-		{name: "default", config: cfg, args: []string{"policy", "deny", "--default", "kg.*", "other.tool"}, code: 0,
+		{name: "a server no config has is refused", config: cfg, args: []string{"policy", "allow", "--agent", "coder", "kg.lookup", "kgg.write"}, code: 2,
+			stderr: `nexus: kgg.write: no server "kgg" is configured, nothing was written; did you mean kg.write? (--later writes it for a server you add later)`,
+			check: func(t *testing.T, h *home, _, _ string) {
+				if s := mustRead(t, filepath.Join(h.dir, "config.json")); strings.Contains(s, "policy") {
+					t.Errorf("a refused edit wrote:\n%s", s)
+				}
+			}},
+		{name: "default, with a server added later", config: cfg, args: []string{"policy", "deny", "--default", "--later", "kg.*", "other.tool"}, code: 0,
 			stdout: "policy.default in HOME/config.json: allow [@readonly], deny [kg.* other.tool]",
 			stderr: `warning: policy.default: "other.tool" matches no tool Nexus knows of: no server is named "other" (known: kg)`,
 			check: func(t *testing.T, h *home, _, _ string) {

@@ -202,8 +202,11 @@ func TestCLIServeStopsCleanly(t *testing.T) {
 	}
 }
 
-// TestCLIDoctorFileStore: with no keychain and the values in the insecure file store,
-// doctor says so, advises --insecure-file-store, and keeps each check on its lines.
+// TestCLIDoctorFileStore: add --insecure-file-store records the choice in the
+// config (issue 38's point 12), so that secrets set and doctor without the flag
+// find the secret. Without the setting and with the values in the insecure file
+// store, doctor says so, advises --insecure-file-store, and keeps each check on its
+// lines.
 func TestCLIDoctorFileStore(t *testing.T) {
 	t.Parallel()
 	h := newHome(t, map[string]any{})
@@ -214,6 +217,24 @@ func TestCLIDoctorFileStore(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "stored secret kg/env/TOKEN in the insecure file store "+store) {
 		t.Fatalf("add with the file store: exit %d\n%s%s", code, out, stderr)
 	}
+	// add remembers the choice: later commands find the secret without the flag.
+	cfgPath := filepath.Join(h.dir, "config.json")
+	if cfg := mustRead(t, cfgPath); !strings.Contains(cfg, `"insecureFileStore": true`) || !strings.Contains(stderr, `"secrets": {"insecureFileStore": true} is now in`) {
+		t.Fatalf("add --insecure-file-store did not record the choice:\n%s\n%s", cfg, stderr)
+	}
+	if out, stderr, code := h.nexusWith("x\n", noKeychain, "secrets", "set", "OTHER"); code != 0 || !strings.Contains(out, "insecure file store") {
+		t.Errorf("secrets set without the flag after add: exit %d\n%s%s", code, out, stderr)
+	}
+	if out, _, code := h.nexusWith("", noKeychain, "doctor"); code != 0 || !strings.Contains(out, "  ok    kg: ready, 14 tool(s) in ") {
+		t.Errorf("doctor after add --insecure-file-store: exit %d\n%s", code, out)
+	}
+	// Without the setting, doctor says how to reach the secrets.
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(mustRead(t, cfgPath)), &doc); err != nil {
+		t.Fatal(err)
+	}
+	delete(doc, "secrets")
+	h.writeConfig(doc)
 	out, stderr, code = h.nexusWith("", noKeychain, "doctor")
 	fix := "        fix: the values are in the insecure file store " + store + ": pass --insecure-file-store, or set \"secrets\": {\"insecureFileStore\": true} in " + filepath.Join(h.dir, "config.json")
 	for _, want := range []string{

@@ -326,7 +326,9 @@ func TestBareToolNames(t *testing.T) {
 		refused           string // a refusal's text must hold this
 	}{
 		{name: "unique", agent: "anyone", tool: "get-weather", reaches: "alpha"},
-		{name: "unique but denied by its full name", agent: "no-weather", tool: "get-weather", refused: "alpha.get-weather"},
+		// Bare names are judged by the tools the agent may call (issues 36, 38): a
+		// tool it may not call is no answer to one, and is not named.
+		{name: "unique but denied by its full name", agent: "no-weather", tool: "get-weather", errCode: -32602, errHas: []string{`unknown tool "get-weather" (`}},
 		{name: "ambiguous", agent: "anyone", tool: "echo", errCode: -32602, errHas: []string{"ambiguous", `"alpha__echo"`, `"beta__echo"`}},
 		{name: "unique among the servers the agent sees", agent: "beta-less", tool: "echo", reaches: "alpha"},
 		{name: "unknown", agent: "anyone", tool: "no-such-tool", errCode: -32602, errHas: []string{"unknown tool"}},

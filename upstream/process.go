@@ -51,7 +51,8 @@ const (
 //     its call with a clear error and the stream stays in step;
 //   - stderr lines of any length are logged (cut), never fatal;
 //   - one decode per message, and the raw result handed on as the child's bytes;
-//   - shutdown closes stdin, waits, then signals.
+//   - shutdown closes stdin, waits, then signals the child's process group, and
+//     waits for its pipes a bounded time.
 type Process struct {
 	name       string // the server's name, for messages
 	cmd        *exec.Cmd
@@ -67,17 +68,21 @@ type Process struct {
 
 	writeMu sync.Mutex
 
-	mu       sync.Mutex
-	pending  map[string]chan reply
-	onNote   func(mcp.JSONRPCNotification)
-	onReq    transport.RequestHandler
-	onLost   func(error)
-	exited   chan struct{} // closed when the process has exited
-	exitErr  error
-	closed   bool
-	lostOnce sync.Once
-	ctx      context.Context
-	cancel   context.CancelFunc
+	mu      sync.Mutex
+	pending map[string]chan reply
+	onNote  func(mcp.JSONRPCNotification)
+	onReq   transport.RequestHandler
+	onLost  func(error)
+	exited  chan struct{} // closed when the process has exited
+	exitErr error
+	closed  bool
+	// stranded is closed when the child sends a request once its stdin is
+	// closed: it waits for an answer that cannot come (see Close).
+	stranded     chan struct{}
+	strandedOnce sync.Once
+	lostOnce     sync.Once
+	ctx          context.Context
+	cancel       context.CancelFunc
 }
 
 var _ transport.BidirectionalInterface = (*Process)(nil)
@@ -104,7 +109,8 @@ func NewProcess(cmd *exec.Cmd, o Options) *Process {
 		o.Tail = &Tail{}
 	}
 	return &Process{cmd: cmd, name: o.Name, log: o.Logger, maxMessage: o.MaxMessage, tail: o.Tail,
-		stderrLine: o.StderrLine, redact: o.Redact, pending: map[string]chan reply{}, exited: make(chan struct{})}
+		stderrLine: o.StderrLine, redact: o.Redact, pending: map[string]chan reply{}, exited: make(chan struct{}),
+		stranded: make(chan struct{})}
 }
 
 // Start starts the process and its readers.
@@ -120,6 +126,7 @@ func (p *Process) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("stderr pipe: %w", err)
 	}
+	ownGroup(p.cmd)
 	if err := p.cmd.Start(); err != nil {
 		return err
 	}
@@ -241,6 +248,13 @@ func (p *Process) dispatch(line []byte) {
 			onNote(n)
 		}
 	case m.Method != "":
+		p.mu.Lock()
+		closed := p.closed
+		p.mu.Unlock()
+		if closed {
+			p.strandedOnce.Do(func() { close(p.stranded) })
+			return
+		}
 		go p.serveRequest(m)
 	case hasID:
 		key := jsonrpc.IDKey(m.ID)
@@ -489,8 +503,14 @@ func (p *Process) SetConnectionLostHandler(h func(error)) {
 
 func (p *Process) GetSessionId() string { return "" }
 
-// Close ends the child: stdin closes (a well-behaved server exits), then after a
-// grace period SIGTERM, then SIGKILL.
+// Close ends the child as MCP's stdio transport says: its stdin closes (a
+// well-behaved server exits), then after a grace period SIGTERM, then SIGKILL,
+// each sent to the child's process group, so that what it started (npx's node)
+// ends with it. A child that asks the gateway something once its stdin is closed
+// (a server asks for roots a moment after it starts) waits for an answer that
+// cannot come: it is signalled without waiting out the grace. The last wait, for
+// the child's stdout to end, is bounded too: a grandchild that left the group and
+// keeps the pipe open does not keep the gateway.
 func (p *Process) Close() error {
 	p.mu.Lock()
 	if p.closed {
@@ -505,19 +525,33 @@ func (p *Process) Close() error {
 	if p.cmd.Process == nil {
 		return nil
 	}
-	for _, sig := range []func() error{
-		func() error { return p.cmd.Process.Signal(syscall.SIGTERM) },
-		p.cmd.Process.Kill,
-	} {
-		select {
-		case <-p.exited:
-			return nil
-		case <-time.After(shutdownGrace):
-		}
-		_ = sig()
+	if p.waitExit(shutdownGrace, p.stranded) {
+		return nil
 	}
-	<-p.exited
+	_ = signalGroup(p.cmd.Process, syscall.SIGTERM)
+	if p.waitExit(shutdownGrace, nil) {
+		return nil
+	}
+	_ = signalGroup(p.cmd.Process, syscall.SIGKILL)
+	if !p.waitExit(shutdownGrace, nil) {
+		_ = p.stdout.Close() // its reader ends, and Wait reaps the child
+		<-p.exited
+	}
 	return nil
+}
+
+// waitExit waits up to d for the process to exit, or for stop; it reports
+// whether the process exited.
+func (p *Process) waitExit(d time.Duration, stop <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-stop:
+	case <-t.C:
+	}
+	return false
 }
 
 // Tail keeps the last lines a child wrote on stderr, for failure reports.

@@ -193,15 +193,18 @@ func authStatus(c *cli.Context) error {
 	}
 	var rows []authRow
 	var vault *oauth.Vault
+	var storeErr error // no secret store: every login is unknown, which is reported, not fatal
 	for _, name := range slices.Sorted(maps.Keys(cfg.Servers)) {
 		s := cfg.Servers[name]
 		if s.Transport == config.TransportStdio {
 			continue
 		}
-		if vault == nil {
-			if vault, err = e.oauthVault(c.Context, cfg); err != nil {
-				return err
-			}
+		if vault == nil && storeErr == nil {
+			vault, storeErr = e.oauthVault(c.Context, cfg)
+		}
+		if storeErr != nil {
+			rows = append(rows, authRow{Server: name, State: "unknown", Error: "the secret store cannot be opened: " + firstLine(storeErr.Error())})
+			continue
 		}
 		rows = append(rows, loginRow(c.Context, vault, name))
 	}
@@ -229,6 +232,10 @@ func authStatus(c *cli.Context) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if storeErr != nil {
+		fmt.Fprintf(e.stdout, "logins are unknown: %v\n", storeErr)
+		return nil
 	}
 	for _, r := range rows {
 		if r.Error != "" {

@@ -58,7 +58,8 @@ func cacheCommand() *cli.Command {
 					"5m, 12h, 1d or never; off removes what this command set. Without arguments, lists\n" +
 					"what it set. A ttl in the config files wins over one set here for the same\n" +
 					"pattern; both win over the catalog's suggestions. Running gateways apply it at once.",
-				Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON (without arguments)"}},
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON (without arguments)"},
+					&cli.BoolFlag{Name: "later", Usage: "set the ttl of a server no config layer has yet (one you add later); without it the name is refused as a likely misspelling"}},
 				Action: cacheTTLAction,
 			},
 			{
@@ -81,7 +82,7 @@ func cacheClearAction(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "forgot %d entries\n", n)
+		fmt.Fprintf(e.stdout, "forgot %s\n", count(n, "entry", "entries"))
 		return nil
 	})
 }
@@ -132,7 +133,7 @@ func cacheStatsAction(c *cli.Context) error {
 		if st.Disabled != "" {
 			fmt.Fprintf(e.stdout, "memory is stepping aside: %s\n", st.Disabled)
 		}
-		fmt.Fprintf(e.stdout, "%s: %d entries, %s (bounds %d entries, %s)\n", st.Path, st.Entries, sizeIEC(st.Bytes), st.MaxEntries, sizeIEC(st.MaxBytes))
+		fmt.Fprintf(e.stdout, "%s: %s, %s (bounds %d entries, %s)\n", st.Path, count(st.Entries, "entry", "entries"), sizeIEC(st.Bytes), st.MaxEntries, sizeIEC(st.MaxBytes))
 		fmt.Fprintf(e.stdout, "hits %d (semantic %d), misses %d, bypasses %d, coalesced %d, time saved %s\n", st.Hits, st.SemanticHits, st.Misses, st.Bypasses, st.Coalesced, time.Duration(st.SavedMS)*time.Millisecond)
 		fmt.Fprintf(e.stdout, "similarity: gray zone accepted %d, rejected %d, unverified %d; guard refusals %d; embedder failures %d\n",
 			st.GrayAccepted, st.GrayRejected, st.GrayUnverified, st.GuardRejections, st.EmbedFailures)
@@ -194,8 +195,10 @@ func cacheTTL(c *cli.Context) error {
 			return usageError(err.Error())
 		}
 	}
-	if server, _, _ := strings.Cut(pattern, "."); pattern != "*" && cfg.Servers[server] == nil {
-		fmt.Fprintf(e.stderr, "nexus: note: no server %q is configured (yet); the ttl applies once it is\n", server)
+	if value != "off" && !c.Bool("later") {
+		if err := knownServer(cfg, pattern, "--later"); err != nil {
+			return err
+		}
 	}
 	if err := config.WriteCommandTTL(path, set); err != nil {
 		return err

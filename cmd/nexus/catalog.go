@@ -21,6 +21,7 @@ import (
 	"github.com/nexus-mcp/nexus/catalog"
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/internal/suggest"
+	"github.com/nexus-mcp/nexus/policy"
 	"github.com/nexus-mcp/nexus/secrets"
 )
 
@@ -276,7 +277,11 @@ func catalogValues(c *cli.Context, entry *catalog.Entry) (map[string]string, err
 	}
 	for k, v := range given {
 		if _, ok := entry.Value(k); !ok {
-			return nil, usageError(fmt.Sprintf("--value %s: catalog entry %q takes no value %q; it takes: %s (nexus catalog show %s)", k, entry.Name, k, valueList(entry), entry.Name))
+			msg := fmt.Sprintf("--value %s: catalog entry %q takes no value %q; it takes: %s (nexus catalog show %s)", k, entry.Name, k, valueList(entry), entry.Name)
+			if near := suggest.Closest(k, valueNames(entry)); near != "" {
+				return nil, usageHint(msg, fmt.Sprintf("did you mean --value %s=%s?", near, v))
+			}
+			return nil, usageError(msg)
 		}
 		values[k] = v
 	}
@@ -324,11 +329,16 @@ func valueList(entry *catalog.Entry) string {
 	if len(entry.Values) == 0 {
 		return "no values"
 	}
+	return strings.Join(valueNames(entry), ", ")
+}
+
+// valueNames are the names of the values entry takes, in its order.
+func valueNames(entry *catalog.Entry) []string {
 	var names []string
 	for _, v := range entry.Values {
 		names = append(names, v.Name)
 	}
-	return strings.Join(names, ", ")
+	return names
 }
 
 // promptValues asks on the terminal for each missing required value; secrets are read
@@ -412,6 +422,9 @@ func installEntry(c *cli.Context, e *env, entry *catalog.Entry) error {
 	} else if abs, err := filepath.EvalSymlinks(self); err == nil {
 		self = abs
 	}
+	if err := entry.CheckPaths(values); err != nil {
+		return usageError(err.Error() + "\nnothing was written")
+	}
 	inst, err := entry.Install(server, values, self)
 	if err != nil {
 		var me *catalog.MissingError
@@ -439,13 +452,15 @@ func installEntry(c *cli.Context, e *env, entry *catalog.Entry) error {
 	for _, n := range stored {
 		fmt.Fprintf(e.stdout, "stored secret %s in %s\n", n, e.secretPlace(c.Context, n))
 	}
-	e.fileStoreNotice(len(stored))
+	if err := e.fileStoreNotice(c.Context, len(stored)); err != nil {
+		return err
+	}
 	fmt.Fprintln(e.stdout, memoryHint(server, inst.Hints.TTL))
 	if len(addedCache) > 0 {
 		fmt.Fprintf(e.stdout, "cache hints set: %s\n", strings.Join(addedCache, ", "))
 	}
-	if allow := inst.Hints.Allow; len(allow) > 0 {
-		fmt.Fprintf(e.stdout, "the catalog suggests allowing these tools; for an agent (or --default for every agent), run:\n  nexus policy allow --agent AGENT %s\n", strings.Join(allow, " "))
+	if allow := e.hiddenByDefault(inst.Hints); len(allow) > 0 {
+		fmt.Fprintf(e.stdout, "the catalog suggests allowing these tools, which the default policy hides; for an agent (or --default for every agent), run:\n  nexus policy allow --agent AGENT %s\n", strings.Join(allow, " "))
 	}
 	if entry.Docs != "" {
 		fmt.Fprintf(e.stdout, "docs: %s\n", entry.Docs)
@@ -455,6 +470,30 @@ func installEntry(c *cli.Context, e *env, entry *catalog.Entry) error {
 		e.warnMissingCommand(srv.Command)
 	}
 	return nil
+}
+
+// hiddenByDefault are the entries of the catalog's suggested allow list that the
+// default policy (the config's, after the install) does not already allow: a
+// read-only tool the default lets through needs no command. A pattern
+// ("server.*") is kept: it grants tools the default hides.
+func (e *env) hiddenByDefault(h catalog.Hints) []string {
+	rules := policy.Config{}
+	if cfg, err := e.load(); err == nil {
+		rules.Default = cfg.Policy.Default
+	}
+	pol, err := policy.Compile(rules)
+	if err != nil {
+		return h.Allow // the config's own check reports it; suggest every entry
+	}
+	var out []string
+	for _, entry := range h.Allow {
+		_, tool, _ := strings.Cut(entry, ".")
+		if strings.ContainsAny(tool, "*?") || entry == policy.All ||
+			!pol.Decide("", policy.Tool{Name: entry, ReadOnly: slices.Contains(h.ReadOnly, entry)}).Allowed {
+			out = append(out, entry)
+		}
+	}
+	return out
 }
 
 // launcher is the program a catalog entry runs that the user must have installed

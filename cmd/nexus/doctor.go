@@ -534,7 +534,7 @@ func (e *env) checkMemory(ctx context.Context, cfg *config.Config) check {
 		ch.Fix = fmt.Sprintf("move the file aside (mv %s %s.broken) and nexus makes a new one", path, path)
 		return ch
 	}
-	ch.Detail = fmt.Sprintf("%d entries, %s; %d hits, %d misses", st.Entries, humanBytes(st.Bytes), st.Hits, st.Misses)
+	ch.Detail = fmt.Sprintf("%s, %s; %d hits, %d misses", count(st.Entries, "entry", "entries"), humanBytes(st.Bytes), st.Hits, st.Misses)
 	return ch
 }
 
@@ -557,7 +557,7 @@ func (e *env) checkPostgresMemory(ctx context.Context, cfg *config.Config, ch ch
 		ch.Fix = "calls still work, uncached; check that the database is up and memory.dsn's host, user and database"
 		return ch
 	}
-	ch.Detail = fmt.Sprintf("%d entries, %s; %d hits, %d misses (shared by every replica)", st.Entries, humanBytes(st.Bytes), st.Hits, st.Misses)
+	ch.Detail = fmt.Sprintf("%s, %s; %d hits, %d misses (shared by every replica)", count(st.Entries, "entry", "entries"), humanBytes(st.Bytes), st.Hits, st.Misses)
 	return ch
 }
 

@@ -261,8 +261,11 @@ func (e *env) runEnv(ctx context.Context, cfg *config.Config) run.Env {
 		Resolve: e.resolver(ctx, cfg), HTTPClient: e.oauthHTTP(ctx, cfg), BeforeStart: e.registerChildValues}
 }
 
-// startGateway builds the gateway of cfg and connects to its children.
+// startGateway builds the gateway of cfg and connects to its children, for a
+// command that ends once it has its answer: a child that fails to start is
+// reported once, not retried (serve keeps retrying; it does not come here).
 func (e *env) startGateway(ctx context.Context, cfg *config.Config, opts run.Options) (*run.Runtime, error) {
+	opts.OneAttempt = true
 	env := e.runEnv(ctx, cfg)
 	key, err := stateKey(os.Getenv("NEXUS_STATE_KEY"))
 	if err != nil {

@@ -29,7 +29,8 @@ func policyCommand() *cli.Command {
 			Usage:     verb + " ENTRY... for an agent, or for the default (ENTRY: server.tool, server.*, * or @readonly)",
 			ArgsUsage: "ENTRY...",
 			Flags: []cli.Flag{&cli.StringFlag{Name: "agent", Usage: "the agent `NAME`"},
-				&cli.BoolFlag{Name: "default", Usage: "edit policy.default, the rules of every agent without a policy of its own"}},
+				&cli.BoolFlag{Name: "default", Usage: "edit policy.default, the rules of every agent without a policy of its own"},
+				&cli.BoolFlag{Name: "later", Usage: "write entries that name a server no config layer has yet (one you add later); without it such an entry is refused as a likely misspelling"}},
 			Action: policyEditAction(verb, apply, applyDefault),
 		}
 	}
@@ -124,12 +125,14 @@ func policyEditAction(verb string, apply func(policy.Config, string, string) (po
 		if err != nil {
 			return err
 		}
+		// Revoking an entry of a server that is gone is how it is cleaned up.
+		anyServer := verb == "revoke" || c.Bool("later")
 		if c.Bool("default") {
-			return e.editPolicy("", c.Args().Slice(), func(cfg policy.Config, _, entry string) (policy.Config, error) {
+			return e.editPolicy("", c.Args().Slice(), anyServer, func(cfg policy.Config, _, entry string) (policy.Config, error) {
 				return applyDefault(cfg, entry)
 			})
 		}
-		return e.editPolicy(c.String("agent"), c.Args().Slice(), apply)
+		return e.editPolicy(c.String("agent"), c.Args().Slice(), anyServer, apply)
 	}
 }
 
@@ -230,16 +233,25 @@ func origin(d policy.Decision) string {
 
 // editPolicy applies allow/deny/revoke of each entry to the agent's rules (agent
 // "": policy.default) and writes them to the personal config file. Every entry is
-// checked before anything is written; an entry that names no server or tool the
-// config and catalog know of is written with a warning, since the server may not
-// have started yet.
-func (e *env) editPolicy(agent string, entries []string, apply func(policy.Config, string, string) (policy.Config, error)) error {
+// checked before anything is written. An entry that names a server no config
+// layer has is refused, unless anyServer (--later, or revoke): a misspelt server
+// would otherwise be saved and allow or deny nothing. An entry that names a tool
+// the config and catalog do not know of is written with a warning, since the
+// server's tools are known only once it runs.
+func (e *env) editPolicy(agent string, entries []string, anyServer bool, apply func(policy.Config, string, string) (policy.Config, error)) error {
 	if err := checkAgent(agent); err != nil {
 		return err
 	}
 	cfg, err := e.load()
 	if err != nil {
 		return err
+	}
+	if !anyServer {
+		for _, entry := range entries {
+			if err := knownServer(cfg, entry, "--later"); err != nil {
+				return err
+			}
+		}
 	}
 	next := cfg.Policy
 	for _, entry := range entries {

@@ -85,10 +85,23 @@ func (e *env) secretPlace(ctx context.Context, name string) string {
 
 // fileStoreNotice warns, once, when a command has just stored secrets in the
 // insecure file store: the one moment the weaker storage is worth a warning
-// outside serve's log (a command that only reads a secret stays quiet).
-func (e *env) fileStoreNotice(stored int) {
+// outside serve's log (a command that only reads a secret stays quiet). When
+// --insecure-file-store chose the store, the choice is recorded in the personal
+// config (keepFileStore): a later command, or serve started by a client, without
+// the flag must find the secrets just stored.
+func (e *env) fileStoreNotice(ctx context.Context, stored int) error {
 	if stored == 0 || e.storeFile == "" {
-		return
+		return nil
+	}
+	cfg, _ := e.load()
+	kept, err := e.keepFileStore(ctx, cfg, false)
+	if err != nil {
+		return err
+	}
+	if kept {
+		e.fileStoreWarning(e.stderr, false)
+		return nil
 	}
 	fmt.Fprintf(e.stderr, "warning: no OS keychain is usable: %d secret(s) are kept in the insecure file store %s, a plain file readable only by you\n", stored, e.storeFile)
+	return nil
 }

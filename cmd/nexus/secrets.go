@@ -136,6 +136,15 @@ func secretsSetAction(c *cli.Context) error {
 		e.log.Warn("secrets list will not show it until the config uses it", "err", err)
 	}
 	fmt.Fprintf(e.stdout, "stored %s in %s; use it in config as ${keyring:%s}\n", name, e.storeName(), name)
+	if cfg, _ := e.load(); cfg != nil {
+		kept, err := e.keepFileStore(c.Context, cfg, false)
+		if err != nil {
+			return err
+		}
+		if kept {
+			e.fileStoreWarning(e.stderr, false)
+		}
+	}
 	return nil
 }
 

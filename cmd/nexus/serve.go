@@ -22,7 +22,8 @@ func serveCommand() *cli.Command {
 			"http://ADDR/mcp; agents are identified by bearer tokens (nexus agent add).\n" +
 			"Metrics (/metrics) and the status page (/) are served to agents with a token\n" +
 			"(or to anyone with \"status\": {\"public\": true}), at --http's address or at\n" +
-			"--metrics ADDR.",
+			"--metrics ADDR. In a browser, log in at /login there with an agent's token: it\n" +
+			"sets a session cookie (12 hours, the pages only, never /mcp).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "agent", Usage: "the agent `NAME` this stdio client is (default: the client's own name, else anonymous)", EnvVars: []string{"NEXUS_AGENT"}},
 			&cli.StringFlag{Name: "http", Usage: "listen for streamable HTTP on `ADDR` (e.g. 127.0.0.1:8765) instead of stdio; /metrics and the status page / are served there too"},

@@ -6,7 +6,6 @@ import (
 	"github.com/nexus-mcp/nexus/internal/suggest"
 	"log/slog"
 	"os/exec"
-	"runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -103,7 +102,9 @@ func addAction(c *cli.Context) error {
 	for _, n := range stored {
 		fmt.Fprintf(e.stdout, "stored secret %s in %s\n", n, e.secretPlace(c.Context, n))
 	}
-	e.fileStoreNotice(len(stored))
+	if err := e.fileStoreNotice(c.Context, len(stored)); err != nil {
+		return err
+	}
 	fmt.Fprintln(e.stdout, memoryHint(name, nil))
 	if srv.URL != "" && !hasHeader(srv.Headers, secretHeaders, "Authorization") {
 		e.offerLogin(c.Context, name, srv.URL)
@@ -321,20 +322,6 @@ func truncate(s string, n int) string {
 	return s[:n-3] + "..."
 }
 
-func versionCommand() *cli.Command {
-	return &cli.Command{
-		Name:   "version",
-		Usage:  "print the version",
-		Action: versionAction,
-	}
-}
-
-// versionAction is the action of `nexus version`.
-func versionAction(c *cli.Context) error {
-	fmt.Fprintf(c.App.Writer, "nexus %s %s/%s %s\n", aggregation.Version, runtime.GOOS, runtime.GOARCH, runtime.Version())
-	return nil
-}
-
 // notInCatalog answers `nexus add NAME` with neither --command nor --url for a NAME
 // the catalog lacks: most often a misspelt entry ("githb").
 func (e *env) notInCatalog(name string) error {
@@ -369,4 +356,21 @@ func (e *env) warnMissingCommand(command string) {
 	if _, err := exec.LookPath(command); err != nil {
 		fmt.Fprintf(e.stderr, "warning: %s is not on PATH (%v); the server is saved, but it will not start until %s is installed (nexus doctor checks it)\n", command, errors.Unwrap(err), command)
 	}
+}
+
+// knownServer refuses name (a policy entry or ttl pattern: server.tool, server.*)
+// when the server it names is in no config layer: a misspelt server would be saved
+// and apply to nothing. The refusal names the closest server, and the flag that
+// writes it anyway. Entries that name no server ("*", "@readonly") pass.
+func knownServer(cfg *config.Config, name, flag string) error {
+	server, _, ok := strings.Cut(name, ".")
+	if !ok || server == "" || server == "*" || strings.HasPrefix(name, "@") || cfg.Servers[server] != nil {
+		return nil
+	}
+	msg := fmt.Sprintf("%s: no server %q is configured, nothing was written", name, server)
+	if near := suggest.Closest(server, cfg.ServerNames()); near != "" {
+		_, rest, _ := strings.Cut(name, ".")
+		return usageHint(msg, fmt.Sprintf("did you mean %s? (%s writes it for a server you add later)", near+"."+rest, flag))
+	}
+	return usageHint(msg, fmt.Sprintf("`nexus list-servers` shows the servers; %s writes it for a server you add later", flag))
 }

@@ -48,11 +48,7 @@ func listToolsAction(c *cli.Context) error {
 		return err
 	}
 	defer g.Close()
-	for _, s := range g.Servers() {
-		if s.State != aggregation.StateReady {
-			e.log.Warn("server not connected; its tools are missing", "server", s.Name, "state", s.State, "err", s.Error)
-		}
-	}
+	down := notConnected(g.Servers())
 	agents := cfg.AgentNames()
 	if c.IsSet("agent") {
 		agents = []string{c.String("agent")}
@@ -63,9 +59,9 @@ func listToolsAction(c *cli.Context) error {
 	}
 	if c.Bool("cost") {
 		if c.Bool("json") {
-			return printJSON(e.stdout, costs)
+			return errors.Join(printJSON(e.stdout, costs), down)
 		}
-		return printCosts(e.stdout, costs)
+		return errors.Join(printCosts(e.stdout, costs), down)
 	}
 	type row struct {
 		Canonical   string `json:"canonical"`
@@ -93,7 +89,7 @@ func listToolsAction(c *cli.Context) error {
 		rows = append(rows, row{t.Canonical, t.Wire, t.Server, t.Hints.ReadOnly, t.Hints.Destructive, ttl.String(), from, t.Description()})
 	}
 	if c.Bool("json") {
-		return printJSON(e.stdout, rows)
+		return errors.Join(printJSON(e.stdout, rows), down)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOOL\tWIRE NAME\tSERVER\tREAD-ONLY\tTTL\tDESCRIPTION")
@@ -112,7 +108,24 @@ func listToolsAction(c *cli.Context) error {
 		return err
 	}
 	fmt.Fprintln(e.stdout)
-	return printCosts(e.stdout, costs)
+	return errors.Join(printCosts(e.stdout, costs), down)
+}
+
+// notConnected is list-tools' failure when servers did not connect: the tools of
+// the others are listed, and the exit status says the list is not whole. Each
+// server's own error is already in the log above, once.
+func notConnected(servers []aggregation.Status) error {
+	var down []string
+	for _, s := range servers {
+		if s.State != aggregation.StateReady {
+			down = append(down, fmt.Sprintf("%s (%s)", s.Name, s.State))
+		}
+	}
+	if len(down) == 0 {
+		return nil
+	}
+	return cli.Exit(fmt.Sprintf("%d of %d servers did not connect and their tools are missing: %s; the lines above say why, `nexus doctor` checks each",
+		len(down), len(servers), strings.Join(down, ", ")), 1)
 }
 
 // manifestCost is one agent's line of list-tools --cost: bytes and the tokens
