@@ -62,6 +62,7 @@ func TestMain(m *testing.M) {
 		if raceEnabled {
 			args = append(args, "-race")
 		}
+		args = append(args, coverBuildFlags()...)
 		cmd := exec.Command("go", append(args, pkg)...)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Run(); err != nil {
@@ -134,6 +135,7 @@ func (h *home) calls() map[string]int {
 
 func (h *home) env(extra ...string) []string {
 	env := []string{"NEXUS_HOME=" + h.dir, "PATH=" + os.Getenv("PATH"), "HOME=" + h.dir}
+	env = append(env, coverEnv()...)
 	// The keychain (CI runs the tests inside a private Secret Service session).
 	for _, k := range []string{"DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"} {
 		if v, ok := os.LookupEnv(k); ok {
