@@ -35,7 +35,6 @@ type restartable struct {
 	// typescript answers a session it does not know as the TypeScript SDK
 	// does: 400 with a JSON-RPC error, not 404.
 	typescript bool
-	issued     map[string]bool // the sessions this instance began
 }
 
 func newRestartable(t *testing.T, gate chan struct{}) *restartable {
