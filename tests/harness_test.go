@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,7 +27,7 @@ import (
 
 // bins holds the binaries built once for the whole run.
 type bins struct {
-	nexus, fixture, relay string
+	nexus, fixture, relay, sample string
 }
 
 var built bins // set once by TestMain, read-only afterwards
@@ -56,23 +57,48 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	built = bins{nexus: filepath.Join(dir, "nexus"), fixture: filepath.Join(dir, "fixture"), relay: filepath.Join(dir, "relay")}
-	for path, pkg := range map[string]string{built.nexus: "../cmd/nexus", built.fixture: "./fixture", built.relay: "./relay"} {
-		args := []string{"build", "-o", path}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		args = append(args, coverBuildFlags()...)
-		cmd := exec.Command("go", append(args, pkg)...)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building", pkg, err)
-			os.Exit(1)
-		}
+	built = bins{nexus: filepath.Join(dir, "nexus"), fixture: filepath.Join(dir, "fixture"),
+		relay: filepath.Join(dir, "relay"), sample: filepath.Join(dir, "samplechild")}
+	if err := buildAll(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	code := skips.Main(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// buildAll builds the binaries at once. Only nexus, the code under test, is built
+// with -race (when the tests are): the fixture, the relay and the sample child are
+// helpers, and a race-built child costs a gateway test twice its CPU and start-up.
+func buildAll() error {
+	race := []string(nil)
+	if raceEnabled {
+		race = []string{"-race"}
+	}
+	builds := []struct {
+		path, pkg string
+		flags     []string
+	}{
+		{built.nexus, "../cmd/nexus", append(race, coverBuildFlags()...)},
+		{built.fixture, "./fixture", nil},
+		{built.relay, "./relay", nil},
+		{built.sample, "./samplechild", nil},
+	}
+	errs := make([]error, len(builds))
+	var wg sync.WaitGroup
+	for i, b := range builds {
+		wg.Go(func() {
+			var out bytes.Buffer
+			cmd := exec.Command("go", append(append([]string{"build", "-o", b.path}, b.flags...), b.pkg)...)
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Run(); err != nil {
+				errs[i] = fmt.Errorf("building %s: %v\n%s", b.pkg, err, out.String())
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // home is a throw-away NEXUS_HOME with a config.json.

@@ -83,7 +83,7 @@ func polReadOnlyWire() []string {
 func polConfig(h *home, extra map[string]any, annotations map[string]any) map[string]any {
 	servers := map[string]any{}
 	for _, name := range []string{"code-kg", "doc-kg"} {
-		s := map[string]any{"command": built.nexus, "args": []string{"sample-server", name},
+		s := map[string]any{"command": built.sample, "args": []string{name},
 			"env": map[string]string{"NEXUS_SAMPLE_CALL_LOG": h.log}}
 		if a, ok := annotations[name]; ok {
 			s["annotations"] = a
