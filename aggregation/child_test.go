@@ -49,6 +49,7 @@ func TestMain(m *testing.M) {
 		// unasked) is the legacy era's.
 		os.Exit(serveStdioEra(cmp.Or(os.Getenv("NEXUS_TEST_CHILD_ERA"), "legacy"), newTestChild(name).srv))
 	}
+	setParallel()
 	os.Exit(m.Run())
 }
 
@@ -465,6 +466,7 @@ func (c *testChild) serveHTTP(t *testing.T) string {
 // Close, and Close itself shuts the door, so a late reload cannot start children
 // on a gateway that is going away.
 func TestReloadAfterCloseIsRefused(t *testing.T) {
+	t.Parallel()
 	cfg, err := config.Parse("test.json", []byte(fmt.Sprintf(`{"servers": {"good": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "good"}}}}`, os.Args[0])))
 	if err != nil {
 		t.Fatal(err)

@@ -90,6 +90,7 @@ var goldenSteps = []struct {
 // the next line: anything the gateway sent unasked in between, a stray
 // notification or a second answer, lands in the transcript and fails it.
 func TestGoldenTranscripts(t *testing.T) {
+	t.Parallel()
 	g := comebackGateway(t, fmt.Sprintf(`{"good": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "good"}}}`, os.Args[0]), nil)
 	if err := g.Ready(context.Background()); err != nil {
 		t.Fatal(err)

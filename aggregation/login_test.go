@@ -23,6 +23,7 @@ import (
 // StateNeedsLogin, which its status and a call's error say with the command to
 // run; after a login, a reload (what nexus auth login signals) brings it up.
 func TestNeedsLoginState(t *testing.T) {
+	t.Parallel()
 	as := oauthtest.NewAS(time.Hour)
 	t.Cleanup(as.Close)
 	guard := &oauthtest.Guard{AS: as, Scope: "mcp", Next: server.NewStreamableHTTPServer(newTestChild("web").srv)}
@@ -77,6 +78,7 @@ func TestNeedsLoginState(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		st   Status
 		want string
@@ -98,6 +100,7 @@ func TestDescribe(t *testing.T) {
 // OAuth); the child then connects with the transport's own client, over SSE and
 // streamable HTTP alike, instead of crashing the gateway on a nil client.
 func TestNoClientForAServerWithItsOwnHeader(t *testing.T) {
+	t.Parallel()
 	child := newTestChild("web")
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", server.NewStreamableHTTPServer(child.srv))

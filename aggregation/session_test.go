@@ -132,6 +132,7 @@ var fronts = []string{frontStdio, frontHTTP}
 // TestPolicyOnEveryMethod: every method that reaches a child is decided by policy;
 // a denied item is absent from lists and refused, and the child never sees the request.
 func TestPolicyOnEveryMethod(t *testing.T) {
+	t.Parallel()
 	for _, front := range fronts {
 		t.Run(front, func(t *testing.T) {
 			f := newFixture(t)
@@ -198,6 +199,7 @@ func TestPolicyOnEveryMethod(t *testing.T) {
 // TestBeforeInitialize: a session that has not initialized gets an error for every
 // request but ping; nothing reaches a child.
 func TestBeforeInitialize(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	c := stdioClient(t, f.g, "other")
 	before := f.evil.count("tools/call")
@@ -225,6 +227,7 @@ func TestBeforeInitialize(t *testing.T) {
 // TestCanaryNeverReachesAClient: the secret a child puts in a tool description, a log
 // wireMsg and a progress wireMsg is redacted in everything a client receives.
 func TestCanaryNeverReachesAClient(t *testing.T) {
+	t.Parallel()
 	for _, front := range fronts {
 		t.Run(front, func(t *testing.T) {
 			f := newFixture(t)
@@ -252,6 +255,7 @@ func TestCanaryNeverReachesAClient(t *testing.T) {
 // TestProgressGoesOnlyToItsCaller: a child cannot send progress into another call,
 // not even with a token it saw (one given to another child) or guessed.
 func TestProgressGoesOnlyToItsCaller(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	release := make(chan struct{})
 	f.evil.mu.Lock()
@@ -307,6 +311,7 @@ func TestProgressGoesOnlyToItsCaller(t *testing.T) {
 // server, resource updates to subscribers, list_changed to the sessions whose lists
 // changed.
 func TestNotificationsReachOnlyTheirSessions(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	tester := f.client(frontStdio, "tester")
 	other := f.client(frontHTTP, "other")
@@ -371,6 +376,7 @@ func TestNotificationsReachOnlyTheirSessions(t *testing.T) {
 // TestSamplingReachesTheCaller: a child's sampling request during a call reaches the
 // client that made the call, on both fronts and from both kinds of child.
 func TestSamplingReachesTheCaller(t *testing.T) {
+	t.Parallel()
 	for _, front := range fronts {
 		for _, server := range []string{"good", "evil"} {
 			t.Run(front+"/"+server, func(t *testing.T) {
@@ -394,6 +400,7 @@ func TestSamplingReachesTheCaller(t *testing.T) {
 // TestOverSizeAndUnknownNames: an over-size request is answered with its id; a huge
 // unknown name is answered at once with a bounded echo.
 func TestOverSizeAndUnknownNames(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	for _, front := range fronts {
 		c := f.client(front, "other")
@@ -418,6 +425,7 @@ func TestOverSizeAndUnknownNames(t *testing.T) {
 
 // TestHTTPRefusals: what the HTTP front refuses before any MCP handling.
 func TestHTTPRefusals(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	c := httpClient(t, f.url, tokens["tester"])
 	c.initialize("owner")
@@ -467,6 +475,7 @@ func TestHTTPRefusals(t *testing.T) {
 
 // TestBatches: a batch takes the same path as single messages, on both fronts.
 func TestBatches(t *testing.T) {
+	t.Parallel()
 	for _, front := range fronts {
 		t.Run(front, func(t *testing.T) {
 			f := newFixture(t)
@@ -506,6 +515,7 @@ func TestBatches(t *testing.T) {
 // TestExplainCoversPromptsAndResources: what `nexus policy show|explain` prints
 // decides prompts and resources by the same rules the session layer enforces.
 func TestExplainCoversPromptsAndResources(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	got := map[string]bool{}
 	for _, it := range f.g.Explain("tester") {

@@ -15,6 +15,7 @@ import (
 const minLexicalRecall = 169
 
 func TestLexicalEvaluation(t *testing.T) {
+	t.Parallel() // each evaluation opens a memory of its own, in its own TempDir
 	set, err := LoadSet("pairs.json")
 	if err != nil {
 		t.Fatal(err)
@@ -40,6 +41,7 @@ func TestLexicalEvaluation(t *testing.T) {
 
 // TestNoNearMissServed: no set serves a near-miss, held-out ones included.
 func TestNoNearMissServed(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"heldout.json", "roles.json"} {
 		set, err := LoadSet(name)
 		if err != nil {
