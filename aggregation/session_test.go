@@ -365,9 +365,17 @@ func TestNotificationsReachOnlyTheirSessions(t *testing.T) {
 	if !tester.waitNote("notifications/tools/list_changed", nil) {
 		t.Error("tester's tools changed but it was not told")
 	}
-	// No sentinel here: a wrong list_changed could come from the rebuild the
-	// reload schedules (rebuildDelay later), whose end nothing on the wire marks.
-	time.Sleep(100 * time.Millisecond)
+	// The sentinels. A wrong list_changed could come from the rebuild the reload
+	// scheduled (rebuildDelay later): the rebuild loop takes one signal at a time
+	// and rebuilds after each, so once it has taken two more, that rebuild is
+	// over. A log evil sends next reaches other on its stream after anything
+	// that rebuild sent it (other is not the caller: the log comes unasked).
+	f.g.rebuild <- struct{}{}
+	f.g.rebuild <- struct{}{}
+	quiet.request("tools/call", map[string]any{"name": "evil__log", "arguments": map[string]any{"text": "after the rebuild"}})
+	if !other.waitNote("notifications/message", mentioning("after the rebuild")) {
+		t.Fatalf("the sentinel log never reached other; got %s", other.received())
+	}
 	if n := other.notesOf("notifications/tools/list_changed"); len(n) > 0 {
 		t.Error("other was told of a change to tester's tools")
 	}
