@@ -250,7 +250,7 @@ func catStartTerminal(t *testing.T, env []string, args ...string) *catTerminal {
 	}
 	c := &catTerminal{t: t, done: make(chan struct{})}
 	c.cmd = exec.Command("script", "-qec", strings.Join(quoted, " "), "/dev/null")
-	c.cmd.Env = env
+	c.cmd.Env = withRace(env)
 	c.cmd.Stdout, c.cmd.Stderr = c, c
 	in, err := c.cmd.StdinPipe()
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,6 +60,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	if raceEnabled {
+		gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
+		raceEnv = []string{"GORACE=" + gorace}
+		os.Setenv("GORACE", gorace) // for the processes started with this one's environment
+	}
 	built = bins{nexus: filepath.Join(dir, "nexus"), fixture: filepath.Join(dir, "fixture"),
 		relay: filepath.Join(dir, "relay"), sample: filepath.Join(dir, "samplechild")}
 	if err := buildAll(); err != nil {
@@ -68,6 +74,17 @@ func TestMain(m *testing.M) {
 	code := skips.Main(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// raceEnv is in the environment of every process the tests start (withRace): a
+// race-built process sleeps a second before it exits (the race runtime's
+// atexit_sleep_ms, for other threads to report), and every CLI run and every
+// gateway a test stops waited for it. Its race reports are written when found.
+var raceEnv []string
+
+// withRace is env with raceEnv.
+func withRace(env []string) []string {
+	return append(slices.Clip(env), raceEnv...)
 }
 
 // buildAll builds the binaries at once. Only nexus, the code under test, is built
@@ -164,6 +181,7 @@ func (h *home) calls() map[string]int {
 func (h *home) env(extra ...string) []string {
 	env := []string{"NEXUS_HOME=" + h.dir, "PATH=" + os.Getenv("PATH"), "HOME=" + h.dir}
 	env = append(env, coverEnv()...)
+	env = append(env, raceEnv...)
 	// The keychain (CI runs the tests inside a private Secret Service session).
 	for _, k := range []string{"DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"} {
 		if v, ok := os.LookupEnv(k); ok {
@@ -291,7 +309,7 @@ func startSession(t *testing.T, env []string, command string, args ...string) *s
 func startSessionWhen(t *testing.T, env []string, ready func(stderr string) bool, command string, args ...string) *session {
 	t.Helper()
 	cmd := exec.Command(command, args...)
-	cmd.Env = env
+	cmd.Env = withRace(env)
 	s := &session{t: t, cmd: cmd, stderr: &lockedBuffer{}, pending: map[string]chan message{},
 		noteC: make(chan struct{}, 1), done: make(chan struct{})}
 	cmd.Stderr = s.stderr

@@ -160,7 +160,7 @@ func polStartRaw(t *testing.T, env []string, command string, args ...string) *se
 	s := &session{t: t, stderr: &lockedBuffer{}, pending: map[string]chan message{},
 		noteC: make(chan struct{}, 1), done: make(chan struct{})}
 	s.cmd = exec.Command(command, args...)
-	s.cmd.Env = env
+	s.cmd.Env = withRace(env)
 	s.cmd.Stderr = s.stderr
 	var err error
 	if s.in, err = s.cmd.StdinPipe(); err != nil {
