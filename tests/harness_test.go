@@ -100,9 +100,9 @@ func buildAll() error {
 		flags     []string
 	}{
 		{built.nexus, "../cmd/nexus", append(race, coverBuildFlags()...)},
-		{built.fixture, "./fixture", nil},
-		{built.relay, "./relay", nil},
-		{built.sample, "./samplechild", nil},
+		{built.fixture, "./fixture", coverBuildFlags()},
+		{built.relay, "./relay", coverBuildFlags()},
+		{built.sample, "./samplechild", coverBuildFlags()},
 	}
 	errs := make([]error, len(builds))
 	var wg sync.WaitGroup
