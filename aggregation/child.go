@@ -151,7 +151,8 @@ func (c *child) shutdown() {
 	// A claim under way when the child stopped has counted its connection in
 	// upWG by the time the lock is free; every later one sees the child stopped.
 	c.ups.mu.Lock()
-	c.ups.mu.Unlock() //nolint:staticcheck // an empty critical section: a barrier
+	//lint:ignore SA2001 an empty critical section: a barrier
+	c.ups.mu.Unlock()
 	c.upWG.Wait()
 }
 

@@ -33,22 +33,23 @@ const canary = "CANARY-5ecret-v4lue-0xDEADBEEF"
 // binary, re-run with NEXUS_TEST_CHILD set to the child's name.
 func TestMain(m *testing.M) {
 	if kind := os.Getenv(eraChildEnv); kind != "" {
-		os.Exit(serveEraChild(kind))
+		exitChild(serveEraChild(kind))
 	}
 	if name := os.Getenv("NEXUS_TEST_CHILD"); name != "" {
 		switch name {
 		case "raw":
 			serveRaw(os.Stdin, os.Stdout)
-			os.Exit(0)
+			exitChild(0)
 		case "raw-tasks":
 			serveRawTasks(os.Stdin, os.Stdout)
-			os.Exit(0)
+			exitChild(0)
 		}
 		// The test child is a legacy server unless NEXUS_TEST_CHILD_ERA says
 		// otherwise: what most tests ask of it (its sampling, roots and logs
 		// unasked) is the legacy era's.
-		os.Exit(serveStdioEra(cmp.Or(os.Getenv("NEXUS_TEST_CHILD_ERA"), "legacy"), newTestChild(name).srv))
+		exitChild(serveStdioEra(cmp.Or(os.Getenv("NEXUS_TEST_CHILD_ERA"), "legacy"), newTestChild(name).srv))
 	}
+	setParallel()
 	os.Exit(m.Run())
 }
 
@@ -465,6 +466,7 @@ func (c *testChild) serveHTTP(t *testing.T) string {
 // Close, and Close itself shuts the door, so a late reload cannot start children
 // on a gateway that is going away.
 func TestReloadAfterCloseIsRefused(t *testing.T) {
+	t.Parallel()
 	cfg, err := config.Parse("test.json", []byte(fmt.Sprintf(`{"servers": {"good": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "good"}}}}`, os.Args[0])))
 	if err != nil {
 		t.Fatal(err)

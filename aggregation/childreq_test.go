@@ -34,6 +34,7 @@ func answersEverything(method string, _ json.RawMessage) (any, *RPCError) {
 // when its agent may see the server; else sampling is refused and roots/list gets
 // an empty list, and the client is never asked.
 func TestChildRequestsNeedAVisibleCall(t *testing.T) {
+	t.Parallel()
 	denyOther := func(cfg string) string {
 		return strings.Replace(cfg, `"other": {"allow": ["*"]}`, `"other": {"allow": ["*"], "deny": ["evil.*"]}`, 1)
 	}

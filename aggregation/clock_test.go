@@ -55,6 +55,7 @@ func (a *attemptClock) attempts() []time.Duration {
 // next try is; then it gives up and waits, however long, until a call asks for one
 // fresh attempt. The real constants, on the fake clock.
 func TestChildBackoffSeries(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		clock := &attemptClock{start: time.Now()}
 		g := comebackGateway(t, `{"gone": {"command": "`+missingCommand+`"}}`,
@@ -183,6 +184,7 @@ func (c *handlerClient) stream() <-chan struct{} {
 // however long. The sweep looks every quarter of the timeout, so a session ends
 // within 75 minutes of its last request, never before the hour.
 func TestHTTPSessionIdleTimeout(t *testing.T) {
+	t.Parallel()
 	if config.DefaultSessionIdleTimeout != time.Hour {
 		t.Fatalf("the default idle timeout is %s; this test's times assume an hour", config.DefaultSessionIdleTimeout)
 	}
@@ -245,6 +247,7 @@ func TestHTTPSessionIdleTimeout(t *testing.T) {
 // idle, however long the request takes: its answer is still to come. Another,
 // idle meanwhile, ends. The number of sessions is bounded (limits.maxSessions).
 func TestHTTPSessionInFlight(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		g, web, _ := memGatewayConfig(t, false, `"timeout": "3h", `, `{"maxSessions": 2}`)
 		h := g.HTTPHandler(HTTPOptions{})
@@ -402,6 +405,7 @@ func memGatewayConfig(t *testing.T, down bool, web, limits string) (*Gateway, *m
 // (pingTimeout); it is reconnected 250ms (firstBackoff) later, once it answers
 // again.
 func TestPingOnFakeClock(t *testing.T) {
+	t.Parallel()
 	const pingInterval, pingTimeout, firstBackoff = 20 * time.Second, 10 * time.Second, 250 * time.Millisecond
 	synctest.Test(t, func(t *testing.T) {
 		g, mem, tc := memGateway(t, false)

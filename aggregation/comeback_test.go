@@ -37,7 +37,6 @@ type restartable struct {
 	// typescript answers a session it does not know as the TypeScript SDK
 	// does: 400 with a JSON-RPC error, not 404.
 	typescript bool
-	issued     map[string]bool // the sessions this instance began
 }
 
 func newRestartable(t *testing.T, gate chan struct{}) *restartable {
@@ -176,6 +175,7 @@ func callText(t *testing.T, g *Gateway, tool, args string) string {
 // more on a new session and succeeds; a call that reached the old server is never
 // sent to the new one.
 func TestRestartedHTTPChildComesBack(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		// during runs while a call to tool is in flight, or before it when tool
@@ -237,6 +237,7 @@ func TestRestartedHTTPChildComesBack(t *testing.T) {
 // only until someone needs it: the next call to one of its tools makes one fresh
 // attempt and waits for it. On the fake clock, with the real backoff.
 func TestFailedChildComesBackOnCall(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		g, web, _ := memGateway(t, true)
 		c := g.kids()["web"]
@@ -277,6 +278,7 @@ func TestFailedChildComesBackOnCall(t *testing.T) {
 // TestRetryAfterReload: a reload makes a failed child try once more, at once
 // (what nexus doctor --retry asks of a running gateway).
 func TestRetryAfterReload(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		g, web, _ := memGateway(t, true)
 		c := g.kids()["web"]
@@ -301,6 +303,7 @@ func TestRetryAfterReload(t *testing.T) {
 // still making its first attempt waits for it, as a tools/call does, instead of
 // answering "unknown" (or going to another server); so do a client's first lists.
 func TestRequestsWaitForSlowStart(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		method string
 		params map[string]any
@@ -323,6 +326,7 @@ func TestRequestsWaitForSlowStart(t *testing.T) {
 			}
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			gate := make(chan struct{})
 			web := newRestartable(t, gate)
 			// good lists resources too: a URI it does not know must not go to it.

@@ -18,6 +18,7 @@ import (
 // a page of another port of this machine (another local app, a dev server) is
 // refused, though its host is a loopback one.
 func TestOriginIsTheFrontsOwn(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	u, err := url.Parse(f.url)
 	if err != nil {
@@ -68,6 +69,7 @@ func TestOriginIsTheFrontsOwn(t *testing.T) {
 // TestCheckText: arguments that are not valid text are refused naming the field;
 // valid ones, escaped or not, pass.
 func TestCheckText(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args string
 		want string // "" when valid
@@ -97,6 +99,7 @@ func TestCheckText(t *testing.T) {
 // the name cut at 80 bytes; a secret straddling the cut is redacted first, so no
 // part of it reaches the log.
 func TestSkippedToolNameRedactedBeforeCut(t *testing.T) {
+	t.Parallel()
 	const secret = "sk-live-0123456789abcdef"
 	cfg, err := config.Parse("test.json", []byte(`{"servers": {"fx": {"command": "fx"}}}`))
 	if err != nil {

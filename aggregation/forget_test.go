@@ -20,6 +20,7 @@ import (
 // first) is not taken for a crash: what memory holds stays fresh. The same exit
 // while the gateway runs marks its answers stale.
 func TestChildExitWhileClosingForgetsNothing(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		closing bool

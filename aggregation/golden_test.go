@@ -14,120 +14,124 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/tools/txtar"
+
+	"github.com/nexus-mcp/nexus/config"
 )
 
 // update rewrites the golden transcripts from what the gateway answers now:
 // go test ./aggregation -run Golden -update
 var update = flag.Bool("update", false, "rewrite testdata/golden from the gateway's answers")
 
-// goldenSteps are the transcripts of testdata/golden: what a stdio client sends,
-// a line at a time. The gateway's answers are the file's to pin.
-var goldenSteps = []struct {
-	name  string
-	about string // the file's first line
-	send  []string
-}{
-	{
-		name:  "initialize",
-		about: "the handshake, then the one child's tools as the gateway lists them",
-		send: []string{
-			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"golden","version":"1"}}}`,
-			`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-			`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
-		},
-	},
-	{
-		name:  "call",
-		about: "tools/call: a result, an error result (the client declared no sampling), arguments that are not an object",
-		send: []string{
-			`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"good__echo","arguments":{"text":"hello"}}}`,
-			`{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"good__sample","arguments":{}}}`,
-			`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"good__echo","arguments":"hello"}}`,
-		},
-	},
-	{
-		name:  "unknown",
-		about: "a tool, a method and a prompt nobody has",
-		send: []string{
-			`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"good__nothing","arguments":{}}}`,
-			`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"nobody__echo","arguments":{}}}`,
-			`{"jsonrpc":"2.0","id":5,"method":"no/such/method"}`,
-			`{"jsonrpc":"2.0","id":6,"method":"prompts/get","params":{"name":"good__nothing"}}`,
-		},
-	},
-	{
-		name:  "malformed",
-		about: "lines that are not JSON, not JSON-RPC 2.0 or not a valid request; a stray response, which gets no answer",
-		send: []string{
-			`{"jsonrpc":"2.0","id":7,"method":"tools/list"`,
-			`not json at all`,
-			`{"jsonrpc":"1.0","id":8,"method":"ping"}`,
-			`{"jsonrpc":"2.0","id":9}`,
-			`{"jsonrpc":"2.0","id":{"an":"object"},"method":"ping"}`,
-			`{"jsonrpc":"2.0","id":10,"method":42}`,
-			`[]`,
-		},
-	},
-	{
-		name:  "batch",
-		about: "a batch of requests and a notification, and one with a bad member",
-		send: []string{
-			`[{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"good__echo","arguments":{"text":"one"}}},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":12,"method":"ping"}]`,
-			`[{"jsonrpc":"2.0","id":13,"method":"ping"},1,{"jsonrpc":"2.0","id":14,"method":"no/such/method"}]`,
-		},
-	},
-}
+// The handshake a transcript that is not about it starts with, unrecorded.
+const (
+	goldenInitialize  = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"golden","version":"1"}}}`
+	goldenInitialized = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+)
 
-// TestGoldenTranscripts replays each transcript over an in-process stdio session
-// of a gateway with one child (the test child "good") and compares, byte for
-// byte after normalizeGolden, every line the gateway answers with the file.
-// A file (testdata/golden/NAME.golden) is the transcript: a "# " line saying what
-// it covers, then each line the client sent after "-> " and each line the
-// gateway wrote after "<- ", in the order they crossed the wire.
+// TestGoldenTranscripts replays each transcript of testdata/golden over an
+// in-process stdio session of a gateway and compares, byte for byte after
+// normalizeGolden, every line the gateway answers with the file.
+//
+// A transcript is a txtar file (golang.org/x/tools/txtar): its comment says
+// what it covers; config.json is the gateway's config, where "$CHILD" stands
+// for the test binary (re-exec'd as the test children: NEXUS_TEST_CHILD);
+// transcript holds each line the client sends after "-> " and each line the
+// gateway wrote after "<- ", in the order they crossed the wire. The "-> "
+// lines are the input; the session opens with the handshake first unless the
+// first is an initialize. To add one, write its comment, config.json and
+// "-> " lines, then let -update write the "<- " lines, and review them.
 //
 // After each line it sends (and the answers it expects: one for anything but a
 // notification), the test pings the gateway and requires the ping's answer to be
 // the next line: anything the gateway sent unasked in between, a stray
 // notification or a second answer, lands in the transcript and fails it.
 func TestGoldenTranscripts(t *testing.T) {
-	g := comebackGateway(t, fmt.Sprintf(`{"good": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "good"}}}`, os.Args[0]), nil)
-	if err := g.Ready(context.Background()); err != nil {
-		t.Fatal(err)
+	t.Parallel()
+	paths, err := filepath.Glob(filepath.Join("testdata", "golden", "*.txtar"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no transcripts in testdata/golden: %v", err)
 	}
-	for _, tt := range goldenSteps {
-		t.Run(tt.name, func(t *testing.T) {
+	for _, path := range paths {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
+			t.Parallel()
+			ar, err := txtar.ParseFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, transcript := goldenFile(t, ar, "config.json"), goldenFile(t, ar, "transcript")
+			var send []string
+			for line := range strings.Lines(string(transcript.Data)) {
+				if rest, ok := strings.CutPrefix(line, "-> "); ok {
+					send = append(send, strings.TrimSuffix(rest, "\n"))
+				}
+			}
+			if len(send) == 0 {
+				t.Fatal("the transcript sends nothing (no \"-> \" line)")
+			}
+			g := goldenGateway(t, cfg.Data)
 			s := newGoldenSession(t, g)
-			if tt.name != "initialize" {
-				s.handshake()
+			if !strings.Contains(send[0], `"method":"initialize"`) {
+				s.exchange(goldenInitialize, "golden-initialize")
+				s.exchange(goldenInitialized, "golden-initialized")
 			}
 			var got bytes.Buffer
-			fmt.Fprintf(&got, "# %s\n", tt.about)
-			for i, line := range tt.send {
+			for i, line := range send {
 				fmt.Fprintf(&got, "-> %s\n", line)
 				for _, answer := range s.exchange(line, fmt.Sprintf("golden-%d", i)) {
 					fmt.Fprintf(&got, "<- %s\n", normalizeGolden(answer))
 				}
 			}
-			path := filepath.Join("testdata", "golden", tt.name+".golden")
 			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
+				transcript.Data = got.Bytes()
+				if err := os.WriteFile(path, txtar.Format(ar), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (go test ./aggregation -run Golden -update writes it)", err)
-			}
-			if !bytes.Equal(got.Bytes(), want) {
+			if !bytes.Equal(got.Bytes(), transcript.Data) {
 				t.Errorf("%s differs from what the gateway answers (go test ./aggregation -run Golden -update rewrites it):\n%s",
-					path, lineDiff(string(want), got.String()))
+					path, lineDiff(string(transcript.Data), got.String()))
 			}
 		})
 	}
+}
+
+// goldenFile is the file name of a transcript's archive.
+func goldenFile(t *testing.T, ar *txtar.Archive, name string) *txtar.File {
+	t.Helper()
+	for i := range ar.Files {
+		if ar.Files[i].Name == name {
+			return &ar.Files[i]
+		}
+	}
+	t.Fatalf("the transcript has no %s", name)
+	return nil
+}
+
+// goldenGateway starts a gateway on a transcript's config.json, "$CHILD" being
+// the test binary, and waits for its children.
+func goldenGateway(t *testing.T, data []byte) *Gateway {
+	t.Helper()
+	child, _ := json.Marshal(os.Args[0])
+	cfg, err := config.Parse("config.json", bytes.ReplaceAll(data, []byte(`"$CHILD"`), child))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := g.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); g.Close() })
+	if err := g.Ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 // goldenVersion matches the gateway's version in serverInfo.
@@ -171,13 +175,6 @@ func newGoldenSession(t *testing.T, g *Gateway) *goldenSession {
 	}()
 	t.Cleanup(func() { cancel(); fromClient.Close(); <-done })
 	return s
-}
-
-// handshake opens the session, for transcripts that are not about it.
-func (s *goldenSession) handshake() {
-	s.t.Helper()
-	s.exchange(goldenSteps[0].send[0], "golden-initialize")
-	s.exchange(goldenSteps[0].send[1], "golden-initialized")
 }
 
 // exchange sends line, reads the answers it expects, then pings with the id

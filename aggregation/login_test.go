@@ -2,93 +2,139 @@ package aggregation
 
 import (
 	"context"
-	"net"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/internal/oauthtest"
+	"github.com/nexus-mcp/nexus/oauth"
+	"github.com/nexus-mcp/nexus/secrets"
 )
 
-// TestLogin: a browser logs in to the status page with an agent's token in a form
-// and gets an HttpOnly, SameSite=Strict session cookie that opens the guarded
-// pages, not /mcp; a wrong token opens nothing; the session ends when its token
-// is rotated; the form keeps the Host/Origin checks; a browser without a session
-// is sent to the form, a script gets the 401.
-func TestLogin(t *testing.T) {
-	f := newFixture(t)
-	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("the page")) })
-	mux := f.g.HTTPHandler(HTTPOptions{Pages: map[string]http.Handler{"/": page}})
-	loopback := &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 8765}
-	do := func(method, path, body string, header map[string]string, cookie *http.Cookie) *httptest.ResponseRecorder {
-		t.Helper()
-		r := httptest.NewRequest(method, "http://127.0.0.1:8765"+path, strings.NewReader(body))
-		r.RemoteAddr = "127.0.0.1:5555"
-		r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, loopback))
-		for k, v := range header {
-			r.Header.Set(k, v)
-		}
-		if cookie != nil {
-			r.AddCookie(cookie)
-		}
-		w := httptest.NewRecorder()
-		mux.ServeHTTP(w, r)
-		return w
-	}
-	form := map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
-	login := func(token string) *httptest.ResponseRecorder {
-		return do("POST", "/login", url.Values{"token": {token}}.Encode(), form, nil)
-	}
+// TestNeedsLoginState: a remote child whose authorization needs a person is in
+// StateNeedsLogin, which its status and a call's error say with the command to
+// run; after a login, a reload (what nexus auth login signals) brings it up.
+func TestNeedsLoginState(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.NewAS(time.Hour)
+	t.Cleanup(as.Close)
+	guard := &oauthtest.Guard{AS: as, Scope: "mcp", Next: server.NewStreamableHTTPServer(newTestChild("web").srv)}
+	ts := httptest.NewServer(guard)
+	t.Cleanup(ts.Close)
+	guard.Resource = ts.URL + "/mcp"
 
-	if w := do("GET", "/", "", map[string]string{"Accept": "text/html"}, nil); w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/login" {
-		t.Errorf("a browser without a session: %d to %q, want 303 to /login", w.Code, w.Header().Get("Location"))
-	}
-	if w := do("GET", "/", "", nil, nil); w.Code != http.StatusUnauthorized || !strings.Contains(w.Body.String(), "/login") {
-		t.Errorf("a script without a token: %d %q, want 401 naming /login", w.Code, w.Body)
-	}
-	if w := do("GET", "/login", "", nil, nil); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `name="token"`) {
-		t.Errorf("GET /login: %d %s", w.Code, w.Body)
-	}
-	if w := login("nope"); w.Code != http.StatusUnauthorized || len(w.Result().Cookies()) != 0 {
-		t.Errorf("a wrong token: %d, cookies %v", w.Code, w.Result().Cookies())
-	}
-	if w := do("POST", "/login", url.Values{"token": {tokens["tester"]}}.Encode(), map[string]string{"Content-Type": form["Content-Type"], "Origin": "http://evil.example"}, nil); w.Code != http.StatusForbidden || len(w.Result().Cookies()) != 0 {
-		t.Errorf("a login from a foreign origin: %d, cookies %v", w.Code, w.Result().Cookies())
-	}
-
-	w := login(tokens["tester"])
-	cookies := w.Result().Cookies()
-	if w.Code != http.StatusSeeOther || len(cookies) != 1 {
-		t.Fatalf("a good token: %d, cookies %v", w.Code, cookies)
-	}
-	c := cookies[0]
-	if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || strings.Contains(c.Value, tokens["tester"]) || strings.Contains(w.Body.String(), tokens["tester"]) {
-		t.Errorf("the session cookie %+v (body %q): want HttpOnly, SameSite=Strict, Path=/, not the token", c, w.Body)
-	}
-	session := &http.Cookie{Name: c.Name, Value: c.Value}
-	if w := do("GET", "/", "", nil, session); w.Code != http.StatusOK || w.Body.String() != "the page" {
-		t.Errorf("the page with the session: %d %q", w.Code, w.Body)
-	}
-	if w := do("POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}, session); w.Code != http.StatusUnauthorized {
-		t.Errorf("/mcp with the session cookie and no token: %d, want 401", w.Code)
-	}
-
-	// Rotating the token ends the session.
-	cfg := *f.g.Config()
-	agents := map[string]config.Agent{}
-	for name, a := range cfg.Agents {
-		agents[name] = a
-	}
-	a := agents["tester"]
-	a.TokenSHA256 = TokenHash("tok-rotated")
-	agents["tester"] = a
-	cfg.Agents = agents
-	if err := f.g.Reload(&cfg); err != nil {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if w := do("GET", "/", "", nil, session); w.Code != http.StatusUnauthorized {
-		t.Errorf("the page with the session of a rotated token: %d, want 401", w.Code)
+	vault := &oauth.Vault{Store: &secrets.File{Path: filepath.Join(dir, "secrets.json")}}
+	session := func(s *config.Server) *oauth.Session {
+		return &oauth.Session{Server: s.Name, URL: s.URL, Vault: vault, HTTP: http.DefaultClient}
+	}
+	cfg, err := config.Parse("test.json", []byte(fmt.Sprintf(`{"servers": {"web": {"url": %q}}, "policy": {"agents": {"anonymous": {"allow": ["*"]}}}}`, guard.Resource)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, Options{HTTPClient: func(s *config.Server) *http.Client {
+		return &http.Client{Transport: &oauth.Transport{Session: session(s)}}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := g.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); g.Close() })
+	c := g.kids()["web"]
+	waitState(t, c, StateNeedsLogin)
+
+	want := "needs login: run nexus auth login web"
+	if d := c.status().Describe(); !strings.HasPrefix(d, want) {
+		t.Errorf("the status says %q, want it to start with %q", d, want)
+	}
+	if got := callText(t, g, "web__echo", `{"text":"one"}`); !strings.Contains(got, want) {
+		t.Errorf("a call before the login: %s", got)
+	}
+
+	if _, err := session(cfg.Servers["web"]).Login(ctx, &oauth.Follow{Redirect: "http://127.0.0.1:1/callback"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Reload(g.Config()); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, c, StateReady)
+	if got := callText(t, g, "web__echo", `{"text":"two"}`); !strings.Contains(got, "web:two") {
+		t.Errorf("a call after the login: %s", got)
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		st   Status
+		want string
+	}{
+		{Status{State: StateReady}, "ready"},
+		{Status{State: StateFailed, Error: "boom"}, "failed: boom"},
+		{Status{State: StateNeedsLogin, Error: "needs login: run nexus auth login x"}, "needs login: run nexus auth login x"},
+		{Status{State: StateNeedsLogin}, "needs login"},
+	}
+	for _, tt := range tests {
+		if got := tt.st.Describe(); got != tt.want {
+			t.Errorf("Describe(%+v) = %q, want %q", tt.st, got, tt.want)
+		}
+	}
+}
+
+// TestNoClientForAServerWithItsOwnHeader: Options.HTTPClient answers nil for a
+// server that is given its own Authorization header (it is not authorized with
+// OAuth); the child then connects with the transport's own client, over SSE and
+// streamable HTTP alike, instead of crashing the gateway on a nil client.
+func TestNoClientForAServerWithItsOwnHeader(t *testing.T) {
+	t.Parallel()
+	child := newTestChild("web")
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", server.NewStreamableHTTPServer(child.srv))
+	sse := server.NewSSEServer(child.srv, server.WithStaticBasePath("/sse"))
+	mux.Handle("/sse/", sse)
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	for _, tc := range []struct{ transport, url string }{
+		{config.TransportStreamableHTTP, ts.URL + "/mcp"},
+		{config.TransportSSE, ts.URL + "/sse/sse"},
+	} {
+		t.Run(tc.transport, func(t *testing.T) {
+			cfg, err := config.Parse("test.json", []byte(fmt.Sprintf(`{"servers": {"web": {"transport": %q, "url": %q, "headers": {"Authorization": "Bearer own"}}},
+				"policy": {"agents": {"anonymous": {"allow": ["*"]}}}}`, tc.transport, tc.url)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			asked := 0
+			g, err := New(cfg, Options{HTTPClient: func(*config.Server) *http.Client { asked++; return nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			if err := g.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cancel(); g.Close() })
+			waitState(t, g.kids()["web"], StateReady)
+			if got := callText(t, g, "web__echo", `{"text":"one"}`); !strings.Contains(got, "one") {
+				t.Errorf("a call: %s", got)
+			}
+			if asked == 0 {
+				t.Error("Options.HTTPClient was never asked")
+			}
+		})
 	}
 }

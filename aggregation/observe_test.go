@@ -14,6 +14,7 @@ import (
 // read the servers' errors and the agents' rights); the Host/Origin guard applies
 // to everyone.
 func TestGuard(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t) // tokens are configured
 	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("the page")) })
 	h := f.g.Guard(page)
@@ -76,6 +77,7 @@ func (r *recorder) Observe(c *Call) { r.calls <- *c }
 // TestObserverSeesEveryCall: each call reaches the observer once, with the
 // decision, the outcome and the names a metric may use.
 func TestObserverSeesEveryCall(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	rec := &recorder{calls: make(chan Call, 16)}
 	f.g.observer = rec
@@ -111,6 +113,7 @@ func TestObserverSeesEveryCall(t *testing.T) {
 }
 
 func TestCacheStatus(t *testing.T) {
+	t.Parallel()
 	tests := map[string]string{
 		`{"content":[],"_meta":{"nexus/cache":{"status":"hit","age_ms":3}}}`:                 "hit",
 		`{"content":[{"type":"text","text":"\"nexus/cache\":{\"status\":\"hit\""}]}`:         "",

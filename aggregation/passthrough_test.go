@@ -12,6 +12,7 @@ import (
 )
 
 func TestPassMeta(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{``, ``},
 		{`null`, ``},
@@ -30,6 +31,7 @@ func TestPassMeta(t *testing.T) {
 }
 
 func TestForwardParams(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{`{"uri":"a://b"}`, `{"uri":"a://b"}`},
 		{`{"uri":"a://b","_meta":{"k":"v"}}`, `{"_meta":{"k":"v"},"uri":"a://b"}`},
@@ -44,6 +46,7 @@ func TestForwardParams(t *testing.T) {
 }
 
 func TestDropOwnMeta(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{`{"content":[],"_meta":{"k":1}}`, `{"content":[],"_meta":{"k":1}}`},
 		{`{"content":[{"type":"text","text":"nexus/x"}]}`, `{"content":[{"type":"text","text":"nexus/x"}]}`},
@@ -57,6 +60,7 @@ func TestDropOwnMeta(t *testing.T) {
 }
 
 func TestCallRequestMeta(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		meta, token, want string
 	}{
@@ -77,6 +81,7 @@ func TestCallRequestMeta(t *testing.T) {
 }
 
 func TestRenameTask(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{`{"task":{"taskId":"c-1","status":"working","ttl":60000}}`, `{"task":{"status":"working","taskId":"g-1","ttl":60000}}`},
 		{`{"taskId":"c-1","pollInterval":1.50}`, `{"pollInterval":1.50,"taskId":"g-1"}`},
@@ -94,6 +99,7 @@ func TestRenameTask(t *testing.T) {
 // TestTaskRoutesBound: a task id is honoured only for the session (and agent) that
 // created it; tasks/list sees a session's own; an ended session's tasks are gone.
 func TestTaskRoutesBound(t *testing.T) {
+	t.Parallel()
 	var tr taskRoutes
 	tool := &Tool{Server: "s", Name: "t", Canonical: "s.t"}
 	alice, alice2, bob := &session{agent: "alice"}, &session{agent: "alice"}, &session{agent: "bob"}
@@ -149,6 +155,7 @@ func (r *recordSink) sent() []string {
 // the session whose task it is, under the gateway's id and redacted; a status from
 // another server with the same child id, or of a task no client made, goes nowhere.
 func TestTaskStatusRoutedToItsSession(t *testing.T) {
+	t.Parallel()
 	const secret = "sk-live-0123456789abcdef"
 	cfg, err := config.Parse("test.json", []byte(`{"servers": {"s": {"command": "s"}, "other": {"command": "o"}}}`))
 	if err != nil {

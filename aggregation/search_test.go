@@ -104,6 +104,7 @@ func found(t *testing.T, c *testClient, task string) []string {
 // finds only what it may call, calls through nexus__call_tool and directly with
 // the same policy, and its budget grows its own list with list_changed.
 func TestSearchMode(t *testing.T) {
+	t.Parallel()
 	for _, front := range fronts {
 		t.Run(front, func(t *testing.T) {
 			f := searchFixture(t)
@@ -180,6 +181,7 @@ func TestSearchMode(t *testing.T) {
 
 // TestSearchModeCost: the view knows what listing everything would cost.
 func TestSearchModeCost(t *testing.T) {
+	t.Parallel()
 	f := searchFixture(t)
 	v := f.g.view("tester")
 	if v.search == nil || v.allTools == 0 || v.allBytes <= len(v.tools) {
@@ -207,6 +209,7 @@ func TestSearchModeCost(t *testing.T) {
 // TestRenamedToolRoutes: a tool the operator renamed is listed, found, decided
 // and called by its new name, and the child is still called by its own.
 func TestRenamedToolRoutes(t *testing.T) {
+	t.Parallel()
 	f := searchFixtureWith(t, `{"echo": {"name": "say", "description": "Says text back, aloud"}, "log": {"name": "journal"}}`)
 	c := f.client(frontStdio, "tester")
 	if listed := names(t, c.request("tools/list", nil), "tools", "name"); slices.Contains(listed, "good__echo") {
@@ -247,6 +250,7 @@ func (paraphrases) Embed(_ context.Context, texts []string) ([][]float32, error)
 // TestSearchBlendsTheEmbedder: with an embedder, a task that shares no word with
 // a tool finds it.
 func TestSearchBlendsTheEmbedder(t *testing.T) {
+	t.Parallel()
 	c := searchFixtureOpts(t, `{}`, paraphrases{}).client(frontStdio, "tester")
 	if got := found(t, c, "jot something down"); len(got) == 0 || got[0] != "good__log" {
 		t.Errorf("find with the embedder: %v, want good__log first", got)

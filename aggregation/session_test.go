@@ -132,6 +132,7 @@ var fronts = []string{frontStdio, frontHTTP}
 // TestPolicyOnEveryMethod: every method that reaches a child is decided by policy;
 // a denied item is absent from lists and refused, and the child never sees the request.
 func TestPolicyOnEveryMethod(t *testing.T) {
+	t.Parallel()
 	for _, front := range fronts {
 		t.Run(front, func(t *testing.T) {
 			f := newFixture(t)
@@ -198,6 +199,7 @@ func TestPolicyOnEveryMethod(t *testing.T) {
 // TestBeforeInitialize: a session that has not initialized gets an error for every
 // request but ping; nothing reaches a child.
 func TestBeforeInitialize(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	c := stdioClient(t, f.g, "other")
 	before := f.evil.count("tools/call")
@@ -225,6 +227,7 @@ func TestBeforeInitialize(t *testing.T) {
 // TestCanaryNeverReachesAClient: the secret a child puts in a tool description, a log
 // wireMsg and a progress wireMsg is redacted in everything a client receives.
 func TestCanaryNeverReachesAClient(t *testing.T) {
+	t.Parallel()
 	for _, front := range fronts {
 		t.Run(front, func(t *testing.T) {
 			f := newFixture(t)
@@ -252,6 +255,7 @@ func TestCanaryNeverReachesAClient(t *testing.T) {
 // TestProgressGoesOnlyToItsCaller: a child cannot send progress into another call,
 // not even with a token it saw (one given to another child) or guessed.
 func TestProgressGoesOnlyToItsCaller(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	release := make(chan struct{})
 	f.evil.mu.Lock()
@@ -307,6 +311,7 @@ func TestProgressGoesOnlyToItsCaller(t *testing.T) {
 // server, resource updates to subscribers, list_changed to the sessions whose lists
 // changed.
 func TestNotificationsReachOnlyTheirSessions(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	tester := f.client(frontStdio, "tester")
 	other := f.client(frontHTTP, "other")
@@ -360,9 +365,17 @@ func TestNotificationsReachOnlyTheirSessions(t *testing.T) {
 	if !tester.waitNote("notifications/tools/list_changed", nil) {
 		t.Error("tester's tools changed but it was not told")
 	}
-	// No sentinel here: a wrong list_changed could come from the rebuild the
-	// reload schedules (rebuildDelay later), whose end nothing on the wire marks.
-	time.Sleep(100 * time.Millisecond)
+	// The sentinels. A wrong list_changed could come from the rebuild the reload
+	// scheduled (rebuildDelay later): the rebuild loop takes one signal at a time
+	// and rebuilds after each, so once it has taken two more, that rebuild is
+	// over. A log evil sends next reaches other on its stream after anything
+	// that rebuild sent it (other is not the caller: the log comes unasked).
+	f.g.rebuild <- struct{}{}
+	f.g.rebuild <- struct{}{}
+	quiet.request("tools/call", map[string]any{"name": "evil__log", "arguments": map[string]any{"text": "after the rebuild"}})
+	if !other.waitNote("notifications/message", mentioning("after the rebuild")) {
+		t.Fatalf("the sentinel log never reached other; got %s", other.received())
+	}
 	if n := other.notesOf("notifications/tools/list_changed"); len(n) > 0 {
 		t.Error("other was told of a change to tester's tools")
 	}
@@ -371,6 +384,7 @@ func TestNotificationsReachOnlyTheirSessions(t *testing.T) {
 // TestSamplingReachesTheCaller: a child's sampling request during a call reaches the
 // client that made the call, on both fronts and from both kinds of child.
 func TestSamplingReachesTheCaller(t *testing.T) {
+	t.Parallel()
 	for _, front := range fronts {
 		for _, server := range []string{"good", "evil"} {
 			t.Run(front+"/"+server, func(t *testing.T) {
@@ -394,6 +408,7 @@ func TestSamplingReachesTheCaller(t *testing.T) {
 // TestOverSizeAndUnknownNames: an over-size request is answered with its id; a huge
 // unknown name is answered at once with a bounded echo.
 func TestOverSizeAndUnknownNames(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	for _, front := range fronts {
 		c := f.client(front, "other")
@@ -418,6 +433,7 @@ func TestOverSizeAndUnknownNames(t *testing.T) {
 
 // TestHTTPRefusals: what the HTTP front refuses before any MCP handling.
 func TestHTTPRefusals(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	c := httpClient(t, f.url, tokens["tester"])
 	c.initialize("owner")
@@ -467,6 +483,7 @@ func TestHTTPRefusals(t *testing.T) {
 
 // TestBatches: a batch takes the same path as single messages, on both fronts.
 func TestBatches(t *testing.T) {
+	t.Parallel()
 	for _, front := range fronts {
 		t.Run(front, func(t *testing.T) {
 			f := newFixture(t)
@@ -506,6 +523,7 @@ func TestBatches(t *testing.T) {
 // TestExplainCoversPromptsAndResources: what `nexus policy show|explain` prints
 // decides prompts and resources by the same rules the session layer enforces.
 func TestExplainCoversPromptsAndResources(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	got := map[string]bool{}
 	for _, it := range f.g.Explain("tester") {

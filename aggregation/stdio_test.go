@@ -16,6 +16,7 @@ import (
 // child, or on an identical call in flight that memory makes it share. A ping
 // sent while two such calls wait is answered before either of them.
 func TestStdioReadsWhileCallsWait(t *testing.T) {
+	t.Parallel()
 	mem, err := memory.Open(context.Background(), memory.Options{Backend: sqlite.File(filepath.Join(t.TempDir(), "memory.db"))})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 var clientNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 func TestWireName(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 80)
 	tests := []struct {
 		prefix, tool, style string
@@ -54,6 +55,7 @@ func TestWireName(t *testing.T) {
 // TestWireNameBound: names.maxLength shortens every name past it, with the same
 // stable hash, and leaves shorter ones alone.
 func TestWireNameBound(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		tool string
 		max  int
@@ -77,6 +79,7 @@ func TestWireNameBound(t *testing.T) {
 // TestToolOverride: a renamed tool goes by its new name everywhere but towards
 // the child, with the operator's title and description.
 func TestToolOverride(t *testing.T) {
+	t.Parallel()
 	srv := &config.Server{Name: "gh", Tools: map[string]config.ToolOverride{
 		"create_issue": {Name: "open_ticket", Title: "Open a ticket", Description: "Files a ticket"},
 		"list_issues":  {Description: "Lists tickets"},
@@ -112,6 +115,7 @@ func mustTool(t *testing.T, server, prefix, raw string) *Tool {
 }
 
 func TestManifest(t *testing.T) {
+	t.Parallel()
 	a := mustTool(t, "alpha", "", `{"name":"search","inputSchema":{"type":"object"}}`)
 	b := mustTool(t, "beta", "", `{"name":"search","inputSchema":{"type":"object"}}`)
 	c := mustTool(t, "beta", "", `{"name":"fetch"}`)
@@ -133,6 +137,7 @@ func TestManifest(t *testing.T) {
 }
 
 func TestAnnotationOverrides(t *testing.T) {
+	t.Parallel()
 	yes, no := true, false
 	srv := &config.Server{Name: "kg", Annotations: map[string]config.Annotations{
 		"liar":    {ReadOnlyHint: &no},
@@ -187,6 +192,7 @@ func TestDefaultExpander(t *testing.T) {
 }
 
 func TestAgentHint(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"Claude Desktop": "claude-desktop", "cursor": "cursor", "  ": "", "!!!": "",
 		"e2e-test": "e2e-test", strings.Repeat("a", 40): strings.Repeat("a", 32),
@@ -198,6 +204,7 @@ func TestAgentHint(t *testing.T) {
 }
 
 func TestNormaliseArguments(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{"": "{}", "null": "{}", ` {"a":1} `: `{"a":1}`, "[1]": "error", `"s"`: "error", "3": "error"} {
 		got, err := normaliseArguments(json.RawMessage(in))
 		if want == "error" {
@@ -217,6 +224,7 @@ func TestNormaliseArguments(t *testing.T) {
 // names; none is nil, so the caller gives today's unknown-tool answer. A tool the
 // agent may not call is no candidate.
 func TestBareTool(t *testing.T) {
+	t.Parallel()
 	aw := mustTool(t, "alpha", "alpha", `{"name":"get-weather"}`)
 	ae := mustTool(t, "alpha", "alpha", `{"name":"echo"}`)
 	be := mustTool(t, "beta", "beta", `{"name":"echo"}`)

@@ -162,6 +162,7 @@ var sampleAndRoots = map[string]any{"sampling": map[string]any{}, "roots": map[s
 // frees its place. Over both fronts, and with memory on: a read-only "get" of one
 // client is never answered with another's.
 func TestClientSessionsAreIsolated(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, frontA, frontB string }{
 		{"two HTTP clients", frontHTTP, frontHTTP},
 		{"a stdio client and an HTTP client", frontStdio, frontHTTP},
@@ -233,6 +234,7 @@ func TestClientSessionsAreIsolated(t *testing.T) {
 // gets none, since mcp-go's SSE client transport cannot receive its requests, so
 // its sampling is refused by the child itself at once instead of waiting.
 func TestCapabilitiesAreHonest(t *testing.T) {
+	t.Parallel()
 	f := newSessionsFixture(t, nil)
 	for _, tc := range []struct {
 		name       string
@@ -308,6 +310,7 @@ func rootsOf(uri string) func(string, json.RawMessage) (any, *RPCError) {
 // call gets none: nothing says which client it means (during a call it gets the
 // caller's, see TestChildRequestsNeedAVisibleCall).
 func TestRootsReachChildrenOverHTTP(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		tool    string // roots_seen of the child
@@ -375,6 +378,7 @@ func TestRootsReachChildrenOverHTTP(t *testing.T) {
 // child is asked for the most verbose level any session set, and what it sends
 // reaches every session that may see it.
 func TestClientChildFollowsItsSession(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		server string
 		// levels each client's child has; shared: the most verbose of both
@@ -472,6 +476,7 @@ func TestClientChildFollowsItsSession(t *testing.T) {
 // what memory holds of a shared child that asked for roots (its answers may have
 // been made with the old roots); before the child ever asked, its answers stay.
 func TestRootsChangeForgetsSharedAnswers(t *testing.T) {
+	t.Parallel()
 	mem, err := memory.Open(context.Background(), memory.Options{Backend: sqlite.File(filepath.Join(t.TempDir(), "memory.db"))})
 	if err != nil {
 		t.Fatal(err)
@@ -520,6 +525,7 @@ func TestRootsChangeForgetsSharedAnswers(t *testing.T) {
 // only maxSessions keeps the sessions' processes, and one that makes the server
 // shared stops them.
 func TestClientChildExitAndReload(t *testing.T) {
+	t.Parallel()
 	f := newSessionsFixture(t, nil)
 	a := f.client(frontHTTP, "other", sampleAndRoots)
 	b := f.client(frontHTTP, "tester", sampleAndRoots)
@@ -578,6 +584,7 @@ func TestClientChildExitAndReload(t *testing.T) {
 // TestPolicyDecidesBeforeASessionOpens: a request the policy refuses opens no
 // upstream session: no process is started for a client that may not use the server.
 func TestPolicyDecidesBeforeASessionOpens(t *testing.T) {
+	t.Parallel()
 	f := newSessionsFixturePolicy(t, nil, `{"default": {"allow": ["*"]}, "agents": {"tester": {"allow": ["*"], "deny": ["solo.*"]}}}`)
 	c := f.client(frontHTTP, "tester", sampleAndRoots)
 	got, isErr := call(t, c, "solo__get", "")

@@ -12,6 +12,7 @@ import (
 // TestNamespacedRoundTrip: every namespaced form keeps the original's scheme when it
 // has one, and gives back its server and the original byte for byte.
 func TestNamespacedRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ server, uri, want string }{
 		{"weather", "ui://weather/app.html", "ui://nexus/weather/ui://weather/app.html"},
 		{"alpha", "file:///etc/x", "file://nexus/alpha/file:///etc/x"},
@@ -46,6 +47,7 @@ func TestNamespacedRoundTrip(t *testing.T) {
 // TestNamespacedTemplateExpands: a namespaced template is a URI template whose
 // expansions are the namespaced forms of the original's expansions.
 func TestNamespacedTemplateExpands(t *testing.T) {
+	t.Parallel()
 	var parsed mcp.ResourceTemplate
 	ns := namespaced("c", "shared://item/{id}")
 	if err := json.Unmarshal([]byte(`{"uriTemplate":`+quoteJSON(ns)+`,"name":"item"}`), &parsed); err != nil {
@@ -88,6 +90,7 @@ func resourceExtras(t *testing.T, server string, uris, patterns []string) extras
 // that several list is listed once per owner, namespaced, and each namespaced form
 // reaches its owner; a bare URI several servers could own is not guessed.
 func TestResourceRouting(t *testing.T) {
+	t.Parallel()
 	m, errs := buildManifest(map[string][]*Tool{"a": nil, "b": nil, "c": nil}, map[string]extras{
 		"a": resourceExtras(t, "a", []string{"shared://doc", "a://only", "ui://app/main.html"}, []string{"shared://item/{id}"}),
 		"b": resourceExtras(t, "b", []string{"shared://doc", "ui://app/main.html", "shared://doc"}, []string{"shared://item/{id}", "b://t/{x}"}),
@@ -141,6 +144,7 @@ func TestResourceRouting(t *testing.T) {
 // TestResourceIndexPerAgent: an agent that may read one of the servers that share a
 // URI or template sees it as that server alone would name it.
 func TestResourceIndexPerAgent(t *testing.T) {
+	t.Parallel()
 	m, _ := buildManifest(map[string][]*Tool{"a": nil, "b": nil}, map[string]extras{
 		"a": resourceExtras(t, "a", []string{"shared://doc"}, []string{"shared://item/{id}"}),
 		"b": resourceExtras(t, "b", []string{"shared://doc", "b://own"}, []string{"shared://item/{id}"}),
@@ -168,6 +172,7 @@ func TestResourceIndexPerAgent(t *testing.T) {
 // TestRewriteURIs: what a server sends names a shared URI by its namespaced form for
 // that server, in exactly the documented places; nothing else changes.
 func TestRewriteURIs(t *testing.T) {
+	t.Parallel()
 	m, _ := buildManifest(map[string][]*Tool{"a": nil, "b": nil}, map[string]extras{
 		"a": resourceExtras(t, "a", []string{"ui://app/main.html", "a://mine"}, nil),
 		"b": resourceExtras(t, "b", []string{"ui://app/main.html"}, nil),

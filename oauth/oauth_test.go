@@ -291,8 +291,7 @@ func TestCheckEndpoints(t *testing.T) {
 func TestLoopback(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var l *Loopback
-	l = &Loopback{Open: func(ctx context.Context, authURL string) error {
+	l := &Loopback{Open: func(ctx context.Context, authURL string) error {
 		go http.Get(authURL)
 		return nil
 	}}

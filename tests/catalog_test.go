@@ -250,7 +250,7 @@ func catStartTerminal(t *testing.T, env []string, args ...string) *catTerminal {
 	}
 	c := &catTerminal{t: t, done: make(chan struct{})}
 	c.cmd = exec.Command("script", "-qec", strings.Join(quoted, " "), "/dev/null")
-	c.cmd.Env = env
+	c.cmd.Env = withRace(env)
 	c.cmd.Stdout, c.cmd.Stderr = c, c
 	in, err := c.cmd.StdinPipe()
 	if err != nil {
@@ -383,7 +383,7 @@ func TestDoctorHealthy(t *testing.T) {
 func TestDoctorBrokenServer(t *testing.T) {
 	t.Parallel()
 	h := newHome(t, map[string]any{"servers": map[string]any{
-		"kg":      map[string]any{"command": built.nexus, "args": []string{"sample-server", "code-kg"}},
+		"kg":      map[string]any{"command": built.sample, "args": []string{"code-kg"}},
 		"missing": map[string]any{"command": "/nonexistent/bin/mcp-server"},
 		"crashes": map[string]any{"command": "sh", "args": []string{"-c", "echo boom-from-the-child >&2; exit 3"}},
 	}})

@@ -8,20 +8,16 @@ import (
 	"testing"
 )
 
-func TestHelpOnEveryCommand(t *testing.T) {
+// TestHelpFromTheBinary: --help exits 0 with the usage on stdout, for the app and
+// a subcommand. Every command's help is checked in process
+// (cmd/nexus/help_test.go).
+func TestHelpFromTheBinary(t *testing.T) {
 	t.Parallel()
 	h := newHome(t, nil)
-	commands := [][]string{
-		{"serve"}, {"add"}, {"remove"}, {"list-servers"}, {"list-tools"}, {"call"}, {"version"},
-		{"policy"}, {"policy", "show"}, {"policy", "explain"}, {"policy", "check"}, {"policy", "allow"}, {"policy", "deny"}, {"policy", "revoke"},
-		{"agent", "add"}, {"agent", "list"}, {"agent", "rotate"}, {"agent", "remove"}, {"cache", "stats"}, {"cache", "list"}, {"cache", "clear"}, {"audit"}, {"demo"}, {"sample-server"},
-		{"secrets", "set"}, {"secrets", "list"}, {"secrets", "rm"}, {"config", "show"}, {"config", "validate"},
-		{"catalog", "list"}, {"catalog", "show"}, {"setup"}, {"import"}, {"doctor"},
-	}
-	for _, c := range commands {
-		out, stderr, code := h.nexus(append(c, "--help")...)
+	for _, c := range [][]string{{"--help"}, {"policy", "allow", "--help"}} {
+		out, stderr, code := h.nexus(c...)
 		if code != 0 || !strings.Contains(out, "USAGE") {
-			t.Errorf("nexus %s --help: code %d\n%s%s", strings.Join(c, " "), code, out, stderr)
+			t.Errorf("nexus %s: code %d\n%s%s", strings.Join(c, " "), code, out, stderr)
 		}
 	}
 }

@@ -153,7 +153,7 @@ func TestSetupClaudeDesktop(t *testing.T) {
 	clNoConfig(t, h, "setup without moves")
 
 	// Again with --move-all: the servers move into the Nexus config.
-	out, stderr, code = h.nexusEnv(clEnv(h), "setup", "claude-desktop", "--agent", "coder", "--move-all")
+	_, stderr, code = h.nexusEnv(clEnv(h), "setup", "claude-desktop", "--agent", "coder", "--move-all")
 	if code != 0 {
 		t.Fatalf("setup --move-all: %s", stderr)
 	}

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,7 +28,7 @@ import (
 
 // bins holds the binaries built once for the whole run.
 type bins struct {
-	nexus, fixture, relay string
+	nexus, fixture, relay, sample string
 }
 
 var built bins // set once by TestMain, read-only afterwards
@@ -40,9 +42,11 @@ var built bins // set once by TestMain, read-only afterwards
 //
 // e2eParallel is how many tests marked t.Parallel run at once when -parallel is
 // not given. The default, GOMAXPROCS, suits tests that keep the CPU busy; these
-// mostly wait on child processes, sessions and the network, so on 2 cores twice
-// as many run at once (the package took 13 to 15 minutes with 2).
-const e2eParallel = 4
+// mostly wait on child processes, sessions and the network (the package used
+// 2 minutes of CPU in 5 of wall on 2 cores with 4 at once, its children no longer
+// race-built), so on 2 cores four times as many run at once: the parallel part
+// took 111s rather than 139s with 4 (the package 13 to 15 minutes with 2).
+const e2eParallel = 8
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -56,22 +60,64 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	built = bins{nexus: filepath.Join(dir, "nexus"), fixture: filepath.Join(dir, "fixture"), relay: filepath.Join(dir, "relay")}
-	for path, pkg := range map[string]string{built.nexus: "../cmd/nexus", built.fixture: "./fixture", built.relay: "./relay"} {
-		args := []string{"build", "-o", path}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		cmd := exec.Command("go", append(args, pkg)...)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building", pkg, err)
-			os.Exit(1)
-		}
+	if raceEnabled {
+		gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
+		raceEnv = []string{"GORACE=" + gorace}
+		os.Setenv("GORACE", gorace) // for the processes started with this one's environment
+	}
+	built = bins{nexus: filepath.Join(dir, "nexus"), fixture: filepath.Join(dir, "fixture"),
+		relay: filepath.Join(dir, "relay"), sample: filepath.Join(dir, "samplechild")}
+	if err := buildAll(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	code := skips.Main(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// raceEnv is in the environment of every process the tests start (withRace): a
+// race-built process sleeps a second before it exits (the race runtime's
+// atexit_sleep_ms, for other threads to report), and every CLI run and every
+// gateway a test stops waited for it. Its race reports are written when found.
+var raceEnv []string
+
+// withRace is env with raceEnv.
+func withRace(env []string) []string {
+	return append(slices.Clip(env), raceEnv...)
+}
+
+// buildAll builds the binaries at once. Only nexus, the code under test, is built
+// with -race (when the tests are): the fixture, the relay and the sample child are
+// helpers, and a race-built child costs a gateway test twice its CPU and start-up.
+func buildAll() error {
+	race := []string(nil)
+	if raceEnabled {
+		race = []string{"-race"}
+	}
+	builds := []struct {
+		path, pkg string
+		flags     []string
+	}{
+		{built.nexus, "../cmd/nexus", append(race, coverBuildFlags()...)},
+		{built.fixture, "./fixture", coverBuildFlags()},
+		{built.relay, "./relay", coverBuildFlags()},
+		{built.sample, "./samplechild", coverBuildFlags()},
+	}
+	errs := make([]error, len(builds))
+	var wg sync.WaitGroup
+	for i, b := range builds {
+		wg.Go(func() {
+			var out bytes.Buffer
+			cmd := exec.Command("go", append(append([]string{"build", "-o", b.path}, b.flags...), b.pkg)...)
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Run(); err != nil {
+				errs[i] = fmt.Errorf("building %s: %v\n%s", b.pkg, err, out.String())
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // home is a throw-away NEXUS_HOME with a config.json.
@@ -134,6 +180,8 @@ func (h *home) calls() map[string]int {
 
 func (h *home) env(extra ...string) []string {
 	env := []string{"NEXUS_HOME=" + h.dir, "PATH=" + os.Getenv("PATH"), "HOME=" + h.dir}
+	env = append(env, coverEnv()...)
+	env = append(env, raceEnv...)
 	// The keychain (CI runs the tests inside a private Secret Service session).
 	for _, k := range []string{"DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"} {
 		if v, ok := os.LookupEnv(k); ok {
@@ -261,7 +309,7 @@ func startSession(t *testing.T, env []string, command string, args ...string) *s
 func startSessionWhen(t *testing.T, env []string, ready func(stderr string) bool, command string, args ...string) *session {
 	t.Helper()
 	cmd := exec.Command(command, args...)
-	cmd.Env = env
+	cmd.Env = withRace(env)
 	s := &session{t: t, cmd: cmd, stderr: &lockedBuffer{}, pending: map[string]chan message{},
 		noteC: make(chan struct{}, 1), done: make(chan struct{})}
 	cmd.Stderr = s.stderr

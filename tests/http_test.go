@@ -41,7 +41,7 @@ func serveHTTPProcess(t testing.TB, env []string, args ...string) (url string, s
 func startHTTPProcess(t testing.TB, env []string, args ...string) (cmd *exec.Cmd, url string, stderr *lockedBuffer) {
 	t.Helper()
 	cmd = exec.Command(built.nexus, append([]string{"serve", "--http", "127.0.0.1:0"}, args...)...)
-	cmd.Env = env
+	cmd.Env = withRace(env)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -55,8 +55,11 @@ func TestMisbehavingChildren(t *testing.T) {
 		t.Errorf("a call to the hung server: %+v", r)
 	}
 
-	// Closing stderr is the end of a log, not of a process.
-	time.Sleep(300 * time.Millisecond) // let a wrongly-detected exit show, if it would
+	// Closing stderr is the end of a log, not of a process. The child's last line
+	// logged means the gateway read its stderr up to the close before these calls.
+	eventually(t, 10*time.Second, "the quiet child's last stderr line logged", func() bool {
+		return strings.Contains(s.stderr.String(), "[quiet] fixture: started")
+	})
 	for i := range 3 {
 		if r := s.call("quiet__echo", map[string]any{"message": "still"}); r.text() != "still" {
 			t.Fatalf("call %d to the child without stderr: %+v\n%s", i, r, s.stderr)

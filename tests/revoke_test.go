@@ -72,7 +72,19 @@ func TestRevocationIsFinal(t *testing.T) {
 					mu.Unlock()
 				}
 			}()
-			time.Sleep(200 * time.Millisecond) // calls flow
+			// made counts the loop's calls sent at or after since.
+			made := func(since time.Time) int {
+				mu.Lock()
+				defer mu.Unlock()
+				n := 0
+				for _, c := range calls {
+					if !c.at.Before(since) {
+						n++
+					}
+				}
+				return n
+			}
+			eventually(t, 30*time.Second, "calls flowing", func() bool { return made(time.Time{}) >= 3 })
 			_, stderr, code := h.nexus("policy", "revoke", "--agent", agent, "fx.*")
 			returned := time.Now()
 			if code != 0 {
@@ -81,7 +93,7 @@ func TestRevocationIsFinal(t *testing.T) {
 			if !strings.Contains(stderr, "in force in 1 running gateway") {
 				t.Errorf("the command did not confirm the running gateway:\n%s", stderr)
 			}
-			time.Sleep(300 * time.Millisecond) // calls keep coming
+			eventually(t, 30*time.Second, "calls after the command returned", func() bool { return made(returned) >= 3 })
 			close(stop)
 			<-done
 

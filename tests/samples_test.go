@@ -62,15 +62,15 @@ func sampleWireNames() []string {
 	return out
 }
 
-// sampleServer is a config entry running `nexus sample-server name` as a stdio
-// child. The gateway builds the child's environment, so what the sample reads
+// sampleServer is a config entry running the sample name as a stdio child (the
+// samplechild helper: `nexus sample-server name` without the race detector). The gateway builds the child's environment, so what the sample reads
 // goes in "env".
 func (h *home) sampleServer(name string, env map[string]string) map[string]any {
 	e := map[string]string{"NEXUS_SAMPLE_CALL_LOG": h.log}
 	for k, v := range env {
 		e[k] = v
 	}
-	return map[string]any{"command": built.nexus, "args": []string{"sample-server", name}, "env": e}
+	return map[string]any{"command": built.sample, "args": []string{name}, "env": e}
 }
 
 // sampleAllowAll lets the tests reach the mutating code-kg tools; policy has its own tests.
@@ -1119,11 +1119,15 @@ func TestSamplesRegenerationInvalidatesMemory(t *testing.T) {
 	}
 }
 
-// startSampleHTTP runs `nexus sample-server name --http 127.0.0.1:0` and
-// returns its /mcp URL, logged on stderr.
-func startSampleHTTP(t *testing.T, h *home, name string, env ...string) string {
+// startSampleHTTP runs `command [sample-server] name --http 127.0.0.1:0` (command
+// is built.nexus or built.sample) and returns its /mcp URL, logged on stderr.
+func startSampleHTTP(t *testing.T, h *home, command, name string, env ...string) string {
 	t.Helper()
-	cmd := exec.Command(built.nexus, "sample-server", name, "--http", "127.0.0.1:0")
+	args := []string{name, "--http", "127.0.0.1:0"}
+	if command == built.nexus {
+		args = append([]string{"sample-server"}, args...)
+	}
+	cmd := exec.Command(command, args...)
 	cmd.Env = append(h.env("NEXUS_SAMPLE_CALL_LOG="+h.log), env...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
@@ -1171,8 +1175,9 @@ func TestSamplesOverHTTPThroughNexus(t *testing.T) {
 	h := newHome(t, nil)
 	root := t.TempDir()
 	writeGitHead(t, filepath.Join(root, "np"), sampleCommitNP002+"\n", nil)
-	codeURL := startSampleHTTP(t, h, "code-kg", "NEXUS_MCP_LOCAL_REPO_ROOTS="+root)
-	docURL := startSampleHTTP(t, h, "doc-kg")
+	// code-kg through the CLI (`nexus sample-server --http`), doc-kg as the helper.
+	codeURL := startSampleHTTP(t, h, built.nexus, "code-kg", "NEXUS_MCP_LOCAL_REPO_ROOTS="+root)
+	docURL := startSampleHTTP(t, h, built.sample, "doc-kg")
 	h.writeConfig(map[string]any{"servers": map[string]any{
 		"code-kg": map[string]any{"transport": "streamable-http", "url": codeURL},
 		"doc-kg":  map[string]any{"transport": "streamable-http", "url": docURL},

@@ -35,7 +35,7 @@ func realKeychain(t *testing.T) {
 func (h *home) nexusEnv(env []string, args ...string) (stdout, stderr string, code int) {
 	h.t.Helper()
 	cmd := exec.Command(built.nexus, args...)
-	cmd.Env = env
+	cmd.Env = withRace(env)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -15,7 +15,7 @@ func docKGHome(t *testing.T, memory map[string]any) (*home, func() int) {
 	h := newHome(t, nil)
 	calls := filepath.Join(h.dir, "doc-kg.calls")
 	cfg := map[string]any{"servers": map[string]any{"doc-kg": map[string]any{
-		"command": built.nexus, "args": []string{"sample-server", "doc-kg"},
+		"command": built.sample, "args": []string{"doc-kg"},
 		"env": map[string]string{"NEXUS_SAMPLE_CALL_LOG": calls},
 	}}}
 	if memory != nil {

@@ -123,7 +123,7 @@ func TestChatVerifier(t *testing.T) {
 		a := answer.Load().(string)
 		switch a {
 		case "500":
-			http.Error(w, "overloaded", 503)
+			http.Error(w, "overloaded", http.StatusServiceUnavailable)
 			return
 		case "slow":
 			<-r.Context().Done() // never answers: the client's timeout ends the request

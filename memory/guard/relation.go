@@ -277,31 +277,3 @@ func oneSided(x, y relations) (bool, string) {
 	}
 	return true, ""
 }
-
-// verbSides compares, for each relational verb in both texts, the shared
-// content words standing before it.
-func verbSides(a, b relations) (bool, string) {
-	shared := map[string]bool{}
-	for _, w := range a.content {
-		if slices.Contains(b.content, w) {
-			shared[w] = true
-		}
-	}
-	side := func(ws []string) string {
-		var out []string
-		for _, w := range ws {
-			if shared[w] {
-				out = append(out, w)
-			}
-		}
-		slices.Sort(out)
-		return strings.Join(slices.Compact(out), " ")
-	}
-	for v, before := range a.verbs {
-		other, ok := b.verbs[v]
-		if ok && side(before) != side(other) {
-			return false, fmt.Sprintf("order differs around %q", v)
-		}
-	}
-	return true, ""
-}

@@ -27,6 +27,7 @@ func TestPairSets(t *testing.T) {
 		{"canon-heldout.json", minRecallCanonHeldout},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
+			t.Parallel() // each evaluation opens a memory of its own, in its own TempDir
 			set, err := LoadSet(tc.file)
 			if err != nil {
 				t.Fatal(err)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package aggregation
+
+const raceBuild = false
