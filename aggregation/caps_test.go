@@ -69,3 +69,44 @@ func TestFrontOffersWhatChildrenOffer(t *testing.T) {
 		})
 	}
 }
+
+// TestFrontOffersEverythingForAServerStillStarting: a client that initializes
+// while a server is still making its first start (initialize waits a second at
+// most) is declared what that server might offer, tasks included, whichever
+// front it came on; once the server is up, a new client is declared what it
+// does offer.
+func TestFrontOffersEverythingForAServerStillStarting(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "gate")
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := comebackGateway(t, `{"e": `+eraServer("gate:"+gate, filepath.Join(dir, "era.log"), "")+`}`, nil)
+	declared := func() map[string]json.RawMessage {
+		c := stdioClient(t, g, "anonymous")
+		m := c.request("initialize", map[string]any{"protocolVersion": "2025-11-25", "clientInfo": map[string]any{"name": "t", "version": "1"}, "capabilities": map[string]any{}})
+		if m.Error != nil {
+			t.Fatal(m.Error)
+		}
+		var res struct {
+			Capabilities map[string]json.RawMessage `json:"capabilities"`
+		}
+		if err := json.Unmarshal(m.Result, &res); err != nil {
+			t.Fatal(err)
+		}
+		return res.Capabilities
+	}
+	early := declared()
+	for _, k := range []string{"tools", "prompts", "resources", "completions", "logging", "tasks"} {
+		if _, ok := early[k]; !ok {
+			t.Errorf("a client that came before the server was up was not declared %s: %v", k, early)
+		}
+	}
+	os.Remove(gate)
+	waitState(t, g.kids()["e"], StateReady)
+	late := declared()
+	if _, ok := late["tasks"]; ok {
+		t.Errorf("tasks declared once the server, which offers none, is up: %v", late)
+	}
+}

@@ -232,11 +232,11 @@ func discover(ctx context.Context, s *session, _ json.RawMessage, _ sink) (json.
 // frontCapabilities are the capabilities the front declares to agent: tools,
 // and what at least one server the agent may use declared (a server not yet
 // heard from counts as declaring everything: a client told less would never
-// ask). In the modern era resources.subscribe means subscriptions/listen takes
+// ask, and both fronts then say the same whichever answered first). In the modern era resources.subscribe means subscriptions/listen takes
 // resource subscriptions.
 func (g *Gateway) frontCapabilities(agent string, modern bool) map[string]any {
 	caps := map[string]any{"tools": map[string]any{"listChanged": true}}
-	var prompts, resources, subscribe, completions, logging bool
+	var prompts, resources, subscribe, completions, logging, tasks, cancelTasks, taskCalls bool
 	pol := g.pol.Load()
 	for name, c := range g.kids() {
 		if !pol.DecideItem(agent, name, "").Allowed {
@@ -248,6 +248,9 @@ func (g *Gateway) frontCapabilities(agent string, modern bool) map[string]any {
 		subscribe = subscribe || !known || cc.Resources != nil && cc.Resources.Subscribe
 		completions = completions || !known || cc.Completions != nil
 		logging = logging || !known || cc.Logging != nil
+		tasks = tasks || !known || cc.Tasks != nil
+		cancelTasks = cancelTasks || !known || cc.Tasks != nil && cc.Tasks.Cancel != nil
+		taskCalls = taskCalls || !known || cc.Tasks != nil && cc.Tasks.Requests != nil && cc.Tasks.Requests.Tools != nil && cc.Tasks.Requests.Tools.Call != nil
 	}
 	if prompts {
 		caps["prompts"] = map[string]any{"listChanged": true}
@@ -261,7 +264,15 @@ func (g *Gateway) frontCapabilities(agent string, modern bool) map[string]any {
 	if logging {
 		caps["logging"] = map[string]any{}
 	}
-	if tc := g.taskCapability(); tc != nil && !modern {
+	if tasks && !modern {
+		// The legacy tasks capability: tasks/list is Nexus's own (tasks.go).
+		tc := map[string]any{"list": map[string]any{}}
+		if cancelTasks {
+			tc["cancel"] = map[string]any{}
+		}
+		if taskCalls {
+			tc["requests"] = map[string]any{"tools": map[string]any{"call": map[string]any{}}}
+		}
 		caps["tasks"] = tc
 	}
 	if modern && g.offersTasks() {

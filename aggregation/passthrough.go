@@ -146,32 +146,3 @@ func (g *Gateway) instructions() string {
 	}
 	return b.String()
 }
-
-// taskCapability is the tasks capability the gateway declares, or nil when no
-// connected child declares one: the gateway lists its callers' tasks itself, and
-// cancels and task-augmented tool calls are declared when a child offers them.
-func (g *Gateway) taskCapability() map[string]any {
-	var found, cancel, toolCall bool
-	for _, c := range g.kids() {
-		cn, _ := c.current()
-		if cn == nil || cn.caps.Tasks == nil {
-			continue
-		}
-		found = true
-		cancel = cancel || cn.caps.Tasks.Cancel != nil
-		if r := cn.caps.Tasks.Requests; r != nil && r.Tools != nil && r.Tools.Call != nil {
-			toolCall = true
-		}
-	}
-	if !found {
-		return nil
-	}
-	tc := map[string]any{"list": map[string]any{}}
-	if cancel {
-		tc["cancel"] = map[string]any{}
-	}
-	if toolCall {
-		tc["requests"] = map[string]any{"tools": map[string]any{"call": map[string]any{}}}
-	}
-	return tc
-}
