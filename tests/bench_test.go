@@ -35,7 +35,6 @@ func BenchmarkGateway(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer os.Remove(peer)
 	dual := func(version string) *home {
 		fx := map[string]any{"command": peer, "args": []string{"mcp-go"}}
 		if version != "" {
