@@ -65,8 +65,9 @@ func TestSemanticHitsThroughNexus(t *testing.T) {
 			}
 		}
 	}
-	// The serving process writes its counters to the database every second.
-	eventually(t, 5*time.Second, "cache stats counts the semantic hit", func() bool {
+	// The serving process writes its counters to the database every second;
+	// a loaded run (eight of these tests at once, race-built) may take longer.
+	eventually(t, 20*time.Second, "cache stats counts the semantic hit", func() bool {
 		out, _, _ := h.nexus("cache", "stats")
 		return strings.Contains(out, "semantic 1")
 	})
