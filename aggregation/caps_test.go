@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
@@ -108,5 +109,32 @@ func TestFrontOffersEverythingForAServerStillStarting(t *testing.T) {
 	late := declared()
 	if _, ok := late["tasks"]; ok {
 		t.Errorf("tasks declared once the server, which offers none, is up: %v", late)
+	}
+}
+
+// TestDeafChildIsToldRootsOnce: a shared child that asked for roots as it
+// started but never asks again is told the roots changed before the first
+// client's call, and, having not asked, is not told (nor its calls held up)
+// again for the next client.
+func TestDeafChildIsToldRootsOnce(t *testing.T) {
+	t.Parallel()
+	log := filepath.Join(t.TempDir(), "told.log")
+	g := comebackGateway(t, fmt.Sprintf(`{"r": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "raw-roots", "NEXUS_TEST_RAW_LOG": %q}}}`, os.Args[0], log), nil)
+	c := g.kids()["r"]
+	waitState(t, c, StateReady)
+	waitFor(t, "the child to ask for roots as it starts", func() bool {
+		cn, _ := c.current()
+		return cn != nil && cn.askedRoots.Load()
+	})
+	for i := range 2 {
+		cl := stdioClient(t, g, "anonymous")
+		cl.initializeWith(fmt.Sprint("client", i), map[string]any{"roots": map[string]any{"listChanged": true}})
+		if got, isErr := call(t, cl, "r__note", ""); isErr || got != "noted" {
+			t.Fatalf("client %d: the call answered %q", i, got)
+		}
+	}
+	b, _ := os.ReadFile(log)
+	if n := strings.Count(string(b), "notifications/roots/list_changed"); n != 1 {
+		t.Errorf("the child was told the roots changed %d times, want once", n)
 	}
 }

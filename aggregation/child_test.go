@@ -40,6 +40,9 @@ func TestMain(m *testing.M) {
 		case "raw":
 			serveRaw(os.Stdin, os.Stdout)
 			exitChild(0)
+		case "raw-roots":
+			serveRawRoots(os.Stdin, os.Stdout, os.Getenv("NEXUS_TEST_RAW_LOG"))
+			exitChild(0)
 		case "raw-tasks":
 			serveRawTasks(os.Stdin, os.Stdout)
 			exitChild(0)
@@ -78,6 +81,43 @@ func serveRaw(in io.Reader, out io.Writer) {
 			reply(`{"content":[{"type":"text","text":"noted"}]}`)
 		default:
 			reply(`{}`)
+		}
+	}
+}
+
+// serveRawRoots is a legacy child that asks for roots once, as it starts
+// (after notifications/initialized), and never again: it ignores
+// notifications/roots/list_changed, which it counts in the file log. Its one
+// tool, note, answers "noted".
+func serveRawRoots(in io.Reader, out io.Writer, log string) {
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil {
+			continue
+		}
+		reply := func(result string) { fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m.ID, result) }
+		switch m.Method {
+		case "notifications/initialized":
+			fmt.Fprintln(out, `{"jsonrpc":"2.0","id":"roots-1","method":"roots/list"}`)
+		case "notifications/roots/list_changed":
+			if f, err := os.OpenFile(log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+				fmt.Fprintln(f, m.Method)
+				f.Close()
+			}
+		case "initialize":
+			reply(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"raw-roots","version":"1"}}`)
+		case "tools/list":
+			reply(`{"tools":[{"name":"note","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true,"destructiveHint":false}}]}`)
+		case "tools/call":
+			reply(`{"content":[{"type":"text","text":"noted"}]}`)
+		default:
+			if len(m.ID) > 0 && m.Method != "" {
+				reply(`{}`)
+			}
 		}
 	}
 }

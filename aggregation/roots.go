@@ -23,6 +23,9 @@ type rootsState struct {
 	told chan struct{}
 	// sync serializes the calls that bring a shared child's roots up to date.
 	sync sync.Mutex
+	// deaf is set once the child did not ask again after being told the
+	// roots changed: its later calls are not held up for it.
+	deaf bool
 }
 
 // toldBy records that s answered the child's roots/list.
@@ -88,30 +91,44 @@ func (r *rootsState) await(ctx context.Context, cn *conn, s *session) bool {
 	return true
 }
 
+// syncWait bounds how long a call waits for a shared child, told its client's
+// roots changed, to ask for them.
+const syncWait = time.Second
+
 // syncRoots brings a shared child that asks for roots up to date with the
 // roots of from's client before from's call reaches it: when the child was last
 // told another client's roots (or none), it is told they changed, and the call
-// waits (up to rootsWait) for the child to ask and from's client to answer. A
-// child of one legacy client pays this once. Modern requests are left out:
-// each would pay an input round of its own.
+// waits (up to syncWait) for the child to ask and from's client to answer. A
+// child of one legacy client pays this once; a child that does not ask again
+// when told is not held up for again. Modern requests are left out: each would
+// pay an input round of its own.
 func (g *Gateway) syncRoots(ctx context.Context, cn *conn, from *caller) {
 	if from == nil || from.s == nil || from.s.modern || !from.s.caps.roots || cn.owner != nil || cn.modern() || !cn.askedRoots.Load() {
 		return
 	}
-	if ok, _ := cn.roots.current(from.s); ok {
+	if ok, _ := cn.roots.current(from.s); ok || cn.roots.isDeaf() {
 		return
 	}
 	cn.roots.sync.Lock()
 	defer cn.roots.sync.Unlock()
-	if ok, _ := cn.roots.current(from.s); ok {
+	if ok, _ := cn.roots.current(from.s); ok || cn.roots.isDeaf() {
 		return
 	}
 	_, remove := cn.callers.add(from) // the child's roots/list belongs to this call
 	defer remove()
-	wait, cancel := context.WithTimeout(ctx, rootsWait)
+	wait, cancel := context.WithTimeout(ctx, syncWait)
 	defer cancel()
 	cn.notify("notifications/roots/list_changed")
-	if !cn.roots.await(wait, cn, from.s) {
-		g.log.Debug("a shared server was not brought up to date with its client's roots", "server", cn.server, "agent", from.s.agent)
+	if !cn.roots.await(wait, cn, from.s) && ctx.Err() == nil {
+		cn.roots.mu.Lock()
+		cn.roots.deaf = true
+		cn.roots.mu.Unlock()
+		g.log.Info("a shared server did not ask for its client's roots when told they changed; its calls are not held up for them again", "server", cn.server)
 	}
+}
+
+func (r *rootsState) isDeaf() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.deaf
 }
