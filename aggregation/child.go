@@ -656,6 +656,17 @@ func (cn *conn) stderrTail() string {
 // the child's own connection's. On failure the returned conn, if any, still carries
 // the stderr tail for the log.
 func (c *child) connect(ctx context.Context, owner *session, opener *caller) (*conn, []json.RawMessage, error) {
+	cn, raws, err := c.connectOnce(ctx, owner, opener)
+	if errors.Is(err, errEraFound) {
+		// The era was found on a connection that cannot speak it (childera.go):
+		// once more, in the era now remembered.
+		cn, raws, err = c.connectOnce(ctx, owner, opener)
+	}
+	return cn, raws, err
+}
+
+// connectOnce is one attempt of connect.
+func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller) (*conn, []json.RawMessage, error) {
 	if c.beforeStart != nil {
 		c.beforeStart(c.config())
 	}
@@ -728,8 +739,8 @@ func (c *child) connect(ctx context.Context, owner *session, opener *caller) (*c
 	defer cancel()
 	if err := c.handshake(initCtx, cn, owner); err != nil {
 		cn.close()
-		if errors.Is(err, errEraFound) && c.eras.get(eraKey(c.config())) != nil {
-			return c.connect(ctx, owner, opener)
+		if errors.Is(err, errEraFound) {
+			return cn, nil, err
 		}
 		if initCtx.Err() != nil && ctx.Err() == nil {
 			// What the child answered before it went silent (its refusal of
