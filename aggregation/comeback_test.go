@@ -175,7 +175,8 @@ func callText(t *testing.T, g *Gateway, tool, args string) string {
 // more on a new session and succeeds; a call that reached the old server is never
 // sent to the new one.
 func TestRestartedHTTPChildComesBack(t *testing.T) {
-	t.Parallel()
+	// Not parallel: a restart binds the port it closed again, which a test
+	// running beside it could take in between.
 	tests := []struct {
 		name string
 		// during runs while a call to tool is in flight, or before it when tool

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -377,6 +378,11 @@ func (p *Process) write(b []byte) error {
 	defer p.writeMu.Unlock()
 	b = append(b, '\n')
 	if _, err := p.stdin.Write(b); err != nil {
+		if errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EPIPE) {
+			// The child exited (or is being closed) between Send's check and
+			// the write: the transport is closed, as for a request after it.
+			return fmt.Errorf("writing to the server: %w (%v)", transport.ErrTransportClosed, err)
+		}
 		return fmt.Errorf("writing to the server: %w", err)
 	}
 	return nil
