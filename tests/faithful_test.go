@@ -246,7 +246,8 @@ func TestFaithfulProxy(t *testing.T) {
 		probe{method: "tools/call", target: "get-annotated-message", params: map[string]any{"name": "get-annotated-message", "arguments": map[string]any{"messageType": "error", "includeImage": true}}},
 		probe{method: "tools/call", target: "get-structured-content", params: map[string]any{"name": "get-structured-content", "arguments": map[string]any{"location": "Chicago"}}},
 		probe{method: "tools/call", target: "get-resource-links", params: map[string]any{"name": "get-resource-links", "arguments": map[string]any{"count": 2}}},
-		probe{method: "tools/call", target: "get-resource-reference", params: map[string]any{"name": "get-resource-reference", "arguments": map[string]any{"resourceType": "Text", "resourceId": 2}}},
+		// The resource it returns says when it was made (to the second).
+		probe{method: "tools/call", target: "get-resource-reference", params: map[string]any{"name": "get-resource-reference", "arguments": map[string]any{"resourceType": "Text", "resourceId": 2}}, volatile: true},
 		probe{method: "tools/call", target: "get-env", params: map[string]any{"name": "get-env", "arguments": map[string]any{}}},
 		probe{method: "tools/call", target: "trigger-long-running-operation", params: map[string]any{"name": "trigger-long-running-operation", "arguments": map[string]any{"duration": 1, "steps": 1}}},
 		probe{method: "tools/call", target: "gzip-file-as-resource", params: map[string]any{"name": "gzip-file-as-resource", "arguments": map[string]any{"name": "hello.gz", "data": "data:text/plain;base64,aGVsbG8=", "outputType": "resource"}}},
