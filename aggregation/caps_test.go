@@ -33,18 +33,9 @@ func TestFrontOffersWhatChildrenOffer(t *testing.T) {
 				waitState(t, c, StateReady)
 			}
 			c := stdioClient(t, g, "anonymous")
-			m := c.request("initialize", map[string]any{"protocolVersion": "2025-11-25", "clientInfo": map[string]any{"name": "t", "version": "1"}, "capabilities": map[string]any{}})
-			if m.Error != nil {
-				t.Fatal(m.Error)
-			}
-			var res struct {
-				Capabilities map[string]json.RawMessage `json:"capabilities"`
-			}
-			if err := json.Unmarshal(m.Result, &res); err != nil {
-				t.Fatal(err)
-			}
+			caps := declaredCaps(t, c)
 			var got []string
-			for k := range res.Capabilities {
+			for k := range caps {
 				got = append(got, k)
 			}
 			slices.Sort(got)
@@ -54,7 +45,7 @@ func TestFrontOffersWhatChildrenOffer(t *testing.T) {
 			var rs struct {
 				Subscribe bool `json:"subscribe"`
 			}
-			if r, ok := res.Capabilities["resources"]; ok {
+			if r, ok := caps["resources"]; ok {
 				_ = json.Unmarshal(r, &rs)
 			}
 			if rs.Subscribe != tt.sub {
@@ -84,20 +75,7 @@ func TestFrontOffersEverythingForAServerStillStarting(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := comebackGateway(t, `{"e": `+eraServer("gate:"+gate, filepath.Join(dir, "era.log"), "")+`}`, nil)
-	declared := func() map[string]json.RawMessage {
-		c := stdioClient(t, g, "anonymous")
-		m := c.request("initialize", map[string]any{"protocolVersion": "2025-11-25", "clientInfo": map[string]any{"name": "t", "version": "1"}, "capabilities": map[string]any{}})
-		if m.Error != nil {
-			t.Fatal(m.Error)
-		}
-		var res struct {
-			Capabilities map[string]json.RawMessage `json:"capabilities"`
-		}
-		if err := json.Unmarshal(m.Result, &res); err != nil {
-			t.Fatal(err)
-		}
-		return res.Capabilities
-	}
+	declared := func() map[string]json.RawMessage { return declaredCaps(t, stdioClient(t, g, "anonymous")) }
 	early := declared()
 	for _, k := range []string{"tools", "prompts", "resources", "completions", "logging", "tasks"} {
 		if _, ok := early[k]; !ok {
@@ -137,4 +115,21 @@ func TestDeafChildIsToldRootsOnce(t *testing.T) {
 	if n := strings.Count(string(b), "notifications/roots/list_changed"); n != 1 {
 		t.Errorf("the child was told the roots changed %d times, want once", n)
 	}
+}
+
+// declaredCaps initializes c's session, declaring nothing, and returns the
+// capabilities the gateway declared to it.
+func declaredCaps(t *testing.T, c *testClient) map[string]json.RawMessage {
+	t.Helper()
+	m := c.request("initialize", map[string]any{"protocolVersion": "2025-11-25", "clientInfo": map[string]any{"name": "t", "version": "1"}, "capabilities": map[string]any{}})
+	if m.Error != nil {
+		t.Fatal(m.Error)
+	}
+	var res struct {
+		Capabilities map[string]json.RawMessage `json:"capabilities"`
+	}
+	if err := json.Unmarshal(m.Result, &res); err != nil {
+		t.Fatal(err)
+	}
+	return res.Capabilities
 }
