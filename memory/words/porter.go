@@ -8,23 +8,9 @@ import "strings"
 // they are. The lexical embedder and the guard use it so that inflections
 // of one word count as one word.
 func Porter(w string) string {
-	if len(w) <= 2 {
-		return w
-	}
-	for i := 0; i < len(w); i++ {
-		if w[i] < 'a' || w[i] > 'z' {
-			return w
-		}
-	}
-	b := []byte(w)
-	b = step1a(b)
-	b = step1b(b)
-	b = step1c(b)
-	b = step2(b)
-	b = step3(b)
-	b = step4(b)
-	b = step5(b)
-	return string(b)
+	return stem(w, func(b []byte) []byte {
+		return step5(step4(step3(step2(inflectional(b)))))
+	})
 }
 
 // Inflection returns w without its inflection, by the steps of Porter's
@@ -34,6 +20,15 @@ func Porter(w string) string {
 // stay apart, as do "deployer" and "deployment", which Porter's other
 // steps (derivational suffixes) make one word.
 func Inflection(w string) string {
+	return stem(w, func(b []byte) []byte { return step5(inflectional(b)) })
+}
+
+// inflectional is Porter's steps 1a, 1b and 1c.
+func inflectional(b []byte) []byte { return step1c(step1b(step1a(b))) }
+
+// stem applies steps to w, a lower-case ASCII word of three letters or more;
+// any other word is returned as it is.
+func stem(w string, steps func([]byte) []byte) string {
 	if len(w) <= 2 {
 		return w
 	}
@@ -42,12 +37,7 @@ func Inflection(w string) string {
 			return w
 		}
 	}
-	b := []byte(w)
-	b = step1a(b)
-	b = step1b(b)
-	b = step1c(b)
-	b = step5(b)
-	return string(b)
+	return string(steps([]byte(w)))
 }
 
 // cons reports whether b[i] is a consonant in Porter's sense.
