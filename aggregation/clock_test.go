@@ -2,7 +2,6 @@ package aggregation
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -392,11 +391,7 @@ func memGatewayConfig(t *testing.T, down bool, web, limits string) (*Gateway, *m
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := g.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); g.Close() })
+	startGateway(t, g)
 	return g, mem, tc
 }
 

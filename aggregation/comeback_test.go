@@ -132,12 +132,18 @@ func comebackGateway(t *testing.T, servers string, tune func(map[string]*child))
 	if tune != nil {
 		tune(g.kids())
 	}
+	startGateway(t, g)
+	return g
+}
+
+// startGateway starts g for the rest of the test.
+func startGateway(t *testing.T, g *Gateway) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := g.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cancel(); g.Close() })
-	return g
 }
 
 // waitState waits, on the child's own change signal, until it is in state.

@@ -123,11 +123,7 @@ func goldenGateway(t *testing.T, data []byte) *Gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := g.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); g.Close() })
+	startGateway(t, g)
 	if err := g.Ready(context.Background()); err != nil {
 		t.Fatal(err)
 	}
