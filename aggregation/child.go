@@ -49,6 +49,9 @@ type childEvents interface {
 	// sessionNotification is a notification on a connection that serves one
 	// client session (cn.owner).
 	sessionNotification(cn *conn, method string, params json.RawMessage)
+	// sessionListsChanged says a session's own connection listed lists of its
+	// own (ownlists.go).
+	sessionListsChanged(s *session)
 	// childRequests answers the requests a child sends its client during a call.
 	childRequests(cn *conn) transport.RequestHandler
 	// reconnected says a child came back after exiting: what it remembered is stale.
@@ -828,14 +831,13 @@ func (c *child) pumpNotification(cn *conn, n mcp.JSONRPCNotification) {
 		delete(n.Params.Meta, mcp.MetaKeySubscriptionID)
 	}
 	switch {
-	case cn.owner != nil:
-		// A session's connection: its lists are the child's own connection's,
-		// the rest is its client's alone.
-		c.events.sessionNotification(cn, n.Method, notificationParams(n.Params))
 	case n.Method == string(mcp.MethodNotificationToolsListChanged):
 		cn.wantRelist(relistTools)
 	case n.Method == string(mcp.MethodNotificationResourcesListChanged), n.Method == string(mcp.MethodNotificationPromptsListChanged):
 		cn.wantRelist(relistExtras)
+	case cn.owner != nil:
+		// A session's connection: what it sends is its client's alone.
+		c.events.sessionNotification(cn, n.Method, notificationParams(n.Params))
 	default:
 		c.events.notification(c.name, n.Method, notificationParams(n.Params))
 	}
@@ -952,6 +954,10 @@ func (c *child) relistLoop(ctx context.Context, cn *conn) {
 		what := cn.relistWant
 		cn.relistWant = 0
 		cn.relistMu.Unlock()
+		if cn.owner != nil {
+			c.relistOwn(ctx, cn, what)
+			continue
+		}
 		if what&relistTools != 0 {
 			c.relist(ctx, cn)
 		}

@@ -437,6 +437,18 @@ func newTestChild(name string) *testChild {
 		b, _ := json.Marshal(r.Params.Arguments)
 		return mcp.NewToolResultText("region call " + string(b)), nil
 	})
+	if name == "solo" { // the "client" server of newSessionsFixture: one process per client session
+		tool("make", "Makes a resource and a tool named after text, for this process's clients alone.", func(_ context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			made := r.GetString("text", "")
+			c.srv.AddResource(mcp.NewResource("mem://"+name+"/made/"+made, made), func(_ context.Context, r mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+				return []mcp.ResourceContents{mcp.TextResourceContents{URI: r.Params.URI, Text: "made " + made}}, nil
+			})
+			c.srv.AddTool(mcp.NewTool("made_"+made), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText("made tool " + made), nil
+			})
+			return mcp.NewToolResultText("made " + made), nil
+		})
+	}
 	tool("touch", "Marks its resource as updated.", func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		c.srv.SendNotificationToAllClients("notifications/resources/updated", map[string]any{"uri": "mem://" + name + "/doc", "by": r.GetString("text", "")})
 		return mcp.NewToolResultText("touched"), nil

@@ -131,6 +131,9 @@ func (c *child) open(s *session, u *clientUpstream, opener *caller) {
 		}
 		cn.close()
 		c.dropUpstream(s, u)
+		if s.dropOwn(c.name) {
+			c.events.sessionListsChanged(s)
+		}
 		c.log.Debug("upstream session closed", "agent", s.agent, "reason", cn.exitReason())
 	}()
 }
