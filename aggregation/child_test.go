@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 		exitChild(serveEraChild(kind))
 	}
 	if name := os.Getenv("NEXUS_TEST_CHILD"); name != "" {
+		if starts := os.Getenv("NEXUS_TEST_CHILD_STARTS"); starts != "" {
+			recordStart(starts)
+		}
 		switch name {
 		case "raw":
 			serveRaw(os.Stdin, os.Stdout)

@@ -189,7 +189,7 @@ func (g *Gateway) callTask(ctx context.Context, c *caller, p callParams) (raw js
 	}
 	params := callRequest(t.Name, args, passMeta(p.Meta), token)
 	if ch := g.kids()[t.Server]; ch != nil {
-		if cn, _ := ch.current(); bridgesTasks(cn) {
+		if bridgesTasks(ch.connected(ctx)) {
 			return g.callBridgedTask(ctx, c, t, params)
 		}
 	}

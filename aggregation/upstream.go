@@ -240,5 +240,7 @@ func (c *child) awaitRoots(ctx context.Context, s *session, cn *conn) {
 		c.log.Warn("the server did not ask this client's roots as it started; its first request goes on", "agent", s.agent)
 		return
 	}
-	c.rootsAtStart.Store(true)
+	if !c.rootsAtStart.Swap(true) {
+		c.resaveLists()
+	}
 }
