@@ -34,10 +34,17 @@ type clientFile struct {
 	maxName func(entry string) int
 }
 
-// resolveClient turns claude-desktop|claude-code|cursor|vscode|codex|FILE into a file. A known client's
-// file is where that client keeps it on this OS, for the user in HOME.
+// clientNames is the list of known clients for usage lines.
+const clientNames = "claude-desktop|claude-code|cursor|vscode|codex|FILE"
+
+// resolveClient turns a known client's name, or the path of a client file, into
+// a file. A known client's file is where that client keeps it on this OS, for
+// the user in HOME.
 func resolveClient(arg string) (clientFile, error) {
-	if !strings.ContainsAny(arg, `/\`) && !strings.HasSuffix(strings.ToLower(arg), ".json") && !clients.IsCodexFile(arg) {
+	if arg == "" {
+		return clientFile{}, usageError("name a client (" + clientNames + ")")
+	}
+	if !strings.ContainsAny(arg, `/\`) && !clients.IsClientFile(arg) {
 		home, err := os.UserHomeDir()
 		if err != nil {
 			return clientFile{}, fmt.Errorf("finding your home directory (set HOME): %w", err)
@@ -46,20 +53,23 @@ func resolveClient(arg string) (clientFile, error) {
 		if err != nil {
 			return clientFile{}, usageError(err.Error())
 		}
+		cl = cl.Located(fileExists)
 		return clientFile{Name: cl.Name, Display: cl.Display, Path: cl.Path, Format: cl.Format, maxName: cl.MaxNameLength}, nil
 	}
 	abs, err := filepath.Abs(arg)
 	if err != nil {
 		return clientFile{}, usageError(fmt.Sprintf("%s: %v", arg, err))
 	}
-	if clients.IsCodexFile(abs) {
-		return clientFile{Display: abs, Path: abs, Format: clients.FormatCodex}, nil
-	}
 	format, err := clients.DetectFormat(abs)
 	if err != nil {
 		return clientFile{}, err
 	}
 	return clientFile{Display: abs, Path: abs, Format: format}, nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // selfPath is the absolute path of this nexus binary, for client entries: clients start
@@ -170,7 +180,7 @@ func importCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "import",
 		Usage:     "import the MCP servers of a client's config file into Nexus (secrets go to the keychain)",
-		ArgsUsage: "claude-desktop|claude-code|cursor|vscode|codex|FILE",
+		ArgsUsage: clientNames,
 		Description: "Reads the client's server entries (\"mcpServers\", or VS Code's \"servers\") and\n" +
 			"adds each to $NEXUS_HOME/config.json. Env values and headers that look like\n" +
 			"credentials are stored in the OS keychain (or, with --insecure-file-store and no\n" +
@@ -206,7 +216,7 @@ func importAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	ims, err := clients.ReadServers(cf.Path)
+	ims, err := clients.ReadServersAs(cf.Path, cf.Format)
 	if err != nil {
 		return err
 	}
@@ -268,8 +278,8 @@ func nonNil[T any](s []T) []T {
 func setupClientCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "setup",
-		Usage:     "connect a client (Claude Desktop, Claude Code, Cursor, VS Code, Codex) to Nexus by adding Nexus to its config file",
-		ArgsUsage: "claude-desktop|claude-code|cursor|vscode|codex|FILE",
+		Usage:     "connect a client (Claude Desktop, Cursor, VS Code, Zed, Goose...) to Nexus by adding Nexus to its config file",
+		ArgsUsage: clientNames,
 		Description: "Adds a \"nexus\" server entry running `nexus serve` to the client's config file,\n" +
 			"keeping every other key, after copying the file to FILE.nexus-backup-TIME (0600:\n" +
 			"it holds the original values, tokens included). The entry carries NEXUS_HOME\n" +
@@ -303,9 +313,6 @@ func setupAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if cf.Format == clients.FormatCodex && (c.Bool("move-all") || c.IsSet("move")) {
-		return usageError(fmt.Sprintf("moving Codex's own servers behind Nexus is not supported yet; nothing was written (add them with nexus add, then remove them from %s)", cf.Path))
-	}
 	exe, err := selfPath()
 	if err != nil {
 		return err
@@ -321,7 +328,7 @@ func setupAction(c *cli.Context) error {
 	var move []string
 	switch {
 	case c.Bool("move-all"):
-		if move, err = clients.Movable(cf.Path, entry.Name); err != nil {
+		if move, err = clients.Movable(cf.Path, cf.Format, entry.Name); err != nil {
 			return err
 		}
 	case c.IsSet("move"):
@@ -331,7 +338,7 @@ func setupAction(c *cli.Context) error {
 			}
 		}
 	default:
-		movable, err := clients.Movable(cf.Path, entry.Name)
+		movable, err := clients.Movable(cf.Path, cf.Format, entry.Name)
 		if err != nil {
 			return err
 		}

@@ -85,7 +85,7 @@ func (e *env) checkClients(cfg *config.Config) []check {
 	}
 	var checks []check
 	for _, cl := range clients.Known(runtime.GOOS, userHome, os.Getenv) {
-		entry, found, err := clients.FindNexus(cl.Path)
+		entry, found, err := clients.FindNexus(cl.Path, cl.Format)
 		if err != nil {
 			checks = append(checks, check{Area: "clients", Name: cl.Display, Status: checkWarn, Detail: err.Error()})
 			continue
