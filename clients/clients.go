@@ -112,6 +112,22 @@ func Known(goos, home string, getenv func(string) string) []Client {
 	if codexHome == "" {
 		codexHome = join(home, ".codex")
 	}
+	copilotHome := getenv("COPILOT_HOME")
+	if copilotHome == "" {
+		copilotHome = join(home, ".copilot")
+	}
+	// dotConfig is ~/.config where command-line tools keep their settings on every
+	// OS ($XDG_CONFIG_HOME on Linux), and zedConfig is Zed's.
+	dotConfig, zedConfig, gooseConfig := join(home, ".config"), join(home, ".config", "zed"), join(home, ".config", "goose")
+	switch goos {
+	case "windows":
+		zedConfig, gooseConfig = join(appConfig, "Zed"), join(appConfig, "Block", "goose", "config")
+	case "darwin":
+	default:
+		dotConfig = appConfig
+		zedConfig, gooseConfig = join(appConfig, "zed"), join(appConfig, "goose")
+	}
+	vscodeStorage := join(appConfig, "Code", "User", "globalStorage")
 	return []Client{
 		{Name: "claude-desktop", Display: "Claude Desktop", Path: join(appConfig, "Claude", "claude_desktop_config.json"), Format: FormatMCPServers},
 		{Name: "cursor", Display: "Cursor", Path: join(home, ".cursor", "mcp.json"), Format: FormatMCPServers, NameCap: 60},
@@ -120,6 +136,22 @@ func Known(goos, home string, getenv func(string) string) []Client {
 		// other settings (which an edit keeps).
 		{Name: "claude-code", Display: "Claude Code", Path: join(home, ".claude.json"), Format: FormatMCPServers, NamePrefix: "mcp__%s__"},
 		{Name: "codex", Display: "Codex", Path: join(codexHome, "config.toml"), Format: FormatCodex},
+		{Name: "windsurf", Display: "Windsurf", Path: join(home, ".codeium", "windsurf", "mcp_config.json"), Format: FormatMCPServers},
+		{Name: "gemini", Display: "Gemini CLI", Path: join(home, ".gemini", "settings.json"), Format: FormatMCPServers},
+		{Name: "zed", Display: "Zed", Path: join(zedConfig, "settings.json"), Format: FormatZed},
+		{Name: "goose", Display: "Goose", Path: join(gooseConfig, "config.yaml"), Format: FormatGoose},
+		// Cline keeps its settings in ~/.cline since it shares them between its
+		// CLI and editor extensions; older extensions kept them in VS Code's
+		// storage, which is used when only that one exists.
+		{Name: "cline", Display: "Cline", Path: join(home, ".cline", "data", "settings", "cline_mcp_settings.json"), Format: FormatMCPServers,
+			Older: []string{join(vscodeStorage, "saoudrizwan.claude-dev", "settings", "cline_mcp_settings.json")}},
+		{Name: "roo-code", Display: "Roo Code", Path: join(vscodeStorage, "rooveterinaryinc.roo-cline", "settings", "mcp_settings.json"), Format: FormatMCPServers},
+		{Name: "continue", Display: "Continue", Path: join(home, ".continue", "config.yaml"), Format: FormatContinue},
+		{Name: "opencode", Display: "opencode", Path: join(dotConfig, "opencode", "opencode.json"), Format: FormatOpencode,
+			Older: []string{join(dotConfig, "opencode", "opencode.jsonc")}},
+		{Name: "lm-studio", Display: "LM Studio", Path: join(home, ".lmstudio", "mcp.json"), Format: FormatMCPServers},
+		{Name: "copilot-cli", Display: "GitHub Copilot CLI", Path: join(copilotHome, "mcp-config.json"), Format: FormatCopilot},
+		{Name: "kiro", Display: "Kiro", Path: join(home, ".kiro", "settings", "mcp.json"), Format: FormatMCPServers},
 	}
 }
 

@@ -35,7 +35,7 @@ type clientFile struct {
 }
 
 // clientNames is the list of known clients for usage lines.
-const clientNames = "claude-desktop|claude-code|cursor|vscode|codex|FILE"
+const clientNames = "claude-desktop|claude-code|cursor|vscode|codex|windsurf|gemini|zed|goose|cline|roo-code|continue|opencode|lm-studio|copilot-cli|kiro|FILE"
 
 // resolveClient turns a known client's name, or the path of a client file, into
 // a file. A known client's file is where that client keeps it on this OS, for
