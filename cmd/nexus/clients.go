@@ -278,7 +278,7 @@ func nonNil[T any](s []T) []T {
 func setupClientCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "setup",
-		Usage:     "connect a client (Claude Desktop, Cursor, VS Code, Zed, Goose...) to Nexus by adding Nexus to its config file",
+		Usage:     "connect a client (Claude Desktop, Cursor, VS Code, Zed, Goose...) to Nexus by adding Nexus to its config file, or undo that",
 		ArgsUsage: clientNames,
 		Description: "Adds a \"nexus\" server entry running `nexus serve` to the client's config file,\n" +
 			"keeping every other key, after copying the file to FILE.nexus-backup-TIME (0600:\n" +
@@ -288,20 +288,54 @@ func setupClientCommand() *cli.Command {
 			"for import) and taken out of the client; a server whose secrets cannot be stored\n" +
 			"stays in the client, and the output says why. On a terminal, setup asks which\n" +
 			"to move; --move-all or --move NAME decide without asking. --dry-run checks the\n" +
-			"secret store, shows the diff and writes nothing.",
+			"secret store, shows the diff and writes nothing.\n\n" +
+			"--undo restores the file from the backup the last setup made, when the file\n" +
+			"still holds what setup wrote (else it refuses, and names the backup); run it\n" +
+			"again to go one setup further back.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "agent", Usage: "the client connects as agent `NAME` (its policy applies)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "show the diff and write nothing (neither the client file nor the Nexus config)"},
 			&cli.BoolFlag{Name: "move-all", Usage: "move every server of the client behind Nexus"},
 			&cli.StringSliceFlag{Name: "move", Usage: "move the client's server `NAME` behind Nexus (repeatable)"},
+			&cli.BoolFlag{Name: "undo", Usage: "restore the client's file from the backup the last setup made"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON (never asks)"},
 		},
 		Action: setupAction,
 	}
 }
 
+// undoAction is the action of `nexus setup --undo`.
+func undoAction(c *cli.Context) error {
+	if c.IsSet("agent") || c.Bool("move-all") || c.IsSet("move") {
+		return usageError("--undo takes no --agent, --move or --move-all: it restores the file as it was")
+	}
+	e, cf, err := clientEnv(c)
+	if err != nil {
+		return err
+	}
+	dry := c.Bool("dry-run")
+	res, err := clients.Undo(cf.Path, dry)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(e.stdout, map[string]any{"client": cf.Display, "file": res.File, "backup": res.Backup, "diff": res.Diff, "dryRun": dry, "restored": res.Written})
+	}
+	if dry {
+		fmt.Fprint(e.stdout, res.Diff)
+		fmt.Fprintf(e.stdout, "dry run: %s would be restored from %s; nothing was written\n", res.File, res.Backup)
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "restored %s from %s (the backup is removed; nexus setup %s --undo again goes one setup further back)\n", res.File, res.Backup, c.Args().First())
+	fmt.Fprintf(e.stdout, "restart %s for it to read the file again\n", cf.Display)
+	return nil
+}
+
 // setupAction is the action of `nexus setup`.
 func setupAction(c *cli.Context) error {
+	if c.Bool("undo") {
+		return undoAction(c)
+	}
 	agent := c.String("agent")
 	if err := checkAgent(agent); err != nil {
 		return err
