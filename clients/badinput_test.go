@@ -16,7 +16,7 @@ func TestUnparsableFileNamesTheLine(t *testing.T) {
 		name, body, want string
 		format           Format
 	}{
-		{"settings.json", "{\n  \"context_servers\": {\n    \"a\": {\"command\": \"x\"}\n    \"b\": 1\n  }\n}\n", "line 4", FormatZed},
+		{"settings.json", "{\n  \"context_servers\": {\n    \"a\": {\"command\": \"x\"}\n    \"b\": 1\n  }\n}\n", "settings.json:4: not valid JSON (line 4, column 5", FormatZed},
 		{"config.toml", "model = \"o3\"\n\n[mcp_servers.a]\ncommand = \"x\nargs = []\n", "config.toml:4:", FormatCodex},
 		{"config.yaml", "GOOSE_MODEL: o3\nextensions:\n\ta: 1\n", "config.yaml:3:", FormatGoose},
 		{"config.yaml", "name: a\nmcpServers:\n  - name: x\n    command: [unclosed\n", "config.yaml:", FormatContinue},

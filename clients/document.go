@@ -44,7 +44,7 @@ func parseDocument(file string, format Format, data []byte) (document, Format, e
 	}
 	doc, err := jsonedit.Parse(data)
 	if err != nil {
-		return nil, "", fmt.Errorf("%s is not valid JSON (%v); fix it by hand or restore a backup, nothing was changed", file, jsonErrorAt(data, err))
+		return nil, "", jsonError(file, err)
 	}
 	if format == "" {
 		format = detectFormat(doc)
@@ -72,22 +72,15 @@ func formatOfName(file string, data []byte) Format {
 	return ""
 }
 
-// jsonErrorAt turns a JSON parse error's byte offset into file:line:column
-// terms, which an editor can jump to.
-func jsonErrorAt(data []byte, err error) string {
+// jsonError says where a client file's JSON is broken, as file:line (which an
+// editor jumps to), keeping the parser's line, column and reason.
+func jsonError(file string, err error) error {
 	msg := strings.TrimPrefix(err.Error(), "hujson: ")
-	var off int
-	if _, scanErr := fmt.Sscanf(msg, "line %d", new(int)); scanErr == nil {
-		return msg
+	var line int
+	if _, scanErr := fmt.Sscanf(msg, "line %d", &line); scanErr == nil {
+		return fmt.Errorf("%s:%d: not valid JSON (%s); fix it by hand or restore a backup, nothing was changed", file, line, msg)
 	}
-	if i := strings.Index(msg, "offset "); i >= 0 {
-		if _, scanErr := fmt.Sscanf(msg[i:], "offset %d", &off); scanErr == nil && off <= len(data) {
-			line := 1 + strings.Count(string(data[:off]), "\n")
-			col := off - strings.LastIndexByte(string(data[:off]), '\n')
-			return fmt.Sprintf("line %d, column %d: %s", line, col, msg)
-		}
-	}
-	return msg
+	return fmt.Errorf("%s is not valid JSON (%s); fix it by hand or restore a backup, nothing was changed", file, msg)
 }
 
 // jsonDocument is a JSON client file: its servers object and the shape of its
