@@ -1,10 +1,14 @@
 // Package clients knows the config files of MCP clients (Claude Desktop, Claude Code,
-// Cursor, VS Code, Codex) and edits them, so that connecting a client to Nexus, and moving the servers
-// a client already runs behind Nexus, takes one command instead of hand-editing JSON.
+// Cursor, VS Code, Codex, Windsurf, Gemini CLI, Zed, Goose, Cline, Roo Code,
+// Continue, opencode, LM Studio, GitHub Copilot CLI, Kiro) and edits them, so that
+// connecting a client to Nexus, and moving the servers a client already runs
+// behind Nexus, takes one command instead of hand-editing JSON, TOML or YAML.
 //
 // Edits change only the entries they name: every other key, the file's order,
-// indentation and comments stay as written. They make a timestamped backup first and
-// write atomically; a file that cannot be parsed is refused and left alone.
+// indentation and comments stay as written. They make a timestamped backup first,
+// write atomically (through a symbolic link, which stays), and can be undone; a
+// file that cannot be parsed, is read-only or changes meanwhile is refused and
+// left alone.
 package clients
 
 import (

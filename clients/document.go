@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/nexus-mcp/nexus/internal/jsonedit"
 )
 
@@ -57,14 +59,15 @@ func parseDocument(file string, format Format, data []byte) (document, Format, e
 }
 
 // formatOfName guesses a format from a file's extension: TOML is Codex's, YAML
-// Goose's when it has extensions and else Continue's; "" for JSON, whose keys
+// Goose's when it has "extensions" and else Continue's; "" for JSON, whose keys
 // tell.
 func formatOfName(file string, data []byte) Format {
 	switch strings.ToLower(filepath.Ext(file)) {
 	case ".toml":
 		return FormatCodex
 	case ".yaml", ".yml":
-		if strings.Contains(string(data), "extensions:") {
+		var top map[string]any
+		if yaml.Unmarshal(data, &top) == nil && top["extensions"] != nil {
 			return FormatGoose
 		}
 		return FormatContinue
@@ -102,6 +105,8 @@ func (d *jsonDocument) entry(name string) (json.RawMessage, bool) {
 		return fromOpencode(raw), true
 	case FormatCopilot:
 		return fromCopilot(raw), true
+	case FormatZed:
+		return fromZed(raw), true
 	}
 	return commonURL(raw), true
 }
@@ -159,6 +164,28 @@ func isGeminiSSE(m map[string]json.RawMessage) bool {
 		}
 	}
 	return false
+}
+
+// fromZed converts the entry of a Zed before 0.194, whose "command" was an
+// object {"path", "args", "env"}, to the flat shape Zed reads today.
+func fromZed(raw json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || m == nil || len(m["command"]) == 0 || m["command"][0] != '{' {
+		return raw
+	}
+	var old struct {
+		Path string            `json:"path"`
+		Args []string          `json:"args"`
+		Env  map[string]string `json:"env"`
+	}
+	if json.Unmarshal(m["command"], &old) != nil {
+		return raw
+	}
+	out, err := json.Marshal(map[string]any{"command": old.Path, "args": old.Args, "env": old.Env})
+	if err != nil {
+		return raw
+	}
+	return out
 }
 
 // fromCopilot converts a GitHub Copilot CLI entry: its "local" type is stdio,
@@ -229,12 +256,18 @@ func putOpencode(srv *serverList, e Entry) error {
 	command := append([]string{e.Command}, MergeArgs(args, e.Args)...)
 	env := mergeEnv(have.Environment, e.Env)
 	if !exists || len(old) == 0 || old[0] != '{' {
+		// opencode 1 needs "enabled"; opencode 2 (servers under mcp.servers)
+		// refuses it and enables a server unless it says "disabled".
+		var enabled *bool
+		if len(srv.path) == 1 {
+			enabled = new(true)
+		}
 		entry := struct {
 			Type        string            `json:"type"`
 			Command     []string          `json:"command"`
-			Enabled     bool              `json:"enabled"`
+			Enabled     *bool             `json:"enabled,omitempty"`
 			Environment map[string]string `json:"environment,omitempty"`
-		}{"local", command, true, env}
+		}{"local", command, enabled, env}
 		return srv.doc.Set(entry, at...)
 	}
 	set := func(key string, v any) error {

@@ -49,8 +49,8 @@ func (e Entry) WithMaxNameLength(n int) Entry {
 
 // SetupOptions tune Setup.
 type SetupOptions struct {
-	// Format of the client file: FormatMCPServers or FormatVSCode ("" guesses from the
-	// file's keys, and a new file gets FormatMCPServers).
+	// Format of the client file ("" guesses from the file's name and keys, and a
+	// new JSON file gets FormatMCPServers).
 	Format Format
 	// DryRun computes the result and the diff and writes nothing.
 	DryRun bool

@@ -32,6 +32,10 @@ var yamlErrLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 func parseYAML(file string, format Format, data []byte) (*yamlDocument, error) {
 	d := &yamlDocument{file: file, format: format, text: string(data)}
+	if format == FormatContinue && strings.TrimSpace(d.text) == "" {
+		// Continue requires these three in a config.yaml.
+		d.text = "name: Local Config\nversion: 1.0.0\nschema: v1\n"
+	}
 	if err := d.decode(); err != nil {
 		return nil, err
 	}

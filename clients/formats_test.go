@@ -1,0 +1,106 @@
+package clients
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestFormatVariants: the shapes a client's older or newer versions write are
+// read and written as that version expects.
+func TestFormatVariants(t *testing.T) {
+	entry := NexusEntry("/opt/nexus", "")
+	for _, tc := range []struct {
+		name, file, body string
+		format           Format
+		// servers read from the file, as command + args
+		servers map[string]string
+		// after setup, the file holds each of these, and none of absent
+		after, absent []string
+	}{
+		{name: "Zed before 0.194: command as an object", file: "settings.json", format: FormatZed,
+			body:    `{"context_servers": {"pg": {"command": {"path": "npx", "args": ["-y", "pg"], "env": {}}, "settings": {}}}}`,
+			servers: map[string]string{"pg": "npx -y pg"},
+			after:   []string{`"nexus": {`, `"command": "/opt/nexus"`}},
+		{name: "opencode 2: servers under mcp.servers, no enabled", file: "opencode.json", format: FormatOpencode,
+			body:    `{"mcp": {"servers": {"fs": {"type": "local", "command": ["npx", "-y", "fs"]}}}}`,
+			servers: map[string]string{"fs": "npx -y fs"},
+			after:   []string{`"servers": {`, `"nexus": {`, `"type": "local"`, `"/opt/nexus",`},
+			absent:  []string{`"enabled"`}},
+		{name: "opencode 1: servers under mcp, enabled", file: "opencode.json", format: FormatOpencode,
+			body:    `{"mcp": {"fs": {"type": "local", "command": ["npx", "-y", "fs"], "enabled": true}}}`,
+			servers: map[string]string{"fs": "npx -y fs"},
+			after:   []string{`"enabled": true`, `"/opt/nexus",`}},
+		{name: "a new Continue file gets the keys Continue requires", file: "config.yaml", format: FormatContinue,
+			after: []string{"name: Local Config\nversion: 1.0.0\nschema: v1\nmcpServers:\n  - name: nexus\n    command: /opt/nexus\n"}},
+		{name: "a new Goose file", file: "config.yaml", format: FormatGoose,
+			after: []string{"extensions:\n  nexus:\n    enabled: true\n", "    type: stdio\n    cmd: /opt/nexus\n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), tc.file)
+			if tc.body != "" {
+				if err := os.WriteFile(file, []byte(tc.body), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				list, err := ReadServersAs(file, tc.format)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := map[string]string{}
+				for _, s := range list {
+					if s.Err != nil {
+						t.Fatalf("%s: %v", s.Original, s.Err)
+					}
+					got[s.Original] = strings.Join(append([]string{s.Server.Command}, s.Server.Args...), " ")
+				}
+				for name, want := range tc.servers {
+					if got[name] != want {
+						t.Errorf("%s runs %q, want %q", name, got[name], want)
+					}
+				}
+			}
+			if _, err := Setup(file, entry, SetupOptions{Format: tc.format}); err != nil {
+				t.Fatal(err)
+			}
+			data, _ := os.ReadFile(file)
+			for _, want := range tc.after {
+				if !strings.Contains(string(data), want) {
+					t.Errorf("the file lacks %q:\n%s", want, data)
+				}
+			}
+			for _, no := range tc.absent {
+				if strings.Contains(string(data), no) {
+					t.Errorf("the file has %q:\n%s", no, data)
+				}
+			}
+			if _, found, err := FindNexus(file, tc.format); !found || err != nil {
+				t.Errorf("no Nexus entry found: %v", err)
+			}
+		})
+	}
+}
+
+// TestDetectFormat: a client file given by its path is read in the format its
+// name and keys say.
+func TestDetectFormat(t *testing.T) {
+	dir := t.TempDir()
+	for name, tc := range map[string]struct {
+		body string
+		want Format
+	}{
+		"a.toml":          {"[mcp_servers.x]\ncommand = \"y\"\n", FormatCodex},
+		"goose.yaml":      {"extensions:\n  x:\n    cmd: y\n", FormatGoose},
+		"continue.yaml":   {"name: c\nmcpServers:\n  - name: x\n", FormatContinue},
+		"zed.json":        {`{"context_servers": {}}`, FormatZed},
+		"opencode.json":   {`{"$schema": "https://opencode.ai/config.json", "mcp": {}}`, FormatOpencode},
+		"vscode.json":     {`{"servers": {}}`, FormatVSCode},
+		"mcpservers.json": {`{"mcpServers": {}}`, FormatMCPServers},
+	} {
+		file := filepath.Join(dir, name)
+		os.WriteFile(file, []byte(tc.body), 0o600)
+		if got, err := DetectFormat(file); err != nil || got != tc.want {
+			t.Errorf("%s: %q %v, want %q", name, got, err, tc.want)
+		}
+	}
+}
