@@ -217,7 +217,7 @@ func (d *codexDocument) remove(name string) error {
 func (d *codexDocument) replace(text string, want map[string]any) error {
 	next := &codexDocument{file: d.file, text: text}
 	if err := next.decode(); err != nil {
-		return fmt.Errorf("Nexus could not edit the Nexus table here without breaking the file (%v); nothing was changed: edit it by hand", err)
+		return fmt.Errorf("editing the Nexus table here would break the file (%v), so nothing was changed: edit it by hand", err)
 	}
 	expect, got := maps.Clone(d.root), maps.Clone(next.root)
 	expect["mcp_servers"] = want

@@ -104,3 +104,16 @@ func TestDetectFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestYAMLEntryInTheUsersLayout: a Nexus entry that already says what setup
+// would write, in a layout of the user's, is left alone.
+func TestYAMLEntryInTheUsersLayout(t *testing.T) {
+	body := "extensions:\n  nexus: {enabled: true, name: nexus, timeout: 300, type: stdio, cmd: /opt/nexus, args: [serve]}\n"
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	os.WriteFile(file, []byte(body), 0o600)
+	res, err := Setup(file, NexusEntry("/opt/nexus", ""), SetupOptions{Format: FormatGoose})
+	if err != nil || res.Changed {
+		t.Errorf("setup: %+v %v", res, err)
+	}
+	assertFile(t, file, []byte(body))
+}

@@ -267,6 +267,10 @@ func (d *yamlDocument) write(name string, node *yaml.Node, exists bool) error {
 	var text string
 	if exists {
 		it, i, _ := d.item(name)
+		var was, now any
+		if it.value.Decode(&was) == nil && node.Decode(&now) == nil && reflect.DeepEqual(was, now) {
+			return nil // the entry says it already, in the user's layout
+		}
 		start, end := d.span(it, i)
 		indent := it.value.Column - 1
 		if it.key != nil {
@@ -448,7 +452,7 @@ func (d *yamlDocument) lineEnd(n int) int {
 func (d *yamlDocument) replace(text, name string, node *yaml.Node) error {
 	next := &yamlDocument{file: d.file, format: d.format, text: text}
 	if err := next.decode(); err != nil {
-		return fmt.Errorf("Nexus could not edit %s here without breaking the file (%v); nothing was changed: edit it by hand", d.key(), err)
+		return fmt.Errorf("editing %s here would break the file (%v), so nothing was changed: edit it by hand", d.key(), err)
 	}
 	want, err := d.expect(name, node)
 	if err != nil {
