@@ -225,3 +225,38 @@ func TestUndoGoesBackOneSetupAtATime(t *testing.T) {
 	}
 	assertFile(t, file, orig)
 }
+
+// TestNewFileCreatedMeanwhile: a file that did not exist when Nexus read it,
+// and that another program made before Nexus wrote, is not overwritten.
+func TestNewFileCreatedMeanwhile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "mcp.json")
+	f, err := readClientFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs := []byte(`{"mcpServers": {"theirs": {"command": "x"}}}`)
+	os.WriteFile(file, theirs, 0o600)
+	if _, err := f.write([]byte(`{}`), time.Time{}); err == nil || !strings.Contains(err.Error(), "changed while Nexus was editing it") {
+		t.Errorf("write: %v", err)
+	}
+	assertFile(t, file, theirs)
+}
+
+// TestDanglingLinkIsKept: a link to a file not made yet gets the file where it
+// points, and stays a link.
+func TestDanglingLinkIsKept(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "mcp.json")
+	if err := os.Symlink("dotfiles-mcp.json", link); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	if _, err := Setup(link, NexusEntry("/opt/nexus", ""), SetupOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v", err)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "dotfiles-mcp.json")); err != nil || !strings.Contains(string(data), "/opt/nexus") {
+		t.Errorf("the target: %s %v", data, err)
+	}
+}

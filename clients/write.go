@@ -46,6 +46,12 @@ func readClientFile(path string) (*clientFile, error) {
 		f.target = resolved
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
+	} else if link, err := os.Readlink(path); err == nil {
+		// A link to a file not made yet: the file is made where it points.
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(filepath.Dir(path), link)
+		}
+		f.target = link
 	}
 	data, err := os.ReadFile(f.target)
 	switch {
@@ -64,6 +70,9 @@ func readClientFile(path string) (*clientFile, error) {
 // read (another program wrote it: writing would lose that).
 func (f *clientFile) write(after []byte, now time.Time) (backup string, err error) {
 	perm := fs.FileMode(0o600) // a client file may hold tokens in its env
+	if err := f.unchanged(); err != nil {
+		return "", err
+	}
 	if f.exists {
 		st, err := os.Stat(f.target)
 		if err != nil {
@@ -72,9 +81,6 @@ func (f *clientFile) write(after []byte, now time.Time) (backup string, err erro
 		perm = st.Mode().Perm()
 		if perm&0o200 == 0 {
 			return "", fmt.Errorf("%s is read-only (mode %04o), so nothing was changed: make it writable (chmod u+w %s) and run again, or add the entry by hand", f.path, perm, f.target)
-		}
-		if err := f.unchanged(); err != nil {
-			return "", err
 		}
 		if now.IsZero() {
 			now = time.Now()
