@@ -117,3 +117,22 @@ func TestYAMLEntryInTheUsersLayout(t *testing.T) {
 	}
 	assertFile(t, file, []byte(body))
 }
+
+// TestGooseBuiltinsAreNotServers: Goose's own extensions are not offered for
+// import or a move, and stay in the file.
+func TestGooseBuiltinsAreNotServers(t *testing.T) {
+	body := "extensions:\n  developer:\n    enabled: true\n    name: developer\n    type: builtin\n  todo:\n    type: platform\n  fetch:\n    cmd: uvx\n    args: [mcp-server-fetch]\n    type: stdio\n"
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	os.WriteFile(file, []byte(body), 0o600)
+	list, err := ReadServersAs(file, FormatGoose)
+	if err != nil || len(list) != 1 || list[0].Original != "fetch" || list[0].Err != nil {
+		t.Fatalf("servers: %+v %v", list, err)
+	}
+	if _, err := Setup(file, NexusEntry("/opt/nexus", ""), SetupOptions{Format: FormatGoose, Move: []string{"fetch"}}); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(file)
+	if !strings.Contains(string(data), "  developer:\n") || !strings.Contains(string(data), "  todo:\n") || strings.Contains(string(data), "fetch") {
+		t.Errorf("after the move:\n%s", data)
+	}
+}

@@ -143,9 +143,17 @@ func (d *yamlDocument) item(name string) (yamlItem, int, bool) {
 	return yamlItem{}, -1, false
 }
 
+// names lists the servers. Goose's builtin, platform and frontend extensions
+// are parts of Goose, not servers that could run behind Nexus, and are left out.
 func (d *yamlDocument) names() []string {
 	var out []string
 	for _, it := range d.items() {
+		if d.format == FormatGoose {
+			_, typ := mapValue(it.value, "type")
+			if typ != nil && typ.Value != "stdio" && typ.Value != "sse" && typ.Value != "streamable_http" {
+				continue
+			}
+		}
 		out = append(out, it.name)
 	}
 	return out
@@ -181,7 +189,7 @@ func (d *yamlDocument) entry(name string) (json.RawMessage, bool) {
 			out = map[string]any{"type": "sse", "url": g.URI, "headers": g.Headers}
 		case "streamable_http":
 			out = map[string]any{"type": "http", "url": g.URI, "headers": g.Headers}
-		default: // builtin, platform, frontend: part of Goose itself
+		default: // builtin, platform, frontend: part of Goose itself (names leaves them out)
 			out = map[string]any{"type": g.Type}
 		}
 	} else {
