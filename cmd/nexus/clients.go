@@ -181,8 +181,9 @@ func importCommand() *cli.Command {
 		Name:      "import",
 		Usage:     "import the MCP servers of a client's config file into Nexus (secrets go to the keychain)",
 		ArgsUsage: clientNames,
-		Description: "Reads the client's server entries (\"mcpServers\", or VS Code's \"servers\") and\n" +
-			"adds each to $NEXUS_HOME/config.json. Env values and headers that look like\n" +
+		Description: "Reads the client's server entries (\"mcpServers\", VS Code's \"servers\", Zed's\n" +
+			"\"context_servers\", opencode's \"mcp\", Codex's TOML tables, Goose's and Continue's\n" +
+			"YAML) and adds each to $NEXUS_HOME/config.json. Env values and headers that look like\n" +
 			"credentials are stored in the OS keychain (or, with --insecure-file-store and no\n" +
 			"keychain, in a file readable only by you, a choice then kept in the personal\n" +
 			"config); the config holds ${keyring:...} references. Without a usable store,\n" +
