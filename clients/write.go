@@ -185,7 +185,7 @@ func Undo(path string, dryRun bool) (*UndoResult, error) {
 		return nil, err
 	}
 	if len(backups) == 0 {
-		return nil, fmt.Errorf("%w: %s has no %s* beside it (setup makes one only when it changes a file that existed)", ErrNoBackup, path, backupInfix)
+		return nil, fmt.Errorf("%w: %s has no %s* beside it (setup makes one only when it changes a file that existed; a file setup created has nothing to go back to: delete it)", ErrNoBackup, path, backupInfix)
 	}
 	backup := backups[len(backups)-1]
 	saved, err := os.ReadFile(backup)
