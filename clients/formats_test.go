@@ -136,3 +136,34 @@ func TestGooseBuiltinsAreNotServers(t *testing.T) {
 		t.Errorf("after the move:\n%s", data)
 	}
 }
+
+// TestCRLFFilesStayCRLF: in a file whose lines end in CRLF, the lines setup adds
+// do too, and setup again changes nothing.
+func TestCRLFFilesStayCRLF(t *testing.T) {
+	entry := NexusEntry("/opt/nexus", "")
+	entry.Env = map[string]string{"PATH": "/bin"}
+	for name, tc := range map[string]struct {
+		body   string
+		format Format
+	}{
+		"mcp.json":      {"{\r\n  \"mcpServers\": {\r\n    \"x\": {\"command\": \"y\"}\r\n  }\r\n}\r\n", FormatMCPServers},
+		"config.toml":   {"model = \"o3\"\r\n\r\n[mcp_servers.x]\r\ncommand = \"y\"\r\n", FormatCodex},
+		"goose.yaml":    {"extensions:\r\n  x:\r\n    cmd: y\r\n    type: stdio\r\n", FormatGoose},
+		"continue.yaml": {"name: a\r\nmcpServers:\r\n  - name: x\r\n    command: y\r\n", FormatContinue},
+	} {
+		t.Run(name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), name)
+			os.WriteFile(file, []byte(tc.body), 0o600)
+			if _, err := Setup(file, entry, SetupOptions{Format: tc.format}); err != nil {
+				t.Fatal(err)
+			}
+			data, _ := os.ReadFile(file)
+			if bare := strings.Count(string(data), "\n") - strings.Count(string(data), "\r\n"); bare != 0 || !strings.Contains(string(data), "/opt/nexus") {
+				t.Errorf("%d lines end in LF alone:\n%q", bare, data)
+			}
+			if res, err := Setup(file, entry, SetupOptions{Format: tc.format}); err != nil || res.Changed {
+				t.Errorf("setup again: %+v %v", res, err)
+			}
+		})
+	}
+}

@@ -129,7 +129,7 @@ func Setup(path string, entry Entry, opts SetupOptions) (*Result, error) {
 		now, _ := doc.entry(entry.Name)
 		res.Replaced = !jsonEqual(old, now)
 	}
-	after := doc.bytes()
+	after := keepLineEndings(before, doc.bytes())
 	// The edited document always ends in a newline; a file without one whose entry
 	// is already right is not rewritten for it.
 	res.Changed = !bytes.Equal(before, after) && !bytes.Equal(append(slices.Clip(before), '\n'), after)
@@ -144,6 +144,24 @@ func Setup(path string, entry Entry, opts SetupOptions) (*Result, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// keepLineEndings writes the lines an edit added to a file whose lines all end in
+// CRLF (as Windows editors save them) with CRLF too, so that the file does not
+// end up with both.
+func keepLineEndings(before, after []byte) []byte {
+	crlf := bytes.Count(before, []byte("\r\n"))
+	if crlf == 0 || crlf != bytes.Count(before, []byte("\n")) {
+		return after
+	}
+	var out bytes.Buffer
+	for i, c := range after {
+		if c == '\n' && (i == 0 || after[i-1] != '\r') {
+			out.WriteByte('\r')
+		}
+		out.WriteByte(c)
+	}
+	return out.Bytes()
 }
 
 // writeBackup copies data beside path under a name that does not exist yet. The copy
