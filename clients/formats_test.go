@@ -167,3 +167,18 @@ func TestCRLFFilesStayCRLF(t *testing.T) {
 		})
 	}
 }
+
+// TestCodexRemoteServer: a Codex server reached by url keeps its headers, and
+// its bearer_token_env_var becomes a header that reads the same variable.
+func TestCodexRemoteServer(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "config.toml")
+	os.WriteFile(file, []byte("[mcp_servers.docs]\nurl = \"https://docs.example.com/mcp\"\nbearer_token_env_var = \"DOCS_TOKEN\"\nhttp_headers = { \"X-Team\" = \"platform\" }\n"), 0o600)
+	list, err := ReadServersAs(file, FormatCodex)
+	if err != nil || len(list) != 1 || list[0].Err != nil {
+		t.Fatalf("%+v %v", list, err)
+	}
+	s := list[0].Server
+	if s.URL != "https://docs.example.com/mcp" || s.Headers["Authorization"] != "Bearer ${env:DOCS_TOKEN}" || s.Headers["X-Team"] != "platform" {
+		t.Errorf("server: %+v", s)
+	}
+}

@@ -287,7 +287,7 @@ func (kp *keeper) headers(s *config.Server, headers map[string]string) {
 				prefix = p
 			}
 			s.Headers[k] = prefix + "${keyring:" + ref + "}"
-		case v != "" && !nexsecrets.IsReference(v) && (nexsecrets.LooksSecretHeader(k) || nexsecrets.LooksSecretValue(v)):
+		case v != "" && !nexsecrets.IsReference(v) && !schemeReference(v) && (nexsecrets.LooksSecretHeader(k) || nexsecrets.LooksSecretValue(v)):
 			// Keep the scheme in the config so the keychain holds the token alone.
 			if scheme, token, ok := strings.Cut(v, " "); ok && (strings.EqualFold(scheme, "Bearer") || strings.EqualFold(scheme, "Basic") || strings.EqualFold(scheme, "token")) {
 				s.Headers[k] = scheme + " " + kp.store(ref, token)
@@ -298,6 +298,14 @@ func (kp *keeper) headers(s *config.Server, headers map[string]string) {
 			s.Headers[k] = v
 		}
 	}
+}
+
+// schemeReference reports whether an Authorization value is a scheme and a
+// reference ("Bearer ${env:TOKEN}"), which already keeps the token out of the
+// config: storing it would store the reference's text as the token.
+func schemeReference(v string) bool {
+	_, token, ok := strings.Cut(v, " ")
+	return ok && nexsecrets.IsReference(strings.TrimSpace(token))
 }
 
 // args moves a password in an argument where the gateway can resolve it.
