@@ -166,6 +166,16 @@ func writeFileAtomic(file string, b []byte) error {
 	return os.Rename(tmp.Name(), file)
 }
 
+// setState changes the child's state (and its error) and keeps its lists: an
+// idle child's tools stay listed, and nothing is decoded again.
+func (c *child) setState(state State, err error) {
+	c.mu.Lock()
+	c.state, c.lastErr, c.nextRetry = state, err, time.Time{}
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.mu.Unlock()
+}
+
 // wake asks an idle child to start.
 func (c *child) wake() {
 	select {
@@ -182,9 +192,8 @@ func (c *child) idle(ctx context.Context, stopped time.Time) bool {
 	// starts the child again at once.
 	c.mu.Lock()
 	c.idleSince = stopped
-	raws, ex := c.raws, c.extras
 	c.mu.Unlock()
-	c.set(nil, raws, ex, StateIdle, nil, time.Time{})
+	c.setState(StateIdle, nil)
 	c.settle()
 	c.log.Debug("server idle", "stopped", !stopped.IsZero())
 	select {
@@ -192,10 +201,7 @@ func (c *child) idle(ctx context.Context, stopped time.Time) bool {
 		return false
 	case <-c.wakec:
 	}
-	c.mu.Lock()
-	raws, ex = c.raws, c.extras
-	c.mu.Unlock()
-	c.set(nil, raws, ex, StateConnecting, nil, time.Time{}) // its tools stay listed while it starts
+	c.setState(StateConnecting, nil) // its tools stay listed while it starts
 	return true
 }
 
@@ -256,7 +262,10 @@ func (c *child) retire(ctx context.Context, cn *conn, state State, why error) {
 	raws, ex := c.raws, c.extras
 	c.mu.Unlock()
 	c.saveLists(cn, raws, ex) // with what was learnt since, as whether it asks for roots
-	c.set(nil, raws, ex, state, why, time.Time{})
+	c.mu.Lock()
+	c.conn = nil
+	c.mu.Unlock()
+	c.setState(state, why)
 	deadline := time.Now().Add(c.config().CallTimeout())
 	for cn.inflight.Load() > 0 && time.Now().Before(deadline) {
 		if !sleep(ctx, 10*time.Millisecond) {
