@@ -368,11 +368,25 @@ func TestSDKMatrix(t *testing.T) {
 					if front == "direct" {
 						name = func(tool string) string { return tool }
 					}
+					// The HTTP front's gateway stops once its client is done, while
+					// the slot is held, rather than with the test, one after another.
+					var gateway *exec.Cmd
+					serve := func() string {
+						cmd, url, _ := startHTTPProcess(t, h.env(), "--no-memory")
+						gateway = cmd
+						return url
+					}
+					defer func() {
+						if gateway != nil {
+							_ = gateway.Process.Signal(interrupt)
+							_ = gateway.Wait()
+						}
+					}()
 					var c matrixClient
 					var err error
 					switch {
 					case front == "http":
-						url, _ := h.serveHTTP("--no-memory")
+						url := serve()
 						if cl.sdk == "go-sdk" {
 							c, err = newGoSDKClient(&gosdk.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, cl.legacy, name)
 							break
