@@ -54,7 +54,9 @@ func matrixDiffers() map[string]string {
 						out[k] = "better than direct: the client pinned to 2026-07-28 cannot connect to a server of the legacy era alone; " +
 							"Nexus speaks it 2026-07-28 and the server a legacy session"
 					case server == "ts-v1" || !asks:
-						// The Go clients fall back to a legacy session with a legacy-only server.
+						// Progress, logs and updates reach a modern client both ways
+						// (logging's exceptions are below), and the Go clients fall
+						// back to a legacy session with a legacy-only server.
 					case server != "ts-v2" || client != "go-sdk":
 						out[k] = refuses
 					case b == "elicit":
