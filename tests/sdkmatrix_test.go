@@ -1,8 +1,12 @@
 package tests
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -19,51 +23,65 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// The SDK matrix: servers built on three SDKs (tests/sdkpeer on mcp-go and the
-// official Go SDK, testdata/sdkpeer-ts.mjs on the TypeScript SDK v2), each called by
-// clients of those SDKs in their default mode (which probes 2026-07-28) and
-// pinned to the legacy era, directly over stdio and through Nexus on its stdio
-// and HTTP fronts. Each behaviour a server asks of its client or sends it
-// during a call (sampling, elicitation, roots, progress, logging, a resource
-// update to a subscriber) is compared
-// with the direct connection's. A difference fails the test unless
-// matrixDiffers lists it with its reason, and a listed one that went away fails
-// it too. The README's "What a client sees through Nexus" gives the count.
+// The SDK matrix: servers built on four SDKs (tests/sdkpeer on mcp-go and the
+// official Go SDK, testdata/sdkpeer-ts-v1.mjs and sdkpeer-ts.mjs on the
+// TypeScript SDK v1 and v2), each called by clients of those SDKs: the Go SDKs'
+// in their default mode (which probes 2026-07-28) and pinned to the legacy era,
+// the TypeScript SDK v1's (legacy only) and v2's in its default mode (legacy)
+// and pinned to 2026-07-28 (testdata/sdkclient-ts.mjs), directly over stdio and
+// through Nexus on its stdio and HTTP fronts. Each behaviour a server asks of
+// its client or sends it during a call (sampling, elicitation, roots,
+// progress, logging, a resource update to a subscriber) is compared with the
+// direct connection's. A difference fails the test unless matrixDiffers lists
+// it with its reason, and a listed one that went away fails it too. The
+// README's "What a client sees through Nexus" gives the count.
 
 // matrixDiffers are the known differences, "server client front behaviour" to
-// why. All but one are cases where Nexus does better than the direct
+// why. All but two are cases where Nexus does better than the direct
 // connection.
 func matrixDiffers() map[string]string {
 	const refuses = "better than direct: the server refuses its own requests to a 2026-07-28 client; " +
 		"Nexus speaks it a session and bridges them into the client's input_required rounds"
 	out := map[string]string{}
-	for _, server := range matrixServers {
-		for _, client := range []string{"mcp-go", "go-sdk"} { // their default (2026-07-28) mode
-			for _, front := range []string{"stdio", "http"} {
-				for _, b := range []string{"sample", "elicit", "roots"} {
+	for _, front := range []string{"stdio", "http"} {
+		for _, server := range matrixServers {
+			for _, client := range []string{"mcp-go", "go-sdk", "ts-v2-modern"} { // the clients that speak 2026-07-28
+				for _, b := range matrixBehaviours {
 					k := strings.Join([]string{server, client, front, b}, " ")
+					asks := b == "sample" || b == "elicit" || b == "roots"
 					switch {
-					case server != "ts-v2" || client == "mcp-go":
+					case server == "ts-v1" && client == "ts-v2-modern":
+						out[k] = "better than direct: the client pinned to 2026-07-28 cannot connect to a server of the legacy era alone; " +
+							"Nexus speaks it 2026-07-28 and the server a legacy session"
+					case server == "ts-v1" || !asks:
+						// Progress, logs and updates reach a modern client both ways
+						// (logging's exceptions are below), and the Go clients fall
+						// back to a legacy session with a legacy-only server.
+					case server != "ts-v2" || client != "go-sdk":
 						out[k] = refuses
 					case b == "elicit":
-						// The TypeScript server does not answer server/discover on
-						// stdio, so the Go SDK's client falls back to a legacy session.
+						// The TypeScript server does not answer the Go SDK's
+						// server/discover on stdio, so its client falls back to a
+						// legacy session.
 						out[k] = "better than direct: the client declares elicitation without form, which the TypeScript server refuses; Nexus declares form elicitation to it"
 					}
 				}
 			}
 		}
-		if server != "ts-v2" {
-			out[server+" go-sdk stdio log"] = "better than direct: the client asked for logs with logging/setLevel, which a 2026-07-28 server ignores; Nexus applies it to the connection's requests"
-		}
 	}
-	out["ts-v2 go-sdk http log"] = "worse than direct: directly the client falls back to a legacy session (the server does not answer server/discover), where logging/setLevel works; " +
-		"through Nexus's HTTP front it speaks 2026-07-28, which has no logging/setLevel: a client asks for logs with _meta logLevel on each request"
+	for _, server := range []string{"mcp-go", "go-sdk"} {
+		out[server+" go-sdk stdio log"] = "better than direct: the client asked for logs with logging/setLevel, which a 2026-07-28 server ignores; Nexus applies it to the connection's requests"
+	}
+	for server, why := range map[string]string{"ts-v1": "the server speaks the legacy era alone", "ts-v2": "the server does not answer server/discover on stdio"} {
+		out[server+" go-sdk http log"] = "worse than direct: directly the client falls back to a legacy session (" + why + "), where logging/setLevel works; " +
+			"through Nexus's HTTP front it speaks 2026-07-28, which has no logging/setLevel (the client's, sent without _meta, gets HTTP 400 -32602, which it ignores): " +
+			"a modern client asks for logs with _meta logLevel on each request, which this client does not send"
+	}
 	return out
 }
 
 // matrixServers are the SDKs the peers are built on.
-var matrixServers = []string{"mcp-go", "go-sdk", "ts-v2"}
+var matrixServers = []string{"mcp-go", "go-sdk", "ts-v1", "ts-v2"}
 
 // matrixBehaviours are the peer's tools, one a behaviour.
 var matrixBehaviours = []string{"sample", "elicit", "roots", "progress", "log", "touch"}
@@ -313,6 +331,139 @@ func (g *goSDKClient) call(ctx context.Context, tool string) string {
 
 func (g *goSDKClient) close() { g.s.Close() }
 
+// tsClient is one of the TypeScript SDKs' clients: a node process running
+// testdata/sdkclient-ts.mjs, driven over its stdin and stdout (one JSON line a
+// command, one a reply or something the server sent).
+type tsClient struct {
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	replies chan tsLine
+	exited  chan struct{}
+	stderr  *lockedBuffer
+	seen    *seen
+	name    func(string) string
+	next    int
+}
+
+// tsLine is a line the client script prints.
+type tsLine struct {
+	Ready bool   `json:"ready"`
+	Era   string `json:"era"`
+	Error string `json:"error"`
+	ID    int    `json:"id"`
+	Reply string `json:"reply"`
+	Event string `json:"event"`
+	Level string `json:"level"`
+}
+
+// newTSClient starts script in mode (v1, v2 or v2-modern) against target: a
+// URL, or "--" and the command of a stdio server.
+func newTSClient(node, script, mode string, target []string, env []string, name func(string) string) (matrixClient, error) {
+	cmd := exec.Command(node, append([]string{script, mode}, target...)...)
+	cmd.Env = env
+	cmd.WaitDelay = 5 * time.Second // a server it started may hold its stderr a little longer
+	c := &tsClient{cmd: cmd, replies: make(chan tsLine, 16), exited: make(chan struct{}), stderr: &lockedBuffer{}, seen: &seen{}, name: name}
+	cmd.Stderr = c.stderr
+	var err error
+	if c.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		defer close(c.exited)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var l tsLine
+			if json.Unmarshal(sc.Bytes(), &l) != nil {
+				continue
+			}
+			switch l.Event {
+			case "progress":
+				c.seen.addProgress()
+			case "log":
+				c.seen.addLevel(l.Level)
+			case "updated":
+				c.seen.addUpdate()
+			case "":
+				c.replies <- l
+			}
+		}
+	}()
+	select {
+	case l := <-c.replies:
+		if l.Ready {
+			return c, nil
+		}
+		c.close()
+		return nil, errors.New(l.Error)
+	case <-c.exited:
+		c.close()
+		return nil, fmt.Errorf("%s exited before it connected: %s", filepath.Base(script), c.stderr.String())
+	case <-time.After(30 * time.Second):
+		c.close()
+		return nil, fmt.Errorf("%s did not connect in 30s: %s", filepath.Base(script), c.stderr.String())
+	}
+}
+
+// do sends one command and waits for its reply.
+func (c *tsClient) do(ctx context.Context, cmd map[string]any) string {
+	c.next++
+	cmd["id"] = c.next
+	b, _ := json.Marshal(cmd)
+	if _, err := c.stdin.Write(append(b, '\n')); err != nil {
+		return "error: " + err.Error()
+	}
+	for {
+		select {
+		case l := <-c.replies:
+			if l.ID == c.next {
+				return l.Reply
+			}
+		case <-c.exited:
+			return "error: the client exited: " + c.stderr.String()
+		case <-ctx.Done():
+			return "error: " + ctx.Err().Error()
+		}
+	}
+}
+
+func (c *tsClient) call(ctx context.Context, tool string) string {
+	c.seen.reset()
+	if tool == "touch" {
+		// Legacy: resources/subscribe; modern: a subscriptions/listen stream.
+		if got := c.do(ctx, map[string]any{"op": "subscribe", "uri": matrixResource}); got != "ok" {
+			return "subscribe error: " + strings.TrimPrefix(got, "error: ")
+		}
+	}
+	return touchAgain(tool, c.seen, func() string {
+		return c.do(ctx, map[string]any{"op": "call", "name": c.name(tool), "progress": tool == "progress"})
+	})
+}
+
+// close ends the script's input, which closes its connection, and waits (up to
+// five seconds, then kills it) for it to exit.
+func (c *tsClient) close() {
+	c.stdin.Close()
+	timeout := time.After(5 * time.Second)
+	for exited := false; !exited; {
+		select {
+		case <-c.replies: // one nobody waits for any more
+		case <-c.exited:
+			exited = true
+		case <-timeout:
+			_ = c.cmd.Process.Kill()
+		}
+	}
+	_ = c.cmd.Wait()
+}
+
 // sdkPeer builds tests/sdkpeer once, beside the run's other binaries (which
 // TestMain removes), without the race detector: it is a peer, not the code
 // under test.
@@ -334,21 +485,28 @@ func TestSDKMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	node, _ := peerScript(t, "@modelcontextprotocol/server/package.json")
-	tsPeer, err := filepath.Abs(filepath.Join("testdata", "sdkpeer-ts.mjs"))
+	peerScript(t, "@modelcontextprotocol/client/package.json")
+	peerScript(t, "@modelcontextprotocol/sdk/package.json")
+	testdata, err := filepath.Abs("testdata")
 	if err != nil {
 		t.Fatal(err)
 	}
+	tsClientScript := filepath.Join(testdata, "sdkclient-ts.mjs")
 	launch := func(server string) (string, []string) {
-		if server == "ts-v2" {
-			return node, []string{tsPeer}
+		switch server {
+		case "ts-v1":
+			return node, []string{filepath.Join(testdata, "sdkpeer-ts-v1.mjs")}
+		case "ts-v2":
+			return node, []string{filepath.Join(testdata, "sdkpeer-ts.mjs")}
 		}
 		return peer, []string{server}
 	}
 	clients := []struct {
 		name   string
 		legacy bool
-		sdk    string
-	}{{"mcp-go", false, "mcp-go"}, {"mcp-go-legacy", true, "mcp-go"}, {"go-sdk", false, "go-sdk"}, {"go-sdk-legacy", true, "go-sdk"}}
+		sdk    string // mcp-go, go-sdk, or ts: tsClientScript in the mode the name after "ts-" says
+	}{{"mcp-go", false, "mcp-go"}, {"mcp-go-legacy", true, "mcp-go"}, {"go-sdk", false, "go-sdk"}, {"go-sdk-legacy", true, "go-sdk"},
+		{"ts-v1", true, "ts"}, {"ts-v2", true, "ts"}, {"ts-v2-modern", false, "ts"}}
 	var mu sync.Mutex
 	results := map[string]string{} // "server client front behaviour" -> outcome
 	var wg sync.WaitGroup
@@ -368,11 +526,34 @@ func TestSDKMatrix(t *testing.T) {
 					if front == "direct" {
 						name = func(tool string) string { return tool }
 					}
+					// The HTTP front's gateway stops once its client is done, while
+					// the slot is held, rather than with the test, one after another.
+					var gateway *exec.Cmd
+					serve := func() string {
+						cmd, url, _ := startHTTPProcess(t, h.env(), "--no-memory")
+						gateway = cmd
+						return url
+					}
+					defer func() {
+						if gateway != nil {
+							_ = gateway.Process.Signal(interrupt)
+							_ = gateway.Wait()
+						}
+					}()
 					var c matrixClient
 					var err error
 					switch {
+					case cl.sdk == "ts":
+						target := append([]string{"--", command}, args...)
+						switch front {
+						case "http":
+							target = []string{serve()}
+						case "stdio":
+							target = []string{"--", built.nexus, "serve", "--no-memory"}
+						}
+						c, err = newTSClient(node, tsClientScript, strings.TrimPrefix(cl.name, "ts-"), target, h.env(), name)
 					case front == "http":
-						url, _ := h.serveHTTP("--no-memory")
+						url := serve()
 						if cl.sdk == "go-sdk" {
 							c, err = newGoSDKClient(&gosdk.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, cl.legacy, name)
 							break
