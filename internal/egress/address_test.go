@@ -44,7 +44,8 @@ func TestInward(t *testing.T) {
 }
 
 // TestGuardDials: the guard's client refuses inward addresses as it connects,
-// names included (localhost resolves to one), and reaches one that is allowed.
+// names included (localhost resolves to one), and reaches one that is allowed
+// and the host it is told is the server's own.
 func TestGuardDials(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
 	defer srv.Close()
@@ -61,13 +62,18 @@ func TestGuardDials(t *testing.T) {
 		{"link-local", nil, "http://169.254.169.254/latest/meta-data/", "169.254.169.254 is a link-local address"},
 		{"private", nil, "http://10.0.0.1/", "10.0.0.1 is a private address"},
 		{"allowed", []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, srv.URL, ""},
+		{"the server's own host", nil, "http://LocalHost:" + port, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, tc.url, nil)
-			resp, err := Guard{Allow: tc.allow}.Client(10 * time.Second).Do(req)
+			g := Guard{Allow: tc.allow}
+			if tc.name == "the server's own host" {
+				g.Hosts = []string{"localhost"}
+			}
+			resp, err := g.Client(10 * time.Second).Do(req)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("an allowed address: %v", err)
