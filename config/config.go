@@ -11,10 +11,12 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/nexus-mcp/nexus/memory"
@@ -284,6 +286,37 @@ type OAuthClient struct {
 	// Document: the client_id at servers that accept one.
 	ClientMetadataURL string   `json:"clientMetadataUrl,omitempty"`
 	Scopes            []string `json:"scopes,omitempty"` // asked for instead of what the server suggests
+	// AllowAddresses are loopback, private or link-local addresses (an IP or a
+	// CIDR prefix) the server's OAuth requests may connect to although the
+	// server is not there itself: an intranet authorization server.
+	AllowAddresses []string `json:"allowAddresses,omitempty"`
+}
+
+// AllowedPrefixes is AllowAddresses parsed; entries Load refused are skipped.
+func (o *OAuthClient) AllowedPrefixes() []netip.Prefix {
+	if o == nil {
+		return nil
+	}
+	var out []netip.Prefix
+	for _, a := range o.AllowAddresses {
+		if p, err := parseAddressOrPrefix(a); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parseAddressOrPrefix reads "10.0.0.0/8" or "10.1.2.3" (a one-address prefix).
+func parseAddressOrPrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		return p.Masked(), err
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
 // Annotations overrides tool hints; a nil field keeps the child's value.

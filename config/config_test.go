@@ -376,6 +376,8 @@ func TestOAuthKeys(t *testing.T) {
 		{"http metadata URL", `{"url": "https://x/mcp", "oauth": {"clientMetadataUrl": "http://nexus.example/client.json"}}`, "https URL with a path"},
 		{"scope with a space", `{"url": "https://x/mcp", "oauth": {"scopes": ["read write"]}}`, "one word"},
 		{"unknown oauth key", `{"url": "https://x/mcp", "oauth": {"client": "a"}}`, `unknown field "client"`},
+		{"allowed addresses", `{"url": "https://x/mcp", "oauth": {"allowAddresses": ["10.0.0.0/8", "192.168.1.7", "fd00::/8"]}}`, ""},
+		{"an allowed address that is none", `{"url": "https://x/mcp", "oauth": {"allowAddresses": ["auth.corp"]}}`, `"oauth.allowAddresses" holds "auth.corp"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

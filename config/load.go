@@ -788,6 +788,11 @@ func validateAuth(s *Server) error {
 			return fmt.Errorf(`"oauth.scopes" holds %q: each scope is one word, without spaces or quotes`, sc)
 		}
 	}
+	for _, a := range o.AllowAddresses {
+		if _, err := parseAddressOrPrefix(a); err != nil {
+			return fmt.Errorf(`"oauth.allowAddresses" holds %q: each entry is an IP address or a CIDR prefix such as "10.0.0.0/8"`, a)
+		}
+	}
 	return nil
 }
 
