@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/internal/egress"
 	"github.com/nexus-mcp/nexus/oauth"
 	"github.com/nexus-mcp/nexus/upstream"
 )
@@ -681,18 +682,14 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 		var headers map[string]string
 		if headers, err = c.resolveMap(c.config().Headers); err == nil {
 			opts := []transport.ClientOption{transport.WithHeaders(headers), transport.WithHeaderFunc(traceHeaders), transport.WithSSELogger(c.log)}
-			if hc := c.client(); hc != nil {
-				opts = append(opts, transport.WithHTTPClient(hc))
-			}
+			opts = append(opts, transport.WithHTTPClient(c.client()))
 			cn.tr, err = transport.NewSSE(c.config().URL, opts...)
 		}
 	case config.TransportStreamableHTTP:
 		var headers map[string]string
 		if headers, err = c.resolveMap(c.config().Headers); err == nil {
 			opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(headers), transport.WithHTTPHeaderFunc(traceHeaders), transport.WithContinuousListening(), transport.WithHTTPLogger(c.log)}
-			if hc := c.client(); hc != nil {
-				opts = append(opts, transport.WithHTTPBasicClient(hc))
-			}
+			opts = append(opts, transport.WithHTTPBasicClient(c.client()))
 			cn.tr, err = transport.NewStreamableHTTP(c.config().URL, opts...)
 		}
 	default:
@@ -763,14 +760,17 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 	return cn, raws, nil
 }
 
-// client is the HTTP client of a remote child's next connection, or nil for the
-// transport's own (Options.HTTPClient may say nil: a server given an
-// Authorization header is not authorized with OAuth).
+// client is the HTTP client of a remote child's next connection: Options.HTTPClient's
+// (which may say nil: a server given an Authorization header is not authorized
+// with OAuth), following redirects only within the server's origin. Go's own
+// policy would resend the server's headers (its static secrets) to another
+// origin or over plain http, and an OAuth transport adds the token on every hop.
 func (c *child) client() *http.Client {
-	if c.httpClient == nil {
-		return nil
+	var hc *http.Client
+	if c.httpClient != nil {
+		hc = c.httpClient(c.config())
 	}
-	return c.httpClient(c.config())
+	return egress.WithRedirects(hc, egress.SameOrigin)
 }
 
 // capabilities are what the child is told its client can do: only what Nexus can
