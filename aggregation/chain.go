@@ -256,7 +256,7 @@ func (g *Gateway) remember(ctx context.Context, c *toolCall, forward memory.Forw
 	}
 	ctx, sp := g.span(ctx, "memory")
 	defer sp.End()
-	q := g.mem.Query(c.agent, c.tool.MemoryTool(), c.args)
+	q := g.mem.QueryWithMeta(c.agent, c.tool.MemoryTool(), c.args, c.meta)
 	if c.from != nil && c.from.s != nil {
 		q.Session(c.from.s.id) // no similarity hit on the session's own rewording
 	}
