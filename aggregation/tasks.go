@@ -184,17 +184,14 @@ func (g *Gateway) callTask(ctx context.Context, c *caller, p callParams) (raw js
 	}
 	var created struct {
 		Task struct {
-			TaskID string `json:"taskId"`
-			TTL    *int64 `json:"ttl"`
+			TaskID string      `json:"taskId"`
+			TTL    json.Number `json:"ttl"`
 		} `json:"task"`
 	}
 	if json.Unmarshal(raw, &created) != nil || created.Task.TaskID == "" {
 		return raw, nil // the child ran the call at once: its result is the answer
 	}
-	var ttl time.Duration
-	if created.Task.TTL != nil {
-		ttl = time.Duration(*created.Task.TTL) * time.Millisecond
-	}
+	ttl, _ := taskLife(created.Task.TTL)
 	id, err := g.tasks.add(s, t, created.Task.TaskID, ttl)
 	if err != nil {
 		return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: err.Error()}
