@@ -263,6 +263,10 @@ type Server struct {
 	// MaxSessions bounds the upstream sessions of a "client" server
 	// (DefaultMaxUpstreamSessions when 0): past it a new client's request is refused.
 	MaxSessions int `json:"maxSessions,omitempty"`
+	// MaxSessionsPerAgent is one agent's share of MaxSessions (see
+	// SessionShare for the default), so that one agent cannot hold every
+	// upstream session.
+	MaxSessionsPerAgent int `json:"maxSessionsPerAgent,omitempty"`
 
 	// Name is the server's key in "servers".
 	Name string `json:"-"`
@@ -362,6 +366,18 @@ func (s *Server) SessionLimit() int {
 		return s.MaxSessions
 	}
 	return DefaultMaxUpstreamSessions
+}
+
+// SessionShare is how many of a "client" server's upstream sessions one of
+// agents (the agents that have a token) may hold: MaxSessionsPerAgent, else
+// SessionLimit divided among them with a share left for one more (all of them
+// when no agent has a token), at least one, never more than SessionLimit.
+func (s *Server) SessionShare(agents int) int {
+	limit := s.SessionLimit()
+	if s.MaxSessionsPerAgent > 0 {
+		return min(s.MaxSessionsPerAgent, limit)
+	}
+	return max(limit/(agents+1), 1)
 }
 
 // Protocol is the legacy protocol version offered to this child in an

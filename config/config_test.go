@@ -51,6 +51,8 @@ func TestParseErrors(t *testing.T) {
 		{"maxSessions of a shared server", `{"servers": {"gh": {"command": "x", "maxSessions": 3}}}`, []string{"servers.gh", `"maxSessions"`, `"sessions": "client"`}},
 		{"maxSessions of the wrong type", `{"servers": {"gh": {"command": "x", "sessions": "client", "maxSessions": "many"}}}`, []string{"servers.gh.maxSessions", "must be a number"}},
 		{"negative agent share", `{"limits": {"maxSessionsPerAgent": -2}}`, []string{"limits.maxSessionsPerAgent"}},
+		{"negative upstream share", `{"servers": {"gh": {"command": "x", "sessions": "client", "maxSessionsPerAgent": -1}}}`, []string{"servers.gh", `"maxSessionsPerAgent"`, "positive"}},
+		{"upstream share of a shared server", `{"servers": {"gh": {"command": "x", "maxSessionsPerAgent": 2}}}`, []string{"servers.gh", `"maxSessionsPerAgent"`, `"sessions": "client"`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,6 +122,11 @@ func TestParseServers(t *testing.T) {
 	}
 	if s := cfg.Servers["shell"]; !s.PerClient() || s.SessionLimit() != 3 {
 		t.Errorf("sessions of shell: per client %v, limit %d; want client, 3", s.PerClient(), s.SessionLimit())
+	}
+	for _, tc := range []struct{ agents, want int }{{0, 3}, {1, 1}, {5, 1}} {
+		if got := cfg.Servers["shell"].SessionShare(tc.agents); got != tc.want {
+			t.Errorf("with %d agents, one agent's share of shell's 3 sessions is %d, want %d", tc.agents, got, tc.want)
+		}
 	}
 	if got := cfg.Servers["desk"].CallTimeout(); got != DefaultTimeout {
 		t.Errorf("default timeout = %s", got)

@@ -23,7 +23,7 @@ var (
 	topKeys = []string{"servers", "mcpServers", "toolNames", "maxMessageBytes", "maxChildMessageBytes", "policy",
 		"agents", "ttl", "staleIfError", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "status", "http", "reload", "limits", "locked", "projectLayers", "tools", "names"}
 	serverKeys = []string{"transport", "command", "args", "env", "cwd", "url", "headers",
-		"timeout", "prefix", "disabled", "protocolVersion", "annotations", "cacheScope", "catalog", "tools", "auth", "oauth", "sessions", "maxSessions"}
+		"timeout", "prefix", "disabled", "protocolVersion", "annotations", "cacheScope", "catalog", "tools", "auth", "oauth", "sessions", "maxSessions", "maxSessionsPerAgent"}
 )
 
 // Layer is one config file in the stack.
@@ -741,6 +741,12 @@ func validateServer(s *Server) error {
 	}
 	if s.MaxSessions > 0 && !s.PerClient() {
 		return fmt.Errorf(`"maxSessions" bounds the sessions of a server with "sessions": %q; set that, or remove maxSessions`, SessionsClient)
+	}
+	if s.MaxSessionsPerAgent < 0 {
+		return fmt.Errorf(`"maxSessionsPerAgent" is a positive number of upstream sessions (default maxSessions divided among the agents), not %d`, s.MaxSessionsPerAgent)
+	}
+	if s.MaxSessionsPerAgent > 0 && !s.PerClient() {
+		return fmt.Errorf(`"maxSessionsPerAgent" bounds the sessions of a server with "sessions": %q; set that, or remove maxSessionsPerAgent`, SessionsClient)
 	}
 	if err := checkToolOverrides(s.Tools); err != nil {
 		return err
