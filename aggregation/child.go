@@ -603,6 +603,9 @@ type conn struct {
 	// levelSent is the logging level a shared legacy child was last asked
 	// for, plus one; 0 before any.
 	levelSent atomic.Int32
+	// use is what the connection is doing: requests in flight, and when it was
+	// last used (upshare.go ends an idle one when another agent needs room).
+	use connUse
 }
 
 func (cn *conn) markDone() { cn.lose(nil) }
@@ -1130,6 +1133,7 @@ func (cn *conn) roundTrip(ctx context.Context, id mcp.RequestId, method string, 
 
 // requestID is requestWith, with the id given.
 func (cn *conn) requestID(ctx context.Context, id mcp.RequestId, method string, params any, out outgoing) (json.RawMessage, error) {
+	defer cn.use.begin()()
 	resp, err := cn.roundTrip(ctx, id, method, params, out)
 	if err != nil {
 		if errors.Is(err, transport.ErrSessionTerminated) {
