@@ -90,6 +90,11 @@ func initialize(ctx context.Context, s *session, params json.RawMessage, _ sink)
 	if s.agent == "" {
 		s.agent = policy.Anonymous
 	}
+	if s.front == frontStdio && s.preset == "" {
+		if err := s.pin.hold(s.agent); err != nil {
+			return nil, &RPCError{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
+		}
+	}
 	version := supportedVersions[0]
 	if slices.Contains(supportedVersions, p.ProtocolVersion) {
 		version = p.ProtocolVersion

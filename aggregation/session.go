@@ -48,6 +48,8 @@ type session struct {
 	// NEXUS_AGENT, or a bearer token); "" lets initialize use the client's name as a
 	// hint (stdio only).
 	preset string
+	// pin is the agent a stdio connection without a preset speaks as (stdiopin.go).
+	pin agentPin
 	// credential is the hex SHA-256 of the bearer token an HTTP session was opened
 	// with ("" with no token): a reload that no longer maps it to the session's agent
 	// ends the session.
