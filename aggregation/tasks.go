@@ -167,7 +167,7 @@ func (g *Gateway) callTask(ctx context.Context, c *caller, p callParams) (raw js
 		return nil, rpcErr
 	}
 	rec.Arguments = args
-	if refused := g.taskRefusal("tools/call", s.agent, t, rec); refused != nil {
+	if refused := g.taskRefusal("tools/call", s, t, rec); refused != nil {
 		return nil, refused
 	}
 	var token string
@@ -204,7 +204,8 @@ func (g *Gateway) callTask(ctx context.Context, c *caller, p callParams) (raw js
 // isError result) it is an error: a task request has no tool result to carry it. rec
 // is the call being observed, if any; a refused tasks/* request is observed on its
 // own, like a refused prompt or resource.
-func (g *Gateway) taskRefusal(method, agent string, t *Tool, rec *Call) *RPCError {
+func (g *Gateway) taskRefusal(method string, s *session, t *Tool, rec *Call) *RPCError {
+	agent := s.agent
 	d := g.pol.Load().Decide(agent, t.policyTool())
 	g.denials.Record(d)
 	if rec != nil {
@@ -219,7 +220,7 @@ func (g *Gateway) taskRefusal(method, agent string, t *Tool, rec *Call) *RPCErro
 		rec.decided(d)
 		g.observe(rec)
 	}
-	return &RPCError{Code: jsonrpc.CodeInvalidParams, Message: d.Message()}
+	return &RPCError{Code: jsonrpc.CodeInvalidParams, Message: toldTo(s, d).Message()}
 }
 
 // taskRequest sends one task request to a child as the call of c: what the child asks
@@ -269,7 +270,7 @@ func taskMethod(method string) method {
 		if rt == nil {
 			return nil, unknownTask(id)
 		}
-		if refused := s.g.taskRefusal(method, s.agent, s.g.taskTool(rt), nil); refused != nil {
+		if refused := s.g.taskRefusal(method, s, s.g.taskTool(rt), nil); refused != nil {
 			return nil, refused
 		}
 		fields["taskId"] = mustMarshal(rt.child)

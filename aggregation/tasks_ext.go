@@ -81,7 +81,7 @@ func extTaskMethod(method string) method {
 				return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("the tool of task %s, %s, is no longer served; the task can only be cancelled", quoted(handle), st.Tool)}
 			}
 		} else if method != "tasks/cancel" {
-			if refused := g.taskRefusal(method, s.agent, t, nil); refused != nil {
+			if refused := g.taskRefusal(method, s, t, nil); refused != nil {
 				return nil, refused
 			}
 		}
