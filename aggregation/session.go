@@ -175,7 +175,9 @@ func (s *session) handle(ctx context.Context, m *jsonrpc.Message, r sink, run ru
 
 // respond runs a request for which the caller holds a slot, and sends its answer.
 func (s *session) respond(ctx context.Context, m *jsonrpc.Message, r sink) {
-	r.reply(s.outward(s.answer(ctx, m, r)))
+	if resp := s.answer(ctx, m, r); resp != nil {
+		r.reply(s.outward(resp))
+	}
 }
 
 // acquire takes a slot for one request in flight, without waiting: a client past
@@ -196,7 +198,8 @@ func (s *session) busy(id json.RawMessage) []byte {
 	return jsonrpc.ErrorResponse(id, jsonrpc.CodeInternal, "this session already has its maximum of %d requests in flight; wait for one to finish (limits.maxCallsPerSession)", cap(s.slots))
 }
 
-// answer runs one request and encodes its response.
+// answer runs one request and encodes its response: nil for none (a request
+// the stdio client cancelled).
 func (s *session) answer(ctx context.Context, m *jsonrpc.Message, r sink) []byte {
 	if !s.ready.Load() && m.Method == "logging/setLevel" {
 		return s.setModernLevel(m)
@@ -219,8 +222,15 @@ func (s *session) answer(ctx context.Context, m *jsonrpc.Message, r sink) []byte
 		sp.SetStatus(codes.Error, rpcErr.Message)
 	}
 	sp.End()
-	if rpcErr == nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), errClientCancelled) {
-		rpcErr = &RPCError{Code: jsonrpc.CodeCancelled, Message: "request cancelled by the client"}
+	if ctx.Err() != nil && errors.Is(context.Cause(ctx), errClientCancelled) {
+		if s.front == frontStdio {
+			// The specification: a cancelled request gets no response. An HTTP
+			// POST still needs one to end.
+			return nil
+		}
+		if rpcErr == nil {
+			rpcErr = &RPCError{Code: jsonrpc.CodeCancelled, Message: "request cancelled by the client"}
+		}
 	}
 	return jsonrpc.Response(m.ID, result, rpcErr)
 }
