@@ -88,11 +88,11 @@ func (c *child) claim(s *session) (u *clientUpstream, mine bool, err error) {
 	if c.runCtx == nil || c.runCtx.Err() != nil {
 		return nil, false, fmt.Errorf("server %s is not running", c.name)
 	}
-	if err := c.makeRoomLocked(s); err != nil {
-		return nil, false, err
-	}
 	if s.isClosed() {
 		return nil, false, errSessionClosed
+	}
+	if err := c.makeRoomLocked(s); err != nil {
+		return nil, false, err
 	}
 	if c.ups.m == nil {
 		c.ups.m = map[*session]*clientUpstream{}
