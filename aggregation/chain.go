@@ -169,7 +169,7 @@ func (g *Gateway) callTool(ctx context.Context, from *caller, agent string, p ca
 	d := g.decide(ctx, c.pol, agent, t)
 	rec.decided(d)
 	if !d.Allowed {
-		return toolError(d.Message()), nil
+		return toolError(toldTo(from.session(), d).Message()), nil
 	}
 
 	// Memory, then the child.
@@ -256,7 +256,7 @@ func (g *Gateway) remember(ctx context.Context, c *toolCall, forward memory.Forw
 	}
 	ctx, sp := g.span(ctx, "memory")
 	defer sp.End()
-	q := g.mem.Query(c.agent, c.tool.MemoryTool(), c.args)
+	q := g.mem.QueryWithMeta(c.agent, c.tool.MemoryTool(), c.args, c.meta)
 	if c.from != nil && c.from.s != nil {
 		q.Session(c.from.s.id) // no similarity hit on the session's own rewording
 	}
@@ -387,7 +387,7 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *toolCall, timeout time.
 	var revoked *errRevoked
 	if errors.As(err, &revoked) {
 		trip.revoked = &revoked.decision
-		return memory.Answer{Result: toolError(revoked.decision.Message()), Outcome: memory.Refused}, nil
+		return memory.Answer{Result: toolError(toldTo(c.from.session(), revoked.decision).Message()), Outcome: memory.Refused}, nil
 	}
 	// From here the request may have reached the child: the outcome is
 	// unknown unless the child answered with an error of its own.

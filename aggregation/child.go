@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/internal/egress"
 	"github.com/nexus-mcp/nexus/oauth"
 	"github.com/nexus-mcp/nexus/upstream"
 )
@@ -474,7 +475,7 @@ func (c *child) run(ctx context.Context) {
 			backoff, failures, fresh = firstBackoff, 0, false // a fresh attempt that worked
 		}
 		ex := c.listExtras(ctx, cn)
-		cn.used.Store(time.Now().UnixNano())
+		cn.use.touch()
 		c.set(cn, raws, ex, StateReady, nil, time.Time{})
 		c.saveLists(cn, raws, ex)
 		c.settle()
@@ -628,12 +629,6 @@ type conn struct {
 	notes    chan mcp.JSONRPCNotification
 	pumped   noteCount // notes handed to the pump, and handled
 
-	// inflight counts the requests sent and not yet answered, and used is
-	// when one was last sent or answered (unix nanoseconds): an idle server is
-	// one with none for its idle timeout (lifecycle.go).
-	inflight atomic.Int32
-	used     atomic.Int64
-
 	lostErr    error         // why the connection ended; read after done is closed
 	relist     chan struct{} // a list_changed arrived; relistLoop reads relistWant
 	relistMu   sync.Mutex
@@ -671,6 +666,9 @@ type conn struct {
 	// levelSent is the logging level a shared legacy child was last asked
 	// for, plus one; 0 before any.
 	levelSent atomic.Int32
+	// use is what the connection is doing: requests in flight, and when it was
+	// last used (upshare.go ends an idle one when another agent needs room).
+	use connUse
 }
 
 func (cn *conn) markDone() { cn.lose(nil) }
@@ -750,18 +748,14 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 		var headers map[string]string
 		if headers, err = c.resolveMap(c.config().Headers); err == nil {
 			opts := []transport.ClientOption{transport.WithHeaders(headers), transport.WithHeaderFunc(traceHeaders), transport.WithSSELogger(c.log)}
-			if hc := c.client(); hc != nil {
-				opts = append(opts, transport.WithHTTPClient(hc))
-			}
+			opts = append(opts, transport.WithHTTPClient(c.client()))
 			cn.tr, err = transport.NewSSE(c.config().URL, opts...)
 		}
 	case config.TransportStreamableHTTP:
 		var headers map[string]string
 		if headers, err = c.resolveMap(c.config().Headers); err == nil {
 			opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(headers), transport.WithHTTPHeaderFunc(traceHeaders), transport.WithContinuousListening(), transport.WithHTTPLogger(c.log)}
-			if hc := c.client(); hc != nil {
-				opts = append(opts, transport.WithHTTPBasicClient(hc))
-			}
+			opts = append(opts, transport.WithHTTPBasicClient(c.client()))
 			cn.tr, err = transport.NewStreamableHTTP(c.config().URL, opts...)
 		}
 	default:
@@ -832,14 +826,17 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 	return cn, raws, nil
 }
 
-// client is the HTTP client of a remote child's next connection, or nil for the
-// transport's own (Options.HTTPClient may say nil: a server given an
-// Authorization header is not authorized with OAuth).
+// client is the HTTP client of a remote child's next connection: Options.HTTPClient's
+// (which may say nil: a server given an Authorization header is not authorized
+// with OAuth), following redirects only within the server's origin. Go's own
+// policy would resend the server's headers (its static secrets) to another
+// origin or over plain http, and an OAuth transport adds the token on every hop.
 func (c *child) client() *http.Client {
-	if c.httpClient == nil {
-		return nil
+	var hc *http.Client
+	if c.httpClient != nil {
+		hc = c.httpClient(c.config())
 	}
-	return c.httpClient(c.config())
+	return egress.WithRedirects(hc, egress.SameOrigin)
 }
 
 // capabilities are what the child is told its client can do: only what Nexus can
@@ -1202,12 +1199,7 @@ func (cn *conn) roundTrip(ctx context.Context, id mcp.RequestId, method string, 
 
 // requestID is requestWith, with the id given.
 func (cn *conn) requestID(ctx context.Context, id mcp.RequestId, method string, params any, out outgoing) (json.RawMessage, error) {
-	cn.inflight.Add(1)
-	cn.used.Store(time.Now().UnixNano())
-	defer func() {
-		cn.used.Store(time.Now().UnixNano())
-		cn.inflight.Add(-1)
-	}()
+	defer cn.use.begin()()
 	resp, err := cn.roundTrip(ctx, id, method, params, out)
 	if err != nil {
 		if errors.Is(err, transport.ErrSessionTerminated) {

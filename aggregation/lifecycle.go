@@ -251,7 +251,7 @@ const lifecycleCheck = 250 * time.Millisecond
 // busy reports whether stopping the child now would lose something: a request in
 // flight, a client's subscription, a client session's own connection.
 func (c *child) busy(cn *conn) bool {
-	return cn.inflight.Load() > 0 || c.ups.count() > 0 || c.events.subscribed(c.name)
+	return !cn.use.idle() || c.ups.count() > 0 || c.events.subscribed(c.name)
 }
 
 // retire takes cn out of service (state is what the child is meanwhile), lets a
@@ -267,7 +267,7 @@ func (c *child) retire(ctx context.Context, cn *conn, state State, why error) {
 	c.mu.Unlock()
 	c.setState(state, why)
 	deadline := time.Now().Add(c.config().CallTimeout())
-	for cn.inflight.Load() > 0 && time.Now().Before(deadline) {
+	for !cn.use.idle() && time.Now().Before(deadline) {
 		if !sleep(ctx, 10*time.Millisecond) {
 			break
 		}
@@ -277,7 +277,7 @@ func (c *child) retire(ctx context.Context, cn *conn, state State, why error) {
 }
 
 // lastUsed is when a request was last sent on the connection or answered.
-func (cn *conn) lastUsed() time.Time { return time.Unix(0, cn.used.Load()) }
+func (cn *conn) lastUsed() time.Time { return time.Unix(0, cn.use.last.Load()) }
 
 // errRecycled is why a recycled server restarts.
 var errRecycled = errors.New("restarting: it ran for its maxLifetime")

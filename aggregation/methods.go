@@ -90,6 +90,11 @@ func initialize(ctx context.Context, s *session, params json.RawMessage, _ sink)
 	if s.agent == "" {
 		s.agent = policy.Anonymous
 	}
+	if s.front == frontStdio && s.preset == "" {
+		if err := s.pin.hold(s.agent); err != nil {
+			return nil, &RPCError{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
+		}
+	}
 	version := supportedVersions[0]
 	if slices.Contains(supportedVersions, p.ProtocolVersion) {
 		version = p.ProtocolVersion
@@ -201,7 +206,7 @@ func getPrompt(ctx context.Context, s *session, params json.RawMessage, r sink) 
 		return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %s (prompts/list shows them)", quoted(p.Name))}
 	}
 	if d := s.g.decideItem("prompts/get", s.agent, pr.server, pr.name); !d.Allowed {
-		return nil, refusal(d, "get prompt "+quoted(p.Name))
+		return nil, refusal(s, d, "get prompt "+quoted(p.Name))
 	}
 	out := map[string]any{"name": pr.name}
 	if len(p.Arguments) > 0 {
@@ -312,7 +317,7 @@ func (s *session) resourceServer(ctx context.Context, params json.RawMessage, ve
 		method = "resources/subscribe"
 	}
 	if d := s.g.decideItem(method, s.agent, server, ""); !d.Allowed {
-		return "", "", refusal(d, verb+" resource "+quoted(asked))
+		return "", "", refusal(s, d, verb+" resource "+quoted(asked))
 	}
 	return server, uri, nil
 }
@@ -352,7 +357,7 @@ func complete(ctx context.Context, s *session, params json.RawMessage, r sink) (
 			return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %s", quoted(ref.Name))}
 		}
 		if d := s.g.decideItem("completion/complete", s.agent, pr.server, pr.name); !d.Allowed {
-			return nil, refusal(d, "complete prompt "+quoted(ref.Name))
+			return nil, refusal(s, d, "complete prompt "+quoted(ref.Name))
 		}
 		server = pr.server
 		p["ref"], _ = json.Marshal(map[string]string{"type": ref.Type, "name": pr.name})
@@ -373,7 +378,7 @@ func complete(ctx context.Context, s *session, params json.RawMessage, r sink) (
 			}
 		}
 		if d := s.g.decideItem("completion/complete", s.agent, server, ""); !d.Allowed {
-			return nil, refusal(d, "complete resource "+quoted(ref.URI))
+			return nil, refusal(s, d, "complete resource "+quoted(ref.URI))
 		}
 		if uri != ref.URI {
 			p["ref"], _ = json.Marshal(map[string]string{"type": ref.Type, "uri": uri})
@@ -416,10 +421,11 @@ func (g *Gateway) decideItem(method, agent, server, name string) policy.Decision
 	return d
 }
 
-// refusal is the error a client gets for a denied prompt or resource: it names the
-// agent, what was refused, the rule and how to grant it. The request never reaches
-// the child.
-func refusal(d policy.Decision, what string) *RPCError {
+// refusal is the error the client of s gets for a denied prompt or resource: it
+// names the agent, what was refused, the rule (toldTo) and how to grant it. The
+// request never reaches the child.
+func refusal(s *session, d policy.Decision, what string) *RPCError {
+	d = toldTo(s, d)
 	origin := d.Origin
 	if d.Source != "" {
 		origin += " in " + d.Source

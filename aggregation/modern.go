@@ -90,6 +90,11 @@ func (g *Gateway) serveModern(ctx context.Context, from origin, m *jsonrpc.Messa
 	if agent == "" {
 		agent = policy.Anonymous
 	}
+	if from.conn != nil && from.agent == "" {
+		if err := from.conn.pin.hold(agent); err != nil {
+			return jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeInvalidRequest, "%s", err), jsonrpc.CodeInvalidRequest
+		}
+	}
 	if from.headers != nil && m.Method == "tools/call" && g.man.Load().paramHeaders {
 		if rpcErr := g.checkCallHeaders(ctx, agent, m.Params, from.headers); rpcErr != nil {
 			return jsonrpc.Response(m.ID, nil, rpcErr), rpcErr.Code

@@ -48,6 +48,8 @@ type session struct {
 	// NEXUS_AGENT, or a bearer token); "" lets initialize use the client's name as a
 	// hint (stdio only).
 	preset string
+	// pin is the agent a stdio connection without a preset speaks as (stdiopin.go).
+	pin agentPin
 	// credential is the hex SHA-256 of the bearer token an HTTP session was opened
 	// with ("" with no token): a reload that no longer maps it to the session's agent
 	// ends the session.
@@ -175,7 +177,9 @@ func (s *session) handle(ctx context.Context, m *jsonrpc.Message, r sink, run ru
 
 // respond runs a request for which the caller holds a slot, and sends its answer.
 func (s *session) respond(ctx context.Context, m *jsonrpc.Message, r sink) {
-	r.reply(s.outward(s.answer(ctx, m, r)))
+	if resp := s.answer(ctx, m, r); resp != nil {
+		r.reply(s.outward(resp))
+	}
 }
 
 // acquire takes a slot for one request in flight, without waiting: a client past
@@ -196,7 +200,8 @@ func (s *session) busy(id json.RawMessage) []byte {
 	return jsonrpc.ErrorResponse(id, jsonrpc.CodeInternal, "this session already has its maximum of %d requests in flight; wait for one to finish (limits.maxCallsPerSession)", cap(s.slots))
 }
 
-// answer runs one request and encodes its response.
+// answer runs one request and encodes its response: nil for none (a request
+// the stdio client cancelled).
 func (s *session) answer(ctx context.Context, m *jsonrpc.Message, r sink) []byte {
 	if !s.ready.Load() && m.Method == "logging/setLevel" {
 		return s.setModernLevel(m)
@@ -219,8 +224,15 @@ func (s *session) answer(ctx context.Context, m *jsonrpc.Message, r sink) []byte
 		sp.SetStatus(codes.Error, rpcErr.Message)
 	}
 	sp.End()
-	if rpcErr == nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), errClientCancelled) {
-		rpcErr = &RPCError{Code: jsonrpc.CodeCancelled, Message: "request cancelled by the client"}
+	if ctx.Err() != nil && errors.Is(context.Cause(ctx), errClientCancelled) {
+		if s.front == frontStdio {
+			// The specification: a cancelled request gets no response. An HTTP
+			// POST still needs one to end.
+			return nil
+		}
+		if rpcErr == nil {
+			rpcErr = &RPCError{Code: jsonrpc.CodeCancelled, Message: "request cancelled by the client"}
+		}
 	}
 	return jsonrpc.Response(m.ID, result, rpcErr)
 }

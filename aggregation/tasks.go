@@ -179,7 +179,7 @@ func (g *Gateway) callTask(ctx context.Context, c *caller, p callParams) (raw js
 		return nil, rpcErr
 	}
 	rec.Arguments = args
-	if refused := g.taskRefusal("tools/call", s.agent, t, rec); refused != nil {
+	if refused := g.taskRefusal("tools/call", s, t, rec); refused != nil {
 		return nil, refused
 	}
 	var token string
@@ -201,14 +201,15 @@ func (g *Gateway) callTask(ctx context.Context, c *caller, p callParams) (raw js
 	}
 	var created struct {
 		Task struct {
-			TaskID string `json:"taskId"`
-			TTL    *int64 `json:"ttl"`
+			TaskID string      `json:"taskId"`
+			TTL    json.Number `json:"ttl"`
 		} `json:"task"`
 	}
 	if json.Unmarshal(raw, &created) != nil || created.Task.TaskID == "" {
 		return raw, nil // the child ran the call at once: its result is the answer
 	}
-	id, err := g.tasks.add(s, t, created.Task.TaskID, taskLife(created.Task.TTL))
+	ttl, _ := taskLife(created.Task.TTL)
+	id, err := g.tasks.add(s, t, created.Task.TaskID, ttl)
 	if err != nil {
 		return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: err.Error()}
 	}
@@ -220,7 +221,8 @@ func (g *Gateway) callTask(ctx context.Context, c *caller, p callParams) (raw js
 // isError result) it is an error: a task request has no tool result to carry it. rec
 // is the call being observed, if any; a refused tasks/* request is observed on its
 // own, like a refused prompt or resource.
-func (g *Gateway) taskRefusal(method, agent string, t *Tool, rec *Call) *RPCError {
+func (g *Gateway) taskRefusal(method string, s *session, t *Tool, rec *Call) *RPCError {
+	agent := s.agent
 	d := g.pol.Load().Decide(agent, t.policyTool())
 	g.denials.Record(d)
 	if rec != nil {
@@ -235,7 +237,7 @@ func (g *Gateway) taskRefusal(method, agent string, t *Tool, rec *Call) *RPCErro
 		rec.decided(d)
 		g.observe(rec)
 	}
-	return &RPCError{Code: jsonrpc.CodeInvalidParams, Message: d.Message()}
+	return &RPCError{Code: jsonrpc.CodeInvalidParams, Message: toldTo(s, d).Message()}
 }
 
 // taskRequest sends one task request to a child as the call of c: what the child asks
@@ -290,7 +292,7 @@ func taskMethod(method string) method {
 		if rt == nil {
 			return nil, unknownTask(id)
 		}
-		if refused := s.g.taskRefusal(method, s.agent, s.g.taskTool(rt), nil); refused != nil {
+		if refused := s.g.taskRefusal(method, s, s.g.taskTool(rt), nil); refused != nil {
 			return nil, refused
 		}
 		if rt.bridged {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
@@ -31,23 +33,6 @@ func bridgesTasks(cn *conn) bool {
 	return ok
 }
 
-// maxTaskLife bounds a task's time to live as a child gives it: a huge ttl must
-// neither overflow a time.Duration (and make a task already expired) nor keep a
-// route for ever.
-const maxTaskLife = 30 * 24 * time.Hour
-
-// taskLife is a ttl in milliseconds as a duration, within maxTaskLife; zero (kept
-// until the session ends) when there is none or it is not positive.
-func taskLife(ms *int64) time.Duration {
-	if ms == nil || *ms <= 0 {
-		return 0
-	}
-	if *ms >= int64(maxTaskLife/time.Millisecond) {
-		return maxTaskLife
-	}
-	return time.Duration(*ms) * time.Millisecond
-}
-
 // Task statuses that end a task.
 var terminalStatus = map[string]bool{"completed": true, "failed": true, "cancelled": true}
 
@@ -59,15 +44,27 @@ type modernTask struct {
 	StatusMessage  string          `json:"statusMessage,omitempty"`
 	CreatedAt      string          `json:"createdAt,omitempty"`
 	LastUpdatedAt  string          `json:"lastUpdatedAt,omitempty"`
-	TTLMs          *int64          `json:"ttlMs"`
-	PollIntervalMs *int64          `json:"pollIntervalMs,omitempty"`
+	TTLMs          json.Number     `json:"ttlMs,omitempty"`
+	PollIntervalMs json.Number     `json:"pollIntervalMs,omitempty"`
 	Result         json.RawMessage `json:"result,omitempty"`
 	Error          *RPCError       `json:"error,omitempty"`
 }
 
+// pollInterval is the interval the child asks to be polled at, within a day.
+func (t modernTask) pollInterval() (time.Duration, bool) {
+	ms, err := strconv.ParseFloat(string(t.PollIntervalMs), 64)
+	if err != nil || ms < 0 || math.IsNaN(ms) {
+		return 0, false
+	}
+	return time.Duration(min(ms, float64((24*time.Hour).Milliseconds()))) * time.Millisecond, true
+}
+
 // legacy is the task as a 2025-11-25 client knows it.
 func (t modernTask) legacy() json.RawMessage {
-	out := map[string]any{"taskId": t.TaskID, "status": t.Status, "ttl": t.TTLMs}
+	out := map[string]any{"taskId": t.TaskID, "status": t.Status, "ttl": nil}
+	if life, ok := taskLife(t.TTLMs); ok {
+		out["ttl"] = life.Milliseconds()
+	}
 	if t.StatusMessage != "" {
 		out["statusMessage"] = t.StatusMessage
 	}
@@ -77,8 +74,8 @@ func (t modernTask) legacy() json.RawMessage {
 	if t.LastUpdatedAt != "" {
 		out["lastUpdatedAt"] = t.LastUpdatedAt
 	}
-	if t.PollIntervalMs != nil {
-		out["pollInterval"] = *t.PollIntervalMs
+	if ms, ok := t.pollInterval(); ok {
+		out["pollInterval"] = ms.Milliseconds()
 	}
 	return mustMarshal(out)
 }
@@ -108,7 +105,8 @@ func (g *Gateway) callBridgedTask(ctx context.Context, c *caller, t *Tool, param
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
-	id, err := g.tasks.add(c.s, t, task.TaskID, taskLife(task.TTLMs))
+	life, _ := taskLife(task.TTLMs)
+	id, err := g.tasks.add(c.s, t, task.TaskID, life)
 	if err != nil {
 		return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: err.Error()}
 	}
@@ -181,8 +179,8 @@ func (g *Gateway) bridgedTaskResult(ctx context.Context, c *caller, rt *taskRout
 			return withRelatedTask(task.Result, rt.id), nil
 		}
 		wait := minTaskPoll
-		if task.PollIntervalMs != nil {
-			wait = min(max(time.Duration(*task.PollIntervalMs)*time.Millisecond, minTaskPoll), maxTaskPoll)
+		if d, ok := task.pollInterval(); ok {
+			wait = min(max(d, minTaskPoll), maxTaskPoll)
 		}
 		c.letGo()
 		if !sleep(ctx, wait) {

@@ -43,15 +43,15 @@ func (g *Gateway) offersTasks() bool {
 // sealTask gives a child's CreateTaskResult the handle the client knows the task by.
 func (g *Gateway) sealTask(s *session, server, tool string, raw json.RawMessage) (json.RawMessage, *RPCError) {
 	var task struct {
-		TaskID string `json:"taskId"`
-		TTL    *int64 `json:"ttlMs"`
+		TaskID string      `json:"taskId"`
+		TTL    json.Number `json:"ttlMs"`
 	}
 	if json.Unmarshal(raw, &task) != nil || task.TaskID == "" {
 		return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("server %s answered with a task that has no taskId", server)}
 	}
 	life := taskHandleLife
-	if task.TTL != nil && *task.TTL > 0 {
-		life = time.Duration(*task.TTL)*time.Millisecond + time.Minute
+	if ttl, ok := taskLife(task.TTL); ok {
+		life = ttl + time.Minute
 	}
 	handle := g.sealer.seal(requestState{Kind: stateTask, Server: server, Child: mustMarshal(task.TaskID), Tool: tool,
 		Agent: s.agent, Method: "tasks", Expires: time.Now().Add(life).UnixMilli()})
@@ -81,7 +81,7 @@ func extTaskMethod(method string) method {
 				return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("the tool of task %s, %s, is no longer served; the task can only be cancelled", quoted(handle), st.Tool)}
 			}
 		} else if method != "tasks/cancel" {
-			if refused := g.taskRefusal(method, s.agent, t, nil); refused != nil {
+			if refused := g.taskRefusal(method, s, t, nil); refused != nil {
 				return nil, refused
 			}
 		}

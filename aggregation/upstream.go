@@ -35,6 +35,7 @@ type clientUpstream struct {
 	ready chan struct{}
 	cn    *conn
 	err   error
+	agent string // the agent of the session it serves
 }
 
 // count is the number of upstream sessions open or opening.
@@ -81,22 +82,22 @@ func (c *child) claim(s *session) (u *clientUpstream, mine bool, err error) {
 	c.ups.mu.Lock()
 	defer c.ups.mu.Unlock()
 	if u := c.ups.m[s]; u != nil {
+		u.touch()
 		return u, false, nil
 	}
 	if c.runCtx == nil || c.runCtx.Err() != nil {
 		return nil, false, fmt.Errorf("server %s is not running", c.name)
 	}
-	if limit := c.config().SessionLimit(); len(c.ups.m) >= limit {
-		return nil, false, fmt.Errorf("server %s already has its maximum of %d upstream sessions, one per client session (servers.%s.maxSessions); close idle client sessions or raise servers.%s.maxSessions",
-			c.name, limit, c.name, c.name)
-	}
 	if s.isClosed() {
 		return nil, false, errSessionClosed
+	}
+	if err := c.makeRoomLocked(s); err != nil {
+		return nil, false, err
 	}
 	if c.ups.m == nil {
 		c.ups.m = map[*session]*clientUpstream{}
 	}
-	u = &clientUpstream{ready: make(chan struct{})}
+	u = &clientUpstream{ready: make(chan struct{}), agent: s.agent}
 	c.ups.m[s] = u
 	c.upWG.Add(1) // under ups.mu, so that shutdown's Wait comes after it (see shutdown)
 	return u, true, nil

@@ -52,7 +52,7 @@ func newSessionsFixturePolicy(t *testing.T, mem *memory.Memory, policy string) *
 	}
 	cfgJSON := fmt.Sprintf(`{
 		"servers": {
-			"solo": %s, "sessions": "client", "maxSessions": 2},
+			"solo": %s, "sessions": "client", "maxSessions": 2, "maxSessionsPerAgent": 2},
 			"good": %s},
 			"sse": {"transport": "sse", "url": %q, "timeout": "20s"},
 			"web": {"transport": "streamable-http", "url": %q, "timeout": "20s", "sessions": "client"}
@@ -158,7 +158,7 @@ var sampleAndRoots = map[string]any{"sampling": map[string]any{}, "roots": map[s
 // TestClientSessionsAreIsolated: with "sessions": "client", each client session has
 // its own process of the server: what one client sets another does not see, a call
 // with no client (nexus call) goes to the server's own connection, a client past
-// maxSessions is told what to change, and a session's end stops its process and
+// maxSessions ends its agent's idle one, and a session's end stops its process and
 // frees its place. Over both fronts, and with memory on: a read-only "get" of one
 // client is never answered with another's.
 func TestClientSessionsAreIsolated(t *testing.T) {
@@ -206,23 +206,29 @@ func TestClientSessionsAreIsolated(t *testing.T) {
 				t.Errorf("upstream sessions of solo: %d, want 2", n)
 			}
 
-			// Past maxSessions (2): a clear refusal that names the setting.
+			// Past maxSessions (2), every upstream idle: the least recently used
+			// (A's) is ended to make room for a third client (upshare.go).
 			c := f.client(frontHTTP, "other", sampleAndRoots)
 			gotC, isErr := call(t, c, "solo__get", "")
-			if !isErr || !strings.Contains(gotC, "servers.solo.maxSessions") || !strings.Contains(gotC, "maximum of 2") {
-				t.Errorf("a third client: %q (error %v), want a refusal naming servers.solo.maxSessions", gotC, isErr)
+			if isErr || !strings.Contains(gotC, `value=""`) {
+				t.Errorf("a third client: %q (error %v), want a fresh process", gotC, isErr)
+			}
+			waitFor(t, "A's idle process is ended for the third client", func() bool { return exited(pidA) })
+			if exited(pidB) {
+				t.Error("B's process, another agent's, was ended")
 			}
 
-			// A's session ends: its process exits, its place is free.
-			a.end()
-			waitFor(t, "A's process exits", func() bool { return exited(pidA) })
-			waitFor(t, "A's upstream session is dropped", func() bool { return f.upstreamSessions("solo") == 1 })
+			// C's session ends: its process exits, its place is free.
+			pidC := pidOf(t, gotC)
+			c.end()
+			waitFor(t, "C's process exits", func() bool { return exited(pidC) })
+			waitFor(t, "C's upstream session is dropped", func() bool { return f.upstreamSessions("solo") == 1 })
 			if exited(pidB) {
-				t.Error("B's process exited with A's session")
+				t.Error("B's process exited with C's session")
 			}
-			gotC, isErr = call(t, c, "solo__get", "")
-			if isErr || !strings.Contains(gotC, `value=""`) {
-				t.Errorf("the third client once A left: %q (error %v), want a fresh process", gotC, isErr)
+			gotA, isErr = call(t, a, "solo__get", "")
+			if isErr || !strings.Contains(gotA, `value=""`) {
+				t.Errorf("A once C left: %q (error %v), want a fresh process, its state lost", gotA, isErr)
 			}
 		})
 	}

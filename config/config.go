@@ -11,10 +11,12 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/nexus-mcp/nexus/memory"
@@ -265,6 +267,10 @@ type Server struct {
 	// MaxSessions bounds the upstream sessions of a "client" server
 	// (DefaultMaxUpstreamSessions when 0): past it a new client's request is refused.
 	MaxSessions int `json:"maxSessions,omitempty"`
+	// MaxSessionsPerAgent is one agent's share of MaxSessions (see
+	// SessionShare for the default), so that one agent cannot hold every
+	// upstream session.
+	MaxSessionsPerAgent int `json:"maxSessionsPerAgent,omitempty"`
 	// Start, IdleTimeout and MaxLifetime decide a stdio server's life
 	// (lifecycle.go); unset, the "children" defaults apply. IdleTimeout "0"
 	// keeps an idle server running; MaxLifetime "0" never recycles it.
@@ -294,6 +300,37 @@ type OAuthClient struct {
 	// Document: the client_id at servers that accept one.
 	ClientMetadataURL string   `json:"clientMetadataUrl,omitempty"`
 	Scopes            []string `json:"scopes,omitempty"` // asked for instead of what the server suggests
+	// AllowAddresses are loopback, private or link-local addresses (an IP or a
+	// CIDR prefix) the server's OAuth requests may connect to although the
+	// server is not there itself: an intranet authorization server.
+	AllowAddresses []string `json:"allowAddresses,omitempty"`
+}
+
+// AllowedPrefixes is AllowAddresses parsed; entries Load refused are skipped.
+func (o *OAuthClient) AllowedPrefixes() []netip.Prefix {
+	if o == nil {
+		return nil
+	}
+	var out []netip.Prefix
+	for _, a := range o.AllowAddresses {
+		if p, err := parseAddressOrPrefix(a); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parseAddressOrPrefix reads "10.0.0.0/8" or "10.1.2.3" (a one-address prefix).
+func parseAddressOrPrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		return p.Masked(), err
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
 // Annotations overrides tool hints; a nil field keeps the child's value.
@@ -339,6 +376,18 @@ func (s *Server) SessionLimit() int {
 		return s.MaxSessions
 	}
 	return DefaultMaxUpstreamSessions
+}
+
+// SessionShare is how many of a "client" server's upstream sessions one of
+// agents (the agents that have a token) may hold: MaxSessionsPerAgent, else
+// SessionLimit divided among them with a share left for one more (all of them
+// when no agent has a token), at least one, never more than SessionLimit.
+func (s *Server) SessionShare(agents int) int {
+	limit := s.SessionLimit()
+	if s.MaxSessionsPerAgent > 0 {
+		return min(s.MaxSessionsPerAgent, limit)
+	}
+	return max(limit/(agents+1), 1)
 }
 
 // Protocol is the legacy protocol version offered to this child in an

@@ -51,6 +51,8 @@ func TestParseErrors(t *testing.T) {
 		{"maxSessions of a shared server", `{"servers": {"gh": {"command": "x", "maxSessions": 3}}}`, []string{"servers.gh", `"maxSessions"`, `"sessions": "client"`}},
 		{"maxSessions of the wrong type", `{"servers": {"gh": {"command": "x", "sessions": "client", "maxSessions": "many"}}}`, []string{"servers.gh.maxSessions", "must be a number"}},
 		{"negative agent share", `{"limits": {"maxSessionsPerAgent": -2}}`, []string{"limits.maxSessionsPerAgent"}},
+		{"negative upstream share", `{"servers": {"gh": {"command": "x", "sessions": "client", "maxSessionsPerAgent": -1}}}`, []string{"servers.gh", `"maxSessionsPerAgent"`, "positive"}},
+		{"upstream share of a shared server", `{"servers": {"gh": {"command": "x", "maxSessionsPerAgent": 2}}}`, []string{"servers.gh", `"maxSessionsPerAgent"`, `"sessions": "client"`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,6 +122,11 @@ func TestParseServers(t *testing.T) {
 	}
 	if s := cfg.Servers["shell"]; !s.PerClient() || s.SessionLimit() != 3 {
 		t.Errorf("sessions of shell: per client %v, limit %d; want client, 3", s.PerClient(), s.SessionLimit())
+	}
+	for _, tc := range []struct{ agents, want int }{{0, 3}, {1, 1}, {5, 1}} {
+		if got := cfg.Servers["shell"].SessionShare(tc.agents); got != tc.want {
+			t.Errorf("with %d agents, one agent's share of shell's 3 sessions is %d, want %d", tc.agents, got, tc.want)
+		}
 	}
 	if got := cfg.Servers["desk"].CallTimeout(); got != DefaultTimeout {
 		t.Errorf("default timeout = %s", got)
@@ -376,6 +383,8 @@ func TestOAuthKeys(t *testing.T) {
 		{"http metadata URL", `{"url": "https://x/mcp", "oauth": {"clientMetadataUrl": "http://nexus.example/client.json"}}`, "https URL with a path"},
 		{"scope with a space", `{"url": "https://x/mcp", "oauth": {"scopes": ["read write"]}}`, "one word"},
 		{"unknown oauth key", `{"url": "https://x/mcp", "oauth": {"client": "a"}}`, `unknown field "client"`},
+		{"allowed addresses", `{"url": "https://x/mcp", "oauth": {"allowAddresses": ["10.0.0.0/8", "192.168.1.7", "fd00::/8"]}}`, ""},
+		{"an allowed address that is none", `{"url": "https://x/mcp", "oauth": {"allowAddresses": ["auth.corp"]}}`, `"oauth.allowAddresses" holds "auth.corp"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

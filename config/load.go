@@ -23,7 +23,7 @@ var (
 	topKeys = []string{"servers", "mcpServers", "toolNames", "maxMessageBytes", "maxChildMessageBytes", "policy",
 		"agents", "ttl", "staleIfError", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "status", "http", "reload", "limits", "locked", "projectLayers", "tools", "names", "children"}
 	serverKeys = []string{"transport", "command", "args", "env", "cwd", "url", "headers",
-		"timeout", "prefix", "disabled", "protocolVersion", "annotations", "cacheScope", "catalog", "tools", "auth", "oauth", "sessions", "maxSessions",
+		"timeout", "prefix", "disabled", "protocolVersion", "annotations", "cacheScope", "catalog", "tools", "auth", "oauth", "sessions", "maxSessions", "maxSessionsPerAgent",
 		"start", "idleTimeout", "maxLifetime"}
 )
 
@@ -744,6 +744,12 @@ func validateServer(s *Server) error {
 	if s.MaxSessions > 0 && !s.PerClient() {
 		return fmt.Errorf(`"maxSessions" bounds the sessions of a server with "sessions": %q; set that, or remove maxSessions`, SessionsClient)
 	}
+	if s.MaxSessionsPerAgent < 0 {
+		return fmt.Errorf(`"maxSessionsPerAgent" is a positive number of upstream sessions (default maxSessions divided among the agents), not %d`, s.MaxSessionsPerAgent)
+	}
+	if s.MaxSessionsPerAgent > 0 && !s.PerClient() {
+		return fmt.Errorf(`"maxSessionsPerAgent" bounds the sessions of a server with "sessions": %q; set that, or remove maxSessionsPerAgent`, SessionsClient)
+	}
 	if err := checkToolOverrides(s.Tools); err != nil {
 		return err
 	}
@@ -802,6 +808,11 @@ func validateAuth(s *Server) error {
 	for _, sc := range o.Scopes {
 		if sc == "" || strings.ContainsAny(sc, " \t\"\\") {
 			return fmt.Errorf(`"oauth.scopes" holds %q: each scope is one word, without spaces or quotes`, sc)
+		}
+	}
+	for _, a := range o.AllowAddresses {
+		if _, err := parseAddressOrPrefix(a); err != nil {
+			return fmt.Errorf(`"oauth.allowAddresses" holds %q: each entry is an IP address or a CIDR prefix such as "10.0.0.0/8"`, a)
 		}
 	}
 	return nil

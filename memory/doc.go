@@ -33,10 +33,10 @@
 //
 // Two calls are the same call when they name the same canonical tool and
 // their arguments have the same canonical JSON (see CanonicalJSON): key
-// order, whitespace, number spelling and string escapes do not matter;
-// values do, so "staging" and "production" never share an answer, and
-// neither do two strings a child may read differently (a lone surrogate
-// "\ud800" and U+FFFD). Entries
+// order, whitespace and string escapes do not matter; values do, so
+// "staging" and "production" never share an answer, and neither do two
+// spellings a child may read differently (a lone surrogate "\ud800" and
+// U+FFFD; 1.0 and 1, which Python reads as a float and an int). Entries
 // are scoped by the child's credentials, not by the agent: every agent
 // behind one gateway shares answers, unless the server is configured
 // agent-scoped, in which case the agent name is part of the key.

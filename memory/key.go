@@ -23,10 +23,10 @@ const maxCanonicalDepth = 512
 //
 //   - Object members are sorted by key (bytewise on the UTF-8 key); a key
 //     that appears twice is an error, since children disagree on which wins.
-//   - Numbers are compared as exact decimals: 1, 1.0, 10e-1 and 1e0 encode
-//     alike, big integers keep every digit, and -0 is 0. Integers with up
-//     to 21 trailing zeros are written in full, other numbers as a decimal
-//     fraction or in exponent form.
+//   - Numbers keep the spelling they were written in: 1, 1.0, 1e0 and -0
+//     are four keys. A Python child reads 1 as an int and 1.0 as a float, a
+//     JavaScript one keeps -0, and either may answer each differently, so
+//     one spelling's answer is never another's.
 //   - Strings are re-escaped: only '"', '\\' and control characters are
 //     escaped (as \b \f \n \r \t or \u00XX); "\u00e9" and "é" encode alike.
 //   - What a child may see differently stays different: a lone surrogate
@@ -412,12 +412,10 @@ func appendString(out []byte, s string) []byte {
 
 var errNumber = errors.New("invalid number")
 
-// number validates the JSON number at c.pos and appends its canonical form.
+// number validates the JSON number at c.pos and appends it as it is written.
 func (c *canonicalizer) number() error {
 	start := c.pos
-	neg := false
 	if c.in[c.pos] == '-' {
-		neg = true
 		c.pos++
 	}
 	intStart := c.pos
@@ -428,22 +426,18 @@ func (c *canonicalizer) number() error {
 	if len(intPart) == 0 || (len(intPart) > 1 && intPart[0] == '0') {
 		return c.errorf("%w %q", errNumber, c.in[start:c.pos])
 	}
-	var fracPart []byte
 	if c.pos < len(c.in) && c.in[c.pos] == '.' {
 		c.pos++
 		fs := c.pos
 		for c.pos < len(c.in) && isDigit(c.in[c.pos]) {
 			c.pos++
 		}
-		fracPart = c.in[fs:c.pos]
-		if len(fracPart) == 0 {
+		if fs == c.pos {
 			return c.errorf("%w %q", errNumber, c.in[start:c.pos])
 		}
 	}
-	var exp int64
 	if c.pos < len(c.in) && (c.in[c.pos] == 'e' || c.in[c.pos] == 'E') {
 		c.pos++
-		es := c.pos
 		if c.pos < len(c.in) && (c.in[c.pos] == '+' || c.in[c.pos] == '-') {
 			c.pos++
 		}
@@ -454,69 +448,9 @@ func (c *canonicalizer) number() error {
 		if ds == c.pos {
 			return c.errorf("%w %q", errNumber, c.in[start:c.pos])
 		}
-		var err error
-		exp, err = strconv.ParseInt(string(c.in[es:c.pos]), 10, 64)
-		if err != nil || exp > 1<<40 || exp < -(1<<40) {
-			return c.errorf("%w %q: exponent out of range", errNumber, c.in[start:c.pos])
-		}
 	}
-	// value = digits × 10^exp, with digits free of leading and trailing zeros.
-	digits := make([]byte, 0, len(intPart)+len(fracPart))
-	digits = append(digits, intPart...)
-	digits = append(digits, fracPart...)
-	exp -= int64(len(fracPart))
-	i := 0
-	for i < len(digits) && digits[i] == '0' {
-		i++
-	}
-	digits = digits[i:]
-	for len(digits) > 0 && digits[len(digits)-1] == '0' {
-		digits = digits[:len(digits)-1]
-		exp++
-	}
-	c.out = appendNumber(c.out, neg, digits, exp)
+	c.out = append(c.out, c.in[start:c.pos]...)
 	return nil
 }
 
 func isDigit(b byte) bool { return b >= '0' && b <= '9' }
-
-// appendNumber writes digits × 10^exp (digits normalised) in one form per value.
-func appendNumber(out []byte, neg bool, digits []byte, exp int64) []byte {
-	if len(digits) == 0 {
-		return append(out, '0')
-	}
-	if neg {
-		out = append(out, '-')
-	}
-	n := int64(len(digits))
-	switch {
-	case exp >= 0 && exp <= 21:
-		// Integer: written in full, however many digits it has.
-		out = append(out, digits...)
-		for range exp {
-			out = append(out, '0')
-		}
-	case exp < 0 && n+exp > 0:
-		// Decimal fraction with an integer part: 12.34.
-		out = append(out, digits[:n+exp]...)
-		out = append(out, '.')
-		out = append(out, digits[n+exp:]...)
-	case exp < 0 && n+exp > -6:
-		// Small fraction: 0.00123.
-		out = append(out, '0', '.')
-		for range -(n + exp) {
-			out = append(out, '0')
-		}
-		out = append(out, digits...)
-	default:
-		// Exponent form: d.ddde±x, with the exponent of the leading digit.
-		out = append(out, digits[0])
-		if n > 1 {
-			out = append(out, '.')
-			out = append(out, digits[1:]...)
-		}
-		out = append(out, 'e')
-		out = strconv.AppendInt(out, exp+n-1, 10)
-	}
-	return out
-}

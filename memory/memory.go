@@ -427,6 +427,12 @@ type Query struct {
 
 // Query puts a call of t by agent with args to memory.
 func (m *Memory) Query(agent string, t Tool, args json.RawMessage) *Query {
+	return m.QueryWithMeta(agent, t, args, nil)
+}
+
+// QueryWithMeta puts a call of t by agent with args to memory, and meta, the
+// _meta of the call as the child gets it: it is part of the key (see metaScope).
+func (m *Memory) QueryWithMeta(agent string, t Tool, args, meta json.RawMessage) *Query {
 	if m == nil {
 		return nil
 	}
@@ -447,10 +453,19 @@ func (m *Memory) Query(agent string, t Tool, args json.RawMessage) *Query {
 	if m.isStale(t) {
 		return q
 	}
+	scope := r.scope(t, agent)
+	ms, err := metaScope(meta)
+	if err != nil {
+		m.log.Debug("memory: the call's _meta is not a JSON object; forwarding", "tool", t.Name, "err", err)
+		return q
+	}
+	if ms != "" {
+		scope = strings.TrimPrefix(scope+" "+ms, " ")
+	}
 	q.c = &call{
 		t:      t,
 		r:      r,
-		scope:  r.scope(t, agent),
+		scope:  scope,
 		agent:  agent,
 		fp:     fingerprint(canonical),
 		args:   canonical,

@@ -39,7 +39,7 @@ func TestRepeatedCallHits(t *testing.T) {
 		t.Fatalf("first status = %q, want miss", got)
 	}
 	clk.Advance(1500 * time.Millisecond)
-	second := Do(t, m, "agent-b", ReadTool(), `{ "b":2.0, "a":1 }`, c)
+	second := Do(t, m, "agent-b", ReadTool(), `{ "b":2, "a":1 }`, c)
 	st, age, _ := CacheStatus(second)
 	if st != StatusHit || age != 1500 {
 		t.Fatalf("second: status %q age %d, want hit 1500", st, age)

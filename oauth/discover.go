@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/nexus-mcp/nexus/internal/egress"
 )
 
 // maxMetadataBytes bounds a metadata document or a token response: a hostile
@@ -207,11 +209,17 @@ func checkEndpoints(md *ServerMetadata) error {
 		if err != nil || u.Host == "" {
 			return fmt.Errorf("the endpoint %q is not an absolute URL", e)
 		}
-		if u.Scheme != "https" && !(u.Scheme == "http" && loopback(u.Hostname())) {
+		if !secureScheme(u) {
 			return fmt.Errorf("the endpoint %s is not https: refusing to send credentials to it", e)
 		}
 	}
 	return nil
+}
+
+// secureScheme reports whether u may carry credentials: https, or http to this
+// machine (where the dial guard lets it go only for a server that is local too).
+func secureScheme(u *url.URL) bool {
+	return u.Scheme == "https" || (u.Scheme == "http" && loopback(u.Hostname()))
 }
 
 // loopback reports whether host is this machine.
@@ -257,14 +265,22 @@ func resourceCovers(resource string, u *url.URL) bool {
 	return rp == "" || rp == up || strings.HasPrefix(up, rp+"/")
 }
 
-// getJSON GETs a JSON document into v.
+// getJSON GETs a JSON document into v. Only https is asked (http on the
+// loopback), and a redirect is followed only within the document's origin.
 func getJSON(ctx context.Context, hc *http.Client, u string, v any) error {
+	pu, err := url.Parse(u)
+	if err != nil || pu.Host == "" {
+		return fmt.Errorf("the metadata URL %q is not an absolute URL", u)
+	}
+	if !secureScheme(pu) {
+		return fmt.Errorf("the metadata URL %s is not https: refusing to fetch it", pu.Redacted())
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return fmt.Errorf("%s: %w", u, err)
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := hc.Do(req)
+	resp, err := egress.WithRedirects(hc, egress.SameOrigin).Do(req)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nexus-mcp/nexus/internal/egress"
 )
 
 // Authorization is one authorization code grant in progress: the URL a person
@@ -166,7 +168,9 @@ func tokenRequest(ctx context.Context, hc *http.Client, d *Discovery, client *Cl
 		// RFC 6749 §2.3.1: both parts form-encoded before base64.
 		req.SetBasicAuth(url.QueryEscape(client.ID), url.QueryEscape(client.Secret))
 	}
-	resp, err := hc.Do(req)
+	// A redirect would take the code, the verifier and the client secret to
+	// wherever it points: none is followed.
+	resp, err := egress.WithRedirects(hc, egress.NoRedirects).Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("the token endpoint of %s: %w", d.Server.Issuer, err)
 	}

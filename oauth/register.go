@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/nexus-mcp/nexus/internal/egress"
 )
 
 // The token endpoint authentication methods Nexus speaks.
@@ -94,7 +96,7 @@ func registerDynamic(ctx context.Context, hc *http.Client, md *ServerMetadata, r
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	resp, err := hc.Do(req)
+	resp, err := egress.WithRedirects(hc, egress.NoRedirects).Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("registering at %s: %w", md.Issuer, err)
 	}

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+
+	"github.com/nexus-mcp/nexus/internal/egress"
 )
 
 // Transport authorizes the requests of one MCP server with its Session: it adds
@@ -16,9 +19,15 @@ type Transport struct {
 	Session *Session
 }
 
-// RoundTrip implements http.RoundTripper.
+// RoundTrip implements http.RoundTripper. A request to another origin than the
+// session's server is refused: a client that follows a redirect calls RoundTrip
+// for each hop, and the token must not go with it.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
+	if err := t.sameOrigin(req.URL); err != nil {
+		closeBody(req)
+		return nil, err
+	}
 	tok, err := t.Session.Token(ctx)
 	if err != nil {
 		closeBody(req)
@@ -55,6 +64,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, nil
+}
+
+// sameOrigin refuses u when it is not at the origin of the session's server.
+func (t *Transport) sameOrigin(u *url.URL) error {
+	su, err := url.Parse(t.Session.URL)
+	if err != nil {
+		return fmt.Errorf("the URL of %s: %w", t.Session.Server, err)
+	}
+	if !egress.Same(su, u) {
+		return fmt.Errorf("%s: a request to %s is not at the origin of %s: refusing to send its token there", t.Session.Server, u.Redacted(), su.Redacted())
+	}
+	return nil
 }
 
 // stepUp handles a 403 insufficient_scope: the request goes once more with a

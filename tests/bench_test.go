@@ -287,7 +287,7 @@ func BenchmarkEras(b *testing.B) {
 	h.writeConfig(map[string]any{"servers": map[string]any{"fx": map[string]any{"command": built.fixture}}})
 	meta := map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
 		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
-		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "bench", "version": "1"}}
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "e2e-test", "version": "1"}} // the session's own: a stdio connection keeps its first agent
 	eras := []struct {
 		name   string
 		params func(i int) map[string]any

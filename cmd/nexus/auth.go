@@ -378,7 +378,7 @@ func (e *env) oauthSession(ctx context.Context, cfg *config.Config, s *config.Se
 	st := lazyStore{open: func() (secrets.Store, error) { return e.oauthStore(ctx, cfg) }}
 	sess := &oauth.Session{Server: s.Name, URL: s.URL, Required: s.Auth == config.AuthOAuth,
 		Vault: &oauth.Vault{Store: st, Register: e.redactor.Add},
-		HTTP:  &http.Client{Timeout: oauthHTTPTimeout}}
+		HTTP:  oauth.HTTPClient(s.URL, s.OAuth.AllowedPrefixes(), oauthHTTPTimeout)}
 	if o := s.OAuth; o != nil {
 		sess.Client = oauth.ClientConfig{ClientID: o.ClientID, AuthMethod: o.TokenEndpointAuthMethod,
 			MetadataURL: o.ClientMetadataURL, Scopes: o.Scopes}
@@ -429,7 +429,7 @@ func (f failing) RoundTrip(req *http.Request) (*http.Response, error) {
 func (e *env) offerLogin(ctx context.Context, name, url string) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	d, err := oauth.Probe(ctx, &http.Client{Timeout: 5 * time.Second}, url)
+	d, err := oauth.Probe(ctx, oauth.HTTPClient(url, nil, 5*time.Second), url)
 	if err != nil || d == nil {
 		return
 	}

@@ -72,7 +72,7 @@ func run(ctx context.Context, serverURL string) error {
 		URL:    serverURL,
 		Vault:  &oauth.Vault{Store: &secrets.File{Path: filepath.Join(dir, "secrets.json")}},
 		Client: oauth.ClientConfig{ClientID: sc.ClientID, ClientSecret: sc.ClientSecret, MetadataURL: metadataURL},
-		HTTP:   &http.Client{Timeout: 10 * time.Second},
+		HTTP:   oauth.HTTPClient(serverURL, nil, 10*time.Second), // the gateway's: guarded as it dials
 	}
 	ua := &oauth.Follow{Redirect: "http://127.0.0.1:3334/callback"}
 	for logins := 0; ; logins++ {
