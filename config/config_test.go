@@ -403,3 +403,22 @@ func TestOAuthKeys(t *testing.T) {
 		})
 	}
 }
+
+func TestLaunch(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		srv  Server
+		want string
+	}{
+		{"a command", Server{Command: "npx", Args: []string{"-y", "@scope/server", "/my notes"}, Env: map[string]string{"TOKEN": "${keyring:x}", "A": "1"}},
+			`command: npx -y @scope/server "/my notes"; env: A, TOKEN`},
+		{"a URL", Server{URL: "https://kg.example/mcp", Headers: map[string]string{"Authorization": "Bearer s3cret"}},
+			"url: https://kg.example/mcp; headers: Authorization"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.srv.Launch(); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
