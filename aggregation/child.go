@@ -22,6 +22,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/oauth"
+	"github.com/nexus-mcp/nexus/pins"
 	"github.com/nexus-mcp/nexus/upstream"
 )
 
@@ -78,6 +79,10 @@ type child struct {
 	rootsAtStart atomic.Bool
 	// oneAttempt gives up after the first failure (Options.OneAttempt).
 	oneAttempt bool
+	// pins reviews the child's listings (Options.Pins, pins.go); held is
+	// what it last held, under mu.
+	pins *pins.Guard
+	held pinsHeld
 
 	mu   sync.Mutex
 	conn *conn
@@ -216,6 +221,11 @@ type Status struct {
 	// the first. ProtocolWhy says how that era was chosen.
 	Protocol    string `json:"protocol,omitempty"`
 	ProtocolWhy string `json:"protocolWhy,omitempty"`
+	// Held are the child's tools its pins hold until approved (servers.X.pin
+	// strict); Unapproved those listed without approval (warn). By the
+	// child's own names.
+	Held       []string `json:"held,omitempty"`
+	Unapproved []string `json:"unapproved,omitempty"`
 }
 
 // Describe says in words what a server that is not ready is doing: its state, its
@@ -250,6 +260,7 @@ func (c *child) status() Status {
 	if c.lastErr != nil {
 		s.Error = c.lastErr.Error()
 	}
+	s.Held, s.Unapproved = c.held.names()
 	if c.conn != nil {
 		e := c.conn.era()
 		s.Protocol, s.ProtocolWhy = describeProtocol(e.version), e.why
@@ -1048,6 +1059,7 @@ func (c *child) toolsFrom(raws []json.RawMessage) []*Tool {
 	if raws == nil {
 		return nil
 	}
+	raws = c.admit(raws)
 	cfg := c.config()
 	tools := make([]*Tool, 0, len(raws))
 	for _, raw := range raws {
