@@ -1,0 +1,189 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nexus-mcp/nexus/aggregation"
+	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/pins"
+	"github.com/nexus-mcp/nexus/run"
+)
+
+func toolsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "tools",
+		Usage: "the approved (pinned) tool definitions of a server: diff, approve, pins",
+		Description: "The first time Nexus lists a server's tools it pins each definition (name, title,\n" +
+			"description, schemas, hints) in $NEXUS_HOME/pins.json. A tool that later changes, a\n" +
+			"new tool and a renamed tool are held (servers.X.pin \"strict\") or listed with a\n" +
+			"warning (\"warn\") until approved here.",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "diff",
+				Usage:     "connect to SERVER and show each held tool as a diff of its approved definition",
+				ArgsUsage: "SERVER",
+				Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Action:    toolsDiffAction,
+			},
+			{
+				Name:      "approve",
+				Usage:     "approve the held tools of SERVER (all, or the TOOLs named by the server's own names); running gateways list them at once",
+				ArgsUsage: "SERVER [TOOL...]",
+				Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Action:    toolsApproveAction,
+			},
+			{
+				Name:      "pins",
+				Usage:     "print SERVER's approved hashes as a servers.SERVER.pins object, for a team config layer",
+				ArgsUsage: "SERVER",
+				Action:    toolsPinsAction,
+			},
+		},
+	}
+}
+
+// pinnedServer is the one SERVER argument of a tools subcommand, checked
+// against the config.
+func pinnedServer(c *cli.Context, cfg *config.Config, verb string, more bool) (*config.Server, error) {
+	name := c.Args().First()
+	if name == "" || (!more && c.Args().Len() > 1) {
+		return nil, usageError(fmt.Sprintf("tools %s takes one SERVER: nexus tools %s files", verb, verb))
+	}
+	s := cfg.Servers[name]
+	if s == nil {
+		return nil, knownServer(cfg, name+".*", "nothing")
+	}
+	return s, nil
+}
+
+// changeJSON is a held tool as --json prints it.
+type changeJSON struct {
+	Server  string          `json:"server"`
+	Tool    string          `json:"tool"`
+	Change  pins.Kind       `json:"change"`
+	From    string          `json:"from,omitempty"`
+	Shadows []string        `json:"shadows,omitempty"`
+	SHA256  string          `json:"sha256"`
+	Old     json.RawMessage `json:"approved,omitempty"`
+	New     json.RawMessage `json:"offered"`
+}
+
+func changesJSON(cs []pins.Change) []changeJSON {
+	out := []changeJSON{}
+	for _, c := range cs {
+		out = append(out, changeJSON{c.Server, c.Tool, c.Kind, c.From, c.Shadows, c.SHA256, c.Old, c.New})
+	}
+	return out
+}
+
+// toolsDiffAction is the action of `nexus tools diff`: the server is listed
+// afresh by a gateway of its own, whose review records what it holds in the
+// pin file, and that is shown.
+func toolsDiffAction(c *cli.Context) error {
+	e, cfg, err := loadEnv(c, slog.LevelError)
+	if err != nil {
+		return err
+	}
+	s, err := pinnedServer(c, cfg, "diff", false)
+	if err != nil {
+		return err
+	}
+	one := *cfg
+	one.Servers = map[string]*config.Server{s.Name: s}
+	g, err := e.startGateway(c.Context, &one, run.Options{NoMemory: true})
+	if err != nil {
+		return err
+	}
+	st := g.Servers()
+	g.Close()
+	f, err := pins.Load(pins.Path(e.home))
+	if err != nil {
+		return err
+	}
+	changes := pins.Changes(f, s.Name)
+	if c.Bool("json") {
+		return printJSON(e.stdout, changesJSON(changes))
+	}
+	if len(st) == 1 && st[0].State != aggregation.StateReady {
+		fmt.Fprintf(e.stderr, "%s did not connect (%s): this is what the last listing held\n", s.Name, st[0].Describe())
+	}
+	if s.PinMode() == config.PinOff {
+		fmt.Fprintf(e.stdout, "%s is not pinned (servers.%s.pin is \"off\")\n", s.Name, s.Name)
+		return nil
+	}
+	if len(changes) == 0 {
+		fmt.Fprintf(e.stdout, "every tool %s offers is approved\n", s.Name)
+		return nil
+	}
+	for _, ch := range changes {
+		fmt.Fprintln(e.stdout, ch.Diff())
+	}
+	fmt.Fprintf(e.stdout, "approve with: nexus tools approve %s (or name the tools: nexus tools approve %s %s)\n", s.Name, s.Name, changes[0].Tool)
+	return nil
+}
+
+// toolsApproveAction is the action of `nexus tools approve`.
+func toolsApproveAction(c *cli.Context) error {
+	e, cfg, err := loadEnv(c, slog.LevelWarn)
+	if err != nil {
+		return err
+	}
+	s, err := pinnedServer(c, cfg, "approve", true)
+	if err != nil {
+		return err
+	}
+	var done []pins.Change
+	_, err = pins.Update(pins.Path(e.home), func(f *pins.File) (bool, error) {
+		var err error
+		done, err = pins.Approve(f, s.Name, c.Args().Tail())
+		return err == nil, err
+	})
+	if err != nil {
+		return usageError(err.Error() + "; nexus tools diff " + s.Name + " lists what is held")
+	}
+	e.confirmRunning(c.Context)
+	if c.Bool("json") {
+		return printJSON(e.stdout, changesJSON(done))
+	}
+	for _, ch := range done {
+		what := string(ch.Kind)
+		if ch.Kind == pins.Renamed {
+			what = "renamed from " + ch.From
+		}
+		fmt.Fprintf(e.stdout, "approved %s.%s (%s)\n", s.Name, ch.Tool, what)
+	}
+	return nil
+}
+
+// toolsPinsAction is the action of `nexus tools pins`.
+func toolsPinsAction(c *cli.Context) error {
+	e, cfg, err := loadEnv(c, slog.LevelWarn)
+	if err != nil {
+		return err
+	}
+	s, err := pinnedServer(c, cfg, "pins", false)
+	if err != nil {
+		return err
+	}
+	f, err := pins.Load(pins.Path(e.home))
+	if err != nil {
+		return err
+	}
+	out := map[string]string{}
+	if sp := f.Servers[s.Name]; sp != nil {
+		for _, t := range slices.Sorted(maps.Keys(sp.Tools)) {
+			out[t] = sp.Tools[t].SHA256
+		}
+	}
+	if len(out) == 0 {
+		return fmt.Errorf("no tool of %s is pinned yet: nexus list-tools lists it (and pins its tools)", s.Name)
+	}
+	fmt.Fprintf(e.stderr, "paste under servers.%s.pins in the team's config layer:\n", s.Name)
+	return printJSON(e.stdout, out)
+}
