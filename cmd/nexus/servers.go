@@ -27,7 +27,10 @@ func addCommand() *cli.Command {
 			"  nexus add docs --transport streamable-http --url https://docs.example/mcp --header Authorization=\"Bearer ...\"\n" +
 			"  nexus add code-kg-sample                         (from the catalog: nexus catalog list)\n" +
 			"  nexus add doc-kg --value url=https://kg.example/mcp   (asks for the token on a terminal)\n" +
-			"The name becomes the first half of every tool name: <name>.<tool>.",
+			"The name becomes the first half of every tool name: <name>.<tool>.\n" +
+			"A catalog install prints the command line (or URL) and the names of the env vars\n" +
+			"and headers it writes, then asks; without a terminal it needs --yes. Every server\n" +
+			"added is pinned strict: a tool that changes later is held until nexus tools approve.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "transport", Usage: "`T`: stdio, sse or streamable-http (default: stdio with --command, streamable-http with --url)"},
 			&cli.StringFlag{Name: "command", Usage: "the `PROGRAM` to run for a stdio server"},
@@ -43,6 +46,7 @@ func addCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "value", Usage: "catalog install: give value `K=V` of the entry (repeatable; nexus catalog show NAME lists them)"},
 			&cli.StringFlag{Name: "name", Usage: "catalog install: the `SERVER` name to install the entry under (default: the entry's name)"},
 			&cli.StringFlag{Name: "config", Usage: "edit this config `FILE` (a shared layer) instead of the personal one; secrets still go to the secret store"},
+			yesFlag,
 		},
 		Action: addAction,
 	}
@@ -71,7 +75,7 @@ func addAction(c *cli.Context) error {
 		return e.notInCatalog(name)
 	}
 	srv := &config.Server{Transport: c.String("transport"), Command: c.String("command"), URL: c.String("url"),
-		Args: c.Args().Tail(), Cwd: c.String("cwd")}
+		Args: c.Args().Tail(), Cwd: c.String("cwd"), Pin: config.PinStrict}
 	vals := map[string]map[string]string{}
 	for _, f := range []string{"env", "plain-env", "header", "plain-header"} {
 		if vals[f], err = parsePairs(f, c.StringSlice(f)); err != nil {
