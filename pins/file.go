@@ -231,6 +231,15 @@ func Update(path string, change func(*File) (bool, error)) (*File, error) {
 	return f, f.save(path)
 }
 
+// clone is a copy of f that review may change without changing f.
+func (f *File) clone() *File {
+	c := &File{Version: f.Version, Servers: make(map[string]*Server, len(f.Servers))}
+	for name, s := range f.Servers {
+		c.Servers[name] = &Server{Tools: maps.Clone(s.Tools), Held: maps.Clone(s.Held)}
+	}
+	return c
+}
+
 // server is the entry of a server, made when missing.
 func (f *File) server(name string) *Server {
 	s := f.Servers[name]

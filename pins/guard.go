@@ -54,9 +54,13 @@ func (g *Guard) Reload() error {
 }
 
 // Admit reviews one listing of server's tools (review) under mode, with the
-// pins a team config layer ships (tool name -> sha256), and records what it
-// saw. It logs a server's held and unapproved tools when they change.
-func (g *Guard) Admit(server string, mode Mode, team map[string]string, listed []json.RawMessage) Admission {
+// pins a team config layer ships (tool name -> sha256). A fresh listing (one the
+// server just gave) is recorded in the pin file; one reviewed again, after a
+// reload or an approval, is not: each gateway of a home writes only what its
+// own servers list, so one's write, which makes the others reload, never makes
+// them write in turn. It logs a server's held and unapproved tools when they
+// change.
+func (g *Guard) Admit(server string, mode Mode, team map[string]string, listed []json.RawMessage, fresh bool) Admission {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if mode == Off {
@@ -66,6 +70,11 @@ func (g *Guard) Admit(server string, mode Mode, team map[string]string, listed [
 		return Admission{}
 	}
 	now := time.Now().UTC()
+	if !fresh {
+		a, _ := review(g.file.clone(), server, mode, team, listed, now)
+		g.tell(server, a)
+		return a
+	}
 	a, changed := review(g.file, server, mode, team, listed, now)
 	if changed {
 		f, err := Update(g.path, func(f *File) (bool, error) {

@@ -73,11 +73,11 @@ func TestHeldUntilApproved(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newGuard(t)
-			g.Admit("web", Strict, nil, raws(shadow))
-			if a := g.Admit("files", Strict, nil, raws(readFile, writeFile)); len(a.Tools) != 2 || len(a.Held) != 0 {
+			g.Admit("web", Strict, nil, raws(shadow), true)
+			if a := g.Admit("files", Strict, nil, raws(readFile, writeFile), true); len(a.Tools) != 2 || len(a.Held) != 0 {
 				t.Fatalf("the first listing is pinned as it is: %+v", a)
 			}
-			a := g.Admit("files", Strict, nil, raws(tc.listing...))
+			a := g.Admit("files", Strict, nil, raws(tc.listing...), true)
 			if got := toolNames(t, a.Tools); slices.Contains(got, tc.held) || len(got) != len(tc.listing)-1 {
 				t.Fatalf("listed %v; %s must be held and the rest listed", got, tc.held)
 			}
@@ -102,7 +102,7 @@ func TestHeldUntilApproved(t *testing.T) {
 			if err := g.Reload(); err != nil {
 				t.Fatal(err)
 			}
-			a = g.Admit("files", Strict, nil, raws(tc.listing...))
+			a = g.Admit("files", Strict, nil, raws(tc.listing...), true)
 			if len(a.Tools) != len(tc.listing) || len(a.Held) != 0 {
 				t.Fatalf("after approval: %+v", a)
 			}
@@ -116,8 +116,8 @@ func TestModes(t *testing.T) {
 	flipped := strings.Replace(writeFile, `"readOnlyHint":false,"destructiveHint":true`, `"readOnlyHint":true,"destructiveHint":false`, 1)
 	newRO := `{"name":"peek","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}`
 	g := newGuard(t)
-	g.Admit("files", Warn, nil, raws(writeFile))
-	a := g.Admit("files", Warn, nil, raws(flipped, newRO))
+	g.Admit("files", Warn, nil, raws(writeFile), true)
+	a := g.Admit("files", Warn, nil, raws(flipped, newRO), true)
 	if len(a.Tools) != 2 || len(a.Unapproved) != 2 || len(a.Held) != 0 {
 		t.Fatalf("warn: %+v", a)
 	}
@@ -131,7 +131,7 @@ func TestModes(t *testing.T) {
 			t.Errorf("warn mode listed %s as read-only: %s", tool.Name, r)
 		}
 	}
-	if a := g.Admit("other", Off, nil, raws(readFile)); len(a.Tools) != 1 || g.Seen("other") {
+	if a := g.Admit("other", Off, nil, raws(readFile), true); len(a.Tools) != 1 || g.Seen("other") {
 		t.Fatalf("off: %+v, recorded: %v", a, g.Seen("other"))
 	}
 }
@@ -141,7 +141,7 @@ func TestModes(t *testing.T) {
 func TestTeamPins(t *testing.T) {
 	d, _ := Canonical(json.RawMessage(readFile))
 	g := newGuard(t)
-	a := g.Admit("files", Strict, map[string]string{"read_file": d.Hash()}, raws(readFile, writeFile))
+	a := g.Admit("files", Strict, map[string]string{"read_file": d.Hash()}, raws(readFile, writeFile), true)
 	if got := toolNames(t, a.Tools); !slices.Equal(got, []string{"read_file"}) || len(a.Held) != 1 || a.Held[0].Kind != New {
 		t.Fatalf("team pins: listed %v, held %+v", got, a.Held)
 	}
@@ -151,7 +151,7 @@ func TestTeamPins(t *testing.T) {
 // definition's, or that others may write is refused with where it is wrong.
 func TestUntrustedFile(t *testing.T) {
 	g := newGuard(t)
-	g.Admit("files", Strict, nil, raws(readFile))
+	g.Admit("files", Strict, nil, raws(readFile), true)
 	good, err := os.ReadFile(g.Path())
 	if err != nil {
 		t.Fatal(err)
@@ -197,3 +197,25 @@ func TestUntrustedFile(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestReviewAgainRecordsNothing: a listing reviewed again (after a reload) is
+// held all the same, but only a fresh listing writes the pin file: a gateway's
+// write, which makes the others of its home reload, never makes them write.
+func TestReviewAgainRecordsNothing(t *testing.T) {
+	g := newGuard(t)
+	g.Admit("files", Strict, nil, raws(readFile), true)
+	before, err := os.ReadFile(g.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := g.Admit("files", Strict, nil, raws(readFile, writeFile), false); len(a.Held) != 1 || len(a.Tools) != 1 {
+		t.Fatalf("reviewed again: %+v", a)
+	}
+	if after, _ := os.ReadFile(g.Path()); string(after) != string(before) {
+		t.Fatalf("a review again wrote the pin file:\n%s", after)
+	}
+	g.Admit("files", Strict, nil, raws(readFile, writeFile), true)
+	if after, _ := os.ReadFile(g.Path()); !strings.Contains(string(after), `"held"`) {
+		t.Fatalf("a fresh listing did not record what it holds:\n%s", after)
+	}
+}
