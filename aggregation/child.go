@@ -166,7 +166,7 @@ func (c *child) shutdown() {
 func (c *child) reconfigure(cfg *config.Server) {
 	c.cfgp.Store(cfg)
 	c.mu.Lock()
-	c.tools = c.toolsFrom(c.raws)
+	c.tools = c.toolsOf(c.raws, false)
 	if c.tools != nil {
 		c.known = c.tools
 	}
@@ -1053,13 +1053,19 @@ func (c *child) listTools(ctx context.Context, cn *conn) ([]json.RawMessage, err
 	return nil, fmt.Errorf("%s returned more than 100 pages of tools", c.name)
 }
 
-// toolsFrom builds the gateway's tools from the child's listing and the current
-// config entry; a tool the gateway cannot serve is logged and skipped.
-func (c *child) toolsFrom(raws []json.RawMessage) []*Tool {
+// toolsFrom builds the gateway's tools from a listing the child just gave
+// (toolsOf).
+func (c *child) toolsFrom(raws []json.RawMessage) []*Tool { return c.toolsOf(raws, true) }
+
+// toolsOf builds the gateway's tools from the child's listing and the current
+// config entry, of the tools its pins admit; a tool the gateway cannot serve is
+// logged and skipped. fresh says the listing is new: the pins record what it
+// brings (a listing reviewed again after a reload records nothing).
+func (c *child) toolsOf(raws []json.RawMessage, fresh bool) []*Tool {
 	if raws == nil {
 		return nil
 	}
-	raws = c.admit(raws)
+	raws = c.admit(raws, fresh)
 	cfg := c.config()
 	tools := make([]*Tool, 0, len(raws))
 	for _, raw := range raws {

@@ -25,14 +25,14 @@ func (h pinsHeld) names() (held, unapproved []string) {
 
 // admit is where a child's tool listing is taken in: of what the child offers,
 // the tools its pins let through. A tool held never reaches the manifest, so no
-// client lists or calls it and memory never keeps its answers. Called under
-// c.mu.
-func (c *child) admit(raws []json.RawMessage) []json.RawMessage {
+// client lists or calls it and memory never keeps its answers. fresh says the
+// child just listed them (pins.Guard.Admit records it). Called under c.mu.
+func (c *child) admit(raws []json.RawMessage, fresh bool) []json.RawMessage {
 	if c.pins == nil {
 		return raws
 	}
 	cfg := c.config()
-	a := c.pins.Admit(c.name, pins.Mode(cfg.PinMode()), cfg.Pins, raws)
+	a := c.pins.Admit(c.name, pins.Mode(cfg.PinMode()), cfg.Pins, raws, fresh)
 	c.held = pinsHeld{}
 	for _, ch := range a.Held {
 		raw, _ := json.Marshal(map[string]string{"name": ch.Tool})
