@@ -9,10 +9,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/pins"
-	"github.com/nexus-mcp/nexus/run"
 )
 
 func toolsCommand() *cli.Command {
@@ -26,7 +24,7 @@ func toolsCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:      "diff",
-				Usage:     "connect to SERVER and show each held tool as a diff of its approved definition",
+				Usage:     "show each tool of SERVER held at its last listing as a diff of its approved definition",
 				ArgsUsage: "SERVER",
 				Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 				Action:    toolsDiffAction,
@@ -82,11 +80,12 @@ func changesJSON(cs []pins.Change) []changeJSON {
 	return out
 }
 
-// toolsDiffAction is the action of `nexus tools diff`: the server is listed
-// afresh by a gateway of its own, whose review records what it holds in the
-// pin file, and that is shown.
+// toolsDiffAction is the action of `nexus tools diff`: what the gateways of
+// this home held at their last listing of the server, as the pin file records
+// it. It starts no server: a tool a running server added would not be in a
+// fresh process's listing.
 func toolsDiffAction(c *cli.Context) error {
-	e, cfg, err := loadEnv(c, slog.LevelError)
+	e, cfg, err := loadEnv(c, slog.LevelWarn)
 	if err != nil {
 		return err
 	}
@@ -94,14 +93,6 @@ func toolsDiffAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	one := *cfg
-	one.Servers = map[string]*config.Server{s.Name: s}
-	g, err := e.startGateway(c.Context, &one, run.Options{NoMemory: true})
-	if err != nil {
-		return err
-	}
-	st := g.Servers()
-	g.Close()
 	f, err := pins.Load(pins.Path(e.home))
 	if err != nil {
 		return err
@@ -110,21 +101,19 @@ func toolsDiffAction(c *cli.Context) error {
 	if c.Bool("json") {
 		return printJSON(e.stdout, changesJSON(changes))
 	}
-	if len(st) == 1 && st[0].State != aggregation.StateReady {
-		fmt.Fprintf(e.stderr, "%s did not connect (%s): this is what the last listing held\n", s.Name, st[0].Describe())
-	}
-	if s.PinMode() == config.PinOff {
+	switch {
+	case s.PinMode() == config.PinOff:
 		fmt.Fprintf(e.stdout, "%s is not pinned (servers.%s.pin is \"off\")\n", s.Name, s.Name)
-		return nil
+	case f.Servers[s.Name] == nil:
+		fmt.Fprintf(e.stdout, "no listing of %s was pinned yet: the first gateway that lists it (nexus serve, nexus list-tools) pins its tools as they are\n", s.Name)
+	case len(changes) == 0:
+		fmt.Fprintf(e.stdout, "every tool %s offered at its last listing is approved\n", s.Name)
+	default:
+		for _, ch := range changes {
+			fmt.Fprintln(e.stdout, ch.Diff())
+		}
+		fmt.Fprintf(e.stdout, "approve with: nexus tools approve %s (or name the tools: nexus tools approve %s %s)\n", s.Name, s.Name, changes[0].Tool)
 	}
-	if len(changes) == 0 {
-		fmt.Fprintf(e.stdout, "every tool %s offers is approved\n", s.Name)
-		return nil
-	}
-	for _, ch := range changes {
-		fmt.Fprintln(e.stdout, ch.Diff())
-	}
-	fmt.Fprintf(e.stdout, "approve with: nexus tools approve %s (or name the tools: nexus tools approve %s %s)\n", s.Name, s.Name, changes[0].Tool)
 	return nil
 }
 
