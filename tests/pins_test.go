@@ -1,0 +1,71 @@
+package tests
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPinsApprovalReachesARunningGateway: a pinned server that adds a tool while
+// it runs (its list_changed) gets it held by the running gateway: not listed,
+// refused with the command that shows it, never sent to the server. `nexus tools
+// diff` shows it from another terminal, `nexus tools approve` accepts it, and
+// the running gateway lists it at once and tells its client the list changed.
+func TestPinsApprovalReachesARunningGateway(t *testing.T) {
+	t.Parallel()
+	h := fixtureHome(t, map[string]any{"pin": "strict"}, nil)
+	s := h.serveStdio()
+	if _, ok := s.tools()["fx__echo"]; !ok {
+		t.Fatal("the first listing is pinned as it is: fx__echo must be listed")
+	}
+	s.call("fx__add_tool", map[string]any{})
+	eventually(t, 10*time.Second, "the gateway holds late_tool", func() bool {
+		return strings.Contains(s.stderr.String(), "tools held") && strings.Contains(s.stderr.String(), "late_tool")
+	})
+	if _, ok := s.tools()["fx__late_tool"]; ok {
+		t.Fatal("late_tool is listed before it was approved")
+	}
+	if _, rpcErr := s.request("tools/call", map[string]any{"name": "fx__late_tool", "arguments": map[string]any{}}); rpcErr == nil || !strings.Contains(rpcErr.Message, "nexus tools diff fx") {
+		t.Fatalf("calling the held tool: %+v", rpcErr)
+	}
+	if h.calls()["late_tool"] > 0 {
+		t.Fatal("the held tool's call reached the server")
+	}
+
+	out, stderr, code := h.nexus("tools", "diff", "fx")
+	if code != 0 || !strings.Contains(out, "fx.late_tool: a new tool") || !strings.Contains(out, `+   "name": "late_tool"`) || !strings.Contains(out, "nexus tools approve fx") {
+		t.Fatalf("tools diff fx: exit %d\n%s%s", code, out, stderr)
+	}
+	if _, stderr, code := h.nexus("tools", "approve", "fx", "nope"); code != 2 || !strings.Contains(stderr, "late_tool") {
+		t.Errorf("approving a tool that is not held: exit %d, want 2 naming the held ones\n%s", code, stderr)
+	}
+	out, stderr, code = h.nexus("tools", "approve", "fx", "late_tool")
+	if code != 0 || !strings.Contains(out, "approved fx.late_tool (new)") {
+		t.Fatalf("tools approve: exit %d\n%s%s", code, out, stderr)
+	}
+	s.waitNote("notifications/tools/list_changed", 10*time.Second, nil)
+	if _, ok := s.tools()["fx__late_tool"]; !ok {
+		t.Fatal("late_tool is not listed after its approval")
+	}
+	if r := s.call("fx__late_tool", map[string]any{}); r.text() != "late" {
+		t.Errorf("late_tool answered %q", r.text())
+	}
+	if info, err := os.Stat(h.dir + "/pins.json"); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("pins.json: %v %v, want mode 600", info, err)
+	}
+}
+
+// TestServeRefusesACorruptPinFile: serve names the pin file and the line that
+// cannot be trusted, and serves nothing.
+func TestServeRefusesACorruptPinFile(t *testing.T) {
+	t.Parallel()
+	h := fixtureHome(t, nil, nil)
+	if err := os.WriteFile(h.dir+"/pins.json", []byte("{\n  \"version\": 1,\n  \"servers\": {\"fx\": {\"tools\": }}\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := h.nexus("serve")
+	if code == 0 || !strings.Contains(stderr, h.dir+"/pins.json:3:") || out != "" {
+		t.Fatalf("serve on a corrupt pin file: exit %d, want a refusal naming %s/pins.json:3\n%s%s", code, h.dir, out, stderr)
+	}
+}
