@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -175,4 +176,47 @@ func toolsPinsAction(c *cli.Context) error {
 	}
 	fmt.Fprintf(e.stderr, "paste under servers.%s.pins in the team's config layer:\n", s.Name)
 	return printJSON(e.stdout, out)
+}
+
+// forgetPins drops the approved definitions of a server that is gone: a server
+// added later under its name is another program, pinned afresh from its first
+// listing, after nexus add has shown what it runs.
+func (e *env) forgetPins(server string) {
+	_, err := pins.Update(pins.Path(e.home), func(f *pins.File) (bool, error) {
+		_, known := f.Servers[server]
+		delete(f.Servers, server)
+		return known, nil
+	})
+	if err != nil {
+		e.log.Warn("the approved tool definitions of the removed server stay in the pin file", "server", server, "err", err)
+	}
+}
+
+// checkPins is doctor's look at the pin file: one that cannot be trusted keeps
+// every gateway from starting; held tools wait for someone to look at them.
+func (e *env) checkPins(cfg *config.Config) check {
+	path := pins.Path(e.home)
+	ch := check{Area: "pins", Name: path, Status: checkOK}
+	f, err := pins.Load(path)
+	if err != nil {
+		ch.Status, ch.Detail = checkFail, err.Error()
+		ch.Fix = "nexus serve refuses to start until it is fixed; restore it from a backup, or remove it to pin every server afresh from its next listing"
+		return ch
+	}
+	var held []string
+	for _, name := range cfg.ServerNames() {
+		for _, c := range pins.Changes(f, name) {
+			held = append(held, name+"."+c.Tool)
+		}
+	}
+	switch {
+	case len(held) > 0:
+		ch.Status, ch.Detail = checkWarn, fmt.Sprintf("%d tool(s) changed, new or renamed since approved: %s", len(held), strings.Join(held, ", "))
+		ch.Fix = "nexus tools diff SERVER shows each change; nexus tools approve SERVER accepts it"
+	case len(f.Servers) == 0:
+		ch.Detail = "nothing pinned yet: the first listing of each server pins its tools"
+	default:
+		ch.Detail = fmt.Sprintf("the tools of %d server(s) pinned; nothing held", len(f.Servers))
+	}
+	return ch
 }

@@ -167,6 +167,9 @@ func removeAction(c *cli.Context) error {
 			}
 			mem.Close()
 		}
+		if cfg.Servers[name] == nil {
+			e.forgetPins(name)
+		}
 	}
 	fmt.Fprintf(e.stdout, "removed %s from %s\n", name, target)
 	e.confirmRunning(c.Context)
