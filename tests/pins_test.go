@@ -68,4 +68,27 @@ func TestServeRefusesACorruptPinFile(t *testing.T) {
 	if code == 0 || !strings.Contains(stderr, h.dir+"/pins.json:3:") || out != "" {
 		t.Fatalf("serve on a corrupt pin file: exit %d, want a refusal naming %s/pins.json:3\n%s%s", code, h.dir, out, stderr)
 	}
+	out, stderr, code = h.nexus("doctor")
+	if code != 1 || !strings.Contains(out, "FAIL  "+h.dir+"/pins.json: "+h.dir+"/pins.json:3:") || !strings.Contains(out, "nexus serve refuses to start until it is fixed") {
+		t.Errorf("doctor on a corrupt pin file: exit %d\n%s%s", code, out, stderr)
+	}
+}
+
+// TestRemoveForgetsPins: a removed server's pins go with it, so a server added
+// later under its name is pinned afresh (after add showed what it runs).
+func TestRemoveForgetsPins(t *testing.T) {
+	t.Parallel()
+	h := fixtureHome(t, nil, nil)
+	if out, stderr, code := h.nexus("list-tools"); code != 0 || !strings.Contains(out, "fx.echo") {
+		t.Fatalf("list-tools: exit %d\n%s%s", code, out, stderr)
+	}
+	if out, _, _ := h.nexus("tools", "pins", "fx"); !strings.Contains(out, `"echo": "`) {
+		t.Fatalf("the first listing did not pin fx's tools:\n%s", out)
+	}
+	if _, stderr, code := h.nexus("remove", "fx"); code != 0 {
+		t.Fatalf("remove: %s", stderr)
+	}
+	if data, _ := os.ReadFile(h.dir + "/pins.json"); strings.Contains(string(data), `"fx"`) {
+		t.Errorf("the removed server's pins stayed:\n%s", data)
+	}
 }
