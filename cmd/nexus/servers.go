@@ -213,6 +213,10 @@ func listServersAction(c *cli.Context) error {
 		// that era was chosen.
 		Protocol    string `json:"protocol,omitempty"`
 		ProtocolWhy string `json:"protocolWhy,omitempty"`
+		// Held are the tools its pins hold until approved, Unapproved those
+		// listed without approval (pin: warn), by the server's names (--live).
+		Held       []string `json:"held,omitempty"`
+		Unapproved []string `json:"unapproved,omitempty"`
 	}
 	rows := []row{}
 	for _, name := range cfg.ServerNames() {
@@ -242,6 +246,7 @@ func listServersAction(c *cli.Context) error {
 				n := all[j].Tools
 				rows[i].State, rows[i].Tools, rows[i].Error = string(all[j].State), &n, all[j].Error
 				rows[i].Protocol, rows[i].ProtocolWhy = all[j].Protocol, all[j].ProtocolWhy
+				rows[i].Held, rows[i].Unapproved = all[j].Held, all[j].Unapproved
 				if all[j].Sessions == config.SessionsClient {
 					up := all[j].UpstreamSessions
 					rows[i].Upstream = &up
@@ -292,6 +297,14 @@ func listServersAction(c *cli.Context) error {
 	for _, r := range rows { // why a server is not running, and when it tries again
 		if r.Error != "" && r.State != string(aggregation.StateReady) {
 			fmt.Fprintf(e.stdout, "%s: %s\n", r.Name, r.Error)
+		}
+	}
+	for _, r := range rows { // what its pins keep back, and the command that shows it
+		if len(r.Held) > 0 {
+			fmt.Fprintf(e.stdout, "%s holds %d tool(s) until approved: %s (nexus tools diff %s)\n", r.Name, len(r.Held), strings.Join(r.Held, ", "), r.Name)
+		}
+		if len(r.Unapproved) > 0 {
+			fmt.Fprintf(e.stdout, "%s lists %d tool(s) without approval (pin: warn): %s (nexus tools diff %s)\n", r.Name, len(r.Unapproved), strings.Join(r.Unapproved, ", "), r.Name)
 		}
 	}
 	for _, r := range rows { // the era each server is spoken, and why
