@@ -1,10 +1,13 @@
 package tests
 
 import (
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nexus-mcp/nexus/pins"
 )
 
 // TestPinsApprovalReachesARunningGateway: a pinned server that adds a tool while
@@ -90,5 +93,46 @@ func TestRemoveForgetsPins(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(h.dir + "/pins.json"); strings.Contains(string(data), `"fx"`) {
 		t.Errorf("the removed server's pins stayed:\n%s", data)
+	}
+}
+
+// TestListServersShowsHeld: a tool offered otherwise than approved is held by
+// the one-shot gateways too: list-servers --live names it, list-tools leaves it
+// out, and tools diff shows the approved description against the offered one.
+func TestListServersShowsHeld(t *testing.T) {
+	t.Parallel()
+	h := fixtureHome(t, map[string]any{"pin": "strict"}, nil)
+	if out, stderr, code := h.nexus("list-tools"); code != 0 || !strings.Contains(out, "fx.echo") {
+		t.Fatalf("list-tools: exit %d\n%s%s", code, out, stderr)
+	}
+	// What was approved said something else: as if the server changed since.
+	if _, err := pins.Update(h.dir+"/pins.json", func(f *pins.File) (bool, error) {
+		p := f.Servers["fx"].Tools["echo"]
+		var def map[string]any
+		if err := json.Unmarshal(p.Definition, &def); err != nil {
+			return false, err
+		}
+		def["description"] = "The description approved long ago."
+		raw, _ := json.Marshal(def)
+		d, err := pins.Canonical(raw)
+		if err != nil {
+			return false, err
+		}
+		p.SHA256, p.Definition = d.Hash(), d.JSON
+		f.Servers["fx"].Tools["echo"] = p
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := h.nexus("list-servers", "--live")
+	if code != 0 || !strings.Contains(out, "fx holds 1 tool(s) until approved: echo (nexus tools diff fx)") {
+		t.Fatalf("list-servers --live: exit %d\n%s%s", code, out, stderr)
+	}
+	if out, _, _ := h.nexus("list-tools"); strings.Contains(out, "fx.echo") {
+		t.Errorf("list-tools lists the held tool:\n%s", out)
+	}
+	out, stderr, code = h.nexus("tools", "diff", "fx")
+	if code != 0 || !strings.Contains(out, "fx.echo: its definition changed") || !strings.Contains(out, `-   "description": "The description approved long ago.",`) {
+		t.Fatalf("tools diff: exit %d\n%s%s", code, out, stderr)
 	}
 }
