@@ -236,3 +236,43 @@ func TestPinsHoldWhatListChangedBrings(t *testing.T) {
 		t.Fatal("a client was sent the held definition")
 	}
 }
+
+// TestPinsWarnKeepsApprovedHints: a server pinned "warn" lists a changed tool,
+// but with the hints last approved, so a tool that says it turned read-only is
+// still not read-only to the default policy (which hides it from an agent with
+// no policy of its own) or to memory.
+func TestPinsWarnKeepsApprovedHints(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tools := filepath.Join(dir, "files.json")
+	writeTools(t, tools, pinPoke, pinWrite)
+	cfg, err := config.Parse("test.json", []byte(fmt.Sprintf(`{"servers": {"files": {"command": %q, "args": ["-test.run=^$"], "pin": "warn",
+		"env": {"NEXUS_TEST_CHILD": "listed", "NEXUS_TEST_TOOLS": %q, "NEXUS_TEST_CALLS": %q}}},
+		"policy": {"agents": {"anonymous": {"allow": ["*"]}}}, "ttl": {"*": "1h"}}`, os.Args[0], tools, filepath.Join(dir, "calls"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := pinnedGateway(t, cfg, dir)
+	first.Close()
+	writeTools(t, tools, pinPoke, strings.Replace(pinWrite, `"readOnlyHint":false,"destructiveHint":true`, `"readOnlyHint":true,"destructiveHint":false`, 1))
+	g, _, mem := pinnedGateway(t, cfg, dir)
+	if st := g.kids()["files"].status(); !slices.Equal(st.Unapproved, []string{"write_file"}) {
+		t.Fatalf("unapproved: %v, want [write_file]", st.Unapproved)
+	}
+	all := stdioClient(t, g, "anonymous")
+	all.initialize("warned")
+	if listed := names(t, all.request("tools/list", nil), "tools", "name"); !slices.Contains(listed, "files__write_file") {
+		t.Fatalf("warn mode lists the changed tool: %v", listed)
+	}
+	if res := all.request("tools/call", map[string]any{"name": "files__write_file", "arguments": map[string]any{}}); res.Error != nil {
+		t.Fatal(res.Error)
+	}
+	if entries, err := mem.List(context.Background(), 100); err != nil || len(entries) > 0 {
+		t.Fatalf("memory kept the answer of a tool that only says it is read-only: %v (%v)", entries, err)
+	}
+	reader := stdioClient(t, g, "reader") // no policy of its own: the read-only default
+	reader.initialize("reader")
+	if listed := names(t, reader.request("tools/list", nil), "tools", "name"); slices.Contains(listed, "files__write_file") || !slices.Contains(listed, "files__poke") {
+		t.Fatalf("the read-only default lists %v: write_file must stay hidden", listed)
+	}
+}
