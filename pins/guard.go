@@ -77,8 +77,12 @@ func (g *Guard) Admit(server string, mode Mode, team map[string]string, listed [
 	}
 	a, changed := review(g.file, server, mode, team, listed, now)
 	if changed {
+		// The file on disk may be newer (an approval this gateway has not
+		// reloaded yet): what it says decides.
+		var fromDisk Admission
 		f, err := Update(g.path, func(f *File) (bool, error) {
-			_, changed := review(f, server, mode, team, listed, now)
+			var changed bool
+			fromDisk, changed = review(f, server, mode, team, listed, now)
 			return changed, nil
 		})
 		var fe *FileError
@@ -90,7 +94,7 @@ func (g *Guard) Admit(server string, mode Mode, team map[string]string, listed [
 		case err != nil:
 			g.log.Warn("the pins of a server could not be saved; they hold in this gateway", "server", server, "err", err)
 		default:
-			g.file = f
+			g.file, a = f, fromDisk
 		}
 	}
 	g.tell(server, a)
