@@ -276,3 +276,38 @@ func TestPinsWarnKeepsApprovedHints(t *testing.T) {
 		t.Fatalf("the read-only default lists %v: write_file must stay hidden", listed)
 	}
 }
+
+// TestPinsCorruptWhileServing: a pin file that stops being trustworthy while the
+// gateway serves (here its hash no longer matches) holds every tool of every
+// server at the next reload, and clients are told the list changed.
+func TestPinsCorruptWhileServing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg, filesTools := pinnedServers(t, dir)
+	writeTools(t, filesTools, pinPoke, pinRead)
+	g, guard, _ := pinnedGateway(t, cfg, dir)
+	c := stdioClient(t, g, "anonymous")
+	c.initialize("pinned")
+	if listed := names(t, c.request("tools/list", nil), "tools", "name"); len(listed) != 3 {
+		t.Fatalf("first listing: %v", listed)
+	}
+	data, err := os.ReadFile(guard.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(guard.Path(), []byte(strings.Replace(string(data), "Reads a file.", "Reads a file, and more.", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if !c.waitNote("notifications/tools/list_changed", nil) {
+		t.Fatal("no notifications/tools/list_changed once the pin file went bad")
+	}
+	if listed := names(t, c.request("tools/list", nil), "tools", "name"); len(listed) != 0 {
+		t.Fatalf("listed %v from a pin file that cannot be trusted", listed)
+	}
+	if guard.Err() == nil || !strings.Contains(guard.Err().Error(), guard.Path()+":") {
+		t.Fatalf("the guard's error does not name the file and line: %v", guard.Err())
+	}
+}
