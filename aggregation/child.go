@@ -80,7 +80,7 @@ type child struct {
 	// oneAttempt gives up after the first failure (Options.OneAttempt).
 	oneAttempt bool
 	// pins reviews the child's listings (Options.Pins, pins.go); held is
-	// what it last held, under mu.
+	// what it last held.
 	pins *pins.Guard
 	held pinsHeld
 
