@@ -414,6 +414,7 @@ func TestLaunch(t *testing.T) {
 			`command: npx -y @scope/server "/my notes"; env: A, TOKEN`},
 		{"a URL", Server{URL: "https://kg.example/mcp", Headers: map[string]string{"Authorization": "Bearer s3cret"}},
 			"url: https://kg.example/mcp; headers: Authorization"},
+		{"a URL with a password", Server{URL: "https://me:s3cret@kg.example/mcp"}, "url: https://me:xxxxx@kg.example/mcp"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.srv.Launch(); got != tc.want {
