@@ -311,3 +311,35 @@ func TestPinsCorruptWhileServing(t *testing.T) {
 		t.Fatalf("the guard's error does not name the file and line: %v", guard.Err())
 	}
 }
+
+// TestPinsFromATeamLayer: a server a config layer pins (servers.X.pins) is not
+// trusted on first use: the tools whose definitions have the shipped hashes are
+// listed from the first start, any other is held.
+func TestPinsFromATeamLayer(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tools := filepath.Join(dir, "files.json")
+	writeTools(t, tools, pinPoke, pinRead, pinWrite)
+	hash := func(tool string) string {
+		d, err := pins.Canonical(json.RawMessage(tool))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Hash()
+	}
+	cfg, err := config.Parse("team.json", []byte(fmt.Sprintf(`{"servers": {"files": {"command": %q, "args": ["-test.run=^$"], "pin": "strict",
+		"env": {"NEXUS_TEST_CHILD": "listed", "NEXUS_TEST_TOOLS": %q}, "pins": {"poke": %q, "read_file": %q}}},
+		"policy": {"agents": {"anonymous": {"allow": ["*"]}}}}`, os.Args[0], tools, hash(pinPoke), hash(pinRead))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _, _ := pinnedGateway(t, cfg, dir)
+	c := stdioClient(t, g, "anonymous")
+	c.initialize("team")
+	if listed := names(t, c.request("tools/list", nil), "tools", "name"); !slices.Equal(listed, []string{"files__poke", "files__read_file"}) {
+		t.Fatalf("listed %v, want the two tools the team pinned", listed)
+	}
+	if st := g.kids()["files"].status(); !slices.Equal(st.Held, []string{"write_file"}) {
+		t.Fatalf("held %v, want [write_file]", st.Held)
+	}
+}
