@@ -135,4 +135,7 @@ func TestListServersShowsHeld(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "fx.echo: its definition changed") || !strings.Contains(out, `-   "description": "The description approved long ago.",`) {
 		t.Fatalf("tools diff: exit %d\n%s%s", code, out, stderr)
 	}
+	if all, _, code := h.nexus("tools", "diff"); code != 0 || !strings.Contains(all, "fx.echo: its definition changed") {
+		t.Errorf("tools diff of every server: exit %d\n%s", code, all)
+	}
 }

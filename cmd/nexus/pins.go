@@ -25,8 +25,8 @@ func toolsCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:      "diff",
-				Usage:     "show each tool of SERVER held at its last listing as a diff of its approved definition",
-				ArgsUsage: "SERVER",
+				Usage:     "show each tool of SERVER (or of every server) held at its last listing as a diff of its approved definition",
+				ArgsUsage: "[SERVER]",
 				Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 				Action:    toolsDiffAction,
 			},
@@ -90,11 +90,14 @@ func toolsDiffAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := pinnedServer(c, cfg, "diff", false)
+	f, err := pins.Load(pins.Path(e.home))
 	if err != nil {
 		return err
 	}
-	f, err := pins.Load(pins.Path(e.home))
+	if c.Args().Len() == 0 {
+		return diffAll(c, e, cfg, f)
+	}
+	s, err := pinnedServer(c, cfg, "diff", false)
 	if err != nil {
 		return err
 	}
@@ -115,6 +118,27 @@ func toolsDiffAction(c *cli.Context) error {
 		}
 		fmt.Fprintf(e.stdout, "approve with: nexus tools approve %s (or name the tools: nexus tools approve %s %s)\n", s.Name, s.Name, changes[0].Tool)
 	}
+	return nil
+}
+
+// diffAll is `nexus tools diff` without a SERVER: every configured server's
+// held tools.
+func diffAll(c *cli.Context, e *env, cfg *config.Config, f *pins.File) error {
+	var changes []pins.Change
+	for _, name := range cfg.ServerNames() {
+		changes = append(changes, pins.Changes(f, name)...)
+	}
+	if c.Bool("json") {
+		return printJSON(e.stdout, changesJSON(changes))
+	}
+	if len(changes) == 0 {
+		fmt.Fprintln(e.stdout, "no tool is held: every tool the servers offered at their last listing is approved")
+		return nil
+	}
+	for _, ch := range changes {
+		fmt.Fprintln(e.stdout, ch.Diff())
+	}
+	fmt.Fprintln(e.stdout, "approve with: nexus tools approve SERVER [TOOL...]")
 	return nil
 }
 
