@@ -84,3 +84,22 @@ func (g *Gateway) heldTool(name string) *RPCError {
 	}
 	return nil
 }
+
+// ReviewPins reads the pin file again and reviews every child's last listing
+// against it, under the running config: what an approval let through is listed,
+// and the sessions whose lists changed are told. It is Reload for a change of
+// the pin file alone.
+func (g *Gateway) ReviewPins() {
+	if g.pins == nil {
+		return
+	}
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
+	if g.closed {
+		return
+	}
+	_ = g.pins.Reload() // a file that can no longer be trusted holds every tool (logged)
+	for _, c := range g.kids() {
+		c.reconfigure(c.config())
+	}
+}
