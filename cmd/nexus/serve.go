@@ -10,7 +10,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nexus-mcp/nexus/config"
-	"github.com/nexus-mcp/nexus/pins"
 	"github.com/nexus-mcp/nexus/run"
 )
 
@@ -68,7 +67,7 @@ func (e *env) serve(ctx context.Context, opts run.ServeOptions) error {
 	}
 	opts.Env, opts.Config = e.runEnv(ctx, cfg), cfg
 	opts.Env.Load = e.load
-	opts.Env.Watched = append(slices.Clone(e.layers), config.CommandTTLFile(e.home), pins.Path(e.home))
+	opts.Env.Watched = append(slices.Clone(e.layers), config.CommandTTLFile(e.home))
 	if p := e.projectLayer(); p != "" {
 		opts.Env.Watched = append(opts.Env.Watched, p)
 	}
