@@ -49,8 +49,11 @@ type Pin struct {
 
 // Held is one definition that waits for approval.
 type Held struct {
-	Pin
-	Change Kind `json:"change"`
+	SHA256     string          `json:"sha256"`
+	Definition json.RawMessage `json:"definition"`
+	// Seen is when a gateway first saw the server offer it.
+	Seen   time.Time `json:"seen,omitzero"`
+	Change Kind      `json:"change"`
 	// From is the approved tool a renamed one replaces.
 	From string `json:"from,omitempty"`
 	// Shadows are other servers' approved tools of the same name.
@@ -140,14 +143,14 @@ func parse(path string, data []byte) (*File, error) {
 		}
 		for _, tool := range slices.Sorted(maps.Keys(s.Tools)) {
 			p := s.Tools[tool]
-			if err := p.check(path, data, tool, "servers."+server+".tools."+tool); err != nil {
+			if err := check(path, data, tool, "servers."+server+".tools."+tool, p.SHA256, &p.Definition); err != nil {
 				return nil, err
 			}
 			s.Tools[tool] = p
 		}
 		for _, tool := range slices.Sorted(maps.Keys(s.Held)) {
 			h := s.Held[tool]
-			if err := h.check(path, data, tool, "servers."+server+".held."+tool); err != nil {
+			if err := check(path, data, tool, "servers."+server+".held."+tool, h.SHA256, &h.Definition); err != nil {
 				return nil, err
 			}
 			s.Held[tool] = h
@@ -156,28 +159,29 @@ func parse(path string, data []byte) (*File, error) {
 	return f, nil
 }
 
-// check verifies that the pin's hash is its definition's and that the
-// definition is the tool's, and keeps the definition canonical.
-func (p *Pin) check(path string, data []byte, tool, key string) error {
+// check verifies that sha is the hash of the definition *def and that the
+// definition is the tool's, and makes *def canonical. key names the entry
+// in an error, which is placed at the hash's line.
+func check(path string, data []byte, tool, key, sha string, def *json.RawMessage) error {
 	at := func(msg string) error {
-		line, col := find(data, `"`+p.SHA256+`"`)
-		if p.SHA256 == "" {
+		line, col := find(data, `"`+sha+`"`)
+		if sha == "" {
 			line, col = find(data, `"`+tool+`"`)
 		}
 		return &FileError{Path: path, Line: line, Col: col, Msg: key + ": " + msg}
 	}
-	canon, err := canonicalize(p.Definition)
+	canon, err := canonicalize(*def)
 	if err != nil {
 		return at("its definition is not JSON")
 	}
-	def, err := Canonical(canon)
-	if err != nil || def.Name != tool {
+	d, err := Canonical(canon)
+	if err != nil || d.Name != tool {
 		return at("its definition is not the definition of tool " + tool)
 	}
-	if def.Hash() != p.SHA256 {
+	if d.Hash() != sha {
 		return at("its sha256 is not the hash of its definition: the file was edited or is corrupt")
 	}
-	p.Definition = def.JSON
+	*def = d.JSON
 	return nil
 }
 

@@ -117,9 +117,9 @@ func review(f *File, server string, mode Mode, team map[string]string, listed []
 			}
 			c.Shadows = shadows(f, server, it.def.Name)
 		}
-		h := Held{Pin: Pin{SHA256: hash, Definition: it.def.JSON, Approved: now}, Change: c.Kind, From: c.From, Shadows: c.Shadows}
+		h := Held{SHA256: hash, Definition: it.def.JSON, Seen: now, Change: c.Kind, From: c.From, Shadows: c.Shadows}
 		if prev, ok := s.Held[c.Tool]; ok && prev.SHA256 == hash {
-			h.Approved = prev.Approved // first seen then
+			h.Seen = prev.Seen // first seen then
 		}
 		held[c.Tool] = h
 		if mode == Warn {
