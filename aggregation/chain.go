@@ -202,7 +202,7 @@ func (g *Gateway) callTool(ctx context.Context, from *caller, agent string, p ca
 // returned with down only when memory may stand in for it (stale-if-error);
 // otherwise the tool is nil and down says why it cannot be called.
 func (g *Gateway) toolOf(ctx context.Context, c *toolCall) (*Tool, *notRunningError, *RPCError) {
-	if t := g.man.Load().lookup(c.p.Name); t != nil {
+	if t := g.manifestOf(c.from.session()).lookup(c.p.Name); t != nil {
 		return t, nil, nil
 	}
 	// A name the manifest does not know may be a server's still starting,

@@ -50,6 +50,14 @@ type childEvents interface {
 	// sessionNotification is a notification on a connection that serves one
 	// client session (cn.owner).
 	sessionNotification(cn *conn, method string, params json.RawMessage)
+	// sessionListsChanged says a session's own connection listed lists of its
+	// own (ownlists.go).
+	sessionListsChanged(s *session)
+	// lifecycle is the server's life as the config says now (lifecycle.go).
+	lifecycle(s *config.Server) config.Lifecycle
+	// subscribed reports whether a client holds a subscription to a resource
+	// of the server: stopping it would lose the updates.
+	subscribed(server string) bool
 	// childRequests answers the requests a child sends its client during a call.
 	childRequests(cn *conn) transport.RequestHandler
 	// reconnected says a child came back after exiting: what it remembered is stale.
@@ -83,6 +91,12 @@ type child struct {
 	// what it last held.
 	pins *pins.Guard
 	held pinsHeld
+	// listsDir keeps the lists of lazy servers between runs (Options.ListsDir);
+	// wakec asks an idle child to start (lifecycle.go).
+	listsDir string
+	wakec    chan struct{}
+	// ledger records the child's process groups (Options.Ledger).
+	ledger *upstream.Ledger
 
 	mu   sync.Mutex
 	conn *conn
@@ -100,6 +114,10 @@ type child struct {
 	nextRetry   time.Time // when a retrying or restarting child tries again
 	restarts    int       // exits followed by a restart (Status.Restarts)
 	attempts    int       // fresh attempts made after giving up; see connectedExcept
+	idleSince   time.Time // when an idle child was stopped; zero: not started yet
+	// said is what the child said last run, shown while it is idle: its
+	// capabilities and instructions (lifecycle.go).
+	said *savedLists
 
 	// retryc asks a failed child for one fresh attempt (see retry). It holds
 	// at most one request, so at most one attempt is ever in flight.
@@ -126,7 +144,7 @@ type child struct {
 func newChild(cfg *config.Server, names naming, log *slog.Logger, events childEvents, resolve func(string) (string, error)) *child {
 	c := &child{name: cfg.Name, names: names, log: log.With("server", cfg.Name), events: events,
 		resolve: resolve, state: StateConnecting, changed: make(chan struct{}), settled: make(chan struct{}), done: make(chan struct{}),
-		retryc: make(chan struct{}, 1), probeWait: discoverWait}
+		retryc: make(chan struct{}, 1), wakec: make(chan struct{}, 1), probeWait: discoverWait}
 	c.cfgp.Store(cfg)
 	return c
 }
@@ -194,6 +212,9 @@ const (
 	// `nexus auth login NAME`, after which a reload (which the login signals),
 	// the next call or doctor --retry tries again.
 	StateNeedsLogin State = "needs-login"
+	// StateIdle is a server not running because nothing needs it (lifecycle.go):
+	// its lists are shown, and the next request that needs it starts it.
+	StateIdle State = "idle"
 )
 
 // Status is what list-servers shows of a child.
@@ -226,11 +247,17 @@ type Status struct {
 	// child's own names.
 	Held       []string `json:"held,omitempty"`
 	Unapproved []string `json:"unapproved,omitempty"`
+	// IdleSince is when an idle server was stopped; zero while idle means it
+	// was not started yet.
+	IdleSince time.Time `json:"idleSince,omitzero"`
 }
 
 // Describe says in words what a server that is not ready is doing: its state, its
 // last error and its next try.
 func (s Status) Describe() string {
+	if s.State == StateIdle {
+		return describeIdle(s.IdleSince)
+	}
 	d := strings.ReplaceAll(string(s.State), "-", " ")
 	switch {
 	case strings.HasPrefix(s.Error, d+":"):
@@ -249,6 +276,9 @@ func (c *child) status() Status {
 	defer c.mu.Unlock()
 	s := Status{Name: c.name, Transport: c.config().Transport, State: c.state, Tools: len(c.tools), Source: c.config().Source, NextRetry: c.nextRetry, Restarts: c.restarts,
 		Sessions: config.SessionsShared}
+	if c.state == StateIdle {
+		s.IdleSince = c.idleSince
+	}
 	if c.config().PerClient() {
 		s.Sessions, s.UpstreamSessions, s.MaxSessions = config.SessionsClient, c.ups.count(), c.config().SessionLimit()
 	}
@@ -289,6 +319,9 @@ func (c *child) connectedExcept(ctx context.Context, old *conn) *conn {
 		c.mu.Unlock()
 		if cn != nil && cn != old && !cn.lost() {
 			return cn
+		}
+		if state == StateIdle {
+			c.wake()
 		}
 		if state == StateFailed && c.oneAttempt {
 			return nil // a one-shot command's one attempt was made moments ago
@@ -387,6 +420,15 @@ func (c *child) settle() { c.settledOnce.Do(func() { close(c.settled) }) }
 // starts the count afresh, one that fails leaves it failed again.
 func (c *child) run(ctx context.Context) {
 	defer c.settle()
+	// woke says the next connection follows an idle stop, a lazy start or a
+	// recycling: not a crash, so what memory remembers stays fresh.
+	woke := false
+	if c.events.lifecycle(c.config()).Lazy && c.restoreLists() {
+		if !c.idle(ctx, time.Time{}) {
+			return
+		}
+		woke = true
+	}
 	backoff, failures, connections := firstBackoff, 0, 0
 	fresh := false // this attempt is one asked for after giving up
 	for ctx.Err() == nil {
@@ -435,22 +477,39 @@ func (c *child) run(ctx context.Context) {
 			continue
 		}
 		c.log.Info("child connected", "tools", len(raws), "took", time.Since(started).Round(time.Millisecond))
-		if connections++; connections > 1 {
+		if connections++; connections > 1 && !woke {
 			c.events.reconnected(c.name)
 		}
+		woke = false
 		if fresh {
 			backoff, failures, fresh = firstBackoff, 0, false // a fresh attempt that worked
 		}
-		c.set(cn, raws, c.listExtras(ctx, cn), StateReady, nil, time.Time{})
+		ex := c.listExtras(ctx, cn)
+		cn.used.Store(time.Now().UnixNano())
+		c.set(cn, raws, ex, StateReady, nil, time.Time{})
+		c.saveLists(cn, raws, ex)
 		c.settle()
 		if _, own := cn.tr.(*upstream.Process); !own {
 			go c.pingLoop(ctx, cn)
 		}
-		select {
-		case <-ctx.Done():
+		switch c.watch(ctx, cn, started) {
+		case endShutdown:
+			c.resaveLists()
 			cn.close()
 			return
-		case <-cn.done:
+		case endIdle:
+			c.log.Info("stopping the idle server", "idle", time.Since(cn.lastUsed()).Round(time.Second))
+			c.retire(ctx, cn, StateIdle, nil)
+			if !c.idle(ctx, time.Now()) {
+				return
+			}
+			woke, backoff, failures = true, firstBackoff, 0
+			continue
+		case endRecycle:
+			c.log.Info("recycling the server: it ran for its maxLifetime", "up", time.Since(started).Round(time.Second))
+			c.retire(ctx, cn, StateRestarting, errRecycled)
+			woke, backoff, failures = true, firstBackoff, 0
+			continue
 		}
 		cn.close()
 		if ctx.Err() != nil {
@@ -544,7 +603,9 @@ func (c *child) relist(ctx context.Context, cn *conn) {
 	}
 	c.raws, c.tools, c.headerTools = raws, c.toolsFrom(raws), headerToolsOf(raws)
 	c.known = c.tools
+	ex := c.extras
 	c.mu.Unlock()
+	c.saveLists(cn, raws, ex)
 	c.events.toolsChanged(c.name)
 }
 
@@ -557,7 +618,9 @@ func (c *child) relistExtras(ctx context.Context, cn *conn) {
 		return
 	}
 	c.extras = ex
+	raws := c.raws
 	c.mu.Unlock()
+	c.saveLists(cn, raws, ex)
 	c.events.toolsChanged(c.name)
 }
 
@@ -575,6 +638,12 @@ type conn struct {
 	doneOnce sync.Once
 	notes    chan mcp.JSONRPCNotification
 	pumped   noteCount // notes handed to the pump, and handled
+
+	// inflight counts the requests sent and not yet answered, and used is
+	// when one was last sent or answered (unix nanoseconds): an idle server is
+	// one with none for its idle timeout (lifecycle.go).
+	inflight atomic.Int32
+	used     atomic.Int64
 
 	lostErr    error         // why the connection ended; read after done is closed
 	relist     chan struct{} // a list_changed arrived; relistLoop reads relistWant
@@ -839,14 +908,13 @@ func (c *child) pumpNotification(cn *conn, n mcp.JSONRPCNotification) {
 		delete(n.Params.Meta, mcp.MetaKeySubscriptionID)
 	}
 	switch {
-	case cn.owner != nil:
-		// A session's connection: its lists are the child's own connection's,
-		// the rest is its client's alone.
-		c.events.sessionNotification(cn, n.Method, notificationParams(n.Params))
 	case n.Method == string(mcp.MethodNotificationToolsListChanged):
 		cn.wantRelist(relistTools)
 	case n.Method == string(mcp.MethodNotificationResourcesListChanged), n.Method == string(mcp.MethodNotificationPromptsListChanged):
 		cn.wantRelist(relistExtras)
+	case cn.owner != nil:
+		// A session's connection: what it sends is its client's alone.
+		c.events.sessionNotification(cn, n.Method, notificationParams(n.Params))
 	default:
 		c.events.notification(c.name, n.Method, notificationParams(n.Params))
 	}
@@ -963,6 +1031,10 @@ func (c *child) relistLoop(ctx context.Context, cn *conn) {
 		what := cn.relistWant
 		cn.relistWant = 0
 		cn.relistMu.Unlock()
+		if cn.owner != nil {
+			c.relistOwn(ctx, cn, what)
+			continue
+		}
 		if what&relistTools != 0 {
 			c.relist(ctx, cn)
 		}
@@ -1020,7 +1092,7 @@ func (c *child) stdioTransport(cn *conn) (transport.Interface, error) {
 	// call it answers fails with a clear error and the gateway's memory stays bounded.
 	// Child stderr goes to the log a line at a time, prefixed with the server's name.
 	p := upstream.NewProcess(cmd, upstream.Options{Name: c.name, Logger: c.log, MaxMessage: c.events.childMessageLimit(),
-		Tail: cn.tail, Redact: c.events.redactText, StderrLine: func(line string) { c.log.Info("[" + c.name + "] " + line) }})
+		Tail: cn.tail, Redact: c.events.redactText, Ledger: c.ledger, StderrLine: func(line string) { c.log.Info("[" + c.name + "] " + line) }})
 	return p, nil
 }
 
@@ -1148,6 +1220,12 @@ func (cn *conn) roundTrip(ctx context.Context, id mcp.RequestId, method string, 
 
 // requestID is requestWith, with the id given.
 func (cn *conn) requestID(ctx context.Context, id mcp.RequestId, method string, params any, out outgoing) (json.RawMessage, error) {
+	cn.inflight.Add(1)
+	cn.used.Store(time.Now().UnixNano())
+	defer func() {
+		cn.used.Store(time.Now().UnixNano())
+		cn.inflight.Add(-1)
+	}()
 	resp, err := cn.roundTrip(ctx, id, method, params, out)
 	if err != nil {
 		if errors.Is(err, transport.ErrSessionTerminated) {

@@ -548,5 +548,10 @@ func (c *child) knownCaps() (caps mcp.ServerCapabilities, ok bool) {
 	if e := c.eras.get(eraKey(c.config())); e != nil {
 		return e.caps, true
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.said != nil { // an idle server: what it said last run
+		return c.said.Capabilities, true
+	}
 	return caps, false
 }

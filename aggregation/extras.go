@@ -20,6 +20,16 @@ type extras struct {
 	resources       []resource
 	templates       []resourceTemplate
 	prompts         []prompt
+	// listed is what the child listed, as it listed it: what a lazy server's
+	// lists are kept on disk as (lifecycle.go).
+	listed listedExtras
+}
+
+// listedExtras are a child's resources, templates and prompts as it listed them.
+type listedExtras struct {
+	Resources []json.RawMessage `json:"resources,omitempty"`
+	Templates []json.RawMessage `json:"resourceTemplates,omitempty"`
+	Prompts   []json.RawMessage `json:"prompts,omitempty"`
 }
 
 type resource struct {
@@ -51,9 +61,23 @@ type prompt struct {
 // announce them. A failure is logged and leaves that kind empty: a child whose
 // resources are broken still serves its tools.
 func (c *child) listExtras(ctx context.Context, cn *conn) extras {
-	ex := extras{servesResources: cn.caps.Resources != nil}
+	var l listedExtras
+	if cn.caps.Resources != nil {
+		l.Resources = c.listAll(ctx, cn, "resources/list", "resources")
+		l.Templates = c.listAll(ctx, cn, "resources/templates/list", "resourceTemplates")
+	}
+	if cn.caps.Prompts != nil {
+		l.Prompts = c.listAll(ctx, cn, "prompts/list", "prompts")
+	}
+	return c.extrasFrom(cn.caps.Resources != nil, l)
+}
+
+// extrasFrom decodes what a child listed; an item the gateway cannot route is
+// skipped.
+func (c *child) extrasFrom(servesResources bool, l listedExtras) extras {
+	ex := extras{servesResources: servesResources, listed: l}
 	if ex.servesResources {
-		for _, it := range c.listAll(ctx, cn, "resources/list", "resources") {
+		for _, it := range l.Resources {
 			var r struct {
 				URI string `json:"uri"`
 			}
@@ -61,7 +85,7 @@ func (c *child) listExtras(ctx context.Context, cn *conn) extras {
 				ex.resources = append(ex.resources, resource{server: c.name, uri: r.URI, raw: it})
 			}
 		}
-		for _, it := range c.listAll(ctx, cn, "resources/templates/list", "resourceTemplates") {
+		for _, it := range l.Templates {
 			var t struct {
 				URITemplate string `json:"uriTemplate"`
 			}
@@ -76,9 +100,9 @@ func (c *child) listExtras(ctx context.Context, cn *conn) extras {
 			ex.templates = append(ex.templates, resourceTemplate{server: c.name, pattern: t.URITemplate, tmpl: parsed.URITemplate, raw: it})
 		}
 	}
-	if cn.caps.Prompts != nil {
+	if len(l.Prompts) > 0 {
 		prefix := c.config().WirePrefix()
-		for _, it := range c.listAll(ctx, cn, "prompts/list", "prompts") {
+		for _, it := range l.Prompts {
 			var fields map[string]json.RawMessage
 			var name string
 			if json.Unmarshal(it, &fields) != nil || json.Unmarshal(fields["name"], &name) != nil || name == "" {

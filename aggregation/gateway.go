@@ -50,6 +50,7 @@ import (
 	"github.com/nexus-mcp/nexus/policy"
 	"github.com/nexus-mcp/nexus/secrets"
 	"github.com/nexus-mcp/nexus/toolsearch"
+	"github.com/nexus-mcp/nexus/upstream"
 )
 
 // Version is the gateway's version, reported to clients and children.
@@ -108,6 +109,14 @@ type Options struct {
 	// for it (package pins): what it holds is neither listed nor callable. nil
 	// lists every tool a child offers.
 	Pins *pins.Guard
+	// Ledger records the process groups of stdio children while they run, so
+	// that a gateway killed without a chance to end them has them ended by the
+	// next (upstream.Ledger); nil records none.
+	Ledger *upstream.Ledger
+	// ListsDir is where the lists of lazy servers are kept between runs
+	// (servers.X.start, lifecycle.go); empty keeps none, and every server starts
+	// with the gateway.
+	ListsDir string
 }
 
 // Gateway is the aggregating MCP server.
@@ -120,6 +129,8 @@ type Gateway struct {
 	before         func(*config.Server)
 	oneAttempt     bool                              // Options.OneAttempt
 	pins           *pins.Guard                       // Options.Pins
+	listsDir       string                            // Options.ListsDir
+	ledger         *upstream.Ledger                  // Options.Ledger
 	http           func(*config.Server) *http.Client // Options.HTTPClient
 	resolve        func(string) (string, error)
 	redact         func([]byte) []byte
@@ -210,7 +221,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		tp = noop.NewTracerProvider()
 	}
 	g := &Gateway{
-		log: log, mem: opts.Memory, names: naming{style: names, max: maxName}, searchEmbedder: opts.SearchEmbedder, resolve: resolve, redact: opts.Redact, text: opts.RedactText, before: opts.BeforeStart, http: opts.HTTPClient, oneAttempt: opts.OneAttempt, pins: opts.Pins,
+		log: log, mem: opts.Memory, names: naming{style: names, max: maxName}, searchEmbedder: opts.SearchEmbedder, resolve: resolve, redact: opts.Redact, text: opts.RedactText, before: opts.BeforeStart, http: opts.HTTPClient, oneAttempt: opts.OneAttempt, listsDir: opts.ListsDir, ledger: opts.Ledger, pins: opts.Pins,
 		denials: &policy.Counter{}, observer: opts.Observer, tracer: tp.Tracer("github.com/nexus-mcp/nexus/aggregation"), tracing: opts.Tracer != nil,
 		rebuild: make(chan struct{}, 1), published: map[string]string{},
 	}
@@ -359,6 +370,8 @@ func (g *Gateway) newChild(s *config.Server) *child {
 	c := newChild(s, g.names, g.log, g, g.resolve)
 	c.beforeStart = g.before
 	c.oneAttempt = g.oneAttempt
+	c.listsDir = g.listsDir
+	c.ledger = g.ledger
 	c.httpClient = g.http
 	c.pins = g.pins
 	return c

@@ -31,6 +31,11 @@ type manifest struct {
 	// paramHeaders reports that a tool mirrors arguments into Mcp-Param headers:
 	// without one, a modern call's headers need no check (params.go).
 	paramHeaders bool
+	// perServer and perExtras are what the manifest was merged from, never
+	// changed after: a session shown lists of its own (ownlists.go) is merged
+	// from them with its own in place of its server's.
+	perServer map[string][]*Tool
+	perExtras map[string]extras
 }
 
 // buildManifest merges the servers' offers. A wire name claimed twice (two servers
@@ -38,7 +43,8 @@ type manifest struct {
 // reports the other; a prompt name claimed twice keeps the first too. A resource URI
 // or template that several servers list is kept for each (resources.go names them).
 func buildManifest(perServer map[string][]*Tool, perExtras map[string]extras) (*manifest, []error) {
-	m := &manifest{byName: map[string]*Tool{}, byPrompt: map[string]*prompt{}, byChildName: map[string][]*Tool{}}
+	m := &manifest{byName: map[string]*Tool{}, byPrompt: map[string]*prompt{}, byChildName: map[string][]*Tool{},
+		perServer: perServer, perExtras: perExtras}
 	var errs []error
 	servers := make([]string, 0, len(perServer))
 	for s := range perServer {

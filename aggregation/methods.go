@@ -159,7 +159,7 @@ func listMethod(result func(*view) json.RawMessage, record func(*seenLists, *vie
 func (g *Gateway) listed(s *session, record func(*seenLists, *view)) *view {
 	g.listsMu.Lock()
 	defer g.listsMu.Unlock()
-	v := g.view(s.agent)
+	v := s.view()
 	s.mu.Lock()
 	record(&s.seen, v)
 	s.mu.Unlock()
@@ -196,7 +196,7 @@ func getPrompt(ctx context.Context, s *session, params json.RawMessage, r sink) 
 	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
 		return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: `prompts/get params must be {"name": "<prompt>", "arguments": {...}}`}
 	}
-	pr := s.g.prompt(ctx, p.Name)
+	pr := s.g.prompt(ctx, s, p.Name)
 	if pr == nil {
 		return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %s (prompts/list shows them)", quoted(p.Name))}
 	}
@@ -235,7 +235,7 @@ func readResource(ctx context.Context, s *session, params json.RawMessage, r sin
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
-	return s.g.view(s.agent).res.clientURIs(server, raw), nil
+	return s.view().res.clientURIs(server, raw), nil
 }
 
 // subscribe forwards resources/subscribe to the owner the first time any session
@@ -321,10 +321,11 @@ func (s *session) resourceServer(ctx context.Context, params json.RawMessage, ve
 // a server the agent may not read is found among every server's, for policy to
 // refuse by name.
 func (s *session) routeResource(uri string) (server, childURI string, candidates []string) {
-	if server, childURI, candidates = s.g.view(s.agent).res.route(uri); server != "" || candidates != nil {
+	m, v := s.lists()
+	if server, childURI, candidates = v.res.route(uri); server != "" || candidates != nil {
 		return server, childURI, candidates
 	}
-	server, childURI, candidates = s.g.man.Load().res.route(uri)
+	server, childURI, candidates = m.res.route(uri)
 	if candidates != nil {
 		server, childURI, _ = splitNamespaced(candidates[0]) // none is readable: refused below
 	}
@@ -346,7 +347,7 @@ func complete(ctx context.Context, s *session, params json.RawMessage, r sink) (
 	var server string
 	switch ref.Type {
 	case "ref/prompt":
-		pr := s.g.prompt(ctx, ref.Name)
+		pr := s.g.prompt(ctx, s, ref.Name)
 		if pr == nil {
 			return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %s", quoted(ref.Name))}
 		}
@@ -362,8 +363,9 @@ func complete(ctx context.Context, s *session, params json.RawMessage, r sink) (
 		})
 		var uri string
 		var ok bool
-		if server, uri, ok = s.g.view(s.agent).res.templateOwner(ref.URI); !ok {
-			server, uri, ok = s.g.man.Load().res.templateOwner(ref.URI)
+		m, v := s.lists()
+		if server, uri, ok = v.res.templateOwner(ref.URI); !ok {
+			server, uri, ok = m.res.templateOwner(ref.URI)
 		}
 		if !ok {
 			if server, uri, _ = s.routeResource(ref.URI); server == "" {
@@ -431,8 +433,8 @@ func refusal(d policy.Decision, what string) *RPCError {
 
 // prompt finds a prompt by its wire name; a name that may belong to a server still
 // making its first attempt waits for it, as a tools/call does.
-func (g *Gateway) prompt(ctx context.Context, name string) *prompt {
-	if pr := g.man.Load().byPrompt[name]; pr != nil {
+func (g *Gateway) prompt(ctx context.Context, s *session, name string) *prompt {
+	if pr := g.manifestOf(s).byPrompt[name]; pr != nil {
 		return pr
 	}
 	if g.awaitFirstAttempts(ctx, g.possibleOwners(name)) {

@@ -248,9 +248,10 @@ func (g *Gateway) frontCapabilities(agent string, modern bool) map[string]any {
 		subscribe = subscribe || !known || cc.Resources != nil && cc.Resources.Subscribe
 		completions = completions || !known || cc.Completions != nil
 		logging = logging || !known || cc.Logging != nil
-		tasks = tasks || !known || cc.Tasks != nil
-		cancelTasks = cancelTasks || !known || cc.Tasks != nil && cc.Tasks.Cancel != nil
-		taskCalls = taskCalls || !known || cc.Tasks != nil && cc.Tasks.Requests != nil && cc.Tasks.Requests.Tools != nil && cc.Tasks.Requests.Tools.Call != nil
+		_, bridged := cc.Extensions[tasksExtension] // a legacy client's tasks are bridged to it (tasks_bridge.go)
+		tasks = tasks || !known || bridged || cc.Tasks != nil
+		cancelTasks = cancelTasks || !known || bridged || cc.Tasks != nil && cc.Tasks.Cancel != nil
+		taskCalls = taskCalls || !known || bridged || cc.Tasks != nil && cc.Tasks.Requests != nil && cc.Tasks.Requests.Tools != nil && cc.Tasks.Requests.Tools.Call != nil
 	}
 	if prompts {
 		caps["prompts"] = map[string]any{"listChanged": true}

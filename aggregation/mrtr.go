@@ -285,7 +285,7 @@ func (g *Gateway) ownerOf(ctx context.Context, s *session, method string, params
 			Name string `json:"name"`
 		}
 		_ = json.Unmarshal(params, &p)
-		if pr := g.prompt(ctx, p.Name); pr != nil {
+		if pr := g.prompt(ctx, s, p.Name); pr != nil {
 			return pr.server
 		}
 	case "resources/read":

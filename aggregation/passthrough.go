@@ -137,12 +137,12 @@ func (g *Gateway) instructions() string {
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		cn, _ := kids[name].current()
-		if cn == nil || strings.TrimSpace(cn.instructions) == "" {
+		said := strings.TrimSpace(kids[name].instructions())
+		if said == "" {
 			continue
 		}
 		b.WriteString("\n\n## " + name + "\n")
-		b.WriteString(strings.TrimSpace(cn.instructions))
+		b.WriteString(said)
 	}
 	return b.String()
 }

@@ -311,21 +311,35 @@ func (g *Gateway) listsChanged() {
 	g.listsMu.Lock() // two passes at once could tell a session of an older list last
 	defer g.listsMu.Unlock()
 	for _, s := range g.sessions.all() {
-		v := g.view(s.agent)
-		s.mu.Lock()
-		seen := s.seen
-		_, toolsFP := s.sessionTools(v)
-		s.seen.tools, s.seen.prompts, s.seen.resources = toolsFP, v.promptsFP, v.resourcesFP
-		s.mu.Unlock()
-		if seen.listedTools && seen.tools != toolsFP {
-			s.push(jsonrpc.Notification("notifications/tools/list_changed", nil))
-		}
-		if seen.listedPrompts && seen.prompts != v.promptsFP {
-			s.push(jsonrpc.Notification("notifications/prompts/list_changed", nil))
-		}
-		if seen.listedResources && seen.resources != v.resourcesFP {
-			s.push(jsonrpc.Notification("notifications/resources/list_changed", nil))
-		}
+		g.tellChanged(s)
+	}
+}
+
+// sessionListsChanged tells one session whose own connection listed lists of
+// its own (ownlists.go) which of its lists changed.
+func (g *Gateway) sessionListsChanged(s *session) {
+	g.listsMu.Lock()
+	defer g.listsMu.Unlock()
+	g.tellChanged(s)
+}
+
+// tellChanged tells s which of its lists changed since it was last given or told
+// of them. The caller holds listsMu.
+func (g *Gateway) tellChanged(s *session) {
+	v := s.view()
+	s.mu.Lock()
+	seen := s.seen
+	_, toolsFP := s.sessionTools(v)
+	s.seen.tools, s.seen.prompts, s.seen.resources = toolsFP, v.promptsFP, v.resourcesFP
+	s.mu.Unlock()
+	if seen.listedTools && seen.tools != toolsFP {
+		s.push(jsonrpc.Notification("notifications/tools/list_changed", nil))
+	}
+	if seen.listedPrompts && seen.prompts != v.promptsFP {
+		s.push(jsonrpc.Notification("notifications/prompts/list_changed", nil))
+	}
+	if seen.listedResources && seen.resources != v.resourcesFP {
+		s.push(jsonrpc.Notification("notifications/resources/list_changed", nil))
 	}
 }
 
@@ -336,7 +350,7 @@ func (g *Gateway) listsSettled() {
 	g.listsMu.Lock()
 	defer g.listsMu.Unlock()
 	for _, s := range g.sessions.all() {
-		v := g.view(s.agent)
+		v := s.view()
 		s.mu.Lock()
 		// A kind the client already listed keeps what it was given: listsChanged
 		// compares with that.

@@ -140,7 +140,7 @@ func listTools(ctx context.Context, s *session, _ json.RawMessage, _ sink) (json
 	s.g.awaitFirstLists(ctx)
 	s.g.listsMu.Lock()
 	defer s.g.listsMu.Unlock()
-	v := s.g.view(s.agent)
+	v := s.view()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	list, fp := s.sessionTools(v)
@@ -238,7 +238,7 @@ func (g *Gateway) findTools(ctx context.Context, c *caller, agent string, v *vie
 func (g *Gateway) addFound(s *session, names []string, budget int) {
 	g.listsMu.Lock()
 	defer g.listsMu.Unlock()
-	v := g.view(s.agent)
+	v := s.view()
 	s.mu.Lock()
 	for _, n := range names {
 		if v.search.set.Pins(n) {

@@ -76,6 +76,8 @@ type session struct {
 	pending map[string]chan *jsonrpc.Message   // requests sent to the client, by id
 	subs    map[string]subKey                  // subscribed resource URI, as the client spells it -> the resource
 	seen    seenLists                          // fingerprints of the lists the client was last told of
+	// own are the lists the session's own connections listed (ownlists.go).
+	own ownState
 	// found are the tools nexus__find_tools added to this session's list (search
 	// mode with a budget), by canonical name, oldest first.
 	found []string

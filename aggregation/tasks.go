@@ -37,6 +37,9 @@ type taskRoute struct {
 	tool    *Tool     // the tool it runs: policy is decided again on every use
 	seq     int       // creation order, for tasks/list
 	expires time.Time // zero: kept until its session ends
+	// bridged says the child runs the task under the tasks extension of
+	// 2026-07-28 for this legacy client (tasks_bridge.go).
+	bridged bool
 }
 
 // taskRoutes holds the gateway's task routes.
@@ -112,6 +115,15 @@ func (tr *taskRoutes) byChild(server, childID string) *taskRoute {
 	return nil
 }
 
+// markBridged marks the route of id as a bridged task.
+func (tr *taskRoutes) markBridged(id string) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if r := tr.byID[id]; r != nil {
+		r.bridged = true
+	}
+}
+
 func (tr *taskRoutes) remove(id string) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
@@ -176,6 +188,11 @@ func (g *Gateway) callTask(ctx context.Context, c *caller, p callParams) (raw js
 		defer g.progress.release(token)
 	}
 	params := callRequest(t.Name, args, passMeta(p.Meta), token)
+	if ch := g.kids()[t.Server]; ch != nil {
+		if bridgesTasks(ch.connected(ctx)) {
+			return g.callBridgedTask(ctx, c, t, params)
+		}
+	}
 	params = append(params[:len(params)-1], `,"task":`...) // the object reopened for the task
 	params = append(append(params, p.Task...), '}')
 	raw, rpcErr = g.taskRequest(ctx, c, t.Server, "tools/call", params)
@@ -191,11 +208,7 @@ func (g *Gateway) callTask(ctx context.Context, c *caller, p callParams) (raw js
 	if json.Unmarshal(raw, &created) != nil || created.Task.TaskID == "" {
 		return raw, nil // the child ran the call at once: its result is the answer
 	}
-	var ttl time.Duration
-	if created.Task.TTL != nil {
-		ttl = time.Duration(*created.Task.TTL) * time.Millisecond
-	}
-	id, err := g.tasks.add(s, t, created.Task.TaskID, ttl)
+	id, err := g.tasks.add(s, t, created.Task.TaskID, taskLife(created.Task.TTL))
 	if err != nil {
 		return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: err.Error()}
 	}
@@ -228,6 +241,11 @@ func (g *Gateway) taskRefusal(method, agent string, t *Tool, rec *Call) *RPCErro
 // taskRequest sends one task request to a child as the call of c: what the child asks
 // the client meanwhile (an input_required task's elicitation) finds its way back.
 func (g *Gateway) taskRequest(ctx context.Context, c *caller, server, method string, params any) (json.RawMessage, *RPCError) {
+	return g.taskRequestWith(ctx, c, server, method, params, outgoing{})
+}
+
+// taskRequestWith is taskRequest with what the request carries besides its params.
+func (g *Gateway) taskRequestWith(ctx context.Context, c *caller, server, method string, params any, out outgoing) (json.RawMessage, *RPCError) {
 	ch := g.kids()[server]
 	if ch == nil {
 		return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("server %s was removed from the config", server)}
@@ -241,7 +259,7 @@ func (g *Gateway) taskRequest(ctx context.Context, c *caller, server, method str
 	ctx = withCaller(ctx, cn, c)
 	_, remove := cn.callers.add(c)
 	defer remove()
-	raw, err := cn.request(ctx, method, params)
+	raw, err := cn.requestWith(ctx, method, params, out)
 	if err != nil {
 		return nil, g.childError(ctx, server, method, err)
 	}
@@ -275,6 +293,9 @@ func taskMethod(method string) method {
 		if refused := s.g.taskRefusal(method, s.agent, s.g.taskTool(rt), nil); refused != nil {
 			return nil, refused
 		}
+		if rt.bridged {
+			return s.g.bridgedTaskMethod(ctx, &caller{s: s, r: r}, rt, method)
+		}
 		fields["taskId"] = mustMarshal(rt.child)
 		passFieldsMeta(fields)
 		raw, rpcErr := s.g.taskRequest(ctx, &caller{s: s, r: r}, rt.server, method, fields)
@@ -307,6 +328,12 @@ func listTasks(ctx context.Context, s *session, _ json.RawMessage, r sink) (json
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
+			if rt.bridged {
+				if task, rpcErr := s.g.bridgedTask(ctx, &caller{s: s, r: r}, rt, "tasks/get"); rpcErr == nil {
+					tasks[i] = task.legacy()
+				}
+				return
+			}
 			raw, rpcErr := s.g.taskRequest(ctx, &caller{s: s, r: r}, rt.server, "tasks/get", map[string]string{"taskId": rt.child})
 			if rpcErr != nil {
 				if rpcErr.Code == jsonrpc.CodeInvalidParams {
@@ -343,6 +370,15 @@ func (g *Gateway) deliverTaskStatus(server string, params json.RawMessage) {
 	}
 	rt := g.tasks.byChild(server, p.TaskID)
 	if rt == nil {
+		return
+	}
+	if rt.bridged {
+		task, rpcErr := decodeModernTask(server, params)
+		if rpcErr != nil {
+			return
+		}
+		task.TaskID = rt.id
+		rt.s.push(jsonrpc.Notification("notifications/tasks/status", task.legacy()))
 		return
 	}
 	rt.s.push(jsonrpc.Notification("notifications/tasks/status", renameTask(params, rt.child, rt.id)))

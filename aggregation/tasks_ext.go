@@ -31,8 +31,8 @@ const taskHandleLife = 24 * time.Hour
 // offersTasks reports whether a child of the gateway offers the tasks extension.
 func (g *Gateway) offersTasks() bool {
 	for _, c := range g.kids() {
-		if cn, _ := c.current(); cn != nil {
-			if _, ok := cn.caps.Extensions[tasksExtension]; ok {
+		if caps, ok := c.knownCaps(); ok {
+			if _, ok := caps.Extensions[tasksExtension]; ok {
 				return true
 			}
 		}

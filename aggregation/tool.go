@@ -1,6 +1,7 @@
 package aggregation
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -165,8 +166,12 @@ func newTool(srv *config.Server, raw json.RawMessage, names naming) (*Tool, erro
 	if len(rt.OutputSchema) > 0 && string(rt.OutputSchema) != "null" {
 		t.front.RawOutputSchema = rt.OutputSchema
 	}
-	if err := mcp.ValidateParamHeaderAnnotations(&t.front); err != nil {
-		return nil, fmt.Errorf("tool %s has invalid x-mcp-header annotations: %w", t.Canonical, err)
+	// Validating re-encodes the schema: a tool without the annotation (most) is
+	// spared it, which a gateway with many servers feels at every start.
+	if bytes.Contains(rt.InputSchema, []byte("x-mcp-header")) {
+		if err := mcp.ValidateParamHeaderAnnotations(&t.front); err != nil {
+			return nil, fmt.Errorf("tool %s has invalid x-mcp-header annotations: %w", t.Canonical, err)
+		}
 	}
 	var overridden *mcp.ToolAnnotation
 	if _, ok := srv.Annotations[rt.Name]; ok {

@@ -131,6 +131,9 @@ func (c *child) open(s *session, u *clientUpstream, opener *caller) {
 		}
 		cn.close()
 		c.dropUpstream(s, u)
+		if s.dropOwn(c.name) {
+			c.events.sessionListsChanged(s)
+		}
 		c.log.Debug("upstream session closed", "agent", s.agent, "reason", cn.exitReason())
 	}()
 }
@@ -237,5 +240,7 @@ func (c *child) awaitRoots(ctx context.Context, s *session, cn *conn) {
 		c.log.Warn("the server did not ask this client's roots as it started; its first request goes on", "agent", s.agent)
 		return
 	}
-	c.rootsAtStart.Store(true)
+	if !c.rootsAtStart.Swap(true) {
+		c.resaveLists()
+	}
 }

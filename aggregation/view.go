@@ -57,9 +57,14 @@ func (g *Gateway) view(agent string) *view {
 	if v := vs.byAgent[agent]; v != nil {
 		return v
 	}
-	v := buildView(man, pol, agent, searchOptions{set: cfg.ToolsetFor(agent), embedder: g.searchEmbedder, text: g.text})
+	v := buildView(man, pol, agent, g.searchOptions(cfg, agent))
 	vs.byAgent[agent] = v
 	return v
+}
+
+// searchOptions are what the agent's view needs to build its tool search.
+func (g *Gateway) searchOptions(cfg *config.Config, agent string) searchOptions {
+	return searchOptions{set: cfg.ToolsetFor(agent), embedder: g.searchEmbedder, text: g.text}
 }
 
 func buildView(m *manifest, pol *policy.Policy, agent string, so searchOptions) *view {

@@ -1,22 +1,24 @@
 // Package clients knows the config files of MCP clients (Claude Desktop, Claude Code,
-// Cursor, VS Code, Codex) and edits them, so that connecting a client to Nexus, and moving the servers
-// a client already runs behind Nexus, takes one command instead of hand-editing JSON.
+// Cursor, VS Code, Codex, Windsurf, Gemini CLI, Zed, Goose, Cline, Roo Code,
+// Continue, opencode, LM Studio, GitHub Copilot CLI, Kiro) and edits them, so that
+// connecting a client to Nexus, and moving the servers a client already runs
+// behind Nexus, takes one command instead of hand-editing JSON, TOML or YAML.
 //
 // Edits change only the entries they name: every other key, the file's order,
-// indentation and comments stay as written. They make a timestamped backup first and
-// write atomically; a file that cannot be parsed is refused and left alone.
+// indentation and comments stay as written. They make a timestamped backup first,
+// write atomically (through a symbolic link, which stays), and can be undone; a
+// file that cannot be parsed, is read-only or changes meanwhile is refused and
+// left alone.
 package clients
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/internal/jsonedit"
 	"github.com/nexus-mcp/nexus/internal/suggest"
-	"io/fs"
-	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -26,18 +28,34 @@ import (
 type Format string
 
 const (
-	// FormatMCPServers is Claude Desktop's and Cursor's: {"mcpServers": {NAME: {"command",
-	// "args", "env"} or {"url", "headers", "type"}}}.
+	// FormatMCPServers is Claude Desktop's and Cursor's, and the many clients that
+	// copied it: {"mcpServers": {NAME: {"command", "args", "env"} or {"url",
+	// "headers", "type"}}}. Comments are kept where the client allows them.
 	FormatMCPServers Format = "mcpServers"
 	// FormatVSCode is VS Code's mcp.json: {"servers": {NAME: {"type": "stdio"|"http"|"sse",
 	// ...}}, "inputs": [...]}. VS Code's user settings.json once held the same object under
 	// "mcp"; ReadServers still reads that, Setup writes mcp.json only.
 	FormatVSCode Format = "vscode"
+	// FormatCopilot is GitHub Copilot CLI's mcp-config.json: "mcpServers" whose
+	// entries also name their "type" ("local") and the "tools" the agent may use.
+	FormatCopilot Format = "copilot"
+	// FormatZed is Zed's settings.json (JSON with comments): servers under
+	// "context_servers", each {"command", "args", "env"}.
+	FormatZed Format = "zed"
+	// FormatOpencode is opencode's opencode.json: servers under "mcp", a local one
+	// {"type": "local", "command": [PROGRAM, ARGS...], "environment", "enabled"}.
+	FormatOpencode Format = "opencode"
+	// FormatGoose is Goose's config.yaml: servers under "extensions", each
+	// {type: stdio, cmd, args, envs, enabled, name, timeout}.
+	FormatGoose Format = "goose"
+	// FormatContinue is Continue's config.yaml: "mcpServers" is a list of
+	// {name, command, args, env} (or {name, type, url}).
+	FormatContinue Format = "continue"
 )
 
 // Client is one known MCP client and where its config file is on this machine.
 type Client struct {
-	Name    string // "claude-desktop", "cursor", "vscode" or "claude-code"
+	Name    string // "claude-desktop", "cursor", "vscode", "zed"...
 	Display string // "Claude Desktop"
 	Path    string
 	Format  Format
@@ -47,6 +65,9 @@ type Client struct {
 	// NamePrefix is what the client puts before every tool name of a server, %s
 	// standing for the server's entry name ("" when it adds nothing).
 	NamePrefix string
+	// Older are other places the client reads the same file from (an older
+	// version's, or another file name it accepts), used when Path is missing.
+	Older []string
 }
 
 // MaxNameLength is the longest wire name Nexus may send this client through an
@@ -95,6 +116,22 @@ func Known(goos, home string, getenv func(string) string) []Client {
 	if codexHome == "" {
 		codexHome = join(home, ".codex")
 	}
+	copilotHome := getenv("COPILOT_HOME")
+	if copilotHome == "" {
+		copilotHome = join(home, ".copilot")
+	}
+	// dotConfig is ~/.config where command-line tools keep their settings on every
+	// OS ($XDG_CONFIG_HOME on Linux), and zedConfig is Zed's.
+	dotConfig, zedConfig, gooseConfig := join(home, ".config"), join(home, ".config", "zed"), join(home, ".config", "goose")
+	switch goos {
+	case "windows":
+		zedConfig, gooseConfig = join(appConfig, "Zed"), join(appConfig, "Block", "goose", "config")
+	case "darwin":
+	default:
+		dotConfig = appConfig
+		zedConfig, gooseConfig = join(appConfig, "zed"), join(appConfig, "goose")
+	}
+	vscodeStorage := join(appConfig, "Code", "User", "globalStorage")
 	return []Client{
 		{Name: "claude-desktop", Display: "Claude Desktop", Path: join(appConfig, "Claude", "claude_desktop_config.json"), Format: FormatMCPServers},
 		{Name: "cursor", Display: "Cursor", Path: join(home, ".cursor", "mcp.json"), Format: FormatMCPServers, NameCap: 60},
@@ -103,7 +140,38 @@ func Known(goos, home string, getenv func(string) string) []Client {
 		// other settings (which an edit keeps).
 		{Name: "claude-code", Display: "Claude Code", Path: join(home, ".claude.json"), Format: FormatMCPServers, NamePrefix: "mcp__%s__"},
 		{Name: "codex", Display: "Codex", Path: join(codexHome, "config.toml"), Format: FormatCodex},
+		{Name: "windsurf", Display: "Windsurf", Path: join(home, ".codeium", "windsurf", "mcp_config.json"), Format: FormatMCPServers},
+		{Name: "gemini", Display: "Gemini CLI", Path: join(home, ".gemini", "settings.json"), Format: FormatMCPServers},
+		{Name: "zed", Display: "Zed", Path: join(zedConfig, "settings.json"), Format: FormatZed},
+		{Name: "goose", Display: "Goose", Path: join(gooseConfig, "config.yaml"), Format: FormatGoose},
+		// Cline keeps its settings in ~/.cline since it shares them between its
+		// CLI and editor extensions; older extensions kept them in VS Code's
+		// storage, which is used when only that one exists.
+		{Name: "cline", Display: "Cline", Path: join(home, ".cline", "data", "settings", "cline_mcp_settings.json"), Format: FormatMCPServers,
+			Older: []string{join(vscodeStorage, "saoudrizwan.claude-dev", "settings", "cline_mcp_settings.json")}},
+		{Name: "roo-code", Display: "Roo Code", Path: join(vscodeStorage, "rooveterinaryinc.roo-cline", "settings", "mcp_settings.json"), Format: FormatMCPServers},
+		{Name: "continue", Display: "Continue", Path: join(home, ".continue", "config.yaml"), Format: FormatContinue},
+		{Name: "opencode", Display: "opencode", Path: join(dotConfig, "opencode", "opencode.json"), Format: FormatOpencode,
+			Older: []string{join(dotConfig, "opencode", "opencode.jsonc")}},
+		{Name: "lm-studio", Display: "LM Studio", Path: join(home, ".lmstudio", "mcp.json"), Format: FormatMCPServers},
+		{Name: "copilot-cli", Display: "GitHub Copilot CLI", Path: join(copilotHome, "mcp-config.json"), Format: FormatCopilot},
+		{Name: "kiro", Display: "Kiro", Path: join(home, ".kiro", "settings", "mcp.json"), Format: FormatMCPServers},
 	}
+}
+
+// Located is c with Path set to the file the client uses on this machine: Path
+// when it exists or no other place does, else the first of Older that exists.
+func (c Client) Located(exists func(string) bool) Client {
+	if exists(c.Path) {
+		return c
+	}
+	for _, p := range c.Older {
+		if exists(p) {
+			c.Path = p
+			return c
+		}
+	}
+	return c
 }
 
 // Find returns the known client called name.
@@ -142,32 +210,25 @@ func joinFor(goos string, elem ...string) string {
 	return strings.Join(parts, `\`)
 }
 
-// readDocument reads a client file, comments and trailing commas allowed (VS Code
-// writes them), for an edit that keeps them. A missing file is an empty document
-// (exists false).
-func readDocument(file string) (doc *jsonedit.Doc, data []byte, exists bool, err error) {
-	data, err = os.ReadFile(file)
-	if errors.Is(err, fs.ErrNotExist) {
-		doc, _ := jsonedit.Parse(nil)
-		return doc, nil, false, nil
-	}
-	if err != nil {
-		return nil, nil, false, fmt.Errorf("reading %s: %w", file, err)
-	}
-	doc, err = jsonedit.Parse(data)
-	if err != nil {
-		return nil, nil, false, fmt.Errorf("%s is not valid JSON (%v); fix it by hand or restore a backup, nothing was changed", file, strings.TrimPrefix(err.Error(), "hujson: "))
-	}
-	return doc, data, true, nil
-}
-
 // serversPath says where a document keeps its servers: "mcpServers", "servers" or, in
 // a VS Code settings.json, "servers" inside "mcp".
 func serversPath(doc *jsonedit.Doc, format Format) []string {
-	switch {
-	case format == FormatMCPServers:
+	switch format {
+	case FormatMCPServers, FormatCopilot:
 		return []string{"mcpServers"}
-	case format == FormatVSCode:
+	case FormatZed:
+		return []string{"context_servers"}
+	case FormatOpencode:
+		// opencode 2 moved the servers into "mcp.servers"; a file that has that
+		// object is written there, any other as opencode 1 reads it.
+		if raw, ok := doc.Get("mcp", "servers"); ok && len(raw) > 0 && raw[0] == '{' {
+			var probe map[string]json.RawMessage
+			if json.Unmarshal(raw, &probe) == nil && probe["type"] == nil && probe["command"] == nil && probe["url"] == nil {
+				return []string{"mcp", "servers"}
+			}
+		}
+		return []string{"mcp"}
+	case FormatVSCode:
 		if !doc.Has("servers") && doc.Has("mcp") {
 			return []string{"mcp", "servers"}
 		}
@@ -177,6 +238,8 @@ func serversPath(doc *jsonedit.Doc, format Format) []string {
 	switch {
 	case doc.Has("mcpServers"):
 		return []string{"mcpServers"}
+	case doc.Has("context_servers"):
+		return []string{"context_servers"}
 	case doc.Has("servers"):
 		return []string{"servers"}
 	case doc.Has("mcp"):
@@ -185,19 +248,28 @@ func serversPath(doc *jsonedit.Doc, format Format) []string {
 	return []string{"mcpServers"}
 }
 
-// DetectFormat guesses the format of a client file from its keys: "servers" or "mcp"
-// mean VS Code, anything else the common mcpServers shape.
+// DetectFormat guesses the format of a client file from its name and keys: TOML
+// is Codex's, YAML Goose's or Continue's, "context_servers" Zed's, an opencode
+// "$schema" opencode's, "servers" or "mcp" VS Code's, anything else the common
+// mcpServers shape.
 func DetectFormat(file string) (Format, error) {
-	doc, _, _, err := readDocument(file)
+	f, err := readClientFile(file)
 	if err != nil {
 		return "", err
 	}
-	return detectFormat(doc), nil
+	_, format, err := parseDocument(file, "", f.data)
+	return format, err
 }
 
 func detectFormat(doc *jsonedit.Doc) Format {
-	if p := serversPath(doc, ""); p[len(p)-1] == "servers" {
+	if raw, ok := doc.Get("$schema"); ok && strings.Contains(string(raw), "opencode") {
+		return FormatOpencode
+	}
+	switch p := serversPath(doc, ""); p[len(p)-1] {
+	case "servers":
 		return FormatVSCode
+	case "context_servers":
+		return FormatZed
 	}
 	return FormatMCPServers
 }
@@ -244,34 +316,21 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// FindNexus returns the entry that runs Nexus in a client file (the one setup
-// wrote, or one written by hand that runs `nexus serve`), for doctor to check what
-// the client starts Nexus with. found is false when the file or the entry is missing.
-func FindNexus(file string) (entry Entry, found bool, err error) {
-	if IsCodexFile(file) {
-		data, err := os.ReadFile(file)
-		if errors.Is(err, fs.ErrNotExist) {
-			return Entry{}, false, nil
-		}
-		if err != nil {
-			return Entry{}, false, fmt.Errorf("reading %s: %w", file, err)
-		}
-		entry, found, err = codexEntry(string(data), "nexus")
-		if err != nil {
-			return Entry{}, false, fmt.Errorf("%s: %w", file, err)
-		}
-		return entry, found, nil
-	}
-	doc, _, exists, err := readDocument(file)
-	if err != nil || !exists {
+// FindNexus returns the entry that runs Nexus in a client file of the given
+// format ("" guesses; the one setup wrote, or one written by hand that runs
+// `nexus serve`), for doctor to check what the client starts Nexus with. found
+// is false when the file or the entry is missing.
+func FindNexus(file string, format Format) (entry Entry, found bool, err error) {
+	f, err := readClientFile(file)
+	if err != nil || !f.exists {
 		return Entry{}, false, err
 	}
-	srv, err := servers(file, doc, "")
+	doc, _, err := parseDocument(file, format, f.data)
 	if err != nil {
 		return Entry{}, false, err
 	}
-	for _, name := range srv.names {
-		raw, _ := srv.get(name)
+	for _, name := range doc.names() {
+		raw, _ := doc.entry(name)
 		if !isNexusEntry(raw) {
 			continue
 		}
@@ -284,6 +343,15 @@ func FindNexus(file string) (entry Entry, found bool, err error) {
 	return Entry{}, false, nil
 }
 
-// IsCodexFile reports whether file is a Codex config (TOML), which Setup cannot
-// read: SetupCodex edits it.
+// IsCodexFile reports whether file is a Codex config (TOML).
 func IsCodexFile(file string) bool { return strings.HasSuffix(strings.ToLower(file), ".toml") }
+
+// IsClientFile reports whether arg names a client file by its extension (JSON,
+// TOML or YAML) rather than a known client by name.
+func IsClientFile(arg string) bool {
+	switch strings.ToLower(filepath.Ext(arg)) {
+	case ".json", ".jsonc", ".toml", ".yaml", ".yml":
+		return true
+	}
+	return false
+}

@@ -53,7 +53,7 @@ func TestKnownPaths(t *testing.T) {
 	if c, _ := Find("vscode", "linux", "/h", nil); c.Format != FormatVSCode {
 		t.Errorf("vscode format %q", c.Format)
 	}
-	if _, err := Find("zed", "linux", "/h", nil); err == nil || !strings.Contains(err.Error(), "claude-desktop, cursor, vscode") {
+	if _, err := Find("notepad", "linux", "/h", nil); err == nil || !strings.Contains(err.Error(), "claude-desktop, cursor, vscode") {
 		t.Errorf("unknown client: %v", err)
 	}
 }
@@ -458,15 +458,15 @@ func TestUnifiedDiff(t *testing.T) {
 // in file order.
 func serverNames(t *testing.T, path string) []string {
 	t.Helper()
-	doc, _, _, err := readDocument(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := servers(path, doc, "")
+	doc, _, err := parseDocument(path, "", data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return srv.names
+	return doc.names()
 }
 
 // TestMaxNameLength: setup caps wire names for clients that cap lower or add a

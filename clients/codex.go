@@ -1,53 +1,598 @@
 package clients
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"regexp"
+	"maps"
+	"reflect"
 	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 
-	"github.com/nexus-mcp/nexus/config"
+	"github.com/BurntSushi/toml"
 )
 
 // FormatCodex is Codex's ~/.codex/config.toml: a [mcp_servers.NAME] table per server
-// with command, args and env.
+// with command, args and env (or url and http_headers).
 //
-// The file is edited as text, by hand, rather than decoded and re-encoded with a
-// TOML library: a round trip through one would drop the user's comments and
-// reorder their keys, and Nexus needs to change three keys of one table. Only
-// those keys are rewritten; every other byte stays as written.
+// The file is read with a TOML library, so that multi-line strings, dotted keys
+// and inline tables mean what TOML says they mean, and edited as text: a round
+// trip through the library would drop the user's comments and reorder their
+// keys. An edit changes the values of the keys Nexus sets and nothing else, and
+// is checked by reading the result again: the servers must be what Nexus meant
+// and every other value as it was, or the edit is refused.
 const FormatCodex Format = "codex"
 
-// codexTable is the [mcp_servers.NAME] table of a Codex file, as byte spans of its
-// text.
-type codexTable struct {
+// codexDocument is a Codex config.toml being edited.
+type codexDocument struct {
+	file string
 	text string
-	// start and end bound the table's body: after its header line, up to the next
-	// header (or the end of the text).
-	start, end int
-	found      bool
+	// root is text decoded; order lists its servers in file order.
+	root  map[string]any
+	order []string
 }
 
-var tomlHeader = regexp.MustCompile(`(?m)^[ \t]*\[([^\[\]\n]+)\][ \t]*(#.*)?$`)
-
-// findTable finds the table whose dotted name is name (["mcp_servers", "nexus"]).
-func findTable(text string, name []string) codexTable {
-	t := codexTable{text: text}
-	for _, m := range tomlHeader.FindAllStringSubmatchIndex(text, -1) {
-		if t.found {
-			t.end = m[0]
-			return t
+// parseCodex parses a Codex file; an error names the file and line.
+func parseCodex(file string, data []byte) (*codexDocument, error) {
+	d := &codexDocument{file: file, text: string(data)}
+	if err := d.decode(); err != nil {
+		var perr toml.ParseError
+		if errors.As(err, &perr) {
+			return nil, fmt.Errorf("%s:%d: not valid TOML (%s); fix it by hand or restore a backup, nothing was changed", file, perr.Position.Line, perr.Message)
 		}
-		if slices.Equal(splitKey(text[m[2]:m[3]]), name) {
-			t.found, t.start, t.end = true, min(m[1]+1, len(text)), len(text)
+		return nil, fmt.Errorf("%s: not valid TOML (%v); fix it by hand or restore a backup, nothing was changed", file, err)
+	}
+	if raw, ok := d.root["mcp_servers"]; ok {
+		if _, isTable := raw.(map[string]any); !isTable {
+			return nil, fmt.Errorf("%s: mcp_servers must be a table of servers by name; fix it by hand, nothing was changed", file)
 		}
 	}
-	return t
+	return d, nil
+}
+
+// decode reads text into root and order.
+func (d *codexDocument) decode() error {
+	root := map[string]any{}
+	md, err := toml.Decode(d.text, &root)
+	if err != nil {
+		return err
+	}
+	d.root, d.order = root, nil
+	for _, k := range md.Keys() {
+		if len(k) >= 2 && k[0] == "mcp_servers" && !slices.Contains(d.order, k[1]) {
+			d.order = append(d.order, k[1])
+		}
+	}
+	return nil
+}
+
+func (d *codexDocument) servers() map[string]any {
+	m, _ := d.root["mcp_servers"].(map[string]any)
+	return m
+}
+
+func (d *codexDocument) names() []string { return slices.Clone(d.order) }
+
+func (d *codexDocument) bytes() []byte { return []byte(d.text) }
+
+// entry converts a Codex server table to the common shape: http_headers are
+// headers, and bearer_token_env_var becomes an Authorization header that reads
+// the variable (${env:NAME}) when Nexus connects.
+func (d *codexDocument) entry(name string) (json.RawMessage, bool) {
+	t, ok := d.servers()[name].(map[string]any)
+	if !ok {
+		if v, exists := d.servers()[name]; exists {
+			raw, _ := json.Marshal(v)
+			return raw, true
+		}
+		return nil, false
+	}
+	out := maps.Clone(t)
+	if h, ok := out["http_headers"]; ok {
+		out["headers"] = h
+		delete(out, "http_headers")
+	}
+	if v, ok := out["bearer_token_env_var"].(string); ok {
+		headers, _ := out["headers"].(map[string]any)
+		headers = maps.Clone(headers)
+		if headers == nil {
+			headers = map[string]any{}
+		}
+		headers["Authorization"] = "Bearer ${env:" + v + "}"
+		out["headers"] = headers
+		delete(out, "bearer_token_env_var")
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return nil, false
+	}
+	return raw, true
+}
+
+// codexEntry reads the Nexus table of a Codex file: its command, args and env.
+// A value of the wrong type is an error rather than a value taken as missing:
+// an edit would then replace what the user wrote.
+func (d *codexDocument) codexEntry(name string) (Entry, bool, error) {
+	v, exists := d.servers()[name]
+	if !exists {
+		return Entry{}, false, nil
+	}
+	where := "[mcp_servers." + tomlKey(name) + "]"
+	t, ok := v.(map[string]any)
+	if !ok {
+		return Entry{}, true, fmt.Errorf("%s is not a table Nexus can read", where)
+	}
+	e := Entry{Name: name}
+	if c, ok := t["command"]; ok {
+		if e.Command, ok = c.(string); !ok {
+			return Entry{}, true, fmt.Errorf("%s: command is not a string Nexus can read", where)
+		}
+	}
+	if a, ok := t["args"]; ok {
+		list, ok := a.([]any)
+		if !ok {
+			return Entry{}, true, fmt.Errorf("%s: args is not an array of strings Nexus can read", where)
+		}
+		for _, item := range list {
+			s, ok := item.(string)
+			if !ok {
+				return Entry{}, true, fmt.Errorf("%s: args is not an array of strings Nexus can read", where)
+			}
+			e.Args = append(e.Args, s)
+		}
+	}
+	if env, ok := t["env"]; ok {
+		m, ok := env.(map[string]any)
+		if !ok {
+			return Entry{}, true, fmt.Errorf("%s: env is not a table of strings Nexus can read", where)
+		}
+		e.Env = map[string]string{}
+		for k, v := range m {
+			s, ok := v.(string)
+			if !ok {
+				return Entry{}, true, fmt.Errorf("%s: env is not a table of strings Nexus can read (%s)", where, k)
+			}
+			e.Env[k] = s
+		}
+	}
+	return e, true, nil
+}
+
+// put sets the Nexus table: command replaced, args merged (MergeArgs), env
+// merged key by key (MergePathList for PATH); the table and its env sub-table
+// are added at the end when missing.
+func (d *codexDocument) put(entry Entry) error {
+	old, exists, err := d.codexEntry(entry.Name)
+	if err != nil {
+		return err
+	}
+	args := MergeArgs(old.Args, entry.Args)
+	env := mergeEnv(old.Env, entry.Env)
+	if exists && old.Command == entry.Command && slices.Equal(old.Args, args) && maps.Equal(old.Env, env) {
+		return nil
+	}
+	var text string
+	if !exists {
+		text = d.appendTable(entry.Name, entry.Command, args, env)
+	} else if text, err = d.editTable(entry.Name, old, entry.Command, args, env); err != nil {
+		return err
+	}
+	want := maps.Clone(d.servers())
+	if want == nil {
+		want = map[string]any{}
+	}
+	table := map[string]any{}
+	if t, ok := want[entry.Name].(map[string]any); ok {
+		table = maps.Clone(t)
+	}
+	table["command"] = entry.Command
+	table["args"] = args
+	if len(env) > 0 {
+		table["env"] = env
+	}
+	want[entry.Name] = table
+	return d.replace(text, want)
+}
+
+// remove takes the tables of server name out: [mcp_servers.NAME] and its
+// sub-tables, each with its body.
+func (d *codexDocument) remove(name string) error {
+	spans := d.tablesUnder([]string{"mcp_servers", name})
+	if len(spans) == 0 {
+		return fmt.Errorf("[mcp_servers.%s] is written as dotted keys or an inline table, which Nexus does not edit, so nothing was changed: take it out by hand", tomlKey(name))
+	}
+	text := d.text
+	for i := len(spans) - 1; i >= 0; i-- {
+		text = text[:spans[i][0]] + text[spans[i][1]:]
+	}
+	want := maps.Clone(d.servers())
+	delete(want, name)
+	return d.replace(text, want)
+}
+
+// replace makes text the document's, after checking that it decodes to the
+// same document with mcp_servers as want: an edit that would change anything
+// else is refused.
+func (d *codexDocument) replace(text string, want map[string]any) error {
+	next := &codexDocument{file: d.file, text: text}
+	if err := next.decode(); err != nil {
+		return fmt.Errorf("editing the Nexus table here would break the file (%v), so nothing was changed: edit it by hand", err)
+	}
+	expect, got := maps.Clone(d.root), maps.Clone(next.root)
+	expect["mcp_servers"] = want
+	// No servers left: no mcp_servers table and an empty one are alike.
+	for _, m := range []map[string]any{expect, got} {
+		if t, _ := m["mcp_servers"].(map[string]any); len(t) == 0 {
+			delete(m, "mcp_servers")
+		}
+	}
+	if !reflect.DeepEqual(normalTOML(expect), normalTOML(got)) {
+		return fmt.Errorf("[mcp_servers] is written in a way Nexus does not edit (dotted keys or an inline table), so nothing was changed: write the Nexus server as a [mcp_servers.nexus] table, or add it by hand")
+	}
+	d.text, d.root, d.order = next.text, next.root, next.order
+	return nil
+}
+
+// normalTOML turns decoded values and the values Nexus builds into one form
+// (maps of any, slices of any, strings), so that they compare.
+func normalTOML(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[k] = normalTOML(x)
+		}
+		return out
+	case map[string]string:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[k] = x
+		}
+		return out
+	case []string:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = x
+		}
+		return out
+	case []map[string]any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = normalTOML(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = normalTOML(x)
+		}
+		return out
+	}
+	return v
+}
+
+// appendTable is the text with a new [mcp_servers.NAME] table at its end.
+func (d *codexDocument) appendTable(name, command string, args []string, env map[string]string) string {
+	var b strings.Builder
+	b.WriteString(d.text)
+	if d.text != "" && !strings.HasSuffix(d.text, "\n") {
+		b.WriteByte('\n')
+	}
+	if d.text != "" {
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "[mcp_servers.%s]\ncommand = %s\nargs = %s\n", tomlKey(name), tomlString(command), tomlArray(args))
+	if len(env) > 0 {
+		fmt.Fprintf(&b, "\n[mcp_servers.%s.env]\n", tomlKey(name))
+		for _, k := range sortedKeys(env) {
+			fmt.Fprintf(&b, "%s = %s\n", tomlKey(k), tomlString(env[k]))
+		}
+	}
+	return b.String()
+}
+
+// editTable replaces, in the [mcp_servers.NAME] table, the values that differ,
+// adding the keys that are missing; the rest of the text stays.
+func (d *codexDocument) editTable(name string, old Entry, command string, args []string, env map[string]string) (string, error) {
+	text := d.text
+	table, ok := d.table([]string{"mcp_servers", name})
+	if !ok {
+		return "", fmt.Errorf("[mcp_servers.%s] is written as dotted keys or an inline table, which Nexus does not edit, so nothing was changed: write it as a [mcp_servers.%s] table, or edit it by hand", tomlKey(name), tomlKey(name))
+	}
+	type edit struct {
+		start, end int
+		with       string
+	}
+	var edits []edit
+	var missing []string
+	set := func(key, value string) {
+		if s, e, ok := d.keyValue(table, key); ok {
+			edits = append(edits, edit{s, e, value})
+			return
+		}
+		missing = append(missing, fmt.Sprintf("%s = %s\n", key, value))
+	}
+	if old.Command != command {
+		set("command", tomlString(command))
+	}
+	if !slices.Equal(old.Args, args) {
+		set("args", tomlArray(args))
+	}
+	if !maps.Equal(old.Env, env) {
+		sub, hasSub := d.table([]string{"mcp_servers", name, "env"})
+		if _, _, inline := d.keyValue(table, "env"); inline || !hasSub {
+			parts := make([]string, 0, len(env))
+			for _, k := range sortedKeys(env) {
+				parts = append(parts, tomlKey(k)+" = "+tomlString(env[k]))
+			}
+			set("env", "{ "+strings.Join(parts, ", ")+" }")
+		} else {
+			var add strings.Builder
+			for _, k := range sortedKeys(env) {
+				if have, ok := old.Env[k]; ok && have == env[k] {
+					continue
+				}
+				if s, e, ok := d.keyValue(sub, k); ok {
+					edits = append(edits, edit{s, e, tomlString(env[k])})
+					continue
+				}
+				fmt.Fprintf(&add, "%s = %s\n", tomlKey(k), tomlString(env[k]))
+			}
+			if add.Len() > 0 {
+				at, prefix := endOfContent(text, sub[0], sub[1])
+				edits = append(edits, edit{at, at, prefix + add.String()})
+			}
+		}
+	}
+	if len(missing) > 0 {
+		edits = append(edits, edit{table[0], table[0], strings.Join(missing, "")})
+	}
+	// Last span first, so that earlier offsets stay right.
+	slices.SortFunc(edits, func(a, b edit) int { return b.start - a.start })
+	for _, e := range edits {
+		text = text[:e.start] + e.with + text[e.end:]
+	}
+	return text, nil
+}
+
+// endOfContent is where a line added to the table body [start, end) goes: after
+// its last non-blank line. prefix is the newline to write first when that line
+// ends the file without one.
+func endOfContent(text string, start, end int) (at int, prefix string) {
+	at = start + len(strings.TrimRight(text[start:end], " \t\r\n"))
+	if at < len(text) && text[at] == '\n' {
+		return at + 1, ""
+	}
+	if at > 0 && text[at-1] != '\n' {
+		return at, "\n"
+	}
+	return at, ""
+}
+
+// tomlLine is a line of a TOML text that starts outside any string, array or
+// inline table: where a table header or a key can be.
+type tomlLine struct {
+	start, end int // end: the offset of its newline, or the text's end
+}
+
+// topLevelLines lists the lines of text that start at the top level. Lines
+// inside a multi-line string or a multi-line array are left out, so that text in
+// them is never taken for a header or a key.
+func topLevelLines(text string) []tomlLine {
+	var lines []tomlLine
+	depth, lineStart := 0, true
+	for i := 0; i < len(text); {
+		if lineStart {
+			if depth == 0 {
+				end := strings.IndexByte(text[i:], '\n')
+				if end < 0 {
+					end = len(text) - i
+				}
+				lines = append(lines, tomlLine{i, i + end})
+			}
+			lineStart = false
+		}
+		switch c := text[i]; {
+		case c == '\n':
+			lineStart = true
+			i++
+		case c == '#':
+			for i < len(text) && text[i] != '\n' {
+				i++
+			}
+		case c == '"' || c == '\'':
+			i += stringLen(text[i:])
+		case c == '[' || c == '{':
+			depth++
+			i++
+		case c == ']' || c == '}':
+			depth = max(depth-1, 0)
+			i++
+		default:
+			i++
+		}
+	}
+	return lines
+}
+
+// stringLen is the length of the TOML string s starts with (basic, literal,
+// or either multi-line), or of s up to its line's end when it is unterminated.
+func stringLen(s string) int {
+	q := s[0]
+	if len(s) >= 3 && s[1] == q && s[2] == q {
+		i := 3
+		for i < len(s) {
+			if q == '"' && s[i] == '\\' {
+				i += 2
+				continue
+			}
+			if strings.HasPrefix(s[i:], string([]byte{q, q, q})) {
+				i += 3
+				for n := 0; n < 2 && i < len(s) && s[i] == q; n++ { // """a"""" ends a"
+					i++
+				}
+				return i
+			}
+			i++
+		}
+		return len(s)
+	}
+	for i := 1; i < len(s); i++ {
+		switch {
+		case s[i] == '\n':
+			return i
+		case q == '"' && s[i] == '\\':
+			i++
+		case s[i] == q:
+			return i + 1
+		}
+	}
+	return len(s)
+}
+
+// header returns the key of the table header on line, and whether it is one
+// ([[array]] tables are reported with array set).
+func header(text string, l tomlLine) (key []string, array, ok bool) {
+	line := strings.TrimSpace(text[l.start:l.end])
+	if !strings.HasPrefix(line, "[") {
+		return nil, false, false
+	}
+	if i := commentStart(line); i >= 0 {
+		line = strings.TrimSpace(line[:i])
+	}
+	array = strings.HasPrefix(line, "[[")
+	inner := strings.TrimSuffix(strings.TrimPrefix(line, "["), "]")
+	if array {
+		inner = strings.TrimSuffix(strings.TrimPrefix(inner, "["), "]")
+	}
+	key = splitKey(inner)
+	return key, array, key != nil
+}
+
+// commentStart is where the comment of a line begins, outside strings; -1 when
+// it has none.
+func commentStart(line string) int {
+	for i := 0; i < len(line); {
+		switch line[i] {
+		case '#':
+			return i
+		case '"', '\'':
+			i += stringLen(line[i:])
+		default:
+			i++
+		}
+	}
+	return -1
+}
+
+// table finds the body of the table whose header is key: from after its header
+// line to the next header.
+func (d *codexDocument) table(key []string) ([2]int, bool) {
+	lines := topLevelLines(d.text)
+	for i, l := range lines {
+		k, array, ok := header(d.text, l)
+		if !ok || array || !slices.Equal(k, key) {
+			continue
+		}
+		start, end := min(l.end+1, len(d.text)), len(d.text)
+		for _, next := range lines[i+1:] {
+			if _, _, ok := header(d.text, next); ok {
+				end = next.start
+				break
+			}
+		}
+		return [2]int{start, end}, true
+	}
+	return [2]int{}, false
+}
+
+// tablesUnder lists the spans of the tables (header and body) whose key starts
+// with prefix, in text order.
+func (d *codexDocument) tablesUnder(prefix []string) [][2]int {
+	lines := topLevelLines(d.text)
+	var spans [][2]int
+	for i, l := range lines {
+		k, _, ok := header(d.text, l)
+		if !ok || len(k) < len(prefix) || !slices.Equal(k[:len(prefix)], prefix) {
+			continue
+		}
+		end := len(d.text)
+		for _, next := range lines[i+1:] {
+			if _, _, ok := header(d.text, next); ok {
+				end = next.start
+				break
+			}
+		}
+		spans = append(spans, [2]int{l.start, end})
+	}
+	return spans
+}
+
+// keyValue finds `key = value` in the table body span and returns the span of
+// the value (without a trailing comment).
+func (d *codexDocument) keyValue(body [2]int, key string) (start, end int, ok bool) {
+	for _, l := range topLevelLines(d.text) {
+		if l.start < body[0] || l.start >= body[1] {
+			continue
+		}
+		line := d.text[l.start:l.end]
+		eq := keyEnd(line)
+		if eq < 0 || !slices.Equal(splitKey(line[:eq]), []string{key}) {
+			continue
+		}
+		start = l.start + eq + 1
+		for start < len(d.text) && (d.text[start] == ' ' || d.text[start] == '\t') {
+			start++
+		}
+		return start, start + valueLen(d.text[start:]), true
+	}
+	return 0, 0, false
+}
+
+// keyEnd is the offset of the '=' after a line's key (quoted parts allowed), or
+// -1 when the line holds no key.
+func keyEnd(line string) int {
+	for i := 0; i < len(line); {
+		switch line[i] {
+		case '=':
+			return i
+		case '#', '[', '\n':
+			return -1
+		case '"', '\'':
+			i += stringLen(line[i:])
+		default:
+			i++
+		}
+	}
+	return -1
+}
+
+// valueLen is the length of the value s starts with: up to the end of its line
+// (or of its multi-line string or array), without a comment or trailing space.
+func valueLen(s string) int {
+	depth := 0
+	for i := 0; i < len(s); {
+		switch c := s[i]; {
+		case (c == '\n' || c == '#') && depth == 0:
+			return len(strings.TrimRight(s[:i], " \t\r"))
+		case c == '#':
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+		case c == '"' || c == '\'':
+			i += stringLen(s[i:])
+		case c == '[' || c == '{':
+			depth++
+			i++
+		case c == ']' || c == '}':
+			depth--
+			i++
+		default:
+			i++
+		}
+	}
+	return len(strings.TrimRight(s, " \t\r"))
 }
 
 // splitKey splits a dotted TOML key into its parts, unquoting quoted ones.
@@ -74,79 +619,6 @@ func splitKey(s string) []string {
 		s = strings.TrimSpace(s)
 	}
 	return parts
-}
-
-// keyRE matches `key =` at the start of a line.
-func keyRE(key string) *regexp.Regexp {
-	return regexp.MustCompile(`(?m)^[ \t]*(?:` + regexp.QuoteMeta(key) + `|"` + regexp.QuoteMeta(key) + `")[ \t]*=[ \t]*`)
-}
-
-// hasKey reports whether the table's body sets key, readable or not.
-func (t codexTable) hasKey(key string) bool { return keyRE(key).MatchString(t.text[t.start:t.end]) }
-
-// keySpan finds `key = value` at the start of a line in the table's body and
-// returns the span of the value; ok is false when it is missing or unreadable
-// (hasKey tells which).
-func (t codexTable) keySpan(key string) (start, end int, ok bool) {
-	body := t.text[t.start:t.end]
-	m := keyRE(key).FindStringIndex(body)
-	if m == nil {
-		return 0, 0, false
-	}
-	n, err := tomlValueLen(body[m[1]:])
-	if err != nil {
-		return 0, 0, false
-	}
-	return t.start + m[1], t.start + m[1] + n, true
-}
-
-// tomlValueLen is the length of the TOML value s starts with: a string, an array
-// or an inline table of those, or a bare scalar up to the end of its line.
-func tomlValueLen(s string) (int, error) {
-	if s == "" {
-		return 0, errors.New("missing value")
-	}
-	switch s[0] {
-	case '"', '\'':
-		_, n, err := parseTOMLString(s)
-		return n, err
-	case '[', '{':
-		closer := byte(']')
-		if s[0] == '{' {
-			closer = '}'
-		}
-		i := 1
-		for i < len(s) {
-			switch c := s[i]; {
-			case c == closer:
-				return i + 1, nil
-			case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' || c == '=':
-				i++
-			case c == '#':
-				j := strings.IndexByte(s[i:], '\n')
-				if j < 0 {
-					return 0, errors.New("unterminated array")
-				}
-				i += j
-			case s[0] == '{' && c != '"' && c != '\'' && c != '[' && c != '{' && isBareKey(c):
-				for i < len(s) && (isBareKey(s[i]) || s[i] == '.') {
-					i++
-				}
-			default:
-				n, err := tomlValueLen(s[i:])
-				if err != nil {
-					return 0, err
-				}
-				i += n
-			}
-		}
-		return 0, errors.New("unterminated array or table")
-	}
-	end := strings.IndexAny(s, "\n#,]}")
-	if end < 0 {
-		end = len(s)
-	}
-	return len(strings.TrimRight(s[:end], " \t\r")), nil
 }
 
 func isBareKey(c byte) bool {
@@ -248,310 +720,4 @@ func tomlArray(items []string) string {
 		q[i] = tomlString(s)
 	}
 	return "[" + strings.Join(q, ", ") + "]"
-}
-
-// tomlStrings reads a value that is a string array.
-func tomlStrings(v string) ([]string, bool) {
-	v = strings.TrimSpace(v)
-	if !strings.HasPrefix(v, "[") || !strings.HasSuffix(v, "]") {
-		return nil, false
-	}
-	var out []string
-	s := v[1 : len(v)-1]
-	for {
-		s = strings.TrimLeft(s, " \t\r\n,")
-		for strings.HasPrefix(s, "#") {
-			i := strings.IndexByte(s, '\n')
-			if i < 0 {
-				s = ""
-				break
-			}
-			s = strings.TrimLeft(s[i:], " \t\r\n,")
-		}
-		if s == "" {
-			return out, true
-		}
-		if s[0] != '"' && s[0] != '\'' {
-			return nil, false
-		}
-		str, n, err := parseTOMLString(s)
-		if err != nil {
-			return nil, false
-		}
-		out = append(out, str)
-		s = s[n:]
-	}
-}
-
-// tomlInlineTable reads a value that is an inline table of strings.
-func tomlInlineTable(v string) (map[string]string, bool) {
-	v = strings.TrimSpace(v)
-	if !strings.HasPrefix(v, "{") || !strings.HasSuffix(v, "}") {
-		return nil, false
-	}
-	out := map[string]string{}
-	for _, line := range splitTopLevel(v[1 : len(v)-1]) {
-		k, val, ok := strings.Cut(line, "=")
-		if !ok {
-			continue
-		}
-		key := splitKey(k)
-		str, _, err := parseTOMLString(strings.TrimSpace(val))
-		if len(key) != 1 || err != nil {
-			return nil, false
-		}
-		out[key[0]] = str
-	}
-	return out, true
-}
-
-// splitTopLevel splits an inline table's body at commas outside strings.
-func splitTopLevel(s string) []string {
-	var parts []string
-	start, quote := 0, byte(0)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote != 0 && c == '\\' && quote == '"':
-			i++
-		case quote != 0 && c == quote:
-			quote = 0
-		case quote == 0 && (c == '"' || c == '\''):
-			quote = c
-		case quote == 0 && c == ',':
-			parts = append(parts, s[start:i])
-			start = i + 1
-		}
-	}
-	return append(parts, s[start:])
-}
-
-// codexEntry reads the Nexus table of a Codex file: its command, args and env.
-// A value it cannot read (args that are not strings, a multi-line string) is an
-// error rather than a value taken as missing: an edit would then replace what the
-// user wrote.
-func codexEntry(text, name string) (Entry, bool, error) {
-	t := findTable(text, []string{"mcp_servers", name})
-	if !t.found {
-		return Entry{}, false, nil
-	}
-	where := "[mcp_servers." + tomlKey(name) + "]"
-	for _, k := range []string{"command", "args", "env"} {
-		if _, _, ok := t.keySpan(k); !ok && t.hasKey(k) {
-			return Entry{}, true, fmt.Errorf("%s: %s has a value Nexus can read only as a one-line string, array of strings or inline table of strings", where, k)
-		}
-	}
-	e := Entry{Name: name}
-	var err error
-	if s, end, ok := t.keySpan("command"); ok {
-		if e.Command, _, err = parseTOMLString(text[s:end]); err != nil {
-			return Entry{}, true, fmt.Errorf("%s: command is not a string Nexus can read", where)
-		}
-	}
-	if s, end, ok := t.keySpan("args"); ok {
-		var read bool
-		if e.Args, read = tomlStrings(text[s:end]); !read {
-			return Entry{}, true, fmt.Errorf("%s: args is not an array of strings Nexus can read", where)
-		}
-	}
-	if s, end, ok := t.keySpan("env"); ok {
-		var read bool
-		if e.Env, read = tomlInlineTable(text[s:end]); !read {
-			return Entry{}, true, fmt.Errorf("%s: env is not a table of strings Nexus can read", where)
-		}
-	} else if sub := findTable(text, []string{"mcp_servers", name, "env"}); sub.found {
-		e.Env = map[string]string{}
-		for _, m := range regexp.MustCompile(`(?m)^[ \t]*("(?:[^"\\]|\\.)*"|[A-Za-z0-9_-]+)[ \t]*=[ \t]*`).FindAllStringSubmatchIndex(text[sub.start:sub.end], -1) {
-			key := splitKey(text[sub.start+m[2] : sub.start+m[3]])
-			v, _, err := parseTOMLString(text[sub.start+m[1]:])
-			if len(key) != 1 || err != nil {
-				return Entry{}, true, fmt.Errorf("%s.env: %s is not a string Nexus can read", where, text[sub.start+m[2]:sub.start+m[3]])
-			}
-			e.Env[key[0]] = v
-		}
-	}
-	return e, true, nil
-}
-
-// editCodex returns text with the Nexus table set to entry: command replaced, args
-// merged (MergeArgs) and env merged key by key (MergePathList for PATH); the table
-// and its env sub-table are added at the end when missing.
-func editCodex(text string, entry Entry) (string, error) {
-	old, exists, err := codexEntry(text, entry.Name)
-	if err != nil {
-		return "", err
-	}
-	args := MergeArgs(old.Args, entry.Args)
-	env := map[string]string{}
-	for k, v := range old.Env {
-		env[k] = v
-	}
-	for k, v := range entry.Env {
-		if have, ok := old.Env[k]; ok && k == "PATH" {
-			v = MergePathList(have, v)
-		}
-		env[k] = v
-	}
-	if !exists {
-		var b strings.Builder
-		b.WriteString(text)
-		if text != "" && !strings.HasSuffix(text, "\n") {
-			b.WriteByte('\n')
-		}
-		if text != "" {
-			b.WriteByte('\n')
-		}
-		fmt.Fprintf(&b, "[mcp_servers.%s]\ncommand = %s\nargs = %s\n", tomlKey(entry.Name), tomlString(entry.Command), tomlArray(args))
-		if len(env) > 0 {
-			fmt.Fprintf(&b, "\n[mcp_servers.%s.env]\n", tomlKey(entry.Name))
-			for _, k := range sortedKeys(env) {
-				fmt.Fprintf(&b, "%s = %s\n", tomlKey(k), tomlString(env[k]))
-			}
-		}
-		return b.String(), nil
-	}
-	// Replace values in place, last span first so earlier offsets stay right.
-	type edit struct {
-		start, end int
-		with       string
-	}
-	t := findTable(text, []string{"mcp_servers", entry.Name})
-	var edits []edit
-	var missing []string
-	set := func(key, value string) {
-		if s, e, ok := t.keySpan(key); ok {
-			if text[s:e] != value {
-				edits = append(edits, edit{s, e, value})
-			}
-			return
-		}
-		missing = append(missing, fmt.Sprintf("%s = %s\n", key, value))
-	}
-	if c, _ := parseTOMLStringValue(t, "command"); c != entry.Command {
-		set("command", tomlString(entry.Command))
-	}
-	if !slices.Equal(old.Args, args) {
-		set("args", tomlArray(args))
-	}
-	envChanged := len(env) != len(old.Env)
-	for k, v := range env {
-		if old.Env[k] != v {
-			envChanged = true
-		}
-	}
-	sub := findTable(text, []string{"mcp_servers", entry.Name, "env"})
-	if _, _, inline := t.keySpan("env"); envChanged && (inline || !sub.found) {
-		parts := make([]string, 0, len(env))
-		for _, k := range sortedKeys(env) {
-			parts = append(parts, tomlKey(k)+" = "+tomlString(env[k]))
-		}
-		set("env", "{ "+strings.Join(parts, ", ")+" }")
-	} else if envChanged {
-		var add strings.Builder
-		for _, k := range sortedKeys(entry.Env) {
-			v := env[k]
-			if have, ok := old.Env[k]; ok && have == v {
-				continue
-			}
-			s, e, ok := sub.keySpan(k)
-			if ok {
-				edits = append(edits, edit{s, e, tomlString(v)})
-				continue
-			}
-			fmt.Fprintf(&add, "%s = %s\n", tomlKey(k), tomlString(v))
-		}
-		if add.Len() > 0 {
-			at, prefix := endOfContent(text, sub.start, sub.end)
-			edits = append(edits, edit{at, at, prefix + add.String()})
-		}
-	}
-	if len(missing) > 0 {
-		edits = append(edits, edit{t.start, t.start, strings.Join(missing, "")})
-	}
-	slices.SortFunc(edits, func(a, b edit) int { return b.start - a.start })
-	for _, e := range edits {
-		text = text[:e.start] + e.with + text[e.end:]
-	}
-	return text, nil
-}
-
-func parseTOMLStringValue(t codexTable, key string) (string, bool) {
-	s, e, ok := t.keySpan(key)
-	if !ok {
-		return "", false
-	}
-	v, _, err := parseTOMLString(t.text[s:e])
-	return v, err == nil
-}
-
-// endOfContent is where a line added to the table body [start, end) goes: after
-// its last non-blank line. prefix is the newline to write first when that line
-// ends the file without one.
-func endOfContent(text string, start, end int) (at int, prefix string) {
-	at = start + len(strings.TrimRight(text[start:end], " \t\r\n"))
-	if at < len(text) && text[at] == '\n' {
-		return at + 1, ""
-	}
-	if at > 0 && text[at-1] != '\n' {
-		return at, "\n"
-	}
-	return at, ""
-}
-
-// SetupCodex adds the Nexus table to a Codex config.toml, as Setup does for a JSON
-// client file: only the keys it sets change, a backup comes first, the write is
-// atomic, and a file that already has the entry is left alone.
-func SetupCodex(path string, entry Entry, opts SetupOptions) (*Result, error) {
-	if entry.Name == "" || entry.Command == "" {
-		return nil, errors.New("the nexus entry needs a name and a command (the path of the nexus executable)")
-	}
-	data, err := os.ReadFile(path)
-	exists := err == nil
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	before := string(data)
-	_, had, _ := codexEntry(before, entry.Name)
-	after, err := editCodex(before, entry)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w; fix it by hand, nothing was changed", path, err)
-	}
-	if !strings.HasSuffix(after, "\n") {
-		after += "\n"
-	}
-	res := &Result{Created: !exists, Replaced: had && after != before, Changed: after != before && after != before+"\n"}
-	if !res.Changed {
-		return res, nil
-	}
-	res.Diff = UnifiedDiff(path, path+" (after nexus setup)", redact([]byte(before)), redact([]byte(after)))
-	if opts.DryRun {
-		return res, nil
-	}
-	perm := fs.FileMode(0o600)
-	if exists {
-		if st, err := os.Stat(path); err == nil {
-			perm = st.Mode().Perm()
-		}
-		now := opts.Now
-		if now.IsZero() {
-			now = time.Now()
-		}
-		if res.Backup, err = writeBackup(path, data, now); err != nil {
-			return nil, err
-		}
-	} else if err := os.MkdirAll(dirOf(path), 0o700); err != nil {
-		return nil, fmt.Errorf("creating the directory of %s: %w", path, err)
-	}
-	if err := config.WriteFileAtomic(path, []byte(after), perm); err != nil {
-		return nil, fmt.Errorf("writing %s (the original is unchanged): %w", path, err)
-	}
-	return res, nil
-}
-
-func dirOf(path string) string {
-	i := strings.LastIndexAny(path, `/\`)
-	if i <= 0 {
-		return "."
-	}
-	return path[:i]
 }

@@ -32,7 +32,7 @@ func TestSetupCodex(t *testing.T) {
 				os.MkdirAll(filepath.Dir(file), 0o700)
 				os.WriteFile(file, []byte(tc.before), 0o600)
 			}
-			res, err := SetupCodex(file, entry, SetupOptions{Now: time.Unix(0, 0)})
+			res, err := Setup(file, entry, SetupOptions{Format: FormatCodex, Now: time.Unix(0, 0)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,28 +44,31 @@ func TestSetupCodex(t *testing.T) {
 				t.Errorf("backup %q for a file that existed: %v", res.Backup, tc.before != "")
 			}
 			// Again: nothing changes, no backup.
-			again, err := SetupCodex(file, NexusEntry("/opt/nexus", ""), SetupOptions{})
+			again, err := Setup(file, NexusEntry("/opt/nexus", ""), SetupOptions{Format: FormatCodex})
 			if err != nil || again.Changed || again.Backup != "" {
 				t.Errorf("setup again: %+v %v", again, err)
 			}
-			if e, ok, err := codexEntry(string(got), "nexus"); err != nil || !ok || e.Command != "/opt/nexus" || !strings.Contains(strings.Join(e.Args, " "), "--agent codex") || e.Env["PATH"] == "" {
+			doc, err := parseCodex(file, got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e, ok, err := doc.codexEntry("nexus"); err != nil || !ok || e.Command != "/opt/nexus" || !strings.Contains(strings.Join(e.Args, " "), "--agent codex") || e.Env["PATH"] == "" {
 				t.Errorf("codexEntry: %+v %v", e, ok)
 			}
 		})
 	}
 }
 
-// TestSetupCodexRefusesWhatItCannotRead: a value the hand-written reader does not
-// understand is refused, and the file is left alone, rather than replaced.
+// TestSetupCodexRefusesWhatItCannotRead: a value of a type Nexus does not
+// expect is refused, and the file is left alone, rather than replaced.
 func TestSetupCodexRefusesWhatItCannotRead(t *testing.T) {
 	for _, body := range []string{
 		"[mcp_servers.nexus]\ncommand = \"/opt/nexus\"\nargs = [\"serve\", 3]\n",
 		"[mcp_servers.nexus]\ncommand = \"/opt/nexus\"\nargs = [\"serve\"]\nenv = { N = 3 }\n",
-		"[mcp_servers.nexus]\ncommand = \"\"\"/opt/nexus\"\"\"\n",
 	} {
 		file := filepath.Join(t.TempDir(), "config.toml")
 		os.WriteFile(file, []byte(body), 0o600)
-		if _, err := SetupCodex(file, NexusEntry("/opt/nexus", "codex"), SetupOptions{}); err == nil || !strings.Contains(err.Error(), "Nexus can read") {
+		if _, err := Setup(file, NexusEntry("/opt/nexus", "codex"), SetupOptions{}); err == nil || !strings.Contains(err.Error(), "Nexus can read") {
 			t.Errorf("%q: %v", body, err)
 		}
 		if got, _ := os.ReadFile(file); string(got) != body {

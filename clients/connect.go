@@ -262,17 +262,7 @@ type ConnectOptions struct {
 //  3. the servers and secrets written into Nexus;
 //  4. the client file written (after its backup); if that fails, step 3 is undone.
 func (im *Importer) Connect(ctx context.Context, path string, entry Entry, opts ConnectOptions) (*Connection, error) {
-	if opts.Format == FormatCodex || IsCodexFile(path) {
-		if len(opts.Move) > 0 {
-			return nil, fmt.Errorf("moving Codex's servers behind Nexus is not supported yet; nothing was written (add them with nexus add, then remove them from %s)", path)
-		}
-		res, err := SetupCodex(path, entry, SetupOptions{DryRun: opts.DryRun})
-		if err != nil {
-			return nil, err
-		}
-		return &Connection{Changed: res.Changed, Created: res.Created, Backup: res.Backup, Diff: res.Diff}, nil
-	}
-	servers, err := clientServers(path, entry.Name)
+	servers, err := clientServers(path, opts.Format, entry.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -350,11 +340,8 @@ func (im *Importer) Connect(ctx context.Context, path string, entry Entry, opts 
 
 // Movable lists the servers of the client file at path that can move behind
 // Nexus, leaving out the Nexus entry itself (named skip). A missing file has none.
-func Movable(path, skip string) ([]string, error) {
-	if IsCodexFile(path) {
-		return nil, nil // SetupCodex moves nothing
-	}
-	servers, err := clientServers(path, skip)
+func Movable(path string, format Format, skip string) ([]string, error) {
+	servers, err := clientServers(path, format, skip)
 	if err != nil {
 		return nil, err
 	}
@@ -369,13 +356,13 @@ func Movable(path, skip string) ([]string, error) {
 
 // clientServers reads the servers of the client file at path, without the one
 // named skip; a missing file has none.
-func clientServers(path, skip string) ([]Imported, error) {
+func clientServers(path string, format Format, skip string) ([]Imported, error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
-	servers, err := ReadServers(path)
+	servers, err := ReadServersAs(path, format)
 	if err != nil {
 		return nil, err
 	}

@@ -68,30 +68,32 @@ func (im *Imported) Rename(name string) error {
 }
 
 // ReadServers reads the server entries of a client config file (Claude Desktop's or
-// Cursor's "mcpServers", VS Code's "servers", or "mcp.servers" in VS Code's
-// settings.json; comments are allowed), in file order. The entry that runs Nexus itself
-// (`nexus serve`) is left out. A file whose structure is wrong is an error; an entry
-// that cannot be converted comes back with Err set, so one odd entry does not block the
-// others.
-func ReadServers(file string) ([]Imported, error) {
-	if IsCodexFile(file) {
-		return nil, fmt.Errorf("%s: reading Codex's own servers is not supported yet; add each to Nexus with nexus add NAME --command PROGRAM -- ARGS", file)
-	}
-	doc, _, exists, err := readDocument(file)
+// Cursor's "mcpServers", VS Code's "servers" or "mcp.servers" in its settings.json,
+// Zed's "context_servers", opencode's "mcp", Codex's TOML tables, Goose's and
+// Continue's YAML; comments are allowed), in file order, each in the common
+// shape. The entry that runs Nexus itself (`nexus serve`) is left out. A file
+// whose structure is wrong is an error; an entry that cannot be converted comes
+// back with Err set, so one odd entry does not block the others.
+func ReadServers(file string) ([]Imported, error) { return ReadServersAs(file, "") }
+
+// ReadServersAs is ReadServers for a file of a known format ("" guesses it from
+// the file's name and keys).
+func ReadServersAs(file string, format Format) ([]Imported, error) {
+	f, err := readClientFile(file)
 	if err != nil {
 		return nil, err
 	}
-	if !exists {
+	if !f.exists {
 		return nil, fmt.Errorf("%s does not exist; check the path (is the client installed?)", file)
 	}
-	srv, err := servers(file, doc, "")
+	doc, _, err := parseDocument(file, format, f.data)
 	if err != nil {
 		return nil, err
 	}
-	names := importNames(srv)
+	names := importNames(doc)
 	var out []Imported
-	for _, orig := range srv.names {
-		raw, _ := srv.get(orig)
+	for _, orig := range doc.names() {
+		raw, _ := doc.entry(orig)
 		if isNexusEntry(raw) {
 			continue
 		}
@@ -107,13 +109,13 @@ func ReadServers(file string) ([]Imported, error) {
 	return out, nil
 }
 
-// importNames maps each entry of a servers object to its Nexus name, unique in file
+// importNames maps each entry of a document to its Nexus name, unique in file
 // order, so that ReadServers and Setup name an entry alike.
-func importNames(srv *serverList) map[string]string {
+func importNames(doc document) map[string]string {
 	used := map[string]bool{}
 	names := map[string]string{}
-	for _, orig := range srv.names {
-		if raw, _ := srv.get(orig); isNexusEntry(raw) {
+	for _, orig := range doc.names() {
+		if raw, _ := doc.entry(orig); isNexusEntry(raw) {
 			continue
 		}
 		name := uniqueName(SanitizeName(orig), used)
@@ -285,7 +287,7 @@ func (kp *keeper) headers(s *config.Server, headers map[string]string) {
 				prefix = p
 			}
 			s.Headers[k] = prefix + "${keyring:" + ref + "}"
-		case v != "" && !nexsecrets.IsReference(v) && (nexsecrets.LooksSecretHeader(k) || nexsecrets.LooksSecretValue(v)):
+		case v != "" && !nexsecrets.IsReference(v) && !schemeReference(v) && (nexsecrets.LooksSecretHeader(k) || nexsecrets.LooksSecretValue(v)):
 			// Keep the scheme in the config so the keychain holds the token alone.
 			if scheme, token, ok := strings.Cut(v, " "); ok && (strings.EqualFold(scheme, "Bearer") || strings.EqualFold(scheme, "Basic") || strings.EqualFold(scheme, "token")) {
 				s.Headers[k] = scheme + " " + kp.store(ref, token)
@@ -296,6 +298,14 @@ func (kp *keeper) headers(s *config.Server, headers map[string]string) {
 			s.Headers[k] = v
 		}
 	}
+}
+
+// schemeReference reports whether an Authorization value is a scheme and a
+// reference ("Bearer ${env:TOKEN}"), which already keeps the token out of the
+// config: storing it would store the reference's text as the token.
+func schemeReference(v string) bool {
+	_, token, ok := strings.Cut(v, " ")
+	return ok && nexsecrets.IsReference(strings.TrimSpace(token))
 }
 
 // args moves a password in an argument where the gateway can resolve it.

@@ -14,8 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/nexus-mcp/nexus/config"
 )
 
 // Entry is the server entry that connects a client to Nexus.
@@ -51,8 +49,8 @@ func (e Entry) WithMaxNameLength(n int) Entry {
 
 // SetupOptions tune Setup.
 type SetupOptions struct {
-	// Format of the client file: FormatMCPServers or FormatVSCode ("" guesses from the
-	// file's keys, and a new file gets FormatMCPServers).
+	// Format of the client file ("" guesses from the file's name and keys, and a
+	// new JSON file gets FormatMCPServers).
 	Format Format
 	// DryRun computes the result and the diff and writes nothing.
 	DryRun bool
@@ -85,33 +83,29 @@ type Result struct {
 // Setup adds entry to the client config file at path, keeping every other key, and
 // takes the entries named in opts.Move out of it. Unless opts.DryRun, it first copies
 // the file to <path>.nexus-backup-<time>, readable by the user alone since it holds
-// the original values (tokens included), and then writes the new content atomically.
-// A file that is not valid JSON, or whose comments or trailing commas an edit would
-// lose, is refused and nothing is written.
+// the original values (tokens included), and then writes the new content atomically
+// (into the target of a symbolic link, which stays). A file that does not parse, is
+// read-only, or changes while Setup runs is refused and nothing is written.
 func Setup(path string, entry Entry, opts SetupOptions) (*Result, error) {
 	if entry.Name == "" || entry.Command == "" {
 		return nil, errors.New("the nexus entry needs a name and a command (the path of the nexus executable)")
 	}
-	doc, data, exists, err := readDocument(path)
+	file, err := readClientFile(path)
 	if err != nil {
 		return nil, err
 	}
-	format := opts.Format
-	if format == "" {
-		format = detectFormat(doc)
-	}
-	srv, err := servers(path, doc, format)
+	doc, _, err := parseDocument(path, opts.Format, file.data)
 	if err != nil {
 		return nil, err
 	}
-	before := data
+	before := file.data
 
-	res := &Result{Created: !exists}
-	names := importNames(srv)
+	res := &Result{Created: !file.exists}
+	names := importNames(doc)
 	for _, name := range opts.Move {
-		raw, ok := srv.get(name)
+		raw, ok := doc.entry(name)
 		if !ok {
-			return nil, fmt.Errorf("%s has no server %q to move; it has: %s", path, name, strings.Join(srv.names, ", "))
+			return nil, fmt.Errorf("%s has no server %q to move; it has: %s", path, name, strings.Join(doc.names(), ", "))
 		}
 		if name == entry.Name || isNexusEntry(raw) {
 			return nil, fmt.Errorf("cannot move %q behind Nexus: it is the Nexus entry itself", name)
@@ -122,18 +116,20 @@ func Setup(path string, entry Entry, opts SetupOptions) (*Result, error) {
 			return nil, fmt.Errorf("cannot move %q behind Nexus, so nothing was changed (leave it in the client, or fix it): %w", name, im.Err)
 		}
 		res.Moved = append(res.Moved, im)
-		srv.delete(name)
+		if err := doc.remove(name); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 	}
 
-	old, existed := srv.get(entry.Name)
-	if err := putEntry(srv, entry, format); err != nil {
+	old, existed := doc.entry(entry.Name)
+	if err := doc.put(entry); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if existed {
-		now, _ := srv.get(entry.Name)
+		now, _ := doc.entry(entry.Name)
 		res.Replaced = !jsonEqual(old, now)
 	}
-	after := doc.Bytes()
+	after := keepLineEndings(before, doc.bytes())
 	// The edited document always ends in a newline; a file without one whose entry
 	// is already right is not rewritten for it.
 	res.Changed = !bytes.Equal(before, after) && !bytes.Equal(append(slices.Clip(before), '\n'), after)
@@ -144,26 +140,28 @@ func Setup(path string, entry Entry, opts SetupOptions) (*Result, error) {
 	if opts.DryRun {
 		return res, nil
 	}
-
-	perm := fs.FileMode(0o600) // a client file may hold tokens in its env
-	if exists {
-		if st, err := os.Stat(path); err == nil {
-			perm = st.Mode().Perm()
-		}
-		now := opts.Now
-		if now.IsZero() {
-			now = time.Now()
-		}
-		backup, err := writeBackup(path, data, now)
-		if err != nil {
-			return nil, err
-		}
-		res.Backup = backup
-	}
-	if err := config.WriteFileAtomic(path, after, perm); err != nil {
-		return nil, fmt.Errorf("writing %s (the original is unchanged): %w", path, err)
+	if res.Backup, err = file.write(after, opts.Now); err != nil {
+		return nil, err
 	}
 	return res, nil
+}
+
+// keepLineEndings writes the lines an edit added to a file whose lines all end in
+// CRLF (as Windows editors save them) with CRLF too, so that the file does not
+// end up with both.
+func keepLineEndings(before, after []byte) []byte {
+	crlf := bytes.Count(before, []byte("\r\n"))
+	if crlf == 0 || crlf != bytes.Count(before, []byte("\n")) {
+		return after
+	}
+	var out bytes.Buffer
+	for i, c := range after {
+		if c == '\n' && (i == 0 || after[i-1] != '\r') {
+			out.WriteByte('\r')
+		}
+		out.WriteByte(c)
+	}
+	return out.Bytes()
 }
 
 // writeBackup copies data beside path under a name that does not exist yet. The copy
@@ -198,6 +196,8 @@ type nexusEntry struct {
 	Command string            `json:"command"`
 	Args    []string          `json:"args"`
 	Env     map[string]string `json:"env,omitempty"`
+	// Tools are the tools the client may call (GitHub Copilot CLI's; "*": all).
+	Tools []string `json:"tools,omitempty"`
 }
 
 // putEntry writes the Nexus entry into the servers object. An entry of that name
@@ -205,8 +205,11 @@ type nexusEntry struct {
 // "disabled"); the keys Nexus sets are replaced one by one.
 func putEntry(srv *serverList, e Entry, format Format) error {
 	next := nexusEntry{Command: e.Command, Args: append([]string{}, e.Args...), Env: e.Env}
-	if format == FormatVSCode {
+	switch format {
+	case FormatVSCode:
 		next.Type = "stdio"
+	case FormatCopilot:
+		next.Type, next.Tools = "local", []string{"*"}
 	}
 	old, exists := srv.get(e.Name)
 	if !exists || len(old) == 0 || old[0] != '{' {
@@ -349,11 +352,23 @@ func jsonEqual(a, b json.RawMessage) bool {
 }
 
 // redact hides, in a file's text shown as a diff, every string value that looks
-// like a credential or sits under a key that names one, whatever the layout: a
-// diff is printed and may be pasted into a bug report.
+// like a credential or sits under a key that names one, whatever the layout and
+// format (JSON, TOML, YAML): a diff is printed and may be pasted into a bug
+// report.
 func redact(text []byte) string {
 	lines := strings.Split(string(text), "\n")
 	for i, l := range lines {
+		if m := plainValueRE.FindStringSubmatch(l); m != nil {
+			// KEY: value or KEY = 'value', a YAML or TOML value without JSON quotes.
+			key, val := strings.Trim(m[2], `"'`), strings.TrimSpace(m[4])
+			if strings.HasPrefix(val, "'") && strings.HasSuffix(val, "'") && len(val) >= 2 {
+				val = val[1 : len(val)-1]
+			}
+			if isSecretValue(key, val) {
+				lines[i] = m[1] + m[2] + m[3] + "[redacted]"
+				continue
+			}
+		}
 		var b strings.Builder
 		last, key := 0, ""
 		for _, m := range stringRE.FindAllStringIndex(l, -1) {
@@ -362,12 +377,17 @@ func redact(text []byte) string {
 			if json.Unmarshal([]byte(lit), &val) != nil {
 				continue
 			}
-			if rest := strings.TrimLeft(l[m[1]:], " \t"); strings.HasPrefix(rest, ":") {
+			if rest := strings.TrimLeft(l[m[1]:], " \t"); strings.HasPrefix(rest, ":") || strings.HasPrefix(rest, "=") {
 				key = val // a key; its value comes next
 				continue
 			}
-			secret := val != "" && !nexsecrets.IsReference(val) &&
-				(nexsecrets.LooksSecretValue(val) || (key != "" && (nexsecrets.LooksSecretHeader(key) || nexsecrets.LooksSecretKey(key))))
+			if before := strings.TrimRight(l[last:m[0]], " \t"); key == "" && strings.HasSuffix(before, "=") {
+				fields := strings.Fields(strings.TrimSuffix(before, "="))
+				if len(fields) > 0 {
+					key = strings.Trim(fields[len(fields)-1], "{,")
+				}
+			}
+			secret := isSecretValue(key, val)
 			key = ""
 			if secret {
 				b.WriteString(l[last:m[0]])
@@ -382,6 +402,17 @@ func redact(text []byte) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// isSecretValue reports whether val, under key, is a credential to hide.
+func isSecretValue(key, val string) bool {
+	return val != "" && !nexsecrets.IsReference(val) &&
+		(nexsecrets.LooksSecretValue(val) || (key != "" && (nexsecrets.LooksSecretHeader(key) || nexsecrets.LooksSecretKey(key))))
+}
+
+// plainValueRE matches a line that sets a key to a value not in double quotes
+// (YAML's plain or single-quoted scalars, TOML's literal strings): indentation
+// and a list dash, the key, the separator, the value.
+var plainValueRE = regexp.MustCompile(`^(\s*(?:-\s+)?)("[^"]+"|'[^']+'|[A-Za-z0-9_.-]+)(\s*(?::\s+|=\s*))([^"\s\[{#&*!|>-][^#]*?|'[^']*')\s*$`)
 
 // stringRE matches one JSON string literal.
 var stringRE = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)

@@ -111,6 +111,10 @@ type Config struct {
 	// Limits bound what one client, agent or child can make the gateway hold
 	// (config/limits.go).
 	Limits Limits `json:"limits,omitzero"`
+	// Children are the defaults of every stdio server's life (lifecycle.go).
+	Children Children `json:"children,omitzero"`
+	// childrenIdleSet says "children" set idleTimeout, "0" included.
+	childrenIdleSet bool
 	// ProjectLayers reads .nexus/config.json from the working directory upward (off
 	// by default: a repository you clone should not silently start processes).
 	ProjectLayers bool `json:"projectLayers,omitempty"`
@@ -269,6 +273,12 @@ type Server struct {
 	// SHA-256 of the tool's canonical definition (nexus tools pins SERVER
 	// prints them): a team holds the same approved set.
 	Pins map[string]string `json:"pins,omitempty"`
+	// Start, IdleTimeout and MaxLifetime decide a stdio server's life
+	// (lifecycle.go); unset, the "children" defaults apply. IdleTimeout "0"
+	// keeps an idle server running; MaxLifetime "0" never recycles it.
+	Start       string    `json:"start,omitempty"`
+	IdleTimeout *Duration `json:"idleTimeout,omitempty"`
+	MaxLifetime *Duration `json:"maxLifetime,omitempty"`
 
 	// Name is the server's key in "servers".
 	Name string `json:"-"`

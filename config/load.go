@@ -22,9 +22,10 @@ import (
 // Keys a user may write, per level. Kept beside the structs they mirror.
 var (
 	topKeys = []string{"servers", "mcpServers", "toolNames", "maxMessageBytes", "maxChildMessageBytes", "policy",
-		"agents", "ttl", "staleIfError", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "status", "http", "reload", "limits", "locked", "projectLayers", "tools", "names"}
+		"agents", "ttl", "staleIfError", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "status", "http", "reload", "limits", "locked", "projectLayers", "tools", "names", "children"}
 	serverKeys = []string{"transport", "command", "args", "env", "cwd", "url", "headers",
-		"timeout", "prefix", "disabled", "protocolVersion", "annotations", "cacheScope", "catalog", "tools", "auth", "oauth", "sessions", "maxSessions", "pin", "pins"}
+		"timeout", "prefix", "disabled", "protocolVersion", "annotations", "cacheScope", "catalog", "tools", "auth", "oauth", "sessions", "maxSessions",
+		"start", "idleTimeout", "maxLifetime", "pin", "pins"}
 )
 
 // Layer is one config file in the stack.
@@ -257,7 +258,7 @@ func (m *merger) add(file string, data []byte) bool {
 			m.scalarFrom[k] = file
 		}
 	}
-	for _, k := range []string{"agents", "ttl", "staleIfError", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "status", "http", "reload", "limits", "names"} {
+	for _, k := range []string{"agents", "ttl", "staleIfError", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "status", "http", "reload", "limits", "names", "children"} {
 		raw, ok := top[k]
 		if !ok {
 			continue
@@ -494,6 +495,7 @@ func (m *merger) build() *Config {
 	m.buildObserve(cfg)
 	m.buildExposure(cfg)
 	m.buildLimits(cfg)
+	m.buildChildren(cfg)
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		file := m.mapFrom["agents"][name]
 		if !policy.ValidAgentName(name) {
@@ -748,6 +750,20 @@ func validateServer(s *Server) error {
 	}
 	if err := checkPins(s); err != nil {
 		return err
+	}
+	if err := checkStart(s.Start); err != nil {
+		return err
+	}
+	for key, d := range map[string]*Duration{"idleTimeout": s.IdleTimeout, "maxLifetime": s.MaxLifetime} {
+		if d == nil {
+			continue
+		}
+		if err := checkLifecycleDuration(key, d.D); err != nil {
+			return err
+		}
+		if s.Transport != TransportStdio && d.D != 0 {
+			return fmt.Errorf("%q stops or restarts a stdio server's process; a %s server has none: remove it", key, s.Transport)
+		}
 	}
 	return validateAuth(s)
 }

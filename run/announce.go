@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/internal/proc"
 )
 
 // A running `nexus serve` announces itself in $NEXUS_HOME/run/<pid>: the file holds
@@ -41,7 +42,7 @@ func runFile(home string, pid int) string {
 // runEntry is what a gateway keeps in its run/<pid> file.
 type runEntry struct {
 	reloads int64
-	// start is when the process started, as processStart says; "" when unknown
+	// start is when the process started, as proc.Start says; "" when unknown
 	// (then no command signals it).
 	start string
 }
@@ -70,7 +71,7 @@ func readRunEntry(path string) (runEntry, error) {
 func announce(e Env) (reloaded func(), remove func()) {
 	path := runFile(e.Home, os.Getpid())
 	entry := runEntry{}
-	if start, err := processStart(os.Getpid()); err == nil {
+	if start, err := proc.Start(os.Getpid()); err == nil {
 		entry.start = start
 	} else {
 		e.Logger.Debug("the gateway's start time is unknown: policy edits apply at the next config poll", "err", err)
@@ -150,7 +151,7 @@ func ReloadRunning(ctx context.Context, home string, log *slog.Logger) (int, err
 // pid another process now has, is removed; when that cannot be told, the file is
 // left and the gateway is not signalled.
 func stillRunning(log *slog.Logger, path string, pid int, entry runEntry) bool {
-	start, err := processStart(pid)
+	start, err := proc.Start(pid)
 	switch {
 	case errors.Is(err, os.ErrProcessDone):
 		_ = os.Remove(path) // a gateway that died without cleaning up

@@ -17,6 +17,7 @@ import (
 	"github.com/nexus-mcp/nexus/memory/postgres"
 	"github.com/nexus-mcp/nexus/memory/sqlite"
 	"github.com/nexus-mcp/nexus/secrets"
+	"github.com/nexus-mcp/nexus/upstream"
 )
 
 // Env is what a runtime is built with from the command that runs it: where
@@ -88,6 +89,11 @@ type Options struct {
 	// OneAttempt: a child that fails to start is not retried
 	// (aggregation.Options.OneAttempt); one-shot commands.
 	OneAttempt bool
+	// KeepLists keeps the lists of lazy servers in the home for the next run,
+	// and starts a lazy server seen before only when a request needs it
+	// (aggregation.Options.ListsDir): serve. A command that checks servers
+	// (list-servers --live, doctor) starts them all.
+	KeepLists bool
 }
 
 // Runtime is a started gateway and what must be closed with it.
@@ -132,6 +138,17 @@ func Build(ctx context.Context, cfg *config.Config, e Env, opts Options) (*Runti
 	gopts := aggregation.Options{Pins: guard, Logger: e.Logger, Memory: r.mem, ToolNames: opts.ToolNames, MaxNameLength: opts.MaxNameLength,
 		Resolve: e.resolve, Redact: red.JSON, RedactText: red.String, BeforeStart: e.BeforeStart,
 		HTTPClient: e.HTTPClient, StateKey: e.StateKey, OneAttempt: opts.OneAttempt}
+	if e.Home != "" {
+		// What a gateway killed before it could end its children left running
+		// is ended now; this gateway's children are recorded in turn.
+		gopts.Ledger = upstream.OpenLedger(filepath.Join(e.Home, "children"), e.Logger)
+		if n := gopts.Ledger.Reap(); n > 0 {
+			e.Logger.Warn("ended the children of a gateway that was killed", "groups", n)
+		}
+		if opts.KeepLists {
+			gopts.ListsDir = filepath.Join(e.Home, "lists")
+		}
+	}
 	if emb, err := searchEmbedder(cfg, e); err != nil {
 		e.Logger.Warn("tool search ranks by words only", "err", err)
 	} else if emb != nil {

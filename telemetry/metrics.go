@@ -162,7 +162,7 @@ func (s *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	byState := map[aggregation.State]int{aggregation.StateReady: 0, aggregation.StateConnecting: 0,
-		aggregation.StateRetrying: 0, aggregation.StateRestarting: 0, aggregation.StateFailed: 0, aggregation.StateNeedsLogin: 0}
+		aggregation.StateRetrying: 0, aggregation.StateRestarting: 0, aggregation.StateFailed: 0, aggregation.StateNeedsLogin: 0, aggregation.StateIdle: 0}
 	for _, st := range s.src.Servers() {
 		byState[st.State]++
 		up := 0.0

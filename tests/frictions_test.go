@@ -363,8 +363,18 @@ func TestFrictionSetupClaudeCodeAndCodex(t *testing.T) {
 					t.Errorf("doctor after setup codex: %d\n%s", code, out)
 				}
 			}},
-		{name: "codex moves nothing", config: `{}`, files: map[string]string{".codex/config.toml": codexTOML},
-			args: []string{"setup", "codex", "--move-all"}, code: 2, stderr: "nexus: moving Codex's own servers behind Nexus is not supported yet; nothing was written"},
+		{name: "codex moves its servers", config: `{}`,
+			files: map[string]string{".codex/config.toml": "model = \"o3\" # mine\n\n[mcp_servers.kg]\ncommand = \"" + built.nexus + "\"\nargs = [\"sample-server\", \"code-kg\"]\n"},
+			args:  []string{"setup", "codex", "--move-all"}, code: 0, stdout: "moved behind Nexus: kg",
+			check: func(t *testing.T, h *home, _, _ string) {
+				got := mustRead(t, filepath.Join(h.dir, ".codex", "config.toml"))
+				if !strings.HasPrefix(got, "model = \"o3\" # mine\n") || strings.Contains(got, "[mcp_servers.kg]") || !strings.Contains(got, "[mcp_servers.nexus]") {
+					t.Errorf("config.toml after the move:\n%s", got)
+				}
+				if cfg := mustRead(t, filepath.Join(h.dir, "config.json")); !strings.Contains(cfg, `"kg"`) {
+					t.Errorf("the Nexus config lacks kg:\n%s", cfg)
+				}
+			}},
 	})
 }
 

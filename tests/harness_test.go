@@ -279,11 +279,12 @@ func (h *home) serveStdioReady(children []string, args ...string) *session {
 		built.nexus, append([]string{"serve"}, args...)...)
 }
 
-// childrenConnected reports whether a gateway's log holds "child connected"
-// for each of names.
+// childrenConnected reports whether a gateway's log holds "child connected" for
+// each of names, or "child idle" (a lazy server listed as it listed last run,
+// which starts on the first request that needs it).
 func childrenConnected(stderr string, names ...string) bool {
 	for _, n := range names {
-		if !strings.Contains(stderr, `msg="child connected" server=`+n+" ") {
+		if !strings.Contains(stderr, `msg="child connected" server=`+n+" ") && !strings.Contains(stderr, `msg="child idle" server=`+n+" ") {
 			return false
 		}
 	}

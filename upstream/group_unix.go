@@ -3,9 +3,11 @@
 package upstream
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 )
 
 // ownGroup makes the child the leader of a process group of its own, so that
@@ -23,4 +25,38 @@ func ownGroup(cmd *exec.Cmd) {
 // started that did not leave the group.
 func signalGroup(p *os.Process, sig syscall.Signal) error {
 	return syscall.Kill(-p.Pid, sig)
+}
+
+// groupExists reports whether process group pgid has a member.
+func groupExists(pgid int) bool {
+	err := syscall.Kill(-pgid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// leaderRuns reports whether process pid exists.
+func leaderRuns(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// killGroup ends process group pgid: SIGTERM, then SIGKILL to what is left after
+// the grace.
+func killGroup(pgid int) error {
+	if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		return err
+	}
+	deadline := time.Now().Add(shutdownGrace)
+	for time.Now().Before(deadline) {
+		if !groupExists(pgid) {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	return nil
 }

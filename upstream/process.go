@@ -66,6 +66,7 @@ type Process struct {
 	// redact removes secret values from the child's text before it is cut and
 	// logged; nil keeps it as is.
 	redact func(string) string
+	ledger *Ledger
 
 	writeMu sync.Mutex
 
@@ -102,6 +103,9 @@ type Options struct {
 	// Redact removes secret values from the child's text before it is cut and
 	// logged; nil keeps it as is.
 	Redact func(string) string
+	// Ledger records the child's process group while it lives, for the next
+	// gateway to end if this one is killed; nil records nothing.
+	Ledger *Ledger
 }
 
 // NewProcess is the transport to the child cmd starts; Start starts it.
@@ -110,7 +114,7 @@ func NewProcess(cmd *exec.Cmd, o Options) *Process {
 		o.Tail = &Tail{}
 	}
 	return &Process{cmd: cmd, name: o.Name, log: o.Logger, maxMessage: o.MaxMessage, tail: o.Tail,
-		stderrLine: o.StderrLine, redact: o.Redact, pending: map[string]chan reply{}, exited: make(chan struct{}),
+		stderrLine: o.StderrLine, redact: o.Redact, ledger: o.Ledger, pending: map[string]chan reply{}, exited: make(chan struct{}),
 		stranded: make(chan struct{})}
 }
 
@@ -131,6 +135,7 @@ func (p *Process) Start(ctx context.Context) error {
 	if err := p.cmd.Start(); err != nil {
 		return err
 	}
+	forget := p.ledger.record(p.name, p.cmd.Process.Pid)
 	p.ctx, p.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	go p.readStderr(stderr)
 	readerDone := make(chan struct{})
@@ -147,6 +152,14 @@ func (p *Process) Start(ctx context.Context) error {
 		p.mu.Unlock()
 		close(p.exited)
 		p.lost(fmt.Errorf("the server exited: %v", exitReason(err)))
+		// What the child started and left in its group (npx's node) would
+		// outlive it: the group goes with its leader.
+		if pgid := p.cmd.Process.Pid; groupExists(pgid) {
+			if err := killGroup(pgid); err != nil {
+				p.log.Warn("ending what the server left running failed", "server", p.name, "err", err)
+			}
+		}
+		forget()
 	}()
 	return nil
 }

@@ -34,10 +34,17 @@ type clientFile struct {
 	maxName func(entry string) int
 }
 
-// resolveClient turns claude-desktop|claude-code|cursor|vscode|codex|FILE into a file. A known client's
-// file is where that client keeps it on this OS, for the user in HOME.
+// clientNames is the list of known clients for usage lines.
+const clientNames = "claude-desktop|claude-code|cursor|vscode|codex|windsurf|gemini|zed|goose|cline|roo-code|continue|opencode|lm-studio|copilot-cli|kiro|FILE"
+
+// resolveClient turns a known client's name, or the path of a client file, into
+// a file. A known client's file is where that client keeps it on this OS, for
+// the user in HOME.
 func resolveClient(arg string) (clientFile, error) {
-	if !strings.ContainsAny(arg, `/\`) && !strings.HasSuffix(strings.ToLower(arg), ".json") && !clients.IsCodexFile(arg) {
+	if arg == "" {
+		return clientFile{}, usageError("name a client (" + clientNames + ")")
+	}
+	if !strings.ContainsAny(arg, `/\`) && !clients.IsClientFile(arg) {
 		home, err := os.UserHomeDir()
 		if err != nil {
 			return clientFile{}, fmt.Errorf("finding your home directory (set HOME): %w", err)
@@ -46,20 +53,23 @@ func resolveClient(arg string) (clientFile, error) {
 		if err != nil {
 			return clientFile{}, usageError(err.Error())
 		}
+		cl = cl.Located(fileExists)
 		return clientFile{Name: cl.Name, Display: cl.Display, Path: cl.Path, Format: cl.Format, maxName: cl.MaxNameLength}, nil
 	}
 	abs, err := filepath.Abs(arg)
 	if err != nil {
 		return clientFile{}, usageError(fmt.Sprintf("%s: %v", arg, err))
 	}
-	if clients.IsCodexFile(abs) {
-		return clientFile{Display: abs, Path: abs, Format: clients.FormatCodex}, nil
-	}
 	format, err := clients.DetectFormat(abs)
 	if err != nil {
 		return clientFile{}, err
 	}
 	return clientFile{Display: abs, Path: abs, Format: format}, nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // selfPath is the absolute path of this nexus binary, for client entries: clients start
@@ -170,9 +180,10 @@ func importCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "import",
 		Usage:     "import the MCP servers of a client's config file into Nexus (secrets go to the keychain)",
-		ArgsUsage: "claude-desktop|claude-code|cursor|vscode|codex|FILE",
-		Description: "Reads the client's server entries (\"mcpServers\", or VS Code's \"servers\") and\n" +
-			"adds each to $NEXUS_HOME/config.json. Env values and headers that look like\n" +
+		ArgsUsage: clientNames,
+		Description: "Reads the client's server entries (\"mcpServers\", VS Code's \"servers\", Zed's\n" +
+			"\"context_servers\", opencode's \"mcp\", Codex's TOML tables, Goose's and Continue's\n" +
+			"YAML) and adds each to $NEXUS_HOME/config.json. Env values and headers that look like\n" +
 			"credentials are stored in the OS keychain (or, with --insecure-file-store and no\n" +
 			"keychain, in a file readable only by you, a choice then kept in the personal\n" +
 			"config); the config holds ${keyring:...} references. Without a usable store,\n" +
@@ -209,7 +220,7 @@ func importAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	ims, err := clients.ReadServers(cf.Path)
+	ims, err := clients.ReadServersAs(cf.Path, cf.Format)
 	if err != nil {
 		return err
 	}
@@ -278,8 +289,8 @@ func nonNil[T any](s []T) []T {
 func setupClientCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "setup",
-		Usage:     "connect a client (Claude Desktop, Claude Code, Cursor, VS Code, Codex) to Nexus by adding Nexus to its config file",
-		ArgsUsage: "claude-desktop|claude-code|cursor|vscode|codex|FILE",
+		Usage:     "connect a client (Claude Desktop, Cursor, VS Code, Zed, Goose...) to Nexus by adding Nexus to its config file, or undo that",
+		ArgsUsage: clientNames,
 		Description: "Adds a \"nexus\" server entry running `nexus serve` to the client's config file,\n" +
 			"keeping every other key, after copying the file to FILE.nexus-backup-TIME (0600:\n" +
 			"it holds the original values, tokens included). The entry carries NEXUS_HOME\n" +
@@ -288,20 +299,54 @@ func setupClientCommand() *cli.Command {
 			"for import) and taken out of the client; a server whose secrets cannot be stored\n" +
 			"stays in the client, and the output says why. On a terminal, setup asks which\n" +
 			"to move; --move-all or --move NAME decide without asking. --dry-run checks the\n" +
-			"secret store, shows the diff and writes nothing.",
+			"secret store, shows the diff and writes nothing.\n\n" +
+			"--undo restores the file from the backup the last setup made, when the file\n" +
+			"still holds what setup wrote (else it refuses, and names the backup); run it\n" +
+			"again to go one setup further back.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "agent", Usage: "the client connects as agent `NAME` (its policy applies)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "show the diff and write nothing (neither the client file nor the Nexus config)"},
 			&cli.BoolFlag{Name: "move-all", Usage: "move every server of the client behind Nexus"},
 			&cli.StringSliceFlag{Name: "move", Usage: "move the client's server `NAME` behind Nexus (repeatable)"},
+			&cli.BoolFlag{Name: "undo", Usage: "restore the client's file from the backup the last setup made"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON (never asks)"},
 		},
 		Action: setupAction,
 	}
 }
 
+// undoAction is the action of `nexus setup --undo`.
+func undoAction(c *cli.Context) error {
+	if c.IsSet("agent") || c.Bool("move-all") || c.IsSet("move") {
+		return usageError("--undo takes no --agent, --move or --move-all: it restores the file as it was")
+	}
+	e, cf, err := clientEnv(c)
+	if err != nil {
+		return err
+	}
+	dry := c.Bool("dry-run")
+	res, err := clients.Undo(cf.Path, dry)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(e.stdout, map[string]any{"client": cf.Display, "file": res.File, "backup": res.Backup, "diff": res.Diff, "dryRun": dry, "restored": res.Written})
+	}
+	if dry {
+		fmt.Fprint(e.stdout, res.Diff)
+		fmt.Fprintf(e.stdout, "dry run: %s would be restored from %s; nothing was written\n", res.File, res.Backup)
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "restored %s from %s (the backup is removed; nexus setup %s --undo again goes one setup further back)\n", res.File, res.Backup, c.Args().First())
+	fmt.Fprintf(e.stdout, "restart %s for it to read the file again\n", cf.Display)
+	return nil
+}
+
 // setupAction is the action of `nexus setup`.
 func setupAction(c *cli.Context) error {
+	if c.Bool("undo") {
+		return undoAction(c)
+	}
 	agent := c.String("agent")
 	if err := checkAgent(agent); err != nil {
 		return err
@@ -312,9 +357,6 @@ func setupAction(c *cli.Context) error {
 	e, cf, err := clientEnv(c)
 	if err != nil {
 		return err
-	}
-	if cf.Format == clients.FormatCodex && (c.Bool("move-all") || c.IsSet("move")) {
-		return usageError(fmt.Sprintf("moving Codex's own servers behind Nexus is not supported yet; nothing was written (add them with nexus add, then remove them from %s)", cf.Path))
 	}
 	exe, err := selfPath()
 	if err != nil {
@@ -331,7 +373,7 @@ func setupAction(c *cli.Context) error {
 	var move []string
 	switch {
 	case c.Bool("move-all"):
-		if move, err = clients.Movable(cf.Path, entry.Name); err != nil {
+		if move, err = clients.Movable(cf.Path, cf.Format, entry.Name); err != nil {
 			return err
 		}
 	case c.IsSet("move"):
@@ -341,7 +383,7 @@ func setupAction(c *cli.Context) error {
 			}
 		}
 	default:
-		movable, err := clients.Movable(cf.Path, entry.Name)
+		movable, err := clients.Movable(cf.Path, cf.Format, entry.Name)
 		if err != nil {
 			return err
 		}

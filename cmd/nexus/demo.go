@@ -95,7 +95,7 @@ func (e *env) demo(ctx context.Context) error {
 	}
 	defer g.Close()
 	for _, s := range g.Servers() {
-		if s.State != aggregation.StateReady {
+		if !s.Up() {
 			return fmt.Errorf("sample server %s did not start (%s): %s", s.Name, s.State, s.Error)
 		}
 	}

@@ -75,9 +75,11 @@ func executable(p string) bool {
 	return runtime.GOOS == "windows" || st.Mode().Perm()&0o111 != 0
 }
 
-// checkClients looks, for each client whose config file runs Nexus with this
-// NEXUS_HOME, whether every stdio server's command is found on the PATH the client
-// gives Nexus: a doctor run from a shell finds what a GUI client does not.
+// checkClients checks every known client whose file is on this machine: is
+// Nexus in it, does the command its entry runs exist (found with the PATH the
+// client gives it), which agent it connects as, and whether every stdio server's
+// command is found on that PATH: a doctor run from a shell finds what a GUI
+// client does not.
 func (e *env) checkClients(cfg *config.Config) []check {
 	userHome, err := os.UserHomeDir()
 	if err != nil {
@@ -85,17 +87,38 @@ func (e *env) checkClients(cfg *config.Config) []check {
 	}
 	var checks []check
 	for _, cl := range clients.Known(runtime.GOOS, userHome, os.Getenv) {
-		entry, found, err := clients.FindNexus(cl.Path)
-		if err != nil {
+		cl = cl.Located(fileExists)
+		if !fileExists(cl.Path) {
+			continue // not on this machine
+		}
+		entry, found, err := clients.FindNexus(cl.Path, cl.Format)
+		switch {
+		case err != nil:
 			checks = append(checks, check{Area: "clients", Name: cl.Display, Status: checkWarn, Detail: err.Error()})
-			continue
+		case !found:
+			checks = append(checks, check{Area: "clients", Name: cl.Display, Status: checkOK,
+				Detail: fmt.Sprintf("not connected: %s has no entry that runs nexus serve (nexus setup %s adds one)", cl.Path, cl.Name)})
+		case !e.sameHome(entry):
+			checks = append(checks, check{Area: "clients", Name: cl.Display, Status: checkOK,
+				Detail: fmt.Sprintf("%s starts Nexus from %s with another home (%s), not checked here", cl.Display, cl.Path, entry.Env["NEXUS_HOME"])})
+		default:
+			checks = append(checks, e.checkClientPath(cfg, cl, entry))
 		}
-		if !found || !e.sameHome(entry) {
-			continue
-		}
-		checks = append(checks, e.checkClientPath(cfg, cl, entry))
 	}
 	return checks
+}
+
+// entryAgent is the agent a client entry's `nexus serve` runs as, "" for none.
+func entryAgent(args []string) string {
+	for i, a := range args {
+		if a == "--agent" && i+1 < len(args) {
+			return args[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, "--agent="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // sameHome reports whether a client entry runs Nexus with this command's home.
@@ -115,6 +138,16 @@ func (e *env) checkClientPath(cfg *config.Config, cl clients.Client, entry clien
 	if path == "" {
 		path, from = guiPath(), "its own PATH (the entry sets none; likely "+guiPath()+")"
 	}
+	if _, ok := lookPathIn(entry.Command, path); !ok {
+		ch.Status = checkFail
+		ch.Detail = fmt.Sprintf("%s starts Nexus with %s, which is not found with %s, so the client cannot start Nexus", cl.Display, entry.Command, from)
+		ch.Fix = fmt.Sprintf("run `nexus setup %s` again with the nexus you use now (it writes its own absolute path into %s)", cl.Name, cl.Path)
+		return ch
+	}
+	as := "as the default agent (no --agent: the default policy applies; nexus setup " + cl.Name + " --agent NAME gives it its own)"
+	if agent := entryAgent(entry.Args); agent != "" {
+		as = "as agent " + agent
+	}
 	var missing []string
 	for _, name := range cfg.ServerNames() {
 		s := cfg.Servers[name]
@@ -126,7 +159,7 @@ func (e *env) checkClientPath(cfg *config.Config, cl clients.Client, entry clien
 		}
 	}
 	if len(missing) == 0 {
-		ch.Detail = fmt.Sprintf("%s starts Nexus from %s; every server's command is found with %s", cl.Display, cl.Path, from)
+		ch.Detail = fmt.Sprintf("%s starts Nexus from %s %s; every server's command is found with %s", cl.Display, cl.Path, as, from)
 		return ch
 	}
 	ch.Status = checkFail

@@ -129,7 +129,7 @@ func gatewaySummary(servers []aggregation.Status) func(time.Duration) string {
 		ready := 0
 		var not []string
 		for _, s := range servers {
-			if s.State == aggregation.StateReady {
+			if s.Up() {
 				ready++
 				continue
 			}

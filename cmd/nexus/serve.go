@@ -46,7 +46,7 @@ func serveAction(c *cli.Context) error {
 	e.serving = true
 	err = e.serve(c.Context, run.ServeOptions{
 		Agent: c.String("agent"), HTTPAddr: c.String("http"), MetricsAddr: c.String("metrics"), Insecure: c.Bool("insecure-no-auth"),
-		Gateway: run.Options{NoMemory: c.Bool("no-memory"), ToolNames: c.String("tool-names"), MaxNameLength: c.Int("max-name-length"), NoWait: true,
+		Gateway: run.Options{NoMemory: c.Bool("no-memory"), ToolNames: c.String("tool-names"), MaxNameLength: c.Int("max-name-length"), NoWait: true, KeepLists: true,
 			Observe: true, Metrics: c.String("http") != "" || c.String("metrics") != ""},
 	})
 	if c.Context.Err() != nil && errors.Is(err, context.Canceled) {

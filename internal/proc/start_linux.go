@@ -1,4 +1,4 @@
-package run
+package proc
 
 import (
 	"errors"
@@ -9,11 +9,11 @@ import (
 	"strings"
 )
 
-// processStart is when process pid started, in clock ticks since boot (field 22
+// Start is when process pid started, in clock ticks since boot (field 22
 // of /proc/PID/stat): with the pid, it names one process for the life of the
-// machine, so a reused pid is told from the gateway that had it. os.ErrProcessDone
+// machine, so a reused pid is told from the process that had it. os.ErrProcessDone
 // when there is no such process.
-func processStart(pid int) (string, error) {
+func Start(pid int) (string, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, serr := os.Stat("/proc/self/stat"); serr == nil {
