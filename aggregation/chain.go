@@ -623,6 +623,9 @@ func (g *Gateway) resolveTool(ctx context.Context, a audience, name string) (*To
 			return nil, &notRunningError{st}
 		}
 	}
+	if err := g.heldTool(name); err != nil {
+		return nil, err
+	}
 	return nil, g.unknownTool(a, name)
 }
 

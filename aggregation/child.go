@@ -23,6 +23,7 @@ import (
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/internal/egress"
 	"github.com/nexus-mcp/nexus/oauth"
+	"github.com/nexus-mcp/nexus/pins"
 	"github.com/nexus-mcp/nexus/upstream"
 )
 
@@ -87,6 +88,10 @@ type child struct {
 	rootsAtStart atomic.Bool
 	// oneAttempt gives up after the first failure (Options.OneAttempt).
 	oneAttempt bool
+	// pins reviews the child's listings (Options.Pins, pins.go); held is
+	// what it last held.
+	pins *pins.Guard
+	held pinsHeld
 	// listsDir keeps the lists of lazy servers between runs (Options.ListsDir);
 	// wakec asks an idle child to start (lifecycle.go).
 	listsDir string
@@ -180,7 +185,7 @@ func (c *child) shutdown() {
 func (c *child) reconfigure(cfg *config.Server) {
 	c.cfgp.Store(cfg)
 	c.mu.Lock()
-	c.tools = c.toolsFrom(c.raws)
+	c.tools = c.toolsOf(c.raws, false)
 	if c.tools != nil {
 		c.known = c.tools
 	}
@@ -238,6 +243,11 @@ type Status struct {
 	// the first. ProtocolWhy says how that era was chosen.
 	Protocol    string `json:"protocol,omitempty"`
 	ProtocolWhy string `json:"protocolWhy,omitempty"`
+	// Held are the child's tools its pins hold until approved (servers.X.pin
+	// strict); Unapproved those listed without approval (warn). By the
+	// child's own names.
+	Held       []string `json:"held,omitempty"`
+	Unapproved []string `json:"unapproved,omitempty"`
 	// IdleSince is when an idle server was stopped; zero while idle means it
 	// was not started yet.
 	IdleSince time.Time `json:"idleSince,omitzero"`
@@ -281,6 +291,7 @@ func (c *child) status() Status {
 	if c.lastErr != nil {
 		s.Error = c.lastErr.Error()
 	}
+	s.Held, s.Unapproved = c.held.names()
 	if c.conn != nil {
 		e := c.conn.era()
 		s.Protocol, s.ProtocolWhy = describeProtocol(e.version), e.why
@@ -1111,12 +1122,19 @@ func (c *child) listTools(ctx context.Context, cn *conn) ([]json.RawMessage, err
 	return nil, fmt.Errorf("%s returned more than 100 pages of tools", c.name)
 }
 
-// toolsFrom builds the gateway's tools from the child's listing and the current
-// config entry; a tool the gateway cannot serve is logged and skipped.
-func (c *child) toolsFrom(raws []json.RawMessage) []*Tool {
+// toolsFrom builds the gateway's tools from a listing the child just gave
+// (toolsOf).
+func (c *child) toolsFrom(raws []json.RawMessage) []*Tool { return c.toolsOf(raws, true) }
+
+// toolsOf builds the gateway's tools from the child's listing and the current
+// config entry, of the tools its pins admit; a tool the gateway cannot serve is
+// logged and skipped. fresh says the listing is new: the pins record what it
+// brings (a listing reviewed again after a reload records nothing).
+func (c *child) toolsOf(raws []json.RawMessage, fresh bool) []*Tool {
 	if raws == nil {
 		return nil
 	}
+	raws = c.admit(raws, fresh)
 	cfg := c.config()
 	tools := make([]*Tool, 0, len(raws))
 	for _, raw := range raws {

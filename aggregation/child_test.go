@@ -49,6 +49,9 @@ func TestMain(m *testing.M) {
 		case "raw-tasks":
 			serveRawTasks(os.Stdin, os.Stdout)
 			exitChild(0)
+		case "listed":
+			serveListed(os.Stdin, os.Stdout)
+			exitChild(0)
 		}
 		// The test child is a legacy server unless NEXUS_TEST_CHILD_ERA says
 		// otherwise: what most tests ask of it (its sampling, roots and logs

@@ -46,6 +46,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/memory"
+	"github.com/nexus-mcp/nexus/pins"
 	"github.com/nexus-mcp/nexus/policy"
 	"github.com/nexus-mcp/nexus/secrets"
 	"github.com/nexus-mcp/nexus/toolsearch"
@@ -104,6 +105,10 @@ type Options struct {
 	// ends long before a retry could help, and its output says which failed. A
 	// call of the server's tool still asks it for one fresh attempt.
 	OneAttempt bool
+	// Pins reviews each child's tool listing against the definitions approved
+	// for it (package pins): what it holds is neither listed nor callable. nil
+	// lists every tool a child offers.
+	Pins *pins.Guard
 	// Ledger records the process groups of stdio children while they run, so
 	// that a gateway killed without a chance to end them has them ended by the
 	// next (upstream.Ledger); nil records none.
@@ -123,6 +128,7 @@ type Gateway struct {
 	searchEmbedder toolsearch.Embedder
 	before         func(*config.Server)
 	oneAttempt     bool                              // Options.OneAttempt
+	pins           *pins.Guard                       // Options.Pins
 	listsDir       string                            // Options.ListsDir
 	ledger         *upstream.Ledger                  // Options.Ledger
 	http           func(*config.Server) *http.Client // Options.HTTPClient
@@ -215,7 +221,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		tp = noop.NewTracerProvider()
 	}
 	g := &Gateway{
-		log: log, mem: opts.Memory, names: naming{style: names, max: maxName}, searchEmbedder: opts.SearchEmbedder, resolve: resolve, redact: opts.Redact, text: opts.RedactText, before: opts.BeforeStart, http: opts.HTTPClient, oneAttempt: opts.OneAttempt, listsDir: opts.ListsDir, ledger: opts.Ledger,
+		log: log, mem: opts.Memory, names: naming{style: names, max: maxName}, searchEmbedder: opts.SearchEmbedder, resolve: resolve, redact: opts.Redact, text: opts.RedactText, before: opts.BeforeStart, http: opts.HTTPClient, oneAttempt: opts.OneAttempt, listsDir: opts.ListsDir, ledger: opts.Ledger, pins: opts.Pins,
 		denials: &policy.Counter{}, observer: opts.Observer, tracer: tp.Tracer("github.com/nexus-mcp/nexus/aggregation"), tracing: opts.Tracer != nil,
 		rebuild: make(chan struct{}, 1), published: map[string]string{},
 	}
@@ -367,6 +373,7 @@ func (g *Gateway) newChild(s *config.Server) *child {
 	c.listsDir = g.listsDir
 	c.ledger = g.ledger
 	c.httpClient = g.http
+	c.pins = g.pins
 	return c
 }
 
@@ -432,7 +439,8 @@ func (g *Gateway) Denials() *policy.Counter { return g.denials }
 // Reload applies a new configuration while serving: policy, agent tokens and memory
 // rules apply to the next call of every session; removed servers are stopped, new ones
 // started, and changed ones restarted (or, when only their annotations, prefix or
-// timeout changed, re-read in place). Clients are told that their tools may have
+// timeout changed, re-read in place). The pin file is read again, and every
+// listing reviewed against it: an approved tool is listed. Clients are told that their tools may have
 // changed. The caller validates cfg first; an invalid config never gets here.
 func (g *Gateway) Reload(cfg *config.Config) error {
 	pol, err := policy.Compile(cfg.Policy)
@@ -443,6 +451,9 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 	defer g.reloadMu.Unlock()
 	if g.closed {
 		return errors.New("the gateway is closing; reload skipped")
+	}
+	if g.pins != nil {
+		_ = g.pins.Reload() // an approval; a file that can no longer be trusted holds every tool (logged)
 	}
 	g.cfg.Store(cfg)
 	g.swapPolicy(pol)

@@ -147,7 +147,8 @@ func splitFix(s string) (msg, fix string) {
 }
 
 // Import stores the secrets of servers and writes the servers into the config,
-// all or nothing: on a failure the secrets stored are deleted again. It returns
+// pinned strict (package pins), all or nothing: on a failure the secrets stored
+// are deleted again. It returns
 // the names of the secrets stored, for Undo.
 func (im *Importer) Import(ctx context.Context, servers []*Imported) ([]string, error) {
 	all := map[string]string{}
@@ -170,6 +171,9 @@ func (im *Importer) Import(ctx context.Context, servers []*Imported) ([]string, 
 	}
 	err := config.Edit(im.Config, func(d config.Document) error {
 		for _, s := range servers {
+			if s.Server.Pin == "" {
+				s.Server.Pin = config.PinStrict // someone else wrote it: a changed tool waits for approval
+			}
 			if err := d.SetServer(s.Name, s.Server); err != nil {
 				return err
 			}

@@ -271,6 +271,14 @@ type Server struct {
 	// SessionShare for the default), so that one agent cannot hold every
 	// upstream session.
 	MaxSessionsPerAgent int `json:"maxSessionsPerAgent,omitempty"`
+	// Pin is how the server's tools are held to the definitions approved for
+	// them (package pins): "strict", "warn" or "off"; unset means "warn"
+	// (PinMode). nexus add and nexus import write "strict".
+	Pin string `json:"pin,omitempty"`
+	// Pins are approved definitions a config layer ships, tool name -> the
+	// SHA-256 of the tool's canonical definition (nexus tools pins SERVER
+	// prints them): a team holds the same approved set.
+	Pins map[string]string `json:"pins,omitempty"`
 	// Start, IdleTimeout and MaxLifetime decide a stdio server's life
 	// (lifecycle.go); unset, the "children" defaults apply. IdleTimeout "0"
 	// keeps an idle server running; MaxLifetime "0" never recycles it.
@@ -362,6 +370,24 @@ const (
 	SessionsShared = "shared"
 	SessionsClient = "client"
 )
+
+// The values of Server.Pin.
+const (
+	PinStrict = "strict"
+	PinWarn   = "warn"
+	PinOff    = "off"
+)
+
+// PinMode is the server's pin mode. Unset, a server is held in warn mode: an
+// entry written by hand is often a server its author is changing, whose tools
+// strict mode would hold at each edit; the commands that install servers
+// someone else wrote (add, import) write "strict".
+func (s *Server) PinMode() string {
+	if s.Pin == "" {
+		return PinWarn
+	}
+	return s.Pin
+}
 
 // DefaultMaxUpstreamSessions bounds a "client" server's upstream sessions when its entry
 // sets no maxSessions: each may be a process of its own.

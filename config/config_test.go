@@ -45,6 +45,8 @@ func TestParseErrors(t *testing.T) {
 		{"tiny batch answer", `{"limits": {"maxBatchAnswerBytes": 10}}`, []string{"limits.maxBatchAnswerBytes", "at least 65536"}},
 		{"limit of the wrong type", `{"limits": {"maxCallsPerSession": "many"}}`, []string{"limits.maxCallsPerSession", "must be a number"}},
 		{"instant idle timeout", `{"limits": {"sessionIdleTimeout": "1ms"}}`, []string{"limits.sessionIdleTimeout", "at least 1s"}},
+		{"bad pin mode", `{"servers": {"gh": {"command": "x", "pin": "hold"}}}`, []string{"servers.gh", `"pin"`, `"strict"`, `"warn"`, `"off"`, `"hold"`}},
+		{"a pin that is no hash", `{"servers": {"gh": {"command": "x", "pins": {"read": "abc"}}}}`, []string{"servers.gh", `"read"`, "SHA-256", "nexus tools pins"}},
 		{"bad sessions", `{"servers": {"gh": {"command": "x", "sessions": "perClient"}}}`, []string{"servers.gh", `"sessions"`, `"client"`, `"perClient"`}},
 		{"unknown sessions key", `{"servers": {"gh": {"command": "x", "maxSession": 2}}}`, []string{`unknown key "maxSession"`, `did you mean "maxSessions"`}},
 		{"negative maxSessions", `{"servers": {"gh": {"command": "x", "sessions": "client", "maxSessions": -1}}}`, []string{"servers.gh", `"maxSessions"`, "positive"}},
@@ -271,11 +273,11 @@ func TestParseDuration(t *testing.T) {
 func TestMergeRules(t *testing.T) {
 	dir := t.TempDir()
 	team := write(t, dir, "team.json", `{
-		"servers": {"kg": {"command": "kg", "annotations": {"a": {"readOnlyHint": true}}}},
+		"servers": {"kg": {"command": "kg", "annotations": {"a": {"readOnlyHint": true}}, "pins": {"a": "`+strings.Repeat("a", 64)+`"}}},
 		"policy": {"default": {"allow": ["@readonly"], "deny": ["kg.wipe"]}, "agents": {"ci": {"allow": ["*"], "deny": ["kg.drop"]}}},
 		"ttl": {"*": "1m", "kg.*": "5m"}}`)
 	personal := write(t, dir, "config.json", `{
-		"servers": {"kg": {"annotations": {"b": {"readOnlyHint": false}}}},
+		"servers": {"kg": {"annotations": {"b": {"readOnlyHint": false}}, "pins": {"b": "`+strings.Repeat("b", 64)+`"}}},
 		"policy": {"default": {"allow": ["*"]}, "agents": {"ci": {"deny": ["kg.other"]}, "me": {"deny": ["kg.x"]}}},
 		"ttl": {"*": "2m"}}`)
 	cfg, err := LoadLayers([]Layer{{Path: team, Shared: true}, {Path: personal, Optional: true}})
@@ -295,6 +297,12 @@ func TestMergeRules(t *testing.T) {
 	}
 	if ann := cfg.Servers["kg"].Annotations; len(ann) != 2 {
 		t.Errorf("annotations merge by tool: %+v", ann)
+	}
+	if pins := cfg.Servers["kg"].Pins; len(pins) != 2 {
+		t.Errorf("pins merge by tool, so a team's pins stay beside one's own: %+v", pins)
+	}
+	if mode := cfg.Servers["kg"].PinMode(); mode != PinWarn {
+		t.Errorf("a hand-written server's pin mode is %q, want %q", mode, PinWarn)
 	}
 	if string(cfg.TTL["*"]) != `"2m"` || string(cfg.TTL["kg.*"]) != `"5m"` {
 		t.Errorf("ttl merges by key: %s %s", cfg.TTL["*"], cfg.TTL["kg.*"])
@@ -400,6 +408,26 @@ func TestOAuthKeys(t *testing.T) {
 				t.Fatalf("got %v, want an error with %q", err, tc.want)
 			case !strings.Contains(err.Error(), "servers.x"):
 				t.Errorf("the error %q does not name servers.x", err)
+			}
+		})
+	}
+}
+
+func TestLaunch(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		srv  Server
+		want string
+	}{
+		{"a command", Server{Command: "npx", Args: []string{"-y", "@scope/server", "/my notes"}, Env: map[string]string{"TOKEN": "${keyring:x}", "A": "1"}},
+			`command: npx -y @scope/server "/my notes"; env: A, TOKEN`},
+		{"a URL", Server{URL: "https://kg.example/mcp", Headers: map[string]string{"Authorization": "Bearer s3cret"}},
+			"url: https://kg.example/mcp; headers: Authorization"},
+		{"a URL with a password", Server{URL: "https://me:s3cret@kg.example/mcp"}, "url: https://me:xxxxx@kg.example/mcp"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.srv.Launch(); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
 	}

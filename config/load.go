@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -24,7 +25,7 @@ var (
 		"agents", "ttl", "staleIfError", "cache", "invalidate", "memory", "secrets", "audit", "tracing", "status", "http", "reload", "limits", "locked", "projectLayers", "tools", "names", "children"}
 	serverKeys = []string{"transport", "command", "args", "env", "cwd", "url", "headers",
 		"timeout", "prefix", "disabled", "protocolVersion", "annotations", "cacheScope", "catalog", "tools", "auth", "oauth", "sessions", "maxSessions", "maxSessionsPerAgent",
-		"start", "idleTimeout", "maxLifetime"}
+		"start", "idleTimeout", "maxLifetime", "pin", "pins"}
 )
 
 // Layer is one config file in the stack.
@@ -337,9 +338,9 @@ func (m *merger) mergeServer(file, name string, entry map[string]json.RawMessage
 		merged = map[string]json.RawMessage{}
 		m.servers[name], m.keyFrom[name] = merged, map[string]string{}
 	}
-	// Annotation and tool overrides merge tool by tool; every other key is
+	// Annotation and tool overrides, and pins, merge tool by tool; every other key is
 	// replaced.
-	for _, byTool := range []string{"annotations", "tools"} {
+	for _, byTool := range []string{"annotations", "tools", "pins"} {
 		if next, ok := entry[byTool]; ok && merged[byTool] != nil {
 			prev, ok1 := m.object(file, merged[byTool], "servers", name, byTool)
 			next, ok2 := m.object(file, next, "servers", name, byTool)
@@ -753,6 +754,9 @@ func validateServer(s *Server) error {
 	if err := checkToolOverrides(s.Tools); err != nil {
 		return err
 	}
+	if err := checkPins(s); err != nil {
+		return err
+	}
 	if err := checkStart(s.Start); err != nil {
 		return err
 	}
@@ -769,6 +773,23 @@ func validateServer(s *Server) error {
 	}
 	return validateAuth(s)
 }
+
+// checkPins checks "pin" and "pins": a mode, and hex SHA-256 hashes.
+func checkPins(s *Server) error {
+	switch s.Pin {
+	case "", PinStrict, PinWarn, PinOff:
+	default:
+		return fmt.Errorf(`"pin" is %q (hold changed, new and renamed tools until approved), %q (default: list them with a warning) or %q, not %q`, PinStrict, PinWarn, PinOff, s.Pin)
+	}
+	for _, tool := range slices.Sorted(maps.Keys(s.Pins)) {
+		if h := s.Pins[tool]; !sha256HexRE.MatchString(h) {
+			return fmt.Errorf(`"pins": %q is %q, not a SHA-256 in hex (64 characters 0-9a-f); nexus tools pins SERVER prints them`, tool, h)
+		}
+	}
+	return nil
+}
+
+var sha256HexRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // validateAuth checks "auth" and "oauth": OAuth is for remote servers, and a
 // client secret is a reference, so it lives in the secrets store.

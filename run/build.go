@@ -129,8 +129,13 @@ func Build(ctx context.Context, cfg *config.Config, e Env, opts Options) (*Runti
 			r.mem = mem
 		}
 	}
+	guard, err := openPins(cfg, e)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
 	red := e.redactor()
-	gopts := aggregation.Options{Logger: e.Logger, Memory: r.mem, ToolNames: opts.ToolNames, MaxNameLength: opts.MaxNameLength,
+	gopts := aggregation.Options{Pins: guard, Logger: e.Logger, Memory: r.mem, ToolNames: opts.ToolNames, MaxNameLength: opts.MaxNameLength,
 		Resolve: e.resolve, Redact: red.JSON, RedactText: red.String, BeforeStart: e.BeforeStart,
 		HTTPClient: e.HTTPClient, StateKey: e.StateKey, OneAttempt: opts.OneAttempt}
 	if e.Home != "" {

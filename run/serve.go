@@ -15,6 +15,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/pins"
 )
 
 // ServeOptions are what Serve serves.
@@ -159,11 +160,16 @@ func reportProblems(ctx context.Context, e Env, g *Runtime) {
 
 // followConfig reloads g when a watched file changes, on SIGHUP (the CLI sends
 // it after an edit, and waits for the reload the announcement counts) and when
-// a missing file's grace ends. The returned function stops all but the
+// a missing file's grace ends; a change of the pin file alone (an approval
+// where there are no signals, another gateway's first listing) has the tool
+// lists reviewed again. The returned function stops all but the
 // workers, which end with ctx.
 func followConfig(ctx context.Context, e Env, g *Runtime, workers *sync.WaitGroup) (stop func()) {
 	rl := newReloader(e, g.Gateway)
 	workers.Go(func() { config.Watch(ctx, e.Watched, 500*time.Millisecond, rl.reload) })
+	workers.Go(func() {
+		config.Watch(ctx, []string{pins.Path(e.Home)}, 500*time.Millisecond, g.ReviewPins)
+	})
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	reloaded, unannounce := announce(e)

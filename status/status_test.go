@@ -141,3 +141,24 @@ func TestPageShowsVerification(t *testing.T) {
 		}
 	}
 }
+
+// TestPageShowsPins: a server's held tools, and those listed without approval
+// (pin: warn), are on the page with the command that shows the change.
+func TestPageShowsPins(t *testing.T) {
+	var b strings.Builder
+	err := page.Execute(&b, view{Servers: []server{
+		{Status: aggregation.Status{Name: "files", State: aggregation.StateReady, Held: []string{"read_file", "save_file"}}},
+		{Status: aggregation.Status{Name: "web", State: aggregation.StateReady, Unapproved: []string{"search"}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"held until approved: <code>read_file</code>, <code>save_file</code> (<code>nexus tools diff files</code>)",
+		"listed without approval (pin: warn): <code>search</code> (<code>nexus tools diff web</code>)",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+}

@@ -25,6 +25,7 @@ func TestValidateDoctorServeAgree(t *testing.T) {
 	}{
 		{"servers", `{"servers": {"a": {"command": "x", "disabled": true, "timeout": "5s"}}}`, `{"servers": {"a": {"command": "x", "timeout": "soon"}}}`, "servers.a.timeout"},
 		{"servers.sessions", `{"servers": {"a": {"command": "x", "disabled": true, "sessions": "client", "maxSessions": 4}}}`, `{"servers": {"a": {"command": "x", "sessions": "perClient"}}}`, "servers.a"},
+		{"servers.pin", `{"servers": {"a": {"command": "x", "disabled": true, "pin": "strict", "pins": {"t": "` + hash + `"}}}}`, `{"servers": {"a": {"command": "x", "pin": "hold"}}}`, "servers.a"},
 		{"servers.maxSessions", `{"servers": {"a": {"command": "x", "disabled": true, "sessions": "shared"}}}`, `{"servers": {"a": {"command": "x", "sessions": "client", "maxSessions": "many"}}}`, "servers.a.maxSessions"},
 		{"mcpServers", `{"mcpServers": {"a": {"command": "x", "disabled": true}}}`, `{"mcpServers": {"a": {"type": "websocket", "url": "ws://127.0.0.1:1"}}}`, "mcpServers.a.type"},
 		{"toolNames", `{"toolNames": "dotted"}`, `{"toolNames": "snake"}`, "toolNames"},

@@ -27,9 +27,9 @@ func TestCatalogAllowHintOnlyForHiddenTools(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			h := newHome(t, tc.config)
-			out, stderr, code := h.nexus("add", tc.entry, "--value", "paths="+h.dir)
+			out, stderr, code := h.nexus("add", tc.entry, "--yes", "--value", "paths="+h.dir)
 			if tc.entry != "filesystem" {
-				out, stderr, code = h.nexus("add", tc.entry)
+				out, stderr, code = h.nexus("add", tc.entry, "--yes")
 			}
 			if code != 0 {
 				t.Fatalf("nexus add %s: exit %d\n%s%s", tc.entry, code, out, stderr)

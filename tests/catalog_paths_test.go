@@ -15,7 +15,7 @@ func TestCatalogPathThatDoesNotExist(t *testing.T) {
 	t.Parallel()
 	h := newHome(t, map[string]any{})
 	missing := filepath.Join(h.dir, "notes")
-	out, stderr, code := h.nexus("add", "filesystem", "--value", "paths="+missing)
+	out, stderr, code := h.nexus("add", "filesystem", "--yes", "--value", "paths="+missing)
 	if code != 2 || !strings.Contains(stderr, missing+" does not exist") || !strings.Contains(stderr, "nothing was written") {
 		t.Errorf("add filesystem with a missing directory: exit %d, want 2 naming it\n%s%s", code, out, stderr)
 	}

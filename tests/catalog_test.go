@@ -83,7 +83,7 @@ func TestCatalogListAndShow(t *testing.T) {
 	if !strings.Contains(out, "my-tool") || !strings.Contains(out, "catalog.json") {
 		t.Errorf("the home catalog file should add my-tool: %s", out)
 	}
-	if _, stderr, code := h.nexus("add", "my-tool", "--value", "root=/srv/x"); code != 0 {
+	if _, stderr, code := h.nexus("add", "my-tool", "--yes", "--value", "root=/srv/x"); code != 0 {
 		t.Fatalf("installing from the home catalog: %s", stderr)
 	}
 	if cfg := catConfig(t, h); !strings.Contains(cfg, `"/srv/x"`) || !strings.Contains(cfg, `"my-tool"`) {
@@ -93,7 +93,16 @@ func TestCatalogListAndShow(t *testing.T) {
 
 func TestCatalogInstallWithoutTerminal(t *testing.T) {
 	h := newHome(t, nil)
+	// Without a terminal to ask on, an install says what it would run and
+	// needs --yes; nothing is written before.
 	out, stderr, code := h.nexus("add", "code-kg-sample")
+	if code != 2 || !strings.Contains(stderr, "code-kg-sample: command: ") || !strings.Contains(stderr, "sample-server code-kg") || !strings.Contains(stderr, "run the command again with --yes") {
+		t.Fatalf("add code-kg-sample without --yes: %d, want 2 showing the command line and asking for --yes\n%s%s", code, out, stderr)
+	}
+	if cfg := catConfig(t, h); strings.Contains(cfg, "code-kg-sample") {
+		t.Fatalf("the install wrote the config before it was confirmed:\n%s", cfg)
+	}
+	out, stderr, code = h.nexus("add", "code-kg-sample", "--yes")
 	if code != 0 || !strings.Contains(out, "added code-kg-sample") {
 		t.Fatalf("add code-kg-sample: %d\n%s%s", code, out, stderr)
 	}
@@ -133,10 +142,10 @@ func TestCatalogInstallWithoutTerminal(t *testing.T) {
 		t.Errorf("add of a server without a catalog entry: %s", out)
 	}
 	h.nexus("remove", "mine")
-	if _, stderr, code := h.nexus("add", "code-kg-sample"); code != 2 || !strings.Contains(stderr, "--force") || !strings.Contains(stderr, "--name") {
+	if _, stderr, code := h.nexus("add", "code-kg-sample", "--yes"); code != 2 || !strings.Contains(stderr, "--force") || !strings.Contains(stderr, "--name") {
 		t.Errorf("installing twice should say how to replace it or pick another name: %d %s", code, stderr)
 	}
-	if _, stderr, code := h.nexus("add", "code-kg-sample", "--name", "kg2"); code != 0 {
+	if _, stderr, code := h.nexus("add", "code-kg-sample", "--yes", "--name", "kg2"); code != 0 {
 		t.Errorf("--name: %s", stderr)
 	} else if !strings.Contains(catConfig(t, h), `"kg2"`) {
 		t.Errorf("--name kg2 not in the config")
@@ -163,7 +172,7 @@ func TestCatalogInstallWithoutTerminal(t *testing.T) {
 
 func TestCatalogSecretWithoutKeychain(t *testing.T) {
 	h := newHome(t, nil)
-	_, stderr, code := h.nexusEnv(catNoBus(h), "add", "doc-kg", "--value", "url=https://kg.example.com/mcp", "--value", "token=tok-nokeychain-123")
+	_, stderr, code := h.nexusEnv(catNoBus(h), "add", "doc-kg", "--yes", "--value", "url=https://kg.example.com/mcp", "--value", "token=tok-nokeychain-123")
 	if code == 0 || !strings.Contains(stderr, "nothing was written") || !strings.Contains(stderr, "--insecure-file-store") {
 		t.Errorf("want a clear refusal, got %d:\n%s", code, stderr)
 	}
@@ -173,7 +182,7 @@ func TestCatalogSecretWithoutKeychain(t *testing.T) {
 	if cfg := catConfig(t, h); cfg != "" {
 		t.Errorf("a refused install wrote the config:\n%s", cfg)
 	}
-	if _, stderr, code := h.nexusEnv(catNoBus(h), "add", "doc-kg", "--value", "url=https://kg.example.com/mcp", "--value", "token=${env:DOC_KG_TOKEN}"); code != 0 {
+	if _, stderr, code := h.nexusEnv(catNoBus(h), "add", "doc-kg", "--yes", "--value", "url=https://kg.example.com/mcp", "--value", "token=${env:DOC_KG_TOKEN}"); code != 0 {
 		t.Errorf("a secret given as an ${env:...} reference needs no keychain: %s", stderr)
 	} else if cfg := catConfig(t, h); !strings.Contains(cfg, "Bearer ${env:DOC_KG_TOKEN}") {
 		t.Errorf("the reference should be written as is:\n%s", cfg)
@@ -182,7 +191,7 @@ func TestCatalogSecretWithoutKeychain(t *testing.T) {
 
 	// The insecure file store takes the secret instead; the config holds a reference.
 	h.writeConfig(map[string]any{"secrets": map[string]any{"insecureFileStore": true}})
-	out, stderr, code := h.nexusEnv(catNoBus(h), "add", "doc-kg", "--value", "url=https://kg.example.com/mcp", "--value", "token=tok-file-123")
+	out, stderr, code := h.nexusEnv(catNoBus(h), "add", "doc-kg", "--yes", "--value", "url=https://kg.example.com/mcp", "--value", "token=tok-file-123")
 	if code != 0 {
 		t.Fatalf("add with --insecure-file-store: %s", stderr)
 	}
@@ -202,7 +211,7 @@ func TestCatalogSecretWithoutKeychain(t *testing.T) {
 func TestCatalogSecretInKeychain(t *testing.T) {
 	realKeychain(t)
 	h := newHome(t, nil)
-	if _, stderr, code := h.nexus("add", "doc-kg", "--value", "url=https://kg.example.com/mcp", "--value", "token=tok-keychain-123"); code != 0 {
+	if _, stderr, code := h.nexus("add", "doc-kg", "--yes", "--value", "url=https://kg.example.com/mcp", "--value", "token=tok-keychain-123"); code != 0 {
 		t.Fatalf("add doc-kg: %s", stderr)
 	}
 	t.Cleanup(func() { h.nexus("remove", "doc-kg") })
@@ -310,7 +319,12 @@ func TestCatalogPromptsOnTerminal(t *testing.T) {
 	term := catStartTerminal(t, catNoBus(h), "add", "doc-kg")
 	term.answer("url: ", "https://kg.example.com/mcp")
 	term.answer("token (hidden): ", "tok-typed-secret-42")
+	// Before writing, it shows what it will connect to and asks.
+	term.answer("install doc-kg? [y/N] ", "y")
 	out := term.wait()
+	if !strings.Contains(out, "doc-kg: url: https://kg.example.com/mcp; headers: Authorization") {
+		t.Errorf("the install did not show what it connects to before asking:\n%s", out)
+	}
 	if !strings.Contains(out, "the doc-kg MCP endpoint") || !strings.Contains(out, "the bearer token doc-kg accepts") {
 		t.Errorf("the prompts should describe each value:\n%s", out)
 	}

@@ -294,7 +294,13 @@ func TestImportClaudeDesktop(t *testing.T) {
 	}
 	clNoConfig(t, h, "import --dry-run")
 
+	// Without a terminal, the import shows what each server runs and needs --yes.
 	out, stderr, code = h.nexusEnv(clEnv(h), "import", "claude-desktop")
+	if code != 2 || !strings.Contains(stderr, "sample-docs: command: ") || !strings.Contains(stderr, "sample-server doc-kg") || !strings.Contains(stderr, "--yes") {
+		t.Fatalf("import without --yes: exit %d, want 2 showing the command lines\n%s%s", code, out, stderr)
+	}
+	clNoConfig(t, h, "import without --yes")
+	out, stderr, code = h.nexusEnv(clEnv(h), "import", "claude-desktop", "--yes")
 	if code != 0 {
 		t.Fatalf("import: %s", stderr)
 	}
@@ -326,8 +332,8 @@ func TestImportCursor(t *testing.T) {
 	// A server named linear exists already, with another launch: the import is renamed.
 	h := newHome(t, map[string]any{"servers": map[string]any{"linear": map[string]any{"command": "linear-local"}}})
 	clPlace(t, h, "cursor", "cursor_mcp.json")
-	out, stderr, code := h.nexusEnv(clEnv(h), "import", "cursor", "--json")
-	if code != 1 || firstLine(stderr) != "nexus: 1 server(s) were not imported; see why above" { // broken is left behind
+	out, stderr, code := h.nexusEnv(clEnv(h), "import", "cursor", "--json", "--yes")
+	if code != 1 || !strings.Contains(stderr, "\nnexus: 1 server(s) were not imported; see why above") { // broken is left behind
 		t.Fatalf("import cursor: exit %d: %s", code, stderr)
 	}
 	var rep struct {
@@ -367,7 +373,7 @@ func TestImportCursor(t *testing.T) {
 	vs := filepath.Join(t.TempDir(), "mcp.json")
 	data, _ := os.ReadFile(filepath.Join("testdata", "clients", "vscode_mcp.json"))
 	os.WriteFile(vs, data, 0o600)
-	out, stderr, code = h.nexusEnv(clEnv(h), "import", vs)
+	out, stderr, code = h.nexusEnv(clEnv(h), "import", vs, "--yes")
 	if code != 0 || !strings.Contains(out, "imported time") || clServers(t, h)["time"].Command != "uvx" {
 		t.Errorf("import FILE: %d %s%s", code, out, stderr)
 	}

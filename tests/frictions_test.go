@@ -389,7 +389,7 @@ func TestFrictionImportVariables(t *testing.T) {
 	}})
 	runFrictions(t, []friction{
 		{name: "vscode workspace file", config: `{}`, files: map[string]string{"proj/.vscode/mcp.json": client, "proj/.env": "UNITS=metric\n"},
-			args: []string{"import", "HOME/proj/.vscode/mcp.json"}, code: 1,
+			args: []string{"import", "HOME/proj/.vscode/mcp.json", "--yes"}, code: 1,
 			stderr: "nexus: 1 server(s) were not imported; see why above",
 			check: func(t *testing.T, h *home, stdout, _ string) {
 				for _, want := range []string{
@@ -423,12 +423,12 @@ func TestFrictionLaunchers(t *testing.T) {
 		{name: "catalog list", args: []string{"catalog", "list"}, code: 0,
 			stdout: "\ntime                 stdio            uvx                                  Current time and time zone conversions\n"},
 		{name: "catalog list --json", args: []string{"catalog", "list", "--json"}, code: 0, stdout: `"launcher": "uvx",`},
-		{name: "add time without uvx", config: `{}`, env: noLaunchers, args: []string{"add", "time"}, code: 0,
+		{name: "add time without uvx", config: `{}`, env: noLaunchers, args: []string{"add", "time", "--yes"}, code: 0,
 			stdout: "added time (catalog entry time)",
 			stderr: "warning: uvx is not on PATH (executable file not found in $PATH); the server is saved, but it will not start until uvx is installed (nexus doctor checks it)"},
 		{name: "add by hand without the program", config: `{}`, env: noLaunchers, args: []string{"add", "files", "--command", "npx", "--", "-y", "pkg"}, code: 0,
 			stderr: "warning: npx is not on PATH"},
-		{name: "a sample needs nothing", config: `{}`, env: noLaunchers, args: []string{"add", "code-kg-sample"}, code: 0, not: "warning"},
+		{name: "a sample needs nothing", config: `{}`, env: noLaunchers, args: []string{"add", "code-kg-sample", "--yes"}, code: 0, not: "warning"},
 	})
 }
 

@@ -246,7 +246,7 @@ func TestCLIDoctorFileStore(t *testing.T) {
 		}
 	}
 	for _, line := range strings.Split(out, "\n") {
-		if line != "" && !strings.HasPrefix(line, " ") && !slices.Contains([]string{"config layers", "catalog", "keychain", "servers", "memory"}, line) {
+		if line != "" && !strings.HasPrefix(line, " ") && !slices.Contains([]string{"config layers", "catalog", "keychain", "servers", "pins", "memory"}, line) {
 			t.Errorf("a line out of the layout: %q", line)
 		}
 	}

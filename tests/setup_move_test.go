@@ -155,7 +155,7 @@ func TestImportWithoutKeychain(t *testing.T) {
 		t.Fatal(err)
 	}
 	noBus := catNoBus(h)
-	out, stderr, code := h.nexusEnv(noBus, "import", clientFile, "--json")
+	out, stderr, code := h.nexusEnv(noBus, "import", clientFile, "--json", "--yes")
 	var res struct {
 		Servers []struct{ Original, Status, Store, Error, Fix string }
 	}
@@ -178,7 +178,7 @@ func TestImportWithoutKeychain(t *testing.T) {
 		t.Errorf("servers after the import: %+v", srv)
 	}
 
-	out, stderr, code = h.nexusEnv(noBus, "--insecure-file-store", "import", clientFile)
+	out, stderr, code = h.nexusEnv(noBus, "--insecure-file-store", "import", clientFile, "--yes")
 	secretsFile := filepath.Join(h.dir, "secrets", "secrets.json")
 	if code != 0 || !strings.Contains(out, "stored secret tok/env/SERVICE_TOKEN in the insecure file store "+secretsFile) || !strings.Contains(out, "warning: no OS keychain is usable") {
 		t.Errorf("import with the file store: %d\n%s%s", code, out, stderr)

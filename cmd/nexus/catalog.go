@@ -442,7 +442,11 @@ func installEntry(c *cli.Context, e *env, entry *catalog.Entry) error {
 		return err
 	}
 
+	srv.Pin = config.PinStrict
 	inst.Server = srv
+	if err := e.confirmInstall(c, map[string]*config.Server{server: srv}, []string{server}); err != nil {
+		return err
+	}
 	w, err := inst.Write(c.Context, target, server, func(ctx context.Context) (secrets.Store, error) { return e.secrets(ctx, nil) }, e.log)
 	if err != nil {
 		return err

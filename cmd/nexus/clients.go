@@ -189,10 +189,13 @@ func importCommand() *cli.Command {
 			"config); the config holds ${keyring:...} references. Without a usable store,\n" +
 			"servers without secrets are still imported and the others are not, with why.\n" +
 			"The client's file is not changed (nexus setup CLIENT --move-all also takes the\n" +
-			"servers out of the client).",
+			"servers out of the client). Before writing, it prints each server's command line\n" +
+			"(or URL) and the names of its env vars and headers, and asks; without a terminal\n" +
+			"it needs --yes. Imported servers are pinned strict (nexus tools --help).",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "dry-run", Usage: "show what would be imported and write nothing"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
+			yesFlag,
 		},
 		Action: importAction,
 	}
@@ -233,6 +236,13 @@ func importAction(c *cli.Context) error {
 	imp := e.importer(cfg)
 	todo = imp.PlaceSecrets(c.Context, results, todo)
 	if !dry && len(todo) > 0 {
+		servers, order := map[string]*config.Server{}, []string{}
+		for _, im := range todo {
+			servers[im.Name], order = im.Server, append(order, im.Name)
+		}
+		if err := e.confirmInstall(c, servers, order); err != nil {
+			return err
+		}
 		if _, err := imp.Import(c.Context, todo); err != nil {
 			return err
 		}

@@ -129,6 +129,7 @@ func (e *env) doctor(ctx context.Context, timeout time.Duration, progress bool) 
 		return checks
 	}
 	checks = append(checks, e.checkServers(ctx, cfg, timeout, progress)...)
+	checks = append(checks, e.checkPins(cfg))
 	checks = append(checks, e.checkClients(cfg)...)
 	checks = append(checks, e.checkMemory(ctx, cfg))
 	return checks

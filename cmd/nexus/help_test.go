@@ -35,6 +35,7 @@ func TestHelpOnEveryCommand(t *testing.T) {
 		{"agent", "add"}, {"agent", "list"}, {"agent", "rotate"}, {"agent", "remove"}, {"cache", "stats"}, {"cache", "list"}, {"cache", "clear"}, {"audit"}, {"demo"}, {"sample-server"},
 		{"secrets", "set"}, {"secrets", "list"}, {"secrets", "rm"}, {"config", "show"}, {"config", "validate"},
 		{"catalog", "list"}, {"catalog", "show"}, {"setup"}, {"import"}, {"doctor"},
+		{"tools", "diff"}, {"tools", "approve"}, {"tools", "pins"},
 	}
 	for _, n := range named {
 		if !slices.ContainsFunc(paths, func(p []string) bool { return slices.Equal(p, n) }) {

@@ -118,6 +118,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			removeCommand(),
 			listServersCommand(),
 			listToolsCommand(),
+			toolsCommand(),
 			callCommand(),
 			policyCommand(),
 			agentCommand(),

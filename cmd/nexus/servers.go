@@ -27,7 +27,10 @@ func addCommand() *cli.Command {
 			"  nexus add docs --transport streamable-http --url https://docs.example/mcp --header Authorization=\"Bearer ...\"\n" +
 			"  nexus add code-kg-sample                         (from the catalog: nexus catalog list)\n" +
 			"  nexus add doc-kg --value url=https://kg.example/mcp   (asks for the token on a terminal)\n" +
-			"The name becomes the first half of every tool name: <name>.<tool>.",
+			"The name becomes the first half of every tool name: <name>.<tool>.\n" +
+			"A catalog install prints the command line (or URL) and the names of the env vars\n" +
+			"and headers it writes, then asks; without a terminal it needs --yes. Every server\n" +
+			"added is pinned strict: a tool that changes later is held until nexus tools approve.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "transport", Usage: "`T`: stdio, sse or streamable-http (default: stdio with --command, streamable-http with --url)"},
 			&cli.StringFlag{Name: "command", Usage: "the `PROGRAM` to run for a stdio server"},
@@ -43,6 +46,7 @@ func addCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "value", Usage: "catalog install: give value `K=V` of the entry (repeatable; nexus catalog show NAME lists them)"},
 			&cli.StringFlag{Name: "name", Usage: "catalog install: the `SERVER` name to install the entry under (default: the entry's name)"},
 			&cli.StringFlag{Name: "config", Usage: "edit this config `FILE` (a shared layer) instead of the personal one; secrets still go to the secret store"},
+			yesFlag,
 		},
 		Action: addAction,
 	}
@@ -71,7 +75,7 @@ func addAction(c *cli.Context) error {
 		return e.notInCatalog(name)
 	}
 	srv := &config.Server{Transport: c.String("transport"), Command: c.String("command"), URL: c.String("url"),
-		Args: c.Args().Tail(), Cwd: c.String("cwd")}
+		Args: c.Args().Tail(), Cwd: c.String("cwd"), Pin: config.PinStrict}
 	vals := map[string]map[string]string{}
 	for _, f := range []string{"env", "plain-env", "header", "plain-header"} {
 		if vals[f], err = parsePairs(f, c.StringSlice(f)); err != nil {
@@ -163,6 +167,9 @@ func removeAction(c *cli.Context) error {
 			}
 			mem.Close()
 		}
+		if cfg.Servers[name] == nil {
+			e.forgetPins(name)
+		}
 	}
 	fmt.Fprintf(e.stdout, "removed %s from %s\n", name, target)
 	e.confirmRunning(c.Context)
@@ -206,6 +213,10 @@ func listServersAction(c *cli.Context) error {
 		// that era was chosen.
 		Protocol    string `json:"protocol,omitempty"`
 		ProtocolWhy string `json:"protocolWhy,omitempty"`
+		// Held are the tools its pins hold until approved, Unapproved those
+		// listed without approval (pin: warn), by the server's names (--live).
+		Held       []string `json:"held,omitempty"`
+		Unapproved []string `json:"unapproved,omitempty"`
 	}
 	rows := []row{}
 	for _, name := range cfg.ServerNames() {
@@ -235,6 +246,7 @@ func listServersAction(c *cli.Context) error {
 				n := all[j].Tools
 				rows[i].State, rows[i].Tools, rows[i].Error = string(all[j].State), &n, all[j].Error
 				rows[i].Protocol, rows[i].ProtocolWhy = all[j].Protocol, all[j].ProtocolWhy
+				rows[i].Held, rows[i].Unapproved = all[j].Held, all[j].Unapproved
 				if all[j].Sessions == config.SessionsClient {
 					up := all[j].UpstreamSessions
 					rows[i].Upstream = &up
@@ -285,6 +297,14 @@ func listServersAction(c *cli.Context) error {
 	for _, r := range rows { // why a server is not running, and when it tries again
 		if r.Error != "" && r.State != string(aggregation.StateReady) {
 			fmt.Fprintf(e.stdout, "%s: %s\n", r.Name, r.Error)
+		}
+	}
+	for _, r := range rows { // what its pins keep back, and the command that shows it
+		if len(r.Held) > 0 {
+			fmt.Fprintf(e.stdout, "%s holds %d tool(s) until approved: %s (nexus tools diff %s)\n", r.Name, len(r.Held), strings.Join(r.Held, ", "), r.Name)
+		}
+		if len(r.Unapproved) > 0 {
+			fmt.Fprintf(e.stdout, "%s lists %d tool(s) without approval (pin: warn): %s (nexus tools diff %s)\n", r.Name, len(r.Unapproved), strings.Join(r.Unapproved, ", "), r.Name)
 		}
 	}
 	for _, r := range rows { // the era each server is spoken, and why
