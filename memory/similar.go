@@ -314,7 +314,7 @@ func (m *Memory) semanticHit(ctx context.Context, c *call, sc *FreeText) (semHit
 		}
 		stored := canon.Normalize(cd.Text)
 		key := pairKey(c.t.Name, asked, stored)
-		if slices.Equal(asked.Words, stored.Words) {
+		if canon.Match(asked, stored) {
 			h := semHit{e: cd.Entry, similarity: cd.Similarity, matched: cd.Text, rewrites: canon.Explain(stored, asked), pair: key}
 			if ok, why := m.meas.allows(c.t.Name, key, h.rewrites, c.r.s.MaxFalseHitRate); !ok {
 				m.log.Debug("memory: similar call not served: "+why, "tool", c.t.Name)

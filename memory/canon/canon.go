@@ -5,7 +5,8 @@
 // is recorded, so a similarity hit can say which rewrites made it one.
 //
 // The rewrites (Rule names):
-//   - article: "a", "an", "the" are dropped;
+//   - article: "a", "an", "the" are dropped; not the letter "a" ("vitamin
+//     a", "plan a or b", "option A");
 //   - auxiliary: "do", "does", "did", a form of "be" that is not a passive's,
 //     a form of "have" before a participle;
 //   - inflection: plural, -ed, -ing and third-person endings are undone
@@ -21,6 +22,10 @@
 //   - imperative: a leading "show me", "list all", "find", "can you",
 //     "please";
 //   - how-to: "how do I X", "how can we X" and "how to X" are "how X";
+//   - agent-noun: "who owns X" = "owner of X", "who calls X" = "callers of
+//     X" (a subject question with an object; "who is X" is X);
+//   - explanation: "X explained", "explanation of X" and "X explanation"
+//     ask what "explain X" does (an imperative);
 //   - relative-pronoun: "that", "which" and "who" introducing a clause are
 //     one marker, dropped before the subject of an object clause ("queues
 //     that the notifier consumes" = "queues the notifier consumes");
@@ -77,10 +82,13 @@ func (f Form) String() string { return strings.Join(f.Words, " ") }
 func Normalize(text string) Form {
 	var rec record
 	ts := lex(text, &rec)
+	ts = letters(ts)
 	ts = joinPhrases(ts, &rec)
 	ts = dropFraming(ts, &rec)
 	ts = clauseOrder(ts, &rec)
 	ts = howTo(ts, &rec)
+	ts = agentNouns(ts, &rec)
+	ts = explanations(ts, &rec)
 	ts, npQuestion := questionForm(ts, &rec)
 	ts = relativePronouns(ts, &rec)
 	ts = passives(ts, npQuestion, &rec)
@@ -103,11 +111,46 @@ func Normalize(text string) Form {
 // punctuation; none when they are the same text).
 func Same(a, b string) (rules []string, ok bool) {
 	fa, fb := Normalize(a), Normalize(b)
-	if !slices.Equal(fa.Words, fb.Words) {
+	if !Match(fa, fb) {
 		return nil, false
 	}
 	return Explain(fa, fb), true
 }
+
+// Match reports whether two forms ask the same thing: their words are
+// equal, except that a relation one states and the other leaves unsaid
+// in a bare compound ("tests for the tokenizer" [tokenizer ~for test],
+// "tokenizer tests" [tokenizer test]) is no difference. Two relations
+// stated must be the same one. Match is not transitive: "tokenizer tests"
+// matches both "tests for the tokenizer" and "tests in the tokenizer",
+// which do not match each other.
+func Match(a, b Form) bool {
+	i, j := 0, 0
+	for i < len(a.Words) || j < len(b.Words) {
+		var x, y string
+		if i < len(a.Words) {
+			x = a.Words[i]
+		}
+		if j < len(b.Words) {
+			y = b.Words[j]
+		}
+		switch {
+		case x == y:
+			i++
+			j++
+		case relationWord(x) && !relationWord(y) && j > 0 && j < len(b.Words):
+			i++
+		case relationWord(y) && !relationWord(x) && i > 0 && i < len(a.Words):
+			j++
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// relationWord reports a word of a form that marks a stated relation.
+func relationWord(w string) bool { return len(w) > 1 && w[0] == '~' }
 
 // Explain returns, sorted, the rules of the rewrites applied to one form
 // and not the other (counted with multiplicity); "spelling" when no rule
@@ -144,12 +187,12 @@ func Significant(a, b Form) string {
 	count := map[string]int{}
 	for _, w := range a.Words {
 		if significant(w) {
-			count[w]++
+			count[strings.TrimPrefix(w, "~")]++
 		}
 	}
 	for _, w := range b.Words {
 		if significant(w) {
-			count[w]--
+			count[strings.TrimPrefix(w, "~")]--
 		}
 	}
 	var diff []string
@@ -169,7 +212,7 @@ func significant(w string) bool {
 	if whWords[w] || negations[w] || quantities[w] || prepositions[w] || modals[w] || conjunctions[w] {
 		return true
 	}
-	if strings.HasSuffix(w, "+er") || strings.HasSuffix(w, "+est") || strings.HasSuffix(w, "~pass") || w == relMark {
+	if strings.HasSuffix(w, "+er") || strings.HasSuffix(w, "+est") || strings.HasSuffix(w, "~pass") || w == relMark || relationWord(w) {
 		return true
 	}
 	for _, r := range w {

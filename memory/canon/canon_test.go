@@ -29,6 +29,17 @@ func TestSame(t *testing.T) {
 		{"top ten slow queries", "top 10 slow queries", true, []string{"number-word"}},
 		{"Open bugs!", "open bugs", true, []string{"spelling"}},
 		{"open bugs", "open bugs", true, nil},
+		{"flaky tests in the CI pipeline", "CI pipeline flaky tests", true, []string{"article", "compound"}},
+		{"examples of list comprehensions in python", "python list comprehension examples", true, []string{"compound", "inflection", "of-form"}},
+		{"README of the cli package", "the cli package's README", true, []string{"of-form", "possessive"}},
+		{"tickets related to the outage", "tickets about the outage", true, []string{"inflection", "synonym"}},
+		{"who owns the billing service", "owner of the billing service", true, []string{"agent-noun", "inflection"}},
+		{"who owns the billing service", "who is the owner of the billing service", true, []string{"agent-noun", "article", "inflection", "question-form"}},
+		{"who calls validateToken", "callers of validateToken", true, []string{"agent-noun", "inflection", "synonym"}},
+		{"who supervises alice", "who is supervising alice", true, []string{"agent-noun", "inflection"}},
+		{"rust borrow checker explained", "explanation of the rust borrow checker", true, []string{"article", "imperative", "inflection"}},
+		{"kubernetes autoscaling docs", "docs on kubernetes autoscaling", true, []string{"compound"}},
+		{"get the logs of the worker", "worker logs", true, []string{"article", "imperative", "of-form"}},
 
 		// What always counts.
 		{"why did the nightly backup fail", "when did the nightly backup fail", false, nil},
@@ -57,6 +68,19 @@ func TestSame(t *testing.T) {
 		{"what changed in the API", "changes in the API", false, nil},
 		{"deployer config", "deployment config", false, nil},
 		{"logs of the k8s operator", "logs of the k8s operation", false, nil},
+		// A compound leaves its relation unsaid; two stated ones must agree.
+		{"docs for the user", "the user's docs", false, nil},
+		{"tests for the parser", "tests in the parser", false, nil},
+		{"tickets in the backlog", "the backlog's tickets", false, nil},
+		{"flights from tokyo", "tokyo flights", false, nil},
+		{"who does alice supervise", "supervisor of alice", false, nil},
+		{"who supervises alice", "who does alice supervise", false, nil},
+		// "get" is a verb only where its object says so; "a" may be a letter.
+		{"get requests to the API", "requests to the API", false, nil},
+		{"vitamin a", "vitamin", false, nil},
+		{"plan a or b", "plan or b", false, nil},
+		{"option A", "an option", false, nil},
+		{"a plan for the outage", "plan for the outage", true, []string{"article"}},
 	} {
 		rules, ok := Same(tc.a, tc.b)
 		if ok != tc.same {
@@ -79,7 +103,8 @@ func TestSignificant(t *testing.T) {
 		{"why did the backup fail", "when did the backup fail", "when"},
 		{"tests that fail", "tests that never fail", "never"},
 		{"top 5 queries", "top 10 queries", "10"},
-		{"config in staging", "config for staging", "in"},
+		{"config in staging", "config for staging", "for"},
+		{"tests of the parser", "parser tests", "of"},
 	} {
 		if got := Significant(Normalize(tc.a), Normalize(tc.b)); got != tc.want {
 			t.Errorf("Significant(%q, %q) = %q, want %q", tc.a, tc.b, got, tc.want)

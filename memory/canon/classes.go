@@ -40,8 +40,9 @@ var (
 		"locate", "retrieve", "lookup", "pull", "bring", "explain", "describe")
 	// verbs that are imperatives before any word; the others ("list",
 	// "search", "display") may be nouns ("search ranking") and are read as
-	// imperatives only before "me", "for", "all" or an article.
-	verbsOnly = set("show", "find", "get", "give", "tell", "locate", "retrieve", "fetch", "explain", "describe")
+	// imperatives only before "me", "for", "all" or an article. "get" is
+	// one of the others: "get requests to the API" are HTTP requests.
+	verbsOnly = set("show", "find", "give", "tell", "locate", "retrieve", "fetch", "explain", "describe")
 	// topics are the prepositions of purpose and topic that a noun
 	// compound says without them: "tests for the tokenizer" = "tokenizer
 	// tests", "tickets about flaky tests" = "flaky test tickets". Scope and
@@ -62,6 +63,7 @@ var (
 		"with no": "without", "lacking": "without", "close to": "near", "next to": "near",
 		"how come": "why", "outside of": "outside", "inside of": "inside", "in order to": "to",
 		"inside": "in", "within": "in", "whenever": "when", "whom": "who", "across": "between",
+		"related to": "about", "relating to": "about",
 	}
 )
 

@@ -29,6 +29,24 @@ func at(ts []tok, i int) tok {
 	return ts[i]
 }
 
+// letters reads an "a" that is no article as the letter it names: one
+// written "A" inside the sentence ("option A"), or one no word follows
+// ("vitamin a", "plan a or b", "section a of the spec"). The letter is a
+// name, so it always counts.
+func letters(ts []tok) []tok {
+	for i, t := range ts {
+		if t.kind != word || t.raw != "a" {
+			continue
+		}
+		next := at(ts, i+1)
+		if t.cap || next.kind == comma || next.kind == mark ||
+			next.kind == word && (prepositions[next.raw] || conjunctions[next.raw] || beForms[next.raw] || doForms[next.raw]) {
+			ts[i] = tok{raw: "a", canon: "a", kind: name}
+		}
+	}
+	return ts
+}
+
 // joinPhrases reads the phrases of the canon table ("other than",
 // "lacking", "close to") as the word they stand for.
 func joinPhrases(ts []tok, rec *record) []tok {
@@ -145,6 +163,55 @@ func howTo(ts []tok, rec *record) []tok {
 	return ts
 }
 
+// agentNouns reads a leading "who" and a verb in the third person ("who
+// owns", "who is coaching") as the verb's agent noun and "of": "who owns
+// the billing service" asks for the owner of the billing service, "who
+// calls validateToken" for its callers. Only a subject question with an
+// object: "who does X call" asks for the object, and "who wrote X" has no
+// regular agent noun.
+func agentNouns(ts []tok, rec *record) []tok {
+	if len(ts) < 3 || !isWord(ts[0], set("who")) {
+		return ts
+	}
+	v, base := ts[1], ""
+	switch {
+	case v.kind == word && !function(v.raw) && plural(v.raw):
+		base = words.Singular(v.raw) // "owns", "manages"
+	case isWord(v, set("is", "are")) && len(ts) > 3 && ts[2].kind == word && !function(ts[2].raw) &&
+		len(ts[2].raw) > 5 && ts[2].raw[len(ts[2].raw)-3:] == "ing":
+		v = ts[2]
+		base = words.Inflection(v.raw) // "coaching", "managing" (manag+er)
+		ts = ts[1:]
+	default:
+		return ts
+	}
+	if obj := ts[2]; !content(obj) && !isWord(obj, articles) && !isWord(obj, possessive) {
+		return ts
+	}
+	agent := base + "er"
+	if base[len(base)-1] == 'e' {
+		agent = base + "r"
+	}
+	rec.add("agent-noun", "who "+v.raw)
+	return slices.Concat([]tok{{raw: agent, canon: words.Lemma(agent), kind: word}, {raw: "of", canon: "of", kind: word}}, ts[2:])
+}
+
+// explanations drops what asks for an explanation around a topic, as the
+// imperative "explain" is dropped: "rust borrow checker explained" and
+// "explanation of the rust borrow checker" ask what "explain the rust
+// borrow checker" does; a trailing "explanation" after a noun too.
+func explanations(ts []tok, rec *record) []tok {
+	if len(ts) >= 3 && isWord(ts[0], set("explanation")) && isWord(ts[1], set("of")) {
+		rec.add("imperative", "explanation of")
+		ts = ts[2:]
+	}
+	if n := len(ts); n >= 2 && isWord(ts[n-1], set("explained", "explanation")) && content(ts[n-2]) {
+		rec.add("imperative", ts[n-1].raw)
+		ts = ts[:n-1]
+	}
+	return ts
+}
+
 // questionForm drops a leading "which" or "what" before a noun ("which
 // queues does the notifier consume" asks for the queues the notifier
 // consumes) and a leading "what is" or "what are" ("what are the rate
@@ -154,13 +221,16 @@ func howTo(ts []tok, rec *record) []tok {
 // dropped "which"/"what" before a noun: a passive that follows reads as a
 // relative clause of that noun.
 func questionForm(ts []tok, rec *record) ([]tok, bool) {
-	if len(ts) < 2 || !isWord(ts[0], set("which", "what")) {
+	if len(ts) < 2 || !isWord(ts[0], set("which", "what", "who")) {
 		return ts, false
 	}
-	if ts[0].raw == "what" && isWord(ts[1], set("is", "are")) && len(ts) > 2 &&
+	if isWord(ts[0], set("what", "who")) && isWord(ts[1], set("is", "are")) && len(ts) > 2 &&
 		(content(ts[2]) || isWord(ts[2], articles)) {
 		rec.add("question-form", "what "+ts[1].raw)
 		return ts[2:], false
+	}
+	if ts[0].raw == "who" {
+		return ts, false
 	}
 	// "which queues does ...", "which tests failed": a noun follows, then
 	// an auxiliary or a verb. Before an article or a preposition the word
@@ -301,6 +371,11 @@ func reducedRelatives(ts []tok, rec *record) []tok {
 		if prev.kind != word || function(prev.raw) || !plural(prev.raw) || words.Lemma(words.Singular(prev.raw)) != prev.canon {
 			continue
 		}
+		if _, table := words.Synonym(prev.raw); table {
+			if _, sing := words.Synonym(words.Singular(prev.raw)); !sing {
+				continue // a word of the table as written: "kubernetes" is no plural
+			}
+		}
 		rec.add("relative-clause", prev.raw+" "+t.raw)
 		ts = slices.Insert(ts, i, tok{raw: relMark, canon: relMark, kind: mark})
 		i++
@@ -367,37 +442,68 @@ func dropArticles(ts []tok, rec *record) []tok {
 	})
 }
 
-// ofForms makes a possessive and its "of" form the compound they both
-// say: "the plugin's dependencies" = "dependencies of the plugin" =
-// "plugin dependencies". Only between two runs of content words, and not
-// after a quantity ("all of the tests") or a number.
+// relations are the prepositions a noun compound can leave unsaid, each
+// with the marker it leaves in the form: "dependencies of the plugin" and
+// "the plugin's dependencies" are [plugin ~of dependency], "tests for the
+// tokenizer" [tokenizer ~for test], "flaky tests in the CI pipeline" [ci
+// pipeline ~in flaky test]. A bare compound ("tokenizer tests") says none
+// of them, so it matches each (Match); two stated relations must agree:
+// "X for Y" is not "Y's X", nor "X in Y". Direction ("to", "from") and
+// accompaniment ("with") are not among them: "tokyo flights" does not say
+// which way they go.
+var relations = map[string]string{
+	"of": "~of", "'s": "~of", "for": "~for", "about": "~about", "regarding": "~about",
+	"concerning": "~about", "on": "~on", "in": "~in",
+}
+
+// relation reports a marker ofForms left for a stated relation.
+func relation(t tok) bool { return t.kind == mark && len(t.canon) > 1 && t.canon[0] == '~' }
+
+// ofForms makes a possessive, its "of" form and the other relations a
+// compound can say into the compound's order, with a marker for the
+// relation stated: "the plugin's dependencies" = "dependencies of the
+// plugin" = [plugin ~of dependency]. Only between two runs of content
+// words (the first may hold a compound already made: "examples of list
+// comprehensions in python" is [python ~in list comprehension ~of
+// example]), and not after a quantity ("all of the tests"), a number or a
+// quoted string.
 func ofForms(ts []tok, rec *record) []tok {
 	for i := 0; i < len(ts); i++ {
-		switch {
-		case ts[i].kind == mark && ts[i].raw == "'s":
+		t := ts[i]
+		if t.kind == mark && t.raw == "'s" {
 			rec.add("possessive", "'s")
-			ts = slices.Delete(ts, i, i+1)
-			i--
-		case isWord(ts[i], set("of")) || isWord(ts[i], topics):
-			a0 := i
-			for a0 > 0 && content(ts[a0-1]) {
-				a0--
-			}
-			b1 := i + 1
-			for b1 < len(ts) && content(ts[b1]) {
-				b1++
-			}
-			if a0 == i || b1 == i+1 || ts[a0].kind == name {
-				continue
-			}
-			if ts[i].raw == "of" {
-				rec.add("of-form", "of")
-			} else {
-				rec.add("compound", ts[i].raw)
-			}
-			ts = slices.Concat(ts[:a0], slices.Clone(ts[i+1:b1]), slices.Clone(ts[a0:i]), ts[b1:])
-			i = b1 - 1
+			ts[i] = tok{raw: "'s", canon: relations["'s"], kind: mark}
+			continue
 		}
+		m, ok := relations[t.raw]
+		if t.kind != word || !ok {
+			continue
+		}
+		a0 := i
+		for a0 > 0 && (content(ts[a0-1]) || relation(ts[a0-1])) {
+			a0--
+		}
+		b1 := i + 1
+		for b1 < len(ts) && content(ts[b1]) {
+			b1++
+		}
+		if a0 == i || b1 == i+1 || number(ts[a0]) {
+			continue
+		}
+		if t.raw == "of" {
+			rec.add("of-form", "of")
+		} else {
+			rec.add("compound", t.raw)
+		}
+		marker := tok{raw: t.raw, canon: m, kind: mark}
+		ts = slices.Concat(ts[:a0], slices.Clone(ts[i+1:b1]), []tok{marker}, slices.Clone(ts[a0:i]), ts[b1:])
+		i = b1 - 1
 	}
 	return ts
+}
+
+// number reports a name that is a number, version or quoted string: "2 of
+// the tests" is not "the tests' 2".
+func number(t tok) bool {
+	return t.kind == name && t.canon != "" && (t.canon[0] >= '0' && t.canon[0] <= '9' || t.canon[0] == '"')
 }
