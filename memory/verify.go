@@ -33,7 +33,8 @@ const verifyTimeout = 30 * time.Second
 // z95 is the normal quantile of a 95% confidence interval.
 const z95 = 1.959964
 
-// Measured is what verification found for one tool in this process:
+// Measured is what verification found for one tool, as this process knows
+// it (the store's counts when it opened, and its own since):
 // similarity answers checked and how many the child refuted (false hits),
 // exact answers checked and how many had changed (stale), each rate with
 // its 95% Wilson score interval.
@@ -76,8 +77,9 @@ func wilson(k, n int64) Interval {
 	return Interval{Rate: p, Low: max(center-half, 0), High: min(center+half, 1)}
 }
 
-// measurements are verification's counts and what it learned, per tool,
-// for this process.
+// measurements are verification's counts and what it learned, per tool:
+// what the store held when memory opened (every process's, flushed) and
+// what this process measured since, which it also writes to the store.
 type measurements struct {
 	mu         sync.Mutex
 	tools      map[string]*toolMeasure
@@ -151,6 +153,92 @@ func (ms *measurements) take(v Verify, now time.Time) bool {
 	}
 	ms.used++
 	return true
+}
+
+// seed starts the measurements from what the store holds: the counts of
+// every process (flushed) and the pairs refuted, with their rewrites.
+func (ms *measurements) seed(tools []ToolStats, refuted []Refutation) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	for _, ts := range tools {
+		v := ts.Verified
+		if v == (Verified{}) {
+			continue
+		}
+		t := ms.tool(ts.Tool)
+		t.semChecks += v.SemanticChecks
+		t.falseHits += v.FalseHits
+		t.exactChecks += v.ExactChecks
+		t.stale += v.Stale
+	}
+	if len(refuted) > 0 && ms.refutedKey == nil {
+		ms.refutedKey = map[string]bool{}
+	}
+	for _, r := range refuted {
+		ms.refutedKey[r.Tool+"\x00"+r.Asked+"\x00"+r.Stored] = true
+		t := ms.tool(r.Tool)
+		for _, rw := range r.Rewrites {
+			if rw != "spelling" {
+				t.distrusted[rw] = true
+			}
+		}
+	}
+}
+
+// loadMeasured seeds the measurements from the store, so that a refuted
+// pair is never served again and a tool over its false-hit limit stays
+// over it after a restart, and `nexus cache stats` shows what serving
+// processes measured. A store that cannot be read leaves them empty.
+func (m *Memory) loadMeasured(ctx context.Context) {
+	tools, err := m.st.Stats(ctx)
+	if err != nil {
+		m.warn("measured", "memory: verification's counts not read; starting from none", "store", m.st.Where(), "err", err)
+		return
+	}
+	refuted, err := m.st.Refutations(ctx)
+	if err != nil {
+		m.warn("measured", "memory: refuted pairs not read; starting from none", "store", m.st.Where(), "err", err)
+		return
+	}
+	m.meas.seed(tools, refuted)
+}
+
+// judged records one verification's outcome for t: in the measurements,
+// in the counters flushed to the store, and, for a refuted similarity
+// hit, its pair at once in the store, so it is never served again even
+// after a restart.
+func (m *Memory) judged(ctx context.Context, t Tool, sem *semHit, differs bool) {
+	m.meas.record(t.Name, sem, differs)
+	m.pend.count(t, func(k *Counters) {
+		switch {
+		case sem == nil:
+			k.ExactChecks++
+			if differs {
+				k.Stale++
+			}
+		default:
+			k.SemanticChecks++
+			if differs {
+				k.FalseHits++
+			}
+		}
+	})
+	if sem == nil || !differs || m.st == nil {
+		return
+	}
+	parts := strings.SplitN(sem.pair, "\x00", 3)
+	if len(parts) != 3 {
+		return
+	}
+	r := Refutation{Tool: parts[0], Asked: parts[1], Stored: parts[2], At: m.now().UnixMilli()}
+	for _, rw := range sem.rewrites {
+		if rw != "spelling" {
+			r.Rewrites = append(r.Rewrites, rw)
+		}
+	}
+	if _, err := m.st.Write(ctx, &Write{Refuted: []Refutation{r}, Now: r.At}); err != nil {
+		m.warn("refuted", "memory: a refuted pair was not kept; this process still never serves it", "tool", t.Name, "err", err)
+	}
 }
 
 // record counts one verification's outcome; a refuted similarity hit
@@ -235,7 +323,7 @@ func (m *Memory) verifyLater(ctx context.Context, c *call, served json.RawMessag
 			return // no verdict
 		}
 		differs := !sameAnswer(served, m.redactBytes(a.Result))
-		m.meas.record(c.t.Name, sem, differs)
+		m.judged(ctx, c.t, sem, differs)
 		if differs {
 			kind := "exact answer had changed"
 			if sem != nil {
