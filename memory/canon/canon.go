@@ -83,6 +83,7 @@ func Normalize(text string) Form {
 	var rec record
 	ts := lex(text, &rec)
 	ts = letters(ts)
+	ts = numbers(ts, &rec)
 	ts = joinPhrases(ts, &rec)
 	ts = dropFraming(ts, &rec)
 	ts = clauseOrder(ts, &rec)
@@ -91,10 +92,13 @@ func Normalize(text string) Form {
 	ts = explanations(ts, &rec)
 	ts, npQuestion := questionForm(ts, &rec)
 	ts = relativePronouns(ts, &rec)
+	ts = reducedBe(ts, &rec)
 	ts = passives(ts, npQuestion, &rec)
 	ts = reducedRelatives(ts, &rec)
 	ts = auxiliaries(ts, &rec)
 	ts = dropArticles(ts, &rec)
+	ts = timePossessives(ts, &rec)
+	ts = fromTo(ts, &rec)
 	ts = ofForms(ts, &rec)
 	f := Form{text: text, applied: rec.list}
 	for _, t := range ts {

@@ -40,6 +40,17 @@ func TestSame(t *testing.T) {
 		{"rust borrow checker explained", "explanation of the rust borrow checker", true, []string{"article", "imperative", "inflection"}},
 		{"kubernetes autoscaling docs", "docs on kubernetes autoscaling", true, []string{"compound"}},
 		{"get the logs of the worker", "worker logs", true, []string{"article", "imperative", "of-form"}},
+		{"who approved the budget request", "approver of the budget request", true, []string{"agent-noun", "inflection"}},
+		{"engineers who are not in the office", "engineers not in the office", true, []string{"relative-clause", "relative-pronoun"}},
+		{"endpoints that are slower than 200ms", "endpoints slower than 200ms", true, []string{"relative-clause", "relative-pronoun"}},
+		{"services that do not use tls", "services not using tls", true, []string{"auxiliary", "relative-clause", "relative-pronoun", "synonym"}},
+		{"flights from paris to london", "paris to london flights", true, []string{"compound"}},
+		{"tomorrow's meetings", "meetings tomorrow", true, []string{"possessive"}},
+		{"this week's standups", "standups this week", true, []string{"possessive"}},
+		{"all open bugs", "every open bug", true, []string{"inflection", "synonym"}},
+		{"changes since v2.3", "changes since version 2.3", true, []string{"version-prefix"}},
+		{"tickets with more than 10 votes", "tickets having over 10 votes", true, []string{"synonym"}},
+		{"when was the cache layer added", "when did the cache layer get added", true, []string{"auxiliary", "passive"}},
 
 		// What always counts.
 		{"why did the nightly backup fail", "when did the nightly backup fail", false, nil},
@@ -80,6 +91,14 @@ func TestSame(t *testing.T) {
 		{"vitamin a", "vitamin", false, nil},
 		{"plan a or b", "plan or b", false, nil},
 		{"option A", "an option", false, nil},
+		{"flights from paris to london", "london to paris flights", false, nil},
+		{"meetings tomorrow", "yesterday's meetings", false, nil},
+		{"engineers who are not on call", "engineers on call", false, nil},
+		{"endpoints that are slower than 200ms", "endpoints faster than 200ms", false, nil},
+		{"more than 5 retries", "at least 5 retries", false, nil},
+		{"files that get deleted", "files that delete", false, nil},
+		{"who reviewed the PR", "who did the PR review", false, nil},
+		{"services not using tls", "services using tls", false, nil},
 		{"a plan for the outage", "plan for the outage", true, []string{"article"}},
 	} {
 		rules, ok := Same(tc.a, tc.b)

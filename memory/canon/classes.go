@@ -56,6 +56,10 @@ var (
 		"felt", "dealt", "hung", "written", "taken", "given", "chosen", "broken", "hidden", "driven",
 		"forgotten", "stolen", "eaten", "fallen", "frozen", "spoken", "woken", "overridden", "rewritten",
 		"forbidden", "gotten", "proven", "shaken", "swollen", "torn", "worn", "born", "sworn", "withdrawn")
+	// timeWords name a time; "this", "next" and "last" may come before.
+	timeWords = set("today", "tomorrow", "yesterday", "tonight", "week", "month", "year", "quarter", "weekend",
+		"morning", "afternoon", "evening", "night", "monday", "tuesday", "wednesday", "thursday", "friday",
+		"saturday", "sunday")
 	// phrases read as one word before anything else; the value is the
 	// word it stands for.
 	phrases = map[string]string{
@@ -63,7 +67,7 @@ var (
 		"with no": "without", "lacking": "without", "close to": "near", "next to": "near",
 		"how come": "why", "outside of": "outside", "inside of": "inside", "in order to": "to",
 		"inside": "in", "within": "in", "whenever": "when", "whom": "who", "across": "between",
-		"related to": "about", "relating to": "about",
+		"related to": "about", "relating to": "about", "every": "all",
 	}
 )
 

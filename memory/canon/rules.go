@@ -2,6 +2,7 @@ package canon
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/nexus-mcp/nexus/memory/words"
 )
@@ -27,6 +28,33 @@ func at(ts []tok, i int) tok {
 		return tok{kind: comma}
 	}
 	return ts[i]
+}
+
+// numbers reads what only spells a number or bound: "version 2.3" is
+// "2.3" (version-prefix), and before a number "more than" is "over",
+// "less than" and "fewer than" are "under" (synonym).
+func numbers(ts []tok, rec *record) []tok {
+	num := func(i int) bool { t := at(ts, i); return t.kind == name && number(t) && t.canon[0] != '"' }
+	out := ts[:0:0]
+	for i := 0; i < len(ts); i++ {
+		t := ts[i]
+		switch {
+		case isWord(t, set("version")) && num(i+1):
+			rec.add("version-prefix", "version")
+			continue
+		case isWord(t, set("more", "less", "fewer")) && isWord(at(ts, i+1), set("than")) && num(i+2):
+			w := "over"
+			if t.raw != "more" {
+				w = "under"
+			}
+			rec.add("synonym", t.raw+" than")
+			out = append(out, tok{raw: w, canon: w, kind: word})
+			i++
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 // letters reads an "a" that is no article as the letter it names: one
@@ -177,6 +205,8 @@ func agentNouns(ts []tok, rec *record) []tok {
 	switch {
 	case v.kind == word && !function(v.raw) && plural(v.raw):
 		base = words.Singular(v.raw) // "owns", "manages"
+	case v.kind == word && !function(v.raw) && len(v.raw) > 4 && strings.HasSuffix(v.raw, "ed"):
+		base = words.Inflection(v.raw) // "approved" (approv+er), "reviewed"
 	case isWord(v, set("is", "are")) && len(ts) > 3 && ts[2].kind == word && !function(ts[2].raw) &&
 		len(ts[2].raw) > 5 && ts[2].raw[len(ts[2].raw)-3:] == "ing":
 		v = ts[2]
@@ -274,6 +304,20 @@ func relativePronouns(ts []tok, rec *record) []tok {
 	return out
 }
 
+// invertedBe reports a participle at j of a question whose "be" comes
+// before the subject: "when was the cache layer added", with no agent.
+func invertedBe(ts []tok, j int) bool {
+	if j < 3 || !isWord(ts[0], whWords) || !isWord(ts[1], beForms) || isWord(at(ts, j+1), set("by")) {
+		return false
+	}
+	for _, t := range ts[2:j] {
+		if !content(t) && !isWord(t, articles) {
+			return false
+		}
+	}
+	return true
+}
+
 // boundary reports a token that ends a noun phrase.
 func boundary(t tok) bool {
 	return !content(t) && !isWord(t, articles) && t.kind != mark || t.canon == relMark
@@ -294,9 +338,21 @@ func passives(ts []tok, npQuestion bool, rec *record) []tok {
 		for be >= 0 && isWord(ts[be], set("been", "being")) {
 			be--
 		}
-		hasBe := be >= 0 && isWord(ts[be], beForms)
+		// "get" makes a passive as "be" does: "when did the layer get
+		// added" = "when was the layer added"; not first ("get added
+		// files" is an imperative).
+		hasBe := be >= 0 && (isWord(ts[be], beForms) || be > 0 && isWord(ts[be], set("get", "gets", "got")))
 		if !hasBe {
 			be = j
+		}
+		if !hasBe && invertedBe(ts, j) {
+			// when was the layer added: the question's "be" is the
+			// passive's, before its subject.
+			ts[j].canon += passMark
+			rec.add("passive", ts[1].raw+" "+p.raw)
+			ts = slices.Delete(ts, 1, 2)
+			j--
+			continue
 		}
 		if !isWord(at(ts, j+1), set("by")) {
 			if hasBe && (be > 0 && ts[be-1].canon == relMark || npQuestion && be == 1) {
@@ -360,12 +416,112 @@ func passives(ts []tok, npQuestion bool, rec *record) []tok {
 	return ts
 }
 
+// gerund reports a word in -ing that is a verb's: "using", "calling";
+// not "thing" or "string".
+func gerund(raw string) bool {
+	return len(raw) >= 5 && raw[len(raw)-3:] == "ing" && words.Inflection(raw) != raw
+}
+
+// reducedBe drops the relative pronoun and "be" of a clause whose
+// predicate says where, how much or with what negation: "engineers who
+// are not on call" = "engineers not on call", "endpoints that are slower
+// than 200ms" = "endpoints slower than 200ms", "documents that are not
+// shared" = "documents not shared". (A participle without "not" is the
+// passives' relative clause.) An adjective is left: it may not follow its
+// noun.
+func reducedBe(ts []tok, rec *record) []tok {
+	for i := 0; i+2 < len(ts); i++ {
+		if ts[i].canon != relMark || !isWord(ts[i+1], beForms) {
+			continue
+		}
+		x := i + 2
+		neg := isWord(ts[x], set("not"))
+		if neg {
+			x++
+		}
+		p := at(ts, x)
+		if p.kind != word {
+			continue
+		}
+		switch {
+		case prepositions[p.raw] && p.raw != "by",
+			neg && participle(p.raw),
+			len(p.raw) > 3 && p.raw[len(p.raw)-2:] == "er" && isWord(at(ts, x+1), set("than")):
+			rec.add("relative-clause", "that be "+p.raw)
+			ts = slices.Delete(ts, i, i+2)
+		}
+	}
+	return ts
+}
+
+// fromTo makes a route after its noun the compound that says it before:
+// "flights from paris to london" = "paris to london flights". The
+// endpoints keep their order and "to", so the direction still counts.
+func fromTo(ts []tok, rec *record) []tok {
+	for i := 1; i < len(ts); i++ {
+		if !isWord(ts[i], set("from")) || !content(ts[i-1]) {
+			continue
+		}
+		a1 := i + 1
+		for a1 < len(ts) && content(ts[a1]) {
+			a1++
+		}
+		if a1 == i+1 || !isWord(at(ts, a1), set("to")) {
+			continue
+		}
+		b1 := a1 + 1
+		for b1 < len(ts) && content(ts[b1]) {
+			b1++
+		}
+		if b1 == a1+1 || b1 < len(ts) && ts[b1].kind != comma {
+			continue // only a route that ends the text: "X from A to B in C" is left
+		}
+		n0 := i - 1
+		for n0 > 0 && content(ts[n0-1]) {
+			n0--
+		}
+		rec.add("compound", "from to")
+		ts = slices.Concat(ts[:n0], slices.Clone(ts[i+1:b1]), slices.Clone(ts[n0:i]), ts[b1:])
+		break
+	}
+	return ts
+}
+
+// timePossessives puts a time's possessive after its noun, where a time
+// adverbial goes: "tomorrow's meetings" = "meetings tomorrow", "this
+// week's standups" = "standups this week".
+func timePossessives(ts []tok, rec *record) []tok {
+	for i := 1; i < len(ts); i++ {
+		if ts[i].kind != mark || ts[i].raw != "'s" {
+			continue
+		}
+		k := i
+		for k > 0 && ts[k-1].kind == word && (timeWords[ts[k-1].raw] || isWord(ts[k-1], set("this", "next", "last"))) {
+			k--
+		}
+		if k == i || !timeWords[ts[i-1].raw] || k > 0 && content(ts[k-1]) {
+			continue
+		}
+		h1 := i + 1
+		for h1 < len(ts) && content(ts[h1]) {
+			h1++
+		}
+		if h1 == i+1 {
+			continue
+		}
+		rec.add("possessive", "time's")
+		ts = slices.Concat(ts[:k], slices.Clone(ts[i+1:h1]), slices.Clone(ts[k:i]), ts[h1:])
+		i = h1 - 1
+	}
+	return ts
+}
+
 // reducedRelatives reads a plural noun followed by a verb in -ing as a
 // relative clause: "services calling X" = "services that call X".
 func reducedRelatives(ts []tok, rec *record) []tok {
 	for i := 1; i < len(ts); i++ {
 		t, prev := ts[i], ts[i-1]
-		if t.kind != word || len(t.raw) < 6 || t.raw[len(t.raw)-3:] != "ing" || function(t.raw) {
+		if t.kind != word || !gerund(t.raw) || function(t.raw) {
 			continue
 		}
 		if prev.kind != word || function(prev.raw) || !plural(prev.raw) || words.Lemma(words.Singular(prev.raw)) != prev.canon {
@@ -383,7 +539,7 @@ func reducedRelatives(ts []tok, rec *record) []tok {
 	// "handlers not logging errors" = "handlers that do not log errors"
 	for i := 2; i < len(ts); i++ {
 		t, neg, prev := ts[i], ts[i-1], ts[i-2]
-		if t.kind == word && len(t.raw) >= 6 && t.raw[len(t.raw)-3:] == "ing" && !function(t.raw) &&
+		if t.kind == word && gerund(t.raw) && !function(t.raw) &&
 			isWord(neg, set("not")) && prev.kind == word && !function(prev.raw) && plural(prev.raw) {
 			rec.add("relative-clause", prev.raw+" not "+t.raw)
 			ts = slices.Insert(ts, i-1, tok{raw: relMark, canon: relMark, kind: mark})
