@@ -43,11 +43,6 @@ var (
 	// imperatives only before "me", "for", "all" or an article. "get" is
 	// one of the others: "get requests to the API" are HTTP requests.
 	verbsOnly = set("show", "find", "give", "tell", "locate", "retrieve", "fetch", "explain", "describe")
-	// topics are the prepositions of purpose and topic that a noun
-	// compound says without them: "tests for the tokenizer" = "tokenizer
-	// tests", "tickets about flaky tests" = "flaky test tickets". Scope and
-	// direction ("in", "to", "from") are not among them.
-	topics = set("for", "about", "on", "regarding", "concerning")
 	// irregular participles read as passives after a form of "be".
 	irregularParticiples = set("read", "built", "sent", "made", "held", "kept", "run", "found", "thrown",
 		"caught", "bought", "brought", "taught", "thought", "led", "fed", "set", "put", "cut", "hit", "shut",
