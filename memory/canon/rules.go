@@ -31,8 +31,9 @@ func at(ts []tok, i int) tok {
 }
 
 // numbers reads what only spells a number or bound: "version 2.3" is
-// "2.3" (version-prefix), and before a number "more than" is "over",
-// "less than" and "fewer than" are "under" (synonym).
+// "2.3" and "version 2" is "v2" (version-prefix: "version 2 tickets" are
+// not "2 tickets"), and before a number "more than" is "over", "less
+// than" and "fewer than" are "under" (synonym).
 func numbers(ts []tok, rec *record) []tok {
 	num := func(i int) bool { t := at(ts, i); return t.kind == name && number(t) && t.canon[0] != '"' }
 	out := ts[:0:0]
@@ -41,6 +42,10 @@ func numbers(ts []tok, rec *record) []tok {
 		switch {
 		case isWord(t, set("version")) && num(i+1):
 			rec.add("version-prefix", "version")
+			if n := ts[i+1]; !strings.Contains(n.canon, ".") {
+				out = append(out, tok{raw: "v" + n.raw, canon: "v" + n.canon, kind: name})
+				i++
+			}
 			continue
 		case isWord(t, set("more", "less", "fewer")) && isWord(at(ts, i+1), set("than")) && num(i+2):
 			w := "over"
