@@ -14,9 +14,10 @@ import (
 // TestRefutedAcrossRestart: what verification learned outlives the
 // process. A similarity hit the child refutes raises the tool's measured
 // false-hit rate in the store; after a restart of the store the tool is
-// still over memory.maxFalseHitRate, the refuted pair is never served (nor
-// one needing its rewrites), another process's Stats shows the counts,
-// and other tools keep their similarity hits.
+// still over memory.maxFalseHitRate (another paraphrase of the tool is not
+// served with the limit, and is without it), the refuted pair is never
+// served however reworded, another process's Stats shows the counts, and
+// other tools keep their similarity hits.
 func TestRefutedAcrossRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "memory.db")
 	tool := SearchTool()
@@ -49,10 +50,13 @@ func TestRefutedAcrossRestart(t *testing.T) {
 		name     string
 		settings Settings
 		asked    string
+		// another paraphrase, by a rewrite never refuted: served unless
+		// the tool is over the limit
+		other string
 	}{
-		{"the refuted pair, with the limit", limited, "show me the postgres connection pool settings"},
-		{"the refuted pair, no limit, no verification", Settings{TTL: map[string]TTL{"*": kept}}, "show me the postgres connection pool settings"},
-		{"the refuted pair reworded, no limit", Settings{TTL: map[string]TTL{"*": kept}}, "list postgres connection pool settings"},
+		{"the refuted pair, with the limit", limited, "show me the postgres connection pool settings", StatusMiss},
+		{"the refuted pair, no limit, no verification", Settings{TTL: map[string]TTL{"*": kept}}, "show me the postgres connection pool settings", StatusSemanticHit},
+		{"the refuted pair reworded, no limit", Settings{TTL: map[string]TTL{"*": kept}}, "list postgres connection pool settings", StatusSemanticHit},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Each restart on a copy of the file: a miss stores its answer.
@@ -67,6 +71,10 @@ func TestRefutedAcrossRestart(t *testing.T) {
 			}
 			if s := Status(t, Do(t, m, "", tool, SearchArgs(tc.asked, 10), c)); s != StatusMiss {
 				t.Fatalf("%q after a restart: %s, want miss", tc.asked, s)
+			}
+			Do(t, m, "", tool, SearchArgs("redis cache eviction policy", 10), c)
+			if s := Status(t, Do(t, m, "", tool, SearchArgs("redis cache eviction policies", 10), c)); s != tc.other {
+				t.Fatalf("another paraphrase (inflection) after a restart: %s, want %s", s, tc.other)
 			}
 		})
 	}
