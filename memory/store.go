@@ -98,6 +98,10 @@ type Store interface {
 	// (Write.Refuted), so that none makes a hit again after a restart or
 	// in another process that opens the store.
 	Refutations(ctx context.Context) ([]Refutation, error)
+	// Refuted reports whether a child refuted the pair of canonical
+	// forms asked and stored for tool: another process (a replica) may
+	// have since memory opened.
+	Refuted(ctx context.Context, tool, asked, stored string) (bool, error)
 
 	// Stats and List serve `nexus cache stats` and `nexus cache list`.
 	Stats(ctx context.Context) (perTool []ToolStats, err error)

@@ -137,6 +137,35 @@ func (ms *measurements) allows(tool, key string, rewrites []string, limit float6
 	return true, ""
 }
 
+// allows is measurements.allows, and asks the store whether another
+// process refuted the pair since this one opened it (a replica's child,
+// another gateway's): one read per similarity hit. A store that cannot
+// say serves no similarity hit.
+func (m *Memory) allows(ctx context.Context, tool, key string, rewrites []string, limit float64) (bool, string) {
+	if ok, why := m.meas.allows(tool, key, rewrites, limit); !ok {
+		return false, why
+	}
+	parts := strings.SplitN(key, "\x00", 3)
+	if m.st == nil || len(parts) != 3 {
+		return true, ""
+	}
+	refuted, err := m.st.Refuted(ctx, parts[0], parts[1], parts[2])
+	if err != nil {
+		m.warn("refuted", "memory: refuted pairs not read; similarity hits forwarded", "tool", tool, "err", err)
+		return false, "the store could not say whether the pair was refuted"
+	}
+	if refuted {
+		m.meas.mu.Lock()
+		if m.meas.refutedKey == nil {
+			m.meas.refutedKey = map[string]bool{}
+		}
+		m.meas.refutedKey[key] = true
+		m.meas.mu.Unlock()
+		return false, "the child refuted this pair (another process saw it)"
+	}
+	return true, ""
+}
+
 // take spends one child call of the budget, if any is left this minute,
 // for a hit sampled at rate.
 func (ms *measurements) take(v Verify, now time.Time) bool {

@@ -322,11 +322,13 @@ func contractStats(t *testing.T, _ Features, open func(memory.Options) *memory.M
 }
 
 // contractRefuted: a similarity hit one process's verification refuted is
-// counted in the store and never served by another process opened after
-// it, which starts from the store's counts.
+// counted in the store and never served by another process, whether it
+// was running then or opened after it (and starts from the store's
+// counts).
 func contractRefuted(t *testing.T, _ Features, open func(memory.Options) *memory.Memory) {
-	a := open(memory.Options{})
+	a, running := open(memory.Options{}), open(memory.Options{})
 	kept := map[string]memory.TTL{"*": {Never: true}}
+	running.SetSettings(memory.Settings{TTL: kept})
 	a.SetSettings(memory.Settings{TTL: kept, Verify: memory.Verify{Rate: 1, PerMinute: 100}})
 	c := &Child{} // a paraphrase's answer differs
 	tool := SearchTool()
@@ -348,5 +350,8 @@ func contractRefuted(t *testing.T, _ Features, open func(memory.Options) *memory
 	}
 	if s := Status(t, Do(t, b, "", tool, SearchArgs("list the postgres connection pool settings", 10), c)); s != memory.StatusMiss {
 		t.Fatalf("the refuted pair in another process: %s, want miss", s)
+	}
+	if s := Status(t, Do(t, running, "", tool, SearchArgs("please show the postgres connection pool settings", 10), c)); s != memory.StatusMiss {
+		t.Fatalf("the refuted pair in a process running when it was refuted: %s, want miss", s)
 	}
 }

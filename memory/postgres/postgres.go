@@ -1011,6 +1011,21 @@ func (s *Store) Stats(ctx context.Context) ([]memory.ToolStats, error) {
 	return out, s.failed(ctx, rows.Err())
 }
 
+func (s *Store) Refuted(ctx context.Context, tool, asked, stored string) (bool, error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer cancel()
+	var refuted bool
+	err = s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM nexus_memory_refuted WHERE tool = $1 AND asked = $2 AND stored = $3)`,
+		tool, asked, stored).Scan(&refuted)
+	if err != nil {
+		return false, s.failed(ctx, err)
+	}
+	return refuted, nil
+}
+
 func (s *Store) Refutations(ctx context.Context) ([]memory.Refutation, error) {
 	ctx, cancel, err := s.begin(ctx)
 	if err != nil {

@@ -71,6 +71,16 @@ func writeRefuted(ctx context.Context, tx *sql.Tx, refuted []memory.Refutation) 
 	return nil
 }
 
+// Refuted reports whether the pair was refuted.
+func (s *Store) Refuted(ctx context.Context, tool, asked, stored string) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM refuted WHERE tool = ? AND asked = ? AND stored = ?`, tool, asked, stored).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("read refuted pair: %w", err)
+	}
+	return n > 0, nil
+}
+
 // Refutations returns every pair a child refuted, oldest first.
 func (s *Store) Refutations(ctx context.Context) ([]memory.Refutation, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT tool, asked, stored, rewrites, refuted_at FROM refuted ORDER BY refuted_at, tool, asked, stored`)
