@@ -187,10 +187,10 @@
 //   - Verification (verify.go): a sample of hits is asked of the child
 //     again after the answer. Its counts go to the store with the other
 //     counters, and a refuted pair (the canonical forms of both texts,
-//     with the rewrites that made it a hit) at once, so memory starts
-//     from them when it opens: a refuted pair is never served again, in
-//     any process or after a restart, and a tool over maxFalseHitRate
-//     stays over it.
+//     with the rewrites that made it a hit) at once. Memory starts from
+//     them when it opens and asks the store before a similarity hit: a
+//     refuted pair is never served again, in any process or after a
+//     restart, and a tool over maxFalseHitRate stays over it.
 //   - Embedders (memory/embedder): the built-in Lexical (offline, deterministic:
 //     Porter-stemmed words mapped through a table of code and
 //     documentation abbreviations and synonyms, hashed unigrams, bigrams
