@@ -25,6 +25,7 @@ func TestPairSets(t *testing.T) {
 		{"roles.json", minRecallRoles},
 		{"roles-heldout.json", minRecallRolesHeldout},
 		{"canon-heldout.json", minRecallCanonHeldout},
+		{"relations-heldout.json", minRecallRelationsHeldout},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel() // each evaluation opens a memory of its own, in its own TempDir
@@ -70,4 +71,8 @@ const (
 	// two later fixes of false equalities: inflection rather than Porter
 	// stems, "what" kept before a verb; 60/64 with the rewrites above).
 	minRecallCanonHeldout = 57
+	// relations-heldout.json was written after the rewrites above, by
+	// their author, and measured once: 58/64 paraphrases, 0/64
+	// near-misses.
+	minRecallRelationsHeldout = 55
 )
