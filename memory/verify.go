@@ -109,7 +109,29 @@ func (ms *measurements) tool(name string) *toolMeasure {
 // pairKey names a similarity pair by its texts' canonical forms, so a
 // refuted pair stays refuted however either side is reworded.
 func pairKey(tool string, asked, stored canon.Form) string {
-	return tool + "\x00" + asked.String() + "\x00" + stored.String()
+	return Refutation{Tool: tool, Asked: asked.String(), Stored: stored.String()}.key()
+}
+
+// key is the pairKey of the refuted pair.
+func (r Refutation) key() string { return r.Tool + "\x00" + r.Asked + "\x00" + r.Stored }
+
+// pairOf is the pair a pairKey names, as a Refutation to keep.
+func pairOf(key string) (Refutation, bool) {
+	parts := strings.SplitN(key, "\x00", 3)
+	if len(parts) != 3 {
+		return Refutation{}, false
+	}
+	return Refutation{Tool: parts[0], Asked: parts[1], Stored: parts[2]}, true
+}
+
+// refute marks the pair key refuted.
+func (ms *measurements) refute(key string) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if ms.refutedKey == nil {
+		ms.refutedKey = map[string]bool{}
+	}
+	ms.refutedKey[key] = true
 }
 
 // allows reports whether a similarity hit on the pair key with rewrites
@@ -145,22 +167,17 @@ func (m *Memory) allows(ctx context.Context, tool, key string, rewrites []string
 	if ok, why := m.meas.allows(tool, key, rewrites, limit); !ok {
 		return false, why
 	}
-	parts := strings.SplitN(key, "\x00", 3)
-	if m.st == nil || len(parts) != 3 {
+	p, ok := pairOf(key)
+	if m.st == nil || !ok {
 		return true, ""
 	}
-	refuted, err := m.st.Refuted(ctx, parts[0], parts[1], parts[2])
+	refuted, err := m.st.Refuted(ctx, p.Tool, p.Asked, p.Stored)
 	if err != nil {
 		m.warn("refuted", "memory: refuted pairs not read; similarity hits forwarded", "tool", tool, "err", err)
 		return false, "the store could not say whether the pair was refuted"
 	}
 	if refuted {
-		m.meas.mu.Lock()
-		if m.meas.refutedKey == nil {
-			m.meas.refutedKey = map[string]bool{}
-		}
-		m.meas.refutedKey[key] = true
-		m.meas.mu.Unlock()
+		m.meas.refute(key)
 		return false, "the child refuted this pair (another process saw it)"
 	}
 	return true, ""
@@ -204,7 +221,7 @@ func (ms *measurements) seed(tools []ToolStats, refuted []Refutation) {
 		ms.refutedKey = map[string]bool{}
 	}
 	for _, r := range refuted {
-		ms.refutedKey[r.Tool+"\x00"+r.Asked+"\x00"+r.Stored] = true
+		ms.refutedKey[r.key()] = true
 		t := ms.tool(r.Tool)
 		for _, rw := range r.Rewrites {
 			if rw != "spelling" {
@@ -255,11 +272,11 @@ func (m *Memory) judged(ctx context.Context, t Tool, sem *semHit, differs bool) 
 	if sem == nil || !differs || m.st == nil {
 		return
 	}
-	parts := strings.SplitN(sem.pair, "\x00", 3)
-	if len(parts) != 3 {
+	r, ok := pairOf(sem.pair)
+	if !ok {
 		return
 	}
-	r := Refutation{Tool: parts[0], Asked: parts[1], Stored: parts[2], At: m.now().UnixMilli()}
+	r.At = m.now().UnixMilli()
 	for _, rw := range sem.rewrites {
 		if rw != "spelling" {
 			r.Rewrites = append(r.Rewrites, rw)
