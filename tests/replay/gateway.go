@@ -73,17 +73,16 @@ func (g *gateway) close() {
 type session struct {
 	in    *io.PipeWriter // the client writes requests here
 	out   *bufio.Reader  // and reads the gateway's messages here
-	outW  *io.PipeWriter
 	done  chan struct{}
 	next  int
 	tools map[string]string // the child's tool name (sN/tN) -> the name the client calls
 }
 
 // session opens a client session: initialize, then tools/list.
-func (g *gateway) session(ctx context.Context) (*session, error) {
+func (g *gateway) session() (*session, error) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	s := &session{in: inW, out: bufio.NewReaderSize(outR, 1<<20), outW: outW, done: make(chan struct{}), tools: map[string]string{}}
+	s := &session{in: inW, out: bufio.NewReaderSize(outR, 1<<20), done: make(chan struct{}), tools: map[string]string{}}
 	go func() {
 		defer close(s.done)
 		g.rt.ServeStdio(g.ctx, inR, outW, "replay")
@@ -119,8 +118,11 @@ func (g *gateway) session(ctx context.Context) (*session, error) {
 	return s, nil
 }
 
+// close ends the session: the end of its input, then whatever the
+// gateway still writes read and dropped until it is done.
 func (s *session) close() {
 	s.in.Close()
+	go io.Copy(io.Discard, s.out)
 	<-s.done
 }
 

@@ -115,7 +115,7 @@ func Replay(ctx context.Context, calls []Call, dir string, team bool) (Result, e
 				return r, err
 			}
 		}
-		s, err := g.session(ctx)
+		s, err := g.session()
 		if err != nil {
 			return r, err
 		}
