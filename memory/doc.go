@@ -175,7 +175,7 @@
 //     embedder nor memory.db.
 //   - Decision: the 8 nearest neighbours, most similar first, are
 //     examined; one whose text has the asked text's canonical form
-//     (memory/canon) is served, "rewrites" naming what tells them apart.
+//     (memory/canon, canon.Match) is served, "rewrites" naming what tells them apart.
 //     Similarity ranks; it never decides alone. Widening, only when no
 //     word that always counts differs (canon.Significant) and the guard
 //     agrees: an HTTP embedder's score at or above Thresholds.Serve, or,
@@ -184,6 +184,13 @@
 //     itself within Settings.Rewording's window is passed over: a caller
 //     rewording its own question wants another answer. A miss stores its
 //     vector with the answer (one embedding per miss).
+//   - Verification (verify.go): a sample of hits is asked of the child
+//     again after the answer. Its counts go to the store with the other
+//     counters, and a refuted pair (the canonical forms of both texts,
+//     with the rewrites that made it a hit) at once. Memory starts from
+//     them when it opens and asks the store before a similarity hit: a
+//     refuted pair is never served again, in any process or after a
+//     restart, and a tool over maxFalseHitRate stays over it.
 //   - Embedders (memory/embedder): the built-in Lexical (offline, deterministic:
 //     Porter-stemmed words mapped through a table of code and
 //     documentation abbreviations and synonyms, hashed unigrams, bigrams

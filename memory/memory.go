@@ -258,6 +258,7 @@ func (m *Memory) openStore(ctx context.Context) {
 		return
 	}
 	m.st = st
+	m.loadMeasured(ctx)
 	if m.opts.HotBytes == 0 {
 		m.opts.HotBytes = DefaultHotBytes
 	}
@@ -739,7 +740,7 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward, looked bo
 	}
 	f.res, f.err, f.status, f.created = res, err, StatusMiss, m.now()
 	if c.shadow != nil && err == nil && !a.childFailed() {
-		m.meas.record(c.t.Name, c.shadow, !sameAnswer(c.shadow.e.Result, m.redactBytes(res)))
+		m.judged(ctx, c.t, c.shadow, !sameAnswer(c.shadow.e.Result, m.redactBytes(res)))
 	}
 	// Followers (and callers arriving until the store commits) share the
 	// result now; the flight stays registered until the store is done so

@@ -314,9 +314,9 @@ func (m *Memory) semanticHit(ctx context.Context, c *call, sc *FreeText) (semHit
 		}
 		stored := canon.Normalize(cd.Text)
 		key := pairKey(c.t.Name, asked, stored)
-		if slices.Equal(asked.Words, stored.Words) {
+		if canon.Match(asked, stored) {
 			h := semHit{e: cd.Entry, similarity: cd.Similarity, matched: cd.Text, rewrites: canon.Explain(stored, asked), pair: key}
-			if ok, why := m.meas.allows(c.t.Name, key, h.rewrites, c.r.s.MaxFalseHitRate); !ok {
+			if ok, why := m.allows(ctx, c.t.Name, key, h.rewrites, c.r.s.MaxFalseHitRate); !ok {
 				m.log.Debug("memory: similar call not served: "+why, "tool", c.t.Name)
 				if c.shadow == nil && !strings.Contains(why, "refuted") {
 					c.shadow = &h
@@ -342,7 +342,7 @@ func (m *Memory) semanticHit(ctx context.Context, c *call, sc *FreeText) (semHit
 		}
 		if cd.Similarity >= th.Serve && !lexical {
 			h := semHit{e: cd.Entry, similarity: cd.Similarity, matched: cd.Text, rewrites: []string{"embedder"}, pair: key}
-			if ok, _ := m.meas.allows(c.t.Name, key, h.rewrites, c.r.s.MaxFalseHitRate); ok {
+			if ok, _ := m.allows(ctx, c.t.Name, key, h.rewrites, c.r.s.MaxFalseHitRate); ok {
 				return h, true, nil
 			}
 			continue
@@ -352,7 +352,7 @@ func (m *Memory) semanticHit(ctx context.Context, c *call, sc *FreeText) (semHit
 			m.pend.count(c.t, func(k *Counters) { k.GrayUnverified++ })
 			continue
 		}
-		if ok, _ := m.meas.allows(c.t.Name, key, []string{"verifier"}, c.r.s.MaxFalseHitRate); !ok {
+		if ok, _ := m.allows(ctx, c.t.Name, key, []string{"verifier"}, c.r.s.MaxFalseHitRate); !ok {
 			continue
 		}
 		verified = true

@@ -27,9 +27,10 @@ type Stats struct {
 	SavedMS    int64  `json:"time_saved_ms"`
 	Similarity
 	Tools []ToolStats `json:"tools"` // sorted by tool
-	// Measured is what verification (Settings.Verify) found in this
-	// process: per tool, false-hit and staleness rates with their
-	// intervals. Another process's Stats (nexus cache stats) has none.
+	// Measured is what verification (Settings.Verify) found: per tool,
+	// false-hit and staleness rates with their intervals, from the counts
+	// the store held when this process opened it (every process's) and
+	// this process's own since.
 	Measured []Measured `json:"measured,omitempty"`
 }
 
@@ -76,6 +77,17 @@ type ToolStats struct {
 	TTL     string `json:"ttl"`
 	TTLFrom string `json:"ttlFrom"`
 	Similarity
+	Verified
+}
+
+// Verified counts what verification (Settings.Verify) checked, over every
+// process that used the database: similarity answers checked and how many
+// the child refuted, exact answers checked and how many had changed.
+type Verified struct {
+	SemanticChecks int64 `json:"semantic_checks"`
+	FalseHits      int64 `json:"false_hits"`
+	ExactChecks    int64 `json:"exact_checks"`
+	Stale          int64 `json:"stale_answers"`
 }
 
 // EntryInfo describes one stored entry, for `nexus cache list`.
@@ -103,6 +115,7 @@ type Counters struct {
 	Hits, Misses, Bypasses, Coalesced, SavedMS int64
 
 	SemanticHits, GrayAccepted, GrayRejected, GrayUnverified, GuardRejections, EmbedFailures int64
+	Verified
 }
 
 func (c *Counters) Similarity() Similarity {
@@ -194,6 +207,10 @@ func (p *pending) restore(touches map[int64]Touch, tools map[string]*Counters) {
 		cur.GrayUnverified += c.GrayUnverified
 		cur.GuardRejections += c.GuardRejections
 		cur.EmbedFailures += c.EmbedFailures
+		cur.SemanticChecks += c.SemanticChecks
+		cur.FalseHits += c.FalseHits
+		cur.ExactChecks += c.ExactChecks
+		cur.Stale += c.Stale
 	}
 }
 

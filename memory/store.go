@@ -94,6 +94,15 @@ type Store interface {
 	// bucket without the index (while it is being built).
 	ScanNeighbours(ctx context.Context, sc *FreeText, k int) ([]Candidate, error)
 
+	// Refutations returns every similarity pair a child refuted
+	// (Write.Refuted), so that none makes a hit again after a restart or
+	// in another process that opens the store.
+	Refutations(ctx context.Context) ([]Refutation, error)
+	// Refuted reports whether a child refuted the pair of canonical
+	// forms asked and stored for tool: another process (a replica) may
+	// have since memory opened.
+	Refuted(ctx context.Context, tool, asked, stored string) (bool, error)
+
 	// Stats and List serve `nexus cache stats` and `nexus cache list`.
 	Stats(ctx context.Context) (perTool []ToolStats, err error)
 	List(ctx context.Context, limit int) ([]EntryInfo, error)
@@ -127,6 +136,10 @@ type Write struct {
 	// BeforeEvict returns this process's batched recency, written before
 	// an eviction so that recent hits count; nil: none.
 	BeforeEvict func() (map[int64]Touch, map[string]*Counters)
+
+	// Refuted are similarity pairs a child refuted, kept for good (a
+	// pair already kept is left as it is).
+	Refuted []Refutation
 
 	Purge  bool // delete up to PurgeLimit expired entries
 	Now    int64
@@ -184,6 +197,17 @@ type StoredCandidate struct {
 	Bucket   []byte
 	Embedder string
 	Dims     int
+}
+
+// Refutation is a similarity pair the child refuted: the asked and the
+// stored text's canonical forms (memory/canon), and the rewrites that
+// made the pair a hit, no longer trusted for the tool.
+type Refutation struct {
+	Tool     string
+	Asked    string
+	Stored   string
+	Rewrites []string
+	At       int64 // unix ms
 }
 
 // Bounds are the size limits eviction keeps.

@@ -33,7 +33,8 @@ const verifyTimeout = 30 * time.Second
 // z95 is the normal quantile of a 95% confidence interval.
 const z95 = 1.959964
 
-// Measured is what verification found for one tool in this process:
+// Measured is what verification found for one tool, as this process knows
+// it (the store's counts when it opened, and its own since):
 // similarity answers checked and how many the child refuted (false hits),
 // exact answers checked and how many had changed (stale), each rate with
 // its 95% Wilson score interval.
@@ -76,8 +77,9 @@ func wilson(k, n int64) Interval {
 	return Interval{Rate: p, Low: max(center-half, 0), High: min(center+half, 1)}
 }
 
-// measurements are verification's counts and what it learned, per tool,
-// for this process.
+// measurements are verification's counts and what it learned, per tool:
+// what the store held when memory opened (every process's, flushed) and
+// what this process measured since, which it also writes to the store.
 type measurements struct {
 	mu         sync.Mutex
 	tools      map[string]*toolMeasure
@@ -107,7 +109,29 @@ func (ms *measurements) tool(name string) *toolMeasure {
 // pairKey names a similarity pair by its texts' canonical forms, so a
 // refuted pair stays refuted however either side is reworded.
 func pairKey(tool string, asked, stored canon.Form) string {
-	return tool + "\x00" + asked.String() + "\x00" + stored.String()
+	return Refutation{Tool: tool, Asked: asked.String(), Stored: stored.String()}.key()
+}
+
+// key is the pairKey of the refuted pair.
+func (r Refutation) key() string { return r.Tool + "\x00" + r.Asked + "\x00" + r.Stored }
+
+// pairOf is the pair a pairKey names, as a Refutation to keep.
+func pairOf(key string) (Refutation, bool) {
+	parts := strings.SplitN(key, "\x00", 3)
+	if len(parts) != 3 {
+		return Refutation{}, false
+	}
+	return Refutation{Tool: parts[0], Asked: parts[1], Stored: parts[2]}, true
+}
+
+// refute marks the pair key refuted.
+func (ms *measurements) refute(key string) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if ms.refutedKey == nil {
+		ms.refutedKey = map[string]bool{}
+	}
+	ms.refutedKey[key] = true
 }
 
 // allows reports whether a similarity hit on the pair key with rewrites
@@ -135,6 +159,30 @@ func (ms *measurements) allows(tool, key string, rewrites []string, limit float6
 	return true, ""
 }
 
+// allows is measurements.allows, and asks the store whether another
+// process refuted the pair since this one opened it (a replica's child,
+// another gateway's): one read per similarity hit. A store that cannot
+// say serves no similarity hit.
+func (m *Memory) allows(ctx context.Context, tool, key string, rewrites []string, limit float64) (bool, string) {
+	if ok, why := m.meas.allows(tool, key, rewrites, limit); !ok {
+		return false, why
+	}
+	p, ok := pairOf(key)
+	if m.st == nil || !ok {
+		return true, ""
+	}
+	refuted, err := m.st.Refuted(ctx, p.Tool, p.Asked, p.Stored)
+	if err != nil {
+		m.warn("refuted", "memory: refuted pairs not read; similarity hits forwarded", "tool", tool, "err", err)
+		return false, "the store could not say whether the pair was refuted"
+	}
+	if refuted {
+		m.meas.refute(key)
+		return false, "the child refuted this pair (another process saw it)"
+	}
+	return true, ""
+}
+
 // take spends one child call of the budget, if any is left this minute,
 // for a hit sampled at rate.
 func (ms *measurements) take(v Verify, now time.Time) bool {
@@ -151,6 +199,92 @@ func (ms *measurements) take(v Verify, now time.Time) bool {
 	}
 	ms.used++
 	return true
+}
+
+// seed starts the measurements from what the store holds: the counts of
+// every process (flushed) and the pairs refuted, with their rewrites.
+func (ms *measurements) seed(tools []ToolStats, refuted []Refutation) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	for _, ts := range tools {
+		v := ts.Verified
+		if v == (Verified{}) {
+			continue
+		}
+		t := ms.tool(ts.Tool)
+		t.semChecks += v.SemanticChecks
+		t.falseHits += v.FalseHits
+		t.exactChecks += v.ExactChecks
+		t.stale += v.Stale
+	}
+	if len(refuted) > 0 && ms.refutedKey == nil {
+		ms.refutedKey = map[string]bool{}
+	}
+	for _, r := range refuted {
+		ms.refutedKey[r.key()] = true
+		t := ms.tool(r.Tool)
+		for _, rw := range r.Rewrites {
+			if rw != "spelling" {
+				t.distrusted[rw] = true
+			}
+		}
+	}
+}
+
+// loadMeasured seeds the measurements from the store, so that a refuted
+// pair is never served again and a tool over its false-hit limit stays
+// over it after a restart, and `nexus cache stats` shows what serving
+// processes measured. A store that cannot be read leaves them empty.
+func (m *Memory) loadMeasured(ctx context.Context) {
+	tools, err := m.st.Stats(ctx)
+	if err != nil {
+		m.warn("measured", "memory: verification's counts not read; starting from none", "store", m.st.Where(), "err", err)
+		return
+	}
+	refuted, err := m.st.Refutations(ctx)
+	if err != nil {
+		m.warn("measured", "memory: refuted pairs not read; starting from none", "store", m.st.Where(), "err", err)
+		return
+	}
+	m.meas.seed(tools, refuted)
+}
+
+// judged records one verification's outcome for t: in the measurements,
+// in the counters flushed to the store, and, for a refuted similarity
+// hit, its pair at once in the store, so it is never served again even
+// after a restart.
+func (m *Memory) judged(ctx context.Context, t Tool, sem *semHit, differs bool) {
+	m.meas.record(t.Name, sem, differs)
+	m.pend.count(t, func(k *Counters) {
+		switch {
+		case sem == nil:
+			k.ExactChecks++
+			if differs {
+				k.Stale++
+			}
+		default:
+			k.SemanticChecks++
+			if differs {
+				k.FalseHits++
+			}
+		}
+	})
+	if sem == nil || !differs || m.st == nil {
+		return
+	}
+	r, ok := pairOf(sem.pair)
+	if !ok {
+		return
+	}
+	r.At = m.now().UnixMilli()
+	for _, rw := range sem.rewrites {
+		if rw != "spelling" {
+			r.Rewrites = append(r.Rewrites, rw)
+		}
+	}
+	if _, err := m.st.Write(ctx, &Write{Refuted: []Refutation{r}, Now: r.At}); err != nil {
+		m.warn("refuted", "memory: a refuted pair was not kept; this process still never serves it", "tool", t.Name, "err", err)
+	}
 }
 
 // record counts one verification's outcome; a refuted similarity hit
@@ -235,7 +369,7 @@ func (m *Memory) verifyLater(ctx context.Context, c *call, served json.RawMessag
 			return // no verdict
 		}
 		differs := !sameAnswer(served, m.redactBytes(a.Result))
-		m.meas.record(c.t.Name, sem, differs)
+		m.judged(ctx, c.t, sem, differs)
 		if differs {
 			kind := "exact answer had changed"
 			if sem != nil {

@@ -145,7 +145,11 @@ func cacheStatsAction(c *cli.Context) error {
 		for _, t := range st.Tools {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", t.Tool, t.TTL, orDash(t.TTLFrom), t.Hits, t.SemanticHits, t.Misses, t.Bypasses, time.Duration(t.SavedMS)*time.Millisecond)
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		printMeasured(e, st.Measured)
+		return nil
 	})
 }
 
@@ -213,6 +217,36 @@ func cacheTTL(c *cli.Context) error {
 	}
 	e.confirmRunning(c.Context)
 	return nil
+}
+
+// printMeasured prints what verification measured per tool: answers
+// checked against the child, how many differed, and the rate with its 95%
+// interval, for similarity answers (false hits) and exact ones (stale).
+func printMeasured(e *env, ms []memory.Measured) {
+	if len(ms) == 0 {
+		return
+	}
+	fmt.Fprintln(e.stdout, "verified against the child (rate, 95% interval):")
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tSIMILARITY CHECKED\tFALSE HITS\tFALSE-HIT RATE\tEXACT CHECKED\tSTALE\tSTALE RATE\tSIMILARITY HITS")
+	for _, m := range ms {
+		state := "on"
+		if m.Blocked {
+			state = "off: over memory.maxFalseHitRate"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%s\t%s\n", m.Tool, m.SemanticChecks, m.FalseHits, interval(m.FalseHitRate, m.SemanticChecks),
+			m.ExactChecks, m.Stale, interval(m.StaleRate, m.ExactChecks), state)
+	}
+	_ = tw.Flush()
+}
+
+// interval prints a rate and its interval: "2.0% (0.4-10.5%)", "-" with
+// nothing checked.
+func interval(i memory.Interval, n int64) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%% (%.1f-%.1f%%)", 100*i.Rate, 100*i.Low, 100*i.High)
 }
 
 // orDash is s, or "-" when it is empty.

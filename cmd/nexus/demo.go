@@ -141,12 +141,12 @@ func (e *env) demo(ctx context.Context) error {
 	}
 
 	step(w, 5, "Similarity: a paraphrase is answered from memory, a near-miss is not")
-	fmt.Fprintln(w, "   The same request in other words is served the stored answer, with its similarity:")
+	fmt.Fprintln(w, "   The same request in other words is served the stored answer, with the rewrites that make it one:")
 	if _, err := demoCall(ctx, w, g.Gateway, policy.Anonymous, "doc-kg.doc_kg_search",
 		`{"query":"staging deployment checklist","limit":3}`); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "   As alike in words, but about another environment: the guard refuses it, the child answers:")
+	fmt.Fprintln(w, "   As alike in words, but about another environment, a word no rewrite removes: the child answers:")
 	if _, err := demoCall(ctx, w, g.Gateway, policy.Anonymous, "doc-kg.doc_kg_search",
 		`{"query":"deployment checklist for production","limit":3}`); err != nil {
 		return err
@@ -195,6 +195,9 @@ func demoCall(ctx context.Context, w io.Writer, g *aggregation.Gateway, agent, t
 		memo = fmt.Sprintf(", memory: %v", c["status"])
 		if c["status"] == memory.StatusSemanticHit {
 			memo += fmt.Sprintf(" (similarity %v to %q)", c["similarity"], c["matched"])
+			if rw, ok := c["rewrites"].([]any); ok && len(rw) > 0 {
+				memo += fmt.Sprintf(", rewrites: %v", strings.Trim(fmt.Sprint(rw...), "[]"))
+			}
 		}
 	}
 	verdict := "ok in %s"

@@ -40,13 +40,9 @@ var (
 		"locate", "retrieve", "lookup", "pull", "bring", "explain", "describe")
 	// verbs that are imperatives before any word; the others ("list",
 	// "search", "display") may be nouns ("search ranking") and are read as
-	// imperatives only before "me", "for", "all" or an article.
-	verbsOnly = set("show", "find", "get", "give", "tell", "locate", "retrieve", "fetch", "explain", "describe")
-	// topics are the prepositions of purpose and topic that a noun
-	// compound says without them: "tests for the tokenizer" = "tokenizer
-	// tests", "tickets about flaky tests" = "flaky test tickets". Scope and
-	// direction ("in", "to", "from") are not among them.
-	topics = set("for", "about", "on", "regarding", "concerning")
+	// imperatives only before "me", "for", "all" or an article. "get" is
+	// one of the others: "get requests to the API" are HTTP requests.
+	verbsOnly = set("show", "find", "give", "tell", "locate", "retrieve", "fetch", "explain", "describe")
 	// irregular participles read as passives after a form of "be".
 	irregularParticiples = set("read", "built", "sent", "made", "held", "kept", "run", "found", "thrown",
 		"caught", "bought", "brought", "taught", "thought", "led", "fed", "set", "put", "cut", "hit", "shut",
@@ -55,6 +51,10 @@ var (
 		"felt", "dealt", "hung", "written", "taken", "given", "chosen", "broken", "hidden", "driven",
 		"forgotten", "stolen", "eaten", "fallen", "frozen", "spoken", "woken", "overridden", "rewritten",
 		"forbidden", "gotten", "proven", "shaken", "swollen", "torn", "worn", "born", "sworn", "withdrawn")
+	// timeWords name a time; "this", "next" and "last" may come before.
+	timeWords = set("today", "tomorrow", "yesterday", "tonight", "week", "month", "year", "quarter", "weekend",
+		"morning", "afternoon", "evening", "night", "monday", "tuesday", "wednesday", "thursday", "friday",
+		"saturday", "sunday")
 	// phrases read as one word before anything else; the value is the
 	// word it stands for.
 	phrases = map[string]string{
@@ -62,6 +62,7 @@ var (
 		"with no": "without", "lacking": "without", "close to": "near", "next to": "near",
 		"how come": "why", "outside of": "outside", "inside of": "inside", "in order to": "to",
 		"inside": "in", "within": "in", "whenever": "when", "whom": "who", "across": "between",
+		"related to": "about", "relating to": "about", "every": "all",
 	}
 )
 

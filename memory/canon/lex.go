@@ -93,8 +93,9 @@ func lex(text string, rec *record) []tok {
 			flush()
 			id := strings.ToLower(field)
 			canon := id
-			if len(id) > 1 && id[0] == 'v' && id[1] >= '0' && id[1] <= '9' {
-				canon = id[1:] // v1.2 = 1.2
+			if len(id) > 1 && id[0] == 'v' && id[1] >= '0' && id[1] <= '9' && strings.Contains(id, ".") {
+				// v1.2 = 1.2; not v2 = 2: "v2 tickets" are not "2 tickets"
+				canon = id[1:]
 				rec.add("version-prefix", field)
 			}
 			out = append(out, tok{raw: id, canon: canon, kind: name})

@@ -46,6 +46,7 @@ func RunStoreContract(t *testing.T, newStore func(t *testing.T) memory.Backend, 
 		{"SingleFlight", contractSingleFlight},
 		{"Similarity", contractSimilarity},
 		{"Stats", contractStats},
+		{"Refuted", contractRefuted},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -317,5 +318,40 @@ func contractStats(t *testing.T, _ Features, open func(memory.Options) *memory.M
 	list, err := a.List(ctx, 0)
 	if err != nil || len(list) != 0 {
 		t.Fatalf("List: %v, %v", list, err)
+	}
+}
+
+// contractRefuted: a similarity hit one process's verification refuted is
+// counted in the store and never served by another process, whether it
+// was running then or opened after it (and starts from the store's
+// counts).
+func contractRefuted(t *testing.T, _ Features, open func(memory.Options) *memory.Memory) {
+	a, running := open(memory.Options{}), open(memory.Options{})
+	kept := map[string]memory.TTL{"*": {Never: true}}
+	running.SetSettings(memory.Settings{TTL: kept})
+	a.SetSettings(memory.Settings{TTL: kept, Verify: memory.Verify{Rate: 1, PerMinute: 100}})
+	c := &Child{} // a paraphrase's answer differs
+	tool := SearchTool()
+	DoVerified(t, a, "", tool, SearchArgs("postgres connection pool settings", 10), c)
+	if s := Status(t, DoVerified(t, a, "", tool, SearchArgs("show me the postgres connection pool settings", 10), c)); s != memory.StatusSemanticHit {
+		t.Fatalf("paraphrase: %s, want a similarity hit", s)
+	}
+	WaitFor(t, "the verification", func() bool {
+		ms := a.Measured()
+		return len(ms) == 1 && ms[0].FalseHits == 1
+	})
+	if _, err := a.Stats(context.Background()); err != nil { // flushes a's counters
+		t.Fatal(err)
+	}
+	b := open(memory.Options{})
+	b.SetSettings(memory.Settings{TTL: kept})
+	if ms := b.Measured(); len(ms) != 1 || ms[0].SemanticChecks != 1 || ms[0].FalseHits != 1 {
+		t.Fatalf("measured by another process: %+v, want 1 check and 1 false hit", ms)
+	}
+	if s := Status(t, Do(t, b, "", tool, SearchArgs("list the postgres connection pool settings", 10), c)); s != memory.StatusMiss {
+		t.Fatalf("the refuted pair in another process: %s, want miss", s)
+	}
+	if s := Status(t, Do(t, running, "", tool, SearchArgs("please show the postgres connection pool settings", 10), c)); s != memory.StatusMiss {
+		t.Fatalf("the refuted pair in a process running when it was refuted: %s, want miss", s)
 	}
 }

@@ -532,6 +532,12 @@ func (s *Store) Write(ctx context.Context, w *memory.Write) (int64, error) {
 		if err := pgWritePending(ctx, tx, w.Touches, w.Tools); err != nil {
 			return err
 		}
+		for _, r := range w.Refuted {
+			if _, err := tx.Exec(ctx, `INSERT INTO nexus_memory_refuted (tool, asked, stored, rewrites, refuted_at)
+				VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, r.Tool, r.Asked, r.Stored, strings.Join(r.Rewrites, " "), r.At); err != nil {
+				return fmt.Errorf("keep refuted pair of %q: %w", r.Tool, err)
+			}
+		}
 		if w.Purge {
 			if _, err := tx.Exec(ctx, `DELETE FROM nexus_memory_entries WHERE id IN (
 				SELECT id FROM nexus_memory_entries WHERE expires_at <= $1 LIMIT $2)`, w.Now, memory.PurgeLimit); err != nil {
@@ -723,8 +729,9 @@ func pgWritePending(ctx context.Context, tx pgx.Tx, touches map[int64]memory.Tou
 		c := tools[name]
 		b.Queue(`
 			INSERT INTO nexus_memory_tool_stats AS t (tool, server, hits, misses, bypasses, coalesced, saved_ms,
-				semantic_hits, gray_accepted, gray_rejected, gray_unverified, guard_rejections, embed_failures)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+				semantic_hits, gray_accepted, gray_rejected, gray_unverified, guard_rejections, embed_failures,
+				semantic_checks, false_hits, exact_checks, stale_answers)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 			ON CONFLICT (tool) DO UPDATE SET server = excluded.server,
 				hits = t.hits + excluded.hits, misses = t.misses + excluded.misses,
 				bypasses = t.bypasses + excluded.bypasses, coalesced = t.coalesced + excluded.coalesced,
@@ -734,9 +741,14 @@ func pgWritePending(ctx context.Context, tx pgx.Tx, touches map[int64]memory.Tou
 				gray_rejected = t.gray_rejected + excluded.gray_rejected,
 				gray_unverified = t.gray_unverified + excluded.gray_unverified,
 				guard_rejections = t.guard_rejections + excluded.guard_rejections,
-				embed_failures = t.embed_failures + excluded.embed_failures`,
+				embed_failures = t.embed_failures + excluded.embed_failures,
+				semantic_checks = t.semantic_checks + excluded.semantic_checks,
+				false_hits = t.false_hits + excluded.false_hits,
+				exact_checks = t.exact_checks + excluded.exact_checks,
+				stale_answers = t.stale_answers + excluded.stale_answers`,
 			name, c.Server, c.Hits, c.Misses, c.Bypasses, c.Coalesced, c.SavedMS,
-			c.SemanticHits, c.GrayAccepted, c.GrayRejected, c.GrayUnverified, c.GuardRejections, c.EmbedFailures)
+			c.SemanticHits, c.GrayAccepted, c.GrayRejected, c.GrayUnverified, c.GuardRejections, c.EmbedFailures,
+			c.SemanticChecks, c.FalseHits, c.ExactChecks, c.Stale)
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("write counters: %w", err)
@@ -974,7 +986,8 @@ func (s *Store) Stats(ctx context.Context) ([]memory.ToolStats, error) {
 			coalesce(t.hits, 0), coalesce(t.misses, 0), coalesce(t.bypasses, 0), coalesce(t.coalesced, 0),
 			coalesce(t.saved_ms, 0), coalesce(t.semantic_hits, 0), coalesce(t.gray_accepted, 0),
 			coalesce(t.gray_rejected, 0), coalesce(t.gray_unverified, 0), coalesce(t.guard_rejections, 0),
-			coalesce(t.embed_failures, 0)
+			coalesce(t.embed_failures, 0), coalesce(t.semantic_checks, 0), coalesce(t.false_hits, 0),
+			coalesce(t.exact_checks, 0), coalesce(t.stale_answers, 0)
 		FROM (SELECT tool, min(server) AS server, count(*) AS n, sum(size)::bigint AS b FROM nexus_memory_entries GROUP BY tool) AS e
 		FULL JOIN nexus_memory_tool_stats AS t ON t.tool = e.tool`)
 	if err != nil {
@@ -986,12 +999,54 @@ func (s *Store) Stats(ctx context.Context) ([]memory.ToolStats, error) {
 		var ts memory.ToolStats
 		var c memory.Counters
 		if err := rows.Scan(&ts.Tool, &ts.Server, &ts.Entries, &ts.Bytes, &c.Hits, &c.Misses, &c.Bypasses, &c.Coalesced,
-			&c.SavedMS, &c.SemanticHits, &c.GrayAccepted, &c.GrayRejected, &c.GrayUnverified, &c.GuardRejections, &c.EmbedFailures); err != nil {
+			&c.SavedMS, &c.SemanticHits, &c.GrayAccepted, &c.GrayRejected, &c.GrayUnverified, &c.GuardRejections, &c.EmbedFailures,
+			&c.SemanticChecks, &c.FalseHits, &c.ExactChecks, &c.Stale); err != nil {
 			return nil, err
 		}
 		ts.Hits, ts.Misses, ts.Bypasses, ts.Coalesced, ts.SavedMS = c.Hits, c.Misses, c.Bypasses, c.Coalesced, c.SavedMS
 		ts.Similarity = c.Similarity()
+		ts.Verified = c.Verified
 		out = append(out, ts)
+	}
+	return out, s.failed(ctx, rows.Err())
+}
+
+func (s *Store) Refuted(ctx context.Context, tool, asked, stored string) (bool, error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer cancel()
+	var refuted bool
+	err = s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM nexus_memory_refuted WHERE tool = $1 AND asked = $2 AND stored = $3)`,
+		tool, asked, stored).Scan(&refuted)
+	if err != nil {
+		return false, s.failed(ctx, err)
+	}
+	return refuted, nil
+}
+
+func (s *Store) Refutations(ctx context.Context) ([]memory.Refutation, error) {
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT tool, asked, stored, rewrites, refuted_at FROM nexus_memory_refuted
+		ORDER BY refuted_at, tool, asked, stored`)
+	if err != nil {
+		return nil, s.failed(ctx, err)
+	}
+	defer rows.Close()
+	var out []memory.Refutation
+	for rows.Next() {
+		var r memory.Refutation
+		var rewrites string
+		if err := rows.Scan(&r.Tool, &r.Asked, &r.Stored, &rewrites, &r.At); err != nil {
+			return nil, fmt.Errorf("read refuted pairs: %w", err)
+		}
+		r.Rewrites = strings.Fields(rewrites)
+		out = append(out, r)
 	}
 	return out, s.failed(ctx, rows.Err())
 }

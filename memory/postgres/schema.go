@@ -118,6 +118,22 @@ var pgMigrations = [...][]string{
 	{
 		`ALTER TABLE nexus_memory_entries ADD COLUMN stale boolean NOT NULL DEFAULT false`,
 	},
+	// Version 3: what verification measured, shared by the replicas (see
+	// the SQLite schema's version 4).
+	{
+		`ALTER TABLE nexus_memory_tool_stats ADD COLUMN semantic_checks bigint NOT NULL DEFAULT 0`,
+		`ALTER TABLE nexus_memory_tool_stats ADD COLUMN false_hits bigint NOT NULL DEFAULT 0`,
+		`ALTER TABLE nexus_memory_tool_stats ADD COLUMN exact_checks bigint NOT NULL DEFAULT 0`,
+		`ALTER TABLE nexus_memory_tool_stats ADD COLUMN stale_answers bigint NOT NULL DEFAULT 0`,
+		`CREATE TABLE nexus_memory_refuted (
+			tool       text   NOT NULL,
+			asked      text   NOT NULL, -- canonical form of the text asked
+			stored     text   NOT NULL, -- ... and of the text whose answer was served
+			rewrites   text   NOT NULL, -- the rewrites that made it a hit, space-separated
+			refuted_at bigint NOT NULL, -- unix ms
+			PRIMARY KEY (tool, asked, stored)
+		)`,
+	},
 }
 
 // pgSchemaVersion is the version this package writes and reads.

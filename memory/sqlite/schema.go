@@ -92,6 +92,25 @@ var migrations = [...]migration{
 	execAll(
 		`ALTER TABLE entries ADD COLUMN stale INTEGER NOT NULL DEFAULT 0`,
 	),
+	// Version 4: what verification measured outlives the process. Per
+	// tool, the answers checked against the child and how many differed;
+	// and every similarity pair the child refuted (by the canonical forms
+	// of its texts), with the rewrites that made it a hit, so it never
+	// makes one again.
+	execAll(
+		`ALTER TABLE tool_stats ADD COLUMN semantic_checks INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE tool_stats ADD COLUMN false_hits INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE tool_stats ADD COLUMN exact_checks INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE tool_stats ADD COLUMN stale_answers INTEGER NOT NULL DEFAULT 0`,
+		`CREATE TABLE refuted (
+			tool       TEXT    NOT NULL,
+			asked      TEXT    NOT NULL, -- canonical form of the text asked
+			stored     TEXT    NOT NULL, -- ... and of the text whose answer was served
+			rewrites   TEXT    NOT NULL, -- the rewrites that made it a hit, space-separated
+			refuted_at INTEGER NOT NULL, -- unix ms
+			PRIMARY KEY (tool, asked, stored)
+		) WITHOUT ROWID`,
+	),
 }
 
 // schemaVersion is the user_version this package writes and reads.

@@ -392,6 +392,9 @@ func (s *Store) Write(ctx context.Context, w *memory.Write) (int64, error) {
 		if err := writePending(ctx, tx, w.Touches, w.Tools); err != nil {
 			return err
 		}
+		if err := writeRefuted(ctx, tx, w.Refuted); err != nil {
+			return err
+		}
 		if w.Purge {
 			if _, err := purgeExpired(ctx, tx, w.Now, memory.PurgeLimit); err != nil {
 				return err

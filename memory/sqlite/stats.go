@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nexus-mcp/nexus/memory"
@@ -31,8 +32,9 @@ func writePending(ctx context.Context, tx *sql.Tx, touches map[int64]memory.Touc
 		c := tools[name]
 		_, err := tx.ExecContext(ctx, `
 			INSERT INTO tool_stats (tool, server, hits, misses, bypasses, coalesced, saved_ms,
-				semantic_hits, gray_accepted, gray_rejected, gray_unverified, guard_rejections, embed_failures)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+				semantic_hits, gray_accepted, gray_rejected, gray_unverified, guard_rejections, embed_failures,
+				semantic_checks, false_hits, exact_checks, stale_answers)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (tool) DO UPDATE SET server = excluded.server,
 				hits = hits + excluded.hits, misses = misses + excluded.misses,
 				bypasses = bypasses + excluded.bypasses, coalesced = coalesced + excluded.coalesced,
@@ -42,14 +44,61 @@ func writePending(ctx context.Context, tx *sql.Tx, touches map[int64]memory.Touc
 				gray_rejected = gray_rejected + excluded.gray_rejected,
 				gray_unverified = gray_unverified + excluded.gray_unverified,
 				guard_rejections = guard_rejections + excluded.guard_rejections,
-				embed_failures = embed_failures + excluded.embed_failures`,
+				embed_failures = embed_failures + excluded.embed_failures,
+				semantic_checks = semantic_checks + excluded.semantic_checks,
+				false_hits = false_hits + excluded.false_hits,
+				exact_checks = exact_checks + excluded.exact_checks,
+				stale_answers = stale_answers + excluded.stale_answers`,
 			name, c.Server, c.Hits, c.Misses, c.Bypasses, c.Coalesced, c.SavedMS,
-			c.SemanticHits, c.GrayAccepted, c.GrayRejected, c.GrayUnverified, c.GuardRejections, c.EmbedFailures)
+			c.SemanticHits, c.GrayAccepted, c.GrayRejected, c.GrayUnverified, c.GuardRejections, c.EmbedFailures,
+			c.SemanticChecks, c.FalseHits, c.ExactChecks, c.Stale)
 		if err != nil {
 			return fmt.Errorf("write counters of %q: %w", name, err)
 		}
 	}
 	return nil
+}
+
+// writeRefuted keeps the pairs a child refuted; one already kept stays as
+// it was.
+func writeRefuted(ctx context.Context, tx *sql.Tx, refuted []memory.Refutation) error {
+	for _, r := range refuted {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO refuted (tool, asked, stored, rewrites, refuted_at)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, r.Tool, r.Asked, r.Stored, strings.Join(r.Rewrites, " "), r.At); err != nil {
+			return fmt.Errorf("keep refuted pair of %q: %w", r.Tool, err)
+		}
+	}
+	return nil
+}
+
+// Refuted reports whether the pair was refuted.
+func (s *Store) Refuted(ctx context.Context, tool, asked, stored string) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM refuted WHERE tool = ? AND asked = ? AND stored = ?`, tool, asked, stored).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("read refuted pair: %w", err)
+	}
+	return n > 0, nil
+}
+
+// Refutations returns every pair a child refuted, oldest first.
+func (s *Store) Refutations(ctx context.Context) ([]memory.Refutation, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT tool, asked, stored, rewrites, refuted_at FROM refuted ORDER BY refuted_at, tool, asked, stored`)
+	if err != nil {
+		return nil, fmt.Errorf("read refuted pairs: %w", err)
+	}
+	defer rows.Close()
+	var out []memory.Refutation
+	for rows.Next() {
+		var r memory.Refutation
+		var rewrites string
+		if err := rows.Scan(&r.Tool, &r.Asked, &r.Stored, &rewrites, &r.At); err != nil {
+			return nil, fmt.Errorf("read refuted pairs: %w", err)
+		}
+		r.Rewrites = strings.Fields(rewrites)
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }
 
 // stats reads the entries and counters of every tool in one snapshot.
@@ -87,7 +136,8 @@ func (s *Store) Stats(ctx context.Context) ([]memory.ToolStats, error) {
 		return nil, err
 	}
 	rows, err = tx.QueryContext(ctx, `SELECT tool, server, hits, misses, bypasses, coalesced, saved_ms,
-		semantic_hits, gray_accepted, gray_rejected, gray_unverified, guard_rejections, embed_failures FROM tool_stats`)
+		semantic_hits, gray_accepted, gray_rejected, gray_unverified, guard_rejections, embed_failures,
+		semantic_checks, false_hits, exact_checks, stale_answers FROM tool_stats`)
 	if err != nil {
 		return nil, err
 	}
@@ -96,12 +146,14 @@ func (s *Store) Stats(ctx context.Context) ([]memory.ToolStats, error) {
 		var tool, server string
 		var c memory.Counters
 		if err := rows.Scan(&tool, &server, &c.Hits, &c.Misses, &c.Bypasses, &c.Coalesced, &c.SavedMS,
-			&c.SemanticHits, &c.GrayAccepted, &c.GrayRejected, &c.GrayUnverified, &c.GuardRejections, &c.EmbedFailures); err != nil {
+			&c.SemanticHits, &c.GrayAccepted, &c.GrayRejected, &c.GrayUnverified, &c.GuardRejections, &c.EmbedFailures,
+			&c.SemanticChecks, &c.FalseHits, &c.ExactChecks, &c.Stale); err != nil {
 			return nil, err
 		}
 		ts := get(tool, server)
 		ts.Hits, ts.Misses, ts.Bypasses, ts.Coalesced, ts.SavedMS = c.Hits, c.Misses, c.Bypasses, c.Coalesced, c.SavedMS
 		ts.Similarity = c.Similarity()
+		ts.Verified = c.Verified
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

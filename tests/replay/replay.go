@@ -1,10 +1,17 @@
 // Package replay replays recorded agent tool calls (testdata/*.jsonl,
 // published runs of real agents against real tools; testdata/README.md
-// says where each comes from) through memory's call step, against a
-// replay child that answers each call with the recorded output's hash.
-// It counts the calls memory saved and the wrong answers it served: a
-// served answer whose hash is not what the real tool answered at that
-// point of the trace.
+// says where each comes from) through a gateway, each recorded session
+// one MCP session on its stdio front, against replay children that
+// answer each call with the recorded output's hash, padded to the
+// recorded size. It counts the calls memory saved and the wrong answers
+// it served (a served answer whose hash is not what the real tool
+// answered at that point of the trace), and the time the saved calls
+// took against forwarded ones of the same size.
+//
+// The gateway is the one `nexus serve` runs (run.Build), in process:
+// every call crosses the stdio front, the session, policy, memory and a
+// streamable HTTP hop to the child, as in a real deployment, without
+// one process start per recorded session.
 package replay
 
 import (
@@ -12,12 +19,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"os"
-	"path/filepath"
-	"strings"
+	"time"
 
 	"github.com/nexus-mcp/nexus/memory"
-	"github.com/nexus-mcp/nexus/memory/sqlite"
 )
 
 // Call is one recorded tool call (the fields the replay reads).
@@ -58,12 +64,20 @@ func Load(path string) ([]Call, error) {
 
 // Result is what one replay found.
 type Result struct {
-	Calls, Reads                  int
-	ExactWithin, ExactAcross      int // exact hits on the same session's / another session's answer
-	SimilarWithin, SimilarAcross  int // similarity hits
-	WrongExact, WrongSimilar      int // hits whose hash is not the recorded one
-	CharsSaved                    int64
-	Sessions                      int
+	Calls, Reads                 int
+	ExactWithin, ExactAcross     int // exact hits on the same session's / another session's answer
+	SimilarWithin, SimilarAcross int // similarity hits
+	WrongExact, WrongSimilar     int // hits whose hash is not the recorded one
+	CharsSaved                   int64
+	Sessions                     int
+	ChildCalls                   int64 // calls the children answered
+	// Forwarded and Served are the calls' times through the gateway:
+	// answered by the child, and from memory.
+	Forwarded, Served []time.Duration
+	// TimeSaved sums, over the calls served from memory, what a forwarded
+	// call of the same size (by powers of 4 of its answer's length) took
+	// on average, less what the hit took.
+	TimeSaved                     time.Duration
 	SimilarRewrites               map[string]int
 	wrongSamples, similarExamples []string
 }
@@ -71,152 +85,120 @@ type Result struct {
 // Saved is the calls answered from memory.
 func (r Result) Saved() int { return r.ExactWithin + r.ExactAcross + r.SimilarWithin + r.SimilarAcross }
 
-// Replay replays calls through memory, in dir: with team, one memory for
-// every session in order (one team's gateway); without, a new memory for
-// each session (sessions alone).
+// Replay replays calls through one gateway whose home is dir, each
+// session a client session of its own, in trace order: with team, every
+// session shares the gateway's memory (one team's gateway); without,
+// memory is cleared before each session, as `nexus cache clear` does
+// from another process, so each session starts with nothing remembered
+// (sessions alone).
 func Replay(ctx context.Context, calls []Call, dir string, team bool) (Result, error) {
 	r := Result{SimilarRewrites: map[string]int{}}
-	var m *memory.Memory
-	open := func(name string) error {
-		if m != nil {
-			m.Close()
-		}
-		var err error
-		m, err = memory.Open(ctx, memory.Options{Backend: sqlite.File(filepath.Join(dir, name+".db"))})
-		if err != nil {
-			return err
-		}
-		if err := m.Err(); err != nil {
-			return err
-		}
-		m.SetSettings(memory.Settings{TTL: map[string]memory.TTL{"*": {Never: true}}})
-		return nil
+	ch, err := startChildren(calls)
+	if err != nil {
+		return r, err
 	}
-	defer func() {
-		if m != nil {
-			m.Close()
-		}
-	}()
-	session := ""
-	for i, c := range calls {
-		if c.Session != session {
-			session = c.Session
-			r.Sessions++
-			if m == nil || !team {
-				if err := open(fmt.Sprintf("m%d", i)); err != nil {
-					return r, err
-				}
+	defer ch.close()
+	g, err := startGateway(ctx, ch, dir)
+	if err != nil {
+		return r, err
+	}
+	defer g.close()
+	sizes := map[int][]time.Duration{} // forwarded times by size class
+	type hit struct {
+		class int
+		took  time.Duration
+	}
+	var hits []hit
+	for i, sc := range splitSessions(calls) {
+		if i > 0 && !team {
+			if err := g.clear(ctx); err != nil {
+				return r, err
 			}
 		}
-		r.Calls++
-		if c.RW == "read" {
-			r.Reads++
-		}
-		t := tool(c)
-		args := c.Arguments
-		if len(args) == 0 || string(args) == "null" {
-			args = json.RawMessage(`{}`)
-		}
-		fwd := func(context.Context) (memory.Answer, error) {
-			return memory.Answer{Result: answer(c)}, nil
-		}
-		res, err := m.Query(c.Model, t, args).Session(c.Session).Call(ctx, fwd)
+		s, err := g.session()
 		if err != nil {
-			return r, fmt.Errorf("%s #%d: %w", c.Session, c.Index, err)
-		}
-		status, _, _ := memory.CacheStatus(res)
-		if status != memory.StatusHit && status != memory.StatusSemanticHit {
-			continue
-		}
-		var got struct {
-			Meta struct {
-				Cache struct {
-					Rewrites []string `json:"rewrites"`
-					Matched  string   `json:"matched"`
-				} `json:"nexus/cache"`
-			} `json:"_meta"`
-			Structured struct {
-				SHA1    string `json:"sha1"`
-				Session string `json:"session"`
-			} `json:"structuredContent"`
-		}
-		if err := json.Unmarshal(res, &got); err != nil {
 			return r, err
 		}
-		within := got.Structured.Session == c.Session
-		wrong := got.Structured.SHA1 != c.SHA1 || c.IsError
-		r.CharsSaved += c.Chars
-		switch {
-		case status == memory.StatusHit && within:
-			r.ExactWithin++
-		case status == memory.StatusHit:
-			r.ExactAcross++
-		case within:
-			r.SimilarWithin++
-		default:
-			r.SimilarAcross++
-		}
-		if status == memory.StatusSemanticHit {
-			for _, rw := range got.Meta.Cache.Rewrites {
-				r.SimilarRewrites[rw]++
+		r.Sessions++
+		for _, c := range sc {
+			r.Calls++
+			if c.RW == "read" {
+				r.Reads++
 			}
-			r.similarExamples = append(r.similarExamples, fmt.Sprintf("%s: %s / %q", t.Name, args, got.Meta.Cache.Matched))
-		}
-		if wrong {
-			if status == memory.StatusHit {
-				r.WrongExact++
-			} else {
-				r.WrongSimilar++
+			out, took, err := s.call(ch, c)
+			if err != nil {
+				s.close()
+				return r, fmt.Errorf("%s #%d: %w", c.Session, c.Index, err)
 			}
-			r.wrongSamples = append(r.wrongSamples, fmt.Sprintf("%s %s #%d %s %s", status, c.Session, c.Index, t.Name, args))
+			class := bits.Len64(uint64(c.Chars)) / 2
+			status := out.Meta.Cache.Status
+			if status != memory.StatusHit && status != memory.StatusSemanticHit {
+				sizes[class] = append(sizes[class], took)
+				r.Forwarded = append(r.Forwarded, took)
+				continue
+			}
+			hits = append(hits, hit{class, took})
+			r.Served = append(r.Served, took)
+			within := out.Structured.Session == c.Session
+			r.CharsSaved += c.Chars
+			switch {
+			case status == memory.StatusHit && within:
+				r.ExactWithin++
+			case status == memory.StatusHit:
+				r.ExactAcross++
+			case within:
+				r.SimilarWithin++
+			default:
+				r.SimilarAcross++
+			}
+			if status == memory.StatusSemanticHit {
+				for _, rw := range out.Meta.Cache.Rewrites {
+					r.SimilarRewrites[rw]++
+				}
+				r.similarExamples = append(r.similarExamples, fmt.Sprintf("%s: %s / %q", recordedTool(c), c.Arguments, out.Meta.Cache.Matched))
+			}
+			if out.Structured.SHA1 != c.SHA1 || c.IsError {
+				if status == memory.StatusHit {
+					r.WrongExact++
+				} else {
+					r.WrongSimilar++
+				}
+				r.wrongSamples = append(r.wrongSamples, fmt.Sprintf("%s %s #%d %s %s", status, c.Session, c.Index, recordedTool(c), c.Arguments))
+			}
 		}
+		s.close()
+	}
+	r.ChildCalls = ch.calls.Load()
+	all := mean(r.Forwarded)
+	for _, h := range hits {
+		fwd := all
+		if d, ok := sizes[h.class]; ok {
+			fwd = mean(d)
+		}
+		r.TimeSaved += max(fwd-h.took, 0)
 	}
 	return r, nil
 }
 
-// tool is the memory.Tool of a recorded call: read calls are read-only,
-// write calls are not (they invalidate their server's entries), and
-// calls the trace could not class carry no annotations (not remembered).
-func tool(c Call) memory.Tool {
-	server := name(c.Server)
-	n := c.Tool
-	if c.Action != nil && *c.Action != "" {
-		n += "__" + *c.Action
+func mean(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
 	}
-	t := memory.Tool{Name: server + "." + name(n), Server: server, Annotated: c.RW != "other", ReadOnly: c.RW == "read"}
-	// A schema with the call's string arguments, so free text (query, q,
-	// text ...) is compared by similarity as with a real child's schema.
-	var args map[string]json.RawMessage
-	props := map[string]any{}
-	if json.Unmarshal(c.Arguments, &args) == nil {
-		for k, v := range args {
-			if len(v) > 0 && v[0] == '"' {
-				props[k] = map[string]string{"type": "string"}
-			}
-		}
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
 	}
-	t.InputSchema, _ = json.Marshal(map[string]any{"type": "object", "properties": props})
-	return t
+	return sum / time.Duration(len(ds))
 }
 
-// name makes a server or tool name of letters, digits, - and _.
-func name(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
-			return r
+// splitSessions cuts calls, in trace order, into sessions.
+func splitSessions(calls []Call) [][]Call {
+	var out [][]Call
+	for i, c := range calls {
+		if i == 0 || c.Session != calls[i-1].Session {
+			out = append(out, nil)
 		}
-		return '_'
-	}, s)
-}
-
-// answer is the replay child's answer to c: the recorded output's hash
-// (and the session that made the call, so a hit says whose answer it was).
-func answer(c Call) json.RawMessage {
-	b, _ := json.Marshal(map[string]any{
-		"content":           []any{map[string]string{"type": "text", "text": c.SHA1}},
-		"structuredContent": map[string]string{"sha1": c.SHA1, "session": c.Session},
-		"isError":           c.IsError,
-	})
-	return b
+		out[len(out)-1] = append(out[len(out)-1], c)
+	}
+	return out
 }

@@ -8,19 +8,21 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
-// TestReplay replays each dataset of testdata, sessions alone and as one
-// team, and prints the table docs/memory.md shows. It fails when an
-// answer is served that the real tool did not give at that point, or
-// when a call is counted twice.
+// TestReplay replays each dataset of testdata through a gateway, sessions
+// alone and as one team, and prints the table docs/memory.md shows. It
+// fails when an answer is served that the real tool did not give at that
+// point, when a call is counted twice, or when the children answered a
+// call memory says it saved.
 func TestReplay(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.jsonl")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no traces: %v", err)
 	}
 	var table strings.Builder
-	table.WriteString("| dataset | mode | sessions | calls (reads) | saved exact within / across | saved similar within / across | wrong exact / similar | output chars saved |\n|---|---|---|---|---|---|---|---|\n")
+	table.WriteString("| dataset | mode | sessions | calls (reads) | saved exact within / across | saved similar within / across | wrong exact / similar | output chars saved | call through the gateway, median: forwarded / from memory | time saved |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, f := range files {
 		calls, err := Load(f)
 		if err != nil {
@@ -35,11 +37,15 @@ func TestReplay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fmt.Fprintf(&table, "| %s | %s | %d | %d (%d) | %d / %d | %d / %d | %d / %d | %d |\n",
+			fmt.Fprintf(&table, "| %s | %s | %d | %d (%d) | %d / %d | %d / %d | %d / %d | %d | %s / %s | %s |\n",
 				calls[0].Dataset, mode, r.Sessions, r.Calls, r.Reads, r.ExactWithin, r.ExactAcross,
-				r.SimilarWithin, r.SimilarAcross, r.WrongExact, r.WrongSimilar, r.CharsSaved)
+				r.SimilarWithin, r.SimilarAcross, r.WrongExact, r.WrongSimilar, r.CharsSaved,
+				median(r.Forwarded), median(r.Served), r.TimeSaved.Round(time.Microsecond))
 			if r.Calls != len(calls) || r.Saved() > r.Reads {
 				t.Errorf("%s %s: %d calls replayed of %d, %d saved of %d reads", f, mode, r.Calls, len(calls), r.Saved(), r.Reads)
+			}
+			if r.ChildCalls != int64(r.Calls-r.Saved()) {
+				t.Errorf("%s %s: the children answered %d calls, want %d (%d calls, %d saved)", f, mode, r.ChildCalls, r.Calls-r.Saved(), r.Calls, r.Saved())
 			}
 			if len(r.SimilarRewrites) > 0 {
 				t.Logf("%s %s: similarity hits by rewrite: %v", calls[0].Dataset, mode, fmtCounts(r.SimilarRewrites))
@@ -57,6 +63,17 @@ func TestReplay(t *testing.T) {
 		}
 	}
 	t.Log("\n" + table.String())
+}
+
+// median is the middle duration of ds, rounded to the microsecond ("-":
+// none).
+func median(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "-"
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2].Round(time.Microsecond).String()
 }
 
 func fmtCounts(m map[string]int) string {

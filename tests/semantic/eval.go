@@ -124,7 +124,7 @@ func (s *Set) score(ctx context.Context, e embedder.Embedder, pairs []Pair) ([]s
 			return nil, err
 		}
 		fa, fb := canon.Normalize(a), canon.Normalize(b)
-		out[i] = scored{Pair: p, a: a, b: b, sameBucket: ra == rb, same: slices.Equal(fa.Words, fb.Words),
+		out[i] = scored{Pair: p, a: a, b: b, sameBucket: ra == rb, same: canon.Match(fa, fb),
 			rewrites: canon.Explain(fa, fb), forms: [2]string{fa.String(), fb.String()}}
 		texts = append(texts, a, b)
 	}

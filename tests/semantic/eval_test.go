@@ -25,6 +25,7 @@ func TestPairSets(t *testing.T) {
 		{"roles.json", minRecallRoles},
 		{"roles-heldout.json", minRecallRolesHeldout},
 		{"canon-heldout.json", minRecallCanonHeldout},
+		{"relations-heldout.json", minRecallRelationsHeldout},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel() // each evaluation opens a memory of its own, in its own TempDir
@@ -53,17 +54,25 @@ func TestPairSets(t *testing.T) {
 	}
 }
 
-// Recall floors: measured when hits became canonical forms (pairs.json
-// 75/213, 74 since "what" is kept before a verb, heldout.json 11/40, roles.json 44/56, roles-heldout.json 21/25),
-// less a margin.
+// Recall floors: the figures measured, less a margin. When hits became
+// canonical forms: pairs.json 75/213 (74 since "what" is kept before a
+// verb), heldout.json 11/40, roles.json 44/56, roles-heldout.json 21/25.
+// With relations a compound leaves unsaid ("in" among them), agent nouns,
+// explanations, reduced relatives of "be", routes, time possessives and
+// number bounds: pairs.json 116/213, heldout.json 16/40, roles.json
+// 45/56, roles-heldout.json 21/25, canon-heldout.json 60/64.
 const (
-	minRecallPairs        = 71
-	minRecallHeldout      = 10
-	minRecallRoles        = 42
+	minRecallPairs        = 110
+	minRecallHeldout      = 15
+	minRecallRoles        = 43
 	minRecallRolesHeldout = 20
 	// canon-heldout.json was written after canonical forms were built
 	// and measured once: 52/64 paraphrases, 0/64 near-misses (54/64 after
 	// two later fixes of false equalities: inflection rather than Porter
-	// stems, "what" kept before a verb).
-	minRecallCanonHeldout = 49
+	// stems, "what" kept before a verb; 60/64 with the rewrites above).
+	minRecallCanonHeldout = 57
+	// relations-heldout.json was written after the rewrites above, by
+	// their author, and measured once: 58/64 paraphrases, 0/64
+	// near-misses.
+	minRecallRelationsHeldout = 55
 )
