@@ -355,6 +355,7 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *toolCall, timeout time.
 		}
 	}
 	g.syncRoots(ctx, cn, c.from)
+	g.syncLevel(ctx, cn, c.from)
 	fl, remove := cn.callers.add(c.from)
 	defer remove()
 	params := callRequest(t.Name, c.args, c.meta, token)

@@ -256,6 +256,13 @@ func newTestChild(name string) *testChild {
 		return mcp.NewToolResultText(name + ":" + r.GetString("text", "")), nil
 	})
 	tool("log", "Logs a line that holds a secret.", func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if os.Getenv("NEXUS_TEST_CHILD_LEVELED") != "" {
+			// As servers that honour their client's level do: a warning is
+			// not sent at mcp-go's default level, error.
+			if s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithLogging); !ok || !slices.Contains([]mcp.LoggingLevel{"debug", "info", "notice", "warning"}, s.GetLogLevel()) {
+				return mcp.NewToolResultText("not logged: level " + string(s.GetLogLevel())), nil
+			}
+		}
 		c.srv.SendNotificationToAllClients("notifications/message", map[string]any{
 			"level": "warning", "data": name + " log: token " + canary + " " + r.GetString("text", ""),
 		})

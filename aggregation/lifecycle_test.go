@@ -50,7 +50,7 @@ func startsOf(t *testing.T, file string) []int {
 func lifecycleGateway(t *testing.T, dir, settings string) *Gateway {
 	t.Helper()
 	cfg, err := config.Parse("test.json", []byte(fmt.Sprintf(`{
-		"servers": {"good": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "good", "NEXUS_TEST_CHILD_STARTS": %q}%s}},
+		"servers": {"good": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "good", "NEXUS_TEST_CHILD_STARTS": %q, "NEXUS_TEST_CHILD_LEVELED": "1"}%s}},
 		"policy": {"default": {"allow": ["*"]}}
 	}`, os.Args[0], filepath.Join(dir, "starts"), settings)))
 	if err != nil {
@@ -154,5 +154,29 @@ func TestEagerAndRecycled(t *testing.T) {
 	}
 	if pids := startsOf(t, starts); !exited(pids[1]) {
 		t.Errorf("the recycled process %d still runs", pids[1])
+	}
+}
+
+// TestLevelReachesALazyServer: a client set its logging level while the server
+// was idle (no process to tell); its first call starts the server, which is told
+// the level before the call, so the call's log message reaches the client.
+func TestLevelReachesALazyServer(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	lifecycleGateway(t, dir, "").Close() // the server's lists are kept
+	g := lifecycleGateway(t, dir, "")
+	if st := statusOf(t, g, "good"); st.State != StateIdle {
+		t.Fatalf("the lazy server: %s, want idle", st.Describe())
+	}
+	c := stdioClient(t, g, "tester")
+	c.initialize("level-test")
+	if m := c.request("logging/setLevel", map[string]any{"level": "info"}); m.Error != nil {
+		t.Fatalf("logging/setLevel: %v", m.Error)
+	}
+	if got, isErr := call(t, c, "good__log", "first"); isErr || got != "logged" {
+		t.Fatalf("log: %q; want it logged", got)
+	}
+	if !c.waitNote("notifications/message", func(n wireMsg) bool { return strings.Contains(string(n.Params), "first") }) {
+		t.Errorf("the first call's log message did not reach the client; got %s", c.received())
 	}
 }

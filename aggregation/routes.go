@@ -282,6 +282,31 @@ func (g *Gateway) raiseSharedLevel(ctx context.Context, lvl int32) {
 	g.setSharedLevel(ctx, lvl, true)
 }
 
+// syncLevel asks a shared legacy child, before a call of cl reaches it, for cl's
+// logging level when it was last asked for a less verbose one or none: a child
+// that started (or started again) after the level was set, a lazy one among
+// them, would otherwise log nothing of the call it serves.
+func (g *Gateway) syncLevel(ctx context.Context, cn *conn, cl *caller) {
+	s := cl.session()
+	if s == nil || cn.owner != nil || cn.modern() || cn.caps.Logging == nil {
+		return
+	}
+	want := s.level.Load()
+	if want == levelUnset {
+		return
+	}
+	if sent := cn.levelSent.Load(); sent != 0 && sent-1 <= want {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, levelWait)
+	defer cancel()
+	if _, err := cn.request(ctx, "logging/setLevel", map[string]any{"level": logLevels[want]}); err != nil {
+		g.log.Warn("forwarding logging/setLevel failed", "server", cn.server, "err", err)
+		return
+	}
+	cn.levelSent.Store(want + 1)
+}
+
 // setSharedLevel asks every shared legacy child that logs for level want; with
 // onlyRaise, only those last asked for a less verbose one (or none).
 func (g *Gateway) setSharedLevel(ctx context.Context, want int32, onlyRaise bool) {
