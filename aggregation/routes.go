@@ -481,11 +481,27 @@ func (sb *subscriptions) remove(g *Gateway, s *session, k subKey, uri string) {
 			g.unsubscribeOwn(k)
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if _, err := g.childRequest(ctx, nil, k.server, "resources/unsubscribe", map[string]any{"uri": k.uri}); err != nil {
-			g.log.Debug("unsubscribing at the child failed", "server", k.server, "uri", k.uri, "err", err.Message)
-		}
+		g.unsubscribeShared(k)
+	}
+}
+
+// unsubscribeShared unsubscribes at a shared child's live connection. A child
+// that is not running (idle, restarting) holds no subscription, and is not
+// started for one; a gateway that closes ends its children and their
+// subscriptions with them, without waiting on each.
+func (g *Gateway) unsubscribeShared(k subKey) {
+	c := g.kids()[k.server]
+	if c == nil || g.closing.Load() {
+		return
+	}
+	cn, _ := c.current()
+	if cn == nil || cn.lost() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := cn.request(ctx, "resources/unsubscribe", map[string]any{"uri": k.uri}); err != nil {
+		g.log.Debug("unsubscribing at the child failed", "server", k.server, "uri", k.uri, "err", err)
 	}
 }
 
