@@ -406,14 +406,14 @@ func (s *Server) SessionLimit() int {
 
 // SessionShare is how many of a "client" server's upstream sessions one of
 // agents (the agents that have a token) may hold: MaxSessionsPerAgent, else
-// SessionLimit divided among them with a share left for one more (all of them
+// SessionLimit divided among them with a share left for one more, rounded up (all of them
 // when no agent has a token), at least one, never more than SessionLimit.
 func (s *Server) SessionShare(agents int) int {
 	limit := s.SessionLimit()
 	if s.MaxSessionsPerAgent > 0 {
 		return min(s.MaxSessionsPerAgent, limit)
 	}
-	return max(limit/(agents+1), 1)
+	return max((limit+agents)/(agents+1), 1) // rounded up: one agent of 3 sessions may hold 2
 }
 
 // Protocol is the legacy protocol version offered to this child in an

@@ -125,7 +125,7 @@ func TestParseServers(t *testing.T) {
 	if s := cfg.Servers["shell"]; !s.PerClient() || s.SessionLimit() != 3 {
 		t.Errorf("sessions of shell: per client %v, limit %d; want client, 3", s.PerClient(), s.SessionLimit())
 	}
-	for _, tc := range []struct{ agents, want int }{{0, 3}, {1, 1}, {5, 1}} {
+	for _, tc := range []struct{ agents, want int }{{0, 3}, {1, 2}, {2, 1}, {5, 1}} {
 		if got := cfg.Servers["shell"].SessionShare(tc.agents); got != tc.want {
 			t.Errorf("with %d agents, one agent's share of shell's 3 sessions is %d, want %d", tc.agents, got, tc.want)
 		}
