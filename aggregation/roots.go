@@ -92,8 +92,9 @@ func (r *rootsState) await(ctx context.Context, cn *conn, s *session) bool {
 }
 
 // syncWait bounds how long a call waits for a shared child, told its client's
-// roots changed, to ask for them.
-const syncWait = time.Second
+// roots changed, to ask for them. A node server on a loaded machine was seen to
+// take over a second; a child that never asks pays it once (it is then deaf).
+const syncWait = 3 * time.Second
 
 // syncRoots brings a shared child that asks for roots up to date with the
 // roots of from's client before from's call reaches it: when the child was last
