@@ -67,6 +67,8 @@ type childEvents interface {
 	childMessageLimit() int64
 	// redactText removes secret values from text a person reads (Options.RedactText).
 	redactText(string) string
+	// redactJSON removes secret values from JSON kept on disk (Options.Redact).
+	redactJSON([]byte) []byte
 }
 
 // child supervises one configured server: it connects, lists the tools, notices when

@@ -85,7 +85,9 @@ func (c *child) saveLists(cn *conn, raws []json.RawMessage, ex extras) {
 func (c *child) writeLists(file string, saved savedLists) {
 	b, err := json.Marshal(saved)
 	if err == nil {
-		err = writeFileAtomic(file, b)
+		// A child that put a secret it was given into a description must
+		// not have it written to disk.
+		err = writeFileAtomic(file, c.events.redactJSON(b))
 	}
 	if err != nil {
 		c.log.Warn("keeping the server's lists for its next start failed; it will start with the gateway", "err", err)
@@ -315,6 +317,9 @@ func (c *child) instructions() string {
 	}
 	return ""
 }
+
+// redactJSON removes secret values from JSON the gateway keeps on disk.
+func (g *Gateway) redactJSON(b []byte) []byte { return g.redact(b) }
 
 // lifecycle is the server's life as the config says now.
 func (g *Gateway) lifecycle(s *config.Server) config.Lifecycle {

@@ -1,6 +1,7 @@
 package aggregation
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -56,7 +57,8 @@ func lifecycleGateway(t *testing.T, dir, settings string) *Gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := New(cfg, Options{ListsDir: filepath.Join(dir, "lists")})
+	g, err := New(cfg, Options{ListsDir: filepath.Join(dir, "lists"),
+		Redact: func(b []byte) []byte { return bytes.ReplaceAll(b, []byte(canary), []byte("[redacted]")) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +86,10 @@ func TestLazyStartAndIdleStop(t *testing.T) {
 	g := lifecycleGateway(t, dir, `, "idleTimeout": "1s"`)
 	if st := statusOf(t, g, "good"); st.State != StateReady || len(startsOf(t, starts)) != 1 {
 		t.Fatalf("a server never seen: %s, %d starts; want ready, started once", st.Describe(), len(startsOf(t, starts)))
+	}
+	kept, err := os.ReadFile(filepath.Join(dir, "lists", "good.json"))
+	if err != nil || !strings.Contains(string(kept), "good echo") && !strings.Contains(string(kept), "Echoes text") || strings.Contains(string(kept), canary) {
+		t.Errorf("the kept lists (%v) hold no echo tool, or the secret in its description:\n%s", err, kept)
 	}
 	c := stdioClient(t, g, "tester")
 	c.initialize("lazy-test")
