@@ -229,103 +229,105 @@ func polRefusalLogged(t *testing.T, stderr *lockedBuffer, agent, tool, rule stri
 	})
 }
 
-// TestPolicyDefaultStdio: an agent without a policy sees and calls every doc-kg tool and
-// the read-only code-kg tools, and is refused the two mutating ones, which never reach
-// the child.
-func TestPolicyDefaultStdio(t *testing.T) {
-	t.Parallel()
-	h := polHome(t, nil, nil)
-	s := h.serveStdio("--no-memory") // no --agent: the clientInfo hint "e2e-test", which has no policy
-	if got, want := polSortedKeys(s.tools()), polReadOnlyWire(); !slices.Equal(got, want) {
-		t.Fatalf("tools/list of an agent without policy:\n got %v\nwant %v", got, want)
-	}
-	for name, args := range polCodeReadOnly {
-		if r := s.call("code-kg__"+name, args); r.IsError {
-			t.Errorf("code-kg.%s: %s", name, r.text())
-		}
-	}
-	for name, args := range polDocTools {
-		// Both spellings of the name reach the tool.
-		if r := s.call("doc-kg."+name, args); r.IsError {
-			t.Errorf("doc-kg.%s: %s", name, r.text())
-		}
-	}
-	for _, name := range polCodeMutating {
-		for _, spelling := range []string{"code-kg__" + name, "code-kg." + name} {
-			r := s.call(spelling, polNP)
-			polRefused(t, spelling, r.IsError, r.text(), "e2e-test", "code-kg."+name, polDefaultRule)
-			if !strings.Contains(r.text(), "nexus policy allow --agent e2e-test code-kg."+name) {
-				t.Errorf("%s: the refusal should say how to grant it:\n%s", spelling, r.text())
-			}
-		}
-	}
-	calls := h.calls()
-	for name := range polCodeReadOnly {
-		if calls[name] != 1 {
-			t.Errorf("the child received %s %d times, want 1", name, calls[name])
-		}
-	}
-	for name := range polDocTools {
-		if calls[name] != 1 {
-			t.Errorf("the child received %s %d times, want 1", name, calls[name])
-		}
-	}
-	for _, name := range polCodeMutating {
-		if calls[name] != 0 {
-			t.Errorf("a refused call reached the child: %s received %d times", name, calls[name])
-		}
-	}
-	polRefusalLogged(t, s.stderr, "e2e-test", "code-kg.kg_regenerate", `"no allow rule matches"`)
-	polRefusalLogged(t, s.stderr, "e2e-test", "code-kg.kg_regenerate_submit", `"no allow rule matches"`)
+// polClient is one client of a gateway under test, over either front: what the
+// policy tests ask of it.
+type polClient struct {
+	tools  func() []string
+	call   func(name string, args map[string]any) (isError bool, text string)
+	stderr *lockedBuffer
 }
 
-// TestPolicyDefaultHTTP: the same over streamable HTTP with no tokens configured, where
-// everyone is anonymous: a client calling itself "coder" does not get coder's policy.
-func TestPolicyDefaultHTTP(t *testing.T) {
-	t.Parallel()
-	h := polHome(t, map[string]any{"policy": polGrant("coder", "@readonly", "code-kg.kg_regenerate")}, nil)
-	url, stderr := h.serveHTTP("--no-memory")
-	c, err := httpClientNamed(t, url, "", "coder")
+// polStdio is a stdio client of a gateway of h started with args.
+func polStdio(h *home, args ...string) polClient {
+	s := h.serveStdio(args...)
+	return polClient{
+		tools: func() []string { return polSortedKeys(s.tools()) },
+		call: func(name string, args map[string]any) (bool, string) {
+			r := s.call(name, args)
+			return r.IsError, r.text()
+		},
+		stderr: s.stderr,
+	}
+}
+
+// polHTTP is an HTTP client, calling itself clientName, of a gateway of h
+// started with args.
+func polHTTP(t *testing.T, h *home, clientName string, args ...string) polClient {
+	t.Helper()
+	url, stderr := h.serveHTTP(args...)
+	c, err := httpClientNamed(t, url, "", clientName)
 	if err != nil {
 		t.Fatalf("initialize over HTTP: %v\n%s", err, stderr)
 	}
-	if got, want := polHTTPTools(t, c), polReadOnlyWire(); !slices.Equal(got, want) {
-		t.Fatalf("tools/list over HTTP (anonymous, clientInfo coder):\n got %v\nwant %v", got, want)
+	return polClient{
+		tools:  func() []string { return polHTTPTools(t, c) },
+		call:   func(name string, args map[string]any) (bool, string) { return polHTTPCall(t, c, name, args) },
+		stderr: stderr,
 	}
-	for name, args := range polCodeReadOnly {
-		if isErr, text := polHTTPCall(t, c, "code-kg."+name, args); isErr {
-			t.Errorf("code-kg.%s over HTTP: %s", name, text)
-		}
+}
+
+// TestPolicyDefault: an agent without a policy sees and calls every doc-kg tool and
+// the read-only code-kg tools, and is refused the two mutating ones, which never
+// reach the child; the refusal says how to grant it. On stdio without --agent the
+// agent is the clientInfo hint ("e2e-test", which has no policy); over HTTP with no
+// tokens configured everyone is anonymous, so a client calling itself "coder"
+// does not get coder's policy.
+func TestPolicyDefault(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		front, agent string
+		connect      func(t *testing.T, h *home) polClient
+	}{
+		{"stdio", "e2e-test", func(t *testing.T, h *home) polClient { return polStdio(h, "--no-memory") }},
+		{"http", "anonymous", func(t *testing.T, h *home) polClient { return polHTTP(t, h, "coder", "--no-memory") }},
+	} {
+		t.Run(tc.front, func(t *testing.T) {
+			t.Parallel()
+			h := polHome(t, map[string]any{"policy": polGrant("coder", "@readonly", "code-kg.kg_regenerate")}, nil)
+			c := tc.connect(t, h)
+			if got, want := c.tools(), polReadOnlyWire(); !slices.Equal(got, want) {
+				t.Fatalf("tools/list of an agent without policy:\n got %v\nwant %v", got, want)
+			}
+			for name, args := range polCodeReadOnly {
+				if isErr, text := c.call("code-kg__"+name, args); isErr {
+					t.Errorf("code-kg.%s: %s", name, text)
+				}
+			}
+			for name, args := range polDocTools {
+				// Both spellings of the name reach the tool.
+				if isErr, text := c.call("doc-kg."+name, args); isErr {
+					t.Errorf("doc-kg.%s: %s", name, text)
+				}
+			}
+			for _, name := range polCodeMutating {
+				for _, spelling := range []string{"code-kg__" + name, "code-kg." + name} {
+					isErr, text := c.call(spelling, polNP)
+					polRefused(t, spelling, isErr, text, tc.agent, "code-kg."+name, polDefaultRule)
+					if !strings.Contains(text, "nexus policy allow --agent "+tc.agent+" code-kg."+name) {
+						t.Errorf("%s: the refusal should say how to grant it:\n%s", spelling, text)
+					}
+				}
+			}
+			calls := h.calls()
+			for name := range polCodeReadOnly {
+				if calls[name] != 1 {
+					t.Errorf("the child received %s %d times, want 1", name, calls[name])
+				}
+			}
+			for name := range polDocTools {
+				if calls[name] != 1 {
+					t.Errorf("the child received %s %d times, want 1", name, calls[name])
+				}
+			}
+			for _, name := range polCodeMutating {
+				if calls[name] != 0 {
+					t.Errorf("a refused call reached the child: %s received %d times", name, calls[name])
+				}
+			}
+			polRefusalLogged(t, c.stderr, tc.agent, "code-kg.kg_regenerate", `"no allow rule matches"`)
+			polRefusalLogged(t, c.stderr, tc.agent, "code-kg.kg_regenerate_submit", `"no allow rule matches"`)
+		})
 	}
-	for name, args := range polDocTools {
-		if isErr, text := polHTTPCall(t, c, "doc-kg__"+name, args); isErr {
-			t.Errorf("doc-kg.%s over HTTP: %s", name, text)
-		}
-	}
-	for _, name := range polCodeMutating {
-		for _, spelling := range []string{"code-kg__" + name, "code-kg." + name} {
-			isErr, text := polHTTPCall(t, c, spelling, polNP)
-			// clientInfo "coder" is not an identity over HTTP: the refusal is anonymous's.
-			polRefused(t, spelling+" over HTTP", isErr, text, "anonymous", "code-kg."+name, polDefaultRule)
-		}
-	}
-	calls := h.calls()
-	for name := range polCodeReadOnly {
-		if calls[name] != 1 {
-			t.Errorf("the child received %s %d times, want 1", name, calls[name])
-		}
-	}
-	for name := range polDocTools {
-		if calls[name] != 1 {
-			t.Errorf("the child received %s %d times, want 1", name, calls[name])
-		}
-	}
-	for _, name := range polCodeMutating {
-		if calls[name] != 0 {
-			t.Errorf("a refused call reached the child: %s received %d times", name, calls[name])
-		}
-	}
-	polRefusalLogged(t, stderr, "anonymous", "code-kg.kg_regenerate", `"no allow rule matches"`)
 }
 
 // TestPolicyGrantStdio: an agent granted code-kg.kg_regenerate can call it, whichever
