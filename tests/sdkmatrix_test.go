@@ -26,19 +26,19 @@ import (
 // The SDK matrix: servers built on four SDKs (tests/sdkpeer on mcp-go and the
 // official Go SDK, testdata/sdkpeer-ts-v1.mjs and sdkpeer-ts.mjs on the
 // TypeScript SDK v1 and v2), each called by clients of those SDKs: the Go SDKs'
-// in their default mode (which probes 2026-07-28) and pinned to the legacy era,
-// the TypeScript SDK v1's (legacy only) and v2's in its default mode (legacy)
-// and pinned to 2026-07-28 (testdata/sdkclient-ts.mjs), directly over stdio and
-// through Nexus on its stdio and HTTP fronts. Each behaviour a server asks of
-// its client or sends it during a call (sampling, elicitation, roots,
-// progress, logging, a resource update to a subscriber), and a tool run as a
-// task where both SDKs have tasks (matrixTasks), is compared with the direct
-// connection's. A difference fails the test unless matrixDiffers lists it with
-// its reason, and a listed one that went away fails it too. The README's "What
-// a client sees through Nexus" gives the count.
+// in their default mode (which probes 2026-07-28), pinned to the legacy era and
+// pinned to 2026-07-28, the TypeScript SDK v1's (legacy only) and v2's in its
+// default mode (legacy) and pinned to 2026-07-28 (testdata/sdkclient-ts.mjs),
+// directly over stdio and through Nexus on its stdio and HTTP fronts. Each
+// behaviour a server asks of its client or sends it during a call (sampling,
+// elicitation, roots, progress, logging, a resource update to a subscriber),
+// and a tool run as a task where both SDKs have tasks (matrixTasks), is
+// compared with the direct connection's. A difference fails the test unless
+// matrixDiffers lists it with its reason, and a listed one that went away fails
+// it too. The README's "What a client sees through Nexus" gives the count.
 
 // matrixDiffers are the known differences, "server client front behaviour" to
-// why. All but two are cases where Nexus does better than the direct
+// why. All but four are cases where Nexus does better than the direct
 // connection.
 func matrixDiffers() map[string]string {
 	const refuses = "better than direct: the server refuses its own requests to a 2026-07-28 client; " +
@@ -46,7 +46,9 @@ func matrixDiffers() map[string]string {
 	out := map[string]string{}
 	for _, front := range []string{"stdio", "http"} {
 		for _, server := range matrixServers {
-			for _, client := range []string{"mcp-go", "go-sdk", "ts-v2-modern"} { // the clients that speak 2026-07-28
+			// The clients that speak 2026-07-28: the Go SDKs' in their default mode
+			// and pinned to it (the same), and the TypeScript SDK v2's pinned.
+			for _, client := range []string{"mcp-go", "mcp-go-modern", "go-sdk", "go-sdk-modern", "ts-v2-modern"} {
 				for _, b := range matrixBehavioursOf(server, client) {
 					k := strings.Join([]string{server, client, front, b}, " ")
 					asks := b == "sample" || b == "elicit" || b == "roots"
@@ -70,10 +72,11 @@ func matrixDiffers() map[string]string {
 			}
 		}
 	}
-	for _, k := range []string{"mcp-go go-sdk", "go-sdk go-sdk"} {
+	for _, k := range []string{"mcp-go go-sdk", "go-sdk go-sdk", "mcp-go go-sdk-modern", "go-sdk go-sdk-modern"} {
 		out[k+" stdio log"] = "better than direct: the client asked for logs with logging/setLevel, which a 2026-07-28 server ignores; Nexus applies it to the connection's requests"
 	}
-	for k, why := range map[string]string{"ts-v1 go-sdk": "the server speaks the legacy era alone", "ts-v2 go-sdk": "the server does not answer server/discover on stdio"} {
+	for k, why := range map[string]string{"ts-v1 go-sdk": "the server speaks the legacy era alone", "ts-v2 go-sdk": "the server does not answer server/discover on stdio",
+		"ts-v1 go-sdk-modern": "the server speaks the legacy era alone", "ts-v2 go-sdk-modern": "the server does not answer server/discover on stdio"} {
 		out[k+" http log"] = "worse than direct: directly the client falls back to a legacy session (" + why + "), where logging/setLevel works; " +
 			"through Nexus's HTTP front it speaks 2026-07-28, which has no logging/setLevel (the client's, sent without _meta, gets HTTP 400 -32602, which it ignores): " +
 			"a modern client asks for logs with _meta logLevel on each request, which this client does not send"
@@ -576,11 +579,16 @@ func TestSDKMatrix(t *testing.T) {
 		}
 		return peer, []string{server}
 	}
+	// The Go clients' default mode probes 2026-07-28 and falls back to a
+	// legacy session when the server does not answer server/discover; pinned to
+	// 2026-07-28 they do the same (neither SDK has a pin without fallback), and
+	// the matrix shows that they see what the default mode sees.
 	clients := []struct {
 		name string
 		pin  string // the protocol version the Go clients are pinned to, if any
 		sdk  string // mcp-go, go-sdk, or ts: tsClientScript in the mode the name after "ts-" says
-	}{{"mcp-go", "", "mcp-go"}, {"mcp-go-legacy", "2025-11-25", "mcp-go"}, {"go-sdk", "", "go-sdk"}, {"go-sdk-legacy", "2025-11-25", "go-sdk"},
+	}{{"mcp-go", "", "mcp-go"}, {"mcp-go-legacy", "2025-11-25", "mcp-go"}, {"mcp-go-modern", "2026-07-28", "mcp-go"},
+		{"go-sdk", "", "go-sdk"}, {"go-sdk-legacy", "2025-11-25", "go-sdk"}, {"go-sdk-modern", "2026-07-28", "go-sdk"},
 		{"ts-v1", "", "ts"}, {"ts-v2", "", "ts"}, {"ts-v2-modern", "", "ts"}}
 	var mu sync.Mutex
 	results := map[string]string{} // "server client front behaviour" -> outcome
@@ -674,6 +682,19 @@ func TestSDKMatrix(t *testing.T) {
 		}
 	}
 	wg.Wait()
+	// Pinned to 2026-07-28, the Go clients see what their default mode sees.
+	for _, sdk := range []string{"mcp-go", "go-sdk"} {
+		for _, server := range matrixServers {
+			for _, front := range []string{"direct", "stdio", "http"} {
+				for _, b := range matrixBehavioursOf(server, sdk) {
+					k := func(client string) string { return strings.Join([]string{server, client, front, b}, " ") }
+					if results[k(sdk)] != results[k(sdk+"-modern")] {
+						t.Errorf("%s: %q, but pinned to 2026-07-28 %q: the pin now differs from the default mode (see the clients' comment)", k(sdk), results[k(sdk)], results[k(sdk+"-modern")])
+					}
+				}
+			}
+		}
+	}
 	differs := matrixDiffers()
 	same, listed, better, worse, na := 0, 0, 0, 0, 0
 	var table []string
