@@ -8,9 +8,10 @@
 // Tools: echo (answers its message, read-only: the benchmarks' call), sample
 // (asks the client's model), elicit (asks the user for a name),
 // roots (asks the client's roots), progress (reports three steps to a
-// progress token), log (logs at info and at warning) and touch (says the
-// resource peer://note, to which clients may subscribe, was updated). Each
-// answers with what it got, as text.
+// progress token), log (logs at info and at warning), touch (says the
+// resource peer://note, to which clients may subscribe, was updated) and, on
+// mcp-go, task (runs as a 2025-11-25 task when the call asks for one; the Go
+// SDK v1.8.0 has no tasks). Each answers with what it got, as text.
 package main
 
 import (
@@ -18,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -43,7 +45,8 @@ func main() {
 
 func mcpGoServer() *server.MCPServer {
 	s := server.NewMCPServer("sdkpeer-mcp-go", "1.0.0", server.WithToolCapabilities(false), server.WithLogging(),
-		server.WithElicitation(), server.WithRoots(), server.WithResourceCapabilities(true, false))
+		server.WithElicitation(), server.WithRoots(), server.WithResourceCapabilities(true, false),
+		server.WithTaskCapabilities(true, true, true))
 	s.AddResource(mcp.NewResource("peer://note", "note"), func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 		return []mcp.ResourceContents{mcp.TextResourceContents{URI: "peer://note", Text: "a note"}}, nil
 	})
@@ -96,6 +99,12 @@ func mcpGoServer() *server.MCPServer {
 		s.SendNotificationToAllClients("notifications/resources/updated", map[string]any{"uri": "peer://note"})
 		return text("touched")
 	})
+	// A task-augmented call runs it in the background, and tasks/result
+	// answers with its result; a plain call answers at once.
+	s.AddTool(mcp.NewTool("task", mcp.WithTaskSupport(mcp.TaskSupportOptional)), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		time.Sleep(50 * time.Millisecond)
+		return text("task done")
+	})
 	s.AddTool(mcp.NewTool("log"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		for _, l := range []mcp.LoggingLevel{mcp.LoggingLevelInfo, mcp.LoggingLevelWarning} {
 			_ = s.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(l, "sdkpeer", "a "+string(l)))
@@ -112,6 +121,8 @@ func contentText(c any) string {
 	return fmt.Sprint(c)
 }
 
+// goSDKServer has no task tool: the Go SDK v1.8.0 has no tasks (neither the
+// 2025-11-25 ones nor the 2026-07-28 extension).
 func goSDKServer() *gosdk.Server {
 	noop := func(context.Context, *gosdk.SubscribeRequest) error { return nil }
 	s := gosdk.NewServer(&gosdk.Implementation{Name: "sdkpeer-go-sdk", Version: "1.0.0"}, &gosdk.ServerOptions{HasTools: true,

@@ -19,6 +19,11 @@
 //   {"id":ID,"op":"subscribe","uri":URI}               resources/subscribe, or on a
 //                                                      2026-07-28 connection a
 //                                                      subscriptions/listen stream
+//   {"id":ID,"op":"task","name":TOOL}                  v1 only: calls TOOL as a
+//                                                      2025-11-25 task (the SDK's
+//                                                      experimental callToolStream)
+//                                                      and waits for its result; v2's
+//                                                      client (2.4.0) has no tasks
 //
 // What arrives beside replies is a line of its own: {"event":"progress"},
 // {"event":"log","level":L} or {"event":"updated"}. Progress is counted by a
@@ -69,6 +74,17 @@ async function v1() {
     era: 'legacy',
     call: (params) => client.callTool(params),
     subscribe: (uri) => client.subscribeResource({ uri }),
+    // "task created; TEXT" when the server made a task, "no task; TEXT" when
+    // it answered at once.
+    task: async (params) => {
+      let created = false;
+      for await (const m of client.experimental.tasks.callToolStream(params, undefined, { task: { ttl: 60000 } })) {
+        if (m.type === 'taskCreated') created = true;
+        if (m.type === 'error') throw m.error;
+        if (m.type === 'result') return (created ? 'task created; ' : 'no task; ') + (m.result.content || []).filter((x) => x.type === 'text').map((x) => x.text).join(' ');
+      }
+      throw new Error('the stream ended without a result');
+    },
   };
 }
 
@@ -134,6 +150,11 @@ lines.on('line', (line) => {
         return;
       }
       const params = { name: cmd.name, arguments: {} };
+      if (cmd.op === 'task') {
+        if (!c.task) throw new Error('this client has no tasks');
+        print({ id: cmd.id, reply: await c.task(params) });
+        return;
+      }
       if (cmd.progress) params._meta = { progressToken: 'matrix-progress' };
       const res = await c.call(params);
       print({ id: cmd.id, reply: (res.content || []).filter((x) => x.type === 'text').map((x) => x.text).join(' ') });

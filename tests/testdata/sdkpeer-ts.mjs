@@ -1,6 +1,8 @@
 // The SDK matrix's TypeScript SDK v2 server (@modelcontextprotocol/server), on
 // stdio, serving both protocol eras: the same tools as tests/sdkpeer (sample,
 // elicit, roots, progress, log, touch) and resource, each answering with what it got.
+// No task tool: the SDK 2.4.0 has the task types but no tasks for a server to
+// run (no task store, no task tools).
 import { McpServer } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 
