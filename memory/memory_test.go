@@ -663,6 +663,7 @@ func TestQueryHitNeverWaits(t *testing.T) {
 		}
 		follower <- res
 	}()
+	WaitFor(t, "the follower to join the call in flight", func() bool { local, _ := m.Waiting(); return local == 1 })
 	close(release)
 	lead, follow := <-leader, <-follower
 	if Text(lead) != "slow answer" || Text(follow) != "slow answer" || calls.Load() != 1 {
