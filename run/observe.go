@@ -123,7 +123,7 @@ func (o *observation) Observe(c *aggregation.Call) {
 	if r.Tool == "" {
 		r.Tool = c.Requested
 	}
-	if len(c.Arguments) > 0 && o.cfg().Audit.Arguments {
+	if len(c.Arguments) > 0 && o.cfg().Audit.Arguments.Redacted() {
 		r.Arguments = o.redact(append([]byte(nil), c.Arguments...))
 	}
 	o.trail.Add(r)
