@@ -25,6 +25,12 @@ type observation struct {
 	store   *audit.Store       // nil when the trail is off or could not be opened
 	trail   *audit.Writer
 	tracing *telemetry.Tracing // nil when tracing is off
+	// timeline is the last hour of calls, minute by minute, for the console.
+	timeline *telemetry.Timeline
+	// recent are the latest decisions, every one, for the console's trail view.
+	recent *audit.Recent
+	// export is audit.export's file, nil without one.
+	export *audit.Exporter
 	redact  func([]byte) []byte
 	// text redacts what people and scrapers read: the status page, metric labels.
 	text func(string) string
@@ -37,7 +43,26 @@ type observation struct {
 // and the gateway runs without it.
 func observe(ctx context.Context, cfg *config.Config, e Env, metrics bool) *observation {
 	red := e.redactor()
-	o := &observation{redact: red.JSON, text: red.String, cfg: func() *config.Config { return cfg }}
+	o := &observation{redact: red.JSON, text: red.String, cfg: func() *config.Config { return cfg },
+		timeline: telemetry.NewTimeline(), recent: audit.NewRecent(recentEntries)}
+	if x := cfg.Audit.Export; x.Path != "" {
+		path := x.Path
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(e.Home, path)
+		}
+		maxBytes, keep := x.MaxBytes, x.Keep
+		if maxBytes == 0 {
+			maxBytes = config.DefaultAuditExportMaxBytes
+		}
+		if keep == 0 {
+			keep = config.DefaultAuditExportKeep
+		}
+		if ex, err := audit.NewExporter(path, maxBytes, keep, e.Logger); err != nil {
+			e.Logger.Warn("the audit export is off for this run", "err", err)
+		} else {
+			o.export = ex
+		}
+	}
 	if metrics {
 		o.metrics = telemetry.NewMetrics(o.text)
 	}
@@ -108,25 +133,52 @@ func (o *observation) attach(g *aggregation.Gateway) {
 	}
 }
 
-// Observe is the gateway's observer: metrics for every call, the trail for a
-// refusal or an allowed call of a tool that is not read-only.
+// recentEntries bounds the decisions the console's trail view keeps in memory.
+const recentEntries = 1000
+
+// Observe is the gateway's observer: metrics and the timeline for every call;
+// every decision to the console's recent entries and to audit.export; the
+// trail for a refusal or an allowed call of a tool that is not read-only.
 func (o *observation) Observe(c *aggregation.Call) {
 	if o.metrics != nil {
 		o.metrics.Observe(c)
 	}
-	if o.trail == nil || !audited(c) {
+	o.timeline.Observe(c)
+	if !c.Decided {
 		return
 	}
-	r := audit.Record{Time: c.Start, Agent: c.Agent, Method: c.Method, Tool: c.Tool, Server: c.Server,
-		Refused: c.Outcome == aggregation.OutcomeRefused, Rule: c.Rule, Origin: c.Origin, Source: c.Source,
-		Outcome: string(c.Outcome), Duration: c.Duration, Memory: c.Memory}
+	r := o.record(c)
+	e := r.Entry()
+	o.recent.Add(e)
+	if o.export != nil {
+		o.export.Add(e)
+	}
+	if o.trail != nil && audited(c) {
+		o.trail.Add(r)
+	}
+}
+
+// record is c as the trail keeps it. Every text a child or a client chose
+// passes the redactor; the arguments are hashed after redaction, and kept only
+// with audit.arguments "redacted". Nothing of the answer is kept but its
+// outcome: a child's output and error text never reach a record.
+func (o *observation) record(c *aggregation.Call) audit.Record {
+	t := o.text
+	r := audit.Record{Time: c.Start, Agent: t(c.Agent), Method: c.Method, Tool: t(c.Tool), Server: t(c.Server),
+		Refused: c.Outcome == aggregation.OutcomeRefused, Rule: t(c.Rule), Origin: t(c.Origin), Source: t(c.Source),
+		Outcome: string(c.Outcome), Duration: c.Duration, Child: c.Child, Memory: c.Memory,
+		Session: t(c.Session), Client: t(c.Client), ClientVersion: t(c.ClientVersion), Revision: c.Revision}
 	if r.Tool == "" {
-		r.Tool = c.Requested
+		r.Tool = t(c.Requested)
 	}
-	if len(c.Arguments) > 0 && o.cfg().Audit.Arguments.Redacted() {
-		r.Arguments = o.redact(append([]byte(nil), c.Arguments...))
+	if len(c.Arguments) > 0 {
+		redacted := o.redact(append([]byte(nil), c.Arguments...))
+		r.ArgumentsHash = audit.HashArguments(redacted)
+		if o.cfg().Audit.Arguments.Redacted() {
+			r.Arguments = redacted
+		}
 	}
-	o.trail.Add(r)
+	return r
 }
 
 // audited says which calls the trail keeps: every refusal, and every call the
@@ -163,6 +215,9 @@ func (o *observation) Close() {
 	if o.trail != nil {
 		_ = o.trail.Close()
 		_ = o.store.Close()
+	}
+	if o.export != nil {
+		_ = o.export.Close()
 	}
 	if o.tracing != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -21,7 +21,9 @@ func auditCommand() *cli.Command {
 		Name:  "audit",
 		Usage: "show the audit trail: refused calls, and allowed calls of tools that are not read-only",
 		Description: "The trail is kept by nexus serve (and nexus call) in NEXUS_HOME/audit.db, or in the\n" +
-			"shared PostgreSQL database with \"memory\": {\"backend\": \"postgres\"}. Newest first.\n\n" +
+			"shared PostgreSQL database with \"memory\": {\"backend\": \"postgres\"}. Newest first;\n" +
+			"with --json, one JSON object a line, oldest first, in the schema of docs/operations.md\n" +
+			"(\"The audit record\"): what audit.export writes, for a log system.\n\n" +
 			"   nexus audit --refused --since 1h\n" +
 			"   nexus audit --agent coder --tool code-kg.* --json",
 		Flags: []cli.Flag{
@@ -30,7 +32,7 @@ func auditCommand() *cli.Command {
 			&cli.StringFlag{Name: "since", Usage: "only the last `DURATION` (e.g. 30m, 1h, 2d)"},
 			&cli.BoolFlag{Name: "refused", Usage: "only refused calls"},
 			&cli.IntFlag{Name: "limit", Value: 100, Usage: "at most `N` records"},
-			&cli.BoolFlag{Name: "json", Usage: "print JSON, one array"},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON Lines: one record a line, oldest first (the schema of docs/operations.md)"},
 		},
 		Action: auditAction,
 	}
@@ -49,8 +51,7 @@ func auditAction(c *cli.Context) error {
 	store, err := run.OpenAuditToRead(c.Context, cfg, e.runEnv(c.Context, cfg))
 	if errors.Is(err, run.ErrNoTrail) {
 		if c.Bool("json") {
-			_, err := fmt.Fprintln(e.stdout, "[]")
-			return err
+			return nil // no record: no line
 		}
 		fmt.Fprintf(e.stdout, "nexus: %v\n", err)
 		return nil
@@ -64,10 +65,12 @@ func auditAction(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("json") {
-		if recs == nil {
-			recs = []audit.Record{}
+		for i := len(recs) - 1; i >= 0; i-- {
+			if _, err := e.stdout.Write(recs[i].Entry().Line()); err != nil {
+				return err
+			}
 		}
-		return printJSON(e.stdout, recs)
+		return nil
 	}
 	if len(recs) == 0 {
 		fmt.Fprintln(e.stdout, "no record matches")
