@@ -12,6 +12,7 @@ import (
 	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/audit"
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/pins"
 	"github.com/nexus-mcp/nexus/status"
 	"github.com/nexus-mcp/nexus/telemetry"
 )
@@ -31,11 +32,13 @@ type observation struct {
 	recent *audit.Recent
 	// export is audit.export's file, nil without one.
 	export *audit.Exporter
-	redact  func([]byte) []byte
+	redact func([]byte) []byte
 	// text redacts what people and scrapers read: the status page, metric labels.
 	text func(string) string
 	// cfg is the config in force (it changes on reload), for audit.arguments.
 	cfg func() *config.Config
+	// home is NEXUS_HOME, where the console's approvals write the pin file.
+	home string
 }
 
 // observe builds what cfg and the command ask for. Nothing here may stop the
@@ -44,7 +47,7 @@ type observation struct {
 func observe(ctx context.Context, cfg *config.Config, e Env, metrics bool) *observation {
 	red := e.redactor()
 	o := &observation{redact: red.JSON, text: red.String, cfg: func() *config.Config { return cfg },
-		timeline: telemetry.NewTimeline(), recent: audit.NewRecent(recentEntries)}
+		timeline: telemetry.NewTimeline(), recent: audit.NewRecent(recentEntries), home: e.Home}
 	if x := cfg.Audit.Export; x.Path != "" {
 		path := x.Path
 		if !filepath.IsAbs(path) {
@@ -191,9 +194,19 @@ func audited(c *aggregation.Call) bool {
 	return !c.Allowed || !c.ReadOnly
 }
 
-// pages are the read-only pages served beside /mcp, or on --metrics' address.
-func (o *observation) pages(g *aggregation.Gateway) map[string]http.Handler {
-	src := status.Sources{Gateway: g, Redact: o.text}
+// console is what the console shows and may change.
+func (o *observation) console(g *aggregation.Gateway) status.Sources {
+	src := status.Sources{Gateway: g, Redact: o.text, Timeline: o.timeline.Points, Recent: o.recent.List,
+		ClearMemory: func(ctx context.Context) (int64, error) { return g.Memory().Clear(ctx, "", "") },
+		Approve: func(_ context.Context, server string) (int, error) {
+			var done []pins.Change
+			_, err := pins.Update(pins.Path(o.home), func(f *pins.File) (bool, error) {
+				var err error
+				done, err = pins.Approve(f, server, nil)
+				return err == nil, err
+			})
+			return len(done), err
+		}}
 	if o.store != nil {
 		src.Refusals = func(ctx context.Context, limit int) ([]audit.Record, error) {
 			if err := o.trail.Flush(ctx); err != nil {
@@ -202,6 +215,17 @@ func (o *observation) pages(g *aggregation.Gateway) map[string]http.Handler {
 			return o.store.Query(ctx, audit.Filter{Refused: true, Limit: limit})
 		}
 	}
+	return src
+}
+
+// actions are the console's state-changing handlers (behind GuardAction).
+func (o *observation) actions(g *aggregation.Gateway) map[string]http.Handler {
+	return status.Actions(o.console(g))
+}
+
+// pages are the read-only pages served beside /mcp, or on --metrics' address.
+func (o *observation) pages(g *aggregation.Gateway) map[string]http.Handler {
+	src := o.console(g)
 	out := map[string]http.Handler{"/": status.Handler(src)}
 	if o.metrics != nil {
 		out["/metrics"] = o.metrics.Handler()
