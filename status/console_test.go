@@ -143,3 +143,12 @@ func get(t *testing.T, h http.Handler, path string, header http.Header) string {
 	}
 	return w.Body.String()
 }
+
+func TestShortDurations(t *testing.T) {
+	for d, want := range map[time.Duration]string{565685 * time.Nanosecond: "566µs", 2317047500 * time.Nanosecond: "2.32s",
+		12345 * time.Microsecond: "12.3ms", 45 * time.Second: "45s"} {
+		if got := short(d); got != want {
+			t.Errorf("short(%v) = %s, want %s", d, got, want)
+		}
+	}
+}

@@ -27,7 +27,7 @@ const (
 	innerW, innerH     = plotW - padL - padR, plotH - padT - padB
 	plotMinutesLabel   = "-60m"
 	plotNowLabel       = "now"
-	plotMaxTickDigits  = 6
+	plotMaxTickDigits  = 4
 	plotPointRadius    = 1.8
 	plotMinYMax        = 1.0
 	plotNumberOfTicksY = 2
@@ -132,7 +132,7 @@ func drawPlots(pts []telemetry.Point) plots {
 		if p.P50 > 0 {
 			p50.v[i], p50.ok[i] = ms(p.P50), true
 			p95.v[i], p95.ok[i] = ms(p.P95), true
-			out.LastP50, out.LastP95 = p.P50.String(), p.P95.String()
+			out.LastP50, out.LastP95 = short(p.P50), short(p.P95)
 		}
 	}
 	// A minute of nothing is a point at zero for counts, and no point for latency.
@@ -140,6 +140,18 @@ func drawPlots(pts []telemetry.Point) plots {
 	out.Latency = svgPlot("plot-latency", "Latency p50 and p95 (ms) per minute", "ms", p50, p95)
 	out.Errors = svgPlot("plot-errors", "Errors and refusals per minute", "", errs, refused)
 	return out
+}
+
+// short writes d to about three significant digits.
+func short(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < 10*time.Second:
+		return d.Round(10 * time.Microsecond * time.Duration(math.Pow(10, math.Floor(math.Log10(float64(d/time.Millisecond)))))).String()
+	default:
+		return d.Round(100 * time.Millisecond).String()
+	}
 }
 
 func ms(d time.Duration) float64 { return math.Round(float64(d.Microseconds())/10) / 100 }
