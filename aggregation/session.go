@@ -55,11 +55,11 @@ type session struct {
 	// ends the session.
 	credential string
 	out        sink // unsolicited messages: list changes, logs, resource updates
+	// client is what the client said it is (initialize, or a modern request's _meta).
+	client clientInfo
 
 	ready atomic.Bool // initialize answered; agent and caps are set
 	agent string
-	// client is what the client said it is (initialize, or a modern request's _meta).
-	client clientInfo
 	caps  clientCaps
 	level atomic.Int32 // the client's logging level, or levelUnset
 	// modernLevel is the logging level a stdio connection that never

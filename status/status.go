@@ -33,7 +33,7 @@ var files embed.FS
 // page is parsed once; a template is immutable once parsed and safe for
 // concurrent use.
 var page = template.Must(template.New("page.html").Funcs(template.FuncMap{
-	"ago": func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
+	"ago":      func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
 	"outcomes": func() []string { return []string{"ok", "tool_error", "rpc_error", "refused", "timeout"} },
 	"clock": func(s string) string { // an entry's RFC 3339 time as hh:mm:ss
 		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
@@ -109,7 +109,7 @@ type view struct {
 	TrailOn bool
 	// CSRF is the token the action forms carry, "" when the page was read
 	// without a credential (status.public): then no action is offered.
-	CSRF                string
+	CSRF                 string
 	CanClear, CanApprove bool
 	// Done says what the last action did (from its redirect).
 	Done string
