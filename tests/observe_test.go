@@ -463,9 +463,11 @@ func TestAuditSharedInPostgres(t *testing.T) {
 		replicas = append(replicas, h)
 	}
 	out, stderr, code := replicas[0].nexus("audit", "--refused", "--json")
-	var recs []struct{ Tool string }
-	if code != 0 || json.Unmarshal([]byte(out), &recs) != nil || len(recs) != 2 {
-		t.Fatalf("nexus audit on one replica should see both refusals: %d %s %s", code, out, stderr)
+	if code != 0 {
+		t.Fatalf("nexus audit: %d %s %s", code, out, stderr)
+	}
+	if recs := entries(t, out); len(recs) != 2 || recs[0].PolicyRevision == "" || recs[1].Session == recs[0].Session {
+		t.Fatalf("nexus audit on one replica should see both refusals, each with its session and policy revision:\n%s", out)
 	}
 	if _, err := os.Stat(filepath.Join(replicas[0].dir, "audit.db")); err == nil {
 		t.Error("with the postgres backend the trail was also written to audit.db")
