@@ -152,10 +152,11 @@ func (o *observation) Observe(c *aggregation.Call) {
 	}
 	r := o.record(c)
 	e := r.Entry()
-	o.recent.Add(e)
 	if o.export != nil {
 		o.export.Add(e)
 	}
+	e.Arguments = nil // the console shows the hash: the ring holds no arguments
+	o.recent.Add(e)
 	if o.trail != nil && audited(c) {
 		o.trail.Add(r)
 	}
