@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -159,6 +160,52 @@ func TestConsoleInChromium(t *testing.T) {
 			t.Errorf("POST %s with the token, the CSRF token and the origin: %d", path, code)
 		}
 	}
+	// A browser: logged in with the token, it has a cookie, no bearer header; the
+	// page it reads carries its own CSRF token, and the bearer's is not it.
+	jar := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := jar.PostForm(s.base+"/login", url.Values{"token": {token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	var cookie *http.Cookie
+	for _, c := range res.Cookies() {
+		cookie = c
+	}
+	if cookie == nil {
+		t.Fatalf("no login cookie: %d", res.StatusCode)
+	}
+	browserPost := func(csrf string) int {
+		req, _ := http.NewRequest(http.MethodPost, s.base+"/console/memory/clear", strings.NewReader(url.Values{"csrf": {csrf}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", s.base)
+		req.AddCookie(cookie)
+		res, err := jar.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	req, _ := http.NewRequest(http.MethodGet, s.base+"/", nil)
+	req.AddCookie(cookie)
+	res, err = jar.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	loginCSRF := regexp.MustCompile(`name="csrf" value="([0-9a-f]{64})"`).FindStringSubmatch(string(body))
+	if loginCSRF == nil || loginCSRF[1] == csrf[1] {
+		t.Fatalf("the logged-in page's CSRF token: %v (the bearer's %s)", loginCSRF, csrf[1])
+	}
+	if code := browserPost(csrf[1]); code != http.StatusForbidden {
+		t.Errorf("a login posting the bearer's CSRF token: %d, want 403", code)
+	}
+	if code := browserPost(loginCSRF[1]); code != http.StatusSeeOther {
+		t.Errorf("a login posting its own CSRF token: %d, want 303", code)
+	}
+
 	_, metrics = get(t, s.base+"/metrics", token)
 	if v := metricValue(metrics, "nexus_memory_entries", nil); v != 0 {
 		t.Errorf("memory holds %v entries after the console cleared it", v)
