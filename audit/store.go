@@ -31,6 +31,8 @@ import (
 
 // Record is one audited call.
 type Record struct {
+	// ID orders the records of a store (Filter.After); 0 for one not read from a store.
+	ID     int64     `json:"-"`
 	Time   time.Time `json:"time"`
 	Agent  string    `json:"agent"`
 	Method string    `json:"method"` // tools/call, prompts/get, resources/read...
@@ -294,6 +296,9 @@ type Filter struct {
 	Since   time.Time
 	Refused bool // refusals only
 	Limit   int  // the newest Limit records (default 100)
+	// After selects records written after the one of this ID (Record.ID): for
+	// following the trail.
+	After int64
 }
 
 // Query returns the records f selects, newest first.
@@ -314,13 +319,16 @@ func (s *Store) Query(ctx context.Context, f Filter) ([]Record, error) {
 	if f.Refused {
 		where = append(where, "refused = 1")
 	}
+	if f.After > 0 {
+		where, args = append(where, "id > ?"), append(args, f.After)
+	}
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
 	if err := s.ensure(ctx); err != nil {
 		return nil, err
 	}
-	q := `SELECT at, agent, method, tool, server, refused, rule, origin, source, outcome, duration_us, memory, arguments,
+	q := `SELECT id, at, agent, method, tool, server, refused, rule, origin, source, outcome, duration_us, memory, arguments,
 		arguments_sha256, session, client, client_version, policy_revision, child_us FROM ` + table
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
@@ -337,7 +345,7 @@ func (s *Store) Query(ctx context.Context, f Filter) ([]Record, error) {
 		var at, us, childUS int64
 		var refused int
 		var argsText sql.NullString
-		if err := rows.Scan(&at, &r.Agent, &r.Method, &r.Tool, &r.Server, &refused, &r.Rule, &r.Origin, &r.Source, &r.Outcome, &us, &r.Memory, &argsText,
+		if err := rows.Scan(&r.ID, &at, &r.Agent, &r.Method, &r.Tool, &r.Server, &refused, &r.Rule, &r.Origin, &r.Source, &r.Outcome, &us, &r.Memory, &argsText,
 			&r.ArgumentsHash, &r.Session, &r.Client, &r.ClientVersion, &r.Revision, &childUS); err != nil {
 			return nil, fmt.Errorf("audit: reading %s: %w", s.where, err)
 		}
