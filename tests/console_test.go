@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"net/http"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/nexus-mcp/nexus/audit"
 )
 
 // TestConsoleInChromium loads the console in headless Chromium against a
@@ -258,5 +261,65 @@ func screenshot(t *testing.T, browser, url, path, size string) {
 		"--window-size="+size, "--screenshot="+path, url)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chromium --screenshot %s: %v\n%s", url, err, out)
+	}
+}
+
+// TestAuditFollow: `nexus audit --json --follow` prints the records already
+// kept, then each new one as the gateway writes it, one JSON object a line.
+func TestAuditFollow(t *testing.T) {
+	t.Parallel()
+	h, token := observedHome(t, nil)
+	s := h.startServe("listening on", "--http", "127.0.0.1:0")
+	c, err := httpClient(t, s.base+"/mcp", token)
+	if err != nil {
+		t.Fatalf("initialize: %v\n%s", err, s.stderr)
+	}
+	refuse := func() {
+		if res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "fx__lookup"}}); err != nil || !res.IsError {
+			t.Fatalf("lookup: want a refusal: %v %+v", err, res)
+		}
+	}
+	refuse()
+	// The first record is written within the writer's 200ms.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if out, _, _ := h.nexus("audit", "--json"); strings.Count(out, "\n") == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first refusal was never written")
+		}
+	}
+	cmd := exec.Command(built.nexus, "audit", "--json", "--follow")
+	cmd.Env = h.env()
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	next := func() audit.Entry {
+		select {
+		case l := <-lines:
+			return entries(t, l)[0]
+		case <-time.After(15 * time.Second):
+			t.Fatal("no line from nexus audit --follow")
+		}
+		return audit.Entry{}
+	}
+	first := next()
+	refuse()
+	second := next()
+	if first.Decision != "denied" || second.Decision != "denied" || second.Time <= first.Time || second.Tool != "fx.lookup" {
+		t.Errorf("followed %+v then %+v", first, second)
 	}
 }
