@@ -150,14 +150,17 @@ func (o *observation) Observe(c *aggregation.Call) {
 	if !c.Decided {
 		return
 	}
-	r := o.record(c)
+	kept := o.trail != nil && audited(c)
+	// The arguments are redacted and hashed only for a record that is kept or
+	// exported: the console's ring shows neither, and a read's path stays cheap.
+	r := o.record(c, kept || o.export != nil)
 	e := r.Entry()
 	if o.export != nil {
 		o.export.Add(e)
 	}
 	e.Arguments = nil // the console shows the hash: the ring holds no arguments
 	o.recent.Add(e)
-	if o.trail != nil && audited(c) {
+	if kept {
 		o.trail.Add(r)
 	}
 }
@@ -166,7 +169,7 @@ func (o *observation) Observe(c *aggregation.Call) {
 // passes the redactor; the arguments are hashed after redaction, and kept only
 // with audit.arguments "redacted". Nothing of the answer is kept but its
 // outcome: a child's output and error text never reach a record.
-func (o *observation) record(c *aggregation.Call) audit.Record {
+func (o *observation) record(c *aggregation.Call, arguments bool) audit.Record {
 	t := o.text
 	r := audit.Record{Time: c.Start, Agent: t(c.Agent), Method: c.Method, Tool: t(c.Tool), Server: t(c.Server),
 		Refused: c.Outcome == aggregation.OutcomeRefused, Rule: t(c.Rule), Origin: t(c.Origin), Source: t(c.Source),
@@ -175,7 +178,7 @@ func (o *observation) record(c *aggregation.Call) audit.Record {
 	if r.Tool == "" {
 		r.Tool = t(c.Requested)
 	}
-	if len(c.Arguments) > 0 {
+	if arguments && len(c.Arguments) > 0 {
 		redacted := o.redact(append([]byte(nil), c.Arguments...))
 		r.ArgumentsHash = audit.HashArguments(redacted)
 		if o.cfg().Audit.Arguments.Redacted() {
