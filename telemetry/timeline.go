@@ -8,8 +8,12 @@ import (
 	"github.com/nexus-mcp/nexus/aggregation"
 )
 
-// TimelineMinutes is how far back a Timeline sees: an hour of minutes.
-const TimelineMinutes = 60
+// TimelineMinutes is how far back a Timeline sees minute by minute: an hour;
+// TimelineHours hour by hour: a day.
+const (
+	TimelineMinutes = 60
+	TimelineHours   = 24
+)
 
 // latency buckets of a minute: bucket i holds durations up to
 // latencyBase * 2^(i/2); the last holds everything longer. 42 buckets reach
@@ -42,14 +46,15 @@ type minute struct {
 	latency [latencyBuckets]int64
 }
 
-// Timeline keeps the last hour of tool calls in per-minute buckets: a fixed
-// ring of TimelineMinutes minutes, each a few counters and a latency histogram
+// Timeline keeps the last hour of tool calls in per-minute buckets, and the last
+// day in per-hour ones: fixed rings, each bucket a few counters and a latency histogram
 // (p50/p95 are read from it to within one bucket, ±19%). Its memory does not
 // grow with traffic. It is an aggregation.Observer; the console draws it.
 type Timeline struct {
 	mu  sync.Mutex
 	now func() time.Time
 	m   [TimelineMinutes]minute
+	h   [TimelineHours]minute // the same counters, an hour a bucket
 }
 
 // NewTimeline starts an empty timeline.
@@ -62,7 +67,13 @@ func (t *Timeline) Observe(c *aggregation.Call) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	m := t.slot(t.now().Unix() / 60)
+	now := t.now().Unix()
+	count(slot(t.m[:], now/60), c)
+	count(slot(t.h[:], now/3600), c)
+}
+
+// count adds c to a bucket.
+func count(m *minute, c *aggregation.Call) {
 	m.calls++
 	switch c.Outcome {
 	case aggregation.OutcomeRefused:
@@ -78,9 +89,9 @@ func (t *Timeline) Observe(c *aggregation.Call) {
 	m.latency[latencyBucket(c.Duration)]++
 }
 
-// slot is minute at's bucket, emptied when it held an older minute.
-func (t *Timeline) slot(at int64) *minute {
-	m := &t.m[at%TimelineMinutes]
+// slot is the bucket of period at in ring, emptied when it held an older one.
+func slot(ring []minute, at int64) *minute {
+	m := &ring[at%int64(len(ring))]
 	if m.at != at {
 		*m = minute{at: at}
 	}
@@ -101,11 +112,25 @@ type Point struct {
 func (t *Timeline) Points() []Point {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now := t.now().Unix() / 60
-	out := make([]Point, 0, TimelineMinutes)
-	for at := now - TimelineMinutes + 1; at <= now; at++ {
-		p := Point{Minute: time.Unix(at*60, 0)}
-		if m := &t.m[((at%TimelineMinutes)+TimelineMinutes)%TimelineMinutes]; m.at == at {
+	return points(t.m[:], t.now().Unix(), 60)
+}
+
+// Hours are the last TimelineHours hours, oldest first, the current hour last
+// (Point.Minute is the hour's start).
+func (t *Timeline) Hours() []Point {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return points(t.h[:], t.now().Unix(), 3600)
+}
+
+// points reads ring, whose buckets are period seconds long, up to the one of now.
+func points(ring []minute, now, period int64) []Point {
+	n := int64(len(ring))
+	cur := now / period
+	out := make([]Point, 0, n)
+	for at := cur - n + 1; at <= cur; at++ {
+		p := Point{Minute: time.Unix(at*period, 0)}
+		if m := &ring[((at%n)+n)%n]; m.at == at {
 			p.Calls, p.Errors, p.Refused, p.Hits = m.calls, m.errors, m.refused, m.hits
 			p.P50, p.P95 = quantile(&m.latency, .5), quantile(&m.latency, .95)
 		}

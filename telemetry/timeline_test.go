@@ -41,7 +41,14 @@ func TestTimeline(t *testing.T) {
 	if last := pts[len(pts)-1]; last.Calls != 1 || pts[len(pts)-2].Calls != 0 {
 		t.Errorf("the last minutes: %+v %+v", pts[len(pts)-2], last)
 	}
+	hours := tl.Hours()
+	if len(hours) != TimelineHours || hours[len(hours)-1].Calls != 104 || !hours[len(hours)-1].Minute.Equal(time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC)) {
+		t.Errorf("the hours: %+v", hours[len(hours)-1])
+	}
 	now = now.Add(time.Hour)
+	if h := tl.Hours(); h[len(h)-2].Calls != 104 || h[len(h)-1].Calls != 0 {
+		t.Errorf("an hour later, the hours: %+v %+v", h[len(h)-2], h[len(h)-1])
+	}
 	for _, p := range tl.Points() {
 		if p.Calls != 0 {
 			t.Errorf("an hour later, a minute still counts %+v", p)
