@@ -200,7 +200,7 @@ func audited(c *aggregation.Call) bool {
 
 // console is what the console shows and may change.
 func (o *observation) console(g *aggregation.Gateway) status.Sources {
-	src := status.Sources{Gateway: g, Redact: o.text, Timeline: o.timeline.Points, Recent: o.recent.List,
+	src := status.Sources{Gateway: g, Redact: o.text, Timeline: o.timeline.Points, Day: o.timeline.Hours, Recent: o.recent.List,
 		ClearMemory: func(ctx context.Context) (int64, error) { return g.Memory().Clear(ctx, "", "") },
 		Approve: func(_ context.Context, server string) (int, error) {
 			var done []pins.Change

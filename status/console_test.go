@@ -38,11 +38,11 @@ func TestConsolePlotsAndTrail(t *testing.T) {
 	} {
 		recent.Add(r.Entry())
 	}
-	src := Sources{Gateway: gateway(t), Timeline: tl.Points, Recent: recent.List,
+	src := Sources{Gateway: gateway(t), Timeline: tl.Points, Day: tl.Hours, Recent: recent.List,
 		Redact: func(s string) string { return strings.ReplaceAll(s, canary, "[redacted:FX]") }}
 	body := get(t, Handler(src), "/?decision=denied", nil)
 	for _, want := range []string{`id="plot-calls" data-points="120"`, `id="plot-latency" data-points="2"`, `<span class="n" id="total-calls">4</span>`,
-		`<span class="n" id="total-errors">1</span>`, `<span class="n" id="total-hits">1</span>`, `id="trail-table"`, `fx.[redacted:FX]`} {
+		`<span class="n" id="total-errors">1</span>`, `<span class="n" id="total-hits">1</span>`, `id="plot-day" data-points="48"`, `<span id="day-calls">4</span>`, `id="trail-table"`, `fx.[redacted:FX]`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the console lacks %q", want)
 		}

@@ -25,7 +25,6 @@ const (
 	padL, padR         = 34.0, 6.0
 	padT, padB         = 8.0, 18.0
 	innerW, innerH     = plotW - padL - padR, plotH - padT - padB
-	plotMinutesLabel   = "-60m"
 	plotNowLabel       = "now"
 	plotMaxTickDigits  = 4
 	plotPointRadius    = 1.8
@@ -37,7 +36,7 @@ const (
 // and a point for each minute that has a value, the y axis from 0 to the
 // largest value (two ticks), the x axis from an hour ago to now. Every text is
 // the plot's own (titles, numbers): nothing a client or a child chose.
-func svgPlot(id, title, unit string, ss ...series) template.HTML {
+func svgPlot(id, title, unit, since string, ss ...series) template.HTML {
 	ymax := plotMinYMax
 	n := 0
 	for _, s := range ss {
@@ -58,7 +57,7 @@ func svgPlot(id, title, unit string, ss ...series) template.HTML {
 		fmt.Fprintf(&b, `<line class="grid" x1="%g" y1="%.1f" x2="%g" y2="%.1f"/>`, padL, y, plotW-padR, y)
 		fmt.Fprintf(&b, `<text class="tick" x="%g" y="%.1f" text-anchor="end">%s</text>`, padL-3, y+3, tick(ymax*float64(k)/plotNumberOfTicksY, unit))
 	}
-	fmt.Fprintf(&b, `<text class="tick" x="%g" y="%g">%s</text>`, padL, plotH-4, plotMinutesLabel)
+	fmt.Fprintf(&b, `<text class="tick" x="%g" y="%g">%s</text>`, padL, plotH-4, since)
 	fmt.Fprintf(&b, `<text class="tick" x="%g" y="%g" text-anchor="end">%s</text>`, plotW-padR, plotH-4, plotNowLabel)
 	for _, s := range ss {
 		var pts []string
@@ -104,6 +103,9 @@ func tick(v float64, unit string) string {
 // plots are the console's three plots of the last hour, and its totals.
 type plots struct {
 	Calls, Latency, Errors template.HTML
+	// Day is the last day's plot (nil without one); DayCalls its total.
+	Day      template.HTML
+	DayCalls int64
 	// Totals over the hour: what the plots add up to.
 	TotalCalls, TotalErrors, TotalRefused, TotalHits int64
 	// LastP50 and LastP95 are those of the latest minute with calls.
@@ -136,10 +138,25 @@ func drawPlots(pts []telemetry.Point) plots {
 		}
 	}
 	// A minute of nothing is a point at zero for counts, and no point for latency.
-	out.Calls = svgPlot("plot-calls", "Tool calls per minute, and memory hits", "", calls, hits)
-	out.Latency = svgPlot("plot-latency", "Latency p50 and p95 (ms) per minute", "ms", p50, p95)
-	out.Errors = svgPlot("plot-errors", "Errors and refusals per minute", "", errs, refused)
+	out.Calls = svgPlot("plot-calls", "Tool calls per minute, and memory hits", "", "-60m", calls, hits)
+	out.Latency = svgPlot("plot-latency", "Latency p50 and p95 (ms) per minute", "ms", "-60m", p50, p95)
+	out.Errors = svgPlot("plot-errors", "Errors and refusals per minute", "", "-60m", errs, refused)
 	return out
+}
+
+// drawDay is the last day's plot: calls, errors and p95 latency are too
+// different in scale for one axis, so calls and errors per hour.
+func drawDay(pts []telemetry.Point) (template.HTML, int64) {
+	n := len(pts)
+	calls := series{name: "calls", class: "s1", v: make([]float64, n), ok: make([]bool, n)}
+	errs := series{name: "errors", class: "s3", v: make([]float64, n), ok: make([]bool, n)}
+	var total int64
+	for i, p := range pts {
+		total += p.Calls
+		calls.v[i], calls.ok[i] = float64(p.Calls), true
+		errs.v[i], errs.ok[i] = float64(p.Errors), true
+	}
+	return svgPlot("plot-day", "Tool calls and errors per hour, the last day", "", "-24h", calls, errs), total
 }
 
 // short writes d to about three significant digits.

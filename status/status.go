@@ -56,6 +56,8 @@ type Sources struct {
 	// Timeline is the last hour of calls, minute by minute (the plots); nil
 	// draws none.
 	Timeline func() []telemetry.Point
+	// Day is the last day, hour by hour; nil draws no day plot.
+	Day func() []telemetry.Point
 	// Recent returns the latest decisions m selects, newest first (the trail
 	// view); nil shows none.
 	Recent func(m audit.Match, limit int) []audit.Entry
@@ -255,6 +257,9 @@ func build(ctx context.Context, src Sources) view {
 
 	if src.Timeline != nil {
 		p := drawPlots(src.Timeline())
+		if src.Day != nil {
+			p.Day, p.DayCalls = drawDay(src.Day())
+		}
 		v.Plots = &p
 	}
 	if src.Refusals == nil {
