@@ -87,7 +87,10 @@ func TestConsoleInChromium(t *testing.T) {
 			t.Errorf("#%s is %v, /metrics says %v", c.id, got, c.want)
 		}
 	}
-	for _, plot := range []string{"plot-calls", "plot-latency", "plot-errors"} {
+	if day := number("day-calls"); day != sumMetric(metrics, "nexus_calls_total", "") {
+		t.Errorf("the day's plot counts %v calls, /metrics %v", day, sumMetric(metrics, "nexus_calls_total", ""))
+	}
+	for _, plot := range []string{"plot-calls", "plot-latency", "plot-errors", "plot-day"} {
 		svg := regexp.MustCompile(`(?s)<svg[^>]*id="` + plot + `".*?</svg>`).FindString(dom)
 		if !regexp.MustCompile(`<circle class="pt s\d"[^>]*data-v="[1-9]`).MatchString(svg) {
 			t.Errorf("%s has no point above zero:\n%s", plot, svg)
