@@ -32,6 +32,9 @@ type observation struct {
 	recent *audit.Recent
 	// export is audit.export's file, nil without one.
 	export *audit.Exporter
+	// logs sends the same entries as OpenTelemetry log records where tracing
+	// is configured; nil otherwise.
+	logs   *telemetry.AuditLogs
 	redact func([]byte) []byte
 	// text redacts what people and scrapers read: the status page, metric labels.
 	text func(string) string
@@ -76,6 +79,14 @@ func observe(ctx context.Context, cfg *config.Config, e Env, metrics bool) *obse
 		} else {
 			o.store = store
 			o.trail = audit.NewWriter(store, audit.WriterOptions{Logger: e.Logger, MaxAge: cfg.Audit.Age(), MaxBytes: cfg.Audit.Bytes()})
+		}
+	}
+	if cfg.Audit.On() {
+		if l, err := telemetry.NewAuditLogs(cfg.Tracing.Endpoint, aggregation.Version, e.Logger); err != nil {
+			e.Logger.Warn("audit log records are off for this run", "err", err)
+		} else if l != nil {
+			o.logs = l
+			e.Logger.Info("audit: records are also sent as OpenTelemetry logs", "url", l.URL())
 		}
 	}
 	tr, err := telemetry.NewTracing(ctx, cfg.Tracing.Endpoint, aggregation.Version)
@@ -153,10 +164,13 @@ func (o *observation) Observe(c *aggregation.Call) {
 	kept := o.trail != nil && audited(c)
 	// The arguments are redacted and hashed only for a record that is kept or
 	// exported: the console's ring shows neither, and a read's path stays cheap.
-	r := o.record(c, kept || o.export != nil)
+	r := o.record(c, kept || o.export != nil || o.logs != nil)
 	e := r.Entry()
 	if o.export != nil {
 		o.export.Add(e)
+	}
+	if o.logs != nil {
+		o.logs.Add(e)
 	}
 	e.Arguments = nil // the console shows the hash: the ring holds no arguments
 	o.recent.Add(e)
@@ -246,6 +260,9 @@ func (o *observation) Close() {
 	}
 	if o.export != nil {
 		_ = o.export.Close()
+	}
+	if o.logs != nil {
+		o.logs.Close()
 	}
 	if o.tracing != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
