@@ -139,6 +139,7 @@ type sent struct {
 // piece. It returns the raw result object or a JSON-RPC error.
 func (g *Gateway) callTool(ctx context.Context, from *caller, agent string, p callParams) (raw json.RawMessage, rpcErr *RPCError) {
 	rec := Call{Start: time.Now(), Method: "tools/call", Agent: agent, Requested: p.Name, Arguments: p.Arguments}
+	rec.by(from.session())
 	defer func() {
 		rec.finish(raw, rpcErr)
 		g.observe(&rec)

@@ -59,6 +59,7 @@ type clientMeta struct {
 	hasVersion bool
 	caps       json.RawMessage // the clientCapabilities object; nil when absent
 	clientName string
+	clientVer  string
 	level      string
 	hasLevel   bool
 	// params are the request's params without the protocol fields, which describe
@@ -134,10 +135,11 @@ func (m *clientMeta) read(meta map[string]json.RawMessage) {
 	}
 	if raw, ok := meta[metaClientInfo]; ok {
 		var info struct {
-			Name string `json:"name"`
+			Name    string `json:"name"`
+			Version string `json:"version"`
 		}
 		_ = json.Unmarshal(raw, &info) // optional, and only a hint
-		m.clientName = info.Name
+		m.clientName, m.clientVer = info.Name, info.Version
 	}
 	if raw, ok := meta[metaLogLevel]; ok {
 		m.hasLevel = true

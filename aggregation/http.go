@@ -37,6 +37,9 @@ type HTTPOptions struct {
 	// Pages are more read-only handlers served beside /mcp (e.g. "/metrics", "/"),
 	// behind Guard: to authenticated agents, or to anyone when status.public.
 	Pages map[string]http.Handler
+	// Actions are handlers that change state from the console (console.go), behind
+	// GuardAction: POST only, with a token or a login, from this gateway's origin.
+	Actions map[string]http.Handler
 }
 
 // Timeouts of the HTTP server that the front runs under (NewHTTPServer). A response
@@ -76,6 +79,9 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) http.Handler {
 	mux.Handle("/mcp", h)
 	for pattern, page := range opts.Pages {
 		mux.Handle(pattern, g.Guard(page))
+	}
+	for pattern, action := range opts.Actions {
+		mux.Handle(pattern, g.GuardAction(action))
 	}
 	if len(opts.Pages) > 0 {
 		mux.Handle(loginPath, g.LoginPage())

@@ -73,9 +73,7 @@ func initialize(ctx context.Context, s *session, params json.RawMessage, _ sink)
 			Elicitation json.RawMessage `json:"elicitation"`
 			Roots       json.RawMessage `json:"roots"`
 		} `json:"capabilities"`
-		ClientInfo struct {
-			Name string `json:"name"`
-		} `json:"clientInfo"`
+		ClientInfo clientInfo `json:"clientInfo"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("initialize params: %v", err)}
@@ -83,7 +81,7 @@ func initialize(ctx context.Context, s *session, params json.RawMessage, _ sink)
 	declared := func(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
 	s.caps = clientCaps{sampling: declared(p.Capabilities.Sampling), elicitation: declared(p.Capabilities.Elicitation), roots: declared(p.Capabilities.Roots)}
 	s.caps.declared = forwardedCaps(p.Capabilities.Sampling, p.Capabilities.Elicitation, p.Capabilities.Roots)
-	s.agent = s.preset
+	s.agent, s.client = s.preset, p.ClientInfo
 	if s.agent == "" && s.front == frontStdio {
 		s.agent = agentHint(p.ClientInfo.Name)
 	}

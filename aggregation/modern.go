@@ -163,6 +163,7 @@ func (g *Gateway) checkCallHeaders(ctx context.Context, agent string, params jso
 func (g *Gateway) requestSession(front, agent string, meta clientMeta, r sink) *session {
 	s := g.newSession(front, agent, discard{})
 	s.modern, s.agent, s.caps = true, agent, meta.capabilities()
+	s.client = clientInfo{meta.clientName, meta.clientVer}
 	if lvl, ok := levelIndex(meta.level); ok && meta.hasLevel {
 		s.level.Store(int32(lvl))
 		s.out = logSink{r}

@@ -62,6 +62,12 @@ type Call struct {
 	// Arguments are the client's arguments, as sent (not redacted: an observer that
 	// keeps them redacts them). Only valid during Observe.
 	Arguments json.RawMessage
+	// Session is the client's session id, or the request's id for a stateless
+	// (2026-07-28) request; Client and ClientVersion what the client said it
+	// is. All "" for a call without a client session.
+	Session, Client, ClientVersion string
+	// Revision is the revision of the policy that decided (policy.Policy.Revision).
+	Revision string
 }
 
 // Observer receives every finished call. Observe runs on the call's goroutine after
@@ -96,7 +102,7 @@ func (g *Gateway) knownAgent(agent string) bool {
 
 // decided copies a policy decision into the record.
 func (c *Call) decided(d policy.Decision) {
-	c.Decided, c.Allowed, c.Rule, c.Origin, c.Source = true, d.Allowed, d.Rule, d.Origin, d.Source
+	c.Decided, c.Allowed, c.Rule, c.Origin, c.Source, c.Revision = true, d.Allowed, d.Rule, d.Origin, d.Source, d.Revision
 	if !d.Allowed {
 		c.Outcome = OutcomeRefused
 	}

@@ -55,6 +55,8 @@ type session struct {
 	// ends the session.
 	credential string
 	out        sink // unsolicited messages: list changes, logs, resource updates
+	// client is what the client said it is (initialize, or a modern request's _meta).
+	client clientInfo
 
 	ready atomic.Bool // initialize answered; agent and caps are set
 	agent string

@@ -160,6 +160,7 @@ func (tr *taskRoutes) sweep(now time.Time) {
 func (g *Gateway) callTask(ctx context.Context, c *caller, p callParams) (raw json.RawMessage, rpcErr *RPCError) {
 	s := c.s
 	rec := &Call{Start: time.Now(), Method: "tools/call", Agent: s.agent, Requested: p.Name, Arguments: p.Arguments}
+	rec.by(s)
 	defer func() {
 		rec.finish(raw, rpcErr)
 		g.observe(rec)

@@ -31,6 +31,8 @@ import (
 
 // Record is one audited call.
 type Record struct {
+	// ID orders the records of a store (Filter.After); 0 for one not read from a store.
+	ID     int64     `json:"-"`
 	Time   time.Time `json:"time"`
 	Agent  string    `json:"agent"`
 	Method string    `json:"method"` // tools/call, prompts/get, resources/read...
@@ -45,16 +47,28 @@ type Record struct {
 	Outcome  string        `json:"outcome"`
 	Duration time.Duration `json:"duration_ns"`
 	Memory   string        `json:"memory,omitempty"` // hit, semantic_hit, miss, bypass; "" when memory was not asked
-	// Arguments are kept only when the config asks ("audit": {"arguments": true}),
-	// already redacted.
-	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Arguments are kept only when the config asks ("audit": {"arguments":
+	// "redacted"}), already redacted. ArgumentsHash is the hex SHA-256 of the
+	// redacted arguments, kept always.
+	Arguments     json.RawMessage `json:"arguments,omitempty"`
+	ArgumentsHash string          `json:"arguments_sha256,omitempty"`
+	// Session is the client's session (or "request ID" of a stateless request);
+	// Client and ClientVersion what the client said it is.
+	Session       string `json:"session,omitempty"`
+	Client        string `json:"client,omitempty"`
+	ClientVersion string `json:"client_version,omitempty"`
+	// Revision is the revision of the policy that decided.
+	Revision string `json:"policy_revision,omitempty"`
+	// Child is the time the child took (zero when it was not asked).
+	Child time.Duration `json:"child_ns,omitempty"`
 }
 
 // size is what a record is counted as against the store's size bound: its text
 // plus a fixed overhead for the row and its indexes.
 func (r *Record) size() int64 {
 	return int64(128 + len(r.Agent) + len(r.Method) + len(r.Tool) + len(r.Server) + len(r.Rule) +
-		len(r.Origin) + len(r.Source) + len(r.Outcome) + len(r.Memory) + len(r.Arguments))
+		len(r.Origin) + len(r.Source) + len(r.Outcome) + len(r.Memory) + len(r.Arguments) +
+		len(r.ArgumentsHash) + len(r.Session) + len(r.Client) + len(r.ClientVersion) + len(r.Revision))
 }
 
 // Store is an audit trail in SQLite or PostgreSQL. It is safe for concurrent use.
@@ -142,7 +156,28 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("audit: creating the table in %s: %w", s.where, err)
 		}
 	}
+	// Columns added since the first schema: a trail written by an earlier
+	// version gains them, its old rows read as empty.
+	for _, col := range addedColumns {
+		q := `ALTER TABLE ` + table + ` ADD COLUMN ` + col
+		if s.postgres {
+			q = `ALTER TABLE ` + table + ` ADD COLUMN IF NOT EXISTS ` + col
+		}
+		if _, err := s.db.ExecContext(ctx, q); err != nil && !strings.Contains(err.Error(), "duplicate column") {
+			return fmt.Errorf("audit: adding a column to %s: %w", s.where, err)
+		}
+	}
 	return nil
+}
+
+// addedColumns are the columns of records since the first schema.
+var addedColumns = []string{
+	`arguments_sha256 TEXT NOT NULL DEFAULT ''`,
+	`session TEXT NOT NULL DEFAULT ''`,
+	`client TEXT NOT NULL DEFAULT ''`,
+	`client_version TEXT NOT NULL DEFAULT ''`,
+	`policy_revision TEXT NOT NULL DEFAULT ''`,
+	`child_us BIGINT NOT NULL DEFAULT 0`,
 }
 
 // rebind turns ? placeholders into PostgreSQL's $1, $2...
@@ -167,7 +202,8 @@ func (s *Store) rebind(q string) string {
 // would cost most of a batch's time in the driver, not in the database.
 const insertRows = 64
 
-const insertColumns = "(at, agent, method, tool, server, refused, rule, origin, source, outcome, duration_us, memory, arguments, size)"
+const insertColumns = "(at, agent, method, tool, server, refused, rule, origin, source, outcome, duration_us, memory, arguments, size, " +
+	"arguments_sha256, session, client, client_version, policy_revision, child_us)"
 
 // Write appends records in one transaction: one commit per batch, a few
 // multi-row INSERTs.
@@ -183,7 +219,7 @@ func (s *Store) Write(ctx context.Context, recs []Record) error {
 		return fmt.Errorf("audit: writing to %s: %w", s.where, err)
 	}
 	defer tx.Rollback()
-	args := make([]any, 0, 14*min(len(recs), insertRows))
+	args := make([]any, 0, 20*min(len(recs), insertRows))
 	for chunk := range slices.Chunk(recs, insertRows) {
 		var q strings.Builder
 		q.WriteString("INSERT INTO " + table + " " + insertColumns + " VALUES ")
@@ -193,7 +229,7 @@ func (s *Store) Write(ctx context.Context, recs []Record) error {
 			if i > 0 {
 				q.WriteByte(',')
 			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			var arguments sql.NullString
 			if len(r.Arguments) > 0 {
 				arguments = sql.NullString{String: string(r.Arguments), Valid: true}
@@ -203,7 +239,8 @@ func (s *Store) Write(ctx context.Context, recs []Record) error {
 				refused = 1
 			}
 			args = append(args, r.Time.UnixMicro(), r.Agent, r.Method, r.Tool, r.Server, refused, r.Rule, r.Origin, r.Source,
-				r.Outcome, r.Duration.Microseconds(), r.Memory, arguments, r.size())
+				r.Outcome, r.Duration.Microseconds(), r.Memory, arguments, r.size(),
+				r.ArgumentsHash, r.Session, r.Client, r.ClientVersion, r.Revision, r.Child.Microseconds())
 		}
 		if _, err := tx.ExecContext(ctx, s.rebind(q.String()), args...); err != nil {
 			return fmt.Errorf("audit: writing to %s: %w", s.where, err)
@@ -259,6 +296,9 @@ type Filter struct {
 	Since   time.Time
 	Refused bool // refusals only
 	Limit   int  // the newest Limit records (default 100)
+	// After selects records written after the one of this ID (Record.ID): for
+	// following the trail.
+	After int64
 }
 
 // Query returns the records f selects, newest first.
@@ -279,13 +319,17 @@ func (s *Store) Query(ctx context.Context, f Filter) ([]Record, error) {
 	if f.Refused {
 		where = append(where, "refused = 1")
 	}
+	if f.After > 0 {
+		where, args = append(where, "id > ?"), append(args, f.After)
+	}
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
 	if err := s.ensure(ctx); err != nil {
 		return nil, err
 	}
-	q := `SELECT at, agent, method, tool, server, refused, rule, origin, source, outcome, duration_us, memory, arguments FROM ` + table
+	q := `SELECT id, at, agent, method, tool, server, refused, rule, origin, source, outcome, duration_us, memory, arguments,
+		arguments_sha256, session, client, client_version, policy_revision, child_us FROM ` + table
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -298,13 +342,15 @@ func (s *Store) Query(ctx context.Context, f Filter) ([]Record, error) {
 	var out []Record
 	for rows.Next() {
 		var r Record
-		var at, us int64
+		var at, us, childUS int64
 		var refused int
 		var argsText sql.NullString
-		if err := rows.Scan(&at, &r.Agent, &r.Method, &r.Tool, &r.Server, &refused, &r.Rule, &r.Origin, &r.Source, &r.Outcome, &us, &r.Memory, &argsText); err != nil {
+		if err := rows.Scan(&r.ID, &at, &r.Agent, &r.Method, &r.Tool, &r.Server, &refused, &r.Rule, &r.Origin, &r.Source, &r.Outcome, &us, &r.Memory, &argsText,
+			&r.ArgumentsHash, &r.Session, &r.Client, &r.ClientVersion, &r.Revision, &childUS); err != nil {
 			return nil, fmt.Errorf("audit: reading %s: %w", s.where, err)
 		}
 		r.Time, r.Duration, r.Refused = time.UnixMicro(at), time.Duration(us)*time.Microsecond, refused == 1
+		r.Child = time.Duration(childUS) * time.Microsecond
 		if argsText.Valid {
 			r.Arguments = json.RawMessage(argsText.String)
 		}

@@ -46,7 +46,7 @@ func TestProblemsLocatedAndNamed(t *testing.T) {
 		{"postgres without dsn", `{"memory": {"backend": "postgres"}}`,
 			[]string{`f.json:1:13: memory.backend: the postgres backend needs "dsn", e.g. "${env:NEXUS_PG_DSN}"`}},
 		{"bad audit key", `{"audit": {"argument": true}}`,
-			[]string{`f.json:1:12: audit.argument: unknown key "argument" (did you mean "arguments"?); valid keys: enabled, arguments, maxAge, maxBytes`}},
+			[]string{`f.json:1:12: audit.argument: unknown key "argument" (did you mean "arguments"?); valid keys: enabled, arguments, export, maxAge, maxBytes`}},
 		{"bad audit age", `{"audit": {"maxAge": "a week"}}`,
 			[]string{`f.json:1:12: audit.maxAge: "a week" is not a duration (write e.g. 30s, 5m, 12h or 1d)`}},
 		{"tiny audit", `{"audit": {"maxBytes": 10}}`,

@@ -21,6 +21,8 @@ type Decision struct {
 	Origin string
 	// Source is where Origin was configured (Config.Sources), or "" if unknown.
 	Source string
+	// Revision is the revision of the policy that decided (Policy.Revision).
+	Revision string
 
 	denied       uint8 // bit k set: an entry of kind k denies the tool
 	allowMatched bool  // some allow entry matches, even if a deny entry won
@@ -47,7 +49,7 @@ func (p *Policy) DecideItem(agent, srv, name string) Decision {
 	if name != "" && canonical(srv+"."+name) {
 		return r.decide(agent, Tool{Name: srv + "." + name, ReadOnly: true})
 	}
-	d := Decision{Agent: agent, Tool: srv + ".*", Origin: r.origin, Source: r.source, allows: r.allows}
+	d := Decision{Agent: agent, Tool: srv + ".*", Origin: r.origin, Source: r.source, Revision: r.revision, allows: r.allows}
 	if !validServer(srv) {
 		d.Rule, d.malformed = "not a valid server name", true
 		return d
@@ -56,7 +58,7 @@ func (p *Policy) DecideItem(agent, srv, name string) Decision {
 }
 
 func (r *rules) decide(agent string, t Tool) Decision {
-	d := Decision{Agent: agent, Tool: t.Name, Origin: r.origin, Source: r.source, allows: r.allows}
+	d := Decision{Agent: agent, Tool: t.Name, Origin: r.origin, Source: r.source, Revision: r.revision, allows: r.allows}
 	if !canonical(t.Name) {
 		d.Rule, d.malformed = "not a canonical <server>.<tool> name", true
 		return d

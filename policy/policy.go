@@ -24,6 +24,9 @@
 package policy
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -119,8 +122,9 @@ func (e *Error) Error() string {
 // Policy is a compiled Config. It is immutable and safe for concurrent use; to change the
 // policy, compile a new Config and swap the pointer.
 type Policy struct {
-	def    *rules
-	agents map[string]*rules
+	def      *rules
+	agents   map[string]*rules
+	revision string
 }
 
 // Compile checks the syntax of cfg and compiles it. It refuses empty and duplicate entries,
@@ -145,5 +149,27 @@ func Compile(cfg Config) (*Policy, error) {
 	if len(probs) > 0 {
 		return nil, &Error{probs}
 	}
+	p.revision = revisionOf(cfg)
+	p.def.revision = p.revision
+	for _, r := range p.agents {
+		r.revision = p.revision
+	}
 	return p, nil
+}
+
+// Revision names what the policy says: the first 12 hex digits of the SHA-256 of
+// its rules (the default, built-in or not, and each agent's, in a canonical JSON
+// form). Two gateways with the same rules have the same revision; any edit of a
+// rule changes it; where a rule was written (Sources) does not. The audit
+// record carries it, so that a decision can be traced to the rules in force.
+func (p *Policy) Revision() string { return p.revision }
+
+func revisionOf(cfg Config) string {
+	canon := struct {
+		Default Rules            `json:"default"`
+		Agents  map[string]Rules `json:"agents"`
+	}{EffectiveDefault(cfg), cfg.Agents}
+	b, _ := json.Marshal(canon) // maps marshal in key order
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:6])
 }

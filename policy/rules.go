@@ -14,6 +14,8 @@ type rules struct {
 	source string // where origin was configured, if known
 	allows string // what the policy allows, for refusals: "default allows @readonly only"
 	list   Rules  // as written, for Check
+	// revision is the policy's (Policy.Revision), stamped on each decision.
+	revision string
 
 	exact    map[string]match // by canonical tool name
 	servers  map[string]match // by server name, for "<server>.*"

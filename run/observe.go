@@ -12,6 +12,7 @@ import (
 	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/audit"
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/pins"
 	"github.com/nexus-mcp/nexus/status"
 	"github.com/nexus-mcp/nexus/telemetry"
 )
@@ -25,11 +26,22 @@ type observation struct {
 	store   *audit.Store       // nil when the trail is off or could not be opened
 	trail   *audit.Writer
 	tracing *telemetry.Tracing // nil when tracing is off
-	redact  func([]byte) []byte
+	// timeline is the last hour of calls, minute by minute, for the console.
+	timeline *telemetry.Timeline
+	// recent are the latest decisions, every one, for the console's trail view.
+	recent *audit.Recent
+	// export is audit.export's file, nil without one.
+	export *audit.Exporter
+	// logs sends the same entries as OpenTelemetry log records where tracing
+	// is configured; nil otherwise.
+	logs   *telemetry.AuditLogs
+	redact func([]byte) []byte
 	// text redacts what people and scrapers read: the status page, metric labels.
 	text func(string) string
 	// cfg is the config in force (it changes on reload), for audit.arguments.
 	cfg func() *config.Config
+	// home is NEXUS_HOME, where the console's approvals write the pin file.
+	home string
 }
 
 // observe builds what cfg and the command ask for. Nothing here may stop the
@@ -37,7 +49,26 @@ type observation struct {
 // and the gateway runs without it.
 func observe(ctx context.Context, cfg *config.Config, e Env, metrics bool) *observation {
 	red := e.redactor()
-	o := &observation{redact: red.JSON, text: red.String, cfg: func() *config.Config { return cfg }}
+	o := &observation{redact: red.JSON, text: red.String, cfg: func() *config.Config { return cfg },
+		timeline: telemetry.NewTimeline(), recent: audit.NewRecent(recentEntries), home: e.Home}
+	if x := cfg.Audit.Export; x.Path != "" {
+		path := x.Path
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(e.Home, path)
+		}
+		maxBytes, keep := x.MaxBytes, x.Keep
+		if maxBytes == 0 {
+			maxBytes = config.DefaultAuditExportMaxBytes
+		}
+		if keep == 0 {
+			keep = config.DefaultAuditExportKeep
+		}
+		if ex, err := audit.NewExporter(path, maxBytes, keep, e.Logger); err != nil {
+			e.Logger.Warn("the audit export is off for this run", "err", err)
+		} else {
+			o.export = ex
+		}
+	}
 	if metrics {
 		o.metrics = telemetry.NewMetrics(o.text)
 	}
@@ -48,6 +79,14 @@ func observe(ctx context.Context, cfg *config.Config, e Env, metrics bool) *obse
 		} else {
 			o.store = store
 			o.trail = audit.NewWriter(store, audit.WriterOptions{Logger: e.Logger, MaxAge: cfg.Audit.Age(), MaxBytes: cfg.Audit.Bytes()})
+		}
+	}
+	if cfg.Audit.On() {
+		if l, err := telemetry.NewAuditLogs(cfg.Tracing.Endpoint, aggregation.Version, e.Logger); err != nil {
+			e.Logger.Warn("audit log records are off for this run", "err", err)
+		} else if l != nil {
+			o.logs = l
+			e.Logger.Info("audit: records are also sent as OpenTelemetry logs", "url", l.URL())
 		}
 	}
 	tr, err := telemetry.NewTracing(ctx, cfg.Tracing.Endpoint, aggregation.Version)
@@ -108,25 +147,59 @@ func (o *observation) attach(g *aggregation.Gateway) {
 	}
 }
 
-// Observe is the gateway's observer: metrics for every call, the trail for a
-// refusal or an allowed call of a tool that is not read-only.
+// recentEntries bounds the decisions the console's trail view keeps in memory.
+const recentEntries = 1000
+
+// Observe is the gateway's observer: metrics and the timeline for every call;
+// every decision to the console's recent entries and to audit.export; the
+// trail for a refusal or an allowed call of a tool that is not read-only.
 func (o *observation) Observe(c *aggregation.Call) {
 	if o.metrics != nil {
 		o.metrics.Observe(c)
 	}
-	if o.trail == nil || !audited(c) {
+	o.timeline.Observe(c)
+	if !c.Decided {
 		return
 	}
-	r := audit.Record{Time: c.Start, Agent: c.Agent, Method: c.Method, Tool: c.Tool, Server: c.Server,
-		Refused: c.Outcome == aggregation.OutcomeRefused, Rule: c.Rule, Origin: c.Origin, Source: c.Source,
-		Outcome: string(c.Outcome), Duration: c.Duration, Memory: c.Memory}
+	kept := o.trail != nil && audited(c)
+	// The arguments are redacted and hashed only for a record that is kept or
+	// exported: the console's ring shows neither, and a read's path stays cheap.
+	r := o.record(c, kept || o.export != nil || o.logs != nil)
+	e := r.Entry()
+	if o.export != nil {
+		o.export.Add(e)
+	}
+	if o.logs != nil {
+		o.logs.Add(e)
+	}
+	e.Arguments = nil // the console shows the hash: the ring holds no arguments
+	o.recent.Add(e)
+	if kept {
+		o.trail.Add(r)
+	}
+}
+
+// record is c as the trail keeps it. Every text a child or a client chose
+// passes the redactor; the arguments are hashed after redaction, and kept only
+// with audit.arguments "redacted". Nothing of the answer is kept but its
+// outcome: a child's output and error text never reach a record.
+func (o *observation) record(c *aggregation.Call, arguments bool) audit.Record {
+	t := o.text
+	r := audit.Record{Time: c.Start, Agent: t(c.Agent), Method: c.Method, Tool: t(c.Tool), Server: t(c.Server),
+		Refused: c.Outcome == aggregation.OutcomeRefused, Rule: t(c.Rule), Origin: t(c.Origin), Source: t(c.Source),
+		Outcome: string(c.Outcome), Duration: c.Duration, Child: c.Child, Memory: c.Memory,
+		Session: t(c.Session), Client: t(c.Client), ClientVersion: t(c.ClientVersion), Revision: c.Revision}
 	if r.Tool == "" {
-		r.Tool = c.Requested
+		r.Tool = t(c.Requested)
 	}
-	if len(c.Arguments) > 0 && o.cfg().Audit.Arguments {
-		r.Arguments = o.redact(append([]byte(nil), c.Arguments...))
+	if arguments && len(c.Arguments) > 0 {
+		redacted := o.redact(append([]byte(nil), c.Arguments...))
+		r.ArgumentsHash = audit.HashArguments(redacted)
+		if o.cfg().Audit.Arguments.Redacted() {
+			r.Arguments = redacted
+		}
 	}
-	o.trail.Add(r)
+	return r
 }
 
 // audited says which calls the trail keeps: every refusal, and every call the
@@ -139,9 +212,19 @@ func audited(c *aggregation.Call) bool {
 	return !c.Allowed || !c.ReadOnly
 }
 
-// pages are the read-only pages served beside /mcp, or on --metrics' address.
-func (o *observation) pages(g *aggregation.Gateway) map[string]http.Handler {
-	src := status.Sources{Gateway: g, Redact: o.text}
+// console is what the console shows and may change.
+func (o *observation) console(g *aggregation.Gateway) status.Sources {
+	src := status.Sources{Gateway: g, Redact: o.text, Timeline: o.timeline.Points, Day: o.timeline.Hours, Recent: o.recent.List,
+		ClearMemory: func(ctx context.Context) (int64, error) { return g.Memory().Clear(ctx, "", "") },
+		Approve: func(_ context.Context, server string) (int, error) {
+			var done []pins.Change
+			_, err := pins.Update(pins.Path(o.home), func(f *pins.File) (bool, error) {
+				var err error
+				done, err = pins.Approve(f, server, nil)
+				return err == nil, err
+			})
+			return len(done), err
+		}}
 	if o.store != nil {
 		src.Refusals = func(ctx context.Context, limit int) ([]audit.Record, error) {
 			if err := o.trail.Flush(ctx); err != nil {
@@ -150,6 +233,17 @@ func (o *observation) pages(g *aggregation.Gateway) map[string]http.Handler {
 			return o.store.Query(ctx, audit.Filter{Refused: true, Limit: limit})
 		}
 	}
+	return src
+}
+
+// actions are the console's state-changing handlers (behind GuardAction).
+func (o *observation) actions(g *aggregation.Gateway) map[string]http.Handler {
+	return status.Actions(o.console(g))
+}
+
+// pages are the read-only pages served beside /mcp, or on --metrics' address.
+func (o *observation) pages(g *aggregation.Gateway) map[string]http.Handler {
+	src := o.console(g)
 	out := map[string]http.Handler{"/": status.Handler(src)}
 	if o.metrics != nil {
 		out["/metrics"] = o.metrics.Handler()
@@ -163,6 +257,12 @@ func (o *observation) Close() {
 	if o.trail != nil {
 		_ = o.trail.Close()
 		_ = o.store.Close()
+	}
+	if o.export != nil {
+		_ = o.export.Close()
+	}
+	if o.logs != nil {
+		o.logs.Close()
 	}
 	if o.tracing != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -85,7 +85,8 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	if ls.http == nil {
 		return serveStdio(ctx, opts, g)
 	}
-	srv := aggregation.NewHTTPServer(g.HTTPHandler(aggregation.HTTPOptions{RequireToken: ls.requireToken, Pages: g.obs.pages(g.Gateway)}))
+	srv := aggregation.NewHTTPServer(g.HTTPHandler(aggregation.HTTPOptions{RequireToken: ls.requireToken, Pages: g.obs.pages(g.Gateway),
+		Actions: g.obs.actions(g.Gateway)}))
 	shutdownWhenDone(ctx, srv, &workers)
 	if opts.Listening != nil {
 		opts.Listening("http", ls.http.Addr())
@@ -200,6 +201,9 @@ func serveMetrics(ctx context.Context, opts ServeOptions, g *Runtime, l net.List
 	mux := http.NewServeMux()
 	for pattern, h := range g.obs.pages(g.Gateway) {
 		mux.Handle(pattern, g.Guard(h))
+	}
+	for pattern, h := range g.obs.actions(g.Gateway) {
+		mux.Handle(pattern, g.GuardAction(h))
 	}
 	mux.Handle("/login", g.LoginPage())
 	msrv := aggregation.NewHTTPServer(mux)

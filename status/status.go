@@ -1,7 +1,13 @@
-// Package status serves the gateway's status page: its servers and their state,
-// the tools of each, what each agent's policy lets it call, how often memory
-// answered, and the latest refusals. The page is read-only HTML rendered on the
-// server from an embedded html/template: nothing to build, no script.
+// Package status serves the gateway's console: its servers and their state, the
+// last hour of calls, latency and errors as plots, what memory saved, what each
+// agent's policy lets it call (grouped by server, with the deciding rule), and
+// a filterable view of the recent audit trail. The page is HTML rendered on the
+// server from an embedded html/template, its plots inline SVG drawn in Go:
+// nothing to build, no script, no CDN; it works offline.
+//
+// The few actions (clearing memory, approving held tools) are forms that POST
+// to Actions, behind aggregation.Gateway.GuardAction and a CSRF token bound to
+// the credential the page was read with (console.go).
 package status
 
 import (
@@ -18,6 +24,7 @@ import (
 	"github.com/nexus-mcp/nexus/audit"
 	"github.com/nexus-mcp/nexus/memory"
 	"github.com/nexus-mcp/nexus/policy"
+	"github.com/nexus-mcp/nexus/telemetry"
 )
 
 //go:embed page.html
@@ -26,7 +33,14 @@ var files embed.FS
 // page is parsed once; a template is immutable once parsed and safe for
 // concurrent use.
 var page = template.Must(template.New("page.html").Funcs(template.FuncMap{
-	"ago": func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
+	"ago":      func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
+	"outcomes": func() []string { return []string{"ok", "tool_error", "rpc_error", "refused", "timeout"} },
+	"clock": func(s string) string { // an entry's RFC 3339 time as hh:mm:ss
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			return t.UTC().Format("15:04:05")
+		}
+		return s
+	},
 }).ParseFS(files, "page.html"))
 
 // Sources are what the page shows.
@@ -39,6 +53,18 @@ type Sources struct {
 	// redactor: a child's handshake error may hold the key it was given, a tool
 	// may be named after one); nil shows text as it is.
 	Redact func(string) string
+	// Timeline is the last hour of calls, minute by minute (the plots); nil
+	// draws none.
+	Timeline func() []telemetry.Point
+	// Day is the last day, hour by hour; nil draws no day plot.
+	Day func() []telemetry.Point
+	// Recent returns the latest decisions m selects, newest first (the trail
+	// view); nil shows none.
+	Recent func(m audit.Match, limit int) []audit.Entry
+	// ClearMemory empties memory; Approve approves the tools a server's pins
+	// hold. nil offers no such action.
+	ClearMemory func(ctx context.Context) (int64, error)
+	Approve     func(ctx context.Context, server string) (int, error)
 }
 
 // Handler serves the page at "/" (any other path is 404). Guard it: it shows
@@ -50,12 +76,15 @@ func Handler(src Sources) http.Handler {
 			return
 		}
 		data := build(r.Context(), src)
+		data.filter(r, src)
+		data.actions(r, src)
 		if src.Redact != nil {
 			data.redact(src.Redact)
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+		w.Header().Set("X-Frame-Options", "DENY")
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
 		if err := page.Execute(w, data); err != nil {
 			http.Error(w, "rendering the status page: "+err.Error(), http.StatusInternalServerError)
 		}
@@ -73,6 +102,19 @@ type view struct {
 	// RefusalsNote says why there are no refusals to show, when it is not that
 	// there were none.
 	RefusalsNote string
+	// Plots are the last hour's; nil without a timeline.
+	Plots *plots
+	// Trail is the recent decisions the filter Match selects; Agents named
+	// for the filter's choice; TrailOn says there is a trail view at all.
+	Trail   []audit.Entry
+	Match   audit.Match
+	TrailOn bool
+	// CSRF is the token the action forms carry, "" when the page was read
+	// without a credential (status.public): then no action is offered.
+	CSRF                 string
+	CanClear, CanApprove bool
+	// Done says what the last action did (from its redirect).
+	Done string
 }
 
 type server struct {
@@ -85,10 +127,26 @@ type agent struct {
 	Policy  string // the policy that applies: policy.agents.NAME, policy.default...
 	Allowed []string
 	Refused int
+	// Groups are its tools by server, each with the rule that decided it.
+	Groups []group
 	// Mode is the agent's toolset; the tokens (estimated: bytes/4) are those of
 	// its tools/list listing every tool, in search mode, and as sent now.
 	Mode                                  string
 	AllTokens, SearchTokens, ListedTokens int
+}
+
+// group is what an agent may call of one server.
+type group struct {
+	Server         string
+	Allowed, Total int
+	Tools          []decided
+}
+
+// decided is one tool and the rule that decided it for an agent.
+type decided struct {
+	Name    string
+	Allowed bool
+	Rule    string
 }
 
 type memoryView struct {
@@ -98,6 +156,8 @@ type memoryView struct {
 	Size                                 string // Bytes in the CLI's unit (size.IEC)
 	Hits, SemanticHits, Misses, Bypasses int64
 	HitRate                              string
+	// Saved is the time the hits saved, as memory measured it.
+	Saved string
 	// Measured is what memory's verification (memory.verify) found, per
 	// tool: false hits of similarity answers and stale exact answers.
 	Measured []measuredView
@@ -150,6 +210,7 @@ func build(ctx context.Context, src Sources) view {
 		a := agent{Name: n, Policy: pol.Decide(n, policy.Tool{Name: "-.-"}).Origin, Mode: cost.Mode,
 			AllTokens: aggregation.EstimateTokens(cost.AllBytes), SearchTokens: aggregation.EstimateTokens(cost.SearchBytes),
 			ListedTokens: aggregation.EstimateTokens(cost.ListedBytes)}
+		byServer := map[string]int{}
 		for _, e := range g.Explain(n) {
 			if e.Kind != "tool" {
 				continue
@@ -159,6 +220,19 @@ func build(ctx context.Context, src Sources) view {
 			} else {
 				a.Refused++
 			}
+			srv, _, _ := strings.Cut(e.Name, ".")
+			i, ok := byServer[srv]
+			if !ok {
+				i = len(a.Groups)
+				byServer[srv] = i
+				a.Groups = append(a.Groups, group{Server: srv})
+			}
+			gr := &a.Groups[i]
+			gr.Total++
+			if e.Allowed {
+				gr.Allowed++
+			}
+			gr.Tools = append(gr.Tools, decided{Name: e.Name, Allowed: e.Allowed, Rule: e.Rule})
 		}
 		v.Agents = append(v.Agents, a)
 	}
@@ -169,7 +243,8 @@ func build(ctx context.Context, src Sources) view {
 		v.Memory.Note = "memory stats: " + err.Error()
 	} else {
 		v.Memory = memoryView{On: true, Note: st.Disabled, Entries: st.Entries, Bytes: st.Bytes, Size: size.IEC(st.Bytes),
-			Hits: st.Hits, SemanticHits: st.SemanticHits, Misses: st.Misses, Bypasses: st.Bypasses, HitRate: "no lookups yet"}
+			Hits: st.Hits, SemanticHits: st.SemanticHits, Misses: st.Misses, Bypasses: st.Bypasses, HitRate: "no lookups yet",
+			Saved: (time.Duration(st.SavedMS) * time.Millisecond).String()}
 		if n := st.Hits + st.Misses; n > 0 {
 			v.Memory.HitRate = fmt.Sprintf("%.1f%%", 100*float64(st.Hits)/float64(n))
 		}
@@ -180,6 +255,13 @@ func build(ctx context.Context, src Sources) view {
 		}
 	}
 
+	if src.Timeline != nil {
+		p := drawPlots(src.Timeline())
+		if src.Day != nil {
+			p.Day, p.DayCalls = drawDay(src.Day())
+		}
+		v.Plots = &p
+	}
 	if src.Refusals == nil {
 		v.RefusalsNote = "the audit trail is off"
 	} else if recs, err := src.Refusals(ctx, 20); err != nil {
@@ -208,7 +290,21 @@ func (v *view) redact(r func(string) string) {
 		a := &v.Agents[i]
 		a.Name, a.Policy = r(a.Name), r(a.Policy)
 		all(a.Allowed)
+		for j := range a.Groups {
+			gr := &a.Groups[j]
+			gr.Server = r(gr.Server)
+			for k := range gr.Tools {
+				gr.Tools[k].Name, gr.Tools[k].Rule = r(gr.Tools[k].Name), r(gr.Tools[k].Rule)
+			}
+		}
 	}
+	for i := range v.Trail {
+		x := &v.Trail[i]
+		x.Agent, x.ClientName, x.ClientVersion, x.Session = r(x.Agent), r(x.ClientName), r(x.ClientVersion), r(x.Session)
+		x.Tool, x.Server, x.Rule, x.Policy, x.PolicySource = r(x.Tool), r(x.Server), r(x.Rule), r(x.Policy), r(x.PolicySource)
+		x.Arguments = nil // the view shows the hash, never the arguments
+	}
+	v.Match.Agent, v.Match.Tool = r(v.Match.Agent), r(v.Match.Tool)
 	v.Memory.Note = r(v.Memory.Note)
 	for i := range v.Memory.Measured {
 		v.Memory.Measured[i].Tool = r(v.Memory.Measured[i].Tool)

@@ -87,7 +87,7 @@ func TestPageShowsManifestCost(t *testing.T) {
 	Handler(Sources{Gateway: g}).ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
 	body := w.Body.String()
 	search := aggregation.EstimateTokens(g.ManifestCost("coder").SearchBytes)
-	for _, want := range []string{"Manifest (tokens, est. bytes/4)", `<td class="mode">search</td>`, `<td class="mode">all</td>`,
+	for _, want := range []string{"Manifest (tokens, est. bytes/4)", `<span class="mode">search</span>`, `<span class="mode">all</span>`,
 		"search mode " + strconv.Itoa(search)} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the page lacks %q:\n%s", want, body)

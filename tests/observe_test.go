@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"github.com/nexus-mcp/nexus/internal/pgtest"
 	"io"
 	"net/http"
@@ -19,6 +18,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/nexus-mcp/nexus/audit"
 )
 
 // served is a running `nexus serve` whose addresses were read from its stderr.
@@ -269,54 +270,83 @@ func TestMetricsMatchASession(t *testing.T) {
 }
 
 // TestAuditHoldsRefusalsNotReads: the trail holds every refusal and the allowed
-// call of a destructive tool, nothing of the read-only calls; arguments are kept
-// only when configured, and then redacted; a clean shutdown loses nothing.
+// call of a destructive tool, nothing of the read-only calls; `nexus audit
+// --json` prints them in the documented schema, one a line, oldest first;
+// arguments are hashed, kept only when configured, and then redacted; a clean
+// shutdown loses nothing. audit.export writes every decision, reads included,
+// in the same schema; the canary secret the child holds (in its output,
+// its error and the arguments) is in no line.
 func TestAuditHoldsRefusalsNotReads(t *testing.T) {
 	t.Parallel()
-	for _, arguments := range []bool{false, true} {
-		t.Run(fmt.Sprintf("arguments=%v", arguments), func(t *testing.T) {
-			h, token := observedHome(t, map[string]any{"audit": map[string]any{"arguments": arguments}})
+	for _, arguments := range []string{"hash", "redacted"} {
+		t.Run("arguments="+arguments, func(t *testing.T) {
+			h, token := observedHome(t, map[string]any{"audit": map[string]any{"arguments": arguments,
+				"export": map[string]any{"path": "export/audit.jsonl"}}})
 			s := h.startServe("listening on", "--http", "127.0.0.1:0")
 			c, err := httpClient(t, s.base+"/mcp", token)
 			if err != nil {
 				t.Fatalf("initialize: %v\n%s", err, s.stderr)
 			}
 			scriptedSession(t, c)
+			// The canary in the child's output and in its error.
+			for _, fail := range []bool{false, true} {
+				if _, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "fx__getenv",
+					Arguments: map[string]any{"name": "FX_API_KEY", "fail": fail}}}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			c.Close()
 			s.stop(t) // at once: the records still queued must be written at shutdown
 
 			out, stderr, code := h.nexus("audit", "--json")
-			var recs []struct {
-				Agent, Method, Tool, Rule, Origin, Source, Outcome, Memory string
-				Refused                                                    bool
-				Arguments                                                  json.RawMessage
-				Duration                                                   int64 `json:"duration_ns"`
-			}
-			if code != 0 || json.Unmarshal([]byte(out), &recs) != nil {
+			if code != 0 {
 				t.Fatalf("nexus audit --json: %d %s %s", code, out, stderr)
 			}
+			recs := entries(t, out)
 			var got []string
 			for _, r := range recs {
 				got = append(got, r.Tool+":"+r.Outcome)
-				if r.Agent != "coder" || r.Duration <= 0 || r.Origin != "policy.agents.coder" || !strings.HasSuffix(r.Source, "config.json") {
+				if r.Schema != "nexus.audit/v1" || r.Agent != "coder" || r.DurationMS <= 0 || r.Policy != "policy.agents.coder" ||
+					!strings.HasSuffix(r.PolicySource, "config.json") || len(r.PolicyRevision) != 12 || r.Session == "" || r.ClientName == "" {
 					t.Errorf("record lacks who, how long or which rule where: %+v", r)
 				}
 			}
-			if strings.Join(got, " ") != "fx.destroy:ok fx.lookup:refused fx.lookup:refused" {
-				t.Fatalf("the trail holds %v, want the destructive call and the two refusals, newest first", got)
+			if strings.Join(got, " ") != "fx.lookup:refused fx.lookup:refused fx.destroy:ok" {
+				t.Fatalf("the trail holds %v, want the two refusals and the destructive call, oldest first", got)
 			}
-			destroy := recs[0]
-			if destroy.Rule != `allow "*"` || destroy.Refused || destroy.Memory != "bypass" {
+			destroy := recs[2]
+			if destroy.Rule != `allow "*"` || destroy.Decision != "allowed" || destroy.Cache != "bypass" || destroy.ChildMS <= 0 || len(destroy.ArgumentsSHA256) != 64 {
 				t.Errorf("the allowed call's record: %+v", destroy)
 			}
-			if recs[1].Rule != `deny "fx.lookup"` || !recs[1].Refused {
-				t.Errorf("a refusal's record: %+v", recs[1])
+			if recs[0].Rule != `deny "fx.lookup"` || recs[0].Decision != "denied" {
+				t.Errorf("a refusal's record: %+v", recs[0])
 			}
 			switch args := string(destroy.Arguments); {
-			case !arguments && args != "":
+			case arguments == "hash" && args != "":
 				t.Errorf("arguments were kept though not asked for: %s", args)
-			case arguments && (!strings.Contains(args, "target") || strings.Contains(args, observeSecret) || !strings.Contains(args, "[redacted:")):
+			case arguments == "redacted" && (!strings.Contains(args, "target") || strings.Contains(args, observeSecret) || !strings.Contains(args, "[redacted:")):
 				t.Errorf("arguments should be kept and redacted: %s", args)
+			}
+
+			raw, err := os.ReadFile(filepath.Join(h.dir, "export", "audit.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(raw), observeSecret) || strings.Contains(out, observeSecret) {
+				t.Errorf("the canary secret is in an exported record:\n%s", raw)
+			}
+			byOutcome := map[string]int{}
+			var hits int
+			for _, e := range entries(t, string(raw)) {
+				byOutcome[e.Outcome]++
+				if e.Cache == "hit" {
+					hits++
+				}
+			}
+			// Every decision: the scripted session's (the unknown tool was never
+			// decided) and the two getenv calls.
+			if byOutcome["ok"] != 5 || byOutcome["refused"] != 2 || byOutcome["tool_error"] != 2 || byOutcome["timeout"] != 1 || hits != 2 {
+				t.Errorf("the export holds %v and %d hits:\n%s", byOutcome, hits, raw)
 			}
 
 			out, _, code = h.nexus("audit", "--refused", "--agent", "coder", "--tool", "fx.*", "--since", "1h")
@@ -329,6 +359,23 @@ func TestAuditHoldsRefusalsNotReads(t *testing.T) {
 			}
 		})
 	}
+}
+
+// entries reads JSON Lines of audit entries.
+func entries(t *testing.T, lines string) []audit.Entry {
+	t.Helper()
+	var out []audit.Entry
+	for _, l := range strings.Split(strings.TrimSpace(lines), "\n") {
+		if l == "" {
+			continue
+		}
+		var e audit.Entry
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("a line that is no audit entry: %q: %v", l, err)
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 func TestAuditCommandFlags(t *testing.T) {
@@ -416,9 +463,11 @@ func TestAuditSharedInPostgres(t *testing.T) {
 		replicas = append(replicas, h)
 	}
 	out, stderr, code := replicas[0].nexus("audit", "--refused", "--json")
-	var recs []struct{ Tool string }
-	if code != 0 || json.Unmarshal([]byte(out), &recs) != nil || len(recs) != 2 {
-		t.Fatalf("nexus audit on one replica should see both refusals: %d %s %s", code, out, stderr)
+	if code != 0 {
+		t.Fatalf("nexus audit: %d %s %s", code, out, stderr)
+	}
+	if recs := entries(t, out); len(recs) != 2 || recs[0].PolicyRevision == "" || recs[1].Session == recs[0].Session {
+		t.Fatalf("nexus audit on one replica should see both refusals, each with its session and policy revision:\n%s", out)
 	}
 	if _, err := os.Stat(filepath.Join(replicas[0].dir, "audit.db")); err == nil {
 		t.Error("with the postgres backend the trail was also written to audit.db")

@@ -75,7 +75,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`<tr class="server" data-server="fx">`),
 		regexp.MustCompile(`fx stdio: \S*fixture ready 2025-11-25 \(session\) it answered initialize: .* 0 shared - .*echo.*lookup`),
-		regexp.MustCompile(`coder policy\.agents\.coder .*fx\.echo.* 1 `), // may call all but fx.lookup
+		regexp.MustCompile(`coder policy policy\.agents\.coder ; tools: all ; refused tools: 1 fx : 12 of 13 tools .*fx\.lookup deny "fx\.lookup"`), // all but fx.lookup
 		regexp.MustCompile(`Hit rate 50\.0% ?: 1 hits \(0 semantic\), 1 misses`),
 		regexp.MustCompile(`ago coder tools/call fx\.lookup deny "fx\.lookup" policy\.agents\.coder in \S+config\.json`),
 	} {

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -26,6 +27,8 @@ type otlpReceiver struct {
 	mu    sync.Mutex
 	spans map[string]span // by span id
 	bad   []string
+	// audit are the tools of the audit log records received (/v1/logs).
+	audit []string
 }
 
 type span struct {
@@ -46,6 +49,25 @@ func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var req coltrace.ExportTraceServiceRequest
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if r.URL.Path == "/v1/logs" {
+		var logs collogs.ExportLogsServiceRequest
+		if proto.Unmarshal(data, &logs) != nil {
+			http.Error(w, "not an OTLP protobuf logs export", http.StatusBadRequest)
+			return
+		}
+		for _, rl := range logs.ResourceLogs {
+			for _, sl := range rl.ScopeLogs {
+				for _, rec := range sl.LogRecords {
+					for _, kv := range rec.Attributes {
+						if kv.Key == "tool" {
+							o.audit = append(o.audit, kv.Value.GetStringValue())
+						}
+					}
+				}
+			}
+		}
+		return
+	}
 	if r.URL.Path != "/v1/traces" || r.Header.Get("Content-Type") != "application/x-protobuf" || proto.Unmarshal(data, &req) != nil {
 		o.bad = append(o.bad, r.Method+" "+r.URL.Path+" "+r.Header.Get("Content-Type"))
 		http.Error(w, "not an OTLP protobuf trace export", http.StatusBadRequest)
@@ -77,7 +99,8 @@ func (o *otlpReceiver) byName(traceID, name string) (string, span, bool) {
 // TestTracesReachACollector: with tracing.endpoint set, a call over HTTP whose
 // client sent a traceparent yields spans in that trace (the request, its policy,
 // memory and child steps) at a local OTLP receiver, and the HTTP child gets a
-// traceparent whose parent is the child step.
+// traceparent whose parent is the child step. The call's audit record reaches
+// the same collector as a log record.
 func TestTracesReachACollector(t *testing.T) {
 	t.Parallel()
 	recv := &otlpReceiver{spans: map[string]span{}}
@@ -165,6 +188,12 @@ func TestTracesReachACollector(t *testing.T) {
 	if !found {
 		t.Errorf("the HTTP child never got traceparent %s; it got %v", wantHeader, childParents)
 	}
+	// The audit record of the call went to the same collector as a log record.
+	recv.mu.Lock()
+	if strings.Join(recv.audit, ",") != "remote.ping" {
+		t.Errorf("audit log records received for %v, want remote.ping", recv.audit)
+	}
+	recv.mu.Unlock()
 	if strings.Contains(strings.Join(recv.bad, ","), "/v1/traces") {
 		t.Errorf("the receiver refused exports: %v", recv.bad)
 	}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"text/tabwriter"
@@ -21,7 +23,9 @@ func auditCommand() *cli.Command {
 		Name:  "audit",
 		Usage: "show the audit trail: refused calls, and allowed calls of tools that are not read-only",
 		Description: "The trail is kept by nexus serve (and nexus call) in NEXUS_HOME/audit.db, or in the\n" +
-			"shared PostgreSQL database with \"memory\": {\"backend\": \"postgres\"}. Newest first.\n\n" +
+			"shared PostgreSQL database with \"memory\": {\"backend\": \"postgres\"}. Newest first;\n" +
+			"with --json, one JSON object a line, oldest first, in the schema of docs/operations.md\n" +
+			"(\"The audit record\"): what audit.export writes, for a log system.\n\n" +
 			"   nexus audit --refused --since 1h\n" +
 			"   nexus audit --agent coder --tool code-kg.* --json",
 		Flags: []cli.Flag{
@@ -30,7 +34,8 @@ func auditCommand() *cli.Command {
 			&cli.StringFlag{Name: "since", Usage: "only the last `DURATION` (e.g. 30m, 1h, 2d)"},
 			&cli.BoolFlag{Name: "refused", Usage: "only refused calls"},
 			&cli.IntFlag{Name: "limit", Value: 100, Usage: "at most `N` records"},
-			&cli.BoolFlag{Name: "json", Usage: "print JSON, one array"},
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "with --json: then keep printing records as they are written, until interrupted"},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON Lines: one record a line, oldest first (the schema of docs/operations.md)"},
 		},
 		Action: auditAction,
 	}
@@ -49,8 +54,7 @@ func auditAction(c *cli.Context) error {
 	store, err := run.OpenAuditToRead(c.Context, cfg, e.runEnv(c.Context, cfg))
 	if errors.Is(err, run.ErrNoTrail) {
 		if c.Bool("json") {
-			_, err := fmt.Fprintln(e.stdout, "[]")
-			return err
+			return nil // no record: no line
 		}
 		fmt.Fprintf(e.stdout, "nexus: %v\n", err)
 		return nil
@@ -64,10 +68,14 @@ func auditAction(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("json") {
-		if recs == nil {
-			recs = []audit.Record{}
+		last, err := printLines(e.stdout, recs)
+		if err != nil || !c.Bool("follow") {
+			return err
 		}
-		return printJSON(e.stdout, recs)
+		return followTrail(c.Context, store, f, last, e.stdout)
+	}
+	if c.Bool("follow") {
+		return usageError("--follow streams JSON Lines: add --json")
 	}
 	if len(recs) == 0 {
 		fmt.Fprintln(e.stdout, "no record matches")
@@ -117,4 +125,50 @@ func auditFilter(c *cli.Context) (audit.Filter, error) {
 		return f, usageError(fmt.Sprintf("--limit %d: write a positive number", f.Limit))
 	}
 	return f, nil
+}
+
+// printLines prints records (newest first, as Query returns them) as JSON Lines,
+// oldest first, and returns the ID of the newest.
+func printLines(w io.Writer, recs []audit.Record) (int64, error) {
+	var last int64
+	for i := len(recs) - 1; i >= 0; i-- {
+		if _, err := w.Write(recs[i].Entry().Line()); err != nil {
+			return last, err
+		}
+		last = max(last, recs[i].ID)
+	}
+	return last, nil
+}
+
+// followEvery is how often --follow asks the store for new records: the
+// gateway's writer flushes every 200ms.
+const followEvery = 500 * time.Millisecond
+
+// followTrail prints the records f selects written after the one of ID last, as
+// they come, until ctx ends (Ctrl-C). A store that fails is retried.
+func followTrail(ctx context.Context, store *audit.Store, f audit.Filter, last int64, w io.Writer) error {
+	f.Since, f.Limit = time.Time{}, 1000
+	tick := time.NewTicker(followEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		f.After = last
+		recs, err := store.Query(ctx, f)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			continue
+		}
+		if last, err = printLines(w, recs); err != nil {
+			return err
+		}
+		if last == 0 {
+			last = f.After
+		}
+	}
 }
