@@ -96,7 +96,7 @@ func TestServerEverythingThroughNexus(t *testing.T) {
 	// and is answered none; before this client's first call to it, Nexus
 	// tells it the roots changed, and the client's roots are what it reports.
 	if r := s.call("everything__get-roots-list", map[string]any{}); r.IsError || !strings.Contains(r.text(), "root-from-client") {
-		t.Errorf("roots through nexus: %+v", r)
+		t.Errorf("roots through nexus: %+v\ngateway log:\n%s", r, s.stderr)
 	}
 
 	cm := s.requestMsg("completion/complete", map[string]any{"ref": map[string]any{"type": "ref/prompt", "name": "everything__completable-prompt"},
