@@ -60,16 +60,16 @@ func (p Plot) SVG() []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">`+"\n", width, height, width, height)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#fff"/>`+"\n", width, height)
-	fmt.Fprintf(&b, `<text x="%d" y="20" %s font-size="13" font-weight="bold" fill="%s">%s</text>`+"\n", left, fontAttr, textColor, html.EscapeString(p.Title))
+	fmt.Fprintf(&b, `<text x="%d" y="20" font-family="sans-serif" font-size="13" font-weight="bold" fill="%s">%s</text>`+"\n", left, textColor, html.EscapeString(p.Title))
 	for _, v := range ya.ticks {
 		y := py(v)
 		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="%s"/>`+"\n", left, y, left+plotW, y, gridColor)
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" %s fill="%s" text-anchor="end">%s</text>`+"\n", left-6, y+4, fontAttr, textColor, label(v))
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" %s fill="%s" text-anchor="end">%s</text>`+"\n", left-6, y+4, fontAttr, textColor, label(v, ya.log))
 	}
 	for _, v := range xa.ticks {
 		x := px(v)
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s"/>`+"\n", x, top, x, top+plotH, gridColor)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" %s fill="%s" text-anchor="middle">%s</text>`+"\n", x, top+plotH+16, fontAttr, textColor, label(v))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" %s fill="%s" text-anchor="middle">%s</text>`+"\n", x, top+plotH+16, fontAttr, textColor, label(v, xa.log))
 	}
 	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="%s"/>`+"\n", left, top, plotW, plotH, axisColor)
 	fmt.Fprintf(&b, `<text x="%d" y="%d" %s fill="%s" text-anchor="middle">%s</text>`+"\n", left+plotW/2, height-8, fontAttr, textColor, html.EscapeString(p.XLabel))
@@ -153,12 +153,17 @@ func niceStep(raw float64) float64 {
 	return 10 * p
 }
 
-// label writes a tick's value briefly: 1k, 100k, 1M, 2.5, 40.
-func label(v float64) string {
+// label writes a tick's value briefly: 2.5, 40, 1500, 10k; on a decade
+// axis also 1k, 1M.
+func label(v float64, decades bool) string {
+	short := 1e4
+	if decades {
+		short = 1e3
+	}
 	switch a := math.Abs(v); {
 	case a >= 1e6 && math.Mod(v, 1e6) == 0:
 		return fmt.Sprintf("%gM", v/1e6)
-	case a >= 1e3 && math.Mod(v, 1e3) == 0:
+	case a >= short && math.Mod(v, 1e3) == 0:
 		return fmt.Sprintf("%gk", v/1e3)
 	default:
 		return fmt.Sprintf("%g", math.Round(v*1000)/1000)

@@ -33,6 +33,11 @@ func TestSVGIsWellFormed(t *testing.T) {
 	if count["svg"] != 1 || count["polyline"] != 2 || count["circle"] != 8 {
 		t.Errorf("elements: %v", count)
 	}
+	for line := range strings.SplitSeq(string(svg), "\n") { // encoding/xml lets a repeated attribute by
+		if strings.Count(line, "font-size=") > 1 {
+			t.Errorf("an attribute twice: %s", line)
+		}
+	}
 	for _, want := range []string{"RSS &lt;and&gt; p50", "a &amp; b", ">1k<", ">100<"} {
 		if !strings.Contains(string(svg), want) {
 			t.Errorf("the SVG lacks %q", want)
