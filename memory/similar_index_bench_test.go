@@ -3,6 +3,8 @@ package memory_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	. "github.com/nexus-mcp/nexus/memory/memorytest"
 
 	"github.com/nexus-mcp/nexus/memory/embedder"
+	"github.com/nexus-mcp/nexus/tests/benchplot"
 )
 
 // BenchmarkSimilarityLookup measures the nearest-neighbour lookup of a
@@ -21,10 +24,29 @@ import (
 // similarity >= 0.70 (the neighbours memory may serve), the share the
 // index also returns (recall@8), and how often both rank the same entry
 // first (top1). It also reports what the index costs per 100k entries.
+// NEXUS_BENCH_1M=1 adds 1M entries (2 GiB of vectors in memory.db). With
+// NEXUS_PLOTS=DIR it draws both lookups in one bucket against the entries in
+// DIR/similarity-lookup.svg.
 //
-//	go test ./memory -run '^$' -bench SimilarityLookup -benchtime 200x
+//	NEXUS_PLOTS=$PWD/docs/img go test ./memory -run '^$' -bench SimilarityLookup -benchtime 200x
 func BenchmarkSimilarityLookup(b *testing.B) {
-	for _, n := range []int{1_000, 10_000, 100_000} {
+	sizes := []int{1_000, 10_000, 100_000}
+	if os.Getenv("NEXUS_BENCH_1M") != "" {
+		sizes = append(sizes, 1_000_000)
+	}
+	var xs, indexP50, exactP50 []float64
+	defer func() {
+		dir := os.Getenv("NEXUS_PLOTS")
+		if dir == "" || len(xs) == 0 {
+			return
+		}
+		p := benchplot.Plot{Title: "Similarity lookup p50 against entries in one bucket", XLabel: "entries in the bucket", YLabel: "µs", LogX: true, LogY: true,
+			Series: []benchplot.Series{{Name: "in-memory index", X: xs, Y: indexP50}, {Name: "exact scan (vec0)", X: xs, Y: exactP50}}}
+		if err := p.WriteFile(filepath.Join(dir, "similarity-lookup.svg")); err != nil {
+			b.Fatal(err)
+		}
+	}()
+	for _, n := range sizes {
 		for _, buckets := range []int{1, 100} {
 			b.Run(fmt.Sprintf("entries=%d/buckets=%d", n, buckets), func(b *testing.B) {
 				m := openTest(b, Options{MaxEntries: 2 * n, FlushInterval: time.Hour, Logger: Logger(b)})
@@ -101,6 +123,11 @@ func BenchmarkSimilarityLookup(b *testing.B) {
 				b.ReportMetric(float64(top1)/float64(len(efound)), "top1")
 				b.ReportMetric(float64(after-before)/float64(n)*100_000/(1<<20), "index-MiB/100k")
 				b.ReportMetric(0, "ns/op")
+				if buckets == 1 && (len(xs) == 0 || xs[len(xs)-1] != float64(n)) {
+					xs, indexP50, exactP50 = append(xs, float64(n)), append(indexP50, p50(ilat)), append(exactP50, p50(elat))
+				} else if buckets == 1 {
+					indexP50[len(xs)-1], exactP50[len(xs)-1] = p50(ilat), p50(elat)
+				}
 			})
 		}
 	}
@@ -109,7 +136,7 @@ func BenchmarkSimilarityLookup(b *testing.B) {
 func p50(lat []time.Duration) float64 {
 	s := slices.Clone(lat)
 	slices.Sort(s)
-	return float64(s[len(s)/2].Microseconds())
+	return float64(s[len(s)/2].Nanoseconds()) / 1000
 }
 
 func heapInUse() uint64 {

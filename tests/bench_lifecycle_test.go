@@ -3,10 +3,13 @@ package tests
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nexus-mcp/nexus/tests/benchplot"
 )
 
 // rssNow is a process's resident set size now (VmRSS), or -1 where /proc has none.
@@ -26,18 +29,22 @@ func rssNow(pid int) int64 {
 }
 
 // BenchmarkLazyStart measures what a client waits for when it starts `nexus
-// serve` with n stdio servers configured, all seen before: the time to the
-// answer of initialize and of the first tools/list, and the gateway's resident
-// memory a second later (the gateway alone: its children's is not counted),
-// with the servers lazy (the default) and eager; and the same two answers of
-// one server started directly, for scale.
+// serve` with n stdio servers configured (1, 10, 20, 50, 100), all seen before:
+// the time to the answer of initialize and of the first tools/list, and the
+// gateway's resident memory a second later (the gateway alone: its children's
+// is not counted), with the servers lazy (the default) and eager; and the same
+// two answers of one server started directly, for scale. With NEXUS_PLOTS=DIR
+// it draws both against n in DIR/servers-first-list.svg and DIR/servers-rss.svg.
 //
-//	go test ./tests -run '^$' -bench LazyStart -benchtime 10x
+//	NEXUS_PLOTS=$PWD/docs/img go test ./tests -run '^$' -bench LazyStart -benchtime 5x
 func BenchmarkLazyStart(b *testing.B) {
 	if raceEnabled {
 		b.Skip("benchmarks need binaries built without -race")
 	}
 	t := &testing.T{}
+	sizes := []int{1, 10, 20, 50, 100}
+	type result struct{ list, rss float64 }
+	results := map[string]result{} // by sub-benchmark, its last (largest) run
 	measure := func(b *testing.B, command string, args []string, env []string) {
 		var inits, lists []time.Duration
 		var rss int64
@@ -58,11 +65,12 @@ func BenchmarkLazyStart(b *testing.B) {
 		b.ReportMetric(float64(inits[len(inits)/2].Microseconds())/1000, "initialize-p50-ms")
 		b.ReportMetric(float64(lists[len(lists)/2].Microseconds())/1000, "first-list-p50-ms")
 		b.ReportMetric(float64(rss)/(1<<20), "rss-MiB")
+		results[b.Name()] = result{float64(lists[len(lists)/2].Microseconds()) / 1000, float64(rss) / (1 << 20)}
 	}
 	b.Run("direct", func(b *testing.B) {
 		measure(b, built.sample, []string{"code-kg"}, os.Environ())
 	})
-	for _, n := range []int{1, 20, 50} {
+	for _, n := range sizes {
 		servers := map[string]any{}
 		for i := range n {
 			servers[fmt.Sprintf("s%02d", i)] = map[string]any{"command": built.sample, "args": []string{"code-kg"}}
@@ -81,4 +89,35 @@ func BenchmarkLazyStart(b *testing.B) {
 			})
 		}
 	}
+	list := benchplot.Plot{Title: "Start to the first tools/list (p50)", XLabel: "stdio servers configured", YLabel: "ms", LogX: true}
+	mem := benchplot.Plot{Title: "Gateway RSS a second after the first tools/list", XLabel: "stdio servers configured", YLabel: "MiB", LogX: true}
+	for _, start := range []string{"lazy", "eager"} {
+		l, m := benchplot.Series{Name: start}, benchplot.Series{Name: start + " (gateway alone)"}
+		for _, n := range sizes {
+			r, ok := results[fmt.Sprintf("BenchmarkLazyStart/%s-%d", start, n)]
+			if !ok {
+				continue
+			}
+			l.X, l.Y = append(l.X, float64(n)), append(l.Y, r.list)
+			m.X, m.Y = append(m.X, float64(n)), append(m.Y, r.rss)
+		}
+		list.Series, mem.Series = append(list.Series, l), append(mem.Series, m)
+	}
+	if direct, ok := results["BenchmarkLazyStart/direct"]; ok {
+		list.Series = append(list.Series, benchplot.Series{Name: "one server directly", X: []float64{1, float64(sizes[len(sizes)-1])}, Y: []float64{direct.list, direct.list}})
+	}
+	writePlot(b, "servers-first-list.svg", list)
+	writePlot(b, "servers-rss.svg", mem)
+}
+
+// writePlot writes p to $NEXUS_PLOTS/name when NEXUS_PLOTS names a directory.
+func writePlot(b *testing.B, name string, p benchplot.Plot) {
+	dir := os.Getenv("NEXUS_PLOTS")
+	if dir == "" {
+		return
+	}
+	if err := p.WriteFile(filepath.Join(dir, name)); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("wrote %s", filepath.Join(dir, name))
 }
