@@ -27,3 +27,5 @@ func signalGroup(p *os.Process, sig syscall.Signal) error {
 func groupExists(int) bool { return false }
 func leaderRuns(int) bool  { return false }
 func killGroup(int) error  { return nil }
+
+func killGroups([]int) error { return nil }

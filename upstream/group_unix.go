@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -41,22 +42,25 @@ func leaderRuns(pid int) bool {
 
 // killGroup ends process group pgid: SIGTERM, then SIGKILL to what is left after
 // the grace.
-func killGroup(pgid int) error {
-	if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil {
-		if errors.Is(err, syscall.ESRCH) {
-			return nil
+func killGroup(pgid int) error { return killGroups([]int{pgid}) }
+
+// killGroups ends the process groups pgids together: SIGTERM to each, then
+// SIGKILL to what is left of them after one grace.
+func killGroups(pgids []int) error {
+	var errs []error
+	for _, pgid := range pgids {
+		if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, err)
 		}
-		return err
 	}
 	deadline := time.Now().Add(shutdownGrace)
-	for time.Now().Before(deadline) {
-		if !groupExists(pgid) {
-			return nil
-		}
+	for time.Now().Before(deadline) && slices.ContainsFunc(pgids, groupExists) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return err
+	for _, pgid := range pgids {
+		if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, err)
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -54,3 +54,18 @@ func TestCloseSignalsAStrandedChild(t *testing.T) {
 		t.Errorf("Close took %s: the grace was waited out for a child that asked after stdin closed", took)
 	}
 }
+
+// TestCloseDoesNotWaitOnWhatTheChildLeft: a child that exits when its stdin
+// closes, leaving a process it started that holds its stdout (a wrapper's
+// helper), is gone when it exits: Close neither waits out the grace for the
+// pipe to end nor leaves the helper running.
+func TestCloseDoesNotWaitOnWhatTheChildLeft(t *testing.T) {
+	p := startShell(t, "sleep 600 & read line")
+	pgid := p.cmd.Process.Pid
+	if took := closeWithin(t, p, shutdownGrace); took >= shutdownGrace {
+		t.Errorf("Close took %s, the whole grace", took)
+	}
+	if groupExists(pgid) {
+		t.Error("the helper the child left still runs")
+	}
+}

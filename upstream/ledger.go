@@ -76,7 +76,7 @@ func (l *Ledger) Reap() int {
 		}
 		return 0
 	}
-	ended := 0
+	var ended []int
 	for _, f := range files {
 		if !strings.HasSuffix(f.Name(), ".json") {
 			continue
@@ -91,16 +91,21 @@ func (l *Ledger) Reap() int {
 		if alive(e.Gateway, e.GatewayStart) {
 			continue // its gateway still runs and ends its children itself
 		}
-		if l.endGroup(e) {
-			ended++
+		if l.isLeft(e) {
+			l.log.Warn("ending the processes of a child left by a gateway that is gone", "server", e.Server, "group", e.Pid, "gateway", e.Gateway)
+			ended = append(ended, e.Pid)
 		}
 		_ = os.Remove(file)
 	}
-	return ended
+	// Together: what several killed gateways left costs one grace, not one each.
+	if err := killGroups(ended); err != nil {
+		l.log.Warn("ending what a gone gateway left failed", "err", err)
+	}
+	return len(ended)
 }
 
-// endGroup ends the group of e when it is surely e's, and reports whether it did.
-func (l *Ledger) endGroup(e entry) bool {
+// isLeft reports whether e's group still runs and is surely e's.
+func (l *Ledger) isLeft(e entry) bool {
 	if !groupExists(e.Pid) {
 		return false
 	}
@@ -115,11 +120,6 @@ func (l *Ledger) endGroup(e entry) bool {
 		if leaderRuns(e.Pid) {
 			return false // cannot tell this process from the one recorded
 		}
-	}
-	l.log.Warn("ending the processes of a child left by a gateway that is gone", "server", e.Server, "group", e.Pid, "gateway", e.Gateway)
-	if err := killGroup(e.Pid); err != nil {
-		l.log.Warn("ending a left child's processes failed", "server", e.Server, "group", e.Pid, "err", err)
-		return false
 	}
 	return true
 }

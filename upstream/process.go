@@ -137,29 +137,38 @@ func (p *Process) Start(ctx context.Context) error {
 	}
 	forget := p.ledger.record(p.name, p.cmd.Process.Pid)
 	p.ctx, p.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	go p.readStderr(stderr)
+	go func() {
+		p.readStderr(stderr)
+		_ = stderr.Close()
+	}()
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
 		p.readStdout()
+		_ = p.stdout.Close()
 	}()
 	go func() {
-		// cmd.Wait closes the pipes once the process exits and its output is read.
-		<-readerDone
-		err := p.cmd.Wait()
-		p.mu.Lock()
-		p.exitErr = err
-		p.mu.Unlock()
-		close(p.exited)
-		p.lost(fmt.Errorf("the server exited: %v", exitReason(err)))
-		// What the child started and left in its group (npx's node) would
-		// outlive it: the group goes with its leader.
+		// The leader's exit is waited for, not its pipes' end (which cmd.Wait
+		// waits for): what it started and left in its group (npx's node, a
+		// wrapper's helper) may hold them open, and would outlive it. The group
+		// goes with its leader; then the pipes end, the last answers are read,
+		// and only then is the child gone.
+		state, err := p.cmd.Process.Wait()
+		if err == nil && !state.Success() {
+			err = &exec.ExitError{ProcessState: state}
+		}
 		if pgid := p.cmd.Process.Pid; groupExists(pgid) {
 			if err := killGroup(pgid); err != nil {
 				p.log.Warn("ending what the server left running failed", "server", p.name, "err", err)
 			}
 		}
 		forget()
+		<-readerDone
+		p.mu.Lock()
+		p.exitErr = err
+		p.mu.Unlock()
+		close(p.exited)
+		p.lost(fmt.Errorf("the server exited: %v", exitReason(err)))
 	}()
 	return nil
 }
