@@ -193,7 +193,9 @@ func (c *child) idle(ctx context.Context, stopped time.Time) bool {
 	// A wake already waiting is a request that came as the child stopped: it
 	// starts the child again at once.
 	c.mu.Lock()
-	c.idleSince = stopped
+	if c.idleSince.IsZero() || stopped.IsZero() {
+		c.idleSince = stopped
+	}
 	c.mu.Unlock()
 	c.setState(StateIdle, nil)
 	c.settle()
@@ -266,6 +268,9 @@ func (c *child) retire(ctx context.Context, cn *conn, state State, why error) {
 	c.saveLists(cn, raws, ex) // with what was learnt since, as whether it asks for roots
 	c.mu.Lock()
 	c.conn = nil
+	if state == StateIdle {
+		c.idleSince = time.Now()
+	}
 	c.mu.Unlock()
 	c.setState(state, why)
 	deadline := time.Now().Add(c.config().CallTimeout())
