@@ -52,8 +52,16 @@ func TestKilledGatewayLeavesNoChildren(t *testing.T) {
 	}
 }
 
-// running reports whether process pid exists (a zombie counts until reaped).
+// running reports whether process pid exists and has not exited (a zombie
+// waiting for its parent, init for an orphan, to reap it has).
 func running(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || !strings.HasPrefix(strings.TrimSpace(string(b[i+1:])), "Z")
 }

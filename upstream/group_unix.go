@@ -9,6 +9,8 @@ import (
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/nexus-mcp/nexus/internal/proc"
 )
 
 // ownGroup makes the child the leader of a process group of its own, so that
@@ -28,10 +30,17 @@ func signalGroup(p *os.Process, sig syscall.Signal) error {
 	return syscall.Kill(-p.Pid, sig)
 }
 
-// groupExists reports whether process group pgid has a member.
+// groupExists reports whether process group pgid has a member that has not
+// exited (a member that exited and waits to be reaped does not count, where the
+// system tells).
 func groupExists(pgid int) bool {
-	err := syscall.Kill(-pgid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err := syscall.Kill(-pgid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	if alive, known := proc.GroupAlive(pgid); known {
+		return alive
+	}
+	return true
 }
 
 // leaderRuns reports whether process pid exists.
