@@ -150,27 +150,43 @@ func (p *Process) Start(ctx context.Context) error {
 	go func() {
 		// The leader's exit is waited for, not its pipes' end (which cmd.Wait
 		// waits for): what it started and left in its group (npx's node, a
-		// wrapper's helper) may hold them open, and would outlive it. The group
-		// goes with its leader; then the pipes end, the last answers are read,
-		// and only then is the child gone.
+		// wrapper's helper) may hold them open. The last answers it wrote are
+		// read first; if the pipes do not end soon, its group is ended, and
+		// then they do. Only then is the child gone; what it left goes with it.
 		state, err := p.cmd.Process.Wait()
 		if err == nil && !state.Success() {
 			err = &exec.ExitError{ProcessState: state}
 		}
-		if pgid := p.cmd.Process.Pid; groupExists(pgid) {
-			if err := killGroup(pgid); err != nil {
-				p.log.Warn("ending what the server left running failed", "server", p.name, "err", err)
-			}
+		pgid := p.cmd.Process.Pid
+		select {
+		case <-readerDone:
+		case <-time.After(leftoverWait):
+			p.endLeftovers(pgid)
+			<-readerDone
 		}
-		forget()
-		<-readerDone
 		p.mu.Lock()
 		p.exitErr = err
 		p.mu.Unlock()
 		close(p.exited)
 		p.lost(fmt.Errorf("the server exited: %v", exitReason(err)))
+		p.endLeftovers(pgid)
+		forget()
 	}()
 	return nil
+}
+
+// leftoverWait is how long the pipes of a child that exited may take to end
+// before what it left holding them is ended.
+const leftoverWait = 100 * time.Millisecond
+
+// endLeftovers ends what the child left running in its group.
+func (p *Process) endLeftovers(pgid int) {
+	if !groupExists(pgid) {
+		return
+	}
+	if err := killGroup(pgid); err != nil {
+		p.log.Warn("ending what the server left running failed", "server", p.name, "err", err)
+	}
 }
 
 func exitReason(err error) string {
