@@ -87,7 +87,7 @@ func (c *child) writeLists(file string, saved savedLists) {
 	if err == nil {
 		// A child that put a secret it was given into a description must
 		// not have it written to disk.
-		err = writeFileAtomic(file, c.events.redactJSON(b))
+		err = config.WriteFileAtomic(file, c.events.redactJSON(b), config.HomeFileMode)
 	}
 	if err != nil {
 		c.log.Warn("keeping the server's lists for its next start failed; it will start with the gateway", "err", err)
@@ -145,27 +145,6 @@ func (c *child) restoreLists() bool {
 	c.set(nil, saved.Tools, c.extrasFrom(saved.Capabilities.Resources != nil, saved.listedExtras), StateIdle, nil, time.Time{})
 	c.log.Info("child idle", "tools", len(saved.Tools), "listed", "as it listed last run; it starts on the first request that needs it")
 	return true
-}
-
-// writeFileAtomic writes b to file (0600, its directory 0700) through a
-// temporary file, so a reader never sees half of it.
-func writeFileAtomic(file string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(file), ".lists-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), file)
 }
 
 // setState changes the child's state (and its error) and keeps its lists: an

@@ -3,7 +3,6 @@ package upstream
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -136,5 +135,3 @@ func alive(pid int, start string) bool {
 	}
 	return now == start
 }
-
-func (e entry) String() string { return fmt.Sprintf("%s (group %d)", e.Server, e.Pid) }
