@@ -115,6 +115,12 @@ func (g *Gateway) manifestOf(s *session) *manifest {
 	if s == nil {
 		return g.man.Load()
 	}
+	s.own.mu.Lock()
+	none := len(s.own.lists) == 0
+	s.own.mu.Unlock()
+	if none { // the common case: no view needed to find a tool
+		return g.man.Load()
+	}
 	m, _ := s.lists()
 	return m
 }

@@ -33,8 +33,10 @@ func bridgesTasks(cn *conn) bool {
 	return ok
 }
 
-// Task statuses that end a task.
-var terminalStatus = map[string]bool{"completed": true, "failed": true, "cancelled": true}
+// terminal reports whether a task status ends the task.
+func terminal(status string) bool {
+	return status == "completed" || status == "failed" || status == "cancelled"
+}
 
 // modernTask is a task as the extension reports it (a CreateTaskResult or a
 // tasks/get result).
@@ -172,7 +174,7 @@ func (g *Gateway) bridgedTaskResult(ctx context.Context, c *caller, rt *taskRout
 			return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("task %s was cancelled", quoted(rt.id))}
 		case task.Error != nil:
 			return nil, renameTaskError(task.Error, rt.child, rt.id)
-		case terminalStatus[task.Status]:
+		case terminal(task.Status):
 			if len(task.Result) == 0 {
 				return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("server %s ended task %s (%s) without a result", rt.server, quoted(rt.id), task.Status)}
 			}
