@@ -10,18 +10,22 @@
 package pins
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // definitionFields are the fields of a tool that make its definition. _meta,
 // icons and execution hints are left out: they do not change what a model is
 // told or what policy and memory decide, and servers vary them freely.
 var definitionFields = []string{"name", "title", "description", "inputSchema", "outputSchema", "annotations"}
+
+// sortedDefinitionFields are definitionFields in the order canonical JSON
+// writes them.
+var sortedDefinitionFields = slices.Sorted(slices.Values(definitionFields))
 
 // Definition is a tool's definition in canonical JSON: the definition fields
 // only, keys sorted, no insignificant space, numbers as the server spelt them.
@@ -32,33 +36,45 @@ type Definition struct {
 
 // Canonical extracts the definition of a tool as a server listed it.
 func Canonical(tool json.RawMessage) (Definition, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(tool, &obj); err != nil {
-		return Definition{}, fmt.Errorf("a tool that is not a JSON object: %w", err)
+	if !json.Valid(tool) {
+		return Definition{}, errors.New("a tool that is not JSON")
+	}
+	c := canonicalizer{in: tool}
+	if c.space(); c.in[c.pos] != '{' {
+		return Definition{}, errors.New("a tool that is not a JSON object")
+	}
+	canon, err := c.object(nil)
+	if err != nil {
+		return Definition{}, fmt.Errorf("a tool that cannot be read: %w", err)
+	}
+	return definitionOf(canon)
+}
+
+// definitionOf is the definition in a tool's canonical JSON.
+func definitionOf(canon []byte) (Definition, error) {
+	fields, err := topMembers(canon)
+	if err != nil {
+		return Definition{}, fmt.Errorf("a tool that cannot be read: %w", err)
 	}
 	var name string
-	if err := json.Unmarshal(obj["name"], &name); err != nil || name == "" {
+	if json.Unmarshal(fields["name"], &name) != nil || name == "" {
 		return Definition{}, errors.New("a tool without a name")
 	}
-	def := map[string]any{}
-	for _, f := range definitionFields {
-		raw, ok := obj[f]
-		if !ok || string(raw) == "null" {
+	def := []byte{'{'}
+	for _, f := range sortedDefinitionFields {
+		v, ok := fields[f]
+		if !ok || string(v) == "null" {
 			continue
 		}
-		d := json.NewDecoder(bytes.NewReader(raw))
-		d.UseNumber()
-		var v any
-		if err := d.Decode(&v); err != nil {
-			return Definition{}, fmt.Errorf("tool %q: its %s: %w", name, f, err)
+		if len(def) > 1 {
+			def = append(def, ',')
 		}
-		def[f] = v
+		def = append(def, '"')
+		def = append(def, f...) // plain ASCII
+		def = append(def, '"', ':')
+		def = append(def, v...)
 	}
-	canon, err := marshal(def)
-	if err != nil {
-		return Definition{}, fmt.Errorf("tool %q: %w", name, err)
-	}
-	return Definition{Name: name, JSON: canon}, nil
+	return Definition{Name: name, JSON: append(def, '}')}, nil
 }
 
 // Hash is the hex SHA-256 of the definition's canonical JSON.
@@ -78,26 +94,6 @@ func (d Definition) withoutName() string {
 	return string(b)
 }
 
-// marshal is json.Marshal without HTML escaping: the canonical text is shown to
-// people in diffs, and "<" must read as "<". Map keys come out sorted.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
 // canonicalize re-encodes a definition read from a pin file the way Canonical
 // does, so its hash can be checked whatever spacing the file has.
-func canonicalize(raw json.RawMessage) (json.RawMessage, error) {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, err
-	}
-	return marshal(v)
-}
+func canonicalize(raw json.RawMessage) (json.RawMessage, error) { return canonicalJSON(raw) }

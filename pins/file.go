@@ -174,7 +174,7 @@ func check(path string, data []byte, tool, key, sha string, def *json.RawMessage
 	if err != nil {
 		return at("its definition is not JSON")
 	}
-	d, err := Canonical(canon)
+	d, err := definitionOf(canon)
 	if err != nil || d.Name != tool {
 		return at("its definition is not the definition of tool " + tool)
 	}
