@@ -61,28 +61,29 @@ func (g *Guard) Reload() error {
 // them write in turn. It logs a server's held and unapproved tools when they
 // change.
 func (g *Guard) Admit(server string, mode Mode, team map[string]string, listed []json.RawMessage, fresh bool) Admission {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	if mode == Off {
 		return Admission{Tools: listed}
 	}
+	l := newListing(listed)
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	if g.err != nil {
 		return Admission{}
 	}
 	now := time.Now().UTC()
 	if !fresh {
-		a, _ := review(g.file.clone(), server, mode, team, listed, now)
+		a, _ := review(g.file.clone(), server, mode, team, l, now)
 		g.tell(server, a)
 		return a
 	}
-	a, changed := review(g.file, server, mode, team, listed, now)
+	a, changed := review(g.file, server, mode, team, l, now)
 	if changed {
 		// The file on disk may be newer (an approval this gateway has not
 		// reloaded yet): what it says decides.
 		var fromDisk Admission
 		f, err := Update(g.path, func(f *File) (bool, error) {
 			var changed bool
-			fromDisk, changed = review(f, server, mode, team, listed, now)
+			fromDisk, changed = review(f, server, mode, team, l, now)
 			return changed, nil
 		})
 		var fe *FileError

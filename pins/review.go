@@ -62,24 +62,11 @@ type Admission struct {
 // approved as it is, a team pin that matches is recorded with its definition,
 // and the tools held replace the server's held set. It reports whether f
 // changed.
-func review(f *File, server string, mode Mode, team map[string]string, listed []json.RawMessage, now time.Time) (Admission, bool) {
+func review(f *File, server string, mode Mode, team map[string]string, l listing, now time.Time) (Admission, bool) {
 	if mode == Off {
-		return Admission{Tools: listed}, false
+		return Admission{Tools: l.raw}, false
 	}
-	type item struct {
-		raw json.RawMessage
-		def Definition
-	}
-	var items []item
-	names := map[string]bool{}
-	for _, raw := range listed {
-		def, err := Canonical(raw)
-		if err != nil || names[def.Name] {
-			continue // a tool the gateway could not list anyway, or a name twice
-		}
-		names[def.Name] = true
-		items = append(items, item{raw, def})
-	}
+	listed, items, names := l.raw, l.items, l.names
 	s, changed := f.Servers[server], false
 	if s == nil {
 		s, changed = f.server(server), true
@@ -134,6 +121,33 @@ func review(f *File, server string, mode Mode, team map[string]string, listed []
 		changed = true
 	}
 	return a, changed
+}
+
+// listing is one listing of a server's tools with each tool's definition:
+// worked out once, before the guard's lock is taken, since it is most of the
+// work of a review and servers' listings are reviewed side by side.
+type listing struct {
+	raw   []json.RawMessage
+	items []listedItem
+	names map[string]bool
+}
+
+type listedItem struct {
+	raw json.RawMessage
+	def Definition
+}
+
+func newListing(listed []json.RawMessage) listing {
+	l := listing{raw: listed, names: map[string]bool{}}
+	for _, raw := range listed {
+		def, err := Canonical(raw)
+		if err != nil || l.names[def.Name] {
+			continue // a tool the gateway could not list anyway, or a name twice
+		}
+		l.names[def.Name] = true
+		l.items = append(l.items, listedItem{raw, def})
+	}
+	return l
 }
 
 // renamedFrom finds the approved tool the server no longer lists whose
