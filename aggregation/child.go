@@ -636,6 +636,7 @@ type conn struct {
 	ids     atomic.Int64
 	tail    *upstream.Tail
 	callers callers
+	holds   holds // the child's requests waiting on clients
 
 	done     chan struct{}
 	doneOnce sync.Once

@@ -3,8 +3,10 @@ package aggregation
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -12,8 +14,8 @@ import (
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 )
 
-// childRequestWait bounds how long a child's request waits for the client: sampling
-// and elicitation may wait on a person, but not forever.
+// childRequestWait bounds how long a request of a 2026-07-28 flight waits for the
+// client (mrtr.go); a legacy child's request waits limits.childRequestTimeout.
 const childRequestWait = 10 * time.Minute
 
 // childRequests answers the requests a child sends its client. Sampling, elicitation
@@ -22,18 +24,23 @@ const childRequestWait = 10 * time.Minute
 //   - an HTTP child's request that arrives on a call's response stream carries that
 //     call's context, so it goes to that call's session;
 //   - otherwise (a stdio child's request carries no trace of its call) it goes to the
-//     one session with calls in flight on that child;
+//     one session with calls in flight on that child; while calls of several
+//     sessions are in flight there, it waits its turn (awaitCaller);
 //   - a connection that serves one client session ("sessions": "client") sends
 //     everything to that client, in a call or not (ownerCaller);
 //   - anything else is refused with the reason, except roots/list, which is answered
 //     with an empty list (a child that asks at start must not fail).
 //
-// A child has at most limits.maxChildRequests requests waiting on clients at once;
-// past it a request is refused at once, so a child's flood holds neither goroutines
-// nor the requests' bytes in the gateway for the wait.
+// A child has at most limits.maxChildRequests requests waiting on clients at once,
+// and at most limits.maxChildRequestsPerClient on one client; past either a request
+// is refused at once, so a child's flood holds neither goroutines nor the requests'
+// bytes in the gateway for the wait, and one client cannot take every place. Each
+// is handled on its own goroutine (mcp-go's transports call the handler on one
+// each), so one client's unanswered request holds up no other's.
 func (g *Gateway) childRequests(cn *conn) transport.RequestHandler {
 	waiting := make(chan struct{}, g.cfg.Load().Limits.ChildRequests())
 	refused := newRateLog(g.log, slog.LevelInfo, "requests from a server refused", time.Second)
+	withdrawn := newRateLog(g.log, slog.LevelWarn, "requests from a server withdrawn from a client that did not answer", time.Second)
 	return func(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 		if req.Method == string(mcp.MethodPing) {
 			return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage("{}")), nil
@@ -48,17 +55,37 @@ func (g *Gateway) childRequests(cn *conn) transport.RequestHandler {
 				"Nexus cannot forward %s: server %s has %d requests waiting on clients, at most %d (limits.maxChildRequests)",
 				req.Method, cn.server, cap(waiting), cap(waiting)), nil), nil
 		}
-		return g.forwardChildRequest(ctx, cn, req, refused), nil
+		return g.forwardChildRequest(ctx, cn, req, refused, withdrawn), nil
 	}
 }
 
+// errWithdrawn is why a request a client held was taken back from it: the child is
+// answered with its message.
+type errWithdrawn struct{ msg string }
+
+func (e *errWithdrawn) Error() string { return e.msg }
+
+// errTimedOut ends a request's wait at limits.childRequestTimeout.
+var errTimedOut = errors.New("its client did not answer within limits.childRequestTimeout")
+
 // forwardChildRequest sends a child's request to the client of its call and returns
-// the client's answer, or the refusal (logged on refused).
-func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req transport.JSONRPCRequest, refused *rateLog) *transport.JSONRPCResponse {
+// the client's answer, or the refusal (logged on refused). The client holds it at
+// most limits.childRequestTimeout, only while the call it belongs to is in flight
+// (when the transport does not tie it to a call), and, while another client's
+// request to this child waits its turn, at most limits.childRequestTurn: past these
+// the child gets an error, and the withdrawal is logged on withdrawn.
+func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req transport.JSONRPCRequest, refused, withdrawn *rateLog) *transport.JSONRPCResponse {
 	if req.Method == string(mcp.MethodListRoots) {
 		cn.askedRoots.Store(true)
 	}
-	c, why := g.callerFor(ctx, cn)
+	limits := g.cfg.Load().Limits
+	wait := limits.ChildRequestWait()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := time.AfterFunc(wait, func() { cancel(errTimedOut) })
+	defer timer.Stop()
+	tied := cn.owner == nil && callerOf(ctx) == nil // the transport does not say which call it is of
+	c, why := g.awaitCaller(ctx, cn, req.Method, limits.ChildRequestHold())
 	if c != nil && !c.s.declared(req.Method) {
 		c, why = nil, fmt.Sprintf("the client of the call did not declare the capability for %s", req.Method)
 	}
@@ -69,14 +96,35 @@ func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req transpo
 		refused.add("server", cn.server, "method", req.Method, "reason", why)
 		return transport.NewJSONRPCErrorResponse(req.ID, jsonrpc.CodeInvalidRequest, "Nexus cannot forward "+req.Method+": "+why, nil)
 	}
+	h, ok := cn.holds.take(c.s, limits.ChildRequestsPerClient(), cancel)
+	if !ok {
+		refused.add("server", cn.server, "method", req.Method, "reason", "too many waiting on one client")
+		return transport.NewJSONRPCErrorResponse(req.ID, jsonrpc.CodeInternal, fmt.Sprintf(
+			"Nexus cannot forward %s: the client of the call has %d requests of server %s waiting on it, at most %d (limits.maxChildRequestsPerClient)",
+			req.Method, limits.ChildRequestsPerClient(), cn.server, limits.ChildRequestsPerClient()), nil)
+	}
+	defer cn.holds.drop(h)
+	if tied {
+		go endWithCall(ctx, cn, c.s, cancel)
+	}
 	params, err := json.Marshal(req.Params)
 	if err != nil || req.Params == nil {
 		params = json.RawMessage("{}")
 	}
-	ctx, cancel := context.WithTimeout(ctx, childRequestWait)
-	defer cancel()
 	raw, rpcErr := c.askClient(ctx, req.Method, json.RawMessage(params))
 	if rpcErr != nil {
+		var gone *errWithdrawn
+		why := ""
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, errTimedOut):
+			why = fmt.Sprintf("its client did not answer within %s (limits.childRequestTimeout)", wait)
+		case errors.As(cause, &gone):
+			why = gone.msg
+		}
+		if why != "" {
+			withdrawn.add("server", cn.server, "method", req.Method, "agent", c.s.agent, "reason", why)
+			return transport.NewJSONRPCErrorResponse(req.ID, jsonrpc.CodeInternal, "Nexus withdrew "+req.Method+": "+why, nil)
+		}
 		return transport.NewJSONRPCErrorResponse(req.ID, rpcErr.Code, rpcErr.Message, rpcErr.Data)
 	}
 	if req.Method == string(mcp.MethodListRoots) {
@@ -85,32 +133,181 @@ func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req transpo
 	return transport.NewJSONRPCResultResponse(req.ID, raw)
 }
 
+// endWithCall withdraws a request from s's client (cancel) once no call of s is in
+// flight on cn any more: the call it was sent for has ended, and a request that
+// nothing could tie to a call must not outlive every call it could belong to.
+func endWithCall(ctx context.Context, cn *conn, s *session, cancel context.CancelCauseFunc) {
+	for {
+		changed := cn.callers.watch()
+		if !cn.callers.from(s) {
+			cancel(&errWithdrawn{fmt.Sprintf("the call it belongs to ended on server %s", cn.server)})
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// awaitCaller is callerFor, waiting while the request cannot be tied to a call
+// because calls of several sessions are in flight on cn: a stdio child's request
+// says nothing of its call, and guessing could send one client's prompt to another
+// client's model. It waits until the calls of one session remain, and meanwhile
+// withdraws each request a client of those calls has held for turn: a client that
+// keeps a request unanswered cannot keep its call, and so the child, from the
+// others. It waits at most twice turn (once for a holder's turn to end, once for
+// its call to end), and then is refused; one that another's refusal may free waits
+// a turn more, so that of several requests waiting on each other's calls one is
+// refused and the others go. roots/list does not wait: it is answered with an empty
+// list at once, as a child asking outside any call is.
+func (g *Gateway) awaitCaller(ctx context.Context, cn *conn, method string, turn time.Duration) (*caller, string) {
+	start := time.Now()
+	deadline := start.Add(2 * turn)
+	for {
+		changed := cn.callers.watch()
+		c, why, sessions := g.callerFor(ctx, cn)
+		if sessions < 2 || method == string(mcp.MethodListRoots) {
+			return c, why
+		}
+		now := time.Now()
+		next := cn.holds.withdrawOlder(turn, now, cn, &errWithdrawn{fmt.Sprintf(
+			"its client held it for %s while another client's request to server %s waited its turn (limits.childRequestTurn)", turn, cn.server)})
+		if !now.Before(deadline) {
+			if gave := cn.holds.gaveUpSince(start); !gave.IsZero() && now.Before(gave.Add(turn)) {
+				deadline = gave.Add(turn) // another's refusal may end a call: wait for it
+				continue
+			}
+			cn.holds.giveUp(now)
+			return nil, fmt.Sprintf("%s; it waited %s for the calls of one client to remain (twice limits.childRequestTurn)", why, now.Sub(start).Round(time.Millisecond))
+		}
+		if wake := deadline.Sub(now); next <= 0 || wake < next {
+			next = wake
+		}
+		t := time.NewTimer(next)
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, why
+		}
+		t.Stop()
+	}
+}
+
 // callerFor finds the call, and so the client, a child's request belongs to: a call
 // of a session in flight on this child, whose agent may see the server. A session
 // with no call in flight there is never asked: a server it may not see (or that is
-// idle) must not reach its client, its model or its roots.
-func (g *Gateway) callerFor(ctx context.Context, cn *conn) (*caller, string) {
+// idle) must not reach its client, its model or its roots. sessions is how many
+// sessions have calls in flight when that is why the call is unknown (at least 2).
+func (g *Gateway) callerFor(ctx context.Context, cn *conn) (c *caller, why string, sessions int) {
 	if cn.owner != nil {
-		return g.ownerCaller(ctx, cn)
+		c, why = g.ownerCaller(ctx, cn)
+		return c, why, 0
 	}
-	c := callerOf(ctx)
+	c = callerOf(ctx)
 	if c == nil {
-		var sessions int
 		c, sessions = cn.callers.only()
 		switch {
 		case sessions > 1:
-			return nil, fmt.Sprintf("calls of %d clients are in flight on server %s and its transport does not say which call the request belongs to", sessions, cn.server)
+			return nil, fmt.Sprintf("calls of %d clients are in flight on server %s and its transport does not say which call the request belongs to", sessions, cn.server), sessions
 		case c == nil:
-			return nil, fmt.Sprintf("no call of a client is in flight on server %s", cn.server)
+			return nil, fmt.Sprintf("no call of a client is in flight on server %s", cn.server), 0
 		}
 	}
 	if !cn.callers.from(c.s) {
-		return nil, fmt.Sprintf("the call the request belongs to is no longer in flight on server %s", cn.server)
+		return nil, fmt.Sprintf("the call the request belongs to is no longer in flight on server %s", cn.server), 0
 	}
 	if !g.view(c.s.agent).sees[cn.server] {
-		return nil, fmt.Sprintf("the client of the call may not see server %s", cn.server)
+		return nil, fmt.Sprintf("the client of the call may not see server %s", cn.server), 0
 	}
-	return c, ""
+	return c, "", 0
+}
+
+// holds are a connection's requests waiting on clients: for how many one client
+// holds, and for how long one holds a request while another waits its turn.
+type holds struct {
+	mu sync.Mutex
+	m  map[*hold]struct{}
+	// gaveUp is when a request that waited its turn was last refused.
+	gaveUp time.Time
+}
+
+// hold is one request a client holds.
+type hold struct {
+	s      *session
+	since  time.Time
+	cancel context.CancelCauseFunc // withdraws it
+}
+
+// take registers a request s's client holds, unless it already holds most.
+func (hs *holds) take(s *session, most int, cancel context.CancelCauseFunc) (*hold, bool) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	n := 0
+	for h := range hs.m {
+		if h.s == s {
+			n++
+		}
+	}
+	if n >= most {
+		return nil, false
+	}
+	if hs.m == nil {
+		hs.m = map[*hold]struct{}{}
+	}
+	h := &hold{s: s, since: time.Now(), cancel: cancel}
+	hs.m[h] = struct{}{}
+	return h, true
+}
+
+func (hs *holds) drop(h *hold) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	delete(hs.m, h)
+}
+
+// giveUp records that a request that waited its turn was refused at t.
+func (hs *holds) giveUp(t time.Time) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	hs.gaveUp = t
+}
+
+// gaveUpSince is when a request that waited its turn was last refused, if after
+// t; else the zero time.
+func (hs *holds) gaveUpSince(t time.Time) time.Time {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.gaveUp.After(t) {
+		return hs.gaveUp
+	}
+	return time.Time{}
+}
+
+// withdrawOlder withdraws, with why, each request held for turn or longer by the
+// client of a session with a call in flight on cn, and returns how long until the
+// next such request has been held for turn (0: none is held).
+func (hs *holds) withdrawOlder(turn time.Duration, now time.Time, cn *conn, why error) time.Duration {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	var next time.Duration
+	for h := range hs.m {
+		if !cn.callers.from(h.s) {
+			continue
+		}
+		if left := turn - now.Sub(h.since); left > 0 {
+			if next == 0 || left < next {
+				next = left
+			}
+			continue
+		}
+		h.cancel(why)
+		delete(hs.m, h)
+	}
+	return next
 }
 
 // ownerCaller is where a request from a connection that serves one client session

@@ -551,6 +551,8 @@ type callers struct {
 	mu    sync.Mutex
 	next  int
 	calls map[int]*inflight
+	// changed is closed, and replaced, when a call starts or ends (see watch).
+	changed chan struct{}
 }
 
 // inflight is one call in flight on a connection.
@@ -573,10 +575,31 @@ func (cs *callers) add(c *caller) (f *inflight, remove func()) {
 	id := cs.next
 	f = &inflight{c: c}
 	cs.calls[id] = f
+	cs.tell()
 	return f, func() {
 		cs.mu.Lock()
 		delete(cs.calls, id)
+		cs.tell()
 		cs.mu.Unlock()
+	}
+}
+
+// watch returns a channel closed at the next call that starts or ends: read what
+// is in flight after calling it, and wait on it for a change.
+func (cs *callers) watch() <-chan struct{} {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.changed == nil {
+		cs.changed = make(chan struct{})
+	}
+	return cs.changed
+}
+
+// tell wakes the watchers; cs.mu is held.
+func (cs *callers) tell() {
+	if cs.changed != nil {
+		close(cs.changed)
+		cs.changed = nil
 	}
 }
 

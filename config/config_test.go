@@ -80,7 +80,8 @@ func TestLimits(t *testing.T) {
 	}
 	l := cfg.Limits
 	if l.BatchMessages() != 256 || l.BatchAnswerBytes() != 64<<20 || l.CallsPerSession() != 64 || l.Sessions() != 1000 ||
-		l.IdleTimeout() != time.Hour || l.ChildRequests() != 16 {
+		l.IdleTimeout() != time.Hour || l.ChildRequests() != 16 || l.ChildRequestsPerClient() != 8 ||
+		l.ChildRequestWait() != 10*time.Minute || l.ChildRequestHold() != 10*time.Second {
 		t.Errorf("defaults: %+v", l)
 	}
 	for _, tc := range []struct{ sessions, agents, want int }{{1000, 0, 1000}, {1000, 1, 500}, {1000, 3, 250}, {1000, 500, 8}} {
@@ -88,12 +89,14 @@ func TestLimits(t *testing.T) {
 			t.Errorf("share of %d sessions among %d agents: %d, want %d", tc.sessions, tc.agents, got, tc.want)
 		}
 	}
-	cfg, err = Parse("f.json", []byte(`{"limits": {"maxBatchMessages": 10, "maxSessionsPerAgent": 3, "sessionIdleTimeout": "5m", "maxChildRequests": 2}}`))
+	cfg, err = Parse("f.json", []byte(`{"limits": {"maxBatchMessages": 10, "maxSessionsPerAgent": 3, "sessionIdleTimeout": "5m", "maxChildRequests": 2,
+		"maxChildRequestsPerClient": 1, "childRequestTimeout": "1m", "childRequestTurn": "2s"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	l = cfg.Limits
-	if l.BatchMessages() != 10 || l.SessionsPerAgent(1000, 1) != 3 || l.IdleTimeout() != 5*time.Minute || l.ChildRequests() != 2 {
+	if l.BatchMessages() != 10 || l.SessionsPerAgent(1000, 1) != 3 || l.IdleTimeout() != 5*time.Minute || l.ChildRequests() != 2 ||
+		l.ChildRequestsPerClient() != 1 || l.ChildRequestWait() != time.Minute || l.ChildRequestHold() != 2*time.Second {
 		t.Errorf("set limits: %+v", l)
 	}
 }

@@ -27,6 +27,18 @@ type Limits struct {
 	// MaxChildRequests bounds the requests one child connection has waiting on
 	// clients at once (sampling, elicitation, roots; default 16).
 	MaxChildRequests int `json:"maxChildRequests,omitempty"`
+	// MaxChildRequestsPerClient bounds the requests of one child connection waiting
+	// on one client session at once (default 8), so that one client cannot take
+	// the whole of MaxChildRequests.
+	MaxChildRequestsPerClient int `json:"maxChildRequestsPerClient,omitempty"`
+	// ChildRequestTimeout bounds how long a child's request waits for a client
+	// (default 10m): past it the child gets an error.
+	ChildRequestTimeout Duration `json:"childRequestTimeout,omitzero"`
+	// ChildRequestTurn bounds how long a client may keep a child's request while
+	// another client's request to that child waits for it (default 10s): a stdio
+	// child's request does not say which call it belongs to, so it is forwarded
+	// only while one client has calls there, and its clients take turns.
+	ChildRequestTurn Duration `json:"childRequestTurn,omitzero"`
 }
 
 // Limit defaults.
@@ -37,6 +49,9 @@ const (
 	DefaultMaxSessions         = 1000
 	DefaultSessionIdleTimeout  = time.Hour
 	DefaultMaxChildRequests    = 16
+	DefaultMaxChildRequestsPer = 8
+	DefaultChildRequestTimeout = 10 * time.Minute
+	DefaultChildRequestTurn    = 10 * time.Second
 	// MinSessionsPerAgent is the least fair share of sessions an agent gets, however
 	// many agents are configured.
 	MinSessionsPerAgent = 8
@@ -76,6 +91,21 @@ func (l Limits) IdleTimeout() time.Duration {
 // ChildRequests is MaxChildRequests or its default.
 func (l Limits) ChildRequests() int { return orDefault(l.MaxChildRequests, DefaultMaxChildRequests) }
 
+// ChildRequestsPerClient is MaxChildRequestsPerClient or its default.
+func (l Limits) ChildRequestsPerClient() int {
+	return orDefault(l.MaxChildRequestsPerClient, DefaultMaxChildRequestsPer)
+}
+
+// ChildRequestWait is ChildRequestTimeout or its default.
+func (l Limits) ChildRequestWait() time.Duration {
+	return orDefault(l.ChildRequestTimeout.D, DefaultChildRequestTimeout)
+}
+
+// ChildRequestHold is ChildRequestTurn or its default.
+func (l Limits) ChildRequestHold() time.Duration {
+	return orDefault(l.ChildRequestTurn.D, DefaultChildRequestTurn)
+}
+
 func orDefault[T int | int64 | time.Duration](v, def T) T {
 	if v > 0 {
 		return v
@@ -98,10 +128,18 @@ func (m *merger) buildLimits(cfg *Config) {
 	atLeast("maxCallsPerSession", int64(l.MaxCallsPerSession), 1, DefaultMaxCallsPerSession)
 	atLeast("maxSessions", int64(l.MaxSessions), 1, DefaultMaxSessions)
 	atLeast("maxChildRequests", int64(l.MaxChildRequests), 1, DefaultMaxChildRequests)
+	atLeast("maxChildRequestsPerClient", int64(l.MaxChildRequestsPerClient), 1, DefaultMaxChildRequestsPer)
 	if l.MaxSessionsPerAgent < 0 {
 		m.errs.add(m.errAt(m.mapFrom["limits"]["maxSessionsPerAgent"], "write a number of at least 1 (unset: a fair share of maxSessions)", "limits", "maxSessionsPerAgent"))
 	}
 	if d := l.SessionIdleTimeout.D; d != 0 && d < time.Second {
 		m.errs.add(m.errAt(m.mapFrom["limits"]["sessionIdleTimeout"], `write a duration of at least 1s (default "1h")`, "limits", "sessionIdleTimeout"))
 	}
+	positive := func(key string, d time.Duration, def string) {
+		if d < 0 {
+			m.errs.add(m.errAt(m.mapFrom["limits"][key], fmt.Sprintf("write a positive duration (default %q)", def), "limits", key))
+		}
+	}
+	positive("childRequestTimeout", l.ChildRequestTimeout.D, "10m")
+	positive("childRequestTurn", l.ChildRequestTurn.D, "10s")
 }
