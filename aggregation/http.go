@@ -242,12 +242,18 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // app). A request that arrived on a loopback address must name a loopback host; an
 // Origin it carries must be the front's own (http:// and the Host it was sent to)
 // or one the config lists in http.allowedOrigins. Clients that are not browsers
-// send no Origin.
+// send no Origin. A request that arrived on a Unix socket (the console a
+// gateway publishes for `nexus console`, which proxies a browser's requests to
+// it with their Host) is held to the loopback rule too: only this machine
+// reaches a socket.
 func (g *Gateway) allowedOrigin(r *http.Request) bool {
 	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 	onLoopback := false
-	if tcp, ok := local.(*net.TCPAddr); ok {
-		onLoopback = tcp.IP.IsLoopback()
+	switch a := local.(type) {
+	case *net.TCPAddr:
+		onLoopback = a.IP.IsLoopback()
+	case *net.UnixAddr:
+		onLoopback = true
 	}
 	if onLoopback && !loopbackHost(hostOnly(r.Host)) {
 		return false

@@ -20,6 +20,7 @@ func TestGuard(t *testing.T) {
 	h := f.g.Guard(page)
 	remote := &net.TCPAddr{IP: net.ParseIP("192.0.2.10"), Port: 8765}
 	loopback := &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 8765}
+	unix := &net.UnixAddr{Name: "/home/u/.nexus/run/123.sock", Net: "unix"} // the console nexus console proxies
 	bearer := map[string]string{"Authorization": "Bearer " + tokens["tester"]}
 	tests := []struct {
 		name       string
@@ -43,6 +44,9 @@ func TestGuard(t *testing.T) {
 		{"loopback, another port's page, public", true, loopback, "127.0.0.1:5555", "127.0.0.1:8765", map[string]string{"Origin": "http://127.0.0.1:3000"}, "GET", http.StatusForbidden},
 		{"loopback, POST", false, loopback, "127.0.0.1:5555", "127.0.0.1:8765", bearer, "POST", http.StatusMethodNotAllowed},
 		{"remote peer on a loopback listener", false, loopback, "198.51.100.7:5555", "127.0.0.1:8765", nil, "GET", http.StatusUnauthorized},
+		{"unix socket with a token", false, unix, "@", "127.0.0.1:40123", bearer, "GET", http.StatusOK},
+		{"unix socket, rebound host name", false, unix, "@", "evil.example:40123", bearer, "GET", http.StatusForbidden},
+		{"unix socket, another port's page", false, unix, "@", "127.0.0.1:40123", map[string]string{"Authorization": "Bearer " + tokens["tester"], "Origin": "http://127.0.0.1:3000"}, "GET", http.StatusForbidden},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

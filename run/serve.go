@@ -52,7 +52,8 @@ func (e UsageError) Error() string { return string(e) }
 // Serve runs a gateway until ctx ends: it builds the runtime of
 // opts.Config, serves MCP over stdio or HTTP (and the pages beside it),
 // reloads when a watched config file changes or on SIGHUP, and announces
-// itself in Env.Home/run so that CLI edits can wait for the reload. Every
+// itself in Env.Home/run so that CLI edits can wait for the reload and
+// `nexus console` can show its console (publishConsole). Every
 // goroutine it starts is joined before the gateway closes.
 func Serve(ctx context.Context, opts ServeOptions) error {
 	e, cfg := opts.Env, opts.Config
@@ -79,6 +80,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	defer cancel()
 	workers.Go(func() { reportProblems(ctx, e, g) })
 	defer followConfig(ctx, e, g, &workers)()
+	defer publishConsole(ctx, e, published(opts, ls), pagesMux(g), &workers)()
 	if ls.metrics != nil {
 		serveMetrics(ctx, opts, g, ls.metrics, &workers)
 	}
@@ -123,6 +125,20 @@ func openListeners(cfg *config.Config, e Env, opts ServeOptions) (listeners, err
 		}
 	}
 	return ls, nil
+}
+
+// published is the record of the console a gateway serving opts on ls
+// publishes (publishConsole).
+func published(opts ServeOptions, ls listeners) Published {
+	rec := Published{Started: time.Now(), Version: aggregation.Version, Front: "stdio", Agent: opts.Agent,
+		Config: opts.Config.Layers}
+	if ls.http != nil {
+		rec.Front, rec.URL, rec.Agent = "http", "http://"+ls.http.Addr().String()+"/mcp", ""
+	}
+	if ls.metrics != nil {
+		rec.Metrics = "http://" + ls.metrics.Addr().String() + "/"
+	}
+	return rec
 }
 
 func (ls listeners) close() {
@@ -198,15 +214,7 @@ func followConfig(ctx context.Context, e Env, g *Runtime, workers *sync.WaitGrou
 // serveMetrics serves /metrics and the status page on l until ctx ends.
 func serveMetrics(ctx context.Context, opts ServeOptions, g *Runtime, l net.Listener, workers *sync.WaitGroup) {
 	e := opts.Env
-	mux := http.NewServeMux()
-	for pattern, h := range g.obs.pages(g.Gateway) {
-		mux.Handle(pattern, g.Guard(h))
-	}
-	for pattern, h := range g.obs.actions(g.Gateway) {
-		mux.Handle(pattern, g.GuardAction(h))
-	}
-	mux.Handle("/login", g.LoginPage())
-	msrv := aggregation.NewHTTPServer(mux)
+	msrv := aggregation.NewHTTPServer(pagesMux(g))
 	shutdownWhenDone(ctx, msrv, workers)
 	workers.Go(func() {
 		if err := msrv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {

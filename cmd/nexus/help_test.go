@@ -30,7 +30,7 @@ func TestHelpOnEveryCommand(t *testing.T) {
 	}
 	walk(nil, newApp(nil, nil, nil).Commands)
 	named := [][]string{
-		{"serve"}, {"add"}, {"remove"}, {"list-servers"}, {"list-tools"}, {"call"}, {"version"},
+		{"serve"}, {"console"}, {"add"}, {"remove"}, {"list-servers"}, {"list-tools"}, {"call"}, {"version"},
 		{"policy"}, {"policy", "show"}, {"policy", "explain"}, {"policy", "check"}, {"policy", "allow"}, {"policy", "deny"}, {"policy", "revoke"},
 		{"agent", "add"}, {"agent", "list"}, {"agent", "rotate"}, {"agent", "remove"}, {"cache", "stats"}, {"cache", "list"}, {"cache", "clear"}, {"audit"}, {"demo"}, {"sample-server"},
 		{"secrets", "set"}, {"secrets", "list"}, {"secrets", "rm"}, {"config", "show"}, {"config", "validate"},
