@@ -545,6 +545,10 @@ func TestClientChildExitAndReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "A's process is reaped", func() bool { return exited(pidA) })
+	// A call that reaches the connection before the gateway has read the
+	// process's end fails, as it would on a direct connection; the next is the
+	// one that must start afresh.
+	waitFor(t, "the gateway sees A's process end", func() bool { return f.upstreamSessions("solo") == 1 })
 	got, isErr := call(t, a, "solo__get", "")
 	if isErr || !strings.Contains(got, `value=""`) || pidOf(t, got) == pidA {
 		t.Errorf("A after its process died: %q (error %v), want a fresh process", got, isErr)
