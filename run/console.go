@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -83,6 +85,58 @@ func pagesMux(g *Runtime) *http.ServeMux {
 	}
 	mux.Handle("/login", g.LoginPage())
 	return mux
+}
+
+// localServers is the path, on the console socket only, where a command of the
+// same user reads the gateway's servers as Status JSON (nexus list-servers
+// --live). ConsoleProxy never forwards it: through the proxy it would be
+// readable without the console's login.
+const localServers = "/local/servers"
+
+// socketMux is what the console socket serves: the pages of pagesMux, and the
+// servers' status for the user's own commands, redacted as every page is.
+func socketMux(g *Runtime, e Env) *http.ServeMux {
+	mux := pagesMux(g)
+	redact := e.redactor()
+	mux.HandleFunc("GET "+localServers, func(w http.ResponseWriter, r *http.Request) {
+		b, err := json.Marshal(g.Servers())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(redact.JSON(b))
+	})
+	return mux
+}
+
+// Servers asks the gateway that published rec for its servers' status.
+func (rec Published) Servers(ctx context.Context) ([]aggregation.Status, error) {
+	var d net.Dialer
+	client := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "unix", rec.Socket)
+		},
+	}}
+	ctx, cancel := context.WithTimeout(ctx, answerWait)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://localhost"+localServers, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("asking the running gateway (pid %d) for its servers: %w", rec.PID, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("asking the running gateway (pid %d) for its servers: %s", rec.PID, resp.Status)
+	}
+	var out []aggregation.Status
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&out); err != nil {
+		return nil, fmt.Errorf("reading the running gateway's servers (pid %d): %w", rec.PID, err)
+	}
+	return out, nil
 }
 
 // publishConsole serves h on the console socket until ctx ends, and writes rec
@@ -241,7 +295,7 @@ func (rec Published) Answers(ctx context.Context) bool {
 // loopback. No proxy of the environment is used.
 func ConsoleProxy(socket string) http.Handler {
 	var d net.Dialer
-	return &httputil.ReverseProxy{
+	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme = "http"
 			pr.Out.URL.Host = "nexus-console"
@@ -257,4 +311,12 @@ func ConsoleProxy(socket string) http.Handler {
 			http.Error(w, "502 bad gateway: the gateway does not answer (has it stopped? run nexus console again): "+err.Error(), http.StatusBadGateway)
 		},
 	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// What the socket serves the user's own commands stays on the socket.
+		if p := path.Clean("/" + r.URL.Path); p == "/local" || strings.HasPrefix(p, "/local/") {
+			http.NotFound(w, r)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	})
 }

@@ -214,6 +214,18 @@ func TestServePublishesConsole(t *testing.T) {
 		t.Errorf("an action from the proxy's own origin: %d, want 303", code)
 	}
 
+	// The user's own commands read the servers on the socket, without a login;
+	// through the proxy, under any spelling, that path is not there.
+	servers, err := rec.Servers(context.Background())
+	if err != nil || len(servers) != 1 || servers[0].Name != "fx" {
+		t.Errorf("the servers on the socket: %+v, %v", servers, err)
+	}
+	for _, p := range []string{"/local/servers", "//local/servers", "/./local/servers", "/x/../local/servers", "/local%2Fservers", "/local"} {
+		if code, body, _ := do("GET", p, "", map[string]string{"Authorization": bearer}, ""); code != http.StatusNotFound || strings.Contains(body, `"name"`) {
+			t.Errorf("GET %s through the proxy: %d %.80s, want 404", p, code, body)
+		}
+	}
+
 	stop()
 	if got, err := Running(context.Background(), home); err != nil || len(got) != 0 {
 		t.Errorf("Running after the gateway stopped: %+v, %v", got, err)

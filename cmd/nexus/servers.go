@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"github.com/nexus-mcp/nexus/internal/suggest"
@@ -182,7 +183,8 @@ func listServersCommand() *cli.Command {
 		Usage: "list the configured child servers",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
-			&cli.BoolFlag{Name: "live", Usage: "connect to each server and show its state and tool count"},
+			&cli.BoolFlag{Name: "live", Usage: "show each server's state and tool count: the running gateway's (nexus serve of this home) when one runs, else connect to each server"},
+			&cli.BoolFlag{Name: "fresh", Usage: "with --live, connect to each server even when a gateway is running"},
 		},
 		Action: listServersAction,
 	}
@@ -217,6 +219,9 @@ func listServersAction(c *cli.Context) error {
 		// listed without approval (pin: warn), by the server's names (--live).
 		Held       []string `json:"held,omitempty"`
 		Unapproved []string `json:"unapproved,omitempty"`
+		// IdleSince is when the running gateway stopped an idle server (zero:
+		// not started yet).
+		IdleSince time.Time `json:"idleSince,omitzero"`
 	}
 	rows := []row{}
 	for _, name := range cfg.ServerNames() {
@@ -232,21 +237,20 @@ func listServersAction(c *cli.Context) error {
 		rows = append(rows, r)
 	}
 	if c.Bool("live") {
-		g, err := e.startGatewayShowingProgress(c.Context, cfg, run.Options{NoMemory: true}, c.Bool("json"))
+		all, err := e.liveServers(c.Context, cfg, c.Bool("fresh"), c.Bool("json"))
 		if err != nil {
 			return err
 		}
 		states := map[string]int{}
-		for i, st := range g.Servers() {
+		for i, st := range all {
 			states[st.Name] = i
 		}
-		all := g.Servers()
 		for i := range rows {
 			if j, ok := states[rows[i].Name]; ok {
 				n := all[j].Tools
 				rows[i].State, rows[i].Tools, rows[i].Error = string(all[j].State), &n, all[j].Error
 				rows[i].Protocol, rows[i].ProtocolWhy = all[j].Protocol, all[j].ProtocolWhy
-				rows[i].Held, rows[i].Unapproved = all[j].Held, all[j].Unapproved
+				rows[i].Held, rows[i].Unapproved, rows[i].IdleSince = all[j].Held, all[j].Unapproved, all[j].IdleSince
 				if all[j].Sessions == config.SessionsClient {
 					up := all[j].UpstreamSessions
 					rows[i].Upstream = &up
@@ -258,7 +262,6 @@ func listServersAction(c *cli.Context) error {
 				rows[i].State = "disabled"
 			}
 		}
-		g.Close()
 	}
 	if c.Bool("json") {
 		return printJSON(e.stdout, rows)
@@ -276,6 +279,8 @@ func listServersAction(c *cli.Context) error {
 			if r.Disabled {
 				state = "disabled"
 			}
+		} else if r.State == string(aggregation.StateIdle) {
+			state = aggregation.Status{State: aggregation.StateIdle, IdleSince: r.IdleSince}.StateText()
 		} else if r.Tools != nil && r.State == string(aggregation.StateReady) {
 			state = fmt.Sprintf("ready (%d tools)", *r.Tools)
 			if r.Protocol != "" {
@@ -313,6 +318,32 @@ func listServersAction(c *cli.Context) error {
 		}
 	}
 	return nil
+}
+
+// liveServers is the state of each server: the running gateway's of this home
+// when one runs (the newest, when several do), so that an idle server shows
+// since when it is stopped; else, or with fresh, that of a gateway started for
+// the command, which connects to each server.
+func (e *env) liveServers(ctx context.Context, cfg *config.Config, fresh, jsonOut bool) ([]aggregation.Status, error) {
+	if !fresh {
+		running, err := run.Running(ctx, e.home)
+		if err == nil && len(running) > 0 {
+			rec := running[len(running)-1]
+			all, err := rec.Servers(ctx)
+			if err == nil {
+				fmt.Fprintf(e.stderr, "nexus: the state of the gateway running as pid %d since %s (--fresh connects to each server instead)\n",
+					rec.PID, rec.Started.Local().Format(time.DateTime))
+				return all, nil
+			}
+			fmt.Fprintf(e.stderr, "nexus: %v; connecting to each server instead\n", err)
+		}
+	}
+	g, err := e.startGatewayShowingProgress(ctx, cfg, run.Options{NoMemory: true}, jsonOut)
+	if err != nil {
+		return nil, err
+	}
+	defer g.Close()
+	return g.Servers(), nil
 }
 
 // applyServerFlags sets what --cwd, --timeout and --prefix say, for an entry built
