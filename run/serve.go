@@ -80,7 +80,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	defer cancel()
 	workers.Go(func() { reportProblems(ctx, e, g) })
 	defer followConfig(ctx, e, g, &workers)()
-	defer publishConsole(ctx, e, published(opts, ls), pagesMux(g), &workers)()
+	defer publishConsole(ctx, e, published(opts, ls), socketMux(g, e), &workers)()
 	if ls.metrics != nil {
 		serveMetrics(ctx, opts, g, ls.metrics, &workers)
 	}
