@@ -85,7 +85,7 @@ func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req transpo
 	timer := time.AfterFunc(wait, func() { cancel(errTimedOut) })
 	defer timer.Stop()
 	tied := cn.owner == nil && callerOf(ctx) == nil // the transport does not say which call it is of
-	c, why := g.awaitCaller(ctx, cn, req.Method, limits.ChildRequestHold())
+	c, why := g.awaitCaller(ctx, cn, cn.callers.mark(), req.Method, limits.ChildRequestHold())
 	if c != nil && !c.s.declared(req.Method) {
 		c, why = nil, fmt.Sprintf("the client of the call did not declare the capability for %s", req.Method)
 	}
@@ -162,12 +162,12 @@ func endWithCall(ctx context.Context, cn *conn, s *session, cancel context.Cance
 // a turn more, so that of several requests waiting on each other's calls one is
 // refused and the others go. roots/list does not wait: it is answered with an empty
 // list at once, as a child asking outside any call is.
-func (g *Gateway) awaitCaller(ctx context.Context, cn *conn, method string, turn time.Duration) (*caller, string) {
+func (g *Gateway) awaitCaller(ctx context.Context, cn *conn, mark int, method string, turn time.Duration) (*caller, string) {
 	start := time.Now()
 	deadline := start.Add(2 * turn)
 	for {
 		changed := cn.callers.watch()
-		c, why, sessions := g.callerFor(ctx, cn)
+		c, why, sessions := g.callerFor(ctx, cn, mark)
 		if sessions < 2 || method == string(mcp.MethodListRoots) {
 			return c, why
 		}
@@ -202,14 +202,17 @@ func (g *Gateway) awaitCaller(ctx context.Context, cn *conn, method string, turn
 // with no call in flight there is never asked: a server it may not see (or that is
 // idle) must not reach its client, its model or its roots. sessions is how many
 // sessions have calls in flight when that is why the call is unknown (at least 2).
-func (g *Gateway) callerFor(ctx context.Context, cn *conn) (c *caller, why string, sessions int) {
+// Only calls up to mark count (callers.mark, taken as the request arrived): one
+// that started later cannot be the request's, and a client that calls again and
+// again cannot keep another's request from being tied to its call.
+func (g *Gateway) callerFor(ctx context.Context, cn *conn, mark int) (c *caller, why string, sessions int) {
 	if cn.owner != nil {
 		c, why = g.ownerCaller(ctx, cn)
 		return c, why, 0
 	}
 	c = callerOf(ctx)
 	if c == nil {
-		c, sessions = cn.callers.only()
+		c, sessions = cn.callers.onlyUpTo(mark) // a call that started after the request is not its
 		switch {
 		case sessions > 1:
 			return nil, fmt.Sprintf("calls of %d clients are in flight on server %s and its transport does not say which call the request belongs to", sessions, cn.server), sessions

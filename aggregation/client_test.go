@@ -136,12 +136,24 @@ func httpClientStream(t *testing.T, url, token string, openStream bool) *testCli
 	return c
 }
 
+// readSSE reads events as a client does: an event is its data lines, taken when
+// the blank line that ends it arrives. One cut short (the stream closed as the
+// test ends) is dropped, as the SSE specification says.
 func (c *testClient) readSSE(r io.Reader) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	var data []string
 	for sc.Scan() {
-		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-			c.receive([]byte(data))
+		line := sc.Text()
+		if line == "" {
+			if len(data) > 0 {
+				c.receive([]byte(strings.Join(data, "\n")))
+			}
+			data = nil
+			continue
+		}
+		if d, ok := strings.CutPrefix(line, "data:"); ok {
+			data = append(data, strings.TrimPrefix(d, " "))
 		}
 	}
 }

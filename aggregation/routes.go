@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -628,14 +629,25 @@ func (cs *callers) from(s *session) bool {
 // only returns the latest call in flight when every call in flight comes from one
 // session (its client is the only one that can answer), and how many sessions have
 // calls in flight.
-func (cs *callers) only() (*caller, int) {
+func (cs *callers) only() (*caller, int) { return cs.onlyUpTo(math.MaxInt) }
+
+// mark is the newest call now: a request the child sends now belongs to a call
+// up to it, never to one that starts later.
+func (cs *callers) mark() int {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.next
+}
+
+// onlyUpTo is only among the calls up to mark (see mark).
+func (cs *callers) onlyUpTo(mark int) (*caller, int) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	var latest *caller
 	best := -1
 	sessions := map[*session]bool{}
 	for id, f := range cs.calls {
-		if f.c == nil {
+		if f.c == nil || id > mark {
 			continue
 		}
 		sessions[f.c.s] = true
