@@ -157,8 +157,9 @@ func endWithCall(ctx context.Context, cn *conn, s *session, cancel context.Cance
 // client's model. It waits until the calls of one session remain, and meanwhile
 // withdraws each request a client of those calls has held for turn: a client that
 // keeps a request unanswered cannot keep its call, and so the child, from the
-// others. It waits at most twice turn (once for a holder's turn to end, once for
-// its call to end), and then is refused; one that another's refusal may free waits
+// others. It waits twice turn (once for a holder's turn to end, once for its call
+// to end), or a turn after its last withdrawal when that is later (a loaded
+// machine may take a while to end the call), and then is refused; one that another's refusal may free waits
 // a turn more, so that of several requests waiting on each other's calls one is
 // refused and the others go. roots/list does not wait: it is answered with an empty
 // list at once, as a child asking outside any call is.
@@ -172,15 +173,18 @@ func (g *Gateway) awaitCaller(ctx context.Context, cn *conn, mark int, method st
 			return c, why
 		}
 		now := time.Now()
-		next := cn.holds.withdrawOlder(turn, now, cn, &errWithdrawn{fmt.Sprintf(
+		next, withdrew := cn.holds.withdrawOlder(turn, now, cn, &errWithdrawn{fmt.Sprintf(
 			"its client held it for %s while another client's request to server %s waited its turn (limits.childRequestTurn)", turn, cn.server)})
+		if withdrew && deadline.Before(now.Add(turn)) {
+			deadline = now.Add(turn) // the holder's call now has a turn to end
+		}
 		if !now.Before(deadline) {
 			if gave := cn.holds.gaveUpSince(start); !gave.IsZero() && now.Before(gave.Add(turn)) {
 				deadline = gave.Add(turn) // another's refusal may end a call: wait for it
 				continue
 			}
 			cn.holds.giveUp(now)
-			return nil, fmt.Sprintf("%s; it waited %s for the calls of one client to remain (twice limits.childRequestTurn)", why, now.Sub(start).Round(time.Millisecond))
+			return nil, fmt.Sprintf("%s; it waited %s for the calls of one client to remain (limits.childRequestTurn)", why, now.Sub(start).Round(time.Millisecond))
 		}
 		if wake := deadline.Sub(now); next <= 0 || wake < next {
 			next = wake
@@ -292,11 +296,11 @@ func (hs *holds) gaveUpSince(t time.Time) time.Time {
 
 // withdrawOlder withdraws, with why, each request held for turn or longer by the
 // client of a session with a call in flight on cn, and returns how long until the
-// next such request has been held for turn (0: none is held).
-func (hs *holds) withdrawOlder(turn time.Duration, now time.Time, cn *conn, why error) time.Duration {
+// next such request has been held for turn (0: none is held), and whether it
+// withdrew any.
+func (hs *holds) withdrawOlder(turn time.Duration, now time.Time, cn *conn, why error) (next time.Duration, withdrew bool) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	var next time.Duration
 	for h := range hs.m {
 		if !cn.callers.from(h.s) {
 			continue
@@ -309,8 +313,9 @@ func (hs *holds) withdrawOlder(turn time.Duration, now time.Time, cn *conn, why 
 		}
 		h.cancel(why)
 		delete(hs.m, h)
+		withdrew = true
 	}
-	return next
+	return next, withdrew
 }
 
 // ownerCaller is where a request from a connection that serves one client session

@@ -31,7 +31,7 @@ func TestHeldSamplingStarvesNoOne(t *testing.T) {
 	}{
 		{"another client samples while one holds", frontHTTP, `{"childRequestTurn": "200ms"}`, 1, false, "limits.childRequestTurn"},
 		{"another stdio client samples while one holds", frontStdio, `{"childRequestTurn": "200ms"}`, 1, false, "limits.childRequestTurn"},
-		{"the holder calls again and again", frontHTTP, `{"childRequestTurn": "200ms"}`, 3, true, "limits.childRequestTurn"},
+		{"the holder calls again and again", frontHTTP, `{"childRequestTurn": "500ms"}`, 3, true, "limits.childRequestTurn"},
 		{"a holder alone is bounded too", frontHTTP, `{"childRequestTimeout": "300ms"}`, 0, false, "within 300ms (limits.childRequestTimeout)"},
 	}
 	for _, tc := range tests {
