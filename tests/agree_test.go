@@ -16,6 +16,7 @@ import (
 // verdict, and the two that refuse name the key. (Before, a bad ttl passed
 // validate and doctor, and serve dropped every memory rule at run time.)
 func TestValidateDoctorServeAgree(t *testing.T) {
+	t.Parallel()
 	hash := strings.Repeat("ab", 32)
 	tests := []struct {
 		section string
