@@ -34,12 +34,9 @@ func peerScript(t *testing.T, rel string) (node, script string) {
 // write is never answered from memory, and a file changed outside the gateway
 // is read fresh unless a ttl says its contents keep.
 func TestFilesystemServerMemory(t *testing.T) {
+	// Not parallel (a 3s ttl), but its two cases, each with a server and a root of
+	// its own, run beside each other: they mostly wait.
 	node, script := peerScript(t, "@modelcontextprotocol/server-filesystem/dist/index.js")
-	root := t.TempDir()
-	file := filepath.Join(root, "notes.txt")
-	if err := os.WriteFile(file, []byte("first version"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		name string
 		ttl  map[string]any
@@ -49,6 +46,9 @@ func TestFilesystemServerMemory(t *testing.T) {
 		{"a ttl: exactly the stated freshness", map[string]any{"files.read_text_file": "3s"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			file := filepath.Join(root, "notes.txt")
 			if err := os.WriteFile(file, []byte("first version"), 0o600); err != nil {
 				t.Fatal(err)
 			}
