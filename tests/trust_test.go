@@ -187,7 +187,8 @@ func TestTimedOutWriteInvalidates(t *testing.T) {
 // window is served and says so; never while the child answers; off unless
 // configured.
 func TestStaleIfError(t *testing.T) {
-	down := filepath.Join(t.TempDir(), "down")
+	// Not parallel (a 200ms ttl and a 2s timeout), but its two cases, each with a
+	// child and a down file of its own, run beside each other: they mostly wait.
 	for _, tc := range []struct {
 		name   string
 		window map[string]any
@@ -197,7 +198,8 @@ func TestStaleIfError(t *testing.T) {
 		{"off by default", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			os.Remove(down)
+			t.Parallel()
+			down := filepath.Join(t.TempDir(), "down")
 			extra := map[string]any{"ttl": map[string]any{"fx.lookup": "200ms"}} // crash is read-only here so that it invalidates nothing: only
 			// the child's death makes the entry stale.
 
