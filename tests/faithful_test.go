@@ -215,6 +215,7 @@ type faithfulServer struct {
 // stdio (shared, and with an upstream session per client), SSE and streamable HTTP, the filesystem server, two memory servers and an
 // MCP App, each method made directly and through Nexus.
 func TestFaithfulProxy(t *testing.T) {
+	t.Parallel()
 	node, everything := everythingServer(t)
 	_, filesystem := peerScript(t, "@modelcontextprotocol/server-filesystem/dist/index.js")
 	_, memory := peerScript(t, "@modelcontextprotocol/server-memory/dist/index.js")
