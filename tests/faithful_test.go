@@ -84,14 +84,26 @@ func answerPeerRequest(_ context.Context, req transport.JSONRPCRequest) (*transp
 	return &transport.JSONRPCResponse{JSONRPC: "2.0", ID: req.ID, Result: b}, err
 }
 
-func dialPeer(t *testing.T, what string, tr transport.Interface) *rawPeer {
+// dialPeerWhen connects to tr and initializes it, when ready is not nil only
+// once ready holds (see serveStdioReady).
+func dialPeerWhen(t *testing.T, what string, tr transport.Interface, ready func() bool) *rawPeer {
 	t.Helper()
-	return dialPeerWhen(t, what, tr, nil)
+	return startPeer(t, what, tr).dial(ready)
 }
 
-// dialPeerWhen is dialPeer that, when ready is not nil, initializes only once
-// ready holds (see serveStdioReady).
-func dialPeerWhen(t *testing.T, what string, tr transport.Interface, ready func() bool) *rawPeer {
+// startedPeer is a transport started (a stdio server's process running), not
+// yet initialized.
+type startedPeer struct {
+	t            *testing.T
+	what         string
+	tr           transport.Interface
+	life         context.Context
+	capabilities map[string]any
+}
+
+// startPeer starts tr; dial initializes it. A test that talks to several servers
+// one after another starts them all first, so their processes load side by side.
+func startPeer(t *testing.T, what string, tr transport.Interface) startedPeer {
 	t.Helper()
 	// A transport that cannot carry a server's requests back (mcp-go's SSE
 	// client) declares no capability that would make the server send one.
@@ -101,15 +113,23 @@ func dialPeerWhen(t *testing.T, what string, tr transport.Interface, ready func(
 		capabilities = peerCapabilities
 	}
 	// The transport keeps the context Start is given for its whole life (an SSE
-	// stream ends with it), so only the handshake below is bounded.
+	// stream ends with it), so only the handshake in dial is bounded.
 	life, end := context.WithCancel(context.Background())
 	t.Cleanup(end)
-	ctx, cancel := context.WithTimeout(life, 60*time.Second)
-	defer cancel()
 	if err := tr.Start(life); err != nil {
 		t.Fatalf("connecting to %s: %v", what, err)
 	}
 	t.Cleanup(func() { tr.Close() })
+	return startedPeer{t: t, what: what, tr: tr, life: life, capabilities: capabilities}
+}
+
+// dial initializes the started peer, when ready is not nil only once ready holds
+// (see serveStdioReady).
+func (sp startedPeer) dial(ready func() bool) *rawPeer {
+	t, what, tr, capabilities := sp.t, sp.what, sp.tr, sp.capabilities
+	t.Helper()
+	ctx, cancel := context.WithTimeout(sp.life, 60*time.Second)
+	defer cancel()
 	if ready != nil {
 		eventually(t, 60*time.Second, what+" ready to initialize", ready)
 	}
@@ -343,14 +363,20 @@ func TestFaithfulProxy(t *testing.T) {
 	for _, s := range servers {
 		names = append(names, s.name)
 	}
+	// Each server is compared in turn; their direct processes start at once,
+	// beside the gateway's children.
+	started := make([]startedPeer, len(servers))
+	for i, s := range servers {
+		started[i] = startPeer(t, s.name, s.direct(t))
+	}
 	throughLog := &lockedBuffer{}
 	through := dialPeerWhen(t, "nexus", transport.NewStdioWithOptions(built.nexus, h.env(), []string{"serve", "--no-memory"}, transport.WithCommandStderrWriter(throughLog)),
 		func() bool { return childrenConnected(throughLog.String(), names...) })
 	view := newThroughView(t, through)
 
 	var rows []faithfulRow
-	for _, s := range servers {
-		direct := dialPeer(t, s.name, s.direct(t))
+	for i, s := range servers {
+		direct := started[i].dial(nil)
 		rows = append(rows, compareServer(t, s, direct, through, view)...)
 	}
 	var table strings.Builder
