@@ -130,12 +130,9 @@ func conformanceNode(t *testing.T) string {
 // race detector: it is the reference, not the code under test.
 func buildConformanceServer(t *testing.T) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	bin := filepath.Join(t.TempDir(), "conformance-server")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/mark3labs/mcp-go/examples/conformance")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building mcp-go's conformance server: %v\n%s", err, out)
+	bin, err := conformanceServerBin.build()
+	if err != nil {
+		t.Fatalf("building mcp-go's conformance server: %v", err)
 	}
 	return bin
 }
