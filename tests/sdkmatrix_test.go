@@ -584,7 +584,7 @@ func TestSDKMatrix(t *testing.T) {
 	var mu sync.Mutex
 	results := map[string]string{} // "server client front behaviour" -> outcome
 	var wg sync.WaitGroup
-	slots := make(chan struct{}, 4) // connections under way at once
+	slots := make(chan struct{}, 8) // connections under way at once
 	for _, server := range matrixServers {
 		for _, cl := range clients {
 			for _, front := range []string{"direct", "stdio", "http"} {
