@@ -9,8 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -58,10 +61,10 @@ var peerCapabilities = map[string]any{
 
 // rawPeer is an MCP client that keeps every answer as the JSON it was.
 type rawPeer struct {
-	t    *testing.T
-	tr   transport.Interface
-	ids  atomic.Int64
-	init json.RawMessage
+	fatalf func(format string, args ...any) // the test's Fatalf, where it runs
+	tr     transport.Interface
+	ids    atomic.Int64
+	init   json.RawMessage
 }
 
 // answerPeerRequest answers what a server asks a client, the same way for both
@@ -133,7 +136,7 @@ func (sp startedPeer) dial(ready func() bool) *rawPeer {
 	if ready != nil {
 		eventually(t, 60*time.Second, what+" ready to initialize", ready)
 	}
-	p := &rawPeer{t: t, tr: tr}
+	p := &rawPeer{fatalf: t.Fatalf, tr: tr}
 	res, rpcErr := p.request("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": capabilities,
 		"clientInfo": map[string]any{"name": "faithful-test", "version": "1"}})
 	if rpcErr != nil {
@@ -165,7 +168,7 @@ func (p *rawPeer) list(method, field, key string) map[string]map[string]any {
 	}
 	var m map[string][]map[string]any
 	if err := json.Unmarshal(res, &m); err != nil {
-		p.t.Fatalf("%s: %v in %s", method, err, res)
+		p.fatalf("%s: %v in %s", method, err, res)
 	}
 	for _, it := range m[field] {
 		if k, ok := it[key].(string); ok {
@@ -374,11 +377,32 @@ func TestFaithfulProxy(t *testing.T) {
 		func() bool { return childrenConnected(throughLog.String(), names...) })
 	view := newThroughView(t, through)
 
-	var rows []faithfulRow
+	// The servers are compared at once, each with its own direct connection,
+	// over the one session through Nexus (a client may send requests for
+	// several servers at once); the rows keep the servers' order. Most of the
+	// time is the everything servers' waits (trigger-long-running-operation).
+	rowsOf := make([][]faithfulRow, len(servers))
+	failed := make([]string, len(servers))
+	var wg sync.WaitGroup
 	for i, s := range servers {
 		direct := started[i].dial(nil)
-		rows = append(rows, compareServer(t, s, direct, through, view)...)
+		wg.Go(func() {
+			// Fatalf belongs to the test's goroutine: here it ends this
+			// server's comparison, and the test fails once all have ended.
+			direct.fatalf = func(format string, args ...any) {
+				failed[i] = fmt.Sprintf(format, args...)
+				runtime.Goexit()
+			}
+			rowsOf[i] = compareServer(t, s, direct, through, view)
+		})
 	}
+	wg.Wait()
+	for i, f := range failed {
+		if f != "" {
+			t.Fatalf("%s: %s", servers[i].name, f)
+		}
+	}
+	rows := slices.Concat(rowsOf...)
 	var table strings.Builder
 	seen := map[string]bool{}
 	for _, r := range rows {
