@@ -7,7 +7,6 @@ import (
 	"maps"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -49,13 +48,9 @@ func TestConformanceAuth(t *testing.T) {
 	if _, err := os.Stat(conformanceNextScript); err != nil {
 		t.Fatalf("the MCP conformance suite 0.2.0-alpha.12 is not installed (%v): run `npm ci` in tests/", err)
 	}
-	client := filepath.Join(t.TempDir(), "authclient")
-	args := []string{"build", "-o", client}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	if out, err := exec.Command("go", append(args, "./authclient")...).CombinedOutput(); err != nil {
-		t.Fatalf("building the auth client: %v\n%s", err, out)
+	client, err := authClientBin.build()
+	if err != nil {
+		t.Fatalf("building the auth client: %v", err)
 	}
 
 	results := map[string]scenarioResult{} // by "SPEC SCENARIO"

@@ -54,6 +54,7 @@ func liveProtocols(t *testing.T, h *home) map[string]string {
 // only the modern one, and server-everything (SDK v1, legacy), behind one
 // gateway.
 func TestTypeScriptChildEras(t *testing.T) {
+	t.Parallel()
 	node, era := tsEraServer(t)
 	_, everything := everythingServer(t)
 	h := newHome(t, map[string]any{"servers": map[string]any{
@@ -65,7 +66,9 @@ func TestTypeScriptChildEras(t *testing.T) {
 	if got := liveProtocols(t, h); len(got) != len(want) || got["dual"] != want["dual"] || got["modern"] != want["modern"] || got["everything"] != want["everything"] {
 		t.Errorf("protocols %v, want %v", got, want)
 	}
-	s := h.serveStdio("--no-memory")
+	// The first list must hold every child's tools: initialize once they are
+	// connected (see serveStdioReady).
+	s := h.serveStdioReady([]string{"dual", "modern", "everything"}, "--no-memory")
 	tools := s.tools()
 	for _, name := range []string{"dual__echo", "modern__echo", "everything__echo"} {
 		if _, ok := tools[name]; !ok {
@@ -85,6 +88,7 @@ func TestTypeScriptChildEras(t *testing.T) {
 // TestTypeScriptPinnedEra: a server pinned to the legacy era that serves only
 // the modern one fails to start, and list-servers says why.
 func TestTypeScriptPinnedEra(t *testing.T) {
+	t.Parallel()
 	node, era := tsEraServer(t)
 	h := newHome(t, map[string]any{"servers": map[string]any{
 		"modern": map[string]any{"command": node, "args": []string{era, "modern"}, "protocolVersion": "2025-11-25"},
@@ -125,6 +129,7 @@ func serveTSHTTP(t *testing.T, node, script, mode string) string {
 // each adds reaches the gateway's tools/list (on the session's stream, or the
 // subscriptions/listen one).
 func TestTypeScriptHTTPChildEras(t *testing.T) {
+	t.Parallel()
 	node, era := tsEraServer(t)
 	servers := map[string]any{}
 	for _, name := range []string{"dual", "modern"} {

@@ -9,8 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -58,10 +61,10 @@ var peerCapabilities = map[string]any{
 
 // rawPeer is an MCP client that keeps every answer as the JSON it was.
 type rawPeer struct {
-	t    *testing.T
-	tr   transport.Interface
-	ids  atomic.Int64
-	init json.RawMessage
+	fatalf func(format string, args ...any) // the test's Fatalf, where it runs
+	tr     transport.Interface
+	ids    atomic.Int64
+	init   json.RawMessage
 }
 
 // answerPeerRequest answers what a server asks a client, the same way for both
@@ -84,14 +87,26 @@ func answerPeerRequest(_ context.Context, req transport.JSONRPCRequest) (*transp
 	return &transport.JSONRPCResponse{JSONRPC: "2.0", ID: req.ID, Result: b}, err
 }
 
-func dialPeer(t *testing.T, what string, tr transport.Interface) *rawPeer {
+// dialPeerWhen connects to tr and initializes it, when ready is not nil only
+// once ready holds (see serveStdioReady).
+func dialPeerWhen(t *testing.T, what string, tr transport.Interface, ready func() bool) *rawPeer {
 	t.Helper()
-	return dialPeerWhen(t, what, tr, nil)
+	return startPeer(t, what, tr).dial(ready)
 }
 
-// dialPeerWhen is dialPeer that, when ready is not nil, initializes only once
-// ready holds (see serveStdioReady).
-func dialPeerWhen(t *testing.T, what string, tr transport.Interface, ready func() bool) *rawPeer {
+// startedPeer is a transport started (a stdio server's process running), not
+// yet initialized.
+type startedPeer struct {
+	t            *testing.T
+	what         string
+	tr           transport.Interface
+	life         context.Context
+	capabilities map[string]any
+}
+
+// startPeer starts tr; dial initializes it. A test that talks to several servers
+// one after another starts them all first, so their processes load side by side.
+func startPeer(t *testing.T, what string, tr transport.Interface) startedPeer {
 	t.Helper()
 	// A transport that cannot carry a server's requests back (mcp-go's SSE
 	// client) declares no capability that would make the server send one.
@@ -101,19 +116,27 @@ func dialPeerWhen(t *testing.T, what string, tr transport.Interface, ready func(
 		capabilities = peerCapabilities
 	}
 	// The transport keeps the context Start is given for its whole life (an SSE
-	// stream ends with it), so only the handshake below is bounded.
+	// stream ends with it), so only the handshake in dial is bounded.
 	life, end := context.WithCancel(context.Background())
 	t.Cleanup(end)
-	ctx, cancel := context.WithTimeout(life, 60*time.Second)
-	defer cancel()
 	if err := tr.Start(life); err != nil {
 		t.Fatalf("connecting to %s: %v", what, err)
 	}
 	t.Cleanup(func() { tr.Close() })
+	return startedPeer{t: t, what: what, tr: tr, life: life, capabilities: capabilities}
+}
+
+// dial initializes the started peer, when ready is not nil only once ready holds
+// (see serveStdioReady).
+func (sp startedPeer) dial(ready func() bool) *rawPeer {
+	t, what, tr, capabilities := sp.t, sp.what, sp.tr, sp.capabilities
+	t.Helper()
+	ctx, cancel := context.WithTimeout(sp.life, 60*time.Second)
+	defer cancel()
 	if ready != nil {
 		eventually(t, 60*time.Second, what+" ready to initialize", ready)
 	}
-	p := &rawPeer{t: t, tr: tr}
+	p := &rawPeer{fatalf: t.Fatalf, tr: tr}
 	res, rpcErr := p.request("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": capabilities,
 		"clientInfo": map[string]any{"name": "faithful-test", "version": "1"}})
 	if rpcErr != nil {
@@ -145,7 +168,7 @@ func (p *rawPeer) list(method, field, key string) map[string]map[string]any {
 	}
 	var m map[string][]map[string]any
 	if err := json.Unmarshal(res, &m); err != nil {
-		p.t.Fatalf("%s: %v in %s", method, err, res)
+		p.fatalf("%s: %v in %s", method, err, res)
 	}
 	for _, it := range m[field] {
 		if k, ok := it[key].(string); ok {
@@ -215,6 +238,7 @@ type faithfulServer struct {
 // stdio (shared, and with an upstream session per client), SSE and streamable HTTP, the filesystem server, two memory servers and an
 // MCP App, each method made directly and through Nexus.
 func TestFaithfulProxy(t *testing.T) {
+	t.Parallel()
 	node, everything := everythingServer(t)
 	_, filesystem := peerScript(t, "@modelcontextprotocol/server-filesystem/dist/index.js")
 	_, memory := peerScript(t, "@modelcontextprotocol/server-memory/dist/index.js")
@@ -342,16 +366,43 @@ func TestFaithfulProxy(t *testing.T) {
 	for _, s := range servers {
 		names = append(names, s.name)
 	}
+	// Each server is compared in turn; their direct processes start at once,
+	// beside the gateway's children.
+	started := make([]startedPeer, len(servers))
+	for i, s := range servers {
+		started[i] = startPeer(t, s.name, s.direct(t))
+	}
 	throughLog := &lockedBuffer{}
 	through := dialPeerWhen(t, "nexus", transport.NewStdioWithOptions(built.nexus, h.env(), []string{"serve", "--no-memory"}, transport.WithCommandStderrWriter(throughLog)),
 		func() bool { return childrenConnected(throughLog.String(), names...) })
 	view := newThroughView(t, through)
 
-	var rows []faithfulRow
-	for _, s := range servers {
-		direct := dialPeer(t, s.name, s.direct(t))
-		rows = append(rows, compareServer(t, s, direct, through, view)...)
+	// The servers are compared at once, each with its own direct connection,
+	// over the one session through Nexus (a client may send requests for
+	// several servers at once); the rows keep the servers' order. Most of the
+	// time is the everything servers' waits (trigger-long-running-operation).
+	rowsOf := make([][]faithfulRow, len(servers))
+	failed := make([]string, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		direct := started[i].dial(nil)
+		wg.Go(func() {
+			// Fatalf belongs to the test's goroutine: here it ends this
+			// server's comparison, and the test fails once all have ended.
+			direct.fatalf = func(format string, args ...any) {
+				failed[i] = fmt.Sprintf(format, args...)
+				runtime.Goexit()
+			}
+			rowsOf[i] = compareServer(t, s, direct, through, view)
+		})
 	}
+	wg.Wait()
+	for i, f := range failed {
+		if f != "" {
+			t.Fatalf("%s: %s", servers[i].name, f)
+		}
+	}
+	rows := slices.Concat(rowsOf...)
 	var table strings.Builder
 	seen := map[string]bool{}
 	for _, r := range rows {

@@ -26,12 +26,21 @@ type friction struct {
 	check  func(t *testing.T, h *home, stdout, stderr string)
 }
 
-// runFrictions runs each row in a home of its own. HOME in args, files and config
-// stands for the home's directory.
+// runFrictions runs each row in a home of its own, the rows side by side. HOME in
+// args, files and config stands for the home's directory.
 func runFrictions(t *testing.T, rows []friction) {
+	t.Helper()
+	runFrictionRows(t, rows, false)
+}
+
+// runFrictionRows is runFrictions, the rows one at a time when serial.
+func runFrictionRows(t *testing.T, rows []friction, serial bool) {
 	t.Helper()
 	for _, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {
+			if !serial {
+				t.Parallel() // each row in a home of its own
+			}
 			h := newHome(t, nil)
 			sub := func(s string) string { return strings.ReplaceAll(s, "HOME", h.dir) }
 			if tc.config != "" {
@@ -437,11 +446,11 @@ func TestFrictionLaunchers(t *testing.T) {
 // prints no WARN line for it.
 func TestFrictionSecretStoreWords(t *testing.T) {
 	noBusAtAll := []string{"DBUS_SESSION_BUS_ADDRESS=", "PATH=" + filepath.Dir(built.nexus)}
-	runFrictions(t, []friction{
+	runFrictionRows(t, []friction{
 		{name: "no bus at all", config: `{}`, env: noBusAtAll, args: []string{"add", "gh", "--command", "x", "--env", "TOKEN=ghp_abcdefghijklmnopqrstuvwx"}, code: 1,
 			stderr: "OS keychain unavailable: no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set)\nTo fix: there is no D-Bus session bus, so no Secret Service to keep secrets (installing dbus-x11 alone does not help",
 			not:    `exec: "dbus-launch"`},
-	})
+	}, true) // serial, as the test: it stores secrets
 	h := newHome(t, map[string]any{"secrets": map[string]any{"insecureFileStore": true}})
 	env := []string{"DBUS_SESSION_BUS_ADDRESS=unix:path=" + filepath.Join(h.dir, "no-bus")}
 	if _, stderr, code := h.nexusWith("", env, "add", "kg", "--command", "x", "--env", "TOKEN=ghp_abcdefghijklmnopqrstuvwx"); code != 0 || strings.Contains(stderr, "level=WARN") {

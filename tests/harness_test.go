@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -116,8 +117,67 @@ func buildAll() error {
 			}
 		})
 	}
+	// The helpers one test needs are built now too, at once with the four, when
+	// the run may include that test; a failed build is that test's failure.
+	for _, b := range helperBins {
+		if mayRun(b.test) {
+			wg.Go(func() { b.build() })
+		}
+	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// helperBin is a binary one test needs (and any other may ask for), built once
+// per run into the run's directory: by TestMain when the run may include that
+// test (mayRun), else when first asked for.
+type helperBin struct {
+	test string // the test that needs it
+	name string // its file name in the run's directory
+	pkg  string
+	race bool // built with -race when the tests are: it is code under test
+
+	once sync.Once
+	path string
+	err  error
+}
+
+var (
+	// tests/sdkpeer, the Go SDKs' servers of the SDK matrix: peers, not the
+	// code under test.
+	sdkPeerBin = &helperBin{test: "TestSDKMatrix", name: "sdkpeer", pkg: "./sdkpeer"}
+	// mcp-go's example server for the conformance suite: the reference.
+	conformanceServerBin = &helperBin{test: "TestConformance", name: "conformance-server", pkg: "github.com/mark3labs/mcp-go/examples/conformance"}
+	// the OAuth client the auth scenarios drive: Nexus's oauth package.
+	authClientBin = &helperBin{test: "TestConformanceAuth", name: "authclient", pkg: "./authclient", race: true}
+	helperBins    = []*helperBin{sdkPeerBin, conformanceServerBin, authClientBin}
+)
+
+// build builds b once and returns its path.
+func (b *helperBin) build() (string, error) {
+	b.once.Do(func() {
+		b.path = filepath.Join(filepath.Dir(built.nexus), b.name)
+		args := []string{"build", "-o", b.path}
+		if b.race && raceEnabled {
+			args = append(args, "-race")
+		}
+		if out, err := exec.Command("go", append(args, b.pkg)...).CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("building %s: %v\n%s", b.pkg, err, out)
+		}
+	})
+	return b.path, b.err
+}
+
+// mayRun reports whether -test.run may select the top-level test name (its
+// pattern's part before any "/"; an empty pattern selects every test).
+func mayRun(name string) bool {
+	pat := flag.Lookup("test.run").Value.String()
+	if pat == "" {
+		return true
+	}
+	top, _, _ := strings.Cut(pat, "/")
+	re, err := regexp.Compile(top)
+	return err == nil && re.MatchString(name)
 }
 
 // home is a throw-away NEXUS_HOME with a config.json.

@@ -105,6 +105,7 @@ func TestCLIMessages(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each row in a home of its own
 			h := newHome(t, nil)
 			if tc.config != "" {
 				if err := os.WriteFile(filepath.Join(h.dir, "config.json"), []byte(tc.config), 0o600); err != nil {

@@ -542,17 +542,8 @@ func (c *tsClient) close() {
 	_ = c.cmd.Wait()
 }
 
-// sdkPeer builds tests/sdkpeer once, beside the run's other binaries (which
-// TestMain removes), without the race detector: it is a peer, not the code
-// under test.
-var sdkPeer = sync.OnceValues(func() (string, error) {
-	bin := filepath.Join(filepath.Dir(built.nexus), "sdkpeer")
-	out, err := exec.Command("go", "build", "-o", bin, "./sdkpeer").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("building tests/sdkpeer: %v\n%s", err, out)
-	}
-	return bin, nil
-})
+// sdkPeer is tests/sdkpeer, built once per run (sdkPeerBin).
+func sdkPeer() (string, error) { return sdkPeerBin.build() }
 
 // TestSDKMatrix compares each behaviour of each SDK's server, as each SDK's
 // client sees it, directly and through Nexus in its default config.
@@ -593,7 +584,7 @@ func TestSDKMatrix(t *testing.T) {
 	var mu sync.Mutex
 	results := map[string]string{} // "server client front behaviour" -> outcome
 	var wg sync.WaitGroup
-	slots := make(chan struct{}, 4) // connections under way at once
+	slots := make(chan struct{}, 8) // connections under way at once
 	for _, server := range matrixServers {
 		for _, cl := range clients {
 			for _, front := range []string{"direct", "stdio", "http"} {

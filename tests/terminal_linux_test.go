@@ -43,10 +43,10 @@ func openPTY(t *testing.T) (control, term *os.File) {
 }
 
 // onTerminal runs nexus with the streams named in which ("stdin", "stdout",
-// "stderr") on a terminal and the others on pipes, until it exits or stop is
-// closed (then it gets SIGINT). It returns what the terminal showed and the other
-// output.
-func (h *home) onTerminal(which string, stop <-chan struct{}, args ...string) (terminal, other string, code int) {
+// "stderr") on a terminal and the others on pipes, until it exits or, when until
+// is not nil, until holds for what the terminal showed so far (then it gets
+// SIGINT). It returns what the terminal showed and the other output.
+func (h *home) onTerminal(which string, until func(shown string) bool, args ...string) (terminal, other string, code int) {
 	h.t.Helper()
 	control, term := openPTY(h.t)
 	cmd := exec.Command(built.nexus, args...)
@@ -62,7 +62,7 @@ func (h *home) onTerminal(which string, stop <-chan struct{}, args ...string) (t
 	if strings.Contains(which, "stderr") {
 		cmd.Stderr = term
 	}
-	var shown bytes.Buffer
+	var shown lockedBuffer
 	var wg sync.WaitGroup
 	wg.Go(func() { io.Copy(&shown, control) }) // ends with EIO once the terminal is closed
 	if err := cmd.Start(); err != nil {
@@ -72,14 +72,24 @@ func (h *home) onTerminal(which string, stop <-chan struct{}, args ...string) (t
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	var err error
-	select {
-	case err = <-exited:
-	case <-stop:
-		cmd.Process.Signal(syscall.SIGINT)
-		err = <-exited
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		h.t.Fatalf("nexus %v did not end", args)
+	timeout := time.After(60 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case err = <-exited:
+			break wait
+		case <-tick.C:
+			if until != nil && until(shown.String()) {
+				cmd.Process.Signal(syscall.SIGINT)
+				err = <-exited
+				break wait
+			}
+		case <-timeout:
+			cmd.Process.Kill()
+			h.t.Fatalf("nexus %v did not end", args)
+		}
 	}
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
@@ -92,17 +102,24 @@ func (h *home) onTerminal(which string, stop <-chan struct{}, args ...string) (t
 // the progress of slow connections, readable call results; and that none of it
 // reaches a pipe.
 func TestCLITerminal(t *testing.T) {
+	// Not parallel (a terminal), but its subtests, each on a pseudo-terminal of its
+	// own, run beside one another: they mostly wait on a slow child.
 	t.Run("serve says it waits for a client", func(t *testing.T) {
+		t.Parallel()
 		h := newHome(t, map[string]any{})
-		stop := make(chan struct{})
-		time.AfterFunc(3*time.Second, func() { close(stop) })
-		shown, _, code := h.onTerminal("stdin stderr", stop, "serve")
+		// Interrupted once the notice is shown (main handles SIGINT from its
+		// start), or after 10s to report what was shown instead.
+		start := time.Now()
+		shown, _, code := h.onTerminal("stdin stderr", func(shown string) bool {
+			return strings.Contains(shown, "Press Ctrl-C to stop.") || time.Since(start) > 10*time.Second
+		}, "serve")
 		if code != 0 || !strings.Contains(shown, "nexus: waiting for an MCP client on stdin") || !strings.Contains(shown, "Press Ctrl-C to stop.") {
 			t.Errorf("serve on a terminal: exit %d:\n%s", code, shown)
 		}
 	})
 	slow := map[string]any{"servers": map[string]any{"slow": map[string]any{"command": "sh", "args": []string{"-c", "sleep 2"}}}}
 	t.Run("list-tools shows who is still connecting", func(t *testing.T) {
+		t.Parallel()
 		h := newHome(t, slow)
 		shown, _, _ := h.onTerminal("stderr", nil, "list-tools")
 		for _, want := range []string{"nexus: waiting for slow to connect (", "nexus: 0 of 1 server(s) ready after "} {
@@ -112,6 +129,7 @@ func TestCLITerminal(t *testing.T) {
 		}
 	})
 	t.Run("no progress off a terminal", func(t *testing.T) {
+		t.Parallel()
 		h := newHome(t, slow)
 		_, stderr, _ := h.nexus("list-tools")
 		if strings.Contains(stderr, "waiting for") || strings.Contains(stderr, "ready after") {
@@ -119,6 +137,7 @@ func TestCLITerminal(t *testing.T) {
 		}
 	})
 	t.Run("no progress with --json", func(t *testing.T) {
+		t.Parallel()
 		h := newHome(t, slow)
 		shown, _, _ := h.onTerminal("stderr", nil, "list-tools", "--json")
 		if strings.Contains(shown, "waiting for") {
@@ -127,6 +146,7 @@ func TestCLITerminal(t *testing.T) {
 	})
 	sample := map[string]any{"servers": map[string]any{"code-kg": map[string]any{"command": built.nexus, "args": []string{"sample-server", "code-kg"}}}}
 	t.Run("call prints structured content readably", func(t *testing.T) {
+		t.Parallel()
 		h := newHome(t, sample)
 		shown, _, code := h.onTerminal("stdout", nil, "call", "code-kg.kg_latest_graph", "--args", `{"repository": "nowhere"}`)
 		if code != 1 || !strings.HasPrefix(shown, "tool error:\n{\n  \"known_repositories\": [\n") || strings.Contains(shown, `"content"`) {

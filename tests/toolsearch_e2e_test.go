@@ -31,6 +31,7 @@ type searchFront struct {
 // direct call would; the budget adds found tools to the session's list with
 // list_changed.
 func TestSearchModeEndToEnd(t *testing.T) {
+	t.Parallel()
 	node, script := peerScript(t, "@modelcontextprotocol/server-filesystem/dist/index.js")
 	root := t.TempDir()
 	if err := os.WriteFile(filepath.Join(root, "hello.txt"), []byte("hi"), 0o600); err != nil {
@@ -44,7 +45,9 @@ func TestSearchModeEndToEnd(t *testing.T) {
 	}
 	fronts := map[string]func(t *testing.T, h *home) searchFront{
 		"stdio": func(t *testing.T, h *home) searchFront {
-			s := h.serveStdio("--agent", "searcher")
+			// The first list must hold the pinned tool: initialize once the
+			// child is connected (see serveStdioReady).
+			s := h.serveStdioReady([]string{"files"}, "--agent", "searcher")
 			return searchFront{
 				list: func() []string { return slices.Sorted(maps.Keys(s.tools())) },
 				call: func(name string, args map[string]any) (string, json.RawMessage, bool) {
@@ -59,6 +62,7 @@ func TestSearchModeEndToEnd(t *testing.T) {
 		},
 		"http": func(t *testing.T, h *home) searchFront {
 			url, stderr := h.serveHTTP()
+			waitChildren(t, stderr, "files")
 			// The client keeps the session's stream open: what the gateway
 			// sends unasked (list_changed) arrives there.
 			c, err := client.NewStreamableHttpClient(url, transport.WithContinuousListening())

@@ -34,12 +34,9 @@ func peerScript(t *testing.T, rel string) (node, script string) {
 // write is never answered from memory, and a file changed outside the gateway
 // is read fresh unless a ttl says its contents keep.
 func TestFilesystemServerMemory(t *testing.T) {
+	// Not parallel (a 3s ttl), but its two cases, each with a server and a root of
+	// its own, run beside each other: they mostly wait.
 	node, script := peerScript(t, "@modelcontextprotocol/server-filesystem/dist/index.js")
-	root := t.TempDir()
-	file := filepath.Join(root, "notes.txt")
-	if err := os.WriteFile(file, []byte("first version"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		name string
 		ttl  map[string]any
@@ -49,6 +46,9 @@ func TestFilesystemServerMemory(t *testing.T) {
 		{"a ttl: exactly the stated freshness", map[string]any{"files.read_text_file": "3s"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			file := filepath.Join(root, "notes.txt")
 			if err := os.WriteFile(file, []byte("first version"), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -187,7 +187,8 @@ func TestTimedOutWriteInvalidates(t *testing.T) {
 // window is served and says so; never while the child answers; off unless
 // configured.
 func TestStaleIfError(t *testing.T) {
-	down := filepath.Join(t.TempDir(), "down")
+	// Not parallel (a 200ms ttl and a 2s timeout), but its two cases, each with a
+	// child and a down file of its own, run beside each other: they mostly wait.
 	for _, tc := range []struct {
 		name   string
 		window map[string]any
@@ -197,7 +198,8 @@ func TestStaleIfError(t *testing.T) {
 		{"off by default", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			os.Remove(down)
+			t.Parallel()
+			down := filepath.Join(t.TempDir(), "down")
 			extra := map[string]any{"ttl": map[string]any{"fx.lookup": "200ms"}} // crash is read-only here so that it invalidates nothing: only
 			// the child's death makes the entry stale.
 

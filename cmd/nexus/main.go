@@ -67,7 +67,7 @@ func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	defer errw.Close()
 	defer out.Close()
 	app := newApp(stdin, out, errw)
-	app.Metadata = map[string]any{redactorKey: redactor, argsKey: args}
+	app.Metadata = map[string]any{redactorKey: redactor, argsKey: args, stdioKey: stdio{in: stdin, out: stdout}}
 	if err := app.RunContext(ctx, interspersed(app, args)); err != nil {
 		// main prints the error to stderr itself, past the redacting writer: its
 		// text passes the redactor here (a child's error may quote its key).
@@ -93,6 +93,15 @@ func (e *redactedError) Unwrap() error { return e.err }
 
 // redactorKey finds the process's redactor in the app's metadata.
 const redactorKey = "redactor"
+
+// stdioKey finds runCLI's own stdin and stdout (not the redacting writer) in the
+// app's metadata: serve speaks MCP over them (os.Stdin and os.Stdout from main).
+const stdioKey = "stdio"
+
+type stdio struct {
+	in  io.Reader
+	out io.Writer
+}
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{

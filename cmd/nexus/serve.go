@@ -44,7 +44,10 @@ func serveAction(c *cli.Context) error {
 		return err
 	}
 	e.serving = true
-	err = e.serve(c.Context, run.ServeOptions{
+	// MCP over runCLI's own stdin and stdout (main's are os.Stdin and os.Stdout),
+	// past the redacting writer as before.
+	std, _ := c.App.Metadata[stdioKey].(stdio)
+	err = e.serve(c.Context, run.ServeOptions{Stdin: std.in, Stdout: std.out,
 		Agent: c.String("agent"), HTTPAddr: c.String("http"), MetricsAddr: c.String("metrics"), Insecure: c.Bool("insecure-no-auth"),
 		Gateway: run.Options{NoMemory: c.Bool("no-memory"), ToolNames: c.String("tool-names"), MaxNameLength: c.Int("max-name-length"), NoWait: true, KeepLists: true,
 			Observe: true, Metrics: c.String("http") != "" || c.String("metrics") != ""},

@@ -1,20 +1,19 @@
-package tests
+package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestValidateDoctorServeAgree: for a valid and an invalid value of every config
 // section, `nexus config validate`, `nexus doctor` and `nexus serve` give the same
 // verdict, and the two that refuse name the key. (Before, a bad ttl passed
-// validate and doctor, and serve dropped every memory rule at run time.)
+// validate and doctor, and serve dropped every memory rule at run time.) In
+// process: what is compared is how the three commands read a config, not the
+// process around them.
 func TestValidateDoctorServeAgree(t *testing.T) {
 	hash := strings.Repeat("ab", 32)
 	tests := []struct {
@@ -56,19 +55,19 @@ func TestValidateDoctorServeAgree(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.section, func(t *testing.T) {
-			t.Parallel()
 			for _, v := range []struct {
 				doc   string
 				valid bool
 			}{{tc.good, true}, {tc.bad, false}} {
-				h := newHome(t, nil)
-				if err := os.WriteFile(filepath.Join(h.dir, "config.json"), []byte(v.doc), 0o600); err != nil {
+				home := t.TempDir()
+				inProcessEnv(t, home)
+				if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(v.doc), 0o600); err != nil {
 					t.Fatal(err)
 				}
 				verdicts := map[string]string{
-					"validate": h.validateVerdict(tc.key),
-					"doctor":   h.doctorVerdict(tc.key),
-					"serve":    h.serveVerdict(tc.key),
+					"validate": validateVerdict(tc.key),
+					"doctor":   doctorVerdict(tc.key),
+					"serve":    serveVerdict(tc.key),
 				}
 				want := "refused naming the key"
 				if v.valid {
@@ -95,13 +94,13 @@ func verdict(ok bool, named bool, detail string) string {
 	return "refused without naming the key: " + detail
 }
 
-func (h *home) validateVerdict(key string) string {
-	out, stderr, code := h.nexus("config", "validate")
+func validateVerdict(key string) string {
+	out, stderr, code := runIn("", "config", "validate")
 	return verdict(code == 0, strings.Contains(out+stderr, key), out+stderr)
 }
 
-func (h *home) doctorVerdict(key string) string {
-	out, stderr, _ := h.nexus("doctor", "--json")
+func doctorVerdict(key string) string {
+	out, stderr, _ := runIn("", "doctor", "--json")
 	var rep struct {
 		Checks []struct{ Area, Name, Status, Detail string }
 	}
@@ -118,18 +117,11 @@ func (h *home) doctorVerdict(key string) string {
 	return verdict(len(failed) == 0, strings.Contains(all, key), all)
 }
 
-// serveVerdict starts `nexus serve` with one initialize request on its stdin: a
+// serveVerdict runs `nexus serve` with one initialize request on its stdin: a
 // config it accepts answers it (and the end of stdin stops it); one it refuses
-// exits with an error before answering.
-func (h *home) serveVerdict(key string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, built.nexus, "serve")
-	cmd.Env = h.env()
-	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	answered := strings.Contains(out.String(), `"id":1,"result"`)
-	return verdict(err == nil && answered, err != nil && !answered && strings.Contains(errb.String(), key), errb.String()+out.String())
+// ends with an error before answering.
+func serveVerdict(key string) string {
+	out, stderr, code := runIn(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n", "serve")
+	answered := strings.Contains(out, `"id":1,"result"`)
+	return verdict(code == 0 && answered, code != 0 && !answered && strings.Contains(stderr, key), stderr+out)
 }
