@@ -137,7 +137,9 @@ func (p *Process) Start(ctx context.Context) error {
 	}
 	forget := p.ledger.record(p.name, p.cmd.Process.Pid)
 	p.ctx, p.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	stderrDone := make(chan struct{})
 	go func() {
+		defer close(stderrDone)
 		p.readStderr(stderr)
 		_ = stderr.Close()
 	}()
@@ -151,18 +153,29 @@ func (p *Process) Start(ctx context.Context) error {
 		// The leader's exit is waited for, not its pipes' end (which cmd.Wait
 		// waits for): what it started and left in its group (npx's node, a
 		// wrapper's helper) may hold them open. The last answers it wrote are
-		// read first; if the pipes do not end soon, its group is ended, and
+		// read first, and its last words on stderr, which a report of its
+		// failure quotes; if the pipes do not end soon, its group is ended, and
 		// then they do. Only then is the child gone; what it left goes with it.
 		state, err := p.cmd.Process.Wait()
 		if err == nil && !state.Success() {
 			err = &exec.ExitError{ProcessState: state}
 		}
 		pgid := p.cmd.Process.Pid
+		pipesDone := make(chan struct{})
+		go func() {
+			<-readerDone
+			<-stderrDone
+			close(pipesDone)
+		}()
 		select {
-		case <-readerDone:
+		case <-pipesDone:
 		case <-time.After(leftoverWait):
 			p.endLeftovers(pgid)
 			<-readerDone
+			select { // stderr may be held by what left the group: it is only a log
+			case <-stderrDone:
+			case <-time.After(leftoverWait):
+			}
 		}
 		p.mu.Lock()
 		p.exitErr = err
