@@ -110,18 +110,20 @@ func buildAll() error {
 	for i, b := range builds {
 		wg.Go(func() {
 			var out bytes.Buffer
-			cmd := exec.Command("go", append(append([]string{"build", "-o", b.path}, b.flags...), b.pkg)...)
+			cmd := exec.Command("go", append(append([]string{"build", "-o", b.path, noDWARF}, b.flags...), b.pkg)...)
 			cmd.Stdout, cmd.Stderr = &out, &out
 			if err := cmd.Run(); err != nil {
 				errs[i] = fmt.Errorf("building %s: %v\n%s", b.pkg, err, out.String())
 			}
 		})
 	}
-	// The helpers one test needs are built now too, at once with the four, when
-	// the run may include that test; a failed build is that test's failure.
+	// The helpers one test needs start building now too, when the run may
+	// include that test, but nothing waits for them here: the tests that do not
+	// need them (every serial one) start once the four are built, and the one
+	// that does waits in build. A failed build is that test's failure.
 	for _, b := range helperBins {
 		if mayRun(b.test) {
-			wg.Go(func() { b.build() })
+			go b.build()
 		}
 	}
 	wg.Wait()
@@ -153,11 +155,16 @@ var (
 	helperBins    = []*helperBin{sdkPeerBin, conformanceServerBin, authClientBin}
 )
 
+// noDWARF leaves debug information out of the binaries the tests build: no test
+// reads it (stack traces and profiles use the symbol table, which stays), and
+// writing it is much of a link.
+const noDWARF = "-ldflags=-w"
+
 // build builds b once and returns its path.
 func (b *helperBin) build() (string, error) {
 	b.once.Do(func() {
 		b.path = filepath.Join(filepath.Dir(built.nexus), b.name)
-		args := []string{"build", "-o", b.path}
+		args := []string{"build", "-o", b.path, noDWARF}
 		if b.race && raceEnabled {
 			args = append(args, "-race")
 		}
