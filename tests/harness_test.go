@@ -101,9 +101,9 @@ func buildAll() error {
 		flags     []string
 	}{
 		{built.nexus, "../cmd/nexus", append(race, coverBuildFlags()...)},
-		{built.fixture, "./fixture", coverBuildFlags()},
-		{built.relay, "./relay", coverBuildFlags()},
-		{built.sample, "./samplechild", coverBuildFlags()},
+		{built.fixture, "./fixture", append(helperFlags(), coverBuildFlags()...)},
+		{built.relay, "./relay", append(helperFlags(), coverBuildFlags()...)},
+		{built.sample, "./samplechild", append(helperFlags(), coverBuildFlags()...)},
 	}
 	errs := make([]error, len(builds))
 	var wg sync.WaitGroup
@@ -160,6 +160,19 @@ var (
 // writing it is much of a link.
 const noDWARF = "-ldflags=-w"
 
+// helperFlags are the flags of the helpers built without -race. Under -race
+// (the suite) they are compiled without inlining: nothing else in the run
+// compiles their dependencies (net/http, mcp-go...) without -race, and that
+// compile is a third shorter so, on the way to the first test; their own speed
+// matters little there. The benchmarks, which run without -race and measure
+// the fixture and the relay, get them fully optimised.
+func helperFlags() []string {
+	if raceEnabled {
+		return []string{"-gcflags=all=-l"}
+	}
+	return nil
+}
+
 // build builds b once and returns its path.
 func (b *helperBin) build() (string, error) {
 	b.once.Do(func() {
@@ -167,6 +180,8 @@ func (b *helperBin) build() (string, error) {
 		args := []string{"build", "-o", b.path, noDWARF}
 		if b.race && raceEnabled {
 			args = append(args, "-race")
+		} else {
+			args = append(args, helperFlags()...)
 		}
 		if out, err := exec.Command("go", append(args, b.pkg)...).CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("building %s: %v\n%s", b.pkg, err, out)
