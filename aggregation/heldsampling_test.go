@@ -116,16 +116,8 @@ func TestHeldSamplingStarvesNoOne(t *testing.T) {
 
 // requestUnless is request, given up (false) when quit is closed first.
 func (c *testClient) requestUnless(method string, params any, quit <-chan struct{}) (wireMsg, bool) {
-	c.mu.Lock()
-	c.nextID++
-	id := fmt.Sprintf(`"c%d"`, c.nextID)
-	ch := make(chan wireMsg, 1)
-	c.waiting[id] = ch
-	c.mu.Unlock()
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method, "params": params})
-	c.post(b)
 	select {
-	case m := <-ch:
+	case m := <-sendAsync(c, method, params):
 		return m, true
 	case <-quit:
 		return wireMsg{}, false
