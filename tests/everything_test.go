@@ -25,6 +25,20 @@ func TestServerEverythingThroughNexus(t *testing.T) {
 	}, "policy": map[string]any{"default": map[string]any{"allow": []string{"*"}}}})
 	direct := startSession(t, h.env(), node, script, "stdio").tools()
 	s := h.serveStdio("--no-memory")
+	// This client answers sampling and roots from the start: server-everything
+	// asks for roots as it starts, and on a loaded machine that can fall
+	// during the first call, when the question is this client's to answer.
+	s.mu.Lock()
+	s.answer = func(m message) (any, *rpcError) {
+		switch m.Method {
+		case "sampling/createMessage":
+			return map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "sampled by the test client"}, "model": "test", "stopReason": "endTurn"}, nil
+		case "roots/list":
+			return map[string]any{"roots": []map[string]any{{"uri": "file:///work/root-from-client", "name": "root"}}}, nil
+		}
+		return nil, &rpcError{Code: -32601, Message: m.Method}
+	}
+	s.mu.Unlock()
 	through := s.tools()
 	if len(direct) == 0 {
 		t.Fatal("server-everything listed no tools")
@@ -78,23 +92,13 @@ func TestServerEverythingThroughNexus(t *testing.T) {
 		t.Errorf("prompts/get: direct %s, through %s", pd.raw, pt.raw)
 	}
 	// A request the child sends back during a call reaches the calling client.
-	s.mu.Lock()
-	s.answer = func(m message) (any, *rpcError) {
-		switch m.Method {
-		case "sampling/createMessage":
-			return map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "sampled by the test client"}, "model": "test", "stopReason": "endTurn"}, nil
-		case "roots/list":
-			return map[string]any{"roots": []map[string]any{{"uri": "file:///work/root-from-client", "name": "root"}}}, nil
-		}
-		return nil, &rpcError{Code: -32601, Message: m.Method}
-	}
-	s.mu.Unlock()
 	if r := s.call("everything__trigger-sampling-request", map[string]any{"prompt": "hi", "maxTokens": 10}); r.IsError || !strings.Contains(r.text(), "sampled by the test client") {
 		t.Errorf("sampling through nexus: %+v", r)
 	}
-	// server-everything asks for roots as it starts, with no call in flight,
-	// and is answered none; before this client's first call to it, Nexus
-	// tells it the roots changed, and the client's roots are what it reports.
+	// server-everything asks for roots as it starts, usually with no call in
+	// flight, and is answered none; before this client's first call to it,
+	// Nexus tells it the roots changed, and the client's roots are what it
+	// reports.
 	if r := s.call("everything__get-roots-list", map[string]any{}); r.IsError || !strings.Contains(r.text(), "root-from-client") {
 		t.Errorf("roots through nexus: %+v\ngateway log:\n%s", r, s.stderr)
 	}
