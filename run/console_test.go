@@ -103,19 +103,8 @@ func TestRunningSkipsTheDead(t *testing.T) {
 func TestServePublishesConsole(t *testing.T) {
 	home := t.TempDir()
 	token := "nxs_console_socket_token"
-	raw, err := json.Marshal(map[string]any{"servers": map[string]any{"fx": map[string]any{"url": child(t)}},
+	cfg, path := writeTestConfig(t, home, map[string]any{"servers": map[string]any{"fx": map[string]any{"url": child(t)}},
 		"agents": map[string]any{"coder": map[string]any{"tokenSha256": aggregation.TokenHash(token)}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := config.PersonalFile(home)
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load([]string{path}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	inR, inW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

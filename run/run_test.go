@@ -47,7 +47,13 @@ func child(t *testing.T) string {
 // in home would hold it.
 func testConfig(t *testing.T, home, url string) (*config.Config, string) {
 	t.Helper()
-	raw, err := json.Marshal(map[string]any{"servers": map[string]any{"fx": map[string]any{"url": url}}})
+	return writeTestConfig(t, home, map[string]any{"servers": map[string]any{"fx": map[string]any{"url": url}}})
+}
+
+// writeTestConfig writes doc as home's config.json and loads it.
+func writeTestConfig(t *testing.T, home string, doc map[string]any) (*config.Config, string) {
+	t.Helper()
+	raw, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
