@@ -71,10 +71,10 @@ func BenchmarkGateway(b *testing.B) {
 				b.Fatalf("%s: %s", tg.name, res.text())
 			}
 		}
-		before := processCPU(s.cmd.Process.Pid)
+		before, known := processCPU(s.cmd.Process.Pid)
 		seq[tg.name], rate[tg.name] = measure(b.N, func(i int) { s.call(tg.tool, tg.args(i)) })
-		if before > 0 {
-			cpu[tg.name] = float64((processCPU(s.cmd.Process.Pid) - before).Microseconds()) / float64(b.N+8*max(b.N/8, 1))
+		if after, _ := processCPU(s.cmd.Process.Pid); known {
+			cpu[tg.name] = float64((after - before).Microseconds()) / float64(b.N+8*max(b.N/8, 1))
 		}
 		s.close()
 		if t.Failed() {
@@ -127,21 +127,22 @@ func measure(n int, call func(i int)) ([]time.Duration, float64) {
 }
 
 // processCPU is the user and system CPU time the process pid has used so far, read
-// from /proc (Linux); 0 where there is none.
-func processCPU(pid int) time.Duration {
+// from /proc (Linux), and whether there was any to read. (A relay that has used
+// less than a clock tick reads 0, which is a figure, not its absence.)
+func processCPU(pid int) (time.Duration, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return 0, false
 	}
 	// The command is in parentheses and may hold spaces: fields count from after it.
 	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
 	if len(fields) < 13 {
-		return 0
+		return 0, false
 	}
 	utime, _ := strconv.ParseInt(fields[11], 10, 64)
 	stime, _ := strconv.ParseInt(fields[12], 10, 64)
 	const ticksPerSecond = 100 // USER_HZ, 100 on every Linux this runs on
-	return time.Duration(utime+stime) * time.Second / ticksPerSecond
+	return time.Duration(utime+stime) * time.Second / ticksPerSecond, true
 }
 
 func distinct(i int) map[string]any { return map[string]any{"message": fmt.Sprint("m", i)} }
