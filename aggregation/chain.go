@@ -100,7 +100,7 @@ type callerKey struct{}
 // nothing else to tell which call they belong to (childreq.go reads it back with
 // callerOf). A stdio child's requests are matched to calls without it.
 func withCaller(ctx context.Context, cn *conn, c *caller) context.Context {
-	if _, own := cn.tr.(*upstream.Process); own || c == nil {
+	if !cn.tr.Remote() || c == nil {
 		return ctx
 	}
 	return context.WithValue(ctx, callerKey{}, c)

@@ -492,7 +492,7 @@ func (c *child) run(ctx context.Context) {
 		c.set(cn, raws, ex, StateReady, nil, time.Time{})
 		c.saveLists(cn, raws, ex)
 		c.settle()
-		if _, own := cn.tr.(*upstream.Process); !own {
+		if cn.tr.Remote() {
 			go c.pingLoop(ctx, cn)
 		}
 		switch c.watch(ctx, cn, started) {
@@ -631,7 +631,7 @@ func (c *child) relistExtras(ctx context.Context, cn *conn) {
 type conn struct {
 	server  string
 	client  *client.Client
-	tr      transport.Interface
+	tr      upstream.Transport
 	caps    mcp.ServerCapabilities
 	ids     atomic.Int64
 	tail    *upstream.Tail
@@ -763,14 +763,20 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 		if headers, err = c.resolveMap(c.config().Headers); err == nil {
 			opts := []transport.ClientOption{transport.WithHeaders(headers), transport.WithHeaderFunc(traceHeaders), transport.WithSSELogger(c.log)}
 			opts = append(opts, transport.WithHTTPClient(c.client()))
-			cn.tr, err = transport.NewSSE(c.config().URL, opts...)
+			var t *transport.SSE
+			if t, err = transport.NewSSE(c.config().URL, opts...); err == nil {
+				cn.tr = upstream.Remote(t)
+			}
 		}
 	case config.TransportStreamableHTTP:
 		var headers map[string]string
 		if headers, err = c.resolveMap(c.config().Headers); err == nil {
 			opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(headers), transport.WithHTTPHeaderFunc(traceHeaders), transport.WithContinuousListening(), transport.WithHTTPLogger(c.log)}
 			opts = append(opts, transport.WithHTTPBasicClient(c.client()))
-			cn.tr, err = transport.NewStreamableHTTP(c.config().URL, opts...)
+			var t *transport.StreamableHTTP
+			if t, err = transport.NewStreamableHTTP(c.config().URL, opts...); err == nil {
+				cn.tr = upstream.Remote(t)
+			}
 		}
 	default:
 		err = fmt.Errorf("unknown transport %q", c.config().Transport)
@@ -780,7 +786,7 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 	}
 	// The client speaks the legacy handshake only, when asked to (handshake):
 	// a modern child's requests are Nexus's own, with their _meta.
-	cn.client = client.NewClient(cn.tr, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION),
+	cn.client = client.NewClient(cn.tr.MCP(), client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION),
 		client.WithClientCapabilities(cn.declared))
 	drops := newRateLog(c.log, slog.LevelWarn, "dropped notifications from the child: the gateway is not keeping up", time.Second)
 	cn.client.OnNotification(func(n mcp.JSONRPCNotification) {
@@ -802,7 +808,7 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 	// Requests from the child go to the gateway raw, not through mcp-go's typed
 	// handlers, so that every field of a sampling or elicitation request reaches the
 	// client and the client's error codes reach the child.
-	if bi, ok := cn.tr.(transport.BidirectionalInterface); ok {
+	if bi, ok := cn.tr.MCP().(transport.BidirectionalInterface); ok {
 		bi.SetRequestHandler(c.events.childRequests(cn))
 	}
 	go c.pumpNotifications(ctx, cn)
@@ -1080,7 +1086,7 @@ func (c *child) childEnv() ([]string, error) {
 	return env, nil
 }
 
-func (c *child) stdioTransport(cn *conn) (transport.Interface, error) {
+func (c *child) stdioTransport(cn *conn) (upstream.Transport, error) {
 	env, err := c.childEnv()
 	if err != nil {
 		return nil, err
@@ -1193,9 +1199,7 @@ func (cn *conn) nextID() mcp.RequestId {
 
 // roundTrip sends one request as the connection's era wants it: a modern
 // request carries Nexus's _meta in its params and, over HTTP, the standard
-// headers. A stdio child's transport runs the write gate and writes in one
-// step; mcp-go's transports write the request themselves, so the gate is
-// passed just before the request is handed over.
+// headers. The transport runs the request's write gate (upstream.Transport).
 func (cn *conn) roundTrip(ctx context.Context, id mcp.RequestId, method string, params any, out outgoing) (*transport.JSONRPCResponse, error) {
 	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params}
 	if cn.modern() {
@@ -1205,17 +1209,7 @@ func (cn *conn) roundTrip(ctx context.Context, id mcp.RequestId, method string, 
 		}
 		req.Params, req.Header = raw, cn.standardHeaders(method, raw)
 	}
-	if p, own := cn.tr.(*upstream.Process); own {
-		return p.Send(ctx, req, out.beforeWrite)
-	}
-	if out.beforeWrite != nil {
-		release, err := out.beforeWrite()
-		if err != nil {
-			return nil, err
-		}
-		release()
-	}
-	return cn.tr.SendRequest(ctx, req)
+	return cn.tr.Send(ctx, req, out.beforeWrite)
 }
 
 // requestID is requestWith, with the id given.
@@ -1245,7 +1239,7 @@ func (cn *conn) requestID(ctx context.Context, id mcp.RequestId, method string, 
 		return nil, err
 	}
 	if resp.Error != nil {
-		if _, own := cn.tr.(*upstream.Process); !own && unknownSession(resp.Error.Message) {
+		if cn.tr.Remote() && unknownSession(resp.Error.Message) {
 			return nil, cn.sessionLost(errors.New(resp.Error.Message))
 		}
 		return nil, &RPCError{Code: resp.Error.Code, Message: resp.Error.Message, Data: resp.Error.Data}
@@ -1292,14 +1286,14 @@ func (cn *conn) notify(method string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_ = cn.tr.SendNotification(ctx, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: method}})
+	_ = cn.tr.MCP().SendNotification(ctx, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: method}})
 }
 
 // cancel tells the child to stop working on a request the caller gave up on.
 //
 // A modern child over HTTP learns it from the request's stream closing.
 func (cn *conn) cancel(id mcp.RequestId, cause error) {
-	if _, ok := cn.tr.(transport.HTTPConnection); ok && cn.modern() {
+	if _, ok := cn.tr.MCP().(transport.HTTPConnection); ok && cn.modern() {
 		return
 	}
 	reason := "cancelled"
@@ -1312,5 +1306,5 @@ func (cn *conn) cancel(id mcp.RequestId, cause error) {
 	}}
 	ctx, done := context.WithTimeout(context.Background(), time.Second)
 	defer done()
-	_ = cn.tr.SendNotification(ctx, n)
+	_ = cn.tr.MCP().SendNotification(ctx, n)
 }

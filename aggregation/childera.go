@@ -181,7 +181,7 @@ func (c *child) findEra(ctx context.Context, cn *conn, key, version, why string)
 	}
 	c.log.Debug("the server speaks only the stateless era", "initialize", err)
 	c.eras.put(key, cn.era())
-	if _, isHTTP := cn.tr.(transport.HTTPConnection); isHTTP {
+	if _, isHTTP := cn.tr.MCP().(transport.HTTPConnection); isHTTP {
 		// mcp-go's HTTP transport took the refused initialize for a session and
 		// opens the legacy GET stream: a fresh connection speaks the era found.
 		return errEraFound
@@ -209,7 +209,7 @@ func childAnswered(err error) bool {
 // initialize performs the legacy handshake at version; why says how that era
 // was chosen.
 func (c *child) initialize(ctx context.Context, cn *conn, version, why string) error {
-	if h, ok := cn.tr.(transport.HTTPConnection); ok {
+	if h, ok := cn.tr.MCP().(transport.HTTPConnection); ok {
 		h.SetProtocolVersion("") // the handshake negotiates it
 	}
 	res, err := cn.client.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
@@ -316,7 +316,7 @@ func (cn *conn) setVersion(v string) {
 	cn.versionMu.Lock()
 	cn.version = v
 	cn.versionMu.Unlock()
-	if h, ok := cn.tr.(transport.HTTPConnection); ok {
+	if h, ok := cn.tr.MCP().(transport.HTTPConnection); ok {
 		h.SetProtocolVersion(v)
 	}
 }
