@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -236,8 +237,9 @@ func (g *Gateway) decide(ctx context.Context, pol *policy.Policy, agent string, 
 	g.denials.Record(d)
 	if !d.Allowed {
 		g.log.Info("policy: call refused", "agent", agent, "tool", t.Canonical, "rule", d.Rule, "origin", d.Origin)
-	} else {
-		// Allowed calls are the hot path: their audit line is written at debug level.
+	} else if g.log.Enabled(ctx, slog.LevelDebug) {
+		// Allowed calls are the hot path: their audit line is written at
+		// debug level, and its arguments are not even boxed below it.
 		g.log.Debug("policy: call allowed", "agent", agent, "tool", t.Canonical, "rule", d.Rule, "origin", d.Origin)
 	}
 	return d
