@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -18,7 +19,10 @@ import (
 // thinnest possible relay (tests/relay: copies bytes, parses nothing: the floor of one
 // extra process hop), and through `nexus serve` (stdio front, stdio child),
 // sequentially and 8 calls at a time. All run in the same benchmark so their ratios
-// come from one run on a noisy machine. The fixture speaks the legacy era only;
+// come from one run on a noisy machine. "nexus" runs with memory off, the fair
+// comparison with a relay; "nexus-memory-hit" asks the same read again and again,
+// "nexus-memory-miss" a new one each time (memory looks it up, forwards it and
+// stores the answer before answering). The fixture speaks the legacy era only;
 // the "dual" targets put an mcp-go server of both eras (tests/sdkpeer) behind
 // Nexus: "dual" in the era Nexus picks by default, "dual-legacy" and
 // "dual-modern" in the era servers.fx.protocolVersion pins.
@@ -60,6 +64,7 @@ func BenchmarkGateway(b *testing.B) {
 		{"dual-legacy", func() *session { return startSession(t, legacy.env(), built.nexus, "serve", "--no-memory") }, "fx__echo", distinct},
 		{"dual-modern", func() *session { return startSession(t, modern.env(), built.nexus, "serve", "--no-memory") }, "fx__echo", distinct},
 		{"nexus-memory-hit", func() *session { return startSession(t, h.env(), built.nexus, "serve") }, "fx__echo", same},
+		{"nexus-memory-miss", func() *session { return startSession(t, h.env(), built.nexus, "serve") }, "fx__echo", unseen()},
 	}
 	seq := map[string][]time.Duration{}
 	rate := map[string]float64{}
@@ -96,6 +101,7 @@ func BenchmarkGateway(b *testing.B) {
 	b.ReportMetric(rate["nexus"]/rate["direct"], "nexus/direct-8way-x")
 	b.ReportMetric(rate["nexus"]/rate["relay"], "nexus/relay-8way-x")
 	b.ReportMetric(p(seq["nexus-memory-hit"], 0.5)/p(seq["direct"], 0.5), "hit/direct-p50-x")
+	b.ReportMetric(p(seq["nexus-memory-miss"], 0.5)/p(seq["relay"], 0.5), "miss/relay-p50-x")
 	b.ReportMetric(p(seq["dual"], 0.5)/p(seq["dual-legacy"], 0.5), "default/pinned-p50-x")
 	b.ReportMetric(rate["dual"]/rate["dual-legacy"], "default/pinned-8way-x")
 	b.ReportMetric(p(seq["dual-modern"], 0.5)/p(seq["dual-legacy"], 0.5), "modern/pinned-p50-x")
@@ -146,7 +152,14 @@ func processCPU(pid int) (time.Duration, bool) {
 }
 
 func distinct(i int) map[string]any { return map[string]any{"message": fmt.Sprint("m", i)} }
-func same(int) map[string]any       { return map[string]any{"message": "the same read"} }
+
+// unseen gives arguments never given before, whatever i: the warm-up and the
+// sequential and 8-way runs of one target each ask something new.
+func unseen() func(int) map[string]any {
+	var n atomic.Int64
+	return func(int) map[string]any { return map[string]any{"message": fmt.Sprint("unseen ", n.Add(1))} }
+}
+func same(int) map[string]any { return map[string]any{"message": "the same read"} }
 
 // BenchmarkStartupWithAHungChild measures the time from starting `nexus serve` to the
 // client's initialize answer when one configured child never answers its own
