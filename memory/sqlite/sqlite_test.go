@@ -399,6 +399,25 @@ func BenchmarkLookupHit(b *testing.B) {
 	}
 }
 
+// BenchmarkMiss is a call memory has not seen: looked up, forwarded to a
+// child that answers at once, and stored, in a store of 10,000 entries.
+func BenchmarkMiss(b *testing.B) {
+	m := openTest(b, memory.Options{MaxEntries: 1_000_000, FlushInterval: time.Hour})
+	m.SetSettings(memorytest.Kept(memory.Settings{TTL: map[string]memory.TTL{"*": {Never: true}}}))
+	populate(b, m, memorytest.ReadTool(), 10_000)
+	answer := json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("r", 200) + `"}]}`)
+	forward := memorytest.Plain(func(context.Context) (json.RawMessage, error) { return answer, nil })
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 10_000
+	for b.Loop() {
+		if _, err := m.Call(ctx, "", memorytest.ReadTool(), json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), forward); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
 // damageFixture is a closed memory.db holding 300 entries of 3 KB, to damage.
 func damageFixture(t *testing.T) string {
 	t.Helper()
