@@ -85,12 +85,13 @@ func Open(ctx context.Context, path string, busy time.Duration) (*Store, error) 
 		return nil, fmt.Errorf("prepare lookup: %w", err)
 	}
 	for _, p := range []struct {
+		name  string
 		stmt  **sql.Stmt
 		query string
-	}{{&s.genStmt, genQuery}, {&s.upsertStmt, upsertQuery}, {&s.totalsStmt, totalsQuery}} {
+	}{{"generation", &s.genStmt, genQuery}, {"store", &s.upsertStmt, upsertQuery}, {"totals", &s.totalsStmt, totalsQuery}} {
 		if *p.stmt, err = db.PrepareContext(ctx, p.query); err != nil {
 			s.Close()
-			return nil, fmt.Errorf("prepare %q: %w", strings.Fields(p.query)[0], err)
+			return nil, fmt.Errorf("prepare %s: %w", p.name, err)
 		}
 	}
 	return s, nil
