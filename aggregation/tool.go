@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -191,9 +192,12 @@ func newTool(srv *config.Server, raw json.RawMessage, names naming) (*Tool, erro
 // the child wrote, under its wire name, with the operator's annotations, title and
 // description where the config overrides them. Re-encoding mcp-go's struct instead would add fields the
 // child never sent (an empty "annotations") and drop those mcp-go does not know.
+//
+// raw must be a JSON object that encoding/json decoded already (newTool did):
+// its members are found by a walk that does not validate it again.
 func listedTool(raw json.RawMessage, wire string, schema json.RawMessage, annotations *mcp.ToolAnnotation, rewrite config.ToolOverride) (json.RawMessage, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
+	fields, err := objectMembers(raw)
+	if err != nil {
 		return nil, err
 	}
 	fields["name"] = marshal(wire)
@@ -246,6 +250,104 @@ func encodeMembers(fields map[string]json.RawMessage) json.RawMessage {
 		}
 	}
 	return append(out, '}')
+}
+
+// objectMembers is what decoding obj, one valid JSON object, into a
+// map[string]json.RawMessage gives: its members by key (the last of a repeated
+// key wins), keys unescaped as encoding/json unescapes them. The values are
+// obj's own bytes, as written. Decoding would check obj's validity a second
+// time; a tool listed at start-up was already checked three times.
+func objectMembers(obj []byte) (map[string]json.RawMessage, error) {
+	i := skipSpace(obj, 0)
+	if i == len(obj) || obj[i] != '{' {
+		return nil, errors.New("a tool that is not a JSON object")
+	}
+	fields := make(map[string]json.RawMessage, 8)
+	for i++; ; {
+		i = skipSpace(obj, i)
+		if obj[i] == '}' {
+			return fields, nil
+		}
+		if obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+		start := i
+		i = skipString(obj, i)
+		token := obj[start:i]
+		var key string
+		if plainToken(token) {
+			key = string(token[1 : len(token)-1])
+		} else if err := json.Unmarshal(token, &key); err != nil {
+			return nil, err
+		}
+		i = skipSpace(obj, i)
+		i = skipSpace(obj, i+1) // :
+		start = i
+		i = skipValue(obj, i)
+		fields[key] = obj[start:i]
+	}
+}
+
+// plainToken reports whether a JSON string token means its bytes between the
+// quotes: no escape, valid UTF-8 (encoding/json replaces invalid bytes).
+func plainToken(token []byte) bool {
+	ascii := true
+	for _, b := range token {
+		switch {
+		case b == '\\':
+			return false
+		case b >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	return ascii || utf8.Valid(token)
+}
+
+// skipSpace is the index of the first byte at or after i that is not space
+// between JSON tokens.
+func skipSpace(v []byte, i int) int {
+	for i < len(v) && (v[i] == ' ' || v[i] == '\t' || v[i] == '\n' || v[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString is the index just past the JSON string that starts at i.
+func skipString(v []byte, i int) int {
+	for i++; v[i] != '"'; i++ {
+		if v[i] == '\\' {
+			i++ // the escaped byte cannot end the string
+		}
+	}
+	return i + 1
+}
+
+// skipValue is the index just past the valid JSON value that starts at i.
+func skipValue(v []byte, i int) int {
+	depth := 0
+	for {
+		switch v[i] {
+		case '"':
+			i = skipString(v, i)
+		case '{', '[':
+			depth++
+			i++
+		case '}', ']':
+			depth--
+			i++
+		default:
+			i++
+		}
+		if depth == 0 {
+			if i == len(v) {
+				return i
+			}
+			switch v[i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return i
+			}
+		}
+	}
 }
 
 // plainKey reports whether encoding/json writes key as it is, between quotes:

@@ -2,6 +2,7 @@ package aggregation
 
 import (
 	"encoding/json"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -308,21 +309,26 @@ var encodeSeeds = []string{
 	`{"name":"a","_meta":{"ui":{"resourceUri":"ui://x"}},"icons":[{"src":"data:,x y"}],"execution":{"taskSupport":"optional"}}`,
 	"{\"name\":\"a\",\"description\":\"bad utf8 \xff\xfe here\",\"\xff\":1}",
 	`{}`,
+	` {"k\u00e9y" :{"a":[{}, [], "]}\\\"" ] } , "k" : -1.5e-3 ,"é\n":"x"} `,
 }
 
-// FuzzEncodeMembers holds encodeMembers to what marshal writes for the same
-// members, byte for byte: clients were given marshal's bytes before.
+// FuzzEncodeMembers holds objectMembers to what decoding into a map gives, and
+// encodeMembers to what marshal writes for the same members, byte for byte:
+// clients were given marshal's bytes before.
 func FuzzEncodeMembers(f *testing.F) {
 	for _, s := range encodeSeeds {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, obj []byte) {
-		var fields map[string]json.RawMessage
-		if json.Unmarshal(obj, &fields) != nil || fields == nil {
+		var want map[string]json.RawMessage
+		if json.Unmarshal(obj, &want) != nil || want == nil {
 			return // not an object: newTool refuses it before
 		}
-		want := marshal(fields)
-		if got := encodeMembers(fields); string(got) != string(want) {
+		got, err := objectMembers(obj)
+		if err != nil || !maps.EqualFunc(got, want, func(a, b json.RawMessage) bool { return string(a) == string(b) }) {
+			t.Fatalf("objectMembers(%q) = %q, %v; decoding gives %q", obj, got, err, want)
+		}
+		if got, want := encodeMembers(got), marshal(want); string(got) != string(want) {
 			t.Fatalf("encodeMembers(%q) =\n %s\nmarshal's\n %s", obj, got, want)
 		}
 	})
