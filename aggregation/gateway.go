@@ -243,6 +243,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	return g, nil
 }
 
+// Settled is closed once every child of the first config made its first
+// attempt (a lazy one: once it is idle with its kept lists shown), and Start's
+// first lists are built: the end of a gateway's start-up.
+func (g *Gateway) Settled() <-chan struct{} { return g.settled }
+
 // Start connects to every child in parallel and returns at once: children join as
 // they connect, and their tools reach clients with list_changed. Use Ready to wait
 // for them (the CLI does; serve answers initialize without waiting). A child that
