@@ -341,3 +341,28 @@ func TestEncodeMembersNull(t *testing.T) {
 		t.Fatalf("encodeMembers = %s, marshal's %s", got, want)
 	}
 }
+
+func TestSameTools(t *testing.T) {
+	t.Parallel()
+	a := &Tool{Raw: json.RawMessage(`{"name":"a"}`)}
+	a2 := &Tool{Raw: json.RawMessage(`{"name":"a"}`)} // listed again, alike
+	b := &Tool{Raw: json.RawMessage(`{"name":"b"}`)}
+	changed := &Tool{Raw: json.RawMessage(`{"name":"a","description":"x"}`)}
+	for _, tc := range []struct {
+		name string
+		x, y []*Tool
+		want bool
+	}{
+		{"the same list", []*Tool{a, b}, []*Tool{a, b}, true},
+		{"listed again alike", []*Tool{a, b}, []*Tool{a2, b}, true},
+		{"a tool changed", []*Tool{a, b}, []*Tool{changed, b}, false},
+		{"a tool more", []*Tool{a}, []*Tool{a, b}, false},
+		{"a tool fewer", []*Tool{a, b}, []*Tool{a}, false},
+		{"reordered", []*Tool{a, b}, []*Tool{b, a}, false},
+		{"none and none", []*Tool{}, nil, true},
+	} {
+		if got := sameTools(tc.x, tc.y); got != tc.want {
+			t.Errorf("%s: sameTools = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
