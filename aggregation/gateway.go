@@ -170,7 +170,7 @@ type Gateway struct {
 
 	rebuild   chan struct{}
 	mu        sync.Mutex
-	published map[string]string // server -> fingerprint of its tool list
+	published map[string][]*Tool // server -> the tool list it last gave, none while it gives none
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -223,7 +223,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g := &Gateway{
 		log: log, mem: opts.Memory, names: naming{style: names, max: maxName}, searchEmbedder: opts.SearchEmbedder, resolve: resolve, redact: opts.Redact, text: opts.RedactText, before: opts.BeforeStart, http: opts.HTTPClient, oneAttempt: opts.OneAttempt, listsDir: opts.ListsDir, ledger: opts.Ledger, pins: opts.Pins,
 		denials: &policy.Counter{}, observer: opts.Observer, tracer: tp.Tracer("github.com/nexus-mcp/nexus/aggregation"), tracing: opts.Tracer != nil,
-		rebuild: make(chan struct{}, 1), published: map[string]string{},
+		rebuild: make(chan struct{}, 1), published: map[string][]*Tool{},
 	}
 	g.eraRefusals = newRateLog(log, slog.LevelWarn, "a server pinned to the stateless era refused a request of its own to the client", time.Minute)
 	g.methods = g.methodTable()
@@ -242,6 +242,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.applyMemorySettings(cfg)
 	return g, nil
 }
+
+// Settled is closed once every child of the first config made its first
+// attempt (a lazy one: once it is idle with its kept lists shown), and Start's
+// first lists are built: the end of a gateway's start-up.
+func (g *Gateway) Settled() <-chan struct{} { return g.settled }
 
 // Start connects to every child in parallel and returns at once: children join as
 // they connect, and their tools reach clients with list_changed. Use Ready to wait
@@ -549,17 +554,16 @@ func (g *Gateway) rebuildNow(ctx context.Context) []error {
 		if tools == nil {
 			// Not connected. One that was has exited: what it said is stale. One
 			// still starting has said nothing yet: its first list is no change.
-			if seen && old != "" {
+			if seen && len(old) > 0 {
 				g.forget(ctx, name)
-				g.published[name] = ""
+				g.published[name] = nil
 			}
 			continue
 		}
-		fp := fingerprintTools(tools)
-		if seen && old != "" && old != fp {
+		if seen && len(old) > 0 && !sameTools(old, tools) {
 			g.forget(ctx, name)
 		}
-		g.published[name] = fp
+		g.published[name] = tools
 	}
 	for name := range g.published {
 		if _, ok := kids[name]; !ok {
@@ -595,16 +599,11 @@ func (g *Gateway) forget(ctx context.Context, server string) {
 	}
 }
 
-func fingerprintTools(tools []*Tool) string {
-	if tools == nil {
-		return ""
-	}
-	var b bytes.Buffer
-	for _, t := range tools {
-		b.Write(t.Raw)
-		b.WriteByte(0)
-	}
-	return b.String()
+// sameTools reports whether two lists of a server's tools are what it listed
+// alike, tool for tool. Keeping the list itself to compare with, rather than a
+// copy of its bytes, costs no memory: the list is the one shown.
+func sameTools(a, b []*Tool) bool {
+	return slices.EqualFunc(a, b, func(x, y *Tool) bool { return x == y || bytes.Equal(x.Raw, y.Raw) })
 }
 
 func (g *Gateway) reconnected(server string) { g.forget(g.runCtx, server) }

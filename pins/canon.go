@@ -22,12 +22,16 @@ func canonicalJSON(raw []byte) ([]byte, error) {
 	if !json.Valid(raw) {
 		return nil, errors.New("not valid JSON")
 	}
+	return canonicalValid(raw)
+}
+
+// canonicalValid is canonicalJSON of raw known to be one valid JSON value (a
+// value encoding/json already decoded from a checked text): the walk alone,
+// without validating raw a second time. The walk assumes valid JSON: given
+// anything else it may panic.
+func canonicalValid(raw []byte) ([]byte, error) {
 	c := canonicalizer{in: raw}
-	out, err := c.value(nil)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return c.value(make([]byte, 0, len(raw)))
 }
 
 // canonicalizer reads one valid JSON text from in.
@@ -151,8 +155,11 @@ func (c *canonicalizer) object(dst []byte) ([]byte, error) {
 
 // topMembers splits a canonical object into its members' canonical texts.
 func topMembers(canon []byte) (map[string][]byte, error) {
+	if len(canon) < 2 || canon[0] != '{' {
+		return nil, errors.New("not a JSON object")
+	}
 	top := canonicalizer{in: canon, pos: 1}
-	fields := map[string][]byte{}
+	fields := make(map[string][]byte, len(definitionFields)+2)
 	for top.in[top.pos] != '}' {
 		if top.in[top.pos] == ',' {
 			top.pos++
@@ -167,12 +174,37 @@ func topMembers(canon []byte) (map[string][]byte, error) {
 		}
 		top.pos++ // :
 		start := top.pos
-		if _, err := top.value(nil); err != nil {
-			return nil, err
-		}
+		top.skip()
 		fields[key] = canon[start:top.pos]
 	}
 	return fields, nil
+}
+
+// skip moves pos past the value at pos in canonical JSON (no space between
+// tokens), which a member, or an element, ends with ',', '}' or ']'. It only
+// finds where the value ends: canonical text needs no second canonicalizing.
+func (c *canonicalizer) skip() {
+	depth := 0
+	for c.pos < len(c.in) {
+		switch c.in[c.pos] {
+		case '"':
+			c.pos++
+			for c.in[c.pos] != '"' {
+				if c.in[c.pos] == '\\' {
+					c.pos++ // the escaped byte cannot end the string
+				}
+				c.pos++
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		}
+		c.pos++
+		if depth == 0 && (c.pos == len(c.in) || c.in[c.pos] == ',' || c.in[c.pos] == '}' || c.in[c.pos] == ']') {
+			return
+		}
+	}
 }
 
 func (c *canonicalizer) array(dst []byte) ([]byte, error) {

@@ -106,9 +106,10 @@ func FuzzCanonical(f *testing.F) {
 		if err := json.Indent(&indented, got.JSON, "    ", "  "); err != nil {
 			t.Fatal(err)
 		}
-		again, err := canonicalize(indented.Bytes())
+		// The pin file's check walks it without validating it again.
+		again, err := canonicalValid(indented.Bytes())
 		if err != nil || !bytes.Equal(again, got.JSON) {
-			t.Fatalf("canonicalize(indented %s) = %s, %v", got.JSON, again, err)
+			t.Fatalf("canonicalValid(indented %s) = %s, %v", got.JSON, again, err)
 		}
 	})
 }

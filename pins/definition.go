@@ -60,7 +60,8 @@ func definitionOf(canon []byte) (Definition, error) {
 	if json.Unmarshal(fields["name"], &name) != nil || name == "" {
 		return Definition{}, errors.New("a tool without a name")
 	}
-	def := []byte{'{'}
+	def := make([]byte, 1, len(canon))
+	def[0] = '{'
 	for _, f := range sortedDefinitionFields {
 		v, ok := fields[f]
 		if !ok || string(v) == "null" {
@@ -93,7 +94,3 @@ func (d Definition) withoutName() string {
 	b, _ := json.Marshal(obj)
 	return string(b)
 }
-
-// canonicalize re-encodes a definition read from a pin file the way Canonical
-// does, so its hash can be checked whatever spacing the file has.
-func canonicalize(raw json.RawMessage) (json.RawMessage, error) { return canonicalJSON(raw) }

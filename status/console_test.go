@@ -62,7 +62,7 @@ func TestConsolePlotsAndTrail(t *testing.T) {
 // with "N of M tools", each with its rule.
 func TestConsoleGroupsByServer(t *testing.T) {
 	var b strings.Builder
-	err := page.Execute(&b, view{Agents: []agent{{Name: "coder", Groups: []group{{Server: "code-kg", Allowed: 12, Total: 14,
+	err := page().Execute(&b, view{Agents: []agent{{Name: "coder", Groups: []group{{Server: "code-kg", Allowed: 12, Total: 14,
 		Tools: []decided{{Name: "code-kg.search", Allowed: true, Rule: `allow "@readonly"`}, {Name: "code-kg.rm", Rule: "no allow rule matches"}}}}}}})
 	if err != nil {
 		t.Fatal(err)

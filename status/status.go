@@ -18,6 +18,7 @@ import (
 	"html/template"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nexus-mcp/nexus/aggregation"
@@ -30,18 +31,21 @@ import (
 //go:embed page.html
 var files embed.FS
 
-// page is parsed once; a template is immutable once parsed and safe for
+// page is parsed once, when first shown rather than as every process starts
+// (most never show it); a template is immutable once parsed and safe for
 // concurrent use.
-var page = template.Must(template.New("page.html").Funcs(template.FuncMap{
-	"ago":      func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
-	"outcomes": func() []string { return []string{"ok", "tool_error", "rpc_error", "refused", "timeout"} },
-	"clock": func(s string) string { // an entry's RFC 3339 time as hh:mm:ss
-		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-			return t.UTC().Format("15:04:05")
-		}
-		return s
-	},
-}).ParseFS(files, "page.html"))
+var page = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page.html").Funcs(template.FuncMap{
+		"ago":      func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
+		"outcomes": func() []string { return []string{"ok", "tool_error", "rpc_error", "refused", "timeout"} },
+		"clock": func(s string) string { // an entry's RFC 3339 time as hh:mm:ss
+			if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+				return t.UTC().Format("15:04:05")
+			}
+			return s
+		},
+	}).ParseFS(files, "page.html"))
+})
 
 // Sources are what the page shows.
 type Sources struct {
@@ -85,7 +89,7 @@ func Handler(src Sources) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("X-Frame-Options", "DENY")
 		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
-		if err := page.Execute(w, data); err != nil {
+		if err := page().Execute(w, data); err != nil {
 			http.Error(w, "rendering the status page: "+err.Error(), http.StatusInternalServerError)
 		}
 	})

@@ -146,7 +146,7 @@ func TestPageShowsVerification(t *testing.T) {
 // (pin: warn), are on the page with the command that shows the change.
 func TestPageShowsPins(t *testing.T) {
 	var b strings.Builder
-	err := page.Execute(&b, view{Servers: []server{
+	err := page().Execute(&b, view{Servers: []server{
 		{Status: aggregation.Status{Name: "files", State: aggregation.StateReady, Held: []string{"read_file", "save_file"}}},
 		{Status: aggregation.Status{Name: "web", State: aggregation.StateReady, Unapproved: []string{"search"}}},
 	}})

@@ -206,7 +206,7 @@ func (ix *Index) queryWeights(task string) map[string]float64 {
 		q[w]++
 	}
 	for _, w := range words {
-		for _, r := range related[w] {
+		for _, r := range related()[w] {
 			if _, said := q[r]; !said || q[r] < weightRelated {
 				q[r] = math.Max(q[r], weightRelated)
 			}

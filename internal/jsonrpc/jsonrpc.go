@@ -119,8 +119,11 @@ func Response(id, result json.RawMessage, rpcErr *Error) []byte {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
-	b := make([]byte, 0, len(result)+len(id)+32)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	// Sized for the whole answer: a list of many servers' tools is megabytes,
+	// and growing the buffer by one byte too few would copy it all.
+	const head, tail = `{"jsonrpc":"2.0","id":`, `,"result":}`
+	b := make([]byte, 0, len(head)+len(id)+len(tail)+len(result))
+	b = append(b, head...)
 	b = append(b, id...)
 	if rpcErr != nil {
 		e, err := json.Marshal(rpcErr)

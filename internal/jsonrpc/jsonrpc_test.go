@@ -101,6 +101,18 @@ func TestEncoders(t *testing.T) {
 	}
 }
 
+// TestResponseSized: a result is copied once into an answer made to measure,
+// never into a buffer that must grow (a tools/list of 100 servers is megabytes).
+func TestResponseSized(t *testing.T) {
+	for _, id := range []string{"", "7", `"a-long-request-id-0123456789"`} {
+		result := []byte(`{"tools":[` + strings.Repeat(`{"name":"x"},`, 1000) + `{"name":"y"}]}`)
+		got := Response([]byte(id), result, nil)
+		if len(got) != cap(got) {
+			t.Errorf("id %q: answer of %d bytes in a buffer of %d", id, len(got), cap(got))
+		}
+	}
+}
+
 func TestLineWriter(t *testing.T) {
 	var b strings.Builder
 	w := NewLineWriter(&b)

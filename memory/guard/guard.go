@@ -52,6 +52,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -184,8 +185,9 @@ var numberWords = map[string]string{
 }
 
 // polarity maps a word to "class:value". Words of one class that mean the
-// same map to the same value, so "enable" and "turn on" agree.
-var polarity = func() map[string]string {
+// same map to the same value, so "enable" and "turn on" agree. It is built
+// when the guard first reads a text, not as every process starts.
+var polarity = sync.OnceValue(func() map[string]string {
 	m := map[string]string{}
 	add := func(class, value string, ws ...string) {
 		for _, w := range ws {
@@ -290,7 +292,7 @@ var polarity = func() map[string]string {
 	}
 	add("weekday", "weekend", "weekend", "weekends")
 	return m
-}()
+})
 
 // switchVerbs are the words after which "on" means switched on (unless
 // an article follows: "what is on my calendar").
@@ -331,6 +333,7 @@ func guardFeatures(s string) features {
 	raw := strings.Fields(s)
 	sentenceStart := true
 	var all []string // every word, in order, for polarity
+	classes := polarity()
 	for _, tok := range raw {
 		t := strings.TrimFunc(tok, func(r rune) bool {
 			return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '/' && r != '_' && r != '~' && r != '$'
@@ -386,12 +389,12 @@ func guardFeatures(s string) features {
 			exact[n] = true
 			continue
 		}
-		p, ok := polarity[w]
+		p, ok := classes[w]
 		if !ok {
-			p, ok = polarity[words.Singular(w)]
+			p, ok = classes[words.Singular(w)]
 		}
 		if !ok {
-			p, ok = polarity[words.Porter(w)]
+			p, ok = classes[words.Porter(w)]
 		}
 		prev, next := "", ""
 		if i > 0 {

@@ -1,5 +1,7 @@
 package words
 
+import "sync"
+
 // The vocabulary the lexical embedder and the guard share: which words
 // name the same thing in code and documentation queries, and which carry
 // no meaning of their own. Every lookup goes through Canon, so "repo",
@@ -18,8 +20,9 @@ var phrases = map[string]string{
 
 // synonyms maps a word, or its Porter stem, to the word that stands for
 // all its spellings: abbreviations common in code and documentation
-// queries, and a few plain synonyms.
-var synonyms = func() map[string]string {
+// queries, and a few plain synonyms. It is built when a word is first
+// looked up, not as every process starts (stemming it takes a while).
+var synonyms = sync.OnceValue(func() map[string]string {
 	m := map[string]string{}
 	add := func(to string, ws ...string) {
 		for _, w := range append(ws, to) {
@@ -80,7 +83,7 @@ var synonyms = func() map[string]string {
 	add("big", "large", "huge")
 	add("small", "little", "tiny")
 	return m
-}()
+})
 
 // filler are words that frame a request without changing what it asks
 // for; the embedder drops them (the guard reads them separately).
@@ -145,13 +148,13 @@ var unstemmed = map[string]bool{
 // does not name are only stripped of inflection, so derivations stay
 // apart ("generic" is not "general"). memory/canon compares words by it.
 func Lemma(w string) string {
-	if s, ok := synonyms[w]; ok {
+	if s, ok := synonyms()[w]; ok {
 		return s
 	}
 	if unstemmed[w] {
 		return w
 	}
-	if s, ok := synonyms[Porter(w)]; ok {
+	if s, ok := synonyms()[Porter(w)]; ok {
 		return s
 	}
 	return Inflection(w)
@@ -159,14 +162,14 @@ func Lemma(w string) string {
 
 // Canon maps one lower-case word to its canonical form.
 func Canon(w string) string {
-	if s, ok := synonyms[w]; ok {
+	if s, ok := synonyms()[w]; ok {
 		return s
 	}
 	if unstemmed[w] {
 		return w
 	}
 	st := Porter(w)
-	if s, ok := synonyms[st]; ok {
+	if s, ok := synonyms()[st]; ok {
 		return s
 	}
 	return st

@@ -51,7 +51,7 @@ func Singular(w string) string {
 
 // Synonym returns the canonical word a table entry maps w to, if any.
 func Synonym(w string) (string, bool) {
-	s, ok := synonyms[w]
+	s, ok := synonyms()[w]
 	return s, ok
 }
 
