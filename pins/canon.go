@@ -9,7 +9,8 @@ import (
 	"unicode/utf8"
 )
 
-// canonicalJSON re-encodes one valid JSON value the way decoding it into an any
+// canonicalValid re-encodes raw, one valid JSON value (one encoding/json has
+// already decoded from a checked text), the way decoding it into an any
 // (numbers kept as spelt) and encoding that without HTML escaping does: object
 // keys sorted and unique (the last of a repeated key wins), no insignificant
 // space, strings escaped as encoding/json escapes them. It walks the bytes
@@ -17,18 +18,8 @@ import (
 // definition as it starts, and the reflective round trip cost it tens of
 // milliseconds for a few hundred tools. Strings that need any unescaping or
 // escaping go through encoding/json itself, so the result is the same byte for
-// byte.
-func canonicalJSON(raw []byte) ([]byte, error) {
-	if !json.Valid(raw) {
-		return nil, errors.New("not valid JSON")
-	}
-	return canonicalValid(raw)
-}
-
-// canonicalValid is canonicalJSON of raw known to be one valid JSON value (a
-// value encoding/json already decoded from a checked text): the walk alone,
-// without validating raw a second time. The walk assumes valid JSON: given
-// anything else it may panic.
+// byte. raw is not validated again: given anything but valid JSON, the walk
+// may panic.
 func canonicalValid(raw []byte) ([]byte, error) {
 	c := canonicalizer{in: raw}
 	return c.value(make([]byte, 0, len(raw)))
