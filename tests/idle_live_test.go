@@ -3,6 +3,8 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +70,16 @@ func TestListServersShowsTheRunningGatewaysIdle(t *testing.T) {
 	r, _, stderr = live("--fresh")
 	if strings.Contains(stderr, "running as pid") || r.Tools == nil || *r.Tools == 0 {
 		t.Errorf("--fresh: %+v\n%s", r, stderr)
+	}
+
+	// With another layer, the running gateway's state is not this config's.
+	team := filepath.Join(h.dir, "team.json")
+	if err := os.WriteFile(team, []byte(`{"servers": {}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, _, stderr = live("--config", team)
+	if strings.Contains(stderr, "the state of the gateway") || !strings.Contains(stderr, "read other config files") || r.State != "ready" {
+		t.Errorf("--live --config %s, with the gateway reading only the home's config: %+v\n%s", team, r, stderr)
 	}
 	s.close()
 	if _, _, stderr := live(); strings.Contains(stderr, "running as pid") {

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/nexus-mcp/nexus/internal/suggest"
 	"log/slog"
 	"os/exec"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/internal/suggest"
 	"github.com/nexus-mcp/nexus/run"
 )
 
@@ -183,7 +184,7 @@ func listServersCommand() *cli.Command {
 		Usage: "list the configured child servers",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
-			&cli.BoolFlag{Name: "live", Usage: "show each server's state and tool count: the running gateway's (nexus serve of this home) when one runs, else connect to each server"},
+			&cli.BoolFlag{Name: "live", Usage: "show each server's state and tool count: the running gateway's (nexus serve of this home that read the same config files) when one runs, else connect to each server"},
 			&cli.BoolFlag{Name: "fresh", Usage: "with --live, connect to each server even when a gateway is running"},
 		},
 		Action: listServersAction,
@@ -320,22 +321,36 @@ func listServersAction(c *cli.Context) error {
 	return nil
 }
 
-// liveServers is the state of each server: the running gateway's of this home
-// when one runs (the newest, when several do), so that an idle server shows
-// since when it is stopped; else, or with fresh, that of a gateway started for
-// the command, which connects to each server.
+// liveServers is the state of each server: that of the running gateway of this
+// home that read the same config files as the command (the newest, when several
+// did), so that an idle server shows since when it is stopped; else, or with
+// fresh, that of a gateway started for the command, which connects to each
+// server. A gateway that read other files may run other servers, or the same
+// ones otherwise: its state would not answer for this config.
 func (e *env) liveServers(ctx context.Context, cfg *config.Config, fresh, jsonOut bool) ([]aggregation.Status, error) {
 	if !fresh {
 		running, err := run.Running(ctx, e.home)
 		if err == nil && len(running) > 0 {
-			rec := running[len(running)-1]
-			all, err := rec.Servers(ctx)
-			if err == nil {
-				fmt.Fprintf(e.stderr, "nexus: the state of the gateway running as pid %d since %s (--fresh connects to each server instead)\n",
-					rec.PID, rec.Started.Local().Format(time.DateTime))
-				return all, nil
+			same := -1 // the newest that read the same files
+			for i := len(running) - 1; i >= 0 && same < 0; i-- {
+				if slices.Equal(running[i].Config, cfg.Layers) {
+					same = i
+				}
 			}
-			fmt.Fprintf(e.stderr, "nexus: %v; connecting to each server instead\n", err)
+			if same < 0 {
+				rec := running[len(running)-1]
+				fmt.Fprintf(e.stderr, "nexus: the gateway running as pid %d read other config files (%s); connecting to each server instead\n",
+					rec.PID, strings.Join(rec.Config, ", "))
+			} else {
+				rec := running[same]
+				all, err := rec.Servers(ctx)
+				if err == nil {
+					fmt.Fprintf(e.stderr, "nexus: the state of the gateway running as pid %d since %s (--fresh connects to each server instead)\n",
+						rec.PID, rec.Started.Local().Format(time.DateTime))
+					return all, nil
+				}
+				fmt.Fprintf(e.stderr, "nexus: %v; connecting to each server instead\n", err)
+			}
 		}
 	}
 	g, err := e.startGatewayShowingProgress(ctx, cfg, run.Options{NoMemory: true}, jsonOut)
