@@ -263,9 +263,11 @@ func newTestChild(name string) *testChild {
 				return mcp.NewToolResultText("not logged: level " + string(s.GetLogLevel())), nil
 			}
 		}
-		c.srv.SendNotificationToAllClients("notifications/message", map[string]any{
-			"level": "warning", "data": name + " log: token " + canary + " " + r.GetString("text", ""),
-		})
+		var data any = name + " log: token " + canary + " " + r.GetString("text", "")
+		if raw, ok := strings.CutPrefix(r.GetString("text", ""), "json:"); ok {
+			data = json.RawMessage(raw) // the data as the test spells it
+		}
+		c.srv.SendNotificationToAllClients("notifications/message", map[string]any{"level": "warning", "data": data})
 		return mcp.NewToolResultText("logged"), nil
 	})
 	tool("progress", "Reports progress with a secret in the message.", func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {

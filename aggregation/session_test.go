@@ -307,6 +307,26 @@ func TestProgressGoesOnlyToItsCaller(t *testing.T) {
 	}
 }
 
+// TestChildNotificationsKeepTheirBytes: a stdio child's notification reaches
+// the client with its values as the child wrote them, numbers included: an id
+// past 2^53, 1.0, a number no float64 holds, and an object's key order.
+func TestChildNotificationsKeepTheirBytes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	c := f.client(frontStdio, "tester")
+	data := `{"z":1,"id":12345678901234567891,"ratio":1.0,"big":1e400}`
+	if m := c.request("tools/call", map[string]any{"name": "good__log", "arguments": map[string]any{"text": "json:" + data}}); m.Error != nil {
+		t.Fatal(m.Error)
+	}
+	if !c.waitNote("notifications/message", mentioning("ratio")) {
+		t.Fatalf("the log never arrived; got %s", c.received())
+	}
+	got := string(c.notesOf("notifications/message")[0].Params)
+	if !strings.Contains(got, data) {
+		t.Errorf("the log's data reached the client as\n%s\nwant it to hold %s", got, data)
+	}
+}
+
 // TestNotificationsReachOnlyTheirSessions: logs go to the sessions that may see the
 // server, resource updates to subscribers, list_changed to the sessions whose lists
 // changed.

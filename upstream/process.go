@@ -289,10 +289,7 @@ func (p *Process) dispatch(line []byte) {
 	hasID := len(m.ID) > 0 && string(m.ID) != "null"
 	switch {
 	case m.Method != "" && !hasID:
-		n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: m.Method}}
-		if len(m.Params) > 0 {
-			_ = json.Unmarshal(m.Params, &n.Params)
-		}
+		n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: m.Method, Params: notificationParams(m.Params)}}
 		p.mu.Lock()
 		onNote := p.onNote
 		p.mu.Unlock()
@@ -318,6 +315,34 @@ func (p *Process) dispatch(line []byte) {
 			ch <- reply{resp: &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, Result: m.Result, Error: m.Error}}
 		}
 	}
+}
+
+// notificationParams are a notification's params in mcp-go's type, each value
+// kept as the child wrote it (json.RawMessage, which encodes as itself).
+// mcp-go's own decoding makes every number a float64: an id past 2^53 in a log
+// message's data would reach the client altered, 1.0 as 1, and objects with
+// their keys sorted. Params that are not an object are dropped, as mcp-go
+// drops them.
+func notificationParams(raw json.RawMessage) mcp.NotificationParams {
+	var fields map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &fields) != nil {
+		return mcp.NotificationParams{}
+	}
+	p := mcp.NotificationParams{AdditionalFields: make(map[string]any, len(fields))}
+	for k, v := range fields {
+		if k != "_meta" {
+			p.AdditionalFields[k] = v
+			continue
+		}
+		var meta map[string]json.RawMessage
+		if json.Unmarshal(v, &meta) == nil && meta != nil {
+			p.Meta = make(map[string]any, len(meta))
+			for mk, mv := range meta {
+				p.Meta[mk] = mv
+			}
+		}
+	}
+	return p
 }
 
 // serveRequest answers a request from the child with the gateway's handler.

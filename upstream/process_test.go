@@ -128,3 +128,34 @@ func waitUntil(t *testing.T, cond func() bool, got func() string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestNotificationParamsKeepTheChildsBytes(t *testing.T) {
+	tests := []struct {
+		name, params, want string
+	}{
+		{"numbers no float64 holds", `{"data":{"id":12345678901234567891,"r":1.0,"x":1e400}}`, `{"data":{"id":12345678901234567891,"r":1.0,"x":1e400}}`},
+		{"meta kept too", `{"_meta":{"progressToken":9007199254740993},"progress":1}`, `{"_meta":{"progressToken":9007199254740993},"progress":1}`},
+		{"nested key order", `{"data":{"b":1,"a":2}}`, `{"data":{"b":1,"a":2}}`},
+		{"not an object", `[1,2]`, `{}`},
+		{"none", ``, `{}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := notificationParams(json.RawMessage(tt.params))
+			fields := map[string]any{}
+			for k, v := range p.AdditionalFields {
+				fields[k] = v
+			}
+			if p.Meta != nil {
+				fields["_meta"] = p.Meta
+			}
+			got, err := json.Marshal(fields)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				t.Errorf("params %s re-encode as %s, want %s", tt.params, got, tt.want)
+			}
+		})
+	}
+}
