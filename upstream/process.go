@@ -345,13 +345,25 @@ func notificationParams(raw json.RawMessage) mcp.NotificationParams {
 	return p
 }
 
+// requestID is the id of a request from the child as mcp-go holds ids. An
+// integer is read as one, not through a float64 as mcp-go reads it: the
+// answer must carry the id the child sent, and an id past 2^53 would come
+// back as another.
+func requestID(raw json.RawMessage) mcp.RequestId {
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		return mcp.NewRequestId(n)
+	}
+	var id mcp.RequestId
+	_ = json.Unmarshal(raw, &id)
+	return id
+}
+
 // serveRequest answers a request from the child with the gateway's handler.
 func (p *Process) serveRequest(m incomingMessage) {
 	p.mu.Lock()
 	h := p.onReq
 	p.mu.Unlock()
-	var id mcp.RequestId
-	_ = json.Unmarshal(m.ID, &id)
+	id := requestID(m.ID)
 	var resp *transport.JSONRPCResponse
 	if h == nil {
 		resp = transport.NewJSONRPCErrorResponse(id, jsonrpc.CodeMethodNotFound, "no handler for "+m.Method, nil)

@@ -159,3 +159,12 @@ func TestNotificationParamsKeepTheChildsBytes(t *testing.T) {
 		})
 	}
 }
+
+func TestRequestIDComesBackAsSent(t *testing.T) {
+	for _, raw := range []string{`1`, `0`, `-7`, `9007199254740993`, `9223372036854775807`, `"abc"`, `"9007199254740993"`} {
+		got, err := json.Marshal(requestID(json.RawMessage(raw)))
+		if err != nil || string(got) != raw {
+			t.Errorf("request id %s is answered with id %s (%v)", raw, got, err)
+		}
+	}
+}
