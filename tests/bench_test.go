@@ -152,6 +152,7 @@ func processCPU(pid int) (time.Duration, bool) {
 }
 
 func distinct(i int) map[string]any { return map[string]any{"message": fmt.Sprint("m", i)} }
+func same(int) map[string]any       { return map[string]any{"message": "the same read"} }
 
 // unseen gives arguments never given before, whatever i: the warm-up and the
 // sequential and 8-way runs of one target each ask something new.
@@ -159,7 +160,6 @@ func unseen() func(int) map[string]any {
 	var n atomic.Int64
 	return func(int) map[string]any { return map[string]any{"message": fmt.Sprint("unseen ", n.Add(1))} }
 }
-func same(int) map[string]any { return map[string]any{"message": "the same read"} }
 
 // BenchmarkStartupWithAHungChild measures the time from starting `nexus serve` to the
 // client's initialize answer when one configured child never answers its own
