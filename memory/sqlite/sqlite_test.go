@@ -400,21 +400,37 @@ func BenchmarkLookupHit(b *testing.B) {
 }
 
 // BenchmarkMiss is a call memory has not seen: looked up, forwarded to a
-// child that answers at once, and stored, in a store of 10,000 entries.
+// child that answers at once, and stored, in a store of 10,000 entries. The
+// search tool's calls carry free text: each is embedded, looked for among
+// similar calls, and stored with its vector.
 func BenchmarkMiss(b *testing.B) {
-	m := openTest(b, memory.Options{MaxEntries: 1_000_000, FlushInterval: time.Hour})
-	m.SetSettings(memorytest.Kept(memory.Settings{TTL: map[string]memory.TTL{"*": {Never: true}}}))
-	populate(b, m, memorytest.ReadTool(), 10_000)
-	answer := json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("r", 200) + `"}]}`)
-	forward := memorytest.Plain(func(context.Context) (json.RawMessage, error) { return answer, nil })
-	ctx := context.Background()
-	b.ReportAllocs()
-	i := 10_000
-	for b.Loop() {
-		if _, err := m.Call(ctx, "", memorytest.ReadTool(), json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), forward); err != nil {
-			b.Fatal(err)
-		}
-		i++
+	tests := []struct {
+		name string
+		tool memory.Tool
+		args func(i int) string
+	}{
+		{"exact", memorytest.ReadTool(), func(i int) string { return fmt.Sprintf(`{"i":%d}`, i) }},
+		{"free-text", memorytest.SearchTool(), func(i int) string {
+			return memorytest.SearchArgs(fmt.Sprintf("invoice %d of the billing cluster %d", i, i*7919), 10)
+		}},
+	}
+	for _, tt := range tests {
+		b.Run(tt.name, func(b *testing.B) {
+			m := openTest(b, memory.Options{MaxEntries: 1_000_000, FlushInterval: time.Hour})
+			m.SetSettings(memorytest.Kept(memory.Settings{TTL: map[string]memory.TTL{"*": {Never: true}}}))
+			populate(b, m, memorytest.ReadTool(), 10_000)
+			answer := json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("r", 200) + `"}]}`)
+			forward := memorytest.Plain(func(context.Context) (json.RawMessage, error) { return answer, nil })
+			ctx := context.Background()
+			b.ReportAllocs()
+			i := 10_000
+			for b.Loop() {
+				if _, err := m.Call(ctx, "", tt.tool, json.RawMessage(tt.args(i)), forward); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
 	}
 }
 
