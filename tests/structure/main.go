@@ -98,7 +98,7 @@ func byName(pkgs []*packages.Package, name string) *packages.Package {
 	return nil
 }
 
-// lines is the number of lines of the file at pos's file.
+// lines is the number of lines of f, as wc -l counts them.
 func lines(fset *token.FileSet, f *ast.File) int {
 	return fset.File(f.Pos()).LineCount()
 }
