@@ -376,7 +376,7 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *toolCall, timeout time.
 	}
 	raw, asked, err := g.requestInput(ctx, cn, c.from, "tools/call", params, out)
 	asked = asked || fl.asked.Load()
-	if err == nil && cn.modern() {
+	if err == nil {
 		g.eraRefusal(t.Server, raw)
 	}
 	if err == nil {
@@ -724,11 +724,11 @@ var sdkEraRefusals = [][]byte{[]byte("server-initiated requests are not supporte
 // the modern era answers a call with its SDK's refusal of its own requests to
 // the client (sampling, elicitation, roots), which it makes only in a session.
 func (g *Gateway) eraRefusal(server string, raw json.RawMessage) {
-	if !bytes.Contains(raw, []byte("2026-07-28")) || !slices.ContainsFunc(sdkEraRefusals, func(p []byte) bool { return bytes.Contains(raw, p) }) {
-		return
-	}
 	c := g.kids()[server]
 	if c == nil || !mcp.IsModernProtocol(c.config().ProtocolVersion) {
+		return
+	}
+	if !bytes.Contains(raw, []byte("2026-07-28")) || !slices.ContainsFunc(sdkEraRefusals, func(p []byte) bool { return bytes.Contains(raw, p) }) {
 		return
 	}
 	g.eraRefusals.add("server", server, "fix", fmt.Sprintf("servers.%s.protocolVersion pins %s, where this server refuses its own requests to the client (sampling, elicitation, roots); remove the setting and Nexus keeps a session with it", server, c.config().ProtocolVersion))

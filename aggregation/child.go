@@ -566,11 +566,7 @@ func (c *child) pingLoop(ctx context.Context, cn *conn) {
 		case <-t.C:
 		}
 		pctx, cancel := context.WithTimeout(ctx, pingTimeout)
-		method, params := string(mcp.MethodPing), any(nil)
-		if cn.modern() {
-			method, params = string(mcp.MethodServerDiscover), map[string]any{}
-		}
-		_, err := cn.request(pctx, method, params)
+		_, err := cn.request(pctx, string(mcp.MethodPing), nil) // a modern child's dialect asks server/discover
 		cancel()
 		var rpcErr *RPCError
 		if err != nil && !errors.As(err, &rpcErr) && ctx.Err() == nil {
@@ -832,9 +828,7 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 		}
 		return cn, nil, err
 	}
-	if cn.modern() {
-		go c.listenLoop(ctx, cn)
-	}
+	cn.dialect().opened(ctx, c)
 	if owner != nil {
 		return cn, nil, nil
 	}
@@ -909,10 +903,7 @@ func (c *child) pumpNotification(cn *conn, n mcp.JSONRPCNotification) {
 		}
 		return
 	}
-	if cn.modern() {
-		// The stream's subscription id is Nexus's, not its clients'.
-		delete(n.Params.Meta, mcp.MetaKeySubscriptionID)
-	}
+	cn.dialect().received(&n)
 	switch {
 	case n.Method == string(mcp.MethodNotificationToolsListChanged):
 		cn.wantRelist(relistTools)
@@ -1179,15 +1170,12 @@ type outgoing struct {
 
 // requestWith sends one request to the child and returns its raw result. Our ids
 // are strings so they never collide with the numeric ids of mcp-go's own
-// requests. A modern child is sent the request with its _meta and headers
-// (roundTrip); the legacy requests that era has no method for are answered by
-// the connection itself (modernLocal). The result is the child's as it sent
-// it, an input_required one included.
+// requests. A request the child's era has no method for is answered by the
+// connection itself (dialect.local). The result is the child's as it sent it,
+// an input_required one included.
 func (cn *conn) requestWith(ctx context.Context, method string, params any, out outgoing) (json.RawMessage, error) {
-	if cn.modern() {
-		if raw, ok, err := cn.modernLocal(ctx, method, params); ok {
-			return raw, err
-		}
+	if raw, ok, err := cn.dialect().local(ctx, method, params); ok {
+		return raw, err
 	}
 	return cn.requestID(ctx, cn.nextID(), method, params, out)
 }
@@ -1197,17 +1185,13 @@ func (cn *conn) nextID() mcp.RequestId {
 	return mcp.NewRequestId("nexus-" + strconv.FormatInt(cn.ids.Add(1), 10))
 }
 
-// roundTrip sends one request as the connection's era wants it: a modern
-// request carries Nexus's _meta in its params and, over HTTP, the standard
-// headers. The transport runs the request's write gate (upstream.Transport).
+// roundTrip sends one request as the connection's era wants it
+// (dialect.encode). The transport runs the request's write gate
+// (upstream.Transport).
 func (cn *conn) roundTrip(ctx context.Context, id mcp.RequestId, method string, params any, out outgoing) (*transport.JSONRPCResponse, error) {
 	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params}
-	if cn.modern() {
-		raw, err := cn.modernParams(params, out.extensions)
-		if err != nil {
-			return nil, fmt.Errorf("the params of %s: %w", method, err)
-		}
-		req.Params, req.Header = raw, cn.standardHeaders(method, raw)
+	if err := cn.dialect().encode(&req, out.extensions); err != nil {
+		return nil, err
 	}
 	return cn.tr.Send(ctx, req, out.beforeWrite)
 }
@@ -1221,7 +1205,7 @@ func (cn *conn) requestID(ctx context.Context, id mcp.RequestId, method string, 
 			return nil, cn.sessionLost(err)
 		}
 		if ctx.Err() != nil {
-			cn.cancel(id, context.Cause(ctx))
+			cn.dialect().cancel(id, context.Cause(ctx))
 			return nil, context.Cause(ctx)
 		}
 		if errors.Is(err, transport.ErrTransportClosed) {
@@ -1277,25 +1261,9 @@ func unknownSession(msg string) bool {
 	return false
 }
 
-// notify sends a notification without params to the child. A modern child takes
-// none from its client but cancellations (roots/list_changed and initialized
-// went with the handshake).
-func (cn *conn) notify(method string) {
-	if cn.modern() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_ = cn.tr.MCP().SendNotification(ctx, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: method}})
-}
-
-// cancel tells the child to stop working on a request the caller gave up on.
-//
-// A modern child over HTTP learns it from the request's stream closing.
-func (cn *conn) cancel(id mcp.RequestId, cause error) {
-	if _, ok := cn.tr.MCP().(transport.HTTPConnection); ok && cn.modern() {
-		return
-	}
+// sendCancel tells the child to stop working on a request the caller gave up
+// on (dialect.cancel says when).
+func (cn *conn) sendCancel(id mcp.RequestId, cause error) {
 	reason := "cancelled"
 	if cause != nil {
 		reason = cause.Error()

@@ -341,6 +341,14 @@ func (cn *conn) protocolVersion() string {
 // subscriptions/listen stream, and the child never sends requests back.
 func (cn *conn) modern() bool { return mcp.IsModernProtocol(cn.protocolVersion()) }
 
+// dialect is how cn speaks its child's era (dialect.go).
+func (cn *conn) dialect() dialect {
+	if cn.modern() {
+		return modernDialect{cn}
+	}
+	return legacyDialect{cn}
+}
+
 // modernParams is params with the _meta a modern child needs on every request
 // merged in: Nexus's protocol version, identity, capabilities and, when set,
 // log level. The caller's own _meta keys (a progress token) are kept. extensions
@@ -519,9 +527,9 @@ func (cn *conn) modernLocal(ctx context.Context, method string, params any) (raw
 			return nil, true, err
 		}
 		if mcp.MCPMethod(method) == mcp.MethodResourcesSubscribe {
-			err = cn.subscribeResource(ctx, p.URI)
+			err = cn.listenTo(ctx, p.URI)
 		} else {
-			err = cn.unsubscribeResource(ctx, p.URI)
+			cn.stopListeningTo(p.URI)
 		}
 		if err != nil {
 			return nil, true, err

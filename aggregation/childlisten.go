@@ -42,15 +42,9 @@ func newListening() listening {
 	return listening{uris: map[string]bool{}, ackc: make(chan struct{}), reopen: make(chan struct{}, 1)}
 }
 
-// subscribeResource subscribes the connection to updates of the resource uri.
-// A legacy child is sent resources/subscribe; a modern child's listen stream is
-// opened anew with uri among its resources, and the call returns once the child
-// acknowledged it.
-func (cn *conn) subscribeResource(ctx context.Context, uri string) error {
-	if !cn.modern() {
-		_, err := cn.request(ctx, string(mcp.MethodResourcesSubscribe), map[string]any{"uri": uri})
-		return err
-	}
+// listenTo opens a modern connection's listen stream anew with uri among its
+// resources, and returns once the child acknowledged it.
+func (cn *conn) listenTo(ctx context.Context, uri string) error {
 	if cn.caps.Resources == nil || !cn.caps.Resources.Subscribe {
 		return &RPCError{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("server %s offers no resource subscriptions", cn.server)}
 	}
@@ -84,25 +78,19 @@ func (cn *conn) subscribeResource(ctx context.Context, uri string) error {
 	}
 }
 
-// unsubscribeResource ends the connection's subscription to the resource uri: a
-// legacy child is sent resources/unsubscribe, a modern child's listen stream is
-// opened anew without it.
-func (cn *conn) unsubscribeResource(ctx context.Context, uri string) error {
-	if !cn.modern() {
-		_, err := cn.request(ctx, string(mcp.MethodResourcesUnsubscribe), map[string]any{"uri": uri})
-		return err
-	}
+// stopListeningTo opens a modern connection's listen stream anew without the
+// resource uri.
+func (cn *conn) stopListeningTo(uri string) {
 	l := &cn.listen
 	l.mu.Lock()
 	if !l.uris[uri] {
 		l.mu.Unlock()
-		return nil
+		return
 	}
 	delete(l.uris, uri)
 	cancel := l.cancel
 	l.mu.Unlock()
 	cn.reopenListen(cancel)
-	return nil
 }
 
 // reopenListen asks listenLoop for a stream with the current filter and ends

@@ -590,15 +590,8 @@ func (g *Gateway) fulfil(ctx context.Context, c *caller, server string, raw json
 // times. asked reports that it was.
 func (g *Gateway) requestInput(ctx context.Context, cn *conn, c *caller, method string, params any, out outgoing) (raw json.RawMessage, asked bool, err error) {
 	raw, err = cn.requestWith(ctx, method, params, out)
-	if err == nil && out.trailing && !cn.modern() {
-		// A legacy child may write a request's progress and log messages after
-		// its answer (mcp-go writes them from another goroutine), and the
-		// caller's stream ends with the answer: ping round trips let them in
-		// first. One was seen to lose a message now and then on a loaded
-		// machine; two leave the child's writer twice the time.
-		for range 2 {
-			_, _ = cn.request(ctx, "ping", nil)
-		}
+	if err == nil && out.trailing {
+		cn.dialect().flush(ctx) // the caller's stream ends with the answer
 	}
 	// What the child sent before its answer (the call's last progress, a log
 	// message) reaches the client first, as it would directly.

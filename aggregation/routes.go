@@ -289,7 +289,7 @@ func (g *Gateway) raiseSharedLevel(ctx context.Context, lvl int32) {
 // them, would otherwise log nothing of the call it serves.
 func (g *Gateway) syncLevel(ctx context.Context, cn *conn, cl *caller) {
 	s := cl.session()
-	if s == nil || cn.owner != nil || cn.modern() || cn.caps.Logging == nil {
+	if s == nil || cn.owner != nil || !cn.dialect().keepsSession() || cn.caps.Logging == nil {
 		return
 	}
 	want := s.level.Load()
@@ -314,7 +314,7 @@ func (g *Gateway) setSharedLevel(ctx context.Context, want int32, onlyRaise bool
 	var wg sync.WaitGroup
 	for _, c := range g.kids() {
 		cn, _ := c.current()
-		if cn == nil || cn.caps.Logging == nil || c.config().PerClient() || cn.modern() {
+		if cn == nil || cn.caps.Logging == nil || c.config().PerClient() || !cn.dialect().keepsSession() {
 			continue
 		}
 		if sent := cn.levelSent.Load(); onlyRaise && sent != 0 && sent-1 <= want {
@@ -404,7 +404,7 @@ func (g *Gateway) rootsChanged(ctx context.Context, s *session) {
 	for _, c := range g.kids() {
 		if c.config().PerClient() {
 			if cn := c.openConn(s); cn != nil {
-				cn.notify("notifications/roots/list_changed")
+				cn.dialect().notify("notifications/roots/list_changed")
 			}
 			continue
 		}
@@ -413,7 +413,7 @@ func (g *Gateway) rootsChanged(ctx context.Context, s *session) {
 				g.forget(ctx, c.name)
 			}
 			cn.roots.forget()
-			cn.notify("notifications/roots/list_changed")
+			cn.dialect().notify("notifications/roots/list_changed")
 		}
 	}
 }

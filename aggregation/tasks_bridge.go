@@ -26,11 +26,7 @@ import (
 // bridgesTasks reports whether cn is a 2026-07-28 connection that offers the tasks
 // extension: a legacy client's task then needs the bridge.
 func bridgesTasks(cn *conn) bool {
-	if cn == nil || !cn.modern() {
-		return false
-	}
-	_, ok := cn.caps.Extensions[tasksExtension]
-	return ok
+	return cn != nil && cn.dialect().extension(tasksExtension)
 }
 
 // terminal reports whether a task status ends the task.

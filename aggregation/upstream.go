@@ -179,7 +179,7 @@ func (c *child) closeSession(s *session) {
 // followLevel gives a session's new connection the logging level its client set.
 func (c *child) followLevel(ctx context.Context, s *session, cn *conn) {
 	lvl := s.level.Load()
-	if lvl == levelUnset || cn.caps.Logging == nil || cn.modern() { // a modern child reads it in each request's _meta
+	if lvl == levelUnset || cn.caps.Logging == nil || !cn.dialect().keepsSession() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, levelWait)
@@ -229,7 +229,7 @@ const rootsWait = 5 * time.Second
 // be served with its start-up defaults. Whether the child asks is learned from
 // its own connection, which is declared roots too.
 func (c *child) awaitRoots(ctx context.Context, s *session, cn *conn) {
-	if !s.caps.roots || cn.modern() {
+	if !s.caps.roots || !cn.dialect().keepsSession() {
 		return
 	}
 	if own, _ := c.current(); (own == nil || !own.askedRoots.Load()) && !c.rootsAtStart.Load() {
