@@ -3,6 +3,7 @@ package aggregation
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -82,21 +83,24 @@ func mayBeModern(params json.RawMessage) bool {
 
 // readRequestMeta reads the protocol fields of a request's _meta, once for the whole
 // request: the era's classification, the HTTP header checks and the request's own
-// session all use what it read.
+// session all use what it read. params are those of a decoded message (valid
+// JSON): their members are found by a walk, as encoding/json would read them into
+// a map (FuzzReadRequestMeta), and the params are written again, without the
+// protocol fields, only when they carried some.
 func readRequestMeta(params json.RawMessage) clientMeta {
-	var fields map[string]json.RawMessage
 	m := clientMeta{params: params}
 	if len(params) == 0 {
 		return m
 	}
-	if err := json.Unmarshal(params, &fields); err != nil || fields == nil {
-		m.err = fmt.Errorf("params must be an object: %v", err)
+	fields, err := objectMembers(params)
+	if err != nil {
+		m.err = errors.New("params must be an object")
 		return m
 	}
 	var meta map[string]json.RawMessage
-	if raw, ok := fields["_meta"]; ok {
-		if json.Unmarshal(raw, &meta) != nil {
-			m.err = fmt.Errorf("_meta must be an object")
+	if raw, ok := fields["_meta"]; ok && string(raw) != "null" {
+		if meta, err = objectMembers(raw); err != nil {
+			m.err = errors.New("_meta must be an object")
 			return m
 		}
 	}
@@ -114,9 +118,9 @@ func readRequestMeta(params json.RawMessage) clientMeta {
 		if len(meta) == 0 {
 			delete(fields, "_meta")
 		} else {
-			fields["_meta"] = marshal(meta)
+			fields["_meta"] = encodeMembers(meta)
 		}
-		m.params = marshal(fields)
+		m.params = encodeMembers(fields)
 	}
 	return m
 }
@@ -125,7 +129,7 @@ func readRequestMeta(params json.RawMessage) clientMeta {
 func (m *clientMeta) read(meta map[string]json.RawMessage) {
 	if raw, ok := meta[metaProtocolVersion]; ok {
 		m.hasVersion = true
-		if json.Unmarshal(raw, &m.version) != nil {
+		if !readString(raw, &m.version) {
 			m.err = fmt.Errorf("_meta[%q] must be a string", metaProtocolVersion)
 			return
 		}
@@ -143,8 +147,19 @@ func (m *clientMeta) read(meta map[string]json.RawMessage) {
 	}
 	if raw, ok := meta[metaLogLevel]; ok {
 		m.hasLevel = true
-		_ = json.Unmarshal(raw, &m.level)
+		readString(raw, &m.level)
 	}
+}
+
+// readString sets *s to the JSON string raw, one valid JSON value, as
+// encoding/json would, and reports whether raw is a string (or null, which
+// leaves *s alone).
+func readString(raw json.RawMessage, s *string) bool {
+	if len(raw) >= 2 && raw[0] == '"' && plainToken(raw) {
+		*s = string(raw[1 : len(raw)-1])
+		return true
+	}
+	return json.Unmarshal(raw, s) == nil
 }
 
 // check is why a modern request's protocol fields cannot be served, or nil: a

@@ -260,7 +260,7 @@ func encodeMembers(fields map[string]json.RawMessage) json.RawMessage {
 func objectMembers(obj []byte) (map[string]json.RawMessage, error) {
 	i := skipSpace(obj, 0)
 	if i == len(obj) || obj[i] != '{' {
-		return nil, errors.New("a tool that is not a JSON object")
+		return nil, errors.New("not a JSON object")
 	}
 	fields := make(map[string]json.RawMessage, 8)
 	for i++; ; {
