@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
+	"github.com/nexus-mcp/nexus/internal/jsonwalk"
 )
 
 // This file holds what tells the two protocol eras apart, and what a modern
@@ -92,14 +93,14 @@ func readRequestMeta(params json.RawMessage) clientMeta {
 	if len(params) == 0 {
 		return m
 	}
-	fields, err := objectMembers(params)
+	fields, err := jsonwalk.Members(params)
 	if err != nil {
 		m.err = errors.New("params must be an object")
 		return m
 	}
 	var meta map[string]json.RawMessage
 	if raw, ok := fields["_meta"]; ok && string(raw) != "null" {
-		if meta, err = objectMembers(raw); err != nil {
+		if meta, err = jsonwalk.Members(raw); err != nil {
 			m.err = errors.New("_meta must be an object")
 			return m
 		}
@@ -118,9 +119,9 @@ func readRequestMeta(params json.RawMessage) clientMeta {
 		if len(meta) == 0 {
 			delete(fields, "_meta")
 		} else {
-			fields["_meta"] = encodeMembers(meta)
+			fields["_meta"] = jsonwalk.Object(meta)
 		}
-		m.params = encodeMembers(fields)
+		m.params = jsonwalk.Object(fields)
 	}
 	return m
 }
@@ -155,7 +156,7 @@ func (m *clientMeta) read(meta map[string]json.RawMessage) {
 // encoding/json would, and reports whether raw is a string (or null, which
 // leaves *s alone).
 func readString(raw json.RawMessage, s *string) bool {
-	if len(raw) >= 2 && raw[0] == '"' && plainToken(raw) {
+	if len(raw) >= 2 && raw[0] == '"' && jsonwalk.PlainString(raw) {
 		*s = string(raw[1 : len(raw)-1])
 		return true
 	}

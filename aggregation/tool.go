@@ -7,14 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/internal/jsonwalk"
 	"github.com/nexus-mcp/nexus/memory"
 	"github.com/nexus-mcp/nexus/policy"
 )
@@ -196,7 +194,7 @@ func newTool(srv *config.Server, raw json.RawMessage, names naming) (*Tool, erro
 // raw must be a JSON object that encoding/json decoded already (newTool did):
 // its members are found by a walk that does not validate it again.
 func listedTool(raw json.RawMessage, wire string, schema json.RawMessage, annotations *mcp.ToolAnnotation, rewrite config.ToolOverride) (json.RawMessage, error) {
-	fields, err := objectMembers(raw)
+	fields, err := jsonwalk.Members(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -211,177 +209,11 @@ func listedTool(raw json.RawMessage, wire string, schema json.RawMessage, annota
 	if rewrite.Description != "" {
 		fields["description"] = marshal(rewrite.Description)
 	}
-	out := encodeMembers(fields)
+	out := jsonwalk.Object(fields)
 	if out == nil {
 		return nil, errors.New("the tool does not encode as JSON")
 	}
 	return out, nil
-}
-
-// encodeMembers is marshal(fields) for members that are valid JSON (decoded by
-// encoding/json, or made by marshal), byte for byte: keys sorted and escaped
-// without HTML escaping, values compacted. It spares the reflective encoder and
-// its validating compaction, which cost a gateway with many servers a few
-// milliseconds of every start for tools it had already decoded.
-func encodeMembers(fields map[string]json.RawMessage) json.RawMessage {
-	keys := slices.Sorted(maps.Keys(fields))
-	n := 2
-	for _, k := range keys {
-		n += len(k) + len(fields[k]) + 4
-	}
-	out := make([]byte, 1, n)
-	out[0] = '{'
-	for i, k := range keys {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		if plainKey(k) {
-			out = append(out, '"')
-			out = append(out, k...)
-			out = append(out, '"')
-		} else {
-			out = append(out, marshal(k)...)
-		}
-		out = append(out, ':')
-		if v := fields[k]; v == nil {
-			out = append(out, "null"...)
-		} else {
-			out = appendCompact(out, v)
-		}
-	}
-	return append(out, '}')
-}
-
-// objectMembers is what decoding obj, one valid JSON object, into a
-// map[string]json.RawMessage gives: its members by key (the last of a repeated
-// key wins), keys unescaped as encoding/json unescapes them. The values are
-// obj's own bytes, as written. Decoding would check obj's validity a second
-// time; a tool listed at start-up was already checked three times.
-func objectMembers(obj []byte) (map[string]json.RawMessage, error) {
-	i := skipSpace(obj, 0)
-	if i == len(obj) || obj[i] != '{' {
-		return nil, errors.New("not a JSON object")
-	}
-	fields := make(map[string]json.RawMessage, 8)
-	for i++; ; {
-		i = skipSpace(obj, i)
-		if obj[i] == '}' {
-			return fields, nil
-		}
-		if obj[i] == ',' {
-			i = skipSpace(obj, i+1)
-		}
-		start := i
-		i = skipString(obj, i)
-		token := obj[start:i]
-		var key string
-		if plainToken(token) {
-			key = string(token[1 : len(token)-1])
-		} else if err := json.Unmarshal(token, &key); err != nil {
-			return nil, err
-		}
-		i = skipSpace(obj, i)
-		i = skipSpace(obj, i+1) // :
-		start = i
-		i = skipValue(obj, i)
-		fields[key] = obj[start:i]
-	}
-}
-
-// plainToken reports whether a JSON string token means its bytes between the
-// quotes: no escape, valid UTF-8 (encoding/json replaces invalid bytes).
-func plainToken(token []byte) bool {
-	ascii := true
-	for _, b := range token {
-		switch {
-		case b == '\\':
-			return false
-		case b >= utf8.RuneSelf:
-			ascii = false
-		}
-	}
-	return ascii || utf8.Valid(token)
-}
-
-// skipSpace is the index of the first byte at or after i that is not space
-// between JSON tokens.
-func skipSpace(v []byte, i int) int {
-	for i < len(v) && (v[i] == ' ' || v[i] == '\t' || v[i] == '\n' || v[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString is the index just past the JSON string that starts at i.
-func skipString(v []byte, i int) int {
-	for i++; v[i] != '"'; i++ {
-		if v[i] == '\\' {
-			i++ // the escaped byte cannot end the string
-		}
-	}
-	return i + 1
-}
-
-// skipValue is the index just past the valid JSON value that starts at i.
-func skipValue(v []byte, i int) int {
-	depth := 0
-	for {
-		switch v[i] {
-		case '"':
-			i = skipString(v, i)
-		case '{', '[':
-			depth++
-			i++
-		case '}', ']':
-			depth--
-			i++
-		default:
-			i++
-		}
-		if depth == 0 {
-			if i == len(v) {
-				return i
-			}
-			switch v[i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return i
-			}
-		}
-	}
-}
-
-// plainKey reports whether encoding/json writes key as it is, between quotes:
-// printable ASCII without a quote or a backslash.
-func plainKey(key string) bool {
-	for i := 0; i < len(key); i++ {
-		if b := key[i]; b < 0x20 || b > 0x7e || b == '"' || b == '\\' {
-			return false
-		}
-	}
-	return true
-}
-
-// appendCompact appends valid JSON v to dst without the space between its
-// tokens, as json.Compact does: strings are copied as they are.
-func appendCompact(dst []byte, v []byte) []byte {
-	start, in := 0, false
-	for i := 0; i < len(v); i++ {
-		switch b := v[i]; {
-		case in:
-			switch b {
-			case '\\':
-				i++ // the escaped byte cannot end the string
-			case '"':
-				in = false
-			}
-		case b == '"':
-			in = true
-		case b == ' ' || b == '\t' || b == '\n' || b == '\r':
-			dst = append(dst, v[start:i]...)
-			start = i + 1
-		}
-	}
-	return append(dst, v[start:]...)
 }
 
 // wireName is the name a tool goes by on the front wire. Clients reject names outside

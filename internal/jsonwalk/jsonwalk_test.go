@@ -1,0 +1,64 @@
+package jsonwalk
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"testing"
+)
+
+// marshal is how Nexus wrote these objects before Object: encoding/json with
+// HTML escaping off.
+func marshal(v any) json.RawMessage {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return nil
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// encodeSeeds are objects whose re-encoding is easy to get wrong: space in
+// and around values, escapes in keys and strings, repeated keys, non-ASCII.
+var encodeSeeds = []string{
+	`{"name":"a"}`,
+	` { "name" : "a" , "inputSchema" : { "type" : "object" , "properties" : { } } } `,
+	"{\"name\":\"a\",\n\t\"description\":\"tabs\\tand \\\"quotes\\\" and \\\\ back \\\\\\\"\",\r\n\"z\":[ 1 , 2.50 , -0 , 1e3 , true , null ]}",
+	`{"name":"a","description":"<b> & é ☃ \u2028 \ud83d\ude00 \u0001"}`,
+	`{"b\u0061":1,"ba":2,"\u00e9":3,"é":4,"a\"b":5,"a\\b":6,"\u007f":7,"\u2028":8,"<&>":9}`,
+	`{"name":"a","name":"b","annotations":{"readOnlyHint":true,"readOnlyHint":false}}`,
+	`{"name":"a","_meta":{"ui":{"resourceUri":"ui://x"}},"icons":[{"src":"data:,x y"}],"execution":{"taskSupport":"optional"}}`,
+	"{\"name\":\"a\",\"description\":\"bad utf8 \xff\xfe here\",\"\xff\":1}",
+	`{}`,
+	` {"k\u00e9y" :{"a":[{}, [], "]}\\\"" ] } , "k" : -1.5e-3 ,"é\n":"x"} `,
+}
+
+// FuzzMembers holds Members to what decoding into a map gives, and Object to
+// what marshal writes for the same members, byte for byte: clients were given
+// marshal's bytes before.
+func FuzzMembers(f *testing.F) {
+	for _, s := range encodeSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, obj []byte) {
+		var want map[string]json.RawMessage
+		if json.Unmarshal(obj, &want) != nil || want == nil {
+			return // not an object
+		}
+		got, err := Members(obj)
+		if err != nil || !maps.EqualFunc(got, want, func(a, b json.RawMessage) bool { return string(a) == string(b) }) {
+			t.Fatalf("Members(%q) = %q, %v; decoding gives %q", obj, got, err, want)
+		}
+		if got, want := Object(got), marshal(want); string(got) != string(want) {
+			t.Fatalf("Object(%q) =\n %s\nmarshal's\n %s", obj, got, want)
+		}
+	})
+}
+
+func TestObjectNull(t *testing.T) {
+	fields := map[string]json.RawMessage{"a": nil, "b": json.RawMessage(`[ ]`)}
+	if got, want := Object(fields), marshal(fields); string(got) != string(want) {
+		t.Fatalf("Object = %s, marshal's %s", got, want)
+	}
+}
