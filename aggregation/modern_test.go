@@ -945,31 +945,37 @@ func TestModernClientServerRefused(t *testing.T) {
 }
 
 // TestModernCancelGetsNoAnswer: a 2026-07-28 request the stdio client cancels is
-// answered with nothing at all, even once its child call has ended.
+// answered with nothing at all, even once its child call has ended, whether the
+// call runs as a flight or not.
 func TestModernCancelGetsNoAnswer(t *testing.T) {
-	f := newFixture(t)
-	c := stdioClient(t, f.g, "tester")
-	// It declares sampling, so the call runs as a flight (mrtr.go), which a
-	// cancellation ends too.
-	c.post([]byte(`{"jsonrpc":"2.0","id":"slow-1","method":"tools/call","params":{"name":"good__wait","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}}`))
-	waitFor(t, "the child to be in the call", func() bool {
-		cn, _ := f.g.kids()["good"].current()
-		_, n := cn.callers.only()
-		return n == 1
-	})
-	c.notify("notifications/cancelled", map[string]any{"requestId": "slow-1"})
-	waitFor(t, "the call to end at the child", func() bool {
-		cn, _ := f.g.kids()["good"].current()
-		_, n := cn.callers.only()
-		return n == 0
-	})
-	// A request after it is answered: whatever the cancelled one would have
-	// sent is out by now.
-	if m := c.request("tools/list", withMeta(nil, modernMeta(nil))); m.Error != nil {
-		t.Fatal(m.Error)
-	}
-	if strings.Contains(c.received(), `"id":"slow-1"`) {
-		t.Errorf("the cancelled request was answered:\n%s", c.received())
+	for _, tc := range []struct{ name, caps string }{
+		{"a flight", `{"sampling":{}}`}, // it declares sampling, so the call runs as a flight (mrtr.go)
+		{"no flight", `{}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			c := stdioClient(t, f.g, "tester")
+			c.post([]byte(`{"jsonrpc":"2.0","id":"slow-1","method":"tools/call","params":{"name":"good__wait","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + tc.caps + `}}}`))
+			waitFor(t, "the child to be in the call", func() bool {
+				cn, _ := f.g.kids()["good"].current()
+				_, n := cn.callers.only()
+				return n == 1
+			})
+			c.notify("notifications/cancelled", map[string]any{"requestId": "slow-1"})
+			waitFor(t, "the call to end at the child", func() bool {
+				cn, _ := f.g.kids()["good"].current()
+				_, n := cn.callers.only()
+				return n == 0
+			})
+			// A request after it is answered: whatever the cancelled one would
+			// have sent is out by now.
+			if m := c.request("tools/list", withMeta(nil, modernMeta(nil))); m.Error != nil {
+				t.Fatal(m.Error)
+			}
+			if strings.Contains(c.received(), `"id":"slow-1"`) {
+				t.Errorf("the cancelled request was answered:\n%s", c.received())
+			}
+		})
 	}
 }
 
