@@ -944,41 +944,6 @@ func TestModernClientServerRefused(t *testing.T) {
 	}
 }
 
-// TestModernCancelGetsNoAnswer: a 2026-07-28 request the stdio client cancels is
-// answered with nothing at all, even once its child call has ended, whether the
-// call runs as a flight or not.
-func TestModernCancelGetsNoAnswer(t *testing.T) {
-	for _, tc := range []struct{ name, caps string }{
-		{"a flight", `{"sampling":{}}`}, // it declares sampling, so the call runs as a flight (mrtr.go)
-		{"no flight", `{}`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
-			c := stdioClient(t, f.g, "tester")
-			c.post([]byte(`{"jsonrpc":"2.0","id":"slow-1","method":"tools/call","params":{"name":"good__wait","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + tc.caps + `}}}`))
-			waitFor(t, "the child to be in the call", func() bool {
-				cn, _ := f.g.kids()["good"].current()
-				_, n := cn.callers.only()
-				return n == 1
-			})
-			c.notify("notifications/cancelled", map[string]any{"requestId": "slow-1"})
-			waitFor(t, "the call to end at the child", func() bool {
-				cn, _ := f.g.kids()["good"].current()
-				_, n := cn.callers.only()
-				return n == 0
-			})
-			// A request after it is answered: whatever the cancelled one would
-			// have sent is out by now.
-			if m := c.request("tools/list", withMeta(nil, modernMeta(nil))); m.Error != nil {
-				t.Fatal(m.Error)
-			}
-			if strings.Contains(c.received(), `"id":"slow-1"`) {
-				t.Errorf("the cancelled request was answered:\n%s", c.received())
-			}
-		})
-	}
-}
-
 // TestPromptInputBothEras: a modern child's prompt that asks for input (an
 // elicitation) is bridged for a legacy client (asked as a request of its own) and
 // passed to a modern one (an InputRequiredResult whose sealed state its retry
