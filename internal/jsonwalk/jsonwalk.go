@@ -40,7 +40,7 @@ func Object(fields map[string]json.RawMessage) json.RawMessage {
 			out = append(out, k...)
 			out = append(out, '"')
 		} else {
-			out = append(out, quote(k)...)
+			out = append(out, marshal(k)...)
 		}
 		out = append(out, ':')
 		if v := fields[k]; v == nil {
@@ -183,11 +183,14 @@ func appendCompact(dst []byte, v []byte) []byte {
 	return append(dst, v[start:]...)
 }
 
-// quote is key as encoding/json writes a string with HTML escaping off.
-func quote(key string) []byte {
+// marshal is v as encoding/json writes it with HTML escaping off, which is how
+// Object writes a key that needs escaping (and what its tests compare it to).
+func marshal(v any) json.RawMessage {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(key) // a string always encodes
+	if enc.Encode(v) != nil {
+		return nil
+	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }

@@ -1,23 +1,10 @@
 package jsonwalk
 
 import (
-	"bytes"
 	"encoding/json"
 	"maps"
 	"testing"
 )
-
-// marshal is how Nexus wrote these objects before Object: encoding/json with
-// HTML escaping off.
-func marshal(v any) json.RawMessage {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if enc.Encode(v) != nil {
-		return nil
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-}
 
 // encodeSeeds are objects whose re-encoding is easy to get wrong: space in
 // and around values, escapes in keys and strings, repeated keys, non-ASCII.
