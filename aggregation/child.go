@@ -479,7 +479,6 @@ func (c *child) run(ctx context.Context) {
 			backoff = min(backoff*2, maxBackoff)
 			continue
 		}
-		c.log.Info("child connected", "tools", len(raws), "took", time.Since(started).Round(time.Millisecond))
 		if connections++; connections > 1 && !woke {
 			c.events.reconnected(c.name)
 		}
@@ -492,6 +491,9 @@ func (c *child) run(ctx context.Context) {
 		c.set(cn, raws, ex, StateReady, nil, time.Time{})
 		c.saveLists(cn, raws, ex)
 		c.settle()
+		// Logged once its lists are the child's state: whoever reads the log
+		// (a person, a test) may ask for them now.
+		c.log.Info("child connected", "tools", len(raws), "took", time.Since(started).Round(time.Millisecond))
 		if cn.tr.Remote() {
 			go c.pingLoop(ctx, cn)
 		}

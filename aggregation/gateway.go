@@ -169,6 +169,7 @@ type Gateway struct {
 	firstLists time.Time     // until then, lists wait for settled
 
 	rebuild   chan struct{}
+	unbuilt   atomic.Bool // a child changed since the manifest was last built
 	mu        sync.Mutex
 	published map[string][]*Tool // server -> the tool list it last gave, none while it gives none
 
@@ -298,19 +299,23 @@ func (g *Gateway) started() bool {
 func (g *Gateway) outward(msg []byte) []byte { return g.redact(msg) }
 
 // awaitFirstLists waits, only in the first moments after Start, for the children's
-// first attempts.
+// first attempts; then it brings a manifest that lags behind a child's change up to
+// date, so that a list asked once a child connected (the log says so) holds its
+// tools, not only after the rebuild's debounce.
 func (g *Gateway) awaitFirstLists(ctx context.Context) {
 	select {
 	case <-g.settled:
-		return
 	default:
+		t := time.NewTimer(time.Until(g.firstLists))
+		select {
+		case <-g.settled:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
 	}
-	t := time.NewTimer(time.Until(g.firstLists))
-	defer t.Stop()
-	select {
-	case <-g.settled:
-	case <-t.C:
-	case <-ctx.Done():
+	if g.unbuilt.Load() {
+		g.rebuildNow(ctx) // what it skipped, the rebuild loop's pass logs
 	}
 }
 
@@ -514,6 +519,7 @@ func (g *Gateway) applyMemorySettings(cfg *config.Config) {
 
 // toolsChanged is called by a child whenever its connection or tool list changes.
 func (g *Gateway) toolsChanged(string) {
+	g.unbuilt.Store(true)
 	select {
 	case g.rebuild <- struct{}{}:
 	default:
@@ -545,6 +551,7 @@ func (g *Gateway) rebuildLoop(ctx context.Context) {
 func (g *Gateway) rebuildNow(ctx context.Context) []error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.unbuilt.Store(false) // a change from now on is read by the next build
 	perServer := map[string][]*Tool{}
 	kids := g.kids()
 	for name, c := range kids {
