@@ -282,7 +282,8 @@ func TestFaithfulProxy(t *testing.T) {
 		probe{method: "tools/call", target: "no-such-tool", params: map[string]any{"name": "no-such-tool", "arguments": map[string]any{}}},
 		probe{method: "prompts/get", target: "simple-prompt", params: map[string]any{"name": "simple-prompt"}},
 		probe{method: "prompts/get", target: "args-prompt", params: map[string]any{"name": "args-prompt", "arguments": map[string]any{"city": "Lyon", "state": "Rhône"}}},
-		probe{method: "prompts/get", target: "resource-prompt", params: map[string]any{"name": "resource-prompt", "arguments": map[string]any{"resourceType": "Text", "resourceId": "3"}}},
+		// Its embedded resource says when it was made (to the second), as above.
+		probe{method: "prompts/get", target: "resource-prompt", params: map[string]any{"name": "resource-prompt", "arguments": map[string]any{"resourceType": "Text", "resourceId": "3"}}, volatile: true},
 		probe{method: "prompts/get", target: "no-such-prompt", params: map[string]any{"name": "no-such-prompt"}},
 		probe{method: "completion/complete", target: "completable-prompt", params: map[string]any{"ref": map[string]any{"type": "ref/prompt", "name": "completable-prompt"}, "argument": map[string]any{"name": "department", "value": "E"}}},
 		probe{method: "resources/read", target: "demo://resource/dynamic/text/7", params: map[string]any{"uri": "demo://resource/dynamic/text/7"}, volatile: true},

@@ -20,7 +20,7 @@ func TestListServersShowsTheRunningGatewaysIdle(t *testing.T) {
 	h := newHome(t, nil)
 	h.writeConfig(map[string]any{
 		"servers":  map[string]any{"fx": h.fixtureServer(nil)},
-		"children": map[string]any{"start": "lazy", "idleTimeout": "1s"},
+		"children": map[string]any{"start": "lazy", "idleTimeout": "3s"},
 	})
 	// A first run lists fx, so that the next one knows its tools without it.
 	h.serveStdioReady([]string{"fx"}).close()
@@ -59,7 +59,7 @@ func TestListServersShowsTheRunningGatewaysIdle(t *testing.T) {
 	if r, _, _ := live(); r.State != "ready" {
 		t.Errorf("after a call: %+v, want ready", r)
 	}
-	eventually(t, 15*time.Second, "fx is stopped after 1s idle", func() bool {
+	eventually(t, 15*time.Second, "fx is stopped after 3s idle", func() bool {
 		r, _, _ := live()
 		return r.State == "idle" && !r.IdleSince.IsZero()
 	})
