@@ -45,7 +45,11 @@ func (g *Gateway) childRequests(cn *conn) transport.RequestHandler {
 		if req.Method == string(mcp.MethodPing) {
 			return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage("{}")), nil
 		}
-		cn.callers.markAsked() // whatever the client answers, the calls in flight are not shareable
+		upTo := cn.callers.mark()
+		// Whatever the answer, the calls in flight since before the child asked,
+		// and still in flight as it reads the answer, may be made of it: they
+		// are not shareable. One that ended first was not.
+		defer cn.callers.markAsked(upTo)
 		select {
 		case waiting <- struct{}{}:
 			defer func() { <-waiting }()
@@ -55,7 +59,7 @@ func (g *Gateway) childRequests(cn *conn) transport.RequestHandler {
 				"Nexus cannot forward %s: server %s has %d requests waiting on clients, at most %d (limits.maxChildRequests)",
 				req.Method, cn.server, cap(waiting), cap(waiting)), nil), nil
 		}
-		return g.forwardChildRequest(ctx, cn, req, refused, withdrawn), nil
+		return g.forwardChildRequest(ctx, cn, req, upTo, refused, withdrawn), nil
 	}
 }
 
@@ -74,7 +78,7 @@ var errTimedOut = errors.New("its client did not answer within limits.childReque
 // (when the transport does not tie it to a call), and, while another client's
 // request to this child waits its turn, at most limits.childRequestTurn: past these
 // the child gets an error, and the withdrawal is logged on withdrawn.
-func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req transport.JSONRPCRequest, refused, withdrawn *rateLog) *transport.JSONRPCResponse {
+func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req transport.JSONRPCRequest, upTo int, refused, withdrawn *rateLog) *transport.JSONRPCResponse {
 	if req.Method == string(mcp.MethodListRoots) {
 		cn.askedRoots.Store(true)
 	}
@@ -85,7 +89,7 @@ func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req transpo
 	timer := time.AfterFunc(wait, func() { cancel(errTimedOut) })
 	defer timer.Stop()
 	tied := cn.owner == nil && callerOf(ctx) == nil // the transport does not say which call it is of
-	c, why := g.awaitCaller(ctx, cn, cn.callers.mark(), req.Method, limits.ChildRequestHold())
+	c, why := g.awaitCaller(ctx, cn, upTo, req.Method, limits.ChildRequestHold())
 	if c != nil && !c.s.declared(req.Method) {
 		c, why = nil, fmt.Sprintf("the client of the call did not declare the capability for %s", req.Method)
 	}

@@ -1,7 +1,10 @@
 package aggregation
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -10,6 +13,8 @@ import (
 
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
+	"github.com/nexus-mcp/nexus/memory"
+	"github.com/nexus-mcp/nexus/memory/sqlite"
 )
 
 // modelOutput and secretRoot are what a client answers; a server it may not reach
@@ -143,6 +148,73 @@ func TestChildRequestFlood(t *testing.T) {
 			}
 			if n := asked.Load(); n > perClient {
 				t.Errorf("the client was asked %d times, want at most %d", n, perClient)
+			}
+		})
+	}
+}
+
+// TestAnswerKeptUnlessItsClientAnsweredFirst: a child's request carries no trace
+// of its call, so the calls in flight when a child asks its client something may
+// be made of the client's answer, and memory does not keep them. A call the child
+// answers before the client answered was not made of it: memory keeps it. (Every
+// call in flight was marked as the request arrived: a server that asks for roots a
+// moment after it starts, as server-everything does, lost the first answers made
+// in that moment.)
+func TestAnswerKeptUnlessItsClientAnsweredFirst(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name          string
+		answeredFirst bool // the client answers the child before the call ends
+		want          string
+	}{
+		{"the client answered during the call", true, memory.StatusMiss},
+		{"the call ended first", false, memory.StatusHit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			mem, err := memory.Open(context.Background(), memory.Options{Backend: sqlite.File(filepath.Join(t.TempDir(), "memory.db"))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { mem.Close() })
+			f := newFixtureMemory(t, "{}", mem)
+			release, entered := make(chan struct{}), make(chan struct{}, 1)
+			f.evil.mu.Lock()
+			f.evil.release, f.evil.entered = release, entered
+			f.evil.mu.Unlock()
+			c := f.client(frontStdio, "other")
+			asked, callEnded := make(chan struct{}, 1), make(chan struct{})
+			c.answer = func(method string, params json.RawMessage) (any, *RPCError) {
+				asked <- struct{}{}
+				if !tc.answeredFirst {
+					<-callEnded
+				}
+				return answersEverything(method, params)
+			}
+			call := func() wireMsg {
+				return c.request("tools/call", map[string]any{"name": "evil__wait", "arguments": map[string]any{"text": "same"}})
+			}
+			first := make(chan wireMsg, 1)
+			go func() { first <- call() }()
+			<-entered
+			childHasAnswer := make(chan struct{})
+			go func() {
+				defer close(childHasAnswer)
+				_, _ = f.evil.ask("roots/list")
+			}()
+			<-asked // the client holds the child's request
+			if tc.answeredFirst {
+				<-childHasAnswer
+			}
+			close(release)
+			m := <-first
+			close(callEnded)
+			<-childHasAnswer
+			if m.Error != nil || !bytes.Contains(m.Result, []byte("released")) {
+				t.Fatalf("the call: %s %v", m.Result, m.Error)
+			}
+			if st, _, _ := memory.CacheStatus(call().Result); st != tc.want {
+				t.Errorf("the same call again: %q, want %q (the child was called %d times)", st, tc.want, f.evil.count("tools/call"))
 			}
 		})
 	}

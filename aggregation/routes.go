@@ -559,9 +559,11 @@ type callers struct {
 // inflight is one call in flight on a connection.
 type inflight struct {
 	c *caller // nil for a call with no client
-	// asked is set when the child sends a client any request while the call is in
-	// flight: the answer may be made of that client's input. A child's request
-	// carries no reliable trace of its call, so every call in flight is marked.
+	// asked is set when the child is answered a request it sent while the call
+	// was in flight, before the call's own answer: that answer may be made of the
+	// client's input. A child's request carries no reliable trace of its call, so
+	// every call in flight from before the request to its answer is marked; a call
+	// that ended before the answer could not have used it.
 	asked atomic.Bool
 }
 
@@ -604,13 +606,16 @@ func (cs *callers) tell() {
 	}
 }
 
-// markAsked records that the child sent a client a request while the calls now in
-// flight were waiting.
-func (cs *callers) markAsked() {
+// markAsked records that the child is being answered a request it sent when the
+// newest call was upTo (mark): the calls up to it still in flight may be made of
+// the answer.
+func (cs *callers) markAsked(upTo int) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	for _, f := range cs.calls {
-		f.asked.Store(true)
+	for id, f := range cs.calls {
+		if id <= upTo {
+			f.asked.Store(true)
+		}
 	}
 }
 

@@ -85,6 +85,7 @@ func newFixtureMemory(t *testing.T, limits string, mem *memory.Memory) *fixture 
 	evil := newTestChild("evil")
 	cfgJSON := fmt.Sprintf(`{
 		"limits": %s,
+		"ttl": {"*": "1h"},
 		"servers": {
 			"good": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "good"}},
 			"evil": {"transport": "streamable-http", "url": %q}
