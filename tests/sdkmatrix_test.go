@@ -209,7 +209,11 @@ func (mcpGoHandlers) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.List
 
 func newMCPGoClient(t *testing.T, tr transport.Interface, pin string, name func(string) string) (matrixClient, error) {
 	h := mcpGoHandlers{}
-	opts := []client.ClientOption{client.WithSamplingHandler(h), client.WithElicitationHandler(h), client.WithRootsHandler(h)}
+	// The client takes a server that has not answered server/discover within 5s
+	// for a legacy one; every server here answers it (or refuses it at once), and
+	// a loaded machine's npm server may take longer than that to start.
+	opts := []client.ClientOption{client.WithSamplingHandler(h), client.WithElicitationHandler(h), client.WithRootsHandler(h),
+		client.WithDiscoverTimeout(time.Minute)}
 	if pin != "" {
 		opts = append(opts, client.WithProtocolVersion(pin))
 	}
