@@ -23,6 +23,10 @@ const (
 type flightGroup struct {
 	mu    sync.Mutex
 	calls map[string]*flight
+	// landed counts the flights retired, in slots by key: a caller that looked
+	// the key up before it led a flight knows from it whether an identical call
+	// may have stored its answer in between (landedFor).
+	landed [64]uint64
 }
 
 type flight struct {
@@ -74,7 +78,23 @@ func (g *flightGroup) retire(key string, f *flight) {
 	if g.calls[key] == f {
 		delete(g.calls, key)
 	}
+	g.landed[landedSlot(key)]++
 	g.mu.Unlock()
+}
+
+// landedFor is the count of retired flights in key's slot: while it stays
+// the same, no identical call of this process landed.
+func (g *flightGroup) landedFor(key string) uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.landed[landedSlot(key)]
+}
+
+func landedSlot(key string) int {
+	if key == "" {
+		return 0
+	}
+	return int(key[0]) % len(flightGroup{}.landed)
 }
 
 // wait blocks until the flight lands or ctx ends.

@@ -579,12 +579,25 @@ type call struct {
 	// similarity hit if it was one: what Query.VerifyLater verifies.
 	served    json.RawMessage
 	servedSem *semHit
-	fp        string
-	args      []byte
-	key       []byte
-	ttl       TTL
-	window    time.Duration // stale-if-error; 0: never
-	invals    []string
+	// missed is what Query.Hit's lookup found when it could serve nothing,
+	// for the flight that follows to start from (cached).
+	missed *missedLookup
+	fp     string
+	args   []byte
+	key    []byte
+	ttl    TTL
+	window time.Duration // stale-if-error; 0: never
+	invals []string
+}
+
+// missedLookup is a lookup that served nothing: the entry it found (if
+// any), the invalidation generation it read, and flightGroup.landedFor of the
+// key before it.
+type missedLookup struct {
+	e      Entry
+	found  bool
+	gen    int64
+	landed uint64
 }
 
 // stores reports whether c's answer is kept at all: fresh for its TTL, or
@@ -613,6 +626,9 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward, looked bo
 	// With no TTL nothing is served fresh: straight to the flight, which
 	// shares one child call among identical calls in flight. looked says a
 	// lookup just found nothing fresh (Query.Hit).
+	if !looked {
+		c.missed = nil // a retry looks afresh
+	}
 	if c.ttl.Keeps() && !looked {
 		res, ok, err := m.lookupHit(ctx, c)
 		switch {
@@ -660,7 +676,12 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward, looked bo
 		gen      int64
 		canStore bool
 	)
-	if c.stores() {
+	if prior := c.missed; prior != nil && m.flights.landedFor(string(c.key)) == prior.landed {
+		// The lookup above (or Query.Hit's) was a moment ago, and no
+		// identical call of this process landed since: what it found stands. (Another process's
+		// store in between costs at most one more child call.)
+		e, found, gen, canStore = prior.e, prior.found, prior.gen, true
+	} else if c.stores() {
 		var err error
 		e, found, gen, err = m.lookup(ctx, c)
 		switch {
@@ -912,14 +933,20 @@ func (m *Memory) lookup(ctx context.Context, c *call) (Entry, bool, int64, error
 
 // lookupHit returns a fresh stored answer for c, if any.
 func (m *Memory) lookupHit(ctx context.Context, c *call) (json.RawMessage, bool, error) {
-	e, found, _, err := m.lookup(ctx, c)
-	if err != nil || !found {
+	landed := m.flights.landedFor(string(c.key))
+	e, found, gen, err := m.lookup(ctx, c)
+	if err != nil {
 		return nil, false, err
+	}
+	c.missed = &missedLookup{e: e, found: found, gen: gen, landed: landed}
+	if !found {
+		return nil, false, nil
 	}
 	hit, ok := m.serve(c, e)
 	if !ok {
 		return nil, false, nil
 	}
+	c.missed = nil
 	m.pend.count(c.t, func(k *Counters) { k.Hits++; k.SavedMS += e.DurationMS })
 	return hit, true, nil
 }
