@@ -26,8 +26,12 @@ type flightGroup struct {
 	// landed counts the flights retired, in slots by key: a caller that looked
 	// the key up before it led a flight knows from it whether an identical call
 	// may have stored its answer in between (landedFor).
-	landed [64]uint64
+	landed [landedSlots]uint64
 }
+
+// landedSlots is how many slots flightGroup.landed counts in: a key shares
+// its slot with 1/64 of the others, whose landing only costs it a lookup.
+const landedSlots = 64
 
 type flight struct {
 	done chan struct{}
@@ -94,7 +98,7 @@ func landedSlot(key string) int {
 	if key == "" {
 		return 0
 	}
-	return int(key[0]) % len(flightGroup{}.landed)
+	return int(key[0]) % landedSlots
 }
 
 // wait blocks until the flight lands or ctx ends.

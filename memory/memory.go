@@ -579,8 +579,8 @@ type call struct {
 	// similarity hit if it was one: what Query.VerifyLater verifies.
 	served    json.RawMessage
 	servedSem *semHit
-	// missed is what Query.Hit's lookup found when it could serve nothing,
-	// for the flight that follows to start from (cached).
+	// missed is what the last lookup found when it could serve nothing
+	// (lookupHit), for the flight that follows to start from (cached).
 	missed *missedLookup
 	fp     string
 	args   []byte
@@ -676,10 +676,11 @@ func (m *Memory) cached(ctx context.Context, c *call, forward Forward, looked bo
 		gen      int64
 		canStore bool
 	)
-	if prior := c.missed; prior != nil && m.flights.landedFor(string(c.key)) == prior.landed {
+	if prior := c.missed; c.stores() && prior != nil && m.flights.landedFor(string(c.key)) == prior.landed {
 		// The lookup above (or Query.Hit's) was a moment ago, and no
-		// identical call of this process landed since: what it found stands. (Another process's
-		// store in between costs at most one more child call.)
+		// identical call of this process landed since: what it found
+		// stands. (Another process's store in between costs at most one
+		// more child call.)
 		e, found, gen, canStore = prior.e, prior.found, prior.gen, true
 	} else if c.stores() {
 		var err error
