@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/internal/jsonwalk"
 )
 
 // A resource URI, or a resource template, that two or more servers list would name
@@ -77,15 +78,7 @@ func setField(raw json.RawMessage, field, value string) json.RawMessage {
 
 // marshal encodes v as the child's bytes would be: without escaping <, > and &, so
 // text a child sent keeps its bytes when an object around it is re-encoded.
-func marshal(v any) json.RawMessage {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if enc.Encode(v) != nil {
-		return nil
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-}
+func marshal(v any) json.RawMessage { return jsonwalk.Marshal(v) }
 
 // rewriteURIs rewrites, in a JSON object a server sent, the resource URIs a client
 // must spell differently to reach that server: fix returns the URI to use, or its

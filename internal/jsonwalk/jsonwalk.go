@@ -40,7 +40,7 @@ func Object(fields map[string]json.RawMessage) json.RawMessage {
 			out = append(out, k...)
 			out = append(out, '"')
 		} else {
-			out = append(out, marshal(k)...)
+			out = append(out, Marshal(k)...)
 		}
 		out = append(out, ':')
 		if v := fields[k]; v == nil {
@@ -183,9 +183,10 @@ func appendCompact(dst []byte, v []byte) []byte {
 	return append(dst, v[start:]...)
 }
 
-// marshal is v as encoding/json writes it with HTML escaping off, which is how
-// Object writes a key that needs escaping (and what its tests compare it to).
-func marshal(v any) json.RawMessage {
+// Marshal is v as encoding/json writes it with HTML escaping off: how Object
+// writes a key that needs escaping, and how Nexus writes the JSON it passes on
+// (a child's "<" stays "<"). It returns nil for a value that does not encode.
+func Marshal(v any) json.RawMessage {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

@@ -22,8 +22,8 @@ var encodeSeeds = []string{
 }
 
 // FuzzMembers holds Members to what decoding into a map gives, and Object to
-// what marshal writes for the same members, byte for byte: clients were given
-// marshal's bytes before.
+// what Marshal writes for the same members, byte for byte: clients were given
+// Marshal's bytes before.
 func FuzzMembers(f *testing.F) {
 	for _, s := range encodeSeeds {
 		f.Add([]byte(s))
@@ -37,15 +37,15 @@ func FuzzMembers(f *testing.F) {
 		if err != nil || !maps.EqualFunc(got, want, func(a, b json.RawMessage) bool { return string(a) == string(b) }) {
 			t.Fatalf("Members(%q) = %q, %v; decoding gives %q", obj, got, err, want)
 		}
-		if got, want := Object(got), marshal(want); string(got) != string(want) {
-			t.Fatalf("Object(%q) =\n %s\nmarshal's\n %s", obj, got, want)
+		if got, want := Object(got), Marshal(want); string(got) != string(want) {
+			t.Fatalf("Object(%q) =\n %s\nMarshal's\n %s", obj, got, want)
 		}
 	})
 }
 
 func TestObjectNull(t *testing.T) {
 	fields := map[string]json.RawMessage{"a": nil, "b": json.RawMessage(`[ ]`)}
-	if got, want := Object(fields), marshal(fields); string(got) != string(want) {
-		t.Fatalf("Object = %s, marshal's %s", got, want)
+	if got, want := Object(fields), Marshal(fields); string(got) != string(want) {
+		t.Fatalf("Object = %s, Marshal's %s", got, want)
 	}
 }
