@@ -161,10 +161,7 @@ func TestCallsPerSession(t *testing.T) {
 	for _, front := range fronts {
 		t.Run(front, func(t *testing.T) {
 			f := newFixtureLimits(t, `{"maxCallsPerSession": 3}`)
-			release, entered := make(chan struct{}), make(chan struct{}, 64)
-			f.evil.mu.Lock()
-			f.evil.release, f.evil.entered = release, entered
-			f.evil.mu.Unlock()
+			release, entered := f.evil.holdWaits(64)
 			c := f.client(front, "other")
 			var wg sync.WaitGroup
 			for range 3 {

@@ -509,6 +509,16 @@ func newTestChild(name string) *testChild {
 	return c
 }
 
+// holdWaits makes the "wait" tool block until release is closed (or sent to),
+// and tell entered, which holds n, of each call as it starts.
+func (c *testChild) holdWaits(n int) (release, entered chan struct{}) {
+	release, entered = make(chan struct{}), make(chan struct{}, n)
+	c.mu.Lock()
+	c.release, c.entered = release, entered
+	c.mu.Unlock()
+	return release, entered
+}
+
 // ask sends the gateway a request unasked (no call in flight): sampling or roots.
 func (c *testChild) ask(method string) (string, error) {
 	c.mu.Lock()

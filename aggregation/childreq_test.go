@@ -2,9 +2,7 @@ package aggregation
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -14,7 +12,6 @@ import (
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 	"github.com/nexus-mcp/nexus/memory"
-	"github.com/nexus-mcp/nexus/memory/sqlite"
 )
 
 // modelOutput and secretRoot are what a client answers; a server it may not reach
@@ -61,10 +58,7 @@ func TestChildRequestsNeedAVisibleCall(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			release, entered := make(chan struct{}), make(chan struct{}, 1)
-			f.evil.mu.Lock()
-			f.evil.release, f.evil.entered = release, entered
-			f.evil.mu.Unlock()
+			release, entered := f.evil.holdWaits(1)
 			c := f.client(tc.front, tc.agent)
 			c.answer = answersEverything
 			done := make(chan struct{})
@@ -172,16 +166,9 @@ func TestAnswerKeptUnlessItsClientAnsweredFirst(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			mem, err := memory.Open(context.Background(), memory.Options{Backend: sqlite.File(filepath.Join(t.TempDir(), "memory.db"))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { mem.Close() })
+			mem := openMemory(t)
 			f := newFixtureMemory(t, "{}", mem)
-			release, entered := make(chan struct{}), make(chan struct{}, 1)
-			f.evil.mu.Lock()
-			f.evil.release, f.evil.entered = release, entered
-			f.evil.mu.Unlock()
+			release, entered := f.evil.holdWaits(1)
 			c := f.client(frontStdio, "other")
 			asked, callEnded := make(chan struct{}, 1), make(chan struct{})
 			c.answer = func(method string, params json.RawMessage) (any, *RPCError) {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/memory"
-	"github.com/nexus-mcp/nexus/memory/sqlite"
 	"github.com/nexus-mcp/nexus/pins"
 )
 
@@ -101,11 +100,7 @@ func pinnedGateway(t *testing.T, cfg *config.Config, dir string) (*Gateway, *pin
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem, err := memory.Open(context.Background(), memory.Options{Backend: sqlite.File(filepath.Join(t.TempDir(), "memory.db"))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mem.Close() })
+	mem := openMemory(t)
 	g, err := New(cfg, Options{Pins: guard, Memory: mem})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 	"github.com/nexus-mcp/nexus/memory"
+	"github.com/nexus-mcp/nexus/memory/sqlite"
 	"github.com/nexus-mcp/nexus/policy"
 )
 
@@ -77,6 +79,17 @@ func newFixture(t *testing.T) *fixture {
 func newFixtureLimits(t *testing.T, limits string) *fixture {
 	t.Helper()
 	return newFixtureMemory(t, limits, nil)
+}
+
+// openMemory is memory in a SQLite file of the test's, closed when it ends.
+func openMemory(t *testing.T) *memory.Memory {
+	t.Helper()
+	mem, err := memory.Open(context.Background(), memory.Options{Backend: sqlite.File(filepath.Join(t.TempDir(), "memory.db"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mem.Close() })
+	return mem
 }
 
 // newFixtureMemory is newFixtureLimits with memory (nil: off).

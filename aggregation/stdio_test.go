@@ -2,13 +2,8 @@ package aggregation
 
 import (
 	"bytes"
-	"context"
-	"path/filepath"
 	"sync"
 	"testing"
-
-	"github.com/nexus-mcp/nexus/memory"
-	"github.com/nexus-mcp/nexus/memory/sqlite"
 )
 
 // TestStdioReadsWhileCallsWait: on stdio a call runs on the goroutine that read
@@ -17,16 +12,9 @@ import (
 // sent while two such calls wait is answered before either of them.
 func TestStdioReadsWhileCallsWait(t *testing.T) {
 	t.Parallel()
-	mem, err := memory.Open(context.Background(), memory.Options{Backend: sqlite.File(filepath.Join(t.TempDir(), "memory.db"))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mem.Close() })
+	mem := openMemory(t)
 	f := newFixtureMemory(t, "{}", mem)
-	release, entered := make(chan struct{}), make(chan struct{}, 8)
-	f.evil.mu.Lock()
-	f.evil.release, f.evil.entered = release, entered
-	f.evil.mu.Unlock()
+	release, entered := f.evil.holdWaits(8)
 	c := f.client(frontStdio, "other")
 
 	answers := make([]wireMsg, 2)

@@ -72,10 +72,7 @@ func TestUpstreamShare(t *testing.T) {
 
 	// Busy upstreams are never ended: with other's in a call and third's too,
 	// tester is refused, naming the setting, and so is another session of other.
-	release, entered := make(chan struct{}), make(chan struct{}, 2)
-	web.mu.Lock()
-	web.release, web.entered = release, entered
-	web.mu.Unlock()
+	release, entered := web.holdWaits(2)
 	done := make(chan string, 2)
 	for _, c := range []*testClient{others[0], third} {
 		go func() {

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -20,7 +19,6 @@ import (
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 	"github.com/nexus-mcp/nexus/memory"
-	"github.com/nexus-mcp/nexus/memory/sqlite"
 )
 
 // sessionsFixture is a gateway with a "client" server (solo: a stdio child, one
@@ -168,11 +166,7 @@ func TestClientSessionsAreIsolated(t *testing.T) {
 		{"a stdio client and an HTTP client", frontStdio, frontHTTP},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mem, err := memory.Open(context.Background(), memory.Options{Backend: sqlite.File(filepath.Join(t.TempDir(), "memory.db"))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { mem.Close() })
+			mem := openMemory(t)
 			f := newSessionsFixture(t, mem)
 			a := f.client(tc.frontA, "other", sampleAndRoots)
 			b := f.client(tc.frontB, "tester", sampleAndRoots)
@@ -483,11 +477,7 @@ func TestClientChildFollowsItsSession(t *testing.T) {
 // been made with the old roots); before the child ever asked, its answers stay.
 func TestRootsChangeForgetsSharedAnswers(t *testing.T) {
 	t.Parallel()
-	mem, err := memory.Open(context.Background(), memory.Options{Backend: sqlite.File(filepath.Join(t.TempDir(), "memory.db"))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mem.Close() })
+	mem := openMemory(t)
 	f := newSessionsFixture(t, mem)
 	c := f.client(frontHTTP, "other", sampleAndRoots)
 	c.answer = rootsOf("file:///a")
