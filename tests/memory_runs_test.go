@@ -32,9 +32,10 @@ func manyServersHome(t *testing.T) *home {
 //
 // The tool called is the late fixture's: it connects after the first manifest, as
 // the npm servers do, but asks its client nothing of its own accord.
-// server-everything asks for roots a moment after it starts, and an answer made
-// while a client was asked something is never remembered (trust_test.go), so a call
-// of its tools that overlaps that request is rightly a miss on the next run.
+// server-everything asks for roots a moment after it starts, and an answer the
+// child gave once it had the client's answer is never remembered (trust_test.go):
+// on a loaded machine a call of its tools may overlap that request, and then
+// rightly misses on the next run.
 func TestMemoryKeptFromRunToRunWithManyServers(t *testing.T) {
 	t.Parallel()
 	h := manyServersHome(t)
