@@ -40,7 +40,11 @@ const childRequestWait = 10 * time.Minute
 func (g *Gateway) childRequests(cn *conn) transport.RequestHandler {
 	waiting := make(chan struct{}, g.cfg.Load().Limits.ChildRequests())
 	refused := newRateLog(g.log, slog.LevelInfo, "requests from a server refused", time.Second)
-	withdrawn := newRateLog(g.log, slog.LevelWarn, "requests from a server withdrawn from a client that did not answer", time.Second)
+	logs := childRequestLogs{
+		refused:   refused,
+		withdrawn: newRateLog(g.log, slog.LevelWarn, "requests from a server withdrawn from a client that did not answer", time.Second),
+		ended:     newRateLog(g.log, slog.LevelInfo, "requests from a server withdrawn: the call they came during ended first", time.Second),
+	}
 	return func(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 		if req.Method == string(mcp.MethodPing) {
 			return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage("{}")), nil
@@ -59,13 +63,25 @@ func (g *Gateway) childRequests(cn *conn) transport.RequestHandler {
 				"Nexus cannot forward %s: server %s has %d requests waiting on clients, at most %d (limits.maxChildRequests)",
 				req.Method, cn.server, cap(waiting), cap(waiting)), nil), nil
 		}
-		return g.forwardChildRequest(ctx, cn, req, upTo, refused, withdrawn), nil
+		return g.forwardChildRequest(ctx, cn, req, upTo, logs), nil
 	}
 }
 
 // errWithdrawn is why a request a client held was taken back from it: the child is
-// answered with its message.
-type errWithdrawn struct{ msg string }
+// answered with its message. callEnded says the calls it came during all ended
+// first: a child that asks on a timer, or did not wait for the answer, or a call
+// cancelled or timed out; the client is not at fault, and it is no warning.
+type errWithdrawn struct {
+	msg       string
+	callEnded bool
+}
+
+// childRequestLogs are where a child's requests that were not answered are
+// logged, each at most once a second: refused at once, withdrawn from a client
+// that did not answer in time, or withdrawn once the call they came during ended.
+type childRequestLogs struct {
+	refused, withdrawn, ended *rateLog
+}
 
 func (e *errWithdrawn) Error() string { return e.msg }
 
@@ -77,8 +93,8 @@ var errTimedOut = errors.New("its client did not answer within limits.childReque
 // most limits.childRequestTimeout, only while the call it belongs to is in flight
 // (when the transport does not tie it to a call), and, while another client's
 // request to this child waits its turn, at most limits.childRequestTurn: past these
-// the child gets an error, and the withdrawal is logged on withdrawn.
-func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req transport.JSONRPCRequest, upTo int, refused, withdrawn *rateLog) *transport.JSONRPCResponse {
+// the child gets an error, and the withdrawal is logged.
+func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req transport.JSONRPCRequest, upTo int, logs childRequestLogs) *transport.JSONRPCResponse {
 	if req.Method == string(mcp.MethodListRoots) {
 		cn.askedRoots.Store(true)
 	}
@@ -97,12 +113,12 @@ func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req transpo
 		if req.Method == string(mcp.MethodListRoots) {
 			return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage(`{"roots":[]}`))
 		}
-		refused.add("server", cn.server, "method", req.Method, "reason", why)
+		logs.refused.add("server", cn.server, "method", req.Method, "reason", why)
 		return transport.NewJSONRPCErrorResponse(req.ID, jsonrpc.CodeInvalidRequest, "Nexus cannot forward "+req.Method+": "+why, nil)
 	}
 	h, ok := cn.holds.take(c.s, limits.ChildRequestsPerClient(), cancel)
 	if !ok {
-		refused.add("server", cn.server, "method", req.Method, "reason", "too many waiting on one client")
+		logs.refused.add("server", cn.server, "method", req.Method, "reason", "too many waiting on one client")
 		return transport.NewJSONRPCErrorResponse(req.ID, jsonrpc.CodeInternal, fmt.Sprintf(
 			"Nexus cannot forward %s: the client of the call has %d requests of server %s waiting on it, at most %d (limits.maxChildRequestsPerClient)",
 			req.Method, limits.ChildRequestsPerClient(), cn.server, limits.ChildRequestsPerClient()), nil)
@@ -118,15 +134,18 @@ func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req transpo
 	raw, rpcErr := c.askClient(ctx, req.Method, json.RawMessage(params))
 	if rpcErr != nil {
 		var gone *errWithdrawn
-		why := ""
+		why, log := "", logs.withdrawn
 		switch cause := context.Cause(ctx); {
 		case errors.Is(cause, errTimedOut):
 			why = fmt.Sprintf("its client did not answer within %s (limits.childRequestTimeout)", wait)
 		case errors.As(cause, &gone):
 			why = gone.msg
+			if gone.callEnded {
+				log = logs.ended
+			}
 		}
 		if why != "" {
-			withdrawn.add("server", cn.server, "method", req.Method, "agent", c.s.agent, "reason", why)
+			log.add("server", cn.server, "method", req.Method, "agent", c.s.agent, "reason", why)
 			return transport.NewJSONRPCErrorResponse(req.ID, jsonrpc.CodeInternal, "Nexus withdrew "+req.Method+": "+why, nil)
 		}
 		return transport.NewJSONRPCErrorResponse(req.ID, rpcErr.Code, rpcErr.Message, rpcErr.Data)
@@ -144,7 +163,7 @@ func endWithCall(ctx context.Context, cn *conn, s *session, cancel context.Cance
 	for {
 		changed := cn.callers.watch()
 		if !cn.callers.from(s) {
-			cancel(&errWithdrawn{fmt.Sprintf("the call it belongs to ended on server %s", cn.server)})
+			cancel(&errWithdrawn{msg: fmt.Sprintf("the call it belongs to ended on server %s", cn.server), callEnded: true})
 			return
 		}
 		select {
@@ -177,7 +196,7 @@ func (g *Gateway) awaitCaller(ctx context.Context, cn *conn, mark int, method st
 			return c, why
 		}
 		now := time.Now()
-		next, withdrew := cn.holds.withdrawOlder(turn, now, cn, &errWithdrawn{fmt.Sprintf(
+		next, withdrew := cn.holds.withdrawOlder(turn, now, cn, &errWithdrawn{msg: fmt.Sprintf(
 			"its client held it for %s while another client's request to server %s waited its turn (limits.childRequestTurn)", turn, cn.server)})
 		if withdrew && deadline.Before(now.Add(turn)) {
 			deadline = now.Add(turn) // the holder's call now has a turn to end
