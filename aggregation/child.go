@@ -45,7 +45,13 @@ const (
 
 // childEvents is what a child tells the gateway.
 type childEvents interface {
+	// toolsChanged says the child's connection, state or config changed, and its
+	// lists with it: the manifest is rebuilt, and a list asked before the rebuild
+	// is due rebuilds it first.
 	toolsChanged(server string)
+	// relisted says the child listed anew after it said its lists changed: the
+	// manifest is rebuilt after the debounce only, however often the child says so.
+	relisted(server string)
 	// notification is a notification from the child, its params raw.
 	notification(server, method string, params json.RawMessage)
 	// sessionNotification is a notification on a connection that serves one
@@ -607,7 +613,7 @@ func (c *child) relist(ctx context.Context, cn *conn) {
 	ex := c.extras
 	c.mu.Unlock()
 	c.saveLists(cn, raws, ex)
-	c.events.toolsChanged(c.name)
+	c.events.relisted(c.name)
 }
 
 // relistExtras refreshes resources and prompts after the child said they changed.
@@ -622,7 +628,7 @@ func (c *child) relistExtras(ctx context.Context, cn *conn) {
 	raws := c.raws
 	c.mu.Unlock()
 	c.saveLists(cn, raws, ex)
-	c.events.toolsChanged(c.name)
+	c.events.relisted(c.name)
 }
 
 // conn is one live connection to a child.

@@ -169,7 +169,7 @@ type Gateway struct {
 	firstLists time.Time     // until then, lists wait for settled
 
 	rebuild   chan struct{}
-	unbuilt   atomic.Bool // a child changed since the manifest was last built
+	unbuilt   atomic.Bool // a child connected or changed state since the manifest was last built
 	mu        sync.Mutex
 	published map[string][]*Tool // server -> the tool list it last gave, none while it gives none
 
@@ -299,9 +299,9 @@ func (g *Gateway) started() bool {
 func (g *Gateway) outward(msg []byte) []byte { return g.redact(msg) }
 
 // awaitFirstLists waits, only in the first moments after Start, for the children's
-// first attempts; then it brings a manifest that lags behind a child's change up to
-// date, so that a list asked once a child connected (the log says so) holds its
-// tools, not only after the rebuild's debounce.
+// first attempts; then it brings a manifest that lags behind a child's connection
+// or state (toolsChanged) up to date, so that a list asked once a child connected
+// (the log says so) holds its tools, not only after the rebuild's debounce.
 func (g *Gateway) awaitFirstLists(ctx context.Context) {
 	select {
 	case <-g.settled:
@@ -517,9 +517,20 @@ func (g *Gateway) applyMemorySettings(cfg *config.Config) {
 	g.mem.SetSettings(cfg.MemoryRules()) // memory off (nil) ignores them
 }
 
-// toolsChanged is called by a child whenever its connection or tool list changes.
-func (g *Gateway) toolsChanged(string) {
+// toolsChanged is called by a child whenever its connection, state or config
+// changes. Such changes come at the pace of starts, backoffs and reloads: a list
+// asked before the debounced rebuild rebuilds the manifest first (awaitFirstLists).
+func (g *Gateway) toolsChanged(server string) {
 	g.unbuilt.Store(true)
+	g.relisted(server)
+}
+
+// relisted is called by a child that listed anew after it said its lists
+// changed. The child decides how often that is, so the manifest follows after
+// the debounce only: were a client's list to rebuild it too, a child that flaps
+// its tools would have every client told of a change at each list any client
+// makes.
+func (g *Gateway) relisted(string) {
 	select {
 	case g.rebuild <- struct{}{}:
 	default:
