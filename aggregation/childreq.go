@@ -39,9 +39,8 @@ const childRequestWait = 10 * time.Minute
 // each), so one client's unanswered request holds up no other's.
 func (g *Gateway) childRequests(cn *conn) transport.RequestHandler {
 	waiting := make(chan struct{}, g.cfg.Load().Limits.ChildRequests())
-	refused := newRateLog(g.log, slog.LevelInfo, "requests from a server refused", time.Second)
 	logs := childRequestLogs{
-		refused:   refused,
+		refused:   newRateLog(g.log, slog.LevelInfo, "requests from a server refused", time.Second),
 		withdrawn: newRateLog(g.log, slog.LevelWarn, "requests from a server withdrawn from a client that did not answer", time.Second),
 		ended:     newRateLog(g.log, slog.LevelInfo, "requests from a server withdrawn: the call they came during ended first", time.Second),
 	}
@@ -58,7 +57,7 @@ func (g *Gateway) childRequests(cn *conn) transport.RequestHandler {
 		case waiting <- struct{}{}:
 			defer func() { <-waiting }()
 		default:
-			refused.add("server", cn.server, "method", req.Method, "reason", "too many waiting on clients")
+			logs.refused.add("server", cn.server, "method", req.Method, "reason", "too many waiting on clients")
 			return transport.NewJSONRPCErrorResponse(req.ID, jsonrpc.CodeInternal, fmt.Sprintf(
 				"Nexus cannot forward %s: server %s has %d requests waiting on clients, at most %d (limits.maxChildRequests)",
 				req.Method, cn.server, cap(waiting), cap(waiting)), nil), nil
@@ -76,14 +75,14 @@ type errWithdrawn struct {
 	callEnded bool
 }
 
+func (e *errWithdrawn) Error() string { return e.msg }
+
 // childRequestLogs are where a child's requests that were not answered are
 // logged, each at most once a second: refused at once, withdrawn from a client
 // that did not answer in time, or withdrawn once the call they came during ended.
 type childRequestLogs struct {
 	refused, withdrawn, ended *rateLog
 }
-
-func (e *errWithdrawn) Error() string { return e.msg }
 
 // errTimedOut ends a request's wait at limits.childRequestTimeout.
 var errTimedOut = errors.New("its client did not answer within limits.childRequestTimeout")
