@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,8 +26,9 @@ type flightGroup struct {
 	calls map[string]*flight
 	// landed counts the flights retired, in slots by key: a caller that looked
 	// the key up before it led a flight knows from it whether an identical call
-	// may have stored its answer in between (landedFor).
-	landed [landedSlots]uint64
+	// may have stored its answer in between (landedFor). Read without mu, so
+	// that a lookup (a hit's too) pays no lock for it.
+	landed [landedSlots]atomic.Uint64
 }
 
 // landedSlots is how many slots flightGroup.landed counts in: a key shares
@@ -82,16 +84,14 @@ func (g *flightGroup) retire(key string, f *flight) {
 	if g.calls[key] == f {
 		delete(g.calls, key)
 	}
-	g.landed[landedSlot(key)]++
+	g.landed[landedSlot(key)].Add(1)
 	g.mu.Unlock()
 }
 
 // landedFor is the count of retired flights in key's slot: while it stays
 // the same, no identical call of this process landed.
 func (g *flightGroup) landedFor(key string) uint64 {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.landed[landedSlot(key)]
+	return g.landed[landedSlot(key)].Load()
 }
 
 func landedSlot(key string) int {

@@ -939,17 +939,14 @@ func (m *Memory) lookupHit(ctx context.Context, c *call) (json.RawMessage, bool,
 	if err != nil {
 		return nil, false, err
 	}
+	if found {
+		if hit, ok := m.serve(c, e); ok {
+			m.pend.count(c.t, func(k *Counters) { k.Hits++; k.SavedMS += e.DurationMS })
+			return hit, true, nil
+		}
+	}
 	c.missed = &missedLookup{e: e, found: found, gen: gen, landed: landed}
-	if !found {
-		return nil, false, nil
-	}
-	hit, ok := m.serve(c, e)
-	if !ok {
-		return nil, false, nil
-	}
-	c.missed = nil
-	m.pend.count(c.t, func(k *Counters) { k.Hits++; k.SavedMS += e.DurationMS })
-	return hit, true, nil
+	return nil, false, nil
 }
 
 // serve returns e's result marked as a hit, if e is still fresh under the
