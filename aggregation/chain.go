@@ -477,7 +477,7 @@ func (g *Gateway) childError(ctx context.Context, server, what string, err error
 		return &RPCError{Code: jsonrpc.CodeCancelled, Message: "request cancelled: " + context.Cause(ctx).Error()}
 	}
 	if cn, _ := g.ownerConn(server); cn != nil && !g.perClient(server) {
-		cn.markDone() // a remote child that fails at the transport level is reconnected
+		cn.doubt() // a remote child that fails at the transport level is pinged, and reconnected unless it answers
 	}
 	return &RPCError{Code: jsonrpc.CodeInternal, Message: string(g.redact([]byte(fmt.Sprintf("%s on server %s failed: %v", what, server, err))))}
 }

@@ -91,6 +91,8 @@ type child struct {
 	beforeStart func(*config.Server)
 	// httpClient makes a remote child's HTTP client (Options.HTTPClient).
 	httpClient func(*config.Server) *http.Client
+	// remote carries the requests of httpClient's clients (remoteTransport).
+	remote *http.Transport
 	// rootsAtStart is set once a client session's connection was asked its
 	// client's roots as it started (awaitRoots).
 	rootsAtStart atomic.Bool
@@ -555,10 +557,13 @@ func (c *child) run(ctx context.Context) {
 	}
 }
 
-// pingLoop pings a remote child while cn lives. A ping that fails, or is not
-// answered within pingTimeout, ends the connection, which run reconnects: the state
-// the gateway reports is what the child does, not what it last did. Any answer,
-// even an error, shows the child alive. A stdio child is not pinged: its process's
+// pingLoop pings a remote child while cn lives, and at once when a request
+// failed at the transport level (doubt). A ping that fails, or is not answered
+// within pingTimeout, ends the connection, which run reconnects: the state the
+// gateway reports is what the child does, not what it last did. Any answer, even
+// an error, shows the child alive, and keeps the connection: one request that
+// failed (a connection reset as the server closed it) does not take the child's
+// tools out of the manifest. A stdio child is not pinged: its process's
 // exit tells, and a server that reads one request at a time must not be killed
 // for a ping that waits behind a long call. A modern child has no ping (2026-07-28
 // removed it): it is asked server/discover instead.
@@ -572,6 +577,7 @@ func (c *child) pingLoop(ctx context.Context, cn *conn) {
 		case <-cn.done:
 			return
 		case <-t.C:
+		case <-cn.doubted:
 		}
 		pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 		_, err := cn.request(pctx, string(mcp.MethodPing), nil) // a modern child's dialect asks server/discover
@@ -648,6 +654,7 @@ type conn struct {
 	pumped   noteCount // notes handed to the pump, and handled
 
 	lostErr    error         // why the connection ended; read after done is closed
+	doubted    chan struct{} // a request failed at the transport level (doubt)
 	relist     chan struct{} // a list_changed arrived; relistLoop reads relistWant
 	relistMu   sync.Mutex
 	relistWant int
@@ -690,6 +697,19 @@ type conn struct {
 }
 
 func (cn *conn) markDone() { cn.lose(nil) }
+
+// doubt says a request failed at the transport level. A remote connection's ping
+// loop checks it at once; a local one has ended.
+func (cn *conn) doubt() {
+	if !cn.tr.Remote() {
+		cn.markDone()
+		return
+	}
+	select {
+	case cn.doubted <- struct{}{}:
+	default: // a check is due already
+	}
+}
 
 // lost reports whether the connection ended; run is about to replace it.
 func (cn *conn) lost() bool {
@@ -755,7 +775,7 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 	if c.beforeStart != nil {
 		c.beforeStart(c.config())
 	}
-	cn := &conn{server: c.name, done: make(chan struct{}), notes: make(chan mcp.JSONRPCNotification, 256), tail: &upstream.Tail{},
+	cn := &conn{server: c.name, done: make(chan struct{}), doubted: make(chan struct{}, 1), notes: make(chan mcp.JSONRPCNotification, 256), tail: &upstream.Tail{},
 		relist: make(chan struct{}, 1), owner: owner, opener: opener, declared: c.capabilities(owner), listen: newListening(),
 		tool: c.paramHeaderTool, roots: rootsState{told: make(chan struct{})}}
 	var err error
@@ -853,12 +873,42 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 // with OAuth), following redirects only within the server's origin. Go's own
 // policy would resend the server's headers (its static secrets) to another
 // origin or over plain http, and an OAuth transport adds the token on every hop.
+//
+// Its requests go through the gateway's remote transport, unless Options.HTTPClient
+// gave a transport of its own to send them with.
 func (c *child) client() *http.Client {
 	var hc *http.Client
 	if c.httpClient != nil {
 		hc = c.httpClient(c.config())
 	}
-	return egress.WithRedirects(hc, egress.SameOrigin)
+	hc = egress.WithRedirects(hc, egress.SameOrigin)
+	switch t := hc.Transport.(type) {
+	case nil:
+		if c.remote != nil {
+			hc.Transport = c.remote
+		}
+	case *oauth.Transport:
+		if t.Base == nil && c.remote != nil {
+			authorized := *t
+			authorized.Base = c.remote
+			hc.Transport = &authorized
+		}
+	}
+	return hc
+}
+
+// remoteIdleTimeout is how long a connection to a remote child may wait idle to
+// be used again. Node's HTTP servers close an idle connection after 5 s, as
+// uvicorn does; one reused as the server closes it fails a request the server
+// never read. Dropped sooner, it is never reused so late.
+const remoteIdleTimeout = 3 * time.Second
+
+// remoteTransport is the HTTP transport of the gateway's remote children: Go's
+// default one, but with connections dropped before a server drops them.
+func remoteTransport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.IdleConnTimeout = remoteIdleTimeout
+	return tr
 }
 
 // capabilities are what the child is told its client can do: only what Nexus can

@@ -8,11 +8,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -397,5 +399,91 @@ func TestCallDuringRestartWaits(t *testing.T) {
 	time.AfterFunc(300*time.Millisecond, func() { os.Remove(gate) }) // the restart finishes later
 	if got := callText(t, g, "e__echo", `{"text":"hi"}`); !strings.Contains(got, "legacy:hi") {
 		t.Errorf("a call during the restart answered %s", got)
+	}
+}
+
+// resettingServer serves a test child over transport ("sse" or
+// "streamable-http") on 127.0.0.1, with connections kept alive. The first POST
+// whose body holds "reset-me" has its connection reset before any answer, as a
+// Node server's is when it closes an idle connection the gateway reuses.
+func resettingServer(t *testing.T, c *testChild, transport string) (url string, srv *httptest.Server) {
+	t.Helper()
+	srv = httptest.NewUnstartedServer(nil)
+	var h http.Handler
+	switch transport {
+	case config.TransportSSE:
+		h = server.NewSSEServer(c.srv, server.WithBaseURL("http://"+srv.Listener.Addr().String()))
+		url = "http://" + srv.Listener.Addr().String() + "/sse"
+	default:
+		h = server.NewStreamableHTTPServer(c.srv, server.WithStateful(true), server.WithStreamableHTTPProtocolVersions("2025-11-25"))
+		url = "http://" + srv.Listener.Addr().String() + "/mcp"
+	}
+	var reset atomic.Bool
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodPost {
+			body, _ := io.ReadAll(req.Body)
+			if bytes.Contains(body, []byte("reset-me")) && reset.CompareAndSwap(false, true) {
+				conn, _, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_ = conn.(*net.TCPConn).SetLinger(0) // close sends RST
+				conn.Close()
+				return
+			}
+			req.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		h.ServeHTTP(w, req)
+	})
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return url, srv
+}
+
+// TestResetRequestKeepsTheChild: a request to a remote child that fails at the
+// transport level makes the gateway ping the child at once. A child that answers
+// keeps its connection: its tools stay in the manifest, and the next call goes on
+// the same session. One that does not is reconnected then, not at the next
+// regular ping.
+func TestResetRequestKeepsTheChild(t *testing.T) {
+	t.Parallel()
+	for _, transport := range []string{config.TransportStreamableHTTP, config.TransportSSE} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			web := newTestChild("web")
+			url, srv := resettingServer(t, web, transport)
+			g := comebackGateway(t, fmt.Sprintf(`{"web": {"transport": %q, "url": %q, "timeout": "20s"}}`, transport, url), nil)
+			if err := g.Ready(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			c := g.kids()["web"]
+			if got := callText(t, g, "web__echo", `{"text":"reset-me"}`); strings.Contains(got, "web:reset-me") {
+				t.Fatalf("the reset call was answered: %s", got)
+			}
+			if got := callText(t, g, "web__echo", `{"text":"after"}`); !strings.Contains(got, "web:after") {
+				t.Fatalf("the call after the reset: %s", got)
+			}
+			if n := web.count("initialize"); n != 1 {
+				t.Errorf("the child was initialized %d times, want 1: one reset request ended its connection", n)
+			}
+			if st := c.status(); st.State != StateReady || st.Restarts != 0 {
+				t.Errorf("after one reset request: %s, %d restarts; want ready, none", st.Describe(), st.Restarts)
+			}
+			if names := toolNames(g); !slices.Contains(names, "web__echo") {
+				t.Errorf("web__echo left the manifest: %v", names)
+			}
+
+			// Now the server is gone: the failed call has it reconnected at
+			// once, well before the regular ping (pingInterval).
+			srv.CloseClientConnections()
+			srv.Close()
+			callText(t, g, "web__echo", `{"text":"gone"}`)
+			for deadline := time.Now().Add(pingInterval / 2); c.status().State == StateReady; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s after a call failed: the gone child is still taken for ready", pingInterval/2)
+				}
+			}
+		})
 	}
 }

@@ -132,6 +132,7 @@ type Gateway struct {
 	listsDir       string                            // Options.ListsDir
 	ledger         *upstream.Ledger                  // Options.Ledger
 	http           func(*config.Server) *http.Client // Options.HTTPClient
+	remote         *http.Transport                   // under every remote child's client (remoteTransport)
 	resolve        func(string) (string, error)
 	redact         func([]byte) []byte
 	text           func(string) string // Options.RedactText
@@ -222,7 +223,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		tp = noop.NewTracerProvider()
 	}
 	g := &Gateway{
-		log: log, mem: opts.Memory, names: naming{style: names, max: maxName}, searchEmbedder: opts.SearchEmbedder, resolve: resolve, redact: opts.Redact, text: opts.RedactText, before: opts.BeforeStart, http: opts.HTTPClient, oneAttempt: opts.OneAttempt, listsDir: opts.ListsDir, ledger: opts.Ledger, pins: opts.Pins,
+		log: log, mem: opts.Memory, names: naming{style: names, max: maxName}, searchEmbedder: opts.SearchEmbedder, resolve: resolve, redact: opts.Redact, text: opts.RedactText, before: opts.BeforeStart, http: opts.HTTPClient, remote: remoteTransport(), oneAttempt: opts.OneAttempt, listsDir: opts.ListsDir, ledger: opts.Ledger, pins: opts.Pins,
 		denials: &policy.Counter{}, observer: opts.Observer, tracer: tp.Tracer("github.com/nexus-mcp/nexus/aggregation"), tracing: opts.Tracer != nil,
 		rebuild: make(chan struct{}, 1), published: map[string][]*Tool{},
 	}
@@ -383,6 +384,7 @@ func (g *Gateway) newChild(s *config.Server) *child {
 	c.listsDir = g.listsDir
 	c.ledger = g.ledger
 	c.httpClient = g.http
+	c.remote = g.remote
 	c.pins = g.pins
 	return c
 }
