@@ -375,6 +375,9 @@ func (g *Gateway) Close() {
 	}
 	shutdownAll(slices.Collect(maps.Values(g.kids())))
 	g.wg.Wait()
+	if g.remote != nil {
+		g.remote.CloseIdleConnections()
+	}
 }
 
 func (g *Gateway) newChild(s *config.Server) *child {
