@@ -329,7 +329,17 @@ func (c *child) connectedExcept(ctx context.Context, old *conn) *conn {
 		cn, state, changed, attempts := c.conn, c.state, c.changed, c.attempts
 		c.mu.Unlock()
 		if cn != nil && cn != old && !cn.lost() {
-			return cn
+			held := cn.doubts.held()
+			if held == nil {
+				return cn
+			}
+			select {
+			case <-held:
+			case <-cn.done:
+			case <-ctx.Done():
+				return nil
+			}
+			continue
 		}
 		if state == StateIdle {
 			c.wake()
@@ -577,7 +587,7 @@ func (c *child) pingLoop(ctx context.Context, cn *conn) {
 		case <-cn.done:
 			return
 		case <-t.C:
-		case <-cn.doubted:
+		case <-cn.doubts.wake:
 		}
 		pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 		_, err := cn.request(pctx, string(mcp.MethodPing), nil) // a modern child's dialect asks server/discover
@@ -588,6 +598,51 @@ func (c *child) pingLoop(ctx context.Context, cn *conn) {
 			cn.lose(fmt.Errorf("it did not answer a ping: %w", err))
 			return
 		}
+		cn.doubts.settle()
+	}
+}
+
+// doubts holds calls back from a remote connection while the failure of a
+// request at the transport level is checked: a call sent meanwhile on a
+// connection about to be found dead would fail too, where it could wait for the
+// connection that replaces it. The ping loop gives the verdict.
+type doubts struct {
+	wake chan struct{} // tells the ping loop to ping now; buffered 1
+
+	mu      sync.Mutex
+	pending chan struct{} // closed once the check is over; nil when none is due
+}
+
+func newDoubts() doubts { return doubts{wake: make(chan struct{}, 1)} }
+
+// raise asks for a check, unless one is due already.
+func (d *doubts) raise() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pending != nil {
+		return
+	}
+	d.pending = make(chan struct{})
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// held is closed when the check due is over; nil when none is.
+func (d *doubts) held() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.pending
+}
+
+// settle ends the check: the connection answered.
+func (d *doubts) settle() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pending != nil {
+		close(d.pending)
+		d.pending = nil
 	}
 }
 
@@ -654,7 +709,7 @@ type conn struct {
 	pumped   noteCount // notes handed to the pump, and handled
 
 	lostErr    error         // why the connection ended; read after done is closed
-	doubted    chan struct{} // a request failed at the transport level (doubt)
+	doubts     doubts        // a request failed at the transport level (doubt)
 	relist     chan struct{} // a list_changed arrived; relistLoop reads relistWant
 	relistMu   sync.Mutex
 	relistWant int
@@ -699,16 +754,14 @@ type conn struct {
 func (cn *conn) markDone() { cn.lose(nil) }
 
 // doubt says a request failed at the transport level. A remote connection's ping
-// loop checks it at once; a local one has ended.
+// loop checks it at once, and calls wait for the verdict (connectedExcept); a
+// local one has ended.
 func (cn *conn) doubt() {
 	if !cn.tr.Remote() {
 		cn.markDone()
 		return
 	}
-	select {
-	case cn.doubted <- struct{}{}:
-	default: // a check is due already
-	}
+	cn.doubts.raise()
 }
 
 // lost reports whether the connection ended; run is about to replace it.
@@ -775,7 +828,7 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 	if c.beforeStart != nil {
 		c.beforeStart(c.config())
 	}
-	cn := &conn{server: c.name, done: make(chan struct{}), doubted: make(chan struct{}, 1), notes: make(chan mcp.JSONRPCNotification, 256), tail: &upstream.Tail{},
+	cn := &conn{server: c.name, done: make(chan struct{}), doubts: newDoubts(), notes: make(chan mcp.JSONRPCNotification, 256), tail: &upstream.Tail{},
 		relist: make(chan struct{}, 1), owner: owner, opener: opener, declared: c.capabilities(owner), listen: newListening(),
 		tool: c.paramHeaderTool, roots: rootsState{told: make(chan struct{})}}
 	var err error
