@@ -81,33 +81,19 @@ type childEvents interface {
 // the connection ends and reconnects with backoff. Its current connection and tools
 // are swapped under mu; calls read them without waiting on a reconnect.
 type child struct {
-	name    string
-	cfgp    atomic.Pointer[config.Server] // swapped when only annotations, prefix or timeout change
-	names   naming                        // wire name style and bound
-	log     *slog.Logger
-	events  childEvents
-	resolve func(string) (string, error)
-	// beforeStart sees the config entry before each start (Options.BeforeStart).
-	beforeStart func(*config.Server)
-	// httpClient makes a remote child's HTTP client (Options.HTTPClient).
-	httpClient func(*config.Server) *http.Client
-	// remote carries the requests of httpClient's clients (remoteTransport).
-	remote *http.Transport
+	name   string
+	cfgp   atomic.Pointer[config.Server] // swapped when only annotations, prefix or timeout change
+	names  naming                        // wire name style and bound
+	log    *slog.Logger
+	events childEvents
+	supervision
 	// rootsAtStart is set once a client session's connection was asked its
 	// client's roots as it started (awaitRoots).
 	rootsAtStart atomic.Bool
-	// oneAttempt gives up after the first failure (Options.OneAttempt).
-	oneAttempt bool
-	// pins reviews the child's listings (Options.Pins, pins.go); held is
-	// what it last held.
-	pins *pins.Guard
+	// held is what the pins last held of the child's listing (pins.go).
 	held pinsHeld
-	// listsDir keeps the lists of lazy servers between runs (Options.ListsDir);
 	// wakec asks an idle child to start (lifecycle.go).
-	listsDir string
-	wakec    chan struct{}
-	// ledger records the child's process groups (Options.Ledger).
-	ledger *upstream.Ledger
+	wakec chan struct{}
 
 	mu   sync.Mutex
 	conn *conn
@@ -152,9 +138,30 @@ type child struct {
 	upWG   sync.WaitGroup
 }
 
+// supervision is what the gateway gives every child it makes (Options): the
+// same for all, set once.
+type supervision struct {
+	// resolve expands the ${...} references of the child's config entry.
+	resolve func(string) (string, error)
+	// beforeStart sees the config entry before each start (Options.BeforeStart).
+	beforeStart func(*config.Server)
+	// httpClient makes a remote child's HTTP client (Options.HTTPClient);
+	// remote carries its requests (remoteTransport).
+	httpClient func(*config.Server) *http.Client
+	remote     *http.Transport
+	// oneAttempt gives up after the first failure (Options.OneAttempt).
+	oneAttempt bool
+	// pins reviews the child's listings (Options.Pins, pins.go).
+	pins *pins.Guard
+	// listsDir keeps the lists of lazy servers between runs (Options.ListsDir).
+	listsDir string
+	// ledger records the child's process groups (Options.Ledger).
+	ledger *upstream.Ledger
+}
+
 func newChild(cfg *config.Server, names naming, log *slog.Logger, events childEvents, resolve func(string) (string, error)) *child {
 	c := &child{name: cfg.Name, names: names, log: log.With("server", cfg.Name), events: events,
-		resolve: resolve, state: StateConnecting, changed: make(chan struct{}), settled: make(chan struct{}), done: make(chan struct{}),
+		supervision: supervision{resolve: resolve}, state: StateConnecting, changed: make(chan struct{}), settled: make(chan struct{}), done: make(chan struct{}),
 		retryc: make(chan struct{}, 1), wakec: make(chan struct{}, 1), probeWait: discoverWait}
 	c.cfgp.Store(cfg)
 	return c

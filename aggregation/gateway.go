@@ -126,33 +126,28 @@ type Gateway struct {
 	names naming
 	// searchEmbedder is Options.SearchEmbedder.
 	searchEmbedder toolsearch.Embedder
-	before         func(*config.Server)
-	oneAttempt     bool                              // Options.OneAttempt
-	pins           *pins.Guard                       // Options.Pins
-	listsDir       string                            // Options.ListsDir
-	ledger         *upstream.Ledger                  // Options.Ledger
-	http           func(*config.Server) *http.Client // Options.HTTPClient
-	remote         *http.Transport                   // under every remote child's client (remoteTransport)
-	resolve        func(string) (string, error)
-	redact         func([]byte) []byte
-	text           func(string) string // Options.RedactText
-	methods        map[string]method
-	modern         map[string]method // the dispatch table of the 2026-07-28 era (modern.go)
-	sealer         sealer            // seals the requestState of bridged calls (mrtr.go)
-	flights        flights           // modern requests' calls waiting for their clients' input
-	modernSlots    agentSlots        // modern HTTP requests in flight, per agent
-	denials        *policy.Counter
-	eraRefusals    *rateLog // a pinned modern child refusing its own requests (eraRefusal)
-	observer       Observer
-	tracer         trace.Tracer
-	tracing        bool // a tracer was given: spans are made
-	sessions       sessionSet
-	views          views
-	subs           subscriptions
-	progress       progressRoutes
-	tasks          taskRoutes
-	listsMu        sync.Mutex   // serializes listsChanged
-	gate           sync.RWMutex // see gate.go
+	// supervision is what every child is made with; the gateway reloads the
+	// pins and reads the kept lists through it too.
+	supervision
+	redact      func([]byte) []byte
+	text        func(string) string // Options.RedactText
+	methods     map[string]method
+	modern      map[string]method // the dispatch table of the 2026-07-28 era (modern.go)
+	sealer      sealer            // seals the requestState of bridged calls (mrtr.go)
+	flights     flights           // modern requests' calls waiting for their clients' input
+	modernSlots agentSlots        // modern HTTP requests in flight, per agent
+	denials     *policy.Counter
+	eraRefusals *rateLog // a pinned modern child refusing its own requests (eraRefusal)
+	observer    Observer
+	tracer      trace.Tracer
+	tracing     bool // a tracer was given: spans are made
+	sessions    sessionSet
+	views       views
+	subs        subscriptions
+	progress    progressRoutes
+	tasks       taskRoutes
+	listsMu     sync.Mutex   // serializes listsChanged
+	gate        sync.RWMutex // see gate.go
 
 	cfg      atomic.Pointer[config.Config]
 	pol      atomic.Pointer[policy.Policy]
@@ -223,7 +218,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		tp = noop.NewTracerProvider()
 	}
 	g := &Gateway{
-		log: log, mem: opts.Memory, names: naming{style: names, max: maxName}, searchEmbedder: opts.SearchEmbedder, resolve: resolve, redact: opts.Redact, text: opts.RedactText, before: opts.BeforeStart, http: opts.HTTPClient, remote: remoteTransport(), oneAttempt: opts.OneAttempt, listsDir: opts.ListsDir, ledger: opts.Ledger, pins: opts.Pins,
+		log: log, mem: opts.Memory, names: naming{style: names, max: maxName}, searchEmbedder: opts.SearchEmbedder, redact: opts.Redact, text: opts.RedactText,
+		supervision: supervision{resolve: resolve, beforeStart: opts.BeforeStart, httpClient: opts.HTTPClient, remote: remoteTransport(),
+			oneAttempt: opts.OneAttempt, pins: opts.Pins, listsDir: opts.ListsDir, ledger: opts.Ledger},
 		denials: &policy.Counter{}, observer: opts.Observer, tracer: tp.Tracer("github.com/nexus-mcp/nexus/aggregation"), tracing: opts.Tracer != nil,
 		rebuild: make(chan struct{}, 1), published: map[string][]*Tool{},
 	}
@@ -382,13 +379,7 @@ func (g *Gateway) Close() {
 
 func (g *Gateway) newChild(s *config.Server) *child {
 	c := newChild(s, g.names, g.log, g, g.resolve)
-	c.beforeStart = g.before
-	c.oneAttempt = g.oneAttempt
-	c.listsDir = g.listsDir
-	c.ledger = g.ledger
-	c.httpClient = g.http
-	c.remote = g.remote
-	c.pins = g.pins
+	c.supervision = g.supervision
 	return c
 }
 
