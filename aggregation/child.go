@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"runtime"
@@ -146,9 +147,9 @@ type supervision struct {
 	// beforeStart sees the config entry before each start (Options.BeforeStart).
 	beforeStart func(*config.Server)
 	// httpClient makes a remote child's HTTP client (Options.HTTPClient);
-	// remote carries its requests (remoteTransport).
+	// local carries its requests to a server on this machine (localTransport).
 	httpClient func(*config.Server) *http.Client
-	remote     *http.Transport
+	local      *http.Transport
 	// oneAttempt gives up after the first failure (Options.OneAttempt).
 	oneAttempt bool
 	// pins reviews the child's listings (Options.Pins, pins.go).
@@ -934,40 +935,44 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 // policy would resend the server's headers (its static secrets) to another
 // origin or over plain http, and an OAuth transport adds the token on every hop.
 //
-// Its requests go through the gateway's remote transport, unless Options.HTTPClient
-// gave a transport of its own to send them with.
+// A server on this machine is reached through the gateway's local transport
+// (localTransport), unless Options.HTTPClient gave a transport of its own.
 func (c *child) client() *http.Client {
 	var hc *http.Client
 	if c.httpClient != nil {
 		hc = c.httpClient(c.config())
 	}
 	hc = egress.WithRedirects(hc, egress.SameOrigin)
+	u, err := url.Parse(c.config().URL)
+	if c.local == nil || err != nil || !loopbackHost(u.Hostname()) {
+		return hc
+	}
 	switch t := hc.Transport.(type) {
 	case nil:
-		if c.remote != nil {
-			hc.Transport = c.remote
-		}
+		hc.Transport = c.local
 	case *oauth.Transport:
-		if t.Base == nil && c.remote != nil {
+		if t.Base == nil {
 			authorized := *t
-			authorized.Base = c.remote
+			authorized.Base = c.local
 			hc.Transport = &authorized
 		}
 	}
 	return hc
 }
 
-// remoteIdleTimeout is how long a connection to a remote child may wait idle to
-// be used again. Node's HTTP servers close an idle connection after 5 s, as
-// uvicorn does; one reused as the server closes it fails a request the server
-// never read. Dropped sooner, it is never reused so late.
-const remoteIdleTimeout = 3 * time.Second
+// localIdleTimeout is how long a connection to a server on this machine may
+// wait idle to be used again. Node's HTTP servers close an idle connection after
+// 5 s, as uvicorn does; one reused as the server closes it fails a request the
+// server never read. Dropped sooner, it is never reused so late, and opening
+// another costs next to nothing on loopback. A server elsewhere keeps Go's
+// default (90 s): there a new connection costs a TLS handshake's round trips.
+const localIdleTimeout = 3 * time.Second
 
-// remoteTransport is the HTTP transport of the gateway's remote children: Go's
-// default one, but with connections dropped before a server drops them.
-func remoteTransport() *http.Transport {
+// localTransport is the HTTP transport of the gateway's children on this
+// machine: Go's default one, with connections dropped before a server drops them.
+func localTransport() *http.Transport {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.IdleConnTimeout = remoteIdleTimeout
+	tr.IdleConnTimeout = localIdleTimeout
 	return tr
 }
 

@@ -487,3 +487,41 @@ func TestResetRequestKeepsTheChild(t *testing.T) {
 		})
 	}
 }
+
+// TestLocalConnectionsNotKeptPastServersIdle: the gateway reuses a connection to
+// a server on this machine between calls close together, but not one idle for
+// localIdleTimeout, before a Node server (5 s) would close it under a request.
+func TestLocalConnectionsNotKeptPastServersIdle(t *testing.T) {
+	t.Parallel()
+	web := newTestChild("web")
+	h := server.NewStreamableHTTPServer(web.srv, server.WithStateful(true), server.WithStreamableHTTPProtocolVersions("2025-11-25"))
+	srv := httptest.NewUnstartedServer(h)
+	var opened atomic.Int32
+	srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	g := comebackGateway(t, fmt.Sprintf(`{"web": {"transport": "streamable-http", "url": %q, "timeout": "20s"}}`, srv.URL+"/mcp"), nil)
+	if err := g.Ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	call := func() {
+		if got := callText(t, g, "web__echo", `{"text":"x"}`); !strings.Contains(got, "web:x") {
+			t.Fatalf("call: %s", got)
+		}
+	}
+	call()
+	before := opened.Load()
+	call()
+	if n := opened.Load(); n != before {
+		t.Errorf("a call right after another opened %d connections, want none", n-before)
+	}
+	time.Sleep(localIdleTimeout + 500*time.Millisecond)
+	call()
+	if n := opened.Load(); n != before+1 {
+		t.Errorf("a call after %s idle opened %d connections, want 1", localIdleTimeout, n-before)
+	}
+}

@@ -219,7 +219,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{
 		log: log, mem: opts.Memory, names: naming{style: names, max: maxName}, searchEmbedder: opts.SearchEmbedder, redact: opts.Redact, text: opts.RedactText,
-		supervision: supervision{resolve: resolve, beforeStart: opts.BeforeStart, httpClient: opts.HTTPClient, remote: remoteTransport(),
+		supervision: supervision{resolve: resolve, beforeStart: opts.BeforeStart, httpClient: opts.HTTPClient, local: localTransport(),
 			oneAttempt: opts.OneAttempt, pins: opts.Pins, listsDir: opts.ListsDir, ledger: opts.Ledger},
 		denials: &policy.Counter{}, observer: opts.Observer, tracer: tp.Tracer("github.com/nexus-mcp/nexus/aggregation"), tracing: opts.Tracer != nil,
 		rebuild: make(chan struct{}, 1), published: map[string][]*Tool{},
@@ -372,8 +372,8 @@ func (g *Gateway) Close() {
 	}
 	shutdownAll(slices.Collect(maps.Values(g.kids())))
 	g.wg.Wait()
-	if g.remote != nil {
-		g.remote.CloseIdleConnections()
+	if g.local != nil {
+		g.local.CloseIdleConnections()
 	}
 }
 
