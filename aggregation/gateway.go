@@ -164,8 +164,12 @@ type Gateway struct {
 	settled    chan struct{} // closed when every child of the first config made its first attempt
 	firstLists time.Time     // until then, lists wait for settled
 
-	rebuild   chan struct{}
-	unbuilt   atomic.Bool // a child connected or changed state since the manifest was last built
+	rebuild chan struct{}
+	// changes counts the changes of a child's connection, state or config
+	// (toolsChanged); built is the count the last finished build began from.
+	// A list finds the manifest behind while built < changes.
+	changes   atomic.Uint64
+	built     atomic.Uint64
 	mu        sync.Mutex
 	published map[string][]*Tool // server -> the tool list it last gave, none while it gives none
 
@@ -312,8 +316,19 @@ func (g *Gateway) awaitFirstLists(ctx context.Context) {
 		}
 		t.Stop()
 	}
-	if g.unbuilt.Load() {
-		g.rebuildNow(ctx) // what it skipped, the rebuild loop's pass logs
+	if want := g.changes.Load(); g.built.Load() < want {
+		g.rebuildBehind(ctx, want)
+	}
+}
+
+// rebuildBehind rebuilds the manifest unless a build that began after change
+// want finished first. Under g.mu, a list waits for a build already running, and
+// lists that found the manifest behind together make one build, not one each.
+func (g *Gateway) rebuildBehind(ctx context.Context, want uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.built.Load() < want {
+		g.rebuildLocked(ctx) // what it skipped, the rebuild loop's pass logs
 	}
 }
 
@@ -517,7 +532,7 @@ func (g *Gateway) applyMemorySettings(cfg *config.Config) {
 // changes. Such changes come at the pace of starts, backoffs and reloads: a list
 // asked before the debounced rebuild rebuilds the manifest first (awaitFirstLists).
 func (g *Gateway) toolsChanged(server string) {
-	g.unbuilt.Store(true)
+	g.changes.Add(1)
 	g.relisted(server)
 }
 
@@ -558,7 +573,12 @@ func (g *Gateway) rebuildLoop(ctx context.Context) {
 func (g *Gateway) rebuildNow(ctx context.Context) []error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.unbuilt.Store(false) // a change from now on is read by the next build
+	return g.rebuildLocked(ctx)
+}
+
+// rebuildLocked is rebuildNow, with g.mu held.
+func (g *Gateway) rebuildLocked(ctx context.Context) []error {
+	seen := g.changes.Load() // a change from now on is read by the next build
 	perServer := map[string][]*Tool{}
 	kids := g.kids()
 	for name, c := range kids {
@@ -593,6 +613,7 @@ func (g *Gateway) rebuildNow(ctx context.Context) []error {
 	}
 	m, errs := buildManifest(perServer, perExtras)
 	g.man.Store(m)
+	g.built.Store(seen)
 	g.listsChanged()
 	return errs
 }
