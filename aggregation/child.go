@@ -597,6 +597,7 @@ func (c *child) pingLoop(ctx context.Context, cn *conn) {
 		case <-t.C:
 		case <-cn.doubts.wake:
 		}
+		sent := cn.doubts.sending()
 		pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 		_, err := cn.request(pctx, string(mcp.MethodPing), nil) // a modern child's dialect asks server/discover
 		cancel()
@@ -606,34 +607,36 @@ func (c *child) pingLoop(ctx context.Context, cn *conn) {
 			cn.lose(fmt.Errorf("it did not answer a ping: %w", err))
 			return
 		}
-		cn.doubts.settle()
+		cn.doubts.settle(sent)
 	}
 }
 
 // doubts holds calls back from a remote connection while the failure of a
 // request at the transport level is checked: a call sent meanwhile on a
 // connection about to be found dead would fail too, where it could wait for the
-// connection that replaces it. The ping loop gives the verdict.
+// connection that replaces it. The ping loop gives the verdict; only a ping sent
+// after the last doubt was raised can clear it.
 type doubts struct {
 	wake chan struct{} // tells the ping loop to ping now; buffered 1
 
 	mu      sync.Mutex
+	raised  uint64        // doubts raised so far
 	pending chan struct{} // closed once the check is over; nil when none is due
 }
 
 func newDoubts() doubts { return doubts{wake: make(chan struct{}, 1)} }
 
-// raise asks for a check, unless one is due already.
+// raise asks for a check.
 func (d *doubts) raise() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.pending != nil {
-		return
+	d.raised++
+	if d.pending == nil {
+		d.pending = make(chan struct{})
 	}
-	d.pending = make(chan struct{})
 	select {
 	case d.wake <- struct{}{}:
-	default:
+	default: // a ping is asked for already
 	}
 }
 
@@ -644,11 +647,20 @@ func (d *doubts) held() <-chan struct{} {
 	return d.pending
 }
 
-// settle ends the check: the connection answered.
-func (d *doubts) settle() {
+// sending is said as a ping is sent; the count it returns is what the ping's
+// answer can clear (settle).
+func (d *doubts) sending() uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.pending != nil {
+	return d.raised
+}
+
+// settle ends the check when the connection answered a ping sent after every
+// doubt raised; one raised since waits for the next ping, which wake asks for.
+func (d *doubts) settle(sent uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pending != nil && d.raised == sent {
 		close(d.pending)
 		d.pending = nil
 	}
@@ -935,8 +947,9 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 // policy would resend the server's headers (its static secrets) to another
 // origin or over plain http, and an OAuth transport adds the token on every hop.
 //
-// A server on this machine is reached through the gateway's local transport
-// (localTransport), unless Options.HTTPClient gave a transport of its own.
+// A server on this machine, or reached over plain http, goes through the
+// gateway's local transport (localTransport), unless Options.HTTPClient gave a
+// transport of its own.
 func (c *child) client() *http.Client {
 	var hc *http.Client
 	if c.httpClient != nil {
@@ -944,7 +957,7 @@ func (c *child) client() *http.Client {
 	}
 	hc = egress.WithRedirects(hc, egress.SameOrigin)
 	u, err := url.Parse(c.config().URL)
-	if c.local == nil || err != nil || !loopbackHost(u.Hostname()) {
+	if c.local == nil || err != nil || u.Scheme != "http" && !loopbackHost(u.Hostname()) {
 		return hc
 	}
 	switch t := hc.Transport.(type) {
@@ -960,16 +973,18 @@ func (c *child) client() *http.Client {
 	return hc
 }
 
-// localIdleTimeout is how long a connection to a server on this machine may
-// wait idle to be used again. Node's HTTP servers close an idle connection after
-// 5 s, as uvicorn does; one reused as the server closes it fails a request the
-// server never read. Dropped sooner, it is never reused so late, and opening
-// another costs next to nothing on loopback. A server elsewhere keeps Go's
-// default (90 s): there a new connection costs a TLS handshake's round trips.
+// localIdleTimeout is how long a connection to a server on this machine, or
+// over plain http (a container beside the gateway, say), may wait idle to be
+// used again. Node's HTTP servers close an idle connection after 5 s, as uvicorn
+// does; one reused as the server closes it fails a request the server never
+// read. Dropped sooner, it is never reused so late, and opening another costs
+// one round trip at most. An https server elsewhere keeps Go's default (90 s):
+// there a new connection costs a TLS handshake too.
 const localIdleTimeout = 3 * time.Second
 
 // localTransport is the HTTP transport of the gateway's children on this
-// machine: Go's default one, with connections dropped before a server drops them.
+// machine or over plain http: Go's default one, with connections dropped before
+// a server drops them.
 func localTransport() *http.Transport {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.IdleConnTimeout = localIdleTimeout

@@ -408,6 +408,13 @@ func TestCallDuringRestartWaits(t *testing.T) {
 // Node server's is when it closes an idle connection the gateway reuses.
 func resettingServer(t *testing.T, c *testChild, transport string) (url string, srv *httptest.Server) {
 	t.Helper()
+	return resettingServerHolding(t, c, transport, nil)
+}
+
+// resettingServerHolding is resettingServer, whose pings after the reset wait
+// until hold is closed (never, when it is nil: they are answered).
+func resettingServerHolding(t *testing.T, c *testChild, transport string, hold chan struct{}) (url string, srv *httptest.Server) {
+	t.Helper()
 	srv = httptest.NewUnstartedServer(nil)
 	var h http.Handler
 	switch transport {
@@ -430,6 +437,13 @@ func resettingServer(t *testing.T, c *testChild, transport string) (url string, 
 				}
 				_ = conn.(*net.TCPConn).SetLinger(0) // close sends RST
 				conn.Close()
+				return
+			}
+			if hold != nil && reset.Load() && bytes.Contains(body, []byte(`"ping"`)) {
+				select {
+				case <-hold:
+				case <-req.Context().Done():
+				}
 				return
 			}
 			req.Body = io.NopCloser(bytes.NewReader(body))
@@ -523,5 +537,65 @@ func TestLocalConnectionsNotKeptPastServersIdle(t *testing.T) {
 	call()
 	if n := opened.Load(); n != before+1 {
 		t.Errorf("a call after %s idle opened %d connections, want 1", localIdleTimeout, n-before)
+	}
+}
+
+// TestDoubtClearedOnlyByALaterPing: a doubt is cleared by the answer to a ping
+// sent after it was raised, never by one already on its way.
+func TestDoubtClearedOnlyByALaterPing(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		steps string // r: a doubt raised; s: a ping sent; a: the last ping sent answered
+		held  bool   // calls still wait at the end
+	}{
+		{name: "none raised", steps: "sa", held: false},
+		{name: "raised, then pinged", steps: "rsa", held: false},
+		{name: "raised while the ping was on its way", steps: "sra", held: true},
+		{name: "raised again while its ping was on its way", steps: "rsra", held: true},
+		{name: "and pinged once more", steps: "rsrasa", held: false},
+		{name: "raised twice before the ping", steps: "rrsa", held: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newDoubts()
+			var sent uint64
+			for _, step := range tt.steps {
+				switch step {
+				case 'r':
+					d.raise()
+				case 's':
+					select { // the ping loop takes the wake-up it pings for
+					case <-d.wake:
+					default:
+					}
+					sent = d.sending()
+				case 'a':
+					d.settle(sent)
+				}
+			}
+			if held := d.held() != nil; held != tt.held {
+				t.Errorf("after %q: calls held %v, want %v", tt.steps, held, tt.held)
+			}
+		})
+	}
+}
+
+// TestHeldCallSaysWhy: a call held while a broken request's check waits for the
+// child's ping, and out of time first, says so: the server is being checked,
+// not "not running".
+func TestHeldCallSaysWhy(t *testing.T) {
+	t.Parallel()
+	web := newTestChild("web")
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	url, _ := resettingServerHolding(t, web, config.TransportStreamableHTTP, hold)
+	g := comebackGateway(t, fmt.Sprintf(`{"web": {"transport": "streamable-http", "url": %q, "timeout": "1s"}}`, url), nil)
+	if err := g.Ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	callText(t, g, "web__echo", `{"text":"reset-me"}`)
+	if got := callText(t, g, "web__echo", `{"text":"held"}`); !strings.Contains(got, "is being checked") {
+		t.Errorf("the held call: %s", got)
 	}
 }
