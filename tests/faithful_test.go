@@ -731,6 +731,7 @@ func compareServer(t *testing.T, s faithfulServer, direct, through *rawPeer, vie
 	}
 
 	_, answers := direct.tr.(transport.BidirectionalInterface)
+	broken := 0
 	for _, p := range s.probes {
 		if p.asksClient && !answers {
 			continue
@@ -740,7 +741,11 @@ func compareServer(t *testing.T, s faithfulServer, direct, through *rawPeer, vie
 		if brokeOnTheWay(tRes, tErr) {
 			// A request whose connection to the server broke fails alone: the
 			// gateway keeps the server connected (TestResetRequestKeepsTheChild),
-			// so the request is made once more, and the log says so.
+			// so the request is made once more, and the log says so. Once a
+			// server: a gateway that breaks requests fails the table.
+			if broken++; broken > 1 {
+				t.Errorf("%s: %d requests broke on their way to the server", s.name, broken)
+			}
 			t.Logf("%s %s %s: the request broke on its way to the server, made again: %s %v", s.name, p.method, p.target, tRes, tErr)
 			tRes, tErr = through.request(p.method, view.forNexus(s.name, p))
 		}
