@@ -476,8 +476,11 @@ func (g *Gateway) childError(ctx context.Context, server, what string, err error
 	case ctx.Err() != nil:
 		return &RPCError{Code: jsonrpc.CodeCancelled, Message: "request cancelled: " + context.Cause(ctx).Error()}
 	}
-	if cn, _ := g.ownerConn(server); cn != nil && !g.perClient(server) {
-		cn.doubt() // a remote child that fails at the transport level is pinged, and reconnected unless it answers
+	// A remote child's connection that a request broke on is pinged, and
+	// reconnected unless it answers. A client session's own connection has no
+	// ping loop: its next request tells.
+	if broken := (*brokenRequest)(nil); errors.As(err, &broken) && broken.cn.owner == nil {
+		broken.cn.doubt()
 	}
 	return &RPCError{Code: jsonrpc.CodeInternal, Message: string(g.redact([]byte(fmt.Sprintf("%s on server %s failed: %v", what, server, err))))}
 }

@@ -1358,7 +1358,7 @@ func (cn *conn) requestID(ctx context.Context, id mcp.RequestId, method string, 
 			}
 			return nil, le // a step-up fails this call only
 		}
-		return nil, err
+		return nil, &brokenRequest{cn: cn, err: err}
 	}
 	if resp.Error != nil {
 		if cn.tr.Remote() && unknownSession(resp.Error.Message) {
@@ -1370,6 +1370,17 @@ func (cn *conn) requestID(ctx context.Context, id mcp.RequestId, method string, 
 }
 
 var errChildGone = errors.New("the server exited")
+
+// brokenRequest is a request that failed on its way, on connection cn, for a
+// reason no other error names (a connection reset, say): childError has cn
+// checked (conn.doubt).
+type brokenRequest struct {
+	cn  *conn
+	err error
+}
+
+func (e *brokenRequest) Error() string { return e.err.Error() }
+func (e *brokenRequest) Unwrap() error { return e.err }
 
 // errSessionLost is what a request fails with when an HTTP child answered that it
 // does not know the connection's session (HTTP 404, or an error saying so): the
