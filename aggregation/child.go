@@ -147,7 +147,8 @@ type supervision struct {
 	// beforeStart sees the config entry before each start (Options.BeforeStart).
 	beforeStart func(*config.Server)
 	// httpClient makes a remote child's HTTP client (Options.HTTPClient);
-	// local carries its requests to a server on this machine (localTransport).
+	// local carries its requests to a server on this machine or over plain
+	// http (localTransport).
 	httpClient func(*config.Server) *http.Client
 	local      *http.Transport
 	// oneAttempt gives up after the first failure (Options.OneAttempt).

@@ -3,7 +3,6 @@ package aggregation
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -150,18 +149,4 @@ func (c *child) listAll(ctx context.Context, cn *conn, method, field string) []j
 	}
 	c.log.Warn("listing stopped after 100 pages", "method", method)
 	return items
-}
-
-// ownerConn is the live connection of the named child, or an error that says why
-// there is none.
-func (g *Gateway) ownerConn(server string) (*conn, error) {
-	c := g.kids()[server]
-	if c == nil {
-		return nil, fmt.Errorf("server %s is no longer in the config", server)
-	}
-	cn, _ := c.current()
-	if cn == nil {
-		return nil, fmt.Errorf("server %s is not connected (%s)", server, c.status().State)
-	}
-	return cn, nil
 }
