@@ -404,8 +404,8 @@ func TestCallDuringRestartWaits(t *testing.T) {
 
 // resettingServer serves a test child over transport ("sse" or
 // "streamable-http") on 127.0.0.1, with connections kept alive. The first POST
-// whose body holds "reset-me" has its connection reset before any answer, as a
-// Node server's is when it closes an idle connection the gateway reuses.
+// whose body holds "reset-me" has its connection reset before any answer, as
+// when a server closes a connection a request is on its way on.
 func resettingServer(t *testing.T, c *testChild, transport string) (url string, srv *httptest.Server) {
 	t.Helper()
 	return resettingServerHolding(t, c, transport, nil)
@@ -535,8 +535,8 @@ func TestLocalConnectionsNotKeptPastServersIdle(t *testing.T) {
 	}
 	time.Sleep(localIdleTimeout + 500*time.Millisecond)
 	call()
-	if n := opened.Load(); n != before+1 {
-		t.Errorf("a call after %s idle opened %d connections, want 1", localIdleTimeout, n-before)
+	if n := opened.Load(); n == before {
+		t.Errorf("a call after %s idle opened no connection: it reused one the server may be closing", localIdleTimeout)
 	}
 }
 
