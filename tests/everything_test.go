@@ -24,7 +24,9 @@ func TestServerEverythingThroughNexus(t *testing.T) {
 		"everything": map[string]any{"command": node, "args": []string{script, "stdio"}},
 	}, "policy": map[string]any{"default": map[string]any{"allow": []string{"*"}}}})
 	direct := startSession(t, h.env(), node, script, "stdio").tools()
-	s := h.serveStdio("--no-memory")
+	// Listed once the child is connected: a node server may take longer to
+	// start than the gateway waits before its first list on a loaded machine.
+	s := h.serveStdioReady([]string{"everything"}, "--no-memory")
 	// This client answers sampling and roots from the start: server-everything
 	// asks for roots as it starts, and on a loaded machine that can fall
 	// during the first call, when the question is this client's to answer.

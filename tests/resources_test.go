@@ -386,7 +386,7 @@ func TestTwoServerEverythings(t *testing.T) {
 	h := newHome(t, map[string]any{"servers": map[string]any{"one": server, "two": server},
 		"policy": map[string]any{"default": map[string]any{"allow": []string{"*"}}}})
 	d := startSession(t, h.env(), node, script, "stdio")
-	s := h.serveStdio("--no-memory")
+	s := h.serveStdioReady([]string{"one", "two"}, "--no-memory") // see TestServerEverythingThroughNexus
 	for _, list := range []struct{ method, field, key string }{
 		{"resources/list", "resources", "uri"},
 		{"resources/templates/list", "resourceTemplates", "uriTemplate"},

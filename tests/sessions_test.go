@@ -126,7 +126,7 @@ func TestSSEChildIsOfferedNoClientRequests(t *testing.T) {
 		"servers": map[string]any{"everything": map[string]any{"transport": "sse", "url": "http://" + addr + "/sse", "timeout": "20s"}},
 		"policy":  map[string]any{"default": map[string]any{"allow": []string{"*"}}},
 	})
-	through := h.serveStdio("--no-memory").tools()
+	through := h.serveStdioReady([]string{"everything"}, "--no-memory").tools() // see TestServerEverythingThroughNexus
 	if _, ok := through["everything__echo"]; !ok {
 		t.Fatalf("server-everything over SSE is not connected: %d tools", len(through))
 	}
