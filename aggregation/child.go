@@ -1359,6 +1359,9 @@ func (cn *conn) requestID(ctx context.Context, id mcp.RequestId, method string, 
 			}
 			return nil, le // a step-up fails this call only
 		}
+		if revoked := (*errRevoked)(nil); errors.As(err, &revoked) {
+			return nil, err // the gate refused it: nothing was sent
+		}
 		return nil, &brokenRequest{cn: cn, err: err}
 	}
 	if resp.Error != nil {
@@ -1372,8 +1375,9 @@ func (cn *conn) requestID(ctx context.Context, id mcp.RequestId, method string, 
 
 var errChildGone = errors.New("the server exited")
 
-// brokenRequest is a request that failed on its way, on connection cn, for a
-// reason no other error names (a connection reset, say): childError has cn
+// brokenRequest is a request that failed on connection cn for a reason
+// requestID names no other way: a connection reset, an HTTP status other than a
+// forgotten session's, an answer that does not decode. childError has cn
 // checked (conn.doubt).
 type brokenRequest struct {
 	cn  *conn

@@ -509,34 +509,40 @@ func TestLocalConnectionsNotKeptPastServersIdle(t *testing.T) {
 	t.Parallel()
 	web := newTestChild("web")
 	h := server.NewStreamableHTTPServer(web.srv, server.WithStateful(true), server.WithStreamableHTTPProtocolVersions("2025-11-25"))
-	srv := httptest.NewUnstartedServer(h)
-	var opened atomic.Int32
-	srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
-		if state == http.StateNew {
-			opened.Add(1)
+	var mu sync.Mutex
+	var callFrom string // the client address of the last tools/call
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodPost {
+			body, _ := io.ReadAll(req.Body)
+			if bytes.Contains(body, []byte(`"tools/call"`)) {
+				mu.Lock()
+				callFrom = req.RemoteAddr
+				mu.Unlock()
+			}
+			req.Body = io.NopCloser(bytes.NewReader(body))
 		}
-	}
-	srv.Start()
+		h.ServeHTTP(w, req)
+	}))
 	t.Cleanup(srv.Close)
 	g := comebackGateway(t, fmt.Sprintf(`{"web": {"transport": "streamable-http", "url": %q, "timeout": "20s"}}`, srv.URL+"/mcp"), nil)
 	if err := g.Ready(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	call := func() {
+	call := func() string {
 		if got := callText(t, g, "web__echo", `{"text":"x"}`); !strings.Contains(got, "web:x") {
 			t.Fatalf("call: %s", got)
 		}
+		mu.Lock()
+		defer mu.Unlock()
+		return callFrom
 	}
-	call()
-	before := opened.Load()
-	call()
-	if n := opened.Load(); n != before {
-		t.Errorf("a call right after another opened %d connections, want none", n-before)
+	first := call()
+	if second := call(); second != first {
+		t.Errorf("a call right after another came from %s, not over the first's connection (%s)", second, first)
 	}
 	time.Sleep(localIdleTimeout + 500*time.Millisecond)
-	call()
-	if n := opened.Load(); n == before {
-		t.Errorf("a call after %s idle opened no connection: it reused one the server may be closing", localIdleTimeout)
+	if third := call(); third == first {
+		t.Errorf("a call after %s idle came over the same connection (%s), which the server may be closing", localIdleTimeout, third)
 	}
 }
 

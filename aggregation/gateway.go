@@ -328,7 +328,9 @@ func (g *Gateway) rebuildBehind(ctx context.Context, want uint64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.built.Load() < want {
-		g.rebuildLocked(ctx) // what it skipped, the rebuild loop's pass logs
+		// The build is every client's, not only this list's: a client that
+		// goes away meanwhile must not leave a changed server's answers fresh.
+		g.rebuildLocked(context.WithoutCancel(ctx)) // what it skipped, the rebuild loop's pass logs
 	}
 }
 
@@ -578,7 +580,7 @@ func (g *Gateway) rebuildNow(ctx context.Context) []error {
 
 // rebuildLocked is rebuildNow, with g.mu held.
 func (g *Gateway) rebuildLocked(ctx context.Context) []error {
-	seen := g.changes.Load() // a change from now on is read by the next build
+	from := g.changes.Load() // a change from now on is read by the next build
 	perServer := map[string][]*Tool{}
 	kids := g.kids()
 	for name, c := range kids {
@@ -613,7 +615,7 @@ func (g *Gateway) rebuildLocked(ctx context.Context) []error {
 	}
 	m, errs := buildManifest(perServer, perExtras)
 	g.man.Store(m)
-	g.built.Store(seen)
+	g.built.Store(from)
 	g.listsChanged()
 	return errs
 }

@@ -202,7 +202,10 @@ func (c *child) connFor(ctx context.Context, cl *caller) (*conn, error) {
 		return cn, nil
 	}
 	if cn, _ := c.current(); cn != nil && !cn.lost() && cn.doubts.held() != nil {
-		return nil, fmt.Errorf("server %s is being checked after a request to it broke, and had not answered a ping when this call's time ran out; nexus list-servers --live shows it", c.name)
+		if errors.Is(context.Cause(ctx), errCallTimeout) {
+			return nil, fmt.Errorf("server %s is being checked after a request to it broke, and had not answered a ping when this call's time ran out; nexus list-servers --live shows it", c.name)
+		}
+		return nil, fmt.Errorf("waiting for server %s to answer a ping after a request to it broke: %w", c.name, context.Cause(ctx))
 	}
 	return nil, &notRunningError{c.status()}
 }
