@@ -478,7 +478,7 @@ func (g *Gateway) childError(ctx context.Context, server, what string, err error
 	}
 	// A remote child's connection that a request broke on is pinged, and
 	// reconnected unless it answers. A client session's own connection has no
-	// ping loop: its next request tells.
+	// ping loop, so it is never held for one.
 	if broken := (*brokenRequest)(nil); errors.As(err, &broken) && broken.cn.owner == nil {
 		broken.cn.doubt()
 	}

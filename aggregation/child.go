@@ -161,9 +161,9 @@ type supervision struct {
 	ledger *upstream.Ledger
 }
 
-func newChild(cfg *config.Server, names naming, log *slog.Logger, events childEvents, resolve func(string) (string, error)) *child {
+func newChild(cfg *config.Server, names naming, log *slog.Logger, events childEvents, sup supervision) *child {
 	c := &child{name: cfg.Name, names: names, log: log.With("server", cfg.Name), events: events,
-		supervision: supervision{resolve: resolve}, state: StateConnecting, changed: make(chan struct{}), settled: make(chan struct{}), done: make(chan struct{}),
+		supervision: sup, state: StateConnecting, changed: make(chan struct{}), settled: make(chan struct{}), done: make(chan struct{}),
 		retryc: make(chan struct{}, 1), wakec: make(chan struct{}, 1), probeWait: discoverWait}
 	c.cfgp.Store(cfg)
 	return c
@@ -579,8 +579,8 @@ func (c *child) run(ctx context.Context) {
 // pingLoop pings a remote child while cn lives, and at once when a request
 // failed at the transport level (doubt). A ping that fails, or is not answered
 // within pingTimeout, ends the connection, which run reconnects: the state the
-// gateway reports is what the child does, not what it last did. Any answer, even
-// an error, shows the child alive, and keeps the connection: one request that
+// gateway reports is what the child does, not what it last did. Any JSON-RPC
+// answer, even an error, shows the child alive, and keeps the connection: one request that
 // failed (a connection reset as the server closed it) does not take the child's
 // tools out of the manifest. A stdio child is not pinged: its process's
 // exit tells, and a server that reads one request at a time must not be killed

@@ -395,9 +395,7 @@ func (g *Gateway) Close() {
 }
 
 func (g *Gateway) newChild(s *config.Server) *child {
-	c := newChild(s, g.names, g.log, g, g.resolve)
-	c.supervision = g.supervision
-	return c
+	return newChild(s, g.names, g.log, g, g.supervision)
 }
 
 // expandEnv resolves ${env:NAME} references (the default when the caller gives no
