@@ -16,6 +16,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/aggregation"
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/internal/pipeio"
 	"github.com/nexus-mcp/nexus/pins"
 )
 
@@ -284,6 +285,18 @@ func serveStdio(ctx context.Context, opts ServeOptions, g *Runtime) error {
 	}
 	if opts.Stdout != nil {
 		out = opts.Stdout
+	}
+	// Pipes from the client (as it starts a stdio server) are read and
+	// written raw: see internal/pipeio.
+	if f, ok := in.(*os.File); ok {
+		r, restore := pipeio.Own(f)
+		defer restore()
+		in = r
+	}
+	if f, ok := out.(*os.File); ok {
+		w, restore := pipeio.Own(f)
+		defer restore()
+		out = w
 	}
 	return g.ServeStdio(ctx, in, out, opts.Agent)
 }

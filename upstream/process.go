@@ -25,6 +25,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
+	"github.com/nexus-mcp/nexus/internal/pipeio"
 )
 
 // Limits of a stdio child's streams.
@@ -57,8 +58,10 @@ const (
 type Process struct {
 	name       string // the server's name, for messages
 	cmd        *exec.Cmd
-	stdin      io.WriteCloser
-	stdout     io.ReadCloser
+	stdin      *os.File  // closed to end the child
+	stdout     *os.File  // closed to stop reading it
+	in         io.Writer // stdin, written as pipeio writes a pipe
+	out        io.Reader // stdout, read as pipeio reads one
 	log        *slog.Logger
 	maxMessage int64
 	tail       *Tail
@@ -121,18 +124,31 @@ func NewProcess(cmd *exec.Cmd, o Options) *Process {
 // Start starts the process and its readers.
 func (p *Process) Start(ctx context.Context) error {
 	var err error
-	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+	// The child's stdin and stdout are os.Pipe's own ends (exec.Cmd's
+	// StdinPipe hides the File), read and written as pipeio does.
+	childStdin, stdin, err := os.Pipe()
+	if err != nil {
 		return fmt.Errorf("stdin pipe: %w", err)
 	}
-	if p.stdout, err = p.cmd.StdoutPipe(); err != nil {
+	p.cmd.Stdin, p.stdin, p.in = childStdin, stdin, pipeio.Writer(stdin)
+	stdout, childStdout, err := os.Pipe()
+	if err != nil {
+		_, _ = childStdin.Close(), stdin.Close()
 		return fmt.Errorf("stdout pipe: %w", err)
 	}
+	p.cmd.Stdout, p.stdout, p.out = childStdout, stdout, pipeio.Reader(stdout)
+	closeChildEnds := func() { _, _ = childStdin.Close(), childStdout.Close() }
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
+		closeChildEnds()
+		_, _ = stdin.Close(), stdout.Close()
 		return fmt.Errorf("stderr pipe: %w", err)
 	}
 	ownGroup(p.cmd)
-	if err := p.cmd.Start(); err != nil {
+	err = p.cmd.Start()
+	closeChildEnds() // the child has its copies, or none
+	if err != nil {
+		_, _ = stdin.Close(), stdout.Close()
 		return err
 	}
 	forget := p.ledger.record(p.name, p.cmd.Process.Pid)
@@ -229,7 +245,7 @@ func (p *Process) lost(err error) {
 
 // readStdout reads the child's messages until its stdout ends.
 func (p *Process) readStdout() {
-	lr := jsonrpc.NewLineReader(p.stdout, p.maxMessage)
+	lr := jsonrpc.NewLineReader(p.out, p.maxMessage)
 	for {
 		line, id, err := lr.Next()
 		if errors.Is(err, jsonrpc.ErrTooLarge) {
@@ -465,7 +481,7 @@ func (p *Process) write(b []byte) error {
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
 	b = append(b, '\n')
-	if _, err := p.stdin.Write(b); err != nil {
+	if _, err := p.in.Write(b); err != nil {
 		if errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EPIPE) {
 			// The child exited (or is being closed) between Send's check and
 			// the write: the transport is closed, as for a request after it.
