@@ -14,11 +14,13 @@ import (
 )
 
 // ServeStdio serves one client over newline-delimited JSON-RPC on in and out until in
-// ends or ctx is done. agent, when not empty, is the client's identity (--agent,
-// NEXUS_AGENT); otherwise initialize decides it from the client's name, else
-// anonymous. Nothing but MCP messages is ever written to out.
+// ends, a write to out fails, or ctx is done. agent, when not empty, is the
+// client's identity (--agent, NEXUS_AGENT); otherwise initialize decides it from
+// the client's name, else anonymous. Nothing but MCP messages is ever written to
+// out.
 func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, agent string) error {
-	w := lineSink{jsonrpc.NewLineWriter(out)}
+	client := &clientWriter{w: out, left: make(chan struct{})}
+	w := lineSink{jsonrpc.NewLineWriter(client)}
 	s := g.newSession(frontStdio, agent, w)
 	g.sessions.add(s)
 	defer s.close()
@@ -30,11 +32,34 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, a
 	select {
 	case <-f.eof:
 		f.workers.Wait() // the calls still running answer before the session ends
+	case <-client.left:
+		g.log.Info("the client stopped reading: the session ends", "err", client.err)
 	case <-ctx.Done():
 		// The reader may be blocked reading in, which nothing but the end of in or
 		// of the process interrupts; the calls end with the session.
 	}
 	return nil
+}
+
+// clientWriter is the client's stdout. A write that fails there (the client
+// closed its end, or is gone) means the client has left, as the end of its
+// stdin does: left is closed, and the session ends.
+type clientWriter struct {
+	w    io.Writer
+	once sync.Once
+	err  error // the first failed write's; read once left is closed
+	left chan struct{}
+}
+
+func (c *clientWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil {
+		c.once.Do(func() {
+			c.err = err
+			close(c.left)
+		})
+	}
+	return n, err
 }
 
 // stdioFront is one stdio client. Its goroutines are workers: one of them reads the
