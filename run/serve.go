@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"syscall"
@@ -37,6 +38,10 @@ type ServeOptions struct {
 	// Stdin and Stdout carry MCP over stdio; nil: os.Stdin, os.Stdout.
 	Stdin  io.Reader
 	Stdout io.Writer
+	// Processors is how many goroutines run at once (GOMAXPROCS) while
+	// serving stdio; 0 leaves the runtime's choice. One client's calls are
+	// relayed with less CPU, and sooner, on one: docs/decisions.md says why.
+	Processors int
 	// StdioNotice is said on Env.Stderr when serving stdio (a person, not a
 	// client, started the gateway); "": nothing.
 	StdioNotice string
@@ -297,6 +302,9 @@ func serveStdio(ctx context.Context, opts ServeOptions, g *Runtime) error {
 		w, restore := pipeio.Own(f)
 		defer restore()
 		out = w
+	}
+	if opts.Processors > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(opts.Processors))
 	}
 	return g.ServeStdio(ctx, in, out, opts.Agent)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"slices"
@@ -76,6 +77,13 @@ func (e *env) serve(ctx context.Context, opts run.ServeOptions) error {
 	}
 	if opts.HTTPAddr == "" && isTerminal(os.Stdin) {
 		opts.StdioNotice = stdioWaitNotice
+	}
+	// The process serving its own stdio serves one client, on one P unless
+	// GOMAXPROCS says otherwise (docs/decisions.md says why). In-process
+	// callers (tests) leave the runtime as it is: the setting is the process's.
+	ownStdio := opts.Stdin == nil || opts.Stdin == io.Reader(os.Stdin)
+	if _, set := os.LookupEnv("GOMAXPROCS"); opts.HTTPAddr == "" && ownStdio && !set {
+		opts.Processors = 1
 	}
 	err = run.Serve(ctx, opts)
 	var ue run.UsageError

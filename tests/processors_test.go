@@ -1,0 +1,50 @@
+package tests
+
+import (
+	"regexp"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestStdioGatewayRunsOnOneProcessor: `nexus serve` over stdio serves one
+// client, and runs its goroutines on one P (GOMAXPROCS 1) unless GOMAXPROCS is
+// set. The runtime's own scheduler trace (GODEBUG=schedtrace) says how many it
+// runs on.
+func TestStdioGatewayRunsOnOneProcessor(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("one CPU: the runtime's choice is one P already")
+	}
+	t.Parallel()
+	trace := regexp.MustCompile(`SCHED \d+ms: gomaxprocs=(\d+)`)
+	// procs is what the first trace line the process wrote after from says.
+	procs := func(s *session, from int) string {
+		var got string
+		eventually(t, 10*time.Second, "a scheduler trace line once serving", func() bool {
+			m := trace.FindStringSubmatch(s.stderr.String()[from:])
+			if m != nil {
+				got = m[1]
+			}
+			return m != nil
+		})
+		return got
+	}
+	h := newHome(t, map[string]any{"servers": map[string]any{}})
+	for _, c := range []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"stdio", nil, "1"},
+		{"stdio, GOMAXPROCS set", []string{"GOMAXPROCS=2"}, "2"},
+	} {
+		s := startSession(t, h.env(append(c.env, "GODEBUG=schedtrace=20")...), built.nexus, "serve")
+		if _, err := s.request("tools/list", nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := procs(s, len(s.stderr.String())); got != c.want {
+			t.Errorf("%s: gomaxprocs=%s, want %s", c.name, got, c.want)
+		}
+		s.close()
+	}
+}
