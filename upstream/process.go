@@ -123,7 +123,6 @@ func NewProcess(cmd *exec.Cmd, o Options) *Process {
 
 // Start starts the process and its readers.
 func (p *Process) Start(ctx context.Context) error {
-	var err error
 	// The child's stdin and stdout are os.Pipe's own ends (exec.Cmd's
 	// StdinPipe hides the File), read and written as pipeio does.
 	childStdin, stdin, err := os.Pipe()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"slices"
 
 	"github.com/urfave/cli/v2"
@@ -78,11 +79,12 @@ func (e *env) serve(ctx context.Context, opts run.ServeOptions) error {
 	if opts.HTTPAddr == "" && isTerminal(os.Stdin) {
 		opts.StdioNotice = stdioWaitNotice
 	}
-	// The process serving its own stdio serves one client, on one P unless
-	// GOMAXPROCS says otherwise (docs/decisions.md says why). In-process
+	// On Linux, where its pipes are read raw, the process serving its own
+	// stdio serves one client on one P unless GOMAXPROCS says otherwise
+	// (docs/decisions.md says why; elsewhere it was not measured). In-process
 	// callers (tests) leave the runtime as it is: the setting is the process's.
 	ownStdio := opts.Stdin == nil || opts.Stdin == io.Reader(os.Stdin)
-	if _, set := os.LookupEnv("GOMAXPROCS"); opts.HTTPAddr == "" && ownStdio && !set {
+	if _, set := os.LookupEnv("GOMAXPROCS"); opts.HTTPAddr == "" && ownStdio && !set && runtime.GOOS == "linux" {
 		opts.Processors = 1
 	}
 	err = run.Serve(ctx, opts)
