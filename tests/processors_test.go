@@ -19,15 +19,17 @@ func TestStdioGatewayRunsOnOneProcessor(t *testing.T) {
 	}
 	t.Parallel()
 	trace := regexp.MustCompile(`SCHED \d+ms: gomaxprocs=(\d+)`)
-	// procs is what the first trace line the process wrote after from says.
+	// procs is what the trace says once the process has written five lines
+	// after from: the last of them, as stderr reaches the test late and the
+	// first may have been written before the process began to serve.
 	procs := func(s *session, from int) string {
 		var got string
-		eventually(t, 10*time.Second, "a scheduler trace line once serving", func() bool {
-			m := trace.FindStringSubmatch(s.stderr.String()[from:])
-			if m != nil {
-				got = m[1]
+		eventually(t, 20*time.Second, "five scheduler trace lines once serving", func() bool {
+			m := trace.FindAllStringSubmatch(s.stderr.String()[from:], -1)
+			if len(m) >= 5 {
+				got = m[len(m)-1][1]
 			}
-			return m != nil
+			return len(m) >= 5
 		})
 		return got
 	}
@@ -38,7 +40,7 @@ func TestStdioGatewayRunsOnOneProcessor(t *testing.T) {
 		want string
 	}{
 		{"stdio", nil, "1"},
-		{"stdio, GOMAXPROCS set", []string{"GOMAXPROCS=2"}, "2"},
+		{"stdio, GOMAXPROCS set", []string{"GOMAXPROCS=3"}, "3"},
 	} {
 		s := startSession(t, h.env(append(c.env, "GODEBUG=schedtrace=20")...), built.nexus, "serve")
 		if _, err := s.request("tools/list", nil); err != nil {
