@@ -14,10 +14,11 @@
 // much: a stdio gateway also runs on one P, see docs/decisions.md.)
 //
 // Only a file that is non-blocking and pollable is read this way (os.Pipe's
-// ends, a stdin or stdout that Own made non-blocking); any other is used as it
-// is. On systems other than Linux every file is. The race detector does not see
-// these reads and writes as synchronising anything; the pipes they are used on
-// lead to other processes, so nothing in this one synchronises through them.
+// ends), and a stdin or stdout through a descriptor of the process's own that
+// Own opens; any other is used as it is. On systems other than Linux (amd64,
+// arm64) every file is. The race detector sees neither these reads' writes into
+// their buffers nor any synchronisation through them; the pipes they are used
+// on lead to other processes, so nothing in this one synchronises through them.
 package pipeio
 
 import (
@@ -42,12 +43,13 @@ func Writer(f *os.File) io.Writer {
 	return f
 }
 
-// Own is f, a pipe or socket this process alone reads or writes (its stdin,
-// its stdout, as a client that starts a stdio server makes them), made
-// non-blocking and used raw. A terminal, a regular file or /dev/null is
-// returned as it is. restore gives f back the blocking mode it had, for
-// whatever shares it once this process is done with it; until then nothing
-// else in the process may use f.
+// Own is f, the pipe or socket a client handed this process as its stdin or
+// stdout, read and written raw through a descriptor of the process's own: the
+// pipe opened again (through /proc), or the socket duplicated and read with
+// MSG_DONTWAIT. f's descriptor and its mode are left as they are, for whatever
+// shares them. A terminal, a regular file or /dev/null is returned as it is.
+// restore closes the process's own descriptor, which ends a read or write
+// waiting on it; f stays open.
 func Own(f *os.File) (rw io.ReadWriter, restore func()) {
 	return own(f)
 }

@@ -1,41 +1,52 @@
+//go:build linux && (amd64 || arm64)
+
 package pipeio
 
 import (
 	"errors"
 	"io"
 	"os"
+	"strconv"
 	"syscall"
 	"time"
 	"unsafe"
 )
 
-// raw is a non-blocking, pollable file read and written with raw system calls.
+// raw is a file read and written with raw system calls. Its descriptor is
+// watched by the poller, which a call that would block waits in instead.
 type raw struct {
-	f    *os.File // kept: its finalizer would close the descriptor
-	rc   syscall.RawConn
-	keep *os.File // the File Own made f beside, kept for the same reason
+	f  *os.File
+	rc syscall.RawConn
+	// socket: the descriptor is a socket, read and written with recv and send
+	// and MSG_DONTWAIT, so that no call blocks whatever mode its open file
+	// description is in (Own shares it with the process that started this one).
+	socket bool
 }
 
 // rawFile is f as a raw file, or nil when f is not non-blocking or the poller
 // does not watch it. (It clears f's deadlines: no pipe here has one.)
 func rawFile(f *os.File) *raw {
+	fd, ok := descriptor(f)
+	if !ok {
+		return nil
+	}
+	flags, err := getFlags(fd)
+	if err != nil || flags&syscall.O_NONBLOCK == 0 {
+		return nil
+	}
+	return polled(f, false)
+}
+
+// polled is f as a raw file when the poller watches it, else nil.
+func polled(f *os.File, socket bool) *raw {
+	if f.SetDeadline(time.Time{}) != nil {
+		return nil // os.ErrNoDeadline: not in the poller
+	}
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return nil
 	}
-	nonblocking := false
-	if err := rc.Control(func(fd uintptr) {
-		flags, _, e := syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0)
-		nonblocking = e == 0 && flags&syscall.O_NONBLOCK != 0
-	}); err != nil || !nonblocking {
-		return nil
-	}
-	// A file the poller does not watch says so here; one it watches can wait
-	// for its pipe to be ready.
-	if f.SetDeadline(time.Time{}) != nil {
-		return nil
-	}
-	return &raw{f: f, rc: rc}
+	return &raw{f: f, rc: rc, socket: socket}
 }
 
 func (r *raw) Read(p []byte) (int, error) {
@@ -46,12 +57,18 @@ func (r *raw) Read(p []byte) (int, error) {
 	var errno syscall.Errno
 	err := r.rc.Read(func(fd uintptr) bool {
 		for {
-			m, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+			var m uintptr
+			var e syscall.Errno
+			if r.socket {
+				m, _, e = syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), syscall.MSG_DONTWAIT, 0, 0)
+			} else {
+				m, _, e = syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+			}
 			switch e {
 			case syscall.EINTR:
 				continue
 			case syscall.EAGAIN:
-				return false // wait in the poller until the pipe is readable
+				return false // wait in the poller until there is something to read
 			}
 			n, errno = int(m), e
 			return true
@@ -73,7 +90,14 @@ func (r *raw) Write(p []byte) (int, error) {
 	var errno syscall.Errno
 	err := r.rc.Write(func(fd uintptr) bool {
 		for written < len(p) {
-			m, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[written])), uintptr(len(p)-written))
+			var m uintptr
+			var e syscall.Errno
+			rest := uintptr(unsafe.Pointer(&p[written]))
+			if r.socket {
+				m, _, e = syscall.RawSyscall6(syscall.SYS_SENDTO, fd, rest, uintptr(len(p)-written), syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, 0, 0)
+			} else {
+				m, _, e = syscall.RawSyscall(syscall.SYS_WRITE, fd, rest, uintptr(len(p)-written))
+			}
 			switch e {
 			case 0:
 				if m == 0 {
@@ -83,7 +107,7 @@ func (r *raw) Write(p []byte) (int, error) {
 				written += int(m)
 			case syscall.EINTR:
 			case syscall.EAGAIN:
-				return false // the pipe is full: wait until it is writable
+				return false // full: wait in the poller until it takes more
 			default:
 				errno = e
 				return true
@@ -100,8 +124,9 @@ func (r *raw) Write(p []byte) (int, error) {
 	return written, nil
 }
 
-// wrap is the error of a wait the poller ended: its deadline, else the file's
-// closing, which os.File reports as os.ErrClosed and a RawConn does not.
+// wrap is the error of a wait the poller ended. Past rawFile's checks it ends
+// one only for a deadline or the file's closing, which os.File reports as
+// os.ErrClosed and a RawConn as an error of its own.
 func (r *raw) wrap(op string, err error) error {
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
 		err = os.ErrClosed
@@ -109,39 +134,100 @@ func (r *raw) wrap(op string, err error) error {
 	return &os.PathError{Op: op, Path: r.f.Name(), Err: err}
 }
 
+// own opens, for f's pipe or socket, a descriptor of this process's own that
+// the poller watches, and leaves f's as it is: the open file description
+// behind f may be shared (a shell's stdin, stderr as 2>&1), and its mode is
+// not this process's to change for the others. The descriptor is closed by
+// restore, which ends a read or write waiting on it.
 func own(f *os.File) (io.ReadWriter, func()) {
-	unchanged := func() {}
 	if r := rawFile(f); r != nil {
-		return r, unchanged // non-blocking from the start, so Go already polls it
+		return r, func() {} // non-blocking from the start, so Go already polls it
 	}
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return f, unchanged
-	}
-	fd := -1
-	if rc.Control(func(d uintptr) { fd = int(d) }) != nil || fd < 0 {
-		return f, unchanged
+	fd, ok := descriptor(f)
+	if !ok {
+		return f, func() {}
 	}
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
-		return f, unchanged
+		return f, func() {}
 	}
-	if kind := st.Mode & syscall.S_IFMT; kind != syscall.S_IFIFO && kind != syscall.S_IFSOCK {
-		return f, unchanged
+	var private *os.File
+	socket := false
+	switch st.Mode & syscall.S_IFMT {
+	case syscall.S_IFIFO:
+		private = reopen(fd, f.Name())
+	case syscall.S_IFSOCK:
+		private, socket = pollSocket(fd, f.Name()), true
 	}
-	if err := syscall.SetNonblock(fd, true); err != nil {
-		return f, unchanged
+	if private == nil {
+		return f, func() {}
 	}
-	restore := func() { _ = syscall.SetNonblock(fd, false) }
-	// A second File for the descriptor: made while it is non-blocking, it is
-	// one the poller watches (f, made blocking, is not). f is kept with it, so
-	// that neither's finalizer closes the descriptor under the other.
-	dup := os.NewFile(uintptr(fd), f.Name())
-	r := rawFile(dup)
+	r := polled(private, socket)
 	if r == nil {
-		restore()
-		return f, unchanged
+		_ = private.Close()
+		return f, func() {}
 	}
-	r.keep = f
-	return r, restore
+	return r, func() { _ = private.Close() }
+}
+
+// reopen opens the pipe fd is an end of again, through /proc, for a new open
+// file description of this process's own: non-blocking, and read or written
+// as fd is. nil when it cannot (no /proc, an end already closed).
+func reopen(fd int, name string) *os.File {
+	flags, err := getFlags(fd)
+	if err != nil {
+		return nil
+	}
+	mode := flags&syscall.O_ACCMODE | syscall.O_NONBLOCK | syscall.O_CLOEXEC
+	nfd, err := syscall.Open("/proc/self/fd/"+strconv.Itoa(fd), mode, 0)
+	if err != nil {
+		return nil
+	}
+	return os.NewFile(uintptr(nfd), name) // non-blocking: os watches it in the poller
+}
+
+// pollSocket is a duplicate of socket fd that the poller watches. A socket
+// cannot be opened again, so the duplicate shares fd's open file description:
+// it is made non-blocking only while os registers it with the poller, then
+// given back its mode. Reads and writes on it say MSG_DONTWAIT themselves.
+func pollSocket(fd int, name string) *os.File {
+	flags, err := getFlags(fd)
+	if err != nil {
+		return nil
+	}
+	nfd, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_DUPFD_CLOEXEC, 0)
+	if e != 0 {
+		return nil
+	}
+	if err := syscall.SetNonblock(int(nfd), true); err != nil {
+		_ = syscall.Close(int(nfd))
+		return nil
+	}
+	f := os.NewFile(nfd, name)
+	if flags&syscall.O_NONBLOCK == 0 {
+		_ = syscall.SetNonblock(int(nfd), false)
+	}
+	return f
+}
+
+// descriptor is f's descriptor, read without os.File.Fd, which would make a
+// non-blocking file blocking.
+func descriptor(f *os.File) (int, bool) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	fd := -1
+	if rc.Control(func(d uintptr) { fd = int(d) }) != nil || fd < 0 {
+		return 0, false
+	}
+	return fd, true
+}
+
+func getFlags(fd int) (int, error) {
+	flags, _, e := syscall.RawSyscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFL, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(flags), nil
 }
