@@ -38,9 +38,11 @@ type ServeOptions struct {
 	// Stdin and Stdout carry MCP over stdio; nil: os.Stdin, os.Stdout.
 	Stdin  io.Reader
 	Stdout io.Writer
-	// Processors is how many goroutines run at once (GOMAXPROCS) while
-	// serving stdio; 0 leaves the runtime's choice. One client's calls are
-	// relayed with less CPU, and sooner, on one: docs/decisions.md says why.
+	// Processors is how many threads run Go code at once (GOMAXPROCS) while
+	// serving stdio over pipes read raw (internal/pipeio), after which the
+	// runtime's default is restored; 0 leaves the runtime's choice. One
+	// client's calls are relayed with less CPU, and sooner, on one:
+	// docs/decisions.md says why.
 	Processors int
 	// StdioNotice is said on Env.Stderr when serving stdio (a person, not a
 	// client, started the gateway); "": nothing.
@@ -293,18 +295,22 @@ func serveStdio(ctx context.Context, opts ServeOptions, g *Runtime) error {
 	}
 	// Pipes from the client (as it starts a stdio server) are read and
 	// written raw: see internal/pipeio.
+	raw := false
 	if f, ok := in.(*os.File); ok {
 		r, restore := pipeio.Own(f)
 		defer restore()
-		in = r
+		in, raw = r, r != io.ReadWriter(f)
 	}
 	if f, ok := out.(*os.File); ok {
 		w, restore := pipeio.Own(f)
 		defer restore()
-		out = w
+		out, raw = w, raw && w != io.ReadWriter(f)
 	}
-	if opts.Processors > 0 {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(opts.Processors))
+	// One P only over raw pipes: a read of stdin blocked in the kernel would
+	// hold the only P while a call waits for its child.
+	if opts.Processors > 0 && raw {
+		runtime.GOMAXPROCS(opts.Processors)
+		defer runtime.SetDefaultGOMAXPROCS()
 	}
 	return g.ServeStdio(ctx, in, out, opts.Agent)
 }

@@ -81,9 +81,11 @@ func (e *env) serve(ctx context.Context, opts run.ServeOptions) error {
 	}
 	// On Linux, where its pipes are read raw, the process serving its own
 	// stdio serves one client on one P unless GOMAXPROCS says otherwise
-	// (docs/decisions.md says why; elsewhere it was not measured). In-process
+	// (docs/decisions.md says why; elsewhere it was not measured). Over a
+	// terminal or a file, which are not read raw, serveStdio keeps the default. In-process
 	// callers (tests) leave the runtime as it is: the setting is the process's.
-	ownStdio := opts.Stdin == nil || opts.Stdin == io.Reader(os.Stdin)
+	ownStdio := (opts.Stdin == nil || opts.Stdin == io.Reader(os.Stdin)) &&
+		(opts.Stdout == nil || opts.Stdout == io.Writer(os.Stdout))
 	if _, set := os.LookupEnv("GOMAXPROCS"); opts.HTTPAddr == "" && ownStdio && !set && runtime.GOOS == "linux" {
 		opts.Processors = 1
 	}
