@@ -125,6 +125,9 @@ func NewProcess(cmd *exec.Cmd, o Options) *Process {
 func (p *Process) Start(ctx context.Context) error {
 	// The child's stdin and stdout are os.Pipe's own ends (exec.Cmd's
 	// StdinPipe hides the File), read and written as pipeio does.
+	if p.cmd.Stdin != nil || p.cmd.Stdout != nil {
+		return errors.New("the command's stdin or stdout is already set: the transport needs both")
+	}
 	childStdin, stdin, err := os.Pipe()
 	if err != nil {
 		return fmt.Errorf("stdin pipe: %w", err)
