@@ -35,8 +35,9 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, a
 	case <-client.left:
 		g.log.Info("the client stopped reading: the session ends", "err", client.err)
 	case <-ctx.Done():
-		// The reader may be blocked reading in, which nothing but the end of in or
-		// of the process interrupts; the calls end with the session.
+		// The reader may be blocked reading in, which only the end of in, of
+		// the process, or (raw stdin) the caller's closing of its descriptor
+		// interrupts; the calls end with the session.
 	}
 	return nil
 }

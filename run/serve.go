@@ -40,7 +40,9 @@ type ServeOptions struct {
 	Stdout io.Writer
 	// Processors is how many threads run Go code at once (GOMAXPROCS) while
 	// serving stdio over pipes read raw (internal/pipeio), after which the
-	// runtime's default is restored; 0 leaves the runtime's choice. One
+	// runtime's default is restored (runtime.SetDefaultGOMAXPROCS, which
+	// ignores the GOMAXPROCS variable and any earlier setting: set it only
+	// when neither was); 0 leaves the runtime's choice. One
 	// client's calls are relayed with less CPU, and sooner, on one:
 	// docs/decisions.md says why.
 	Processors int

@@ -25,6 +25,15 @@ func TestOwn(t *testing.T) {
 		}
 		return fds[0], fds[1]
 	}
+	// nonblockingPipe is a pipe handed over non-blocking, as a wrapper that
+	// read its own stdin may hand it; the wrapper may make it blocking again.
+	nonblockingPipe := func(t *testing.T) (reader, writer int) {
+		var fds [2]int
+		if err := syscall.Pipe2(fds[:], syscall.O_NONBLOCK); err != nil {
+			t.Fatal(err)
+		}
+		return fds[0], fds[1]
+	}
 	socketpair := func(t *testing.T) (int, int) {
 		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
 		if err != nil {
@@ -41,6 +50,7 @@ func TestOwn(t *testing.T) {
 	}{
 		{"pipe read (stdin)", pipe, func(r, w int) (int, int) { return r, w }, true},
 		{"pipe write (stdout)", pipe, func(r, w int) (int, int) { return w, r }, false},
+		{"non-blocking pipe read (stdin)", nonblockingPipe, func(r, w int) (int, int) { return r, w }, true},
 		{"socket (stdin)", socketpair, func(a, b int) (int, int) { return a, b }, true},
 		{"socket (stdout)", socketpair, func(a, b int) (int, int) { return a, b }, false},
 	} {
@@ -49,12 +59,16 @@ func TestOwn(t *testing.T) {
 			f, peer := os.NewFile(uintptr(fd), "owned"), os.NewFile(uintptr(peerFD), "peer")
 			defer f.Close()
 			defer peer.Close()
+			mode := nonblocking(t, fd)
 			rw, restore := Own(f)
 			if rw == io.ReadWriter(f) {
 				t.Fatal("Own left the descriptor to os.File")
 			}
-			if nonblocking(t, fd) {
-				t.Fatal("Own made the shared descriptor non-blocking")
+			if nonblocking(t, fd) != mode {
+				t.Fatal("Own changed the shared descriptor's mode")
+			}
+			if mode {
+				_ = syscall.SetNonblock(fd, false) // as the process sharing it may
 			}
 			// One message through the owned end, the way a gateway uses it.
 			buf := make([]byte, 6)

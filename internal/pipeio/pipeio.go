@@ -46,10 +46,12 @@ func Writer(f *os.File) io.Writer {
 // Own is f, the pipe or socket a client handed this process as its stdin or
 // stdout, read and written raw through a descriptor of the process's own: the
 // pipe opened again (through /proc), or the socket duplicated and read with
-// MSG_DONTWAIT. f's descriptor and its mode are left as they are, for whatever
-// shares them. A terminal, a regular file or /dev/null is returned as it is.
+// MSG_DONTWAIT. f's descriptor keeps its mode (a blocking socket's is
+// non-blocking for the moment its duplicate is registered with the poller).
 // restore closes the process's own descriptor, which ends a read or write
-// waiting on it; f stays open.
+// waiting on it; f stays open. Anything else (a terminal, a regular file,
+// /dev/null, a pipe that cannot be opened again) is returned as it is, with a
+// restore that does nothing.
 func Own(f *os.File) (rw io.ReadWriter, restore func()) {
 	return own(f)
 }

@@ -139,10 +139,11 @@ func (r *raw) wrap(op string, err error) error {
 // behind f may be shared (a shell's stdin, stderr as 2>&1), and its mode is
 // not this process's to change for the others. The descriptor is closed by
 // restore, which ends a read or write waiting on it.
+//
+// A descriptor handed over non-blocking gets one of the gateway's own too:
+// whoever shares it (a Node wrapper that read its own stdin) may make it
+// blocking again, and a raw read would then block in the kernel.
 func own(f *os.File) (io.ReadWriter, func()) {
-	if r := rawFile(f); r != nil {
-		return r, func() {} // non-blocking from the start, so Go already polls it
-	}
 	fd, ok := descriptor(f)
 	if !ok {
 		return f, func() {}
@@ -172,7 +173,8 @@ func own(f *os.File) (io.ReadWriter, func()) {
 
 // reopen opens the pipe fd is an end of again, through /proc, for a new open
 // file description of this process's own: non-blocking, and read or written
-// as fd is. nil when it cannot (no /proc, an end already closed).
+// as fd is. nil when it cannot: no /proc, EACCES (the pipe belongs to another
+// user ID), ENXIO (a named FIFO with no reader).
 func reopen(fd int, name string) *os.File {
 	flags, err := getFlags(fd)
 	if err != nil {
@@ -188,8 +190,9 @@ func reopen(fd int, name string) *os.File {
 
 // pollSocket is a duplicate of socket fd that the poller watches. A socket
 // cannot be opened again, so the duplicate shares fd's open file description:
-// it is made non-blocking only while os registers it with the poller, then
-// given back its mode. Reads and writes on it say MSG_DONTWAIT themselves.
+// a blocking one is made non-blocking for the few microseconds os takes to
+// register it with the poller, then given back its mode. Reads and writes on
+// it say MSG_DONTWAIT themselves.
 func pollSocket(fd int, name string) *os.File {
 	flags, err := getFlags(fd)
 	if err != nil {
@@ -205,7 +208,10 @@ func pollSocket(fd int, name string) *os.File {
 	}
 	f := os.NewFile(nfd, name)
 	if flags&syscall.O_NONBLOCK == 0 {
-		_ = syscall.SetNonblock(int(nfd), false)
+		if err := syscall.SetNonblock(int(nfd), false); err != nil {
+			_ = f.Close() // os.Stdin, read blocking, must not meet EAGAIN
+			return nil
+		}
 	}
 	return f
 }
