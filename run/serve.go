@@ -308,6 +308,9 @@ func serveStdio(ctx context.Context, opts ServeOptions, g *Runtime) error {
 		defer restore()
 		out, raw = w, raw && w != io.ReadWriter(f)
 	}
+	if !raw {
+		e.Logger.Debug("stdin and stdout are read through os.File: not pipes or sockets this process could open again (internal/pipeio)")
+	}
 	// One P only over raw pipes: a read of stdin blocked in the kernel would
 	// hold the only P while a call waits for its child.
 	if opts.Processors > 0 && raw {
