@@ -39,12 +39,12 @@ type ServeOptions struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	// Processors is how many threads run Go code at once (GOMAXPROCS) while
-	// serving stdio over pipes read raw (internal/pipeio), after which the
-	// runtime's default is restored (runtime.SetDefaultGOMAXPROCS, which
-	// ignores the GOMAXPROCS variable and any earlier setting: set it only
-	// when neither was); 0 leaves the runtime's choice. One
-	// client's calls are relayed with less CPU, and sooner, on one:
-	// docs/decisions.md says why.
+	// serving stdio over pipes read raw (internal/pipeio); 0 leaves the
+	// runtime's choice. One client's calls are relayed with less CPU, and
+	// sooner, on one: docs/decisions.md says why. Afterwards the runtime's
+	// default is restored (runtime.SetDefaultGOMAXPROCS, which ignores the
+	// GOMAXPROCS variable and any earlier setting: set Processors only when
+	// neither was made).
 	Processors int
 	// StdioNotice is said on Env.Stderr when serving stdio (a person, not a
 	// client, started the gateway); "": nothing.

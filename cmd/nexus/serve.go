@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"runtime"
 	"slices"
 
 	"github.com/urfave/cli/v2"
@@ -79,14 +78,13 @@ func (e *env) serve(ctx context.Context, opts run.ServeOptions) error {
 	if opts.HTTPAddr == "" && isTerminal(os.Stdin) {
 		opts.StdioNotice = stdioWaitNotice
 	}
-	// On Linux, where its pipes are read raw, the process serving its own
-	// stdio serves one client on one P unless GOMAXPROCS says otherwise
-	// (docs/decisions.md says why; elsewhere it was not measured). Over a
-	// terminal or a file, which are not read raw, serveStdio keeps the default. In-process
-	// callers (tests) leave the runtime as it is: the setting is the process's.
+	// The process serving its own stdio serves one client, on one P unless
+	// GOMAXPROCS says otherwise; serveStdio takes it only over pipes it reads
+	// raw, which is Linux's (docs/decisions.md says why). In-process callers
+	// (tests) leave the runtime as it is: the setting is the process's.
 	ownStdio := (opts.Stdin == nil || opts.Stdin == io.Reader(os.Stdin)) &&
 		(opts.Stdout == nil || opts.Stdout == io.Writer(os.Stdout))
-	if _, set := os.LookupEnv("GOMAXPROCS"); opts.HTTPAddr == "" && ownStdio && !set && runtime.GOOS == "linux" {
+	if _, set := os.LookupEnv("GOMAXPROCS"); opts.HTTPAddr == "" && ownStdio && !set {
 		opts.Processors = 1
 	}
 	err = run.Serve(ctx, opts)
