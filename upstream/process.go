@@ -132,13 +132,13 @@ func (p *Process) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("stdin pipe: %w", err)
 	}
-	p.cmd.Stdin, p.stdin, p.in = childStdin, stdin, pipeio.Writer(stdin)
+	p.cmd.Stdin, p.stdin, p.in = childStdin, stdin, pipeio.Raw(stdin)
 	stdout, childStdout, err := os.Pipe()
 	if err != nil {
 		_, _ = childStdin.Close(), stdin.Close()
 		return fmt.Errorf("stdout pipe: %w", err)
 	}
-	p.cmd.Stdout, p.stdout, p.out = childStdout, stdout, pipeio.Reader(stdout)
+	p.cmd.Stdout, p.stdout, p.out = childStdout, stdout, pipeio.Raw(stdout)
 	closeChildEnds := func() { _, _ = childStdin.Close(), childStdout.Close() }
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {

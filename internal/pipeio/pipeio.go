@@ -26,19 +26,11 @@ import (
 	"os"
 )
 
-// Reader is f read as this package reads a pipe, or f itself when it cannot be.
-func Reader(f *os.File) io.Reader {
+// Raw is f read and written as this package reads and writes a pipe, or f
+// itself when it cannot be (f is not non-blocking, or not in the poller).
+func Raw(f *os.File) io.ReadWriter {
 	if r := rawFile(f); r != nil {
 		return r
-	}
-	return f
-}
-
-// Writer is f written as this package writes a pipe, or f itself when it
-// cannot be.
-func Writer(f *os.File) io.Writer {
-	if w := rawFile(f); w != nil {
-		return w
 	}
 	return f
 }

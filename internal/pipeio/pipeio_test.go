@@ -23,11 +23,11 @@ func TestRoundTrip(t *testing.T) {
 		want := bytes.Repeat([]byte("0123456789abcdef"), size/16+1)[:size]
 		done := make(chan error, 1)
 		go func() {
-			_, err := Writer(w).Write(want)
+			_, err := Raw(w).Write(want)
 			w.Close()
 			done <- err
 		}()
-		got, err := io.ReadAll(Reader(r))
+		got, err := io.ReadAll(Raw(r))
 		r.Close()
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("%d bytes: read %d bytes, %v", size, len(got), err)
@@ -59,9 +59,9 @@ func TestRawWhereItCan(t *testing.T) {
 		f    *os.File
 		raw  bool
 	}{
-		{"pipe's read end", Reader(r), r, linux},
-		{"pipe's write end", Writer(w), w, linux},
-		{"regular file", Writer(regular), regular, false},
+		{"pipe's read end", Raw(r), r, linux},
+		{"pipe's write end", Raw(w), w, linux},
+		{"regular file", Raw(regular), regular, false},
 	} {
 		if isRaw := c.got != any(c.f); isRaw != c.raw {
 			t.Errorf("%s: raw %v, want %v", c.name, isRaw, c.raw)
@@ -77,7 +77,7 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Close()
-	if _, err := Writer(w).Write([]byte("x")); !errors.Is(err, syscall.EPIPE) {
+	if _, err := Raw(w).Write([]byte("x")); !errors.Is(err, syscall.EPIPE) {
 		t.Errorf("write to a pipe with no reader: %v, want EPIPE", err)
 	}
 	w.Close()
@@ -88,7 +88,7 @@ func TestErrors(t *testing.T) {
 	}
 	defer w.Close()
 	read := make(chan error, 1)
-	reader := Reader(r) // before the goroutine: made after the close, it would be r
+	reader := Raw(r) // before the goroutine: made after the close, it would be r
 	go func() {
 		_, err := reader.Read(make([]byte, 16))
 		read <- err
