@@ -14,9 +14,6 @@ func (c *Call) by(s *session) {
 	if s == nil {
 		return
 	}
-	c.Session = s.id
-	if s.modern && len(s.requestID) > 0 {
-		c.Session = "request " + string(s.requestID)
-	}
+	c.Session = s.era.auditName(s.id)
 	c.Client, c.ClientVersion = s.client.Name, s.client.Version
 }

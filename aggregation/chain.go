@@ -367,12 +367,8 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *toolCall, timeout time.
 	}
 	out := outgoing{beforeWrite: g.writeGate(ctx, c)}
 	if s := c.from.session(); s != nil {
-		if s.modern && s.caps.tasks {
-			out.extensions = []string{tasksExtension} // its client takes tasks
-		}
-		// Over HTTP, and for a modern request, the call's stream ends with its
-		// answer: what the child sends for the call must come first.
-		out.trailing = (s.modern || s.front == frontHTTP) && (token != "" || s.level.Load() != levelUnset && cn.caps.Logging != nil)
+		out.extensions = s.era.extensions(s.caps)
+		out.trailing = s.era.streamEndsWithAnswer(s.front) && (token != "" || s.level.Load() != levelUnset && cn.caps.Logging != nil)
 	}
 	raw, asked, err := g.requestInput(ctx, cn, c.from, "tools/call", params, out)
 	asked = asked || fl.asked.Load()

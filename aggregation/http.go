@@ -419,7 +419,7 @@ func (h *httpFront) sweep(ctx context.Context) {
 		case now := <-t.C:
 			idle := h.idleTimeout()
 			for _, s := range h.g.sessions.snapshot() {
-				if s.front == frontHTTP && !s.modern && len(s.slots) == 0 && now.Sub(s.idleSince()) > idle {
+				if s.front == frontHTTP && s.era.lasting() && len(s.slots) == 0 && now.Sub(s.idleSince()) > idle {
 					h.g.log.Debug("session expired", "session", s.id, "agent", s.agentName())
 					s.close()
 				}
@@ -445,7 +445,7 @@ func (g *Gateway) endRevokedSessions() {
 		}
 		switch {
 		case valid:
-		case s.modern:
+		case !s.era.lasting():
 			g.log.Info("ended a stream: its token was revoked", "agent", s.preset)
 			s.cancel() // a listen stream ends with its request's session
 		default:

@@ -37,7 +37,10 @@ func listen(ctx context.Context, s *session, params json.RawMessage, r sink) (js
 	want := p.Notifications
 	g := s.g
 	g.awaitFirstLists(ctx)
-	ls := &listenSink{r: r, id: s.requestID}
+	ls := &listenSink{r: r}
+	if q := s.scope(); q != nil {
+		ls.id = q.id // the stream's subscription is named by its request
+	}
 	ls.kinds = map[string]bool{
 		"notifications/tools/list_changed":     want.ToolsListChanged,
 		"notifications/prompts/list_changed":   want.PromptsListChanged,
@@ -91,7 +94,7 @@ func listen(ctx context.Context, s *session, params json.RawMessage, r sink) (js
 		ack["resourceSubscriptions"] = honored
 	}
 	if !ls.open(s.outward(jsonrpc.Notification("notifications/subscriptions/acknowledged", map[string]any{
-		"_meta": map[string]any{metaSubscriptionID: s.requestID}, "notifications": ack}))) {
+		"_meta": map[string]any{metaSubscriptionID: ls.id}, "notifications": ack}))) {
 		return nil, &RPCError{Code: jsonrpc.CodeInvalidRequest, Message: "subscriptions/listen needs a stream to answer on: over HTTP, send Accept: application/json, text/event-stream"}
 	}
 	g.log.Debug("listen stream opened", "agent", s.agent, "front", s.front)
@@ -111,7 +114,7 @@ func listen(ctx context.Context, s *session, params json.RawMessage, r sink) (js
 			return nil, errNoReply // its token was revoked
 		case <-stopped.Done():
 			// Nexus is stopping: the subscription ends gracefully, with an answer.
-			return json.RawMessage(`{"_meta":{"` + metaSubscriptionID + `":` + string(s.requestID) + `}}`), nil
+			return json.RawMessage(`{"_meta":{"` + metaSubscriptionID + `":` + string(ls.id) + `}}`), nil
 		case <-alive.C:
 			if ka != nil && !ka.keepAlive() {
 				return nil, errNoReply

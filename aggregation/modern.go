@@ -110,8 +110,8 @@ func (g *Gateway) serveModern(ctx context.Context, from origin, m *jsonrpc.Messa
 			meta.level, meta.hasLevel = logLevels[lvl], true // set on the connection (setModernLevel)
 		}
 	}
-	s := g.requestSession(front, agent, meta, r)
-	s.requestID, s.credential = m.ID, from.credential
+	s := g.requestSession(front, agent, m.ID, meta, r)
+	s.credential = from.credential
 	defer s.end()
 	if lvl := s.level.Load(); lvl != levelUnset {
 		g.raiseSharedLevel(ctx, lvl)
@@ -160,9 +160,9 @@ func (g *Gateway) checkCallHeaders(ctx context.Context, agent string, params jso
 // declared, and is known to no one else. A request that asked for log messages is
 // added to the gateway's sessions while it runs, with only its own stream as the
 // way to it (logSink), so the logs of the servers it reaches come to it.
-func (g *Gateway) requestSession(front, agent string, meta clientMeta, r sink) *session {
+func (g *Gateway) requestSession(front, agent string, id json.RawMessage, meta clientMeta, r sink) *session {
 	s := g.newSession(front, agent, discard{})
-	s.modern, s.agent, s.caps = true, agent, meta.capabilities()
+	s.era, s.agent, s.caps = &requestScope{id: id}, agent, meta.capabilities()
 	s.client = clientInfo{meta.clientName, meta.clientVer}
 	if lvl, ok := levelIndex(meta.level); ok && meta.hasLevel {
 		s.level.Store(int32(lvl))

@@ -382,7 +382,9 @@ func (g *Gateway) fly(ctx context.Context, s *session, method string, digest fun
 		done: make(chan struct{}), wake: make(chan struct{}, 1), asks: map[string]*input{}, at: r, attached: true}
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f.cancel = cancel
-	s.flight = f
+	if q := s.scope(); q != nil {
+		q.flight = f // the child's requests during the call go to the flight
+	}
 	go func() {
 		defer cancel()
 		f.result, f.rpcErr = step(callCtx, s, params, f)
@@ -613,15 +615,11 @@ func (g *Gateway) requestInput(ctx context.Context, cn *conn, c *caller, method 
 // needsInput reports a result the caller must be asked for input for: an
 // InputRequiredResult, for a caller of the legacy era (or none).
 func needsInput(c *caller, raw json.RawMessage) bool {
-	return (c == nil || c.s == nil || !c.s.modern) && resultTypeOf(raw) == resultInputRequired
+	return (c == nil || c.s == nil || !c.s.era.takesInputRequired()) && resultTypeOf(raw) == resultInputRequired
 }
 
-// askClient is how a child's request during a call reaches the call's client: a
-// legacy client is sent it as a request; a modern client's call (a flight) answers
-// its request with an InputRequiredResult and waits for the retry.
+// askClient is how a child's request during a call reaches the call's client, as
+// its era has it (clientEra.ask).
 func (c *caller) askClient(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *RPCError) {
-	if f := c.s.flight; f != nil && c.s.modern {
-		return f.ask(ctx, method, params)
-	}
-	return c.s.request(ctx, c.r, method, params)
+	return c.s.era.ask(ctx, c.s, c.r, method, params)
 }

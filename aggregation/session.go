@@ -86,12 +86,9 @@ type session struct {
 	// mode with a budget), by canonical name, oldest first.
 	found []string
 
-	// modern marks the session of one 2026-07-28 request (modern.go): it lives as
-	// long as the request; requestID is that request's id, and flight its call
-	// when it runs as one (mrtr.go).
-	modern    bool
-	requestID json.RawMessage
-	flight    *flight
+	// era is what the client's protocol era changes (clientera.go): a
+	// session opened with initialize, or one 2026-07-28 request.
+	era clientEra
 }
 
 // clientCaps is what the client declared it can do for servers; declared holds its
@@ -115,7 +112,7 @@ type seenLists struct {
 // newSession makes a session; it is live once added to g.sessions.
 func (g *Gateway) newSession(front, preset string, out sink) *session {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &session{g: g, id: newSessionID(), front: front, preset: preset, out: out, ctx: ctx, cancel: cancel,
+	s := &session{g: g, id: newSessionID(), front: front, preset: preset, out: out, ctx: ctx, cancel: cancel, era: legacyClient{},
 		slots: make(chan struct{}, g.cfg.Load().Limits.CallsPerSession()),
 		calls: map[string]context.CancelCauseFunc{}, pending: map[string]chan *jsonrpc.Message{}, subs: map[string]subKey{}}
 	s.level.Store(levelUnset)
@@ -416,7 +413,7 @@ func (ss *sessionSet) admit(s *session, total, perAgent int) (evicted *session, 
 	defer ss.mu.Unlock()
 	n, mine := 0, 0
 	for _, o := range ss.m {
-		if o.front != frontHTTP || o.modern {
+		if o.front != frontHTTP || !o.era.lasting() {
 			continue
 		}
 		n++

@@ -193,7 +193,7 @@ func (c *child) followLevel(ctx context.Context, s *session, cn *conn) {
 // child's own, or for a "client" server the caller's session's.
 func (c *child) connFor(ctx context.Context, cl *caller) (*conn, error) {
 	if c.config().PerClient() && cl != nil && cl.s != nil {
-		if cl.s.modern {
+		if !cl.s.era.lasting() {
 			return nil, fmt.Errorf(`server %s keeps one upstream session per client session ("sessions": "client"), and a 2026-07-28 request has no session: open a legacy session (initialize) for it, or set servers.%s.sessions to "shared"`, c.name, c.name)
 		}
 		return c.sessionConn(ctx, cl.s, cl)
