@@ -371,6 +371,7 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *toolCall, timeout time.
 		out.trailing = s.era.streamEndsWithAnswer(s.front) && (token != "" || s.level.Load() != levelUnset && cn.caps.Logging != nil)
 	}
 	raw, asked, err := g.requestInput(ctx, cn, c.from, "tools/call", params, out)
+	cn.catchUp(ctx, err == nil && out.trailing) // the notifications before the answer go first
 	asked = asked || fl.asked.Load()
 	if err == nil {
 		g.eraRefusal(t.Server, raw)

@@ -1118,6 +1118,20 @@ func (n *noteCount) settle(ctx context.Context) {
 	}
 }
 
+// catchUp is the step between a child's answer and its caller's: what the child
+// sent before its answer (the call's last progress, a log message) reaches the
+// caller first, as it would directly. For a caller whose stream ends with the
+// answer (trailing), the child is first let write what it may still write for
+// a request it answered (dialect.flush); then the answer waits, at most
+// settleWait, until the notifications that arrived before it are routed. With
+// none waiting, it costs one lock.
+func (cn *conn) catchUp(ctx context.Context, trailing bool) {
+	if trailing {
+		cn.dialect().flush(ctx)
+	}
+	cn.pumped.settle(ctx)
+}
+
 // notificationParams re-encodes what mcp-go decoded of a notification's params.
 func notificationParams(p mcp.NotificationParams) json.RawMessage {
 	fields := make(map[string]any, len(p.AdditionalFields)+1)
@@ -1303,7 +1317,7 @@ type outgoing struct {
 	beforeWrite func() (release func(), err error)
 	// trailing says the caller's stream ends with the answer and the request
 	// may be followed by notifications (progress, logs) that a legacy child
-	// can write after its answer: requestInput lets them in first.
+	// can write after its answer: catchUp lets them in first.
 	trailing bool
 }
 

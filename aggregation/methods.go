@@ -487,9 +487,11 @@ func (g *Gateway) childRequest(ctx context.Context, cl *caller, server, method s
 	raw, _, err := g.requestInput(ctx, cn, cl, method, params, outgoing{})
 	if errors.Is(err, errSessionLost) {
 		if next := c.connForAgain(ctx, cl, cn); next != nil {
-			raw, _, err = g.requestInput(ctx, next, cl, method, params, outgoing{})
+			cn = next
+			raw, _, err = g.requestInput(ctx, cn, cl, method, params, outgoing{})
 		}
 	}
+	cn.catchUp(ctx, false) // the notifications before the answer go first
 	if err != nil {
 		return nil, g.childError(ctx, server, method, err)
 	}

@@ -589,16 +589,13 @@ func (g *Gateway) fulfil(ctx context.Context, c *caller, server string, raw json
 // requestInput sends a request to a child and returns its answer; when the child
 // asks for input its caller cannot be given as an InputRequiredResult (needsInput),
 // the caller is asked (fulfil) and the child asked again, up to maxInputRounds
-// times. asked reports that it was.
+// times. asked reports that it was. The caller catches up with the child's
+// notifications (conn.catchUp) before each question; after the answer, that is
+// the caller's own step.
 func (g *Gateway) requestInput(ctx context.Context, cn *conn, c *caller, method string, params any, out outgoing) (raw json.RawMessage, asked bool, err error) {
 	raw, err = cn.requestWith(ctx, method, params, out)
-	if err == nil && out.trailing {
-		cn.dialect().flush(ctx) // the caller's stream ends with the answer
-	}
-	// What the child sent before its answer (the call's last progress, a log
-	// message) reaches the client first, as it would directly.
-	cn.pumped.settle(ctx)
 	for round := 0; err == nil && needsInput(c, raw); round++ {
+		cn.catchUp(ctx, false)
 		if round == maxInputRounds {
 			return nil, true, &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("server %s asked for input %d times in one %s; Nexus stopped asking the client", cn.server, maxInputRounds, method)}
 		}
