@@ -6,11 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/url"
-	"os"
-	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,7 +17,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/nexus-mcp/nexus/config"
-	"github.com/nexus-mcp/nexus/internal/egress"
 	"github.com/nexus-mcp/nexus/oauth"
 	"github.com/nexus-mcp/nexus/pins"
 	"github.com/nexus-mcp/nexus/upstream"
@@ -70,8 +64,6 @@ type childEvents interface {
 	childRequests(cn *conn) transport.RequestHandler
 	// reconnected says a child came back after exiting: what it remembered is stale.
 	reconnected(server string)
-	// childMessageLimit bounds one message from a child.
-	childMessageLimit() int64
 	// redactText removes secret values from text a person reads (Options.RedactText).
 	redactText(string) string
 	// redactJSON removes secret values from JSON kept on disk (Options.Redact).
@@ -142,23 +134,16 @@ type child struct {
 // supervision is what the gateway gives every child it makes (Options): the
 // same for all, set once.
 type supervision struct {
-	// resolve expands the ${...} references of the child's config entry.
-	resolve func(string) (string, error)
+	// dial makes the transport of each connection (upstream.Dialer).
+	dial *upstream.Dialer
 	// beforeStart sees the config entry before each start (Options.BeforeStart).
 	beforeStart func(*config.Server)
-	// httpClient makes a remote child's HTTP client (Options.HTTPClient);
-	// local carries its requests to a server on this machine or over plain
-	// http (localTransport).
-	httpClient func(*config.Server) *http.Client
-	local      *http.Transport
 	// oneAttempt gives up after the first failure (Options.OneAttempt).
 	oneAttempt bool
 	// pins reviews the child's listings (Options.Pins, pins.go).
 	pins *pins.Guard
 	// listsDir keeps the lists of lazy servers between runs (Options.ListsDir).
 	listsDir string
-	// ledger records the child's process groups (Options.Ledger).
-	ledger *upstream.Ledger
 }
 
 func newChild(cfg *config.Server, names naming, log *slog.Logger, events childEvents, sup supervision) *child {
@@ -853,33 +838,7 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 		relist: make(chan struct{}, 1), owner: owner, opener: opener, declared: c.capabilities(owner), listen: newListening(),
 		tool: c.paramHeaderTool, roots: rootsState{told: make(chan struct{})}}
 	var err error
-	switch c.config().Transport {
-	case config.TransportStdio:
-		cn.tr, err = c.stdioTransport(cn)
-	case config.TransportSSE:
-		var headers map[string]string
-		if headers, err = c.resolveMap(c.config().Headers); err == nil {
-			opts := []transport.ClientOption{transport.WithHeaders(headers), transport.WithHeaderFunc(traceHeaders), transport.WithSSELogger(c.log)}
-			opts = append(opts, transport.WithHTTPClient(c.client()))
-			var t *transport.SSE
-			if t, err = transport.NewSSE(c.config().URL, opts...); err == nil {
-				cn.tr = upstream.Remote(t)
-			}
-		}
-	case config.TransportStreamableHTTP:
-		var headers map[string]string
-		if headers, err = c.resolveMap(c.config().Headers); err == nil {
-			opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(headers), transport.WithHTTPHeaderFunc(traceHeaders), transport.WithContinuousListening(), transport.WithHTTPLogger(c.log)}
-			opts = append(opts, transport.WithHTTPBasicClient(c.client()))
-			var t *transport.StreamableHTTP
-			if t, err = transport.NewStreamableHTTP(c.config().URL, opts...); err == nil {
-				cn.tr = upstream.Remote(t)
-			}
-		}
-	default:
-		err = fmt.Errorf("unknown transport %q", c.config().Transport)
-	}
-	if err != nil {
+	if cn.tr, err = c.dial.Dial(c.config(), c.log, cn.tail); err != nil {
 		return cn, nil, err
 	}
 	// The client speaks the legacy handshake only, when asked to (handshake):
@@ -940,56 +899,6 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 		return cn, nil, err
 	}
 	return cn, raws, nil
-}
-
-// client is the HTTP client of a remote child's next connection: Options.HTTPClient's
-// (which may say nil: a server given an Authorization header is not authorized
-// with OAuth), following redirects only within the server's origin. Go's own
-// policy would resend the server's headers (its static secrets) to another
-// origin or over plain http, and an OAuth transport adds the token on every hop.
-//
-// A server on this machine, or reached over plain http, goes through the
-// gateway's local transport (localTransport), unless Options.HTTPClient gave a
-// transport of its own.
-func (c *child) client() *http.Client {
-	var hc *http.Client
-	if c.httpClient != nil {
-		hc = c.httpClient(c.config())
-	}
-	hc = egress.WithRedirects(hc, egress.SameOrigin)
-	u, err := url.Parse(c.config().URL)
-	if c.local == nil || err != nil || u.Scheme != "http" && !loopbackHost(u.Hostname()) {
-		return hc
-	}
-	switch t := hc.Transport.(type) {
-	case nil:
-		hc.Transport = c.local
-	case *oauth.Transport:
-		if t.Base == nil {
-			authorized := *t
-			authorized.Base = c.local
-			hc.Transport = &authorized
-		}
-	}
-	return hc
-}
-
-// localIdleTimeout is how long a connection to a server on this machine, or
-// over plain http (a container beside the gateway, say), may wait idle to be
-// used again. Node's HTTP servers close an idle connection after 5 s, as uvicorn
-// does; one reused as the server closes it fails a request the server never
-// read. Dropped sooner, it is never reused so late, and opening another costs
-// one round trip at most. An https server elsewhere keeps Go's default (90 s):
-// there a new connection costs a TLS handshake too.
-const localIdleTimeout = 3 * time.Second
-
-// localTransport is the HTTP transport of the gateway's children on this
-// machine or over plain http: Go's default one, with connections dropped before
-// a server drops them.
-func localTransport() *http.Transport {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.IdleConnTimeout = localIdleTimeout
-	return tr
 }
 
 // capabilities are what the child is told its client can do: only what Nexus can
@@ -1192,58 +1101,6 @@ func (c *child) relistLoop(ctx context.Context, cn *conn) {
 			c.relistExtras(ctx, cn)
 		}
 	}
-}
-
-func (c *child) resolveMap(m map[string]string) (map[string]string, error) {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		r, err := c.resolve(v)
-		if err != nil {
-			return nil, fmt.Errorf("%s of server %s: %w", k, c.name, err)
-		}
-		out[k] = r
-	}
-	return out, nil
-}
-
-// childEnv builds the child's environment explicitly: PATH and HOME (and on Windows
-// the few variables programs cannot start without), then the configured env. The
-// gateway's own environment may hold tokens meant for nobody else.
-func (c *child) childEnv() ([]string, error) {
-	keep := []string{"PATH", "HOME"}
-	if runtime.GOOS == "windows" {
-		keep = append(keep, "SYSTEMROOT", "SYSTEMDRIVE", "USERPROFILE", "APPDATA", "LOCALAPPDATA", "TEMP", "TMP", "PATHEXT", "COMSPEC")
-	}
-	var env []string
-	for _, k := range keep {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	vals, err := c.resolveMap(c.config().Env)
-	if err != nil {
-		return nil, err
-	}
-	for k, v := range vals {
-		env = append(env, k+"="+v)
-	}
-	return env, nil
-}
-
-func (c *child) stdioTransport(cn *conn) (upstream.Transport, error) {
-	env, err := c.childEnv()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(c.config().Command, c.config().Args...)
-	cmd.Env = env
-	cmd.Dir = c.config().Cwd
-	// The bound on one message from the child (maxChildMessageBytes): over it, the
-	// call it answers fails with a clear error and the gateway's memory stays bounded.
-	// Child stderr goes to the log a line at a time, prefixed with the server's name.
-	p := upstream.NewProcess(cmd, upstream.Options{Name: c.name, Logger: c.log, MaxMessage: c.events.childMessageLimit(),
-		Tail: cn.tail, Redact: c.events.redactText, Ledger: c.ledger, StderrLine: func(line string) { c.log.Info("[" + c.name + "] " + line) }})
-	return p, nil
 }
 
 // listTools asks the child for every page of its tools, kept as raw JSON.

@@ -22,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/upstream"
 )
 
 // restartable serves a test child over streamable HTTP on one 127.0.0.1 port, and
@@ -504,7 +505,7 @@ func TestResetRequestKeepsTheChild(t *testing.T) {
 
 // TestLocalConnectionsNotKeptPastServersIdle: the gateway reuses a connection to
 // a server on this machine between calls close together, but not one idle for
-// localIdleTimeout, before a Node server (5 s) would close it under a request.
+// upstream.LocalIdleTimeout, before a Node server (5 s) would close it under a request.
 func TestLocalConnectionsNotKeptPastServersIdle(t *testing.T) {
 	t.Parallel()
 	web := newTestChild("web")
@@ -540,9 +541,9 @@ func TestLocalConnectionsNotKeptPastServersIdle(t *testing.T) {
 	if second := call(); second != first {
 		t.Errorf("a call right after another came from %s, not over the first's connection (%s)", second, first)
 	}
-	time.Sleep(localIdleTimeout + 500*time.Millisecond)
+	time.Sleep(upstream.LocalIdleTimeout + 500*time.Millisecond)
 	if third := call(); third == first {
-		t.Errorf("a call after %s idle came over the same connection (%s), which the server may be closing", localIdleTimeout, third)
+		t.Errorf("a call after %s idle came over the same connection (%s), which the server may be closing", upstream.LocalIdleTimeout, third)
 	}
 }
 

@@ -223,11 +223,12 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{
 		log: log, mem: opts.Memory, names: naming{style: names, max: maxName}, searchEmbedder: opts.SearchEmbedder, redact: opts.Redact, text: opts.RedactText,
-		supervision: supervision{resolve: resolve, beforeStart: opts.BeforeStart, httpClient: opts.HTTPClient, local: localTransport(),
-			oneAttempt: opts.OneAttempt, pins: opts.Pins, listsDir: opts.ListsDir, ledger: opts.Ledger},
-		denials: &policy.Counter{}, observer: opts.Observer, tracer: tp.Tracer("github.com/nexus-mcp/nexus/aggregation"), tracing: opts.Tracer != nil,
+		supervision: supervision{beforeStart: opts.BeforeStart, oneAttempt: opts.OneAttempt, pins: opts.Pins, listsDir: opts.ListsDir},
+		denials:     &policy.Counter{}, observer: opts.Observer, tracer: tp.Tracer("github.com/nexus-mcp/nexus/aggregation"), tracing: opts.Tracer != nil,
 		rebuild: make(chan struct{}, 1), published: map[string][]*Tool{},
 	}
+	g.dial = &upstream.Dialer{Resolve: resolve, HTTPClient: opts.HTTPClient, Local: upstream.LocalTransport(), Headers: traceHeaders,
+		MaxMessage: g.childMessageLimit, Redact: opts.RedactText, Ledger: opts.Ledger}
 	g.eraRefusals = newRateLog(log, slog.LevelWarn, "a server pinned to the stateless era refused a request of its own to the client", time.Minute)
 	g.methods = g.methodTable()
 	g.modern = g.modernMethodTable()
@@ -389,9 +390,7 @@ func (g *Gateway) Close() {
 	}
 	shutdownAll(slices.Collect(maps.Values(g.kids())))
 	g.wg.Wait()
-	if g.local != nil {
-		g.local.CloseIdleConnections()
-	}
+	g.dial.Local.CloseIdleConnections()
 }
 
 func (g *Gateway) newChild(s *config.Server) *child {

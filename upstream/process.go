@@ -1,8 +1,10 @@
-// Package upstream holds the transports Nexus speaks to its child servers with
-// that are its own rather than mcp-go's: today the stdio child, a process whose
-// stdin and stdout carry newline-delimited JSON-RPC. A transport knows nothing
-// of tools, sessions or policy: a request's write gate reaches it as an explicit
-// beforeWrite, and what the child sends unasked goes to the handlers it is given.
+// Package upstream holds how Nexus reaches its child servers: the Dialer that
+// makes a configured server's transport (its environment, secrets resolved, its
+// HTTP client), and the one transport that is Nexus's own rather than mcp-go's,
+// the stdio child, a process whose stdin and stdout carry newline-delimited
+// JSON-RPC. A transport knows nothing of tools, sessions or policy: a request's
+// write gate reaches it as an explicit beforeWrite, and what the child sends
+// unasked goes to the handlers it is given.
 package upstream
 
 import (
