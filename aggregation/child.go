@@ -22,14 +22,9 @@ import (
 	"github.com/nexus-mcp/nexus/upstream"
 )
 
-// Restart policy for children. A child that keeps failing is retried with
-// exponential backoff, at most maxFailures times in a row; a connection that stayed
-// up for stablePeriod resets the count, so one crash a day never exhausts the tries.
+// How long a child may take to start, and how its liveness is checked. How
+// often it is tried again is upstream.Restarts'.
 const (
-	firstBackoff = 250 * time.Millisecond
-	maxBackoff   = 30 * time.Second
-	maxFailures  = 8
-	stablePeriod = 60 * time.Second
 	startTimeout = 30 * time.Second
 	// A live remote connection is pinged every pingInterval, each ping bounded
 	// by pingTimeout: a remote child that restarted or vanished is noticed and
@@ -430,9 +425,10 @@ func (c *child) set(cn *conn, raws []json.RawMessage, ex extras, state State, er
 
 func (c *child) settle() { c.settledOnce.Do(func() { close(c.settled) }) }
 
-// run keeps the child connected until ctx ends. After maxFailures failures in a
-// row it gives up (StateFailed) until asked for a fresh attempt; one that succeeds
-// starts the count afresh, one that fails leaves it failed again.
+// run keeps the child connected until ctx ends, trying again as
+// upstream.Restarts says: after MaxFailures failures in a row it gives up
+// (StateFailed) until asked for a fresh attempt; one that succeeds starts the
+// count afresh, one that fails leaves it failed again.
 func (c *child) run(ctx context.Context) {
 	defer c.settle()
 	// woke says the next connection follows an idle stop, a lazy start or a
@@ -444,8 +440,8 @@ func (c *child) run(ctx context.Context) {
 		}
 		woke = true
 	}
-	backoff, failures, connections := firstBackoff, 0, 0
-	fresh := false // this attempt is one asked for after giving up
+	var restarts upstream.Restarts
+	connections := 0
 	for ctx.Err() == nil {
 		started := time.Now()
 		cn, raws, err := c.connect(ctx, nil, nil)
@@ -463,7 +459,7 @@ func (c *child) run(ctx context.Context) {
 				}
 				continue
 			}
-			failures++
+			again := restarts.Failed(0)
 			if c.oneAttempt {
 				c.log.Error("server failed to start", "err", err, "stderr", cn.stderrTail())
 				if !c.failed(ctx, err) {
@@ -471,33 +467,31 @@ func (c *child) run(ctx context.Context) {
 				}
 				continue
 			}
-			c.log.Error("child failed to start", "attempt", failures, "err", err, "stderr", cn.stderrTail())
-			if failures >= maxFailures {
-				why := fmt.Errorf("gave up after %d attempts: %w", failures, err)
-				if fresh {
+			c.log.Error("child failed to start", "attempt", restarts.Failures(), "err", err, "stderr", cn.stderrTail())
+			if !again {
+				why := fmt.Errorf("gave up after %d attempts: %w", restarts.Failures(), err)
+				if restarts.WasFresh() {
 					why = fmt.Errorf("a fresh attempt failed too: %w", err)
 				}
 				if !c.failed(ctx, why) {
 					return
 				}
-				failures, fresh = maxFailures-1, true // one fresh attempt
+				restarts.Fresh()
 				continue
 			}
-			c.set(nil, nil, extras{}, StateRetrying, err, time.Now().Add(backoff))
+			c.set(nil, nil, extras{}, StateRetrying, err, time.Now().Add(restarts.Backoff()))
 			c.settle()
-			if !sleep(ctx, backoff) {
+			if !sleep(ctx, restarts.Backoff()) {
 				return
 			}
-			backoff = min(backoff*2, maxBackoff)
+			restarts.Waited()
 			continue
 		}
 		if connections++; connections > 1 && !woke {
 			c.events.reconnected(c.name)
 		}
 		woke = false
-		if fresh {
-			backoff, failures, fresh = firstBackoff, 0, false // a fresh attempt that worked
-		}
+		restarts.Connected()
 		ex := c.listExtras(ctx, cn)
 		cn.use.touch()
 		c.set(cn, raws, ex, StateReady, nil, time.Time{})
@@ -520,12 +514,14 @@ func (c *child) run(ctx context.Context) {
 			if !c.idle(ctx, time.Now()) {
 				return
 			}
-			woke, backoff, failures = true, firstBackoff, 0
+			woke = true
+			restarts.Reset()
 			continue
 		case endRecycle:
 			c.log.Info("recycling the server: it ran for its maxLifetime", "up", time.Since(started).Round(time.Second))
 			c.retire(ctx, cn, StateRestarting, errRecycled)
-			woke, backoff, failures = true, firstBackoff, 0
+			woke = true
+			restarts.Reset()
 			continue
 		}
 		cn.close()
@@ -533,31 +529,28 @@ func (c *child) run(ctx context.Context) {
 			return // it exited because the gateway is shutting down: not a crash
 		}
 		up := time.Since(started)
-		if up >= stablePeriod {
-			backoff, failures = firstBackoff, 0
-		}
-		failures++
+		again := restarts.Failed(up)
 		c.log.Warn("child exited", "up", up.Round(time.Millisecond), "reason", cn.exitReason(), "stderr", cn.stderrTail())
-		if failures >= maxFailures {
-			if !c.failed(ctx, fmt.Errorf("exited %d times in a row; gave up (see the log for its stderr)", failures)) {
+		if !again {
+			if !c.failed(ctx, fmt.Errorf("exited %d times in a row; gave up (see the log for its stderr)", restarts.Failures())) {
 				return
 			}
-			failures, fresh = maxFailures-1, true
+			restarts.Fresh()
 			continue
 		}
 		c.mu.Lock()
 		c.restarts++
 		c.mu.Unlock()
-		c.set(nil, nil, extras{}, StateRestarting, errors.New(cn.exitReason()), time.Now().Add(backoff))
+		c.set(nil, nil, extras{}, StateRestarting, errors.New(cn.exitReason()), time.Now().Add(restarts.Backoff()))
 		if errors.Is(cn.lostErr, errSessionLost) {
 			// The server is up but forgot the session (it restarted): a new
 			// session at once, so the calls waiting to be sent again go soon.
 			continue
 		}
-		if !sleep(ctx, backoff) {
+		if !sleep(ctx, restarts.Backoff()) {
 			return
 		}
-		backoff = min(backoff*2, maxBackoff)
+		restarts.Waited()
 	}
 }
 

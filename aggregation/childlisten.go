@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
+	"github.com/nexus-mcp/nexus/upstream"
 )
 
 // This file holds what a modern child tells Nexus unasked. Such a child sends no
@@ -20,7 +21,7 @@ import (
 // set of resources re-opens the stream; one that ends is opened again.
 
 // listenRetry is the first wait before a listen stream that ended is opened
-// again; it doubles up to maxBackoff while the stream keeps ending.
+// again; it doubles up to upstream.MaxBackoff while the stream keeps ending.
 const listenRetry = time.Second
 
 // listening is the state of a modern connection's listen stream.
@@ -168,7 +169,7 @@ func (c *child) listenLoop(ctx context.Context, cn *conn) {
 			continue // a new filter: at once
 		default:
 		}
-		if time.Since(started) >= stablePeriod {
+		if time.Since(started) >= upstream.StablePeriod {
 			wait = listenRetry
 		}
 		if !warned {
@@ -189,7 +190,7 @@ func (c *child) listenLoop(ctx context.Context, cn *conn) {
 			return
 		}
 		t.Stop()
-		wait = min(wait*2, maxBackoff)
+		wait = min(wait*2, upstream.MaxBackoff)
 	}
 }
 

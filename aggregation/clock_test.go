@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/upstream"
 )
 
 // The tests in this file run on synctest's fake clock, with the real durations:
@@ -49,8 +50,8 @@ func (a *attemptClock) attempts() []time.Duration {
 	return append([]time.Duration(nil), a.at...)
 }
 
-// TestChildBackoffSeries: a child that cannot start is tried maxFailures times,
-// the waits between tries doubling from firstBackoff, its state saying when the
+// TestChildBackoffSeries: a child that cannot start is tried upstream.MaxFailures times,
+// the waits between tries doubling from upstream.FirstBackoff, its state saying when the
 // next try is; then it gives up and waits, however long, until a call asks for one
 // fresh attempt. The real constants, on the fake clock.
 func TestChildBackoffSeries(t *testing.T) {
@@ -62,13 +63,13 @@ func TestChildBackoffSeries(t *testing.T) {
 		c := g.kids()["gone"]
 
 		// When the attempts are made: the policy's promise, spelled out so that
-		// a change of firstBackoff, of the doubling or of maxFailures shows here.
+		// a change of upstream.FirstBackoff, of the doubling or of upstream.MaxFailures shows here.
 		ms := time.Millisecond
 		want := []time.Duration{0, 250 * ms, 750 * ms, 1750 * ms, 3750 * ms, 7750 * ms, 15750 * ms, 31750 * ms}
-		if len(want) != maxFailures {
-			t.Fatalf("maxFailures is %d; this test spells out the times of 8 attempts", maxFailures)
+		if len(want) != upstream.MaxFailures {
+			t.Fatalf("upstream.MaxFailures is %d; this test spells out the times of 8 attempts", upstream.MaxFailures)
 		}
-		for i := range maxFailures - 1 {
+		for i := range upstream.MaxFailures - 1 {
 			synctest.Wait() // attempt i+1 failed; the child sleeps
 			if got := len(clock.attempts()); got != i+1 {
 				t.Fatalf("at %s: %d attempts, want %d", time.Since(clock.start), got, i+1)
@@ -96,21 +97,21 @@ func TestChildBackoffSeries(t *testing.T) {
 		}
 		st := c.status()
 		if st.State != StateFailed || !strings.Contains(st.Error, "gave up after 8 attempts") || !st.NextRetry.IsZero() {
-			t.Fatalf("after %d attempts: %s %q (next try %v), want failed, given up", maxFailures, st.State, st.Error, st.NextRetry)
+			t.Fatalf("after %d attempts: %s %q (next try %v), want failed, given up", upstream.MaxFailures, st.State, st.Error, st.NextRetry)
 		}
 
 		// A failed child stays failed: no timer brings it back.
 		time.Sleep(24 * time.Hour)
 		synctest.Wait()
-		if got := len(clock.attempts()); got != maxFailures {
-			t.Fatalf("a day after giving up: %d attempts, want %d", got, maxFailures)
+		if got := len(clock.attempts()); got != upstream.MaxFailures {
+			t.Fatalf("a day after giving up: %d attempts, want %d", got, upstream.MaxFailures)
 		}
 		// A call makes one fresh attempt, waits for it, and says why it failed.
 		if got := callText(t, g, "gone__anything", `{}`); !strings.Contains(got, "is not running (failed") {
 			t.Errorf("a call to the failed child: %s", got)
 		}
-		if got := len(clock.attempts()); got != maxFailures+1 {
-			t.Errorf("after a call: %d attempts, want %d (one fresh)", got, maxFailures+1)
+		if got := len(clock.attempts()); got != upstream.MaxFailures+1 {
+			t.Errorf("after a call: %d attempts, want %d (one fresh)", got, upstream.MaxFailures+1)
 		}
 		if st := c.status(); st.State != StateFailed || !strings.Contains(st.Error, "a fresh attempt failed too") {
 			t.Errorf("after the fresh attempt: %s %q", st.State, st.Error)
