@@ -318,7 +318,7 @@ func (c *child) connectedExcept(ctx context.Context, old *conn) *conn {
 		cn, state, changed, attempts := c.conn, c.state, c.changed, c.attempts
 		c.mu.Unlock()
 		if cn != nil && cn != old && !cn.lost() {
-			held := cn.doubts.held()
+			held := cn.doubts.Held()
 			if held == nil {
 				return cn
 			}
@@ -574,9 +574,9 @@ func (c *child) pingLoop(ctx context.Context, cn *conn) {
 		case <-cn.done:
 			return
 		case <-t.C:
-		case <-cn.doubts.wake:
+		case <-cn.doubts.Wake():
 		}
-		sent := cn.doubts.sending()
+		sent := cn.doubts.Sending()
 		pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 		_, err := cn.request(pctx, string(mcp.MethodPing), nil) // a modern child's dialect asks server/discover
 		cancel()
@@ -586,62 +586,7 @@ func (c *child) pingLoop(ctx context.Context, cn *conn) {
 			cn.lose(fmt.Errorf("it did not answer a ping: %w", err))
 			return
 		}
-		cn.doubts.settle(sent)
-	}
-}
-
-// doubts holds calls back from a remote connection while the failure of a
-// request at the transport level is checked: a call sent meanwhile on a
-// connection about to be found dead would fail too, where it could wait for the
-// connection that replaces it. The ping loop gives the verdict; only a ping sent
-// after the last doubt was raised can clear it.
-type doubts struct {
-	wake chan struct{} // tells the ping loop to ping now; buffered 1
-
-	mu      sync.Mutex
-	raised  uint64        // doubts raised so far
-	pending chan struct{} // closed once the check is over; nil when none is due
-}
-
-func newDoubts() doubts { return doubts{wake: make(chan struct{}, 1)} }
-
-// raise asks for a check.
-func (d *doubts) raise() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.raised++
-	if d.pending == nil {
-		d.pending = make(chan struct{})
-	}
-	select {
-	case d.wake <- struct{}{}:
-	default: // a ping is asked for already
-	}
-}
-
-// held is closed when the check due is over; nil when none is.
-func (d *doubts) held() <-chan struct{} {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.pending
-}
-
-// sending is said as a ping is sent; the count it returns is what the ping's
-// answer can clear (settle).
-func (d *doubts) sending() uint64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.raised
-}
-
-// settle ends the check when the connection answered a ping sent after every
-// doubt raised; one raised since waits for the next ping, which wake asks for.
-func (d *doubts) settle(sent uint64) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.pending != nil && d.raised == sent {
-		close(d.pending)
-		d.pending = nil
+		cn.doubts.Settle(sent)
 	}
 }
 
@@ -705,11 +650,11 @@ type conn struct {
 	done     chan struct{}
 	doneOnce sync.Once
 	notes    chan mcp.JSONRPCNotification
-	pumped   noteCount // notes handed to the pump, and handled
+	pumped   upstream.Backlog // notes handed to the pump, and handled
 
-	lostErr    error         // why the connection ended; read after done is closed
-	doubts     doubts        // a request failed at the transport level (doubt)
-	relist     chan struct{} // a list_changed arrived; relistLoop reads relistWant
+	lostErr    error            // why the connection ended; read after done is closed
+	doubts     *upstream.Doubts // a request failed at the transport level (doubt)
+	relist     chan struct{}    // a list_changed arrived; relistLoop reads relistWant
 	relistMu   sync.Mutex
 	relistWant int
 
@@ -760,7 +705,7 @@ func (cn *conn) doubt() {
 		cn.markDone()
 		return
 	}
-	cn.doubts.raise()
+	cn.doubts.Raise()
 }
 
 // lost reports whether the connection ended; run is about to replace it.
@@ -827,7 +772,7 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 	if c.beforeStart != nil {
 		c.beforeStart(c.config())
 	}
-	cn := &conn{server: c.name, done: make(chan struct{}), doubts: newDoubts(), notes: make(chan mcp.JSONRPCNotification, 256), tail: &upstream.Tail{},
+	cn := &conn{server: c.name, done: make(chan struct{}), doubts: upstream.NewDoubts(), notes: make(chan mcp.JSONRPCNotification, 256), tail: &upstream.Tail{},
 		relist: make(chan struct{}, 1), owner: owner, opener: opener, declared: c.capabilities(owner), listen: newListening(),
 		tool: c.paramHeaderTool, roots: rootsState{told: make(chan struct{})}}
 	var err error
@@ -841,11 +786,11 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 	drops := newRateLog(c.log, slog.LevelWarn, "dropped notifications from the child: the gateway is not keeping up", time.Second)
 	cn.client.OnNotification(func(n mcp.JSONRPCNotification) {
 		// This runs on the transport's read loop: hand off, never block it.
-		cn.pumped.arrived()
+		cn.pumped.Arrived()
 		select {
 		case cn.notes <- n:
 		default:
-			cn.pumped.handled()
+			cn.pumped.Handled()
 			drops.add("method", n.Method)
 		}
 	})
@@ -929,7 +874,7 @@ func (c *child) pumpNotifications(ctx context.Context, cn *conn) {
 			return
 		case n := <-cn.notes:
 			c.pumpNotification(cn, n)
-			cn.pumped.handled()
+			cn.pumped.Handled()
 		}
 	}
 }
@@ -958,80 +903,18 @@ func (c *child) pumpNotification(cn *conn, n mcp.JSONRPCNotification) {
 	}
 }
 
-// noteCount counts a connection's notifications handed to its pump and those the
-// pump has handled, so that an answer can wait for the notifications the child
-// sent before it (settle): a call's last progress or log message must reach its
-// client before the call's result does, as it would directly.
-type noteCount struct {
-	mu      sync.Mutex
-	in, out uint64
-	wake    chan struct{} // closed when out moves, for a settle waiting on it
-}
-
-func (n *noteCount) arrived() {
-	n.mu.Lock()
-	n.in++
-	n.mu.Unlock()
-}
-
-func (n *noteCount) handled() {
-	n.mu.Lock()
-	n.out++
-	if n.wake != nil {
-		close(n.wake)
-		n.wake = nil
-	}
-	n.mu.Unlock()
-}
-
-// settleWait bounds how long an answer waits for the notifications before it: a
-// pump held up (a slow client stream) must not hold the answer for long.
-const settleWait = 250 * time.Millisecond
-
-// settle waits until every notification that arrived before now has been
-// routed, or settleWait passed.
-func (n *noteCount) settle(ctx context.Context) {
-	n.mu.Lock()
-	target := n.in
-	n.mu.Unlock()
-	var timer *time.Timer
-	for {
-		n.mu.Lock()
-		if n.out >= target {
-			n.mu.Unlock()
-			return
-		}
-		if n.wake == nil {
-			n.wake = make(chan struct{})
-		}
-		wake := n.wake
-		n.mu.Unlock()
-		if timer == nil {
-			timer = time.NewTimer(settleWait)
-			defer timer.Stop()
-		}
-		select {
-		case <-wake:
-		case <-timer.C:
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
 // catchUp is the step between a child's answer and its caller's: what the child
 // sent before its answer (the call's last progress, a log message) reaches the
 // caller first, as it would directly. For a caller whose stream ends with the
 // answer (trailing), the child is first let write what it may still write for
 // a request it answered (dialect.flush); then the answer waits, at most
-// settleWait, until the notifications that arrived before it are routed. With
-// none waiting, it costs one lock.
+// upstream.SettleWait, until the notifications that arrived before it are
+// routed. With none waiting, it costs one lock.
 func (cn *conn) catchUp(ctx context.Context, trailing bool) {
 	if trailing {
 		cn.dialect().flush(ctx)
 	}
-	cn.pumped.settle(ctx)
+	cn.pumped.Settle(ctx)
 }
 
 // notificationParams re-encodes what mcp-go decoded of a notification's params.

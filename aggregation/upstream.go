@@ -201,7 +201,7 @@ func (c *child) connFor(ctx context.Context, cl *caller) (*conn, error) {
 	if cn := c.connected(ctx); cn != nil {
 		return cn, nil
 	}
-	if cn, _ := c.current(); cn != nil && !cn.lost() && cn.doubts.held() != nil {
+	if cn, _ := c.current(); cn != nil && !cn.lost() && cn.doubts.Held() != nil {
 		if errors.Is(context.Cause(ctx), errCallTimeout) {
 			return nil, fmt.Errorf("server %s is being checked after a request to it broke, and had not answered a ping when this call's time ran out; nexus list-servers --live shows it", c.name)
 		}
