@@ -12,11 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 	"github.com/nexus-mcp/nexus/oauth"
 	"github.com/nexus-mcp/nexus/pins"
 	"github.com/nexus-mcp/nexus/upstream"
@@ -56,7 +56,7 @@ type childEvents interface {
 	// of the server: stopping it would lose the updates.
 	subscribed(server string) bool
 	// childRequests answers the requests a child sends its client during a call.
-	childRequests(cn *conn) transport.RequestHandler
+	childRequests(cn *conn) func(context.Context, *jsonrpc.Message) (json.RawMessage, *RPCError)
 	// reconnected says a child came back after exiting: what it remembered is stale.
 	reconnected(server string)
 	// redactText removes secret values from text a person reads (Options.RedactText).
@@ -639,7 +639,6 @@ func (c *child) relistExtras(ctx context.Context, cn *conn) {
 // conn is one live connection to a child.
 type conn struct {
 	server  string
-	client  *client.Client
 	tr      upstream.Transport
 	caps    mcp.ServerCapabilities
 	ids     atomic.Int64
@@ -649,7 +648,7 @@ type conn struct {
 
 	done     chan struct{}
 	doneOnce sync.Once
-	notes    chan mcp.JSONRPCNotification
+	notes    chan note
 	pumped   upstream.Backlog // notes handed to the pump, and handled
 
 	lostErr    error            // why the connection ended; read after done is closed
@@ -739,8 +738,8 @@ func (cn *conn) exitReason() string {
 
 func (cn *conn) close() {
 	cn.markDone()
-	if cn.client != nil {
-		_ = cn.client.Close()
+	if cn.tr != nil {
+		_ = cn.tr.Close()
 	}
 }
 
@@ -772,39 +771,34 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 	if c.beforeStart != nil {
 		c.beforeStart(c.config())
 	}
-	cn := &conn{server: c.name, done: make(chan struct{}), doubts: upstream.NewDoubts(), notes: make(chan mcp.JSONRPCNotification, 256), tail: &upstream.Tail{},
+	cn := &conn{server: c.name, done: make(chan struct{}), doubts: upstream.NewDoubts(), notes: make(chan note, 256), tail: &upstream.Tail{},
 		relist: make(chan struct{}, 1), owner: owner, opener: opener, declared: c.capabilities(owner), listen: newListening(),
 		tool: c.paramHeaderTool, roots: rootsState{told: make(chan struct{})}}
 	var err error
 	if cn.tr, err = c.dial.Dial(c.config(), c.log, cn.tail); err != nil {
 		return cn, nil, err
 	}
-	// The client speaks the legacy handshake only, when asked to (handshake):
-	// a modern child's requests are Nexus's own, with their _meta.
-	cn.client = client.NewClient(cn.tr.MCP(), client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION),
-		client.WithClientCapabilities(cn.declared))
 	drops := newRateLog(c.log, slog.LevelWarn, "dropped notifications from the child: the gateway is not keeping up", time.Second)
-	cn.client.OnNotification(func(n mcp.JSONRPCNotification) {
-		// This runs on the transport's read loop: hand off, never block it.
-		cn.pumped.Arrived()
-		select {
-		case cn.notes <- n:
-		default:
-			cn.pumped.Handled()
-			drops.add("method", n.Method)
-		}
+	// Requests from the child go to the gateway raw, so that every field of a
+	// sampling or elicitation request reaches the client and the client's
+	// error codes reach the child.
+	cn.tr.Receive(upstream.Handlers{
+		Notification: func(method string, params json.RawMessage) {
+			// This runs on the transport's reader: hand off, never block it.
+			cn.pumped.Arrived()
+			select {
+			case cn.notes <- note{method, params}:
+			default:
+				cn.pumped.Handled()
+				drops.add("method", method)
+			}
+		},
+		Request: c.events.childRequests(cn),
+		Lost:    cn.lose,
 	})
-	cn.client.OnConnectionLost(cn.lose)
-	err = cn.client.Start(ctx)
-	if err != nil {
+	if err = cn.tr.Start(ctx); err != nil {
 		cn.markDone()
 		return cn, nil, fmt.Errorf("starting %s: %w", c.name, notInstalled(c.name, c.config().Command, err))
-	}
-	// Requests from the child go to the gateway raw, not through mcp-go's typed
-	// handlers, so that every field of a sampling or elicitation request reaches the
-	// client and the client's error codes reach the child.
-	if bi, ok := cn.tr.MCP().(transport.BidirectionalInterface); ok {
-		bi.SetRequestHandler(c.events.childRequests(cn))
 	}
 	go c.pumpNotifications(ctx, cn)
 	go c.relistLoop(ctx, cn)
@@ -879,27 +873,34 @@ func (c *child) pumpNotifications(ctx context.Context, cn *conn) {
 	}
 }
 
+// note is a notification of the child's on its way to the pump: its params are
+// an object, its members as the child wrote them (upstream.Handlers).
+type note struct {
+	method string
+	params json.RawMessage
+}
+
 // pumpNotification routes one notification of the child.
-func (c *child) pumpNotification(cn *conn, n mcp.JSONRPCNotification) {
-	if n.Method == mcp.MethodNotificationSubscriptionsAcknowledged {
+func (c *child) pumpNotification(cn *conn, n note) {
+	if n.method == mcp.MethodNotificationSubscriptionsAcknowledged {
 		// The listen stream's own, for no one else. A list that changed before
 		// the stream was open was told to no one: read it again.
-		if cn.listenAcked(n) && cn.owner == nil {
+		if cn.listenAcked(n.params) && cn.owner == nil {
 			cn.wantRelist(relistTools | relistExtras)
 		}
 		return
 	}
-	cn.dialect().received(&n)
+	params := cn.dialect().received(n.params)
 	switch {
-	case n.Method == string(mcp.MethodNotificationToolsListChanged):
+	case n.method == string(mcp.MethodNotificationToolsListChanged):
 		cn.wantRelist(relistTools)
-	case n.Method == string(mcp.MethodNotificationResourcesListChanged), n.Method == string(mcp.MethodNotificationPromptsListChanged):
+	case n.method == string(mcp.MethodNotificationResourcesListChanged), n.method == string(mcp.MethodNotificationPromptsListChanged):
 		cn.wantRelist(relistExtras)
 	case cn.owner != nil:
 		// A session's connection: what it sends is its client's alone.
-		c.events.sessionNotification(cn, n.Method, notificationParams(n.Params))
+		c.events.sessionNotification(cn, n.method, params)
 	default:
-		c.events.notification(c.name, n.Method, notificationParams(n.Params))
+		c.events.notification(c.name, n.method, params)
 	}
 }
 
@@ -915,22 +916,6 @@ func (cn *conn) catchUp(ctx context.Context, trailing bool) {
 		cn.dialect().flush(ctx)
 	}
 	cn.pumped.Settle(ctx)
-}
-
-// notificationParams re-encodes what mcp-go decoded of a notification's params.
-func notificationParams(p mcp.NotificationParams) json.RawMessage {
-	fields := make(map[string]any, len(p.AdditionalFields)+1)
-	for k, v := range p.AdditionalFields {
-		fields[k] = v
-	}
-	if len(p.Meta) > 0 {
-		fields["_meta"] = p.Meta
-	}
-	raw, err := json.Marshal(fields)
-	if err != nil {
-		return json.RawMessage("{}")
-	}
-	return raw
 }
 
 // What a list_changed asks to be listed again.
@@ -1067,15 +1052,15 @@ func (cn *conn) requestWith(ctx context.Context, method string, params any, out 
 }
 
 // nextID is the id of the connection's next request of Nexus's own.
-func (cn *conn) nextID() mcp.RequestId {
-	return mcp.NewRequestId("nexus-" + strconv.FormatInt(cn.ids.Add(1), 10))
+func (cn *conn) nextID() json.RawMessage {
+	return jsonrpc.StringID("nexus-" + strconv.FormatInt(cn.ids.Add(1), 10))
 }
 
 // roundTrip sends one request as the connection's era wants it
 // (dialect.encode). The transport runs the request's write gate
 // (upstream.Transport).
-func (cn *conn) roundTrip(ctx context.Context, id mcp.RequestId, method string, params any, out outgoing) (*transport.JSONRPCResponse, error) {
-	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params}
+func (cn *conn) roundTrip(ctx context.Context, id json.RawMessage, method string, params any, out outgoing) (*jsonrpc.Message, error) {
+	req := upstream.Request{ID: id, Method: method, Params: params}
 	if err := cn.dialect().encode(&req, out.extensions); err != nil {
 		return nil, err
 	}
@@ -1083,7 +1068,7 @@ func (cn *conn) roundTrip(ctx context.Context, id mcp.RequestId, method string, 
 }
 
 // requestID is requestWith, with the id given.
-func (cn *conn) requestID(ctx context.Context, id mcp.RequestId, method string, params any, out outgoing) (json.RawMessage, error) {
+func (cn *conn) requestID(ctx context.Context, id json.RawMessage, method string, params any, out outgoing) (json.RawMessage, error) {
 	defer cn.use.begin()()
 	resp, err := cn.roundTrip(ctx, id, method, params, out)
 	if err != nil {
@@ -1115,7 +1100,7 @@ func (cn *conn) requestID(ctx context.Context, id mcp.RequestId, method string, 
 		if cn.tr.Remote() && unknownSession(resp.Error.Message) {
 			return nil, cn.sessionLost(errors.New(resp.Error.Message))
 		}
-		return nil, &RPCError{Code: resp.Error.Code, Message: resp.Error.Message, Data: resp.Error.Data}
+		return nil, resp.Error
 	}
 	return resp.Result, nil
 }
@@ -1164,16 +1149,12 @@ func unknownSession(msg string) bool {
 
 // sendCancel tells the child to stop working on a request the caller gave up
 // on (dialect.cancel says when).
-func (cn *conn) sendCancel(id mcp.RequestId, cause error) {
+func (cn *conn) sendCancel(id json.RawMessage, cause error) {
 	reason := "cancelled"
 	if cause != nil {
 		reason = cause.Error()
 	}
-	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
-		Method: "notifications/cancelled",
-		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": reason}},
-	}}
 	ctx, done := context.WithTimeout(context.Background(), time.Second)
 	defer done()
-	_ = cn.tr.MCP().SendNotification(ctx, n)
+	_ = cn.tr.Notify(ctx, "notifications/cancelled", map[string]any{"requestId": id, "reason": reason})
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -212,7 +213,10 @@ func (c *child) initialize(ctx context.Context, cn *conn, version, why string) e
 	if h, ok := cn.tr.MCP().(transport.HTTPConnection); ok {
 		h.SetProtocolVersion("") // the handshake negotiates it
 	}
-	res, err := cn.client.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+	// mcp-go's client sends the handshake, in the legacy era only: what follows
+	// it, in either era, are Nexus's own requests.
+	cl := client.NewClient(cn.tr.MCP(), client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION), client.WithClientCapabilities(cn.declared))
+	res, err := cl.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
 		ProtocolVersion: version,
 		ClientInfo:      mcp.Implementation{Name: "nexus", Version: Version},
 	}})

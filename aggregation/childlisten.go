@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 	"github.com/nexus-mcp/nexus/upstream"
 )
@@ -137,7 +138,7 @@ func (c *child) listenLoop(ctx context.Context, cn *conn) {
 		l.mu.Lock()
 		f := cn.listenFilter()
 		if f != nil {
-			l.id, l.cancel, l.ackDone, l.acked = idKey(id), cancel, false, nil
+			l.id, l.cancel, l.ackDone, l.acked = string(id), cancel, false, nil
 			l.sent = map[string]bool{}
 			for _, u := range f.ResourceSubscriptions {
 				l.sent[u] = true
@@ -197,22 +198,23 @@ func (c *child) listenLoop(ctx context.Context, cn *conn) {
 // listenAcked records the child's acknowledgment of a listen stream: the
 // resources it took. It reports whether the acknowledgment is the current
 // stream's.
-func (cn *conn) listenAcked(n mcp.JSONRPCNotification) bool {
-	raw, err := json.Marshal(n.Params.Meta[mcp.MetaKeySubscriptionID])
-	if err != nil {
+func (cn *conn) listenAcked(params json.RawMessage) bool {
+	var head struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(params, &head) != nil {
 		return false
 	}
+	id := jsonrpc.Compact(head.Meta[mcp.MetaKeySubscriptionID])
 	var ack struct {
 		Notifications mcp.SubscriptionFilter `json:"notifications"`
 	}
-	if b, err := json.Marshal(n.Params.AdditionalFields); err == nil {
-		_ = json.Unmarshal(b, &ack)
-	}
+	_ = json.Unmarshal(params, &ack) // what does not read took nothing
 	l := &cn.listen
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if string(raw) != l.id {
-		return false // a stream since replaced
+	if len(id) == 0 || string(id) != l.id {
+		return false // none, or a stream since replaced
 	}
 	l.ackDone, l.acked = true, map[string]bool{}
 	for _, u := range ack.Notifications.ResourceSubscriptions {
@@ -221,10 +223,4 @@ func (cn *conn) listenAcked(n mcp.JSONRPCNotification) bool {
 	close(l.ackc)
 	l.ackc = make(chan struct{})
 	return true
-}
-
-// idKey is a request id as JSON, the form a subscription id takes in _meta.
-func idKey(id mcp.RequestId) string {
-	b, _ := json.Marshal(id)
-	return string(b)
 }

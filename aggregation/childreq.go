@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 )
 
@@ -37,16 +37,16 @@ const childRequestWait = 10 * time.Minute
 // bytes in the gateway for the wait, and one client cannot take every place. Each
 // is handled on its own goroutine (mcp-go's transports call the handler on one
 // each), so one client's unanswered request holds up no other's.
-func (g *Gateway) childRequests(cn *conn) transport.RequestHandler {
+func (g *Gateway) childRequests(cn *conn) func(context.Context, *jsonrpc.Message) (json.RawMessage, *RPCError) {
 	waiting := make(chan struct{}, g.cfg.Load().Limits.ChildRequests())
 	logs := childRequestLogs{
 		refused:   newRateLog(g.log, slog.LevelInfo, "requests from a server refused", time.Second),
 		withdrawn: newRateLog(g.log, slog.LevelWarn, "requests from a server withdrawn from a client that did not answer", time.Second),
 		ended:     newRateLog(g.log, slog.LevelInfo, "requests from a server withdrawn: the call they came during ended first", time.Second),
 	}
-	return func(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	return func(ctx context.Context, req *jsonrpc.Message) (json.RawMessage, *RPCError) {
 		if req.Method == string(mcp.MethodPing) {
-			return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage("{}")), nil
+			return json.RawMessage("{}"), nil
 		}
 		upTo := cn.callers.mark()
 		// Whatever the answer, the calls in flight since before the child asked,
@@ -58,11 +58,11 @@ func (g *Gateway) childRequests(cn *conn) transport.RequestHandler {
 			defer func() { <-waiting }()
 		default:
 			logs.refused.add("server", cn.server, "method", req.Method, "reason", "too many waiting on clients")
-			return transport.NewJSONRPCErrorResponse(req.ID, jsonrpc.CodeInternal, fmt.Sprintf(
+			return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf(
 				"Nexus cannot forward %s: server %s has %d requests waiting on clients, at most %d (limits.maxChildRequests)",
-				req.Method, cn.server, cap(waiting), cap(waiting)), nil), nil
+				req.Method, cn.server, cap(waiting), cap(waiting))}
 		}
-		return g.forwardChildRequest(ctx, cn, req, upTo, logs), nil
+		return g.forwardChildRequest(ctx, cn, req, upTo, logs)
 	}
 }
 
@@ -93,7 +93,7 @@ var errTimedOut = errors.New("its client did not answer within limits.childReque
 // (when the transport does not tie it to a call), and, while another client's
 // request to this child waits its turn, at most limits.childRequestTurn: past these
 // the child gets an error, and the withdrawal is logged.
-func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req transport.JSONRPCRequest, upTo int, logs childRequestLogs) *transport.JSONRPCResponse {
+func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req *jsonrpc.Message, upTo int, logs childRequestLogs) (json.RawMessage, *RPCError) {
 	if req.Method == string(mcp.MethodListRoots) {
 		cn.askedRoots.Store(true)
 	}
@@ -110,27 +110,27 @@ func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req transpo
 	}
 	if c == nil {
 		if req.Method == string(mcp.MethodListRoots) {
-			return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage(`{"roots":[]}`))
+			return json.RawMessage(`{"roots":[]}`), nil
 		}
 		logs.refused.add("server", cn.server, "method", req.Method, "reason", why)
-		return transport.NewJSONRPCErrorResponse(req.ID, jsonrpc.CodeInvalidRequest, "Nexus cannot forward "+req.Method+": "+why, nil)
+		return nil, &RPCError{Code: jsonrpc.CodeInvalidRequest, Message: "Nexus cannot forward " + req.Method + ": " + why}
 	}
 	h, ok := cn.holds.take(c.s, limits.ChildRequestsPerClient(), cancel)
 	if !ok {
 		logs.refused.add("server", cn.server, "method", req.Method, "reason", "too many waiting on one client")
-		return transport.NewJSONRPCErrorResponse(req.ID, jsonrpc.CodeInternal, fmt.Sprintf(
+		return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf(
 			"Nexus cannot forward %s: the client of the call has %d requests of server %s waiting on it, at most %d (limits.maxChildRequestsPerClient)",
-			req.Method, limits.ChildRequestsPerClient(), cn.server, limits.ChildRequestsPerClient()), nil)
+			req.Method, limits.ChildRequestsPerClient(), cn.server, limits.ChildRequestsPerClient())}
 	}
 	defer cn.holds.drop(h)
 	if tied {
 		go endWithCall(ctx, cn, c.s, cancel)
 	}
-	params, err := json.Marshal(req.Params)
-	if err != nil || req.Params == nil {
+	params := req.Params
+	if len(params) == 0 || string(params) == "null" {
 		params = json.RawMessage("{}")
 	}
-	raw, rpcErr := c.askClient(ctx, req.Method, json.RawMessage(params))
+	raw, rpcErr := c.askClient(ctx, req.Method, params)
 	if rpcErr != nil {
 		var gone *errWithdrawn
 		why, log := "", logs.withdrawn
@@ -145,14 +145,14 @@ func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req transpo
 		}
 		if why != "" {
 			log.add("server", cn.server, "method", req.Method, "agent", c.s.agent, "reason", why)
-			return transport.NewJSONRPCErrorResponse(req.ID, jsonrpc.CodeInternal, "Nexus withdrew "+req.Method+": "+why, nil)
+			return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: "Nexus withdrew " + req.Method + ": " + why}
 		}
-		return transport.NewJSONRPCErrorResponse(req.ID, rpcErr.Code, rpcErr.Message, rpcErr.Data)
+		return nil, rpcErr
 	}
 	if req.Method == string(mcp.MethodListRoots) {
 		cn.roots.toldBy(c.s)
 	}
-	return transport.NewJSONRPCResultResponse(req.ID, raw)
+	return raw, nil
 }
 
 // endWithCall withdraws a request from s's client (cancel) once no call of s is in

@@ -8,6 +8,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/nexus-mcp/nexus/internal/jsonwalk"
+	"github.com/nexus-mcp/nexus/upstream"
 )
 
 // A connection speaks its child's protocol era through a dialect: legacyDialect
@@ -20,19 +23,20 @@ import (
 type dialect interface {
 	// opened runs once the handshake is over.
 	opened(ctx context.Context, c *child)
-	// received tidies a notification of the child's before it is routed.
-	received(n *mcp.JSONRPCNotification)
+	// received tidies the params of a notification of the child's before it
+	// is routed.
+	received(params json.RawMessage) json.RawMessage
 	// local answers a request the era has no method for (a legacy one, which
 	// the gateway's routes send whatever the era); ok false means the request
 	// goes to the child.
 	local(ctx context.Context, method string, params any) (raw json.RawMessage, ok bool, err error)
 	// encode makes req, with extensions declared for it alone, what the child
 	// reads.
-	encode(req *transport.JSONRPCRequest, extensions []string) error
+	encode(req *upstream.Request, extensions []string) error
 	// notify sends the child a notification without params.
 	notify(method string)
 	// cancel tells the child to stop working on request id.
-	cancel(id mcp.RequestId, cause error)
+	cancel(id json.RawMessage, cause error)
 	// flush lets in what the child may still write for a request it has
 	// answered (its last progress, a log message), for a caller whose stream
 	// ends with the answer.
@@ -49,11 +53,11 @@ type dialect interface {
 // legacyDialect is the dialect of a session opened with initialize.
 type legacyDialect struct{ cn *conn }
 
-func (legacyDialect) opened(context.Context, *child)                   {}
-func (legacyDialect) received(*mcp.JSONRPCNotification)                {}
-func (legacyDialect) encode(*transport.JSONRPCRequest, []string) error { return nil }
-func (legacyDialect) keepsSession() bool                               { return true }
-func (legacyDialect) extension(string) bool                            { return false }
+func (legacyDialect) opened(context.Context, *child)                  {}
+func (legacyDialect) received(params json.RawMessage) json.RawMessage { return params }
+func (legacyDialect) encode(*upstream.Request, []string) error        { return nil }
+func (legacyDialect) keepsSession() bool                              { return true }
+func (legacyDialect) extension(string) bool                           { return false }
 
 func (legacyDialect) local(context.Context, string, any) (json.RawMessage, bool, error) {
 	return nil, false, nil
@@ -62,10 +66,10 @@ func (legacyDialect) local(context.Context, string, any) (json.RawMessage, bool,
 func (d legacyDialect) notify(method string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_ = d.cn.tr.MCP().SendNotification(ctx, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: method}})
+	_ = d.cn.tr.Notify(ctx, method, nil)
 }
 
-func (d legacyDialect) cancel(id mcp.RequestId, cause error) { d.cn.sendCancel(id, cause) }
+func (d legacyDialect) cancel(id json.RawMessage, cause error) { d.cn.sendCancel(id, cause) }
 
 // flush: a legacy child may write a request's progress and log messages after
 // its answer (mcp-go writes them from another goroutine); ping round trips let
@@ -85,8 +89,25 @@ type modernDialect struct{ cn *conn }
 func (d modernDialect) opened(ctx context.Context, c *child) { go c.listenLoop(ctx, d.cn) }
 
 // received drops the stream's subscription id: it is Nexus's, not its clients'.
-func (modernDialect) received(n *mcp.JSONRPCNotification) {
-	delete(n.Params.Meta, mcp.MetaKeySubscriptionID)
+func (modernDialect) received(params json.RawMessage) json.RawMessage {
+	fields, err := jsonwalk.Members(params)
+	if err != nil {
+		return params
+	}
+	meta, err := jsonwalk.Members(fields["_meta"])
+	if err != nil {
+		return params
+	}
+	if _, ok := meta[mcp.MetaKeySubscriptionID]; !ok {
+		return params
+	}
+	delete(meta, mcp.MetaKeySubscriptionID)
+	if len(meta) == 0 {
+		delete(fields, "_meta")
+	} else {
+		fields["_meta"] = jsonwalk.Object(meta)
+	}
+	return jsonwalk.Object(fields)
 }
 
 // local answers logging/setLevel, resources/(un)subscribe and ping
@@ -97,7 +118,7 @@ func (d modernDialect) local(ctx context.Context, method string, params any) (js
 
 // encode merges Nexus's _meta into the params and, over HTTP, sets the
 // standard headers.
-func (d modernDialect) encode(req *transport.JSONRPCRequest, extensions []string) error {
+func (d modernDialect) encode(req *upstream.Request, extensions []string) error {
 	raw, err := d.cn.modernParams(req.Params, extensions)
 	if err != nil {
 		return fmt.Errorf("the params of %s: %w", req.Method, err)
@@ -112,7 +133,7 @@ func (d modernDialect) encode(req *transport.JSONRPCRequest, extensions []string
 func (modernDialect) notify(string) {}
 
 // cancel: over HTTP, the child learns it from the request's stream closing.
-func (d modernDialect) cancel(id mcp.RequestId, cause error) {
+func (d modernDialect) cancel(id json.RawMessage, cause error) {
 	if _, ok := d.cn.tr.MCP().(transport.HTTPConnection); ok {
 		return
 	}

@@ -42,4 +42,3 @@ func TestDoubtClearedOnlyByALaterPing(t *testing.T) {
 		})
 	}
 }
-

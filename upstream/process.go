@@ -1,9 +1,13 @@
-// Package upstream holds how Nexus reaches its child servers: the Dialer that
-// makes a configured server's transport (its environment, secrets resolved, its
-// HTTP client), and the one transport that is Nexus's own rather than mcp-go's,
-// the stdio child, a process whose stdin and stdout carry newline-delimited
-// JSON-RPC. A transport knows nothing of tools, sessions or policy: a request's
-// write gate reaches it as an explicit beforeWrite, and what the child sends
+// Package upstream holds how Nexus reaches its child servers and keeps them:
+// the Dialer that makes a configured server's transport (its environment,
+// secrets resolved, its HTTP client); the Transport interface, in Nexus's own
+// JSON-RPC vocabulary (internal/jsonrpc), with the one transport that is
+// Nexus's own, the stdio child (a process whose stdin and stdout carry
+// newline-delimited JSON-RPC), and an adapter for mcp-go's remote ones; and the
+// mechanics of supervision: the restart policy (Restarts), a remote
+// connection's health check (Doubts), the notifications an answer waits for
+// (Backlog). None of it knows of tools, sessions or policy: a request's write
+// gate reaches a transport as an explicit beforeWrite, and what the child sends
 // unasked goes to the handlers it is given.
 package upstream
 
@@ -75,12 +79,10 @@ type Process struct {
 
 	writeMu sync.Mutex
 
-	mu      sync.Mutex
-	pending map[string]chan reply
-	onNote  func(mcp.JSONRPCNotification)
-	onReq   transport.RequestHandler
-	onLost  func(error)
-	exited  chan struct{} // closed when the process has exited
+	mu       sync.Mutex
+	pending  map[string]chan reply
+	handlers Handlers
+	exited   chan struct{} // closed when the process has exited
 	exitErr error
 	closed  bool
 	// stranded is closed when the child sends a request once its stdin is
@@ -92,7 +94,7 @@ type Process struct {
 	cancel       context.CancelFunc
 }
 
-var _ transport.BidirectionalInterface = (*Process)(nil)
+var _ Transport = (*Process)(nil)
 
 // Options are what a Process needs besides its command.
 type Options struct {
@@ -235,7 +237,7 @@ func (p *Process) lost(err error) {
 		p.mu.Lock()
 		pending := p.pending
 		p.pending = map[string]chan reply{}
-		onLost := p.onLost
+		onLost := p.handlers.Lost
 		p.mu.Unlock()
 		for _, ch := range pending {
 			close(ch)
@@ -280,7 +282,7 @@ func (p *Process) tooLarge(id json.RawMessage) {
 // reply is what a pending request gets: the child's response, or the gateway's
 // own reason for having none.
 type reply struct {
-	resp *transport.JSONRPCResponse
+	resp *jsonrpc.Message
 	err  error
 }
 
@@ -291,30 +293,22 @@ type TooLargeError struct{ msg string }
 
 func (e *TooLargeError) Error() string { return e.msg }
 
-// incomingMessage is a message from the child, decoded once.
-type incomingMessage struct {
-	ID     json.RawMessage          `json:"id"`
-	Method string                   `json:"method"`
-	Params json.RawMessage          `json:"params"`
-	Result json.RawMessage          `json:"result"`
-	Error  *mcp.JSONRPCErrorDetails `json:"error"`
-}
-
+// dispatch routes one message from the child, decoded once: a notification
+// or a request to the handlers (Receive), a response to the request waiting
+// for it.
 func (p *Process) dispatch(line []byte) {
-	var m incomingMessage
-	if err := json.Unmarshal(line, &m); err != nil {
+	m := new(jsonrpc.Message)
+	if err := json.Unmarshal(line, m); err != nil {
 		p.log.Warn("the server wrote a line that is not JSON-RPC", "err", err, "line", p.cut(line, maxStrayLine))
 		return
 	}
-	hasID := len(m.ID) > 0 && string(m.ID) != "null"
 	switch {
-	case m.Method != "" && !hasID:
-		n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: m.Method, Params: notificationParams(m.Params)}}
+	case m.IsNotification():
 		p.mu.Lock()
-		onNote := p.onNote
+		onNote := p.handlers.Notification
 		p.mu.Unlock()
 		if onNote != nil {
-			onNote(n)
+			onNote(m.Method, notificationParams(m.Params))
 		}
 	case m.Method != "":
 		p.mu.Lock()
@@ -325,87 +319,30 @@ func (p *Process) dispatch(line []byte) {
 			return
 		}
 		go p.serveRequest(m)
-	case hasID:
+	case m.HasID():
 		key := jsonrpc.IDKey(m.ID)
 		p.mu.Lock()
 		ch := p.pending[key]
 		delete(p.pending, key)
 		p.mu.Unlock()
 		if ch != nil {
-			ch <- reply{resp: &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, Result: m.Result, Error: m.Error}}
+			ch <- reply{resp: m}
 		}
 	}
 }
 
-// notificationParams are a notification's params in mcp-go's type, each value
-// kept as the child wrote it (json.RawMessage, which encodes as itself).
-// mcp-go's own decoding makes every number a float64: an id past 2^53 in a log
-// message's data would reach the client altered, 1.0 as 1, and objects with
-// their keys sorted. Params that are not an object are dropped, as mcp-go
-// drops them.
-func notificationParams(raw json.RawMessage) mcp.NotificationParams {
-	var fields map[string]json.RawMessage
-	if len(raw) == 0 || json.Unmarshal(raw, &fields) != nil {
-		return mcp.NotificationParams{}
-	}
-	p := mcp.NotificationParams{AdditionalFields: make(map[string]any, len(fields))}
-	for k, v := range fields {
-		if k != "_meta" {
-			p.AdditionalFields[k] = v
-			continue
-		}
-		var meta map[string]json.RawMessage
-		if json.Unmarshal(v, &meta) == nil && meta != nil {
-			p.Meta = make(map[string]any, len(meta))
-			for mk, mv := range meta {
-				p.Meta[mk] = mv
-			}
-		}
-	}
-	return p
-}
-
-// requestID is the id of a request from the child as mcp-go holds ids. An
-// integer is read as one, not through a float64 as mcp-go reads it: the
-// answer must carry the id the child sent, and an id past 2^53 would come
-// back as another.
-func requestID(raw json.RawMessage) mcp.RequestId {
-	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
-		return mcp.NewRequestId(n)
-	}
-	var id mcp.RequestId
-	_ = json.Unmarshal(raw, &id)
-	return id
-}
-
-// serveRequest answers a request from the child with the gateway's handler.
-func (p *Process) serveRequest(m incomingMessage) {
+// serveRequest answers a request from the child with the gateway's handler,
+// under the id the child sent, byte for byte.
+func (p *Process) serveRequest(m *jsonrpc.Message) {
 	p.mu.Lock()
-	h := p.onReq
+	h := p.handlers.Request
 	p.mu.Unlock()
-	id := requestID(m.ID)
-	var resp *transport.JSONRPCResponse
-	if h == nil {
-		resp = transport.NewJSONRPCErrorResponse(id, jsonrpc.CodeMethodNotFound, "no handler for "+m.Method, nil)
-	} else {
-		var params any
-		if len(m.Params) > 0 {
-			params = m.Params
-		}
-		r, err := h(p.ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: m.Method, Params: params})
-		switch {
-		case err != nil:
-			resp = transport.NewJSONRPCErrorResponse(id, jsonrpc.CodeInternal, err.Error(), nil)
-		case r != nil:
-			resp = r
-		default:
-			return
-		}
+	var result json.RawMessage
+	rpcErr := &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no handler for " + m.Method}
+	if h != nil {
+		result, rpcErr = h(p.ctx, m)
 	}
-	b, err := json.Marshal(resp)
-	if err == nil {
-		_ = p.write(b)
-	}
+	_ = p.write(jsonrpc.Response(m.ID, result, rpcErr))
 }
 
 func (p *Process) readStderr(r io.Reader) {
@@ -496,21 +433,12 @@ func (p *Process) write(b []byte) error {
 	return nil
 }
 
-// SendRequest sends a request and waits for its response, the process's exit or
-// ctx: mcp-go's client sends the handshake through it.
-func (p *Process) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	return p.Send(ctx, req, nil)
-}
-
-// Send is SendRequest with the request's write gate: beforeWrite, when not nil,
-// runs just before the request is written, and a refusal stops the write (see
-// gate.go); the write and the gate's hold are one step.
-func (p *Process) Send(ctx context.Context, req transport.JSONRPCRequest, beforeWrite func() (func(), error)) (*transport.JSONRPCResponse, error) {
-	id, err := idText(req.ID)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the id of %s: %w", req.Method, err)
-	}
-	key := string(id) // the child echoes the id as we wrote it
+// Send sends req and waits for its response, the process's exit or ctx.
+// beforeWrite, when not nil, runs just before the request is written, and a
+// refusal stops the write (see gate.go); the write and the gate's hold are one
+// step.
+func (p *Process) Send(ctx context.Context, req Request, beforeWrite func() (func(), error)) (*jsonrpc.Message, error) {
+	key := jsonrpc.IDKey(req.ID) // the child echoes the id as we wrote it
 	ch := make(chan reply, 1)
 	p.mu.Lock()
 	if p.closed || p.ctx == nil || p.ctx.Err() != nil {
@@ -519,7 +447,7 @@ func (p *Process) Send(ctx context.Context, req transport.JSONRPCRequest, before
 	}
 	p.pending[key] = ch
 	p.mu.Unlock()
-	b, err := encodeRequest(id, req)
+	b, err := encodeRequest(req)
 	if err == nil {
 		err = p.gatedWrite(b, beforeWrite)
 	}
@@ -560,8 +488,84 @@ func (p *Process) gatedWrite(b []byte, beforeWrite func() (func(), error)) error
 	return p.write(b)
 }
 
-// idText is a request id's JSON text. Nexus's ids are strings and mcp-go's
-// numbers: neither needs the reflecting encoder.
+// encodeRequest writes a request by hand: params that are already JSON (a call's
+// arguments, as the client sent them) are copied, not re-encoded.
+func encodeRequest(req Request) ([]byte, error) {
+	if _, raw := req.Params.(json.RawMessage); !raw && req.Params != nil {
+		params, err := json.Marshal(req.Params)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the params of %s: %w", req.Method, err)
+		}
+		return jsonrpc.Request(req.ID, req.Method, json.RawMessage(params)), nil
+	}
+	return jsonrpc.Request(req.ID, req.Method, req.Params), nil
+}
+
+// Notify sends the child a notification.
+func (p *Process) Notify(_ context.Context, method string, params any) error {
+	if _, raw := params.(json.RawMessage); !raw && params != nil {
+		b, err := json.Marshal(params)
+		if err != nil {
+			return fmt.Errorf("encoding the params of %s: %w", method, err)
+		}
+		params = json.RawMessage(b)
+	}
+	return p.write(jsonrpc.Notification(method, params))
+}
+
+// Receive sets the handlers of what the child sends unasked.
+func (p *Process) Receive(h Handlers) {
+	p.mu.Lock()
+	p.handlers = h
+	p.mu.Unlock()
+}
+
+// Remote reports false: a Process is a local child (see Transport).
+func (*Process) Remote() bool { return false }
+
+// MCP is the process as mcp-go's client drives it for the handshake.
+func (p *Process) MCP() transport.Interface { return mcpProcess{p} }
+
+// mcpProcess is a Process in mcp-go's types, converted here, for mcp-go's
+// client to send the handshake through. What the child sends unasked goes to
+// the Process's handlers (Receive), never to mcp-go's.
+type mcpProcess struct{ p *Process }
+
+var _ transport.Interface = mcpProcess{}
+
+// Start does nothing: the Process was started as a Transport.
+func (mcpProcess) Start(context.Context) error { return nil }
+
+func (a mcpProcess) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	id, err := idText(req.ID)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the id of %s: %w", req.Method, err)
+	}
+	resp, err := a.p.Send(ctx, Request{ID: id, Method: req.Method, Params: req.Params}, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID, Result: resp.Result}
+	if e := resp.Error; e != nil {
+		out.Result, out.Error = nil, &mcp.JSONRPCErrorDetails{Code: e.Code, Message: e.Message, Data: e.Data}
+	}
+	return out, nil
+}
+
+func (a mcpProcess) SendNotification(_ context.Context, n mcp.JSONRPCNotification) error {
+	b, err := json.Marshal(n)
+	if err != nil {
+		return err
+	}
+	return a.p.write(b)
+}
+
+func (mcpProcess) SetNotificationHandler(func(mcp.JSONRPCNotification)) {}
+func (a mcpProcess) Close() error                                       { return a.p.Close() }
+func (mcpProcess) GetSessionId() string                                 { return "" }
+
+// idText is an mcp-go request id's JSON text. mcp-go's ids are numbers: they
+// need no reflecting encoder.
 func idText(id mcp.RequestId) (json.RawMessage, error) {
 	switch v := id.Value().(type) {
 	case string:
@@ -573,49 +577,6 @@ func idText(id mcp.RequestId) (json.RawMessage, error) {
 	}
 	return json.Marshal(id)
 }
-
-// encodeRequest writes a request by hand: params that are already JSON (a call's
-// arguments, as the client sent them) are copied, not re-encoded.
-func encodeRequest(id json.RawMessage, req transport.JSONRPCRequest) ([]byte, error) {
-	if _, raw := req.Params.(json.RawMessage); !raw && req.Params != nil {
-		params, err := json.Marshal(req.Params)
-		if err != nil {
-			return nil, fmt.Errorf("encoding the params of %s: %w", req.Method, err)
-		}
-		return jsonrpc.Request(id, req.Method, json.RawMessage(params)), nil
-	}
-	return jsonrpc.Request(id, req.Method, req.Params), nil
-}
-
-// SendNotification sends a notification to the child.
-func (p *Process) SendNotification(_ context.Context, n mcp.JSONRPCNotification) error {
-	b, err := json.Marshal(n)
-	if err != nil {
-		return err
-	}
-	return p.write(b)
-}
-
-func (p *Process) SetNotificationHandler(h func(mcp.JSONRPCNotification)) {
-	p.mu.Lock()
-	p.onNote = h
-	p.mu.Unlock()
-}
-
-func (p *Process) SetRequestHandler(h transport.RequestHandler) {
-	p.mu.Lock()
-	p.onReq = h
-	p.mu.Unlock()
-}
-
-// SetConnectionLostHandler is called once the process is gone.
-func (p *Process) SetConnectionLostHandler(h func(error)) {
-	p.mu.Lock()
-	p.onLost = h
-	p.mu.Unlock()
-}
-
-func (p *Process) GetSessionId() string { return "" }
 
 // Close ends the child as MCP's stdio transport says: its stdin closes (a
 // well-behaved server exits), then after a grace period SIGTERM, then SIGKILL,

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -51,7 +52,7 @@ func TestRemoteSendRunsTheGateFirst(t *testing.T) {
 			if !r.Remote() || r.MCP() != transport.Interface(child) {
 				t.Fatal("Remote does not say it is remote, or hides its mcp-go transport")
 			}
-			req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(1), Method: "tools/call"}
+			req := Request{ID: json.RawMessage("1"), Method: "tools/call"}
 			_, err := r.Send(context.Background(), req, tt.gate(&steps))
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("Send: %v, want %v", err, tt.wantErr)
