@@ -70,4 +70,3 @@ func (n *Backlog) Settle(ctx context.Context) {
 		}
 	}
 }
-

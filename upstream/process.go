@@ -83,8 +83,8 @@ type Process struct {
 	pending  map[string]chan reply
 	handlers Handlers
 	exited   chan struct{} // closed when the process has exited
-	exitErr error
-	closed  bool
+	exitErr  error
+	closed   bool
 	// stranded is closed when the child sends a request once its stdin is
 	// closed: it waits for an answer that cannot come (see Close).
 	stranded     chan struct{}
