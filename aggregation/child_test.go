@@ -63,15 +63,21 @@ func TestMain(m *testing.M) {
 }
 
 // serveRaw is a child written against the wire, for what must reach the gateway in
-// a known order: its one tool, note, writes a log message and then its result,
-// on one stream, as a server may. (mcp-go writes notifications and results from
-// separate goroutines, in either order.)
+// a known order: its tool note writes a log message and then its result, on one
+// stream, as a server may. (mcp-go writes notifications and results from
+// separate goroutines, in either order.) Its tool ask answers a first call with
+// an InputRequiredResult asking its client to sample, and the retry that brings
+// the answer as note does.
 func serveRaw(in io.Reader, out io.Writer) {
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
+			Params struct {
+				Name           string          `json:"name"`
+				InputResponses json.RawMessage `json:"inputResponses"`
+			} `json:"params"`
 		}
 		if json.Unmarshal(sc.Bytes(), &m) != nil || len(m.ID) == 0 {
 			continue
@@ -81,8 +87,13 @@ func serveRaw(in io.Reader, out io.Writer) {
 		case "initialize":
 			reply(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"logging":{}},"serverInfo":{"name":"raw","version":"1"}}`)
 		case "tools/list":
-			reply(`{"tools":[{"name":"note","description":"Logs, then answers.","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true,"destructiveHint":false}}]}`)
+			reply(`{"tools":[{"name":"note","description":"Logs, then answers.","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true,"destructiveHint":false}},` +
+				`{"name":"ask","description":"Asks its client to sample, then logs and answers.","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true,"destructiveHint":false}}]}`)
 		case "tools/call":
+			if m.Params.Name == "ask" && len(m.Params.InputResponses) == 0 {
+				reply(`{"resultType":"input_required","requestState":"raw-state","inputRequests":{"q":{"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":5}}}}`)
+				continue
+			}
 			fmt.Fprintln(out, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"warning","data":"raw note"}}`)
 			reply(`{"content":[{"type":"text","text":"noted"}]}`)
 		default:

@@ -1009,3 +1009,42 @@ func listenEvents(t *testing.T, ctx context.Context, url, token string, id any, 
 	}()
 	return events
 }
+
+// TestNotificationsComeBeforeTheAnswer: a log message a child writes before its
+// answer reaches the client before the answer does, as it would directly: on a
+// plain call, and on one answered after an input round (the child's question
+// put to a legacy client). The raw child writes both in that order on one
+// stream; the race this guards against is lost now and then, not every time,
+// so each case makes a few calls.
+func TestNotificationsComeBeforeTheAnswer(t *testing.T) {
+	t.Parallel()
+	g, _ := agentsGateway(t, testChildServer("raw", "raw", ""))
+	for _, tool := range []string{"raw__note", "raw__ask"} {
+		t.Run(tool, func(t *testing.T) {
+			c := stdioClient(t, g, "tester")
+			asked := 0
+			c.answer = func(string, json.RawMessage) (any, *RPCError) {
+				asked++
+				return askCases[0].answer, nil
+			}
+			c.initializeWith("order", askCases[0].caps)
+			if m := c.request("logging/setLevel", map[string]any{"level": "debug"}); m.Error != nil {
+				t.Fatal(m.Error)
+			}
+			for i := range 10 {
+				m := c.request("tools/call", map[string]any{"name": tool, "arguments": map[string]any{}})
+				if m.Error != nil || !strings.Contains(string(m.Result), "noted") {
+					t.Fatalf("the call: %s %+v", m.Result, m.Error)
+				}
+				got := c.received()
+				before := got[:strings.Index(got, `"id":`+string(m.ID)+`,"result"`)]
+				if n := strings.Count(before, "raw note"); n != i+1 {
+					t.Fatalf("call %d: %d log messages came before its answer, want %d:\n%s", i, n, i+1, got)
+				}
+			}
+			if want := map[string]int{"raw__note": 0, "raw__ask": 10}[tool]; asked != want {
+				t.Errorf("the client was asked %d times, want %d", asked, want)
+			}
+		})
+	}
+}
