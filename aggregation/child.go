@@ -908,9 +908,10 @@ func (c *child) pumpNotification(cn *conn, n note) {
 // sent before its answer (the call's last progress, a log message) reaches the
 // caller first, as it would directly. For a caller whose stream ends with the
 // answer (trailing), the child is first let write what it may still write for
-// a request it answered (dialect.flush); then the answer waits, at most
-// upstream.SettleWait, until the notifications that arrived before it are
-// routed. With none waiting, it costs one lock.
+// a request it answered (dialect.flush, two pings for a legacy child); then
+// the answer waits, at most upstream.SettleWait, until the notifications that
+// arrived before it are routed. Otherwise, with none waiting, it costs one
+// lock.
 func (cn *conn) catchUp(ctx context.Context, trailing bool) {
 	if trailing {
 		cn.dialect().flush(ctx)

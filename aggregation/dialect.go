@@ -141,7 +141,7 @@ func (d modernDialect) cancel(id json.RawMessage, cause error) {
 }
 
 // flush does nothing: the era has no ping to let a late message in with;
-// the wait for what arrived before the answer (requestInput) is all it gets.
+// the wait for what arrived before the answer (conn.catchUp) is all it gets.
 func (modernDialect) flush(context.Context) {}
 
 func (modernDialect) keepsSession() bool { return false }

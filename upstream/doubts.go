@@ -48,7 +48,7 @@ func (d *Doubts) Sending() uint64 {
 }
 
 // Settle ends the check when the connection answered a ping sent after every
-// doubt raised; one raised since waits for the next ping, which wake asks for.
+// doubt raised; one raised since waits for the next ping, which Wake asks for.
 func (d *Doubts) Settle(sent uint64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -418,10 +418,13 @@ func trimNewline(b []byte) []byte {
 	return b
 }
 
+// write writes one message as one line. What it holds that came from a
+// client (an answer to the child's request, a call's arguments) may be
+// pretty-printed: it is compacted first.
 func (p *Process) write(b []byte) error {
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
-	b = append(b, '\n')
+	b = append(jsonrpc.Compact(b), '\n')
 	if _, err := p.in.Write(b); err != nil {
 		if errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EPIPE) {
 			// The child exited (or is being closed) between Send's check and

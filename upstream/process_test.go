@@ -190,6 +190,9 @@ func TestProcessReceives(t *testing.T) {
 			return nil, &jsonrpc.Error{Code: -32601, Message: "no"}
 		}, `{"answer":{"jsonrpc":"2.0","id":9007199254740993,"error":{"code":-32601,"message":"no"}}}`},
 		{"no handler", nil, `{"answer":{"jsonrpc":"2.0","id":9007199254740993,"error":{"code":-32601,"message":"no handler for roots/list"}}}`},
+		{"answered pretty-printed", func(context.Context, *jsonrpc.Message) (json.RawMessage, *jsonrpc.Error) {
+			return json.RawMessage("{\n  \"roots\": [],\r\n  \"text\": \"a\\nb\"\n}"), nil // as a client may write it
+		}, `{"answer":{"jsonrpc":"2.0","id":9007199254740993,"result":{"roots":[],"text":"a\nb"}}}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

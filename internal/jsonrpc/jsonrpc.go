@@ -197,9 +197,10 @@ func encodeParams(params any) []byte {
 }
 
 // Compact makes a message fit on one line: pretty-printed JSON is compacted, and
-// anything else is returned as it is.
+// anything else is returned as it is. A carriage return counts as a line's end
+// too: readers that take every newline convention (Python's) split on it.
 func Compact(raw json.RawMessage) json.RawMessage {
-	if bytes.IndexByte(raw, '\n') < 0 {
+	if bytes.IndexAny(raw, "\r\n") < 0 {
 		return raw
 	}
 	var b bytes.Buffer

@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -134,3 +135,18 @@ func TestLineWriter(t *testing.T) {
 type errWriter struct{}
 
 func (errWriter) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }
+
+func TestCompact(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"a":1}`, `{"a":1}`},
+		{"{\n  \"a\": 1\n}", `{"a":1}`},
+		{"{\r\n  \"a\": [1,\r 2]\r\n}", `{"a":[1,2]}`},
+		{`{"s":"a\nb"}`, `{"s":"a\nb"}`}, // an escaped newline is no line's end
+		{"{ \"a\": 1 }", "{ \"a\": 1 }"}, // on one line already: left as it is
+	}
+	for _, tt := range tests {
+		if got := string(Compact(json.RawMessage(tt.in))); got != tt.want {
+			t.Errorf("Compact(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
