@@ -200,7 +200,7 @@ func encodeParams(params any) []byte {
 // anything else is returned as it is. A carriage return counts as a line's end
 // too: readers that take every newline convention (Python's) split on it.
 func Compact(raw json.RawMessage) json.RawMessage {
-	if bytes.IndexAny(raw, "\r\n") < 0 {
+	if !bytes.ContainsAny(raw, "\r\n") {
 		return raw
 	}
 	var b bytes.Buffer
