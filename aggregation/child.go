@@ -967,31 +967,11 @@ func (c *child) relistLoop(ctx context.Context, cn *conn) {
 
 // listTools asks the child for every page of its tools, kept as raw JSON.
 func (c *child) listTools(ctx context.Context, cn *conn) ([]json.RawMessage, error) {
-	var tools []json.RawMessage
-	cursor := ""
-	for page := 0; page < 100; page++ {
-		params := map[string]any{}
-		if cursor != "" {
-			params["cursor"] = cursor
-		}
-		raw, err := cn.request(ctx, string(mcp.MethodToolsList), params)
-		if err != nil {
-			return nil, fmt.Errorf("listing the tools of %s: %w", c.name, err)
-		}
-		var res struct {
-			Tools      []json.RawMessage `json:"tools"`
-			NextCursor string            `json:"nextCursor"`
-		}
-		if err := json.Unmarshal(raw, &res); err != nil {
-			return nil, fmt.Errorf("decoding the tools of %s: %w", c.name, err)
-		}
-		tools = append(tools, res.Tools...)
-		if res.NextCursor == "" {
-			return tools, nil
-		}
-		cursor = res.NextCursor
+	tools, err := upstream.List(ctx, cn.request, string(mcp.MethodToolsList), "tools")
+	if err != nil {
+		return nil, fmt.Errorf("listing the tools of %s: %w", c.name, err)
 	}
-	return nil, fmt.Errorf("%s returned more than 100 pages of tools", c.name)
+	return tools, nil
 }
 
 // toolsFrom builds the gateway's tools from a listing the child just gave

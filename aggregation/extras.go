@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/nexus-mcp/nexus/upstream"
 )
 
 // extras are what a child offers beyond tools: resources, resource templates and
@@ -119,34 +121,12 @@ func (c *child) extrasFrom(servesResources bool, l listedExtras) extras {
 	return ex
 }
 
-// listAll returns every item of every page of a list method.
+// listAll returns every item of every page of a list method; a failure is
+// logged, and what was listed before it kept.
 func (c *child) listAll(ctx context.Context, cn *conn, method, field string) []json.RawMessage {
-	var items []json.RawMessage
-	cursor := ""
-	for page := 0; page < 100; page++ {
-		params := map[string]any{}
-		if cursor != "" {
-			params["cursor"] = cursor
-		}
-		raw, err := cn.request(ctx, method, params)
-		if err != nil {
-			c.log.Warn("listing failed", "method", method, "err", err)
-			return items
-		}
-		var res map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &res); err != nil {
-			c.log.Warn("listing failed", "method", method, "err", err)
-			return items
-		}
-		var pageItems []json.RawMessage
-		_ = json.Unmarshal(res[field], &pageItems)
-		items = append(items, pageItems...)
-		cursor = ""
-		_ = json.Unmarshal(res["nextCursor"], &cursor)
-		if cursor == "" {
-			return items
-		}
+	items, err := upstream.List(ctx, cn.request, method, field)
+	if err != nil {
+		c.log.Warn("listing failed", "method", method, "err", err)
 	}
-	c.log.Warn("listing stopped after 100 pages", "method", method)
 	return items
 }

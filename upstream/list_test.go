@@ -1,0 +1,59 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestList(t *testing.T) {
+	refused := errors.New("the server went away")
+	tests := []struct {
+		name  string
+		pages map[string]string // cursor asked -> the page answered ("!" fails the request)
+		want  string            // the items, joined
+		err   string            // in the error; "" for none
+	}{
+		{"one page", map[string]string{"": `{"tools":[{"name":"a"},{"name":"b"}]}`}, `{"name":"a"} {"name":"b"}`, ""},
+		{"pages by cursor", map[string]string{"": `{"tools":[1],"nextCursor":"p2"}`, "p2": `{"tools":[2],"nextCursor":"p3"}`, "p3": `{"tools":[3]}`}, "1 2 3", ""},
+		{"null cursor and items", map[string]string{"": `{"tools":null,"nextCursor":null}`}, "", ""},
+		{"none listed", map[string]string{"": `{}`}, "", ""},
+		{"a failed request keeps what came before", map[string]string{"": `{"tools":[1],"nextCursor":"p2"}`, "p2": "!"}, "1", "went away"},
+		{"a page that is no object", map[string]string{"": `[1,2]`}, "", "decoding the tools"},
+		{"items that are no array", map[string]string{"": `{"tools":{"a":1}}`}, "", "decoding the tools"},
+		{"a cursor that is no string", map[string]string{"": `{"tools":[1],"nextCursor":7}`}, "1", "decoding the nextCursor"},
+		{"a cursor that never ends", map[string]string{"": `{"tools":[0],"nextCursor":"again"}`, "again": `{"tools":[0],"nextCursor":"again"}`}, strings.TrimSpace(strings.Repeat("0 ", MaxPages)), "more than 100 pages"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			send := func(_ context.Context, method string, params any) (json.RawMessage, error) {
+				if method != "tools/list" {
+					t.Fatalf("asked %s", method)
+				}
+				cursor, _ := params.(map[string]any)["cursor"].(string)
+				page, ok := tc.pages[cursor]
+				switch {
+				case !ok:
+					return nil, fmt.Errorf("no page %q", cursor)
+				case page == "!":
+					return nil, refused
+				}
+				return json.RawMessage(page), nil
+			}
+			items, err := List(context.Background(), send, "tools/list", "tools")
+			var got []string
+			for _, it := range items {
+				got = append(got, string(it))
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("items %q, want %q", strings.Join(got, " "), tc.want)
+			}
+			if (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("error %v, want one saying %q", err, tc.err)
+			}
+		})
+	}
+}
