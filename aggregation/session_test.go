@@ -448,7 +448,7 @@ func TestOverSizeAndUnknownNames(t *testing.T) {
 		c := f.client(front, "other")
 		huge := strings.Repeat("n", 3<<20)
 		start := time.Now()
-		m := c.request("tools/call", map[string]any{"name": huge, "arguments": map[string]any{}})
+		m := c.requestWithin("tools/call", map[string]any{"name": huge, "arguments": map[string]any{}}, 30*time.Second)
 		if m.Error == nil || m.Error.Code != jsonrpc.CodeInvalidParams && m.Error.Code != jsonrpc.CodeInvalidRequest {
 			t.Errorf("%s: huge unknown name: %v", front, m.Error)
 		}
@@ -462,7 +462,7 @@ func TestOverSizeAndUnknownNames(t *testing.T) {
 		if d := time.Since(start); d > 30*time.Second {
 			t.Errorf("%s: a huge unknown name took %s", front, d)
 		}
-		m = c.request("tools/call", map[string]any{"name": "good__echo", "arguments": map[string]any{"text": strings.Repeat("x", 5<<20)}})
+		m = c.requestWithin("tools/call", map[string]any{"name": "good__echo", "arguments": map[string]any{"text": strings.Repeat("x", 5<<20)}}, 30*time.Second)
 		if m.Error == nil || m.Error.Code != jsonrpc.CodeInvalidRequest || !strings.Contains(m.Error.Message, "larger than") {
 			t.Errorf("%s: over-size request: %s %v", front, m.Result, m.Error)
 		}
