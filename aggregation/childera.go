@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"net/http"
 	"sync"
 	"time"
 
@@ -353,64 +351,6 @@ func (cn *conn) dialect() dialect {
 	return legacyDialect{cn}
 }
 
-// modernParams is params with the _meta a modern child needs on every request
-// merged in: Nexus's protocol version, identity, capabilities and, when set,
-// log level. The caller's own _meta keys (a progress token) are kept. extensions
-// are declared beside the connection's capabilities, for this request alone.
-func (cn *conn) modernParams(params any, extensions []string) (json.RawMessage, error) {
-	var raw json.RawMessage
-	switch p := params.(type) {
-	case nil:
-	case json.RawMessage:
-		raw = p
-	default:
-		b, err := json.Marshal(p)
-		if err != nil {
-			return nil, fmt.Errorf("encoding the params: %w", err)
-		}
-		raw = b
-	}
-	fields := map[string]json.RawMessage{}
-	if len(raw) > 0 && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &fields); err != nil {
-			return nil, fmt.Errorf("params that are not an object cannot carry _meta: %w", err)
-		}
-	}
-	meta := map[string]json.RawMessage{}
-	if m, ok := fields["_meta"]; ok && string(m) != "null" {
-		if err := json.Unmarshal(m, &meta); err != nil {
-			return nil, fmt.Errorf("the params' _meta is not an object: %w", err)
-		}
-	}
-	set := func(k string, v any) {
-		if b, err := json.Marshal(v); err == nil {
-			meta[k] = b
-		}
-	}
-	set(mcp.MetaKeyProtocolVersion, cn.protocolVersion())
-	set(mcp.MetaKeyClientInfo, mcp.Implementation{Name: "nexus", Version: Version})
-	caps := cn.declared
-	if len(extensions) > 0 {
-		caps.Extensions = maps.Clone(caps.Extensions)
-		if caps.Extensions == nil {
-			caps.Extensions = map[string]any{}
-		}
-		for _, e := range extensions {
-			caps.Extensions[e] = map[string]any{}
-		}
-	}
-	set(mcp.MetaKeyClientCapabilities, caps)
-	if lvl := cn.logLevel(); lvl != "" {
-		set(mcp.MetaKeyLogLevel, lvl)
-	}
-	b, err := json.Marshal(meta)
-	if err != nil {
-		return nil, err
-	}
-	fields["_meta"] = b
-	return json.Marshal(fields)
-}
-
 // logLevel is the level a modern child is asked to log at: its client
 // session's, for a session's own connection; the most verbose any session set,
 // for a shared one (see forwardSharedLevel).
@@ -424,36 +364,6 @@ func (cn *conn) logLevel() string {
 	cn.versionMu.Lock()
 	defer cn.versionMu.Unlock()
 	return cn.sharedLevel
-}
-
-// standardHeaders are the HTTP headers a modern request carries besides
-// MCP-Protocol-Version, which the transport sets: Mcp-Method and, for a call,
-// a read or a prompt, Mcp-Name.
-func (cn *conn) standardHeaders(method string, params json.RawMessage) http.Header {
-	std := mcp.StandardHeaders(cn.protocolVersion(), mcp.MCPMethod(method), params)
-	if len(std) == 0 {
-		return nil
-	}
-	h := make(http.Header, len(std)+1)
-	for k, v := range std {
-		h.Set(k, v)
-	}
-	h.Set(mcp.HeaderProtocolVersion, cn.protocolVersion())
-	if mcp.MCPMethod(method) == mcp.MethodToolsCall && cn.tool != nil {
-		// The arguments the tool's schema mirrors into headers (x-mcp-header),
-		// which a modern HTTP server checks against the body.
-		var call struct {
-			Name string `json:"name"`
-		}
-		if json.Unmarshal(params, &call) == nil {
-			if t := cn.tool(call.Name); t != nil {
-				for k, v := range mcp.GenerateParamHeaders(t, params) {
-					h.Set(k, v)
-				}
-			}
-		}
-	}
-	return h
 }
 
 // paramHeaderTool is the child's definition of the tool it calls name when its

@@ -119,11 +119,13 @@ func (d modernDialect) local(ctx context.Context, method string, params any) (js
 // encode merges Nexus's _meta into the params and, over HTTP, sets the
 // standard headers.
 func (d modernDialect) encode(req *upstream.Request, extensions []string) error {
-	raw, err := d.cn.modernParams(req.Params, extensions)
+	cn := d.cn
+	raw, err := upstream.ModernParams(req.Params, upstream.ModernMeta{Version: cn.protocolVersion(), Client: mcp.Implementation{Name: "nexus", Version: Version},
+		Capabilities: cn.declared, Extensions: extensions, LogLevel: cn.logLevel()})
 	if err != nil {
 		return fmt.Errorf("the params of %s: %w", req.Method, err)
 	}
-	req.Params, req.Header = raw, d.cn.standardHeaders(req.Method, raw)
+	req.Params, req.Header = raw, upstream.StandardHeaders(cn.protocolVersion(), req.Method, raw, cn.tool)
 	return nil
 }
 

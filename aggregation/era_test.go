@@ -9,14 +9,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
 
@@ -272,43 +270,6 @@ func TestModernResourceSubscription(t *testing.T) {
 		if slices.Contains(methods, "resources/subscribe") || slices.Contains(methods, "resources/unsubscribe") {
 			t.Errorf("a modern child was sent a legacy subscription request: %v", methods)
 		}
-	}
-}
-
-// TestModernParamsKeepTheCallersMeta: the _meta a modern request carries is the
-// caller's (a progress token) with Nexus's protocol version, identity,
-// capabilities and log level merged in, whether the params are a map or raw
-// JSON.
-func TestModernParamsKeepTheCallersMeta(t *testing.T) {
-	cn := &conn{version: "2026-07-28", sharedLevel: "debug", declared: mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{}}}
-	for _, params := range []any{
-		json.RawMessage(`{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":7}}`),
-		map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}, "_meta": map[string]any{"progressToken": 7}},
-	} {
-		raw, err := cn.modernParams(params, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got struct {
-			Name string         `json:"name"`
-			Meta map[string]any `json:"_meta"`
-		}
-		if err := json.Unmarshal(raw, &got); err != nil {
-			t.Fatal(err)
-		}
-		want := map[string]any{
-			"progressToken": float64(7),
-			"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
-			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "nexus", "version": Version},
-			"io.modelcontextprotocol/clientCapabilities": map[string]any{"sampling": map[string]any{}},
-			"io.modelcontextprotocol/logLevel":           "debug",
-		}
-		if got.Name != "echo" || !reflect.DeepEqual(got.Meta, want) {
-			t.Errorf("%T params became %s", params, raw)
-		}
-	}
-	if raw, err := cn.modernParams(nil, nil); err != nil || !strings.Contains(string(raw), `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`) {
-		t.Errorf("no params became %s, %v", raw, err)
 	}
 }
 
