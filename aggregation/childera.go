@@ -9,13 +9,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
-	"github.com/nexus-mcp/nexus/oauth"
+	"github.com/nexus-mcp/nexus/upstream"
 )
 
 // This file holds the child's protocol era. A child speaks either the modern,
@@ -92,14 +91,6 @@ func eraKey(s *config.Server) string {
 	return s.Transport + " " + s.URL
 }
 
-// notModernError says a child answered a modern request as a legacy server does.
-type notModernError struct {
-	why error
-}
-
-func (e *notModernError) Error() string { return "not a modern server: " + e.why.Error() }
-func (e *notModernError) Unwrap() error { return e.why }
-
 // Why an era was chosen, as list-servers --live, doctor and the status page say it.
 const (
 	eraPinned     = "pinned by servers.%s.protocolVersion"
@@ -126,9 +117,9 @@ func (c *child) handshake(ctx context.Context, cn *conn, owner *session) error {
 		return nil
 	case pinned != "":
 		err := c.discover(ctx, cn, pinned, c.probeWait, fmt.Sprintf(eraPinned, c.name))
-		if nm := (*notModernError)(nil); errors.As(err, &nm) {
+		if nm := (*upstream.NotModernError)(nil); errors.As(err, &nm) {
 			return fmt.Errorf("%s does not speak protocol %s, which servers.%s.protocolVersion requires: %w; remove the setting to let Nexus find the server's era, or set a version up to %s",
-				c.name, pinned, c.name, nm.why, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+				c.name, pinned, c.name, nm.Why, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
 		}
 		return err
 	}
@@ -155,7 +146,7 @@ func (c *child) handshake(ctx context.Context, cn *conn, owner *session) error {
 	if ctx.Err() == nil {
 		c.eras.forget(key)
 	}
-	if nm := (*notModernError)(nil); errors.As(err, &nm) {
+	if nm := (*upstream.NotModernError)(nil); errors.As(err, &nm) {
 		c.log.Info("the server no longer speaks the stateless protocol: offering initialize", "err", err)
 		return c.findEra(ctx, cn, key, config.DefaultProtocolVersion, eraAnswered)
 	}
@@ -208,98 +199,32 @@ func childAnswered(err error) bool {
 // initialize performs the legacy handshake at version; why says how that era
 // was chosen.
 func (c *child) initialize(ctx context.Context, cn *conn, version, why string) error {
-	if h, ok := cn.tr.MCP().(transport.HTTPConnection); ok {
-		h.SetProtocolVersion("") // the handshake negotiates it
-	}
-	// mcp-go's client sends the handshake, in the legacy era only: what follows
-	// it, in either era, are Nexus's own requests.
-	cl := client.NewClient(cn.tr.MCP(), client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION), client.WithClientCapabilities(cn.declared))
-	res, err := cl.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ProtocolVersion: version,
-		ClientInfo:      mcp.Implementation{Name: "nexus", Version: Version},
-	}})
+	e, err := upstream.Initialize(ctx, cn.tr, version, mcp.Implementation{Name: "nexus", Version: Version}, cn.declared)
 	if err != nil {
 		return fmt.Errorf("initializing %s: %w", c.name, err)
 	}
 	cn.versionMu.Lock()
-	cn.version, cn.eraWhy = res.ProtocolVersion, why
+	cn.version, cn.eraWhy = e.Version, why
 	cn.versionMu.Unlock()
-	cn.caps, cn.instructions = res.Capabilities, res.Instructions
+	cn.caps, cn.instructions = e.Caps, e.Instructions
 	return nil
 }
 
-// discover sends server/discover at version, within bound when it is not zero.
-// A child that answers is modern and cn takes its era, chosen for the reason
-// why; one that refuses the version but names a modern one it supports is asked
-// again at that version. The error is a *notModernError when the answer is a
-// legacy server's.
+// discover sends server/discover at version, within bound when it is not zero
+// (upstream.Discover). A child that answers is modern and cn takes its era,
+// chosen for the reason why. The error is a *upstream.NotModernError when the
+// answer is a legacy server's.
 func (c *child) discover(ctx context.Context, cn *conn, version string, bound time.Duration, why string) error {
-	pctx := ctx
-	if bound > 0 {
-		var cancel context.CancelFunc
-		pctx, cancel = context.WithTimeout(ctx, bound)
-		defer cancel()
+	m := upstream.ModernMeta{Version: version, Client: mcp.Implementation{Name: "nexus", Version: Version}, Capabilities: cn.declared, LogLevel: cn.logLevel()}
+	e, err := upstream.Discover(ctx, cn.tr, c.name, m, bound, cn.nextID)
+	if errors.Is(err, transport.ErrTransportClosed) {
+		return errChildGone
 	}
-	for range 2 {
-		cn.setVersion(version)
-		resp, err := cn.roundTrip(pctx, cn.nextID(), string(mcp.MethodServerDiscover), map[string]any{}, outgoing{})
-		if err != nil {
-			cn.setVersion("")
-			switch {
-			case ctx.Err() != nil:
-				return context.Cause(ctx)
-			case pctx.Err() != nil:
-				return &notModernError{why: fmt.Errorf("no answer to server/discover within %s", bound)}
-			case errors.Is(err, transport.ErrTransportClosed), errors.Is(err, errChildGone):
-				return errChildGone
-			}
-			if le := (*oauth.LoginError)(nil); errors.As(err, &le) {
-				return le
-			}
-			return &notModernError{why: err}
-		}
-		if resp.Error == nil {
-			var res mcp.DiscoverResult
-			if err := json.Unmarshal(resp.Result, &res); err != nil {
-				cn.setVersion("")
-				return &notModernError{why: fmt.Errorf("its server/discover result does not decode: %w", err)}
-			}
-			cn.adopt(era{version: version, caps: res.Capabilities, instructions: res.Instructions, why: why})
-			return nil
-		}
-		cn.setVersion("")
-		rpcErr := &RPCError{Code: resp.Error.Code, Message: resp.Error.Message, Data: resp.Error.Data}
-		switch resp.Error.Code {
-		case mcp.UNSUPPORTED_PROTOCOL_VERSION:
-			supported := namedVersions(resp.Error.Data)
-			pick := mcp.NegotiateMutuallySupportedVersion(supported)
-			switch {
-			case pick == "":
-				return fmt.Errorf("%s supports protocol versions %v, none of which Nexus speaks: %w", c.name, supported, rpcErr)
-			case !mcp.IsModernProtocol(pick):
-				return &notModernError{why: rpcErr}
-			case pick == version:
-				return fmt.Errorf("%s refused protocol %s, which it says it supports: %w", c.name, version, rpcErr)
-			}
-			version = pick
-			continue
-		case mcp.HEADER_MISMATCH, mcp.MISSING_REQUIRED_CLIENT_CAPABILITY:
-			return fmt.Errorf("%s refused server/discover: %w", c.name, rpcErr) // a modern server's refusal
-		}
-		return &notModernError{why: rpcErr}
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("%s kept refusing the protocol versions it named", c.name)
-}
-
-// namedVersions reads the versions an UnsupportedProtocolVersionError names.
-func namedVersions(data any) []string {
-	var d struct {
-		Supported []string `json:"supported"`
-	}
-	if raw, err := json.Marshal(data); err == nil {
-		_ = json.Unmarshal(raw, &d)
-	}
-	return d.Supported
+	cn.adopt(era{version: e.Version, caps: e.Caps, instructions: e.Instructions, why: why})
+	return nil
 }
 
 // adopt makes cn speak the modern era e.
@@ -318,9 +243,7 @@ func (cn *conn) setVersion(v string) {
 	cn.versionMu.Lock()
 	cn.version = v
 	cn.versionMu.Unlock()
-	if h, ok := cn.tr.MCP().(transport.HTTPConnection); ok {
-		h.SetProtocolVersion(v)
-	}
+	upstream.SetVersion(cn.tr, v)
 }
 
 // era is what cn's handshake found, for the child to remember.
