@@ -101,7 +101,7 @@ type callerKey struct{}
 // nothing else to tell which call they belong to (childreq.go reads it back with
 // callerOf). A stdio child's requests are matched to calls without it.
 func withCaller(ctx context.Context, cn *conn, c *caller) context.Context {
-	if !cn.tr.Remote() || c == nil {
+	if !cn.Transport.Remote() || c == nil {
 		return ctx
 	}
 	return context.WithValue(ctx, callerKey{}, c)
@@ -368,7 +368,7 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *toolCall, timeout time.
 	out := outgoing{beforeWrite: g.writeGate(ctx, c)}
 	if s := c.from.session(); s != nil {
 		out.extensions = s.era.extensions(s.caps)
-		out.trailing = s.era.streamEndsWithAnswer(s.front) && (token != "" || s.level.Load() != levelUnset && cn.caps.Logging != nil)
+		out.trailing = s.era.streamEndsWithAnswer(s.front) && (token != "" || s.level.Load() != levelUnset && cn.Caps.Logging != nil)
 	}
 	raw, asked, err := g.requestInput(ctx, cn, c.from, "tools/call", params, out)
 	cn.catchUp(ctx, err == nil && out.trailing) // the notifications before the answer go first

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -293,9 +292,9 @@ func (c *child) status() Status {
 	s.Held, s.Unapproved = c.held.names()
 	if c.conn != nil {
 		e := c.conn.era()
-		s.Protocol, s.ProtocolWhy = describeProtocol(e.version), e.why
+		s.Protocol, s.ProtocolWhy = describeProtocol(e.Version), e.why
 	} else if e := c.eras.get(eraKey(c.config())); e != nil {
-		s.Protocol, s.ProtocolWhy = describeProtocol(e.version), e.why
+		s.Protocol, s.ProtocolWhy = describeProtocol(e.Version), e.why
 	}
 	// A status is what people read (the status page, list-servers, errors): a
 	// handshake error or a URL may hold the very key the child was given.
@@ -317,14 +316,14 @@ func (c *child) connectedExcept(ctx context.Context, old *conn) *conn {
 		c.mu.Lock()
 		cn, state, changed, attempts := c.conn, c.state, c.changed, c.attempts
 		c.mu.Unlock()
-		if cn != nil && cn != old && !cn.lost() {
-			held := cn.doubts.Held()
+		if cn != nil && cn != old && !cn.Lost() {
+			held := cn.Doubts.Held()
 			if held == nil {
 				return cn
 			}
 			select {
 			case <-held:
-			case <-cn.done:
+			case <-cn.Done():
 			case <-ctx.Done():
 				return nil
 			}
@@ -449,7 +448,7 @@ func (c *child) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			err = withStderr(err, cn.stderrTail())
+			err = withStderr(err, cn.StderrTail())
 			if le := (*oauth.LoginError)(nil); errors.As(err, &le) {
 				// Retrying cannot help until a person logs in: wait for a reload
 				// (the login signals one), a call or doctor --retry.
@@ -461,13 +460,13 @@ func (c *child) run(ctx context.Context) {
 			}
 			again := restarts.Failed(0)
 			if c.oneAttempt {
-				c.log.Error("server failed to start", "err", err, "stderr", cn.stderrTail())
+				c.log.Error("server failed to start", "err", err, "stderr", cn.StderrTail())
 				if !c.failed(ctx, err) {
 					return
 				}
 				continue
 			}
-			c.log.Error("child failed to start", "attempt", restarts.Failures(), "err", err, "stderr", cn.stderrTail())
+			c.log.Error("child failed to start", "attempt", restarts.Failures(), "err", err, "stderr", cn.StderrTail())
 			if !again {
 				why := fmt.Errorf("gave up after %d attempts: %w", restarts.Failures(), err)
 				if restarts.WasFresh() {
@@ -500,13 +499,13 @@ func (c *child) run(ctx context.Context) {
 		// Logged once its lists are the child's state: whoever reads the log
 		// (a person, a test) may ask for them now.
 		c.log.Info("child connected", "tools", len(raws), "took", time.Since(started).Round(time.Millisecond))
-		if cn.tr.Remote() {
+		if cn.Transport.Remote() {
 			go c.pingLoop(ctx, cn)
 		}
 		switch c.watch(ctx, cn, started) {
 		case endShutdown:
 			c.resaveLists()
-			cn.close()
+			cn.Close()
 			return
 		case endIdle:
 			c.log.Info("stopping the idle server", "idle", time.Since(cn.lastUsed()).Round(time.Second))
@@ -524,13 +523,13 @@ func (c *child) run(ctx context.Context) {
 			restarts.Reset()
 			continue
 		}
-		cn.close()
+		cn.Close()
 		if ctx.Err() != nil {
 			return // it exited because the gateway is shutting down: not a crash
 		}
 		up := time.Since(started)
 		again := restarts.Failed(up)
-		c.log.Warn("child exited", "up", up.Round(time.Millisecond), "reason", cn.exitReason(), "stderr", cn.stderrTail())
+		c.log.Warn("child exited", "up", up.Round(time.Millisecond), "reason", cn.ExitReason(), "stderr", cn.StderrTail())
 		if !again {
 			if !c.failed(ctx, fmt.Errorf("exited %d times in a row; gave up (see the log for its stderr)", restarts.Failures())) {
 				return
@@ -541,8 +540,8 @@ func (c *child) run(ctx context.Context) {
 		c.mu.Lock()
 		c.restarts++
 		c.mu.Unlock()
-		c.set(nil, nil, extras{}, StateRestarting, errors.New(cn.exitReason()), time.Now().Add(restarts.Backoff()))
-		if errors.Is(cn.lostErr, errSessionLost) {
+		c.set(nil, nil, extras{}, StateRestarting, errors.New(cn.ExitReason()), time.Now().Add(restarts.Backoff()))
+		if errors.Is(cn.Err(), errSessionLost) {
 			// The server is up but forgot the session (it restarted): a new
 			// session at once, so the calls waiting to be sent again go soon.
 			continue
@@ -571,22 +570,22 @@ func (c *child) pingLoop(ctx context.Context, cn *conn) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-cn.done:
+		case <-cn.Done():
 			return
 		case <-t.C:
-		case <-cn.doubts.Wake():
+		case <-cn.Doubts.Wake():
 		}
-		sent := cn.doubts.Sending()
+		sent := cn.Doubts.Sending()
 		pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 		_, err := cn.request(pctx, string(mcp.MethodPing), nil) // a modern child's dialect asks server/discover
 		cancel()
 		var rpcErr *RPCError
 		if err != nil && !errors.As(err, &rpcErr) && ctx.Err() == nil {
 			c.log.Warn("the child did not answer a ping: reconnecting", "err", err)
-			cn.lose(fmt.Errorf("it did not answer a ping: %w", err))
+			cn.Lose(fmt.Errorf("it did not answer a ping: %w", err))
 			return
 		}
-		cn.doubts.Settle(sent)
+		cn.Doubts.Settle(sent)
 	}
 }
 
@@ -636,39 +635,28 @@ func (c *child) relistExtras(ctx context.Context, cn *conn) {
 	c.events.relisted(c.name)
 }
 
-// conn is one live connection to a child.
+// conn is one live connection to a child: the connection itself
+// (upstream.Conn: its transport, era, ids, end), and what the gateway keeps of
+// it. Its Instructions, what the child's initialize (or server/discover)
+// result told its client, go into the gateway's own initialize result under
+// the server's name.
 type conn struct {
+	*upstream.Conn
 	server  string
-	tr      upstream.Transport
-	caps    mcp.ServerCapabilities
-	ids     atomic.Int64
-	tail    *upstream.Tail
 	callers callers
 	holds   holds // the child's requests waiting on clients
 
-	done     chan struct{}
-	doneOnce sync.Once
-	notes    chan note
-	pumped   upstream.Backlog // notes handed to the pump, and handled
+	notes chan note // to the pump; Backlog counts them
 
-	lostErr    error            // why the connection ended; read after done is closed
-	doubts     *upstream.Doubts // a request failed at the transport level (doubt)
-	relist     chan struct{}    // a list_changed arrived; relistLoop reads relistWant
+	relist     chan struct{} // a list_changed arrived; relistLoop reads relistWant
 	relistMu   sync.Mutex
 	relistWant int
 
-	// instructions are what the child's initialize (or server/discover) result
-	// told its client; the gateway's own initialize result carries them under
-	// the server's name.
-	instructions string
-
-	// version is the protocol version the connection speaks (see modern);
-	// sharedLevel the log level a modern shared child is asked to log at, in
-	// every request's _meta. declared are the capabilities a modern child's
-	// requests declare: the ones the handshake declares to a legacy child.
-	versionMu   sync.Mutex
-	eraWhy      string // how the era was chosen (see handshake), for people
-	version     string
+	// sharedLevel is the log level a modern shared child is asked to log at,
+	// in every request's _meta. declared are the capabilities a modern
+	// child's requests declare: the ones the handshake declares to a legacy
+	// child.
+	levelMu     sync.Mutex
 	sharedLevel string
 	declared    mcp.ClientCapabilities
 	// listen is a modern connection's subscriptions/listen stream.
@@ -694,60 +682,15 @@ type conn struct {
 	use connUse
 }
 
-func (cn *conn) markDone() { cn.lose(nil) }
-
 // doubt says a request failed at the transport level. A remote connection's ping
 // loop checks it at once, and calls wait for the verdict (connectedExcept); a
 // local one has ended.
 func (cn *conn) doubt() {
-	if !cn.tr.Remote() {
-		cn.markDone()
+	if !cn.Transport.Remote() {
+		cn.Lose(nil)
 		return
 	}
-	cn.doubts.Raise()
-}
-
-// lost reports whether the connection ended; run is about to replace it.
-func (cn *conn) lost() bool {
-	select {
-	case <-cn.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// lose ends the connection, keeping why.
-func (cn *conn) lose(err error) {
-	if cn != nil {
-		cn.doneOnce.Do(func() {
-			cn.lostErr = err
-			close(cn.done)
-		})
-	}
-}
-
-// exitReason says why the connection ended; it waits for the end.
-func (cn *conn) exitReason() string {
-	<-cn.done
-	if cn.lostErr != nil {
-		return cn.lostErr.Error()
-	}
-	return "the connection closed"
-}
-
-func (cn *conn) close() {
-	cn.markDone()
-	if cn.tr != nil {
-		_ = cn.tr.Close()
-	}
-}
-
-func (cn *conn) stderrTail() string {
-	if cn == nil || cn.tail == nil {
-		return ""
-	}
-	return cn.tail.String()
+	cn.Doubts.Raise()
 }
 
 // connect starts (or dials) the child, initializes the session and lists its tools.
@@ -771,33 +714,33 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 	if c.beforeStart != nil {
 		c.beforeStart(c.config())
 	}
-	cn := &conn{server: c.name, done: make(chan struct{}), doubts: upstream.NewDoubts(), notes: make(chan note, 256), tail: &upstream.Tail{},
+	cn := &conn{Conn: upstream.NewConn(), server: c.name, notes: make(chan note, 256),
 		relist: make(chan struct{}, 1), owner: owner, opener: opener, declared: c.capabilities(owner), listen: newListening(),
 		tool: c.paramHeaderTool, roots: rootsState{told: make(chan struct{})}}
 	var err error
-	if cn.tr, err = c.dial.Dial(c.config(), c.log, cn.tail); err != nil {
+	if cn.Transport, err = c.dial.Dial(c.config(), c.log, cn.Tail()); err != nil {
 		return cn, nil, err
 	}
 	drops := newRateLog(c.log, slog.LevelWarn, "dropped notifications from the child: the gateway is not keeping up", time.Second)
 	// Requests from the child go to the gateway raw, so that every field of a
 	// sampling or elicitation request reaches the client and the client's
 	// error codes reach the child.
-	cn.tr.Receive(upstream.Handlers{
+	cn.Transport.Receive(upstream.Handlers{
 		Notification: func(method string, params json.RawMessage) {
 			// This runs on the transport's reader: hand off, never block it.
-			cn.pumped.Arrived()
+			cn.Backlog.Arrived()
 			select {
 			case cn.notes <- note{method, params}:
 			default:
-				cn.pumped.Handled()
+				cn.Backlog.Handled()
 				drops.add("method", method)
 			}
 		},
 		Request: c.events.childRequests(cn),
-		Lost:    cn.lose,
+		Lost:    cn.Lose,
 	})
-	if err = cn.tr.Start(ctx); err != nil {
-		cn.markDone()
+	if err = cn.Transport.Start(ctx); err != nil {
+		cn.Lose(nil)
 		return cn, nil, fmt.Errorf("starting %s: %w", c.name, notInstalled(c.name, c.config().Command, err))
 	}
 	go c.pumpNotifications(ctx, cn)
@@ -810,7 +753,7 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 	initCtx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	if err := c.handshake(initCtx, cn, owner); err != nil {
-		cn.close()
+		cn.Close()
 		if errors.Is(err, errEraFound) {
 			return cn, nil, err
 		}
@@ -827,7 +770,7 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 	}
 	raws, err := c.listTools(initCtx, cn)
 	if err != nil {
-		cn.close()
+		cn.Close()
 		return cn, nil, err
 	}
 	return cn, raws, nil
@@ -862,13 +805,13 @@ func (c *child) capabilities(owner *session) mcp.ClientCapabilities {
 func (c *child) pumpNotifications(ctx context.Context, cn *conn) {
 	for {
 		select {
-		case <-cn.done:
+		case <-cn.Done():
 			return
 		case <-ctx.Done():
 			return
 		case n := <-cn.notes:
 			c.pumpNotification(cn, n)
-			cn.pumped.Handled()
+			cn.Backlog.Handled()
 		}
 	}
 }
@@ -916,7 +859,7 @@ func (cn *conn) catchUp(ctx context.Context, trailing bool) {
 	if trailing {
 		cn.dialect().flush(ctx)
 	}
-	cn.pumped.Settle(ctx)
+	cn.Backlog.Settle(ctx)
 }
 
 // What a list_changed asks to be listed again.
@@ -942,7 +885,7 @@ func (cn *conn) wantRelist(what int) {
 func (c *child) relistLoop(ctx context.Context, cn *conn) {
 	for {
 		select {
-		case <-cn.done:
+		case <-cn.Done():
 			return
 		case <-ctx.Done():
 			return
@@ -1029,12 +972,7 @@ func (cn *conn) requestWith(ctx context.Context, method string, params any, out 
 	if raw, ok, err := cn.dialect().local(ctx, method, params); ok {
 		return raw, err
 	}
-	return cn.requestID(ctx, cn.nextID(), method, params, out)
-}
-
-// nextID is the id of the connection's next request of Nexus's own.
-func (cn *conn) nextID() json.RawMessage {
-	return jsonrpc.StringID("nexus-" + strconv.FormatInt(cn.ids.Add(1), 10))
+	return cn.requestID(ctx, cn.NextID(), method, params, out)
 }
 
 // roundTrip sends one request as the connection's era wants it
@@ -1045,7 +983,7 @@ func (cn *conn) roundTrip(ctx context.Context, id json.RawMessage, method string
 	if err := cn.dialect().encode(&req, out.extensions); err != nil {
 		return nil, err
 	}
-	return cn.tr.Send(ctx, req, out.beforeWrite)
+	return cn.Transport.Send(ctx, req, out.beforeWrite)
 }
 
 // requestID is requestWith, with the id given.
@@ -1061,14 +999,14 @@ func (cn *conn) requestID(ctx context.Context, id json.RawMessage, method string
 			return nil, context.Cause(ctx)
 		}
 		if errors.Is(err, transport.ErrTransportClosed) {
-			cn.markDone()
+			cn.Lose(nil)
 			return nil, errChildGone
 		}
 		if le := (*oauth.LoginError)(nil); errors.As(err, &le) {
 			if le.Scope == "" {
 				// No request can go through until a person logs in: end the
 				// connection, and run's next attempt says the child needs one.
-				cn.lose(le)
+				cn.Lose(le)
 			}
 			return nil, le // a step-up fails this call only
 		}
@@ -1078,7 +1016,7 @@ func (cn *conn) requestID(ctx context.Context, id json.RawMessage, method string
 		return nil, &brokenRequest{cn: cn, err: err}
 	}
 	if resp.Error != nil {
-		if cn.tr.Remote() && unknownSession(resp.Error.Message) {
+		if cn.Transport.Remote() && unknownSession(resp.Error.Message) {
 			return nil, cn.sessionLost(errors.New(resp.Error.Message))
 		}
 		return nil, resp.Error
@@ -1110,7 +1048,7 @@ var errSessionLost = errors.New("the server no longer knows the session")
 // and returns the error the request failed with.
 func (cn *conn) sessionLost(err error) error {
 	err = fmt.Errorf("%w: %v", errSessionLost, err)
-	cn.lose(err)
+	cn.Lose(err)
 	return err
 }
 
@@ -1137,5 +1075,5 @@ func (cn *conn) sendCancel(id json.RawMessage, cause error) {
 	}
 	ctx, done := context.WithTimeout(context.Background(), time.Second)
 	defer done()
-	_ = cn.tr.Notify(ctx, "notifications/cancelled", map[string]any{"requestId": id, "reason": reason})
+	_ = cn.Transport.Notify(ctx, "notifications/cancelled", map[string]any{"requestId": id, "reason": reason})
 }

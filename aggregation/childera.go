@@ -38,17 +38,13 @@ import (
 // unknown method before initialize with silence rather than an error.
 const discoverWait = 5 * time.Second
 
-// era is what the handshake of a child found: its protocol version and, for a
-// modern child, what server/discover said of it.
+// era is what the handshake of a child found (upstream.Era: its protocol
+// version and what the child said of itself), and why says, for people, how
+// the era was chosen (eraPinned, eraAnswered...).
 type era struct {
-	version      string
-	caps         mcp.ServerCapabilities
-	instructions string
-	// why says, for people, how the era was chosen (eraPinned, eraAnswered...).
+	upstream.Era
 	why string
 }
-
-func (e era) modern() bool { return mcp.IsModernProtocol(e.version) }
 
 // eraMemo remembers the era of a child between its connections. key is what the
 // era belongs to (eraKey): a changed launch or URL is not the same server.
@@ -128,17 +124,17 @@ func (c *child) handshake(ctx context.Context, cn *conn, owner *session) error {
 	switch {
 	case e == nil:
 		return c.findEra(ctx, cn, key, config.DefaultProtocolVersion, eraAnswered)
-	case !e.modern():
-		err := c.findEra(ctx, cn, key, e.version, e.why)
+	case !e.Modern():
+		err := c.findEra(ctx, cn, key, e.Version, e.why)
 		if err != nil && ctx.Err() == nil {
 			c.eras.forget(key) // it may have changed: the next attempt asks afresh
 		}
 		return err
 	case owner != nil:
-		cn.adopt(*e)
+		cn.Adopt(e.Era, e.why)
 		return nil
 	}
-	err := c.discover(ctx, cn, e.version, c.probeWait, e.why)
+	err := c.discover(ctx, cn, e.Version, c.probeWait, e.why)
 	if err == nil {
 		c.eras.put(key, cn.era())
 		return nil
@@ -171,7 +167,7 @@ func (c *child) findEra(ctx context.Context, cn *conn, key, version, why string)
 	}
 	c.log.Debug("the server speaks only the stateless era", "initialize", err)
 	c.eras.put(key, cn.era())
-	if _, isHTTP := cn.tr.MCP().(transport.HTTPConnection); isHTTP {
+	if _, isHTTP := cn.Transport.MCP().(transport.HTTPConnection); isHTTP {
 		// mcp-go's HTTP transport took the refused initialize for a session and
 		// opens the legacy GET stream: a fresh connection speaks the era found.
 		return errEraFound
@@ -199,14 +195,11 @@ func childAnswered(err error) bool {
 // initialize performs the legacy handshake at version; why says how that era
 // was chosen.
 func (c *child) initialize(ctx context.Context, cn *conn, version, why string) error {
-	e, err := upstream.Initialize(ctx, cn.tr, version, mcp.Implementation{Name: "nexus", Version: Version}, cn.declared)
+	e, err := upstream.Initialize(ctx, cn.Transport, version, mcp.Implementation{Name: "nexus", Version: Version}, cn.declared)
 	if err != nil {
 		return fmt.Errorf("initializing %s: %w", c.name, err)
 	}
-	cn.versionMu.Lock()
-	cn.version, cn.eraWhy = e.Version, why
-	cn.versionMu.Unlock()
-	cn.caps, cn.instructions = e.Caps, e.Instructions
+	cn.Adopt(e, why)
 	return nil
 }
 
@@ -216,55 +209,27 @@ func (c *child) initialize(ctx context.Context, cn *conn, version, why string) e
 // answer is a legacy server's.
 func (c *child) discover(ctx context.Context, cn *conn, version string, bound time.Duration, why string) error {
 	m := upstream.ModernMeta{Version: version, Client: mcp.Implementation{Name: "nexus", Version: Version}, Capabilities: cn.declared, LogLevel: cn.logLevel()}
-	e, err := upstream.Discover(ctx, cn.tr, c.name, m, bound, cn.nextID)
+	e, err := upstream.Discover(ctx, cn.Transport, c.name, m, bound, cn.NextID)
 	if errors.Is(err, transport.ErrTransportClosed) {
 		return errChildGone
 	}
 	if err != nil {
 		return err
 	}
-	cn.adopt(era{version: e.Version, caps: e.Caps, instructions: e.Instructions, why: why})
+	cn.Adopt(e, why)
 	return nil
-}
-
-// adopt makes cn speak the modern era e.
-func (cn *conn) adopt(e era) {
-	cn.setVersion(e.version)
-	cn.versionMu.Lock()
-	cn.eraWhy = e.why
-	cn.versionMu.Unlock()
-	cn.caps, cn.instructions = e.caps, e.instructions
-}
-
-// setVersion records the protocol version requests carry; an HTTP transport
-// sends it in the MCP-Protocol-Version header, and on a modern version leaves
-// out the session header and the GET stream.
-func (cn *conn) setVersion(v string) {
-	cn.versionMu.Lock()
-	cn.version = v
-	cn.versionMu.Unlock()
-	upstream.SetVersion(cn.tr, v)
 }
 
 // era is what cn's handshake found, for the child to remember.
 func (cn *conn) era() era {
-	cn.versionMu.Lock()
-	defer cn.versionMu.Unlock()
-	return era{version: cn.version, caps: cn.caps, instructions: cn.instructions, why: cn.eraWhy}
-}
-
-// protocolVersion is the protocol version cn speaks: the one initialize
-// negotiated, or the one a modern child's requests carry.
-func (cn *conn) protocolVersion() string {
-	cn.versionMu.Lock()
-	defer cn.versionMu.Unlock()
-	return cn.version
+	e, why := cn.Era()
+	return era{e, why}
 }
 
 // modern reports whether cn speaks the stateless protocol (2026-07-28 and
 // later): no session, every request carries its _meta, changes arrive on a
 // subscriptions/listen stream, and the child never sends requests back.
-func (cn *conn) modern() bool { return mcp.IsModernProtocol(cn.protocolVersion()) }
+func (cn *conn) modern() bool { return mcp.IsModernProtocol(cn.Version()) }
 
 // dialect is how cn speaks its child's era (dialect.go).
 func (cn *conn) dialect() dialect {
@@ -284,8 +249,8 @@ func (cn *conn) logLevel() string {
 		}
 		return ""
 	}
-	cn.versionMu.Lock()
-	defer cn.versionMu.Unlock()
+	cn.levelMu.Lock()
+	defer cn.levelMu.Unlock()
 	return cn.sharedLevel
 }
 
@@ -355,9 +320,9 @@ func (cn *conn) modernLocal(ctx context.Context, method string, params any) (raw
 		if err := decode(); err != nil {
 			return nil, true, err
 		}
-		cn.versionMu.Lock()
+		cn.levelMu.Lock()
 		cn.sharedLevel = p.Level
-		cn.versionMu.Unlock()
+		cn.levelMu.Unlock()
 		return empty, true, nil
 	case mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe:
 		if err := decode(); err != nil {
@@ -373,7 +338,7 @@ func (cn *conn) modernLocal(ctx context.Context, method string, params any) (raw
 		}
 		return empty, true, nil
 	case mcp.MethodPing:
-		if _, err := cn.requestID(ctx, cn.nextID(), string(mcp.MethodServerDiscover), map[string]any{}, outgoing{}); err != nil {
+		if _, err := cn.requestID(ctx, cn.NextID(), string(mcp.MethodServerDiscover), map[string]any{}, outgoing{}); err != nil {
 			return nil, true, err
 		}
 		return empty, true, nil
@@ -388,10 +353,10 @@ func (c *child) knownCaps() (caps mcp.ServerCapabilities, ok bool) {
 	cn := c.conn
 	c.mu.Unlock()
 	if cn != nil {
-		return cn.caps, true
+		return cn.Caps, true
 	}
 	if e := c.eras.get(eraKey(c.config())); e != nil {
-		return e.caps, true
+		return e.Caps, true
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -47,7 +47,7 @@ func newListening() listening {
 // listenTo opens a modern connection's listen stream anew with uri among its
 // resources, and returns once the child acknowledged it.
 func (cn *conn) listenTo(ctx context.Context, uri string) error {
-	if cn.caps.Resources == nil || !cn.caps.Resources.Subscribe {
+	if cn.Caps.Resources == nil || !cn.Caps.Resources.Subscribe {
 		return &RPCError{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("server %s offers no resource subscriptions", cn.server)}
 	}
 	l := &cn.listen
@@ -72,7 +72,7 @@ func (cn *conn) listenTo(ctx context.Context, uri string) error {
 		}
 		select {
 		case <-ackc:
-		case <-cn.done:
+		case <-cn.Done():
 			return errChildGone
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for server %s to acknowledge the subscription to %s: %w", cn.server, uri, context.Cause(ctx))
@@ -113,9 +113,9 @@ func (cn *conn) reopenListen(cancel context.CancelFunc) {
 func (cn *conn) listenFilter() *mcp.SubscriptionFilter {
 	var f mcp.SubscriptionFilter
 	if cn.owner == nil {
-		f.ToolsListChanged = cn.caps.Tools != nil && cn.caps.Tools.ListChanged
-		f.PromptsListChanged = cn.caps.Prompts != nil && cn.caps.Prompts.ListChanged
-		f.ResourcesListChanged = cn.caps.Resources != nil && cn.caps.Resources.ListChanged
+		f.ToolsListChanged = cn.Caps.Tools != nil && cn.Caps.Tools.ListChanged
+		f.PromptsListChanged = cn.Caps.Prompts != nil && cn.Caps.Prompts.ListChanged
+		f.ResourcesListChanged = cn.Caps.Resources != nil && cn.Caps.Resources.ListChanged
 	}
 	for u := range cn.listen.uris {
 		f.ResourceSubscriptions = append(f.ResourceSubscriptions, u)
@@ -134,7 +134,7 @@ func (c *child) listenLoop(ctx context.Context, cn *conn) {
 	wait, warned := listenRetry, false
 	for {
 		lctx, cancel := context.WithCancel(ctx)
-		id := cn.nextID()
+		id := cn.NextID()
 		l.mu.Lock()
 		f := cn.listenFilter()
 		if f != nil {
@@ -150,7 +150,7 @@ func (c *child) listenLoop(ctx context.Context, cn *conn) {
 			select {
 			case <-l.reopen:
 				continue
-			case <-cn.done:
+			case <-cn.Done():
 				return
 			case <-ctx.Done():
 				return
@@ -162,7 +162,7 @@ func (c *child) listenLoop(ctx context.Context, cn *conn) {
 		l.mu.Lock()
 		l.cancel = nil
 		l.mu.Unlock()
-		if cn.lost() || ctx.Err() != nil {
+		if cn.Lost() || ctx.Err() != nil {
 			return
 		}
 		select {
@@ -183,7 +183,7 @@ func (c *child) listenLoop(ctx context.Context, cn *conn) {
 		select {
 		case <-t.C:
 		case <-l.reopen:
-		case <-cn.done:
+		case <-cn.Done():
 			t.Stop()
 			return
 		case <-ctx.Done():

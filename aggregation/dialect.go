@@ -66,7 +66,7 @@ func (legacyDialect) local(context.Context, string, any) (json.RawMessage, bool,
 func (d legacyDialect) notify(method string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_ = d.cn.tr.Notify(ctx, method, nil)
+	_ = d.cn.Transport.Notify(ctx, method, nil)
 }
 
 func (d legacyDialect) cancel(id json.RawMessage, cause error) { d.cn.sendCancel(id, cause) }
@@ -120,12 +120,12 @@ func (d modernDialect) local(ctx context.Context, method string, params any) (js
 // standard headers.
 func (d modernDialect) encode(req *upstream.Request, extensions []string) error {
 	cn := d.cn
-	raw, err := upstream.ModernParams(req.Params, upstream.ModernMeta{Version: cn.protocolVersion(), Client: mcp.Implementation{Name: "nexus", Version: Version},
+	raw, err := upstream.ModernParams(req.Params, upstream.ModernMeta{Version: cn.Version(), Client: mcp.Implementation{Name: "nexus", Version: Version},
 		Capabilities: cn.declared, Extensions: extensions, LogLevel: cn.logLevel()})
 	if err != nil {
 		return fmt.Errorf("the params of %s: %w", req.Method, err)
 	}
-	req.Params, req.Header = raw, upstream.StandardHeaders(cn.protocolVersion(), req.Method, raw, cn.tool)
+	req.Params, req.Header = raw, upstream.StandardHeaders(cn.Version(), req.Method, raw, cn.tool)
 	return nil
 }
 
@@ -136,7 +136,7 @@ func (modernDialect) notify(string) {}
 
 // cancel: over HTTP, the child learns it from the request's stream closing.
 func (d modernDialect) cancel(id json.RawMessage, cause error) {
-	if _, ok := d.cn.tr.MCP().(transport.HTTPConnection); ok {
+	if _, ok := d.cn.Transport.MCP().(transport.HTTPConnection); ok {
 		return
 	}
 	d.cn.sendCancel(id, cause)
@@ -149,6 +149,6 @@ func (modernDialect) flush(context.Context) {}
 func (modernDialect) keepsSession() bool { return false }
 
 func (d modernDialect) extension(name string) bool {
-	_, ok := d.cn.caps.Extensions[name]
+	_, ok := d.cn.Caps.Extensions[name]
 	return ok
 }

@@ -63,14 +63,14 @@ type prompt struct {
 // resources are broken still serves its tools.
 func (c *child) listExtras(ctx context.Context, cn *conn) extras {
 	var l listedExtras
-	if cn.caps.Resources != nil {
+	if cn.Caps.Resources != nil {
 		l.Resources = c.listAll(ctx, cn, "resources/list", "resources")
 		l.Templates = c.listAll(ctx, cn, "resources/templates/list", "resourceTemplates")
 	}
-	if cn.caps.Prompts != nil {
+	if cn.Caps.Prompts != nil {
 		l.Prompts = c.listAll(ctx, cn, "prompts/list", "prompts")
 	}
-	return c.extrasFrom(cn.caps.Resources != nil, l)
+	return c.extrasFrom(cn.Caps.Resources != nil, l)
 }
 
 // extrasFrom decodes what a child listed; an item the gateway cannot route is

@@ -58,7 +58,7 @@ func TestChildExitWhileClosingForgetsNothing(t *testing.T) {
 			}
 			cn, _ := g.kids()["good"].current()
 			g.closing.Store(tc.closing) // as Close does first
-			if err := cn.tr.(*upstream.Process).Kill(); err != nil {
+			if err := cn.Transport.(*upstream.Process).Kill(); err != nil {
 				t.Fatal(err)
 			}
 			// The exit is seen, the manifest rebuilt (and a crash marks the

@@ -76,8 +76,8 @@ func (c *child) saveLists(cn *conn, raws []json.RawMessage, ex extras) {
 	if file == "" || cn.owner != nil {
 		return
 	}
-	c.writeLists(file, savedLists{Launch: listsKey(c.config()), Saved: time.Now().UTC(), Capabilities: cn.caps,
-		Instructions: cn.instructions, AsksRoots: cn.askedRoots.Load() || c.rootsAtStart.Load(), Tools: raws, listedExtras: ex.listed})
+	c.writeLists(file, savedLists{Launch: listsKey(c.config()), Saved: time.Now().UTC(), Capabilities: cn.Caps,
+		Instructions: cn.Instructions, AsksRoots: cn.askedRoots.Load() || c.rootsAtStart.Load(), Tools: raws, listedExtras: ex.listed})
 }
 
 // writeLists writes saved to file, and logs a failure: the next run then starts
@@ -210,7 +210,7 @@ func (c *child) watch(ctx context.Context, cn *conn, started time.Time) watchEnd
 		select {
 		case <-ctx.Done():
 			return endShutdown
-		case <-cn.done:
+		case <-cn.Done():
 			return endExited
 		case <-tick:
 		}
@@ -258,8 +258,8 @@ func (c *child) retire(ctx context.Context, cn *conn, state State, why error) {
 			break
 		}
 	}
-	cn.close()
-	<-cn.done
+	cn.Close()
+	<-cn.Done()
 }
 
 // lastUsed is when a request was last sent on the connection or answered.
@@ -295,7 +295,7 @@ func (c *child) instructions() string {
 	defer c.mu.Unlock()
 	switch {
 	case c.conn != nil:
-		return c.conn.instructions
+		return c.conn.Instructions
 	case c.said != nil:
 		return c.said.Instructions
 	}

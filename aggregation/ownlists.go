@@ -142,7 +142,7 @@ func (c *child) relistOwn(ctx context.Context, cn *conn, what int) {
 		listed := c.listExtras(ctx, cn)
 		ex = &listed
 	}
-	if cn.lost() || (tools == nil && ex == nil) {
+	if cn.Lost() || (tools == nil && ex == nil) {
 		return
 	}
 	cn.owner.setOwn(c.name, tools, ex)

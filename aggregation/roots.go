@@ -69,7 +69,7 @@ func (r *rootsState) await(ctx context.Context, cn *conn, s *session) bool {
 		}
 		select {
 		case <-told:
-		case <-cn.done:
+		case <-cn.Done():
 			return false
 		case <-ctx.Done():
 			return false

@@ -289,7 +289,7 @@ func (g *Gateway) raiseSharedLevel(ctx context.Context, lvl int32) {
 // them, would otherwise log nothing of the call it serves.
 func (g *Gateway) syncLevel(ctx context.Context, cn *conn, cl *caller) {
 	s := cl.session()
-	if s == nil || cn.owner != nil || !cn.dialect().keepsSession() || cn.caps.Logging == nil {
+	if s == nil || cn.owner != nil || !cn.dialect().keepsSession() || cn.Caps.Logging == nil {
 		return
 	}
 	want := s.level.Load()
@@ -314,7 +314,7 @@ func (g *Gateway) setSharedLevel(ctx context.Context, want int32, onlyRaise bool
 	var wg sync.WaitGroup
 	for _, c := range g.kids() {
 		cn, _ := c.current()
-		if cn == nil || cn.caps.Logging == nil || c.config().PerClient() || !cn.dialect().keepsSession() {
+		if cn == nil || cn.Caps.Logging == nil || c.config().PerClient() || !cn.dialect().keepsSession() {
 			continue
 		}
 		if sent := cn.levelSent.Load(); onlyRaise && sent != 0 && sent-1 <= want {
@@ -496,7 +496,7 @@ func (g *Gateway) unsubscribeShared(k subKey) {
 		return
 	}
 	cn, _ := c.current()
-	if cn == nil || cn.lost() {
+	if cn == nil || cn.Lost() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

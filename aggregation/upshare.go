@@ -118,7 +118,7 @@ func (c *child) endIdleLocked(agent string) bool {
 	delete(c.ups.m, victim)
 	c.log.Info("ended an idle upstream session to make room for another", "agent", u.agent)
 	// Closing waits for the child; open's goroutine, woken by the end, does the rest.
-	u.cn.lose(errMadeRoom)
-	go u.cn.close()
+	u.cn.Lose(errMadeRoom)
+	go u.cn.Close()
 	return true
 }

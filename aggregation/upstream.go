@@ -69,7 +69,7 @@ func (c *child) sessionConn(ctx context.Context, s *session, opener *caller) (*c
 		if u.err != nil {
 			return nil, u.err
 		}
-		if !u.cn.lost() {
+		if !u.cn.Lost() {
 			return u.cn, nil
 		}
 		c.dropUpstream(s, u) // it exited: the next pass opens a new one
@@ -115,7 +115,7 @@ func (c *child) open(s *session, u *clientUpstream, opener *caller) {
 		defer stopWithSession()
 		cn, _, err := c.connect(ctx, s, opener)
 		if err != nil {
-			c.log.Warn("opening an upstream session failed", "agent", s.agent, "err", err, "stderr", cn.stderrTail())
+			c.log.Warn("opening an upstream session failed", "agent", s.agent, "err", err, "stderr", cn.StderrTail())
 			u.err = fmt.Errorf("opening server %s for this client session: %w", c.name, err)
 			c.dropUpstream(s, u)
 			close(u.ready)
@@ -128,14 +128,14 @@ func (c *child) open(s *session, u *clientUpstream, opener *caller) {
 		c.followLevel(ctx, s, cn)
 		select {
 		case <-ctx.Done():
-		case <-cn.done:
+		case <-cn.Done():
 		}
-		cn.close()
+		cn.Close()
 		c.dropUpstream(s, u)
 		if s.dropOwn(c.name) {
 			c.events.sessionListsChanged(s)
 		}
-		c.log.Debug("upstream session closed", "agent", s.agent, "reason", cn.exitReason())
+		c.log.Debug("upstream session closed", "agent", s.agent, "reason", cn.ExitReason())
 	}()
 }
 
@@ -159,7 +159,7 @@ func (c *child) openConn(s *session) *conn {
 	}
 	select {
 	case <-u.ready:
-		if u.cn != nil && !u.cn.lost() {
+		if u.cn != nil && !u.cn.Lost() {
 			return u.cn
 		}
 	default:
@@ -179,7 +179,7 @@ func (c *child) closeSession(s *session) {
 // followLevel gives a session's new connection the logging level its client set.
 func (c *child) followLevel(ctx context.Context, s *session, cn *conn) {
 	lvl := s.level.Load()
-	if lvl == levelUnset || cn.caps.Logging == nil || !cn.dialect().keepsSession() {
+	if lvl == levelUnset || cn.Caps.Logging == nil || !cn.dialect().keepsSession() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, levelWait)
@@ -201,7 +201,7 @@ func (c *child) connFor(ctx context.Context, cl *caller) (*conn, error) {
 	if cn := c.connected(ctx); cn != nil {
 		return cn, nil
 	}
-	if cn, _ := c.current(); cn != nil && !cn.lost() && cn.doubts.Held() != nil {
+	if cn, _ := c.current(); cn != nil && !cn.Lost() && cn.Doubts.Held() != nil {
 		if errors.Is(context.Cause(ctx), errCallTimeout) {
 			return nil, fmt.Errorf("server %s is being checked after a request to it broke, and had not answered a ping when this call's time ran out; nexus list-servers --live shows it", c.name)
 		}
@@ -214,7 +214,7 @@ func (c *child) connFor(ctx context.Context, cl *caller) (*conn, error) {
 // child that restarted): a connection other than old.
 func (c *child) connForAgain(ctx context.Context, cl *caller, old *conn) *conn {
 	if old.owner != nil {
-		old.lose(errSessionLost)
+		old.Lose(errSessionLost)
 		cn, err := c.sessionConn(ctx, old.owner, cl)
 		if err != nil || cn == old {
 			return nil
