@@ -682,6 +682,15 @@ type conn struct {
 	use connUse
 }
 
+// StderrTail is what the child last wrote on stderr; "" when there is no
+// connection (connect may fail before it has one).
+func (cn *conn) StderrTail() string {
+	if cn == nil {
+		return ""
+	}
+	return cn.Conn.StderrTail()
+}
+
 // doubt says a request failed at the transport level. A remote connection's ping
 // loop checks it at once, and calls wait for the verdict (connectedExcept); a
 // local one has ended.

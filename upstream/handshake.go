@@ -38,8 +38,8 @@ func SetVersion(tr Transport, v string) {
 // Initialize performs the legacy handshake at version: initialize, then
 // notifications/initialized, sent by mcp-go's client as client, declaring
 // caps. It is the one exchange that client makes; every request after it is
-// Nexus's own. It checks the version the server chose, and sets an HTTP
-// transport's protocol header to it.
+// Nexus's own. mcp-go's client checks the version the server chose, and sets
+// an HTTP transport's protocol header to it.
 func Initialize(ctx context.Context, tr Transport, version string, as mcp.Implementation, caps mcp.ClientCapabilities) (Era, error) {
 	SetVersion(tr, "") // the handshake negotiates it
 	cl := client.NewClient(tr.MCP(), client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION), client.WithClientCapabilities(caps))
