@@ -106,3 +106,77 @@ func TestDiscover(t *testing.T) {
 		})
 	}
 }
+
+// handshaking is a Transport whose mcp-go face answers initialize as a legacy
+// server at version, and records what mcp-go's client sent it.
+type handshaking struct {
+	answering
+	version string
+	sent    []string // methods, in order
+	caps    json.RawMessage
+}
+
+func (h *handshaking) MCP() transport.Interface { return handshakeMCP{h} }
+
+type handshakeMCP struct{ h *handshaking }
+
+func (m handshakeMCP) SendRequest(_ context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	m.h.sent = append(m.h.sent, req.Method)
+	b, _ := json.Marshal(req.Params)
+	var p struct {
+		Capabilities json.RawMessage `json:"capabilities"`
+	}
+	_ = json.Unmarshal(b, &p)
+	m.h.caps = p.Capabilities
+	result := `{"protocolVersion":"` + m.h.version + `","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"s","version":"1"},"instructions":"hello"}`
+	return &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID, Result: json.RawMessage(result)}, nil
+}
+
+func (m handshakeMCP) SendNotification(_ context.Context, n mcp.JSONRPCNotification) error {
+	m.h.sent = append(m.h.sent, n.Method)
+	return nil
+}
+
+func (handshakeMCP) Start(context.Context) error                          { return nil }
+func (handshakeMCP) SetNotificationHandler(func(mcp.JSONRPCNotification)) {}
+func (handshakeMCP) Close() error                                         { return nil }
+func (handshakeMCP) GetSessionId() string                                 { return "" }
+
+// TestInitialize: the legacy handshake is initialize then
+// notifications/initialized, declaring the capabilities given, and finds the
+// version the server chose; a version mcp-go cannot speak is refused.
+func TestInitialize(t *testing.T) {
+	caps := mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{}}
+	tests := []struct {
+		name, version string
+		ok            bool
+	}{
+		{"the latest legacy version", "2025-11-25", true},
+		{"an older one", "2025-03-26", true},
+		{"one no revision has", "1999-01-01", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &handshaking{version: tc.version}
+			e, err := Initialize(context.Background(), tr, "2025-11-25", mcp.Implementation{Name: "nexus", Version: "1"}, caps)
+			if !tc.ok {
+				if err == nil {
+					t.Errorf("a server at %s was taken: %+v", tc.version, e)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Version != tc.version || e.Modern() || e.Instructions != "hello" || e.Caps.Tools == nil || !e.Caps.Tools.ListChanged {
+				t.Errorf("found %+v", e)
+			}
+			if strings.Join(tr.sent, " ") != "initialize notifications/initialized" {
+				t.Errorf("sent %v", tr.sent)
+			}
+			if !strings.Contains(string(tr.caps), `"sampling":{}`) {
+				t.Errorf("declared %s, want sampling", tr.caps)
+			}
+		})
+	}
+}
