@@ -58,37 +58,39 @@ func (d *Dialer) Dial(s *config.Server, log *slog.Logger, tail *Tail) (Transport
 			return nil, err // not a nil *Process, which is a Transport that is not nil
 		}
 		return p, nil
-	case config.TransportSSE:
-		headers, err := d.resolveAll(s, s.Headers)
-		if err != nil {
-			return nil, err
-		}
+	case config.TransportSSE, config.TransportStreamableHTTP:
+		return d.remote(s, log)
+	}
+	return nil, fmt.Errorf("unknown transport %q", s.Transport)
+}
+
+// remote is the transport of a server reached over SSE or streamable HTTP:
+// mcp-go's client of that kind, with the entry's headers resolved, the
+// request's own (Headers) and the server's HTTP client.
+func (d *Dialer) remote(s *config.Server, log *slog.Logger) (Transport, error) {
+	headers, err := d.resolveAll(s, s.Headers)
+	if err != nil {
+		return nil, err
+	}
+	var t transport.Interface
+	if s.Transport == config.TransportSSE {
 		opts := []transport.ClientOption{transport.WithHeaders(headers), transport.WithSSELogger(log), transport.WithHTTPClient(d.client(s))}
 		if d.Headers != nil {
 			opts = append(opts, transport.WithHeaderFunc(d.Headers))
 		}
-		t, err := transport.NewSSE(s.URL, opts...)
-		if err != nil {
-			return nil, err
-		}
-		return Remote(t), nil
-	case config.TransportStreamableHTTP:
-		headers, err := d.resolveAll(s, s.Headers)
-		if err != nil {
-			return nil, err
-		}
+		t, err = transport.NewSSE(s.URL, opts...)
+	} else {
 		opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(headers), transport.WithContinuousListening(),
 			transport.WithHTTPLogger(log), transport.WithHTTPBasicClient(d.client(s))}
 		if d.Headers != nil {
 			opts = append(opts, transport.WithHTTPHeaderFunc(d.Headers))
 		}
-		t, err := transport.NewStreamableHTTP(s.URL, opts...)
-		if err != nil {
-			return nil, err
-		}
-		return Remote(t), nil
+		t, err = transport.NewStreamableHTTP(s.URL, opts...)
 	}
-	return nil, fmt.Errorf("unknown transport %q", s.Transport)
+	if err != nil {
+		return nil, err
+	}
+	return Remote(t), nil
 }
 
 // process is a stdio server's transport. Its stderr goes to the log a line at a
