@@ -195,7 +195,7 @@ func childAnswered(err error) bool {
 // initialize performs the legacy handshake at version; why says how that era
 // was chosen.
 func (c *child) initialize(ctx context.Context, cn *conn, version, why string) error {
-	e, err := upstream.Initialize(ctx, cn.Transport, version, mcp.Implementation{Name: "nexus", Version: Version}, cn.declared)
+	e, err := upstream.Initialize(ctx, cn.Transport, version, nexusInfo(), cn.declared)
 	if err != nil {
 		return fmt.Errorf("initializing %s: %w", c.name, err)
 	}
@@ -208,8 +208,7 @@ func (c *child) initialize(ctx context.Context, cn *conn, version, why string) e
 // chosen for the reason why. The error is a *upstream.NotModernError when the
 // answer is a legacy server's.
 func (c *child) discover(ctx context.Context, cn *conn, version string, bound time.Duration, why string) error {
-	m := upstream.ModernMeta{Version: version, Client: mcp.Implementation{Name: "nexus", Version: Version}, Capabilities: cn.declared, LogLevel: cn.logLevel()}
-	e, err := upstream.Discover(ctx, cn.Transport, c.name, m, bound, cn.NextID)
+	e, err := upstream.Discover(ctx, cn.Transport, c.name, cn.modernMeta(version), bound, cn.NextID)
 	if errors.Is(err, transport.ErrTransportClosed) {
 		return errChildGone
 	}
@@ -237,6 +236,15 @@ func (cn *conn) dialect() dialect {
 		return modernDialect{cn}
 	}
 	return legacyDialect{cn}
+}
+
+// nexusInfo is who Nexus says it is to its children.
+func nexusInfo() mcp.Implementation { return mcp.Implementation{Name: "nexus", Version: Version} }
+
+// modernMeta is what cn's requests at version say of their client: Nexus, the
+// capabilities cn declares, the level its child is asked to log at.
+func (cn *conn) modernMeta(version string) upstream.ModernMeta {
+	return upstream.ModernMeta{Version: version, Client: nexusInfo(), Capabilities: cn.declared, LogLevel: cn.logLevel()}
 }
 
 // logLevel is the level a modern child is asked to log at: its client

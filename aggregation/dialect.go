@@ -120,12 +120,13 @@ func (d modernDialect) local(ctx context.Context, method string, params any) (js
 // standard headers.
 func (d modernDialect) encode(req *upstream.Request, extensions []string) error {
 	cn := d.cn
-	raw, err := upstream.ModernParams(req.Params, upstream.ModernMeta{Version: cn.Version(), Client: mcp.Implementation{Name: "nexus", Version: Version},
-		Capabilities: cn.declared, Extensions: extensions, LogLevel: cn.logLevel()})
+	m := cn.modernMeta(cn.Version())
+	m.Extensions = extensions
+	raw, err := upstream.ModernParams(req.Params, m)
 	if err != nil {
 		return fmt.Errorf("the params of %s: %w", req.Method, err)
 	}
-	req.Params, req.Header = raw, upstream.StandardHeaders(cn.Version(), req.Method, raw, cn.tool)
+	req.Params, req.Header = raw, upstream.StandardHeaders(m.Version, req.Method, raw, cn.tool)
 	return nil
 }
 
