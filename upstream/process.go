@@ -298,7 +298,7 @@ func (e *TooLargeError) Error() string { return e.msg }
 // for it.
 func (p *Process) dispatch(line []byte) {
 	m := new(jsonrpc.Message)
-	if err := json.Unmarshal(line, m); err != nil {
+	if err := jsonrpc.Unmarshal(line, m); err != nil {
 		p.log.Warn("the server wrote a line that is not JSON-RPC", "err", err, "line", p.cut(line, maxStrayLine))
 		return
 	}

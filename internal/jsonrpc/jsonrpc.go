@@ -76,9 +76,10 @@ func ValidID(id json.RawMessage) bool {
 // Decode parses one message, or returns the error response it gets: -32700 for
 // bytes that are not JSON, -32600 for JSON that is not a message. The response
 // carries the message's id when one can be read, and never names a Go type.
+// The message's raw parts are b's own bytes (see Unmarshal).
 func Decode(b []byte) (*Message, []byte) {
 	var m Message
-	err := json.Unmarshal(b, &m)
+	err := Unmarshal(b, &m)
 	if err != nil {
 		id := probeID(b)
 		var typeErr *json.UnmarshalTypeError
