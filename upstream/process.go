@@ -64,10 +64,10 @@ const (
 type Process struct {
 	name       string // the server's name, for messages
 	cmd        *exec.Cmd
-	stdin      *os.File  // closed to end the child
-	stdout     *os.File  // closed to stop reading it
-	in         io.Writer // stdin, written as pipeio writes a pipe
-	out        io.Reader // stdout, read as pipeio reads one
+	stdin      *os.File            // closed to end the child
+	stdout     *os.File            // closed to stop reading it
+	lines      *jsonrpc.LineWriter // stdin, written as pipeio writes a pipe
+	out        io.Reader           // stdout, read as pipeio reads one
 	log        *slog.Logger
 	maxMessage int64
 	tail       *Tail
@@ -76,8 +76,6 @@ type Process struct {
 	// logged; nil keeps it as is.
 	redact func(string) string
 	ledger *Ledger
-
-	writeMu sync.Mutex
 
 	mu       sync.Mutex
 	pending  map[string]chan reply
@@ -136,7 +134,7 @@ func (p *Process) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("stdin pipe: %w", err)
 	}
-	p.cmd.Stdin, p.stdin, p.in = childStdin, stdin, pipeio.Raw(stdin)
+	p.cmd.Stdin, p.stdin, p.lines = childStdin, stdin, jsonrpc.NewLineWriter(pipeio.Raw(stdin))
 	stdout, childStdout, err := os.Pipe()
 	if err != nil {
 		_, _ = childStdin.Close(), stdin.Close()
@@ -420,18 +418,16 @@ func trimNewline(b []byte) []byte {
 
 // write writes one message as one line. What it holds that came from a
 // client (an answer to the child's request, a call's arguments) may be
-// pretty-printed: it is compacted first.
+// pretty-printed: the LineWriter compacts it first. The requests of calls
+// made at once go in one write (jsonrpc.LineWriter).
 func (p *Process) write(b []byte) error {
-	p.writeMu.Lock()
-	defer p.writeMu.Unlock()
-	b = append(jsonrpc.Compact(b), '\n')
-	if _, err := p.in.Write(b); err != nil {
+	if err := p.lines.Write(b); err != nil {
 		if errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EPIPE) {
 			// The child exited (or is being closed) between Send's check and
 			// the write: the transport is closed, as for a request after it.
-			return fmt.Errorf("writing to the server: %w (%v)", transport.ErrTransportClosed, err)
+			return fmt.Errorf("writing to the server: %w (%v)", transport.ErrTransportClosed, errors.Unwrap(err))
 		}
-		return fmt.Errorf("writing to the server: %w", err)
+		return fmt.Errorf("writing to the server: %w", errors.Unwrap(err))
 	}
 	return nil
 }

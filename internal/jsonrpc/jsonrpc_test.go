@@ -2,11 +2,15 @@ package jsonrpc
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 func TestLineReader(t *testing.T) {
@@ -149,4 +153,87 @@ func TestCompact(t *testing.T) {
 			t.Errorf("Compact(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
+}
+
+// gatedWriter records each Write it is given; while held, a Write waits.
+type gatedWriter struct {
+	mu      sync.Mutex
+	writes  []string
+	entered chan struct{} // told of each Write as it begins
+	hold    chan struct{} // a Write waits for it to close
+	fail    error
+}
+
+func (g *gatedWriter) Write(p []byte) (int, error) {
+	g.entered <- struct{}{}
+	<-g.hold
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.writes = append(g.writes, string(p))
+	if g.fail != nil {
+		return 0, g.fail
+	}
+	return len(p), nil
+}
+
+// TestLineWriterBatches checks that messages written while a write is under
+// way leave together, in one write, each whole on its line; and that each of
+// their writers learns how the write went.
+func TestLineWriterBatches(t *testing.T) {
+	tests := []struct {
+		name string
+		fail error
+	}{
+		{"written", nil},
+		{"failed", io.ErrClosedPipe},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			under := &gatedWriter{entered: make(chan struct{}, 2), hold: make(chan struct{}), fail: tt.fail}
+			w := NewLineWriter(under)
+			const later = 5
+			errs := make(chan error, later+1)
+			go func() { errs <- w.Write([]byte(`{"n":0}`)) }()
+			// The first message is being written (held); the next ones
+			// gather behind it.
+			<-under.entered
+			for i := 1; i <= later; i++ {
+				go func() { errs <- w.Write(fmt.Appendf(nil, "{\n \"n\": %d\n}", i)) }()
+			}
+			waitFor(t, func() bool { w.mu.Lock(); defer w.mu.Unlock(); return bytes.Count(w.buf, []byte("\n")) == later })
+			close(under.hold)
+			for range later + 1 {
+				if err := <-errs; (err != nil) != (tt.fail != nil) || tt.fail != nil && !errors.Is(err, tt.fail) {
+					t.Errorf("Write = %v, want %v", err, tt.fail)
+				}
+			}
+			if len(under.writes) != 2 {
+				t.Fatalf("%d writes, want 2 (the first, then the rest together): %q", len(under.writes), under.writes)
+			}
+			lines := strings.Split(strings.TrimSuffix(under.writes[1], "\n"), "\n")
+			if len(lines) != later {
+				t.Fatalf("the batch held %d lines, want %d: %q", len(lines), later, under.writes[1])
+			}
+			for _, l := range lines {
+				if !json.Valid([]byte(l)) {
+					t.Errorf("line %q is not a whole message", l)
+				}
+			}
+			if tt.fail != nil && w.Write([]byte(`{}`)) == nil {
+				t.Error("a failed stream accepted a message")
+			}
+		})
+	}
+}
+
+// waitFor waits, a bounded time, until cond holds.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for range 5000 {
+		if cond() {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatal("the condition never held")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 )
 
@@ -67,33 +68,83 @@ func (l *LineReader) Next() (line []byte, tooLargeID []byte, err error) {
 
 // LineWriter writes whole messages, one per line, atomically: the messages of
 // many requests share one stream.
+//
+// Messages that are ready together are written together. The first writer of
+// a batch yields once before it writes (runtime.Gosched), and whoever is ready
+// to run meanwhile (the other answers a child sent in one read, the other
+// calls a client sent at once) adds its message to the batch and waits for
+// it: one write system call, and one wake-up of the reader on the other end,
+// for all of them. A writer alone yields to no one, and writes at once.
 type LineWriter struct {
-	mu  sync.Mutex
-	w   io.Writer
-	buf []byte
-	err error
+	w io.Writer
+
+	mu    sync.Mutex
+	buf   []byte     // the batch being gathered
+	spare []byte     // the last batch's buffer, reused
+	batch *lineBatch // nil when none is being gathered
+	err   error      // the first failed write's
+
+	writeMu sync.Mutex // one batch is written at a time, in order
+}
+
+// lineBatch is the messages written in one system call, and how it went.
+type lineBatch struct {
+	done chan struct{} // made by the first writer to join; closed once written
+	err  error
 }
 
 // NewLineWriter writes lines to w.
 func NewLineWriter(w io.Writer) *LineWriter { return &LineWriter{w: w} }
 
 // Write writes msg as one line, compacted first: pretty-printed JSON must still
-// fit on one. Once a write failed, every later one fails with the same error.
+// fit on one. It returns once the line is written. Once a write failed, every
+// later one fails with the same error.
 func (lw *LineWriter) Write(msg []byte) error {
 	msg = Compact(msg)
 	lw.mu.Lock()
-	defer lw.mu.Unlock()
 	if lw.err != nil {
+		defer lw.mu.Unlock()
 		return lw.err
 	}
-	// One write per message, from a buffer of our own: msg may be shared (with
-	// other sessions) and must not be appended to.
-	lw.buf = append(append(lw.buf[:0], msg...), '\n')
-	if _, err := lw.w.Write(lw.buf); err != nil {
-		lw.err = fmt.Errorf("writing a message: %w", err)
+	// Copied into a buffer of our own: msg may be shared (with other
+	// sessions) and must not be appended to.
+	lw.buf = append(append(lw.buf, msg...), '\n')
+	if b := lw.batch; b != nil {
+		if b.done == nil {
+			b.done = make(chan struct{})
+		}
+		lw.mu.Unlock()
+		<-b.done
+		return b.err
 	}
-	if cap(lw.buf) > 1<<20 {
-		lw.buf = nil // keep no megabyte buffer around for one large message
+	b := &lineBatch{}
+	lw.batch = b
+	lw.mu.Unlock()
+
+	runtime.Gosched()
+
+	lw.writeMu.Lock()
+	lw.mu.Lock()
+	out := lw.buf
+	lw.buf, lw.spare, lw.batch = lw.spare[:0], nil, nil
+	lw.mu.Unlock()
+	_, err := lw.w.Write(out)
+	lw.writeMu.Unlock()
+
+	lw.mu.Lock()
+	if err != nil {
+		b.err = fmt.Errorf("writing a message: %w", err)
+		if lw.err == nil {
+			lw.err = b.err
+		}
 	}
-	return lw.err
+	if cap(out) <= 1<<20 && lw.spare == nil {
+		lw.spare = out // keep no megabyte buffer around for one large batch
+	}
+	done := b.done
+	lw.mu.Unlock()
+	if done != nil {
+		close(done)
+	}
+	return b.err
 }
