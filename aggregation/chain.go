@@ -493,7 +493,7 @@ func (g *Gateway) perClient(server string) bool {
 // names of the tools the audience may call.
 func (g *Gateway) unknownTool(a audience, name string) *RPCError {
 	msg := "unknown tool " + quoted(name)
-	if near := g.man.Load().suggest(a, name); len(near) > 0 {
+	if near := g.lists.current().suggest(a, name); len(near) > 0 {
 		msg += "; did you mean " + quoteJoin(near) + "?"
 	}
 	return &RPCError{Code: jsonrpc.CodeInvalidParams, Message: msg + " (nexus list-tools shows every tool)"}
@@ -577,9 +577,9 @@ func (g *Gateway) Resolve(ctx context.Context, name string) (*Tool, error) {
 // server's tools by the names that server gave them. Policy then decides on the
 // tool's canonical name, as for any call.
 func (g *Gateway) resolveCall(ctx context.Context, a audience, name string) (*Tool, error) {
-	if g.man.Load().lookup(name) == nil {
-		g.awaitFirstLists(ctx) // a child's names are known once its first lists are in
-		if t, err := g.man.Load().bareTool(a, name); t != nil {
+	if g.lists.current().lookup(name) == nil {
+		g.lists.await(ctx) // a child's names are known once its first lists are in
+		if t, err := g.lists.current().bareTool(a, name); t != nil {
 			return t, nil
 		} else if err != nil {
 			return nil, err
@@ -593,7 +593,7 @@ func (g *Gateway) resolveCall(ctx context.Context, a audience, name string) (*To
 // calls at once after starting the gateway gets the tool, not "unknown tool". A
 // tool of a server that gave up makes it try once more, and waits for that try.
 func (g *Gateway) resolveTool(ctx context.Context, a audience, name string) (*Tool, error) {
-	if t := g.man.Load().lookup(name); t != nil {
+	if t := g.lists.current().lookup(name); t != nil {
 		return t, nil
 	}
 	owners := g.possibleOwners(name)
@@ -617,8 +617,8 @@ func (g *Gateway) resolveTool(ctx context.Context, a audience, name string) (*To
 		}
 	}
 	if stale {
-		g.rebuildNow(ctx)
-		if t := g.man.Load().lookup(name); t != nil {
+		g.lists.rebuild(ctx)
+		if t := g.lists.current().lookup(name); t != nil {
 			return t, nil
 		}
 	}

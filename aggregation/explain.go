@@ -20,7 +20,7 @@ type Explained struct {
 // Explain decides everything the servers offer for agent: every tool, every prompt,
 // and the resources of every server that serves them, in that order.
 func (g *Gateway) Explain(agent string) []Explained {
-	m, pol := g.man.Load(), g.pol.Load()
+	m, pol := g.lists.current(), g.pol.Load()
 	var out []Explained
 	for _, t := range m.tools {
 		out = append(out, Explained{"tool", t.Canonical, pol.Decide(agent, t.policyTool())})
@@ -44,7 +44,7 @@ func (g *Gateway) ExplainName(ctx context.Context, agent, name string) (Explaine
 	if err == nil {
 		return Explained{"tool", t.Canonical, pol.Decide(agent, t.policyTool())}, nil
 	}
-	m := g.man.Load()
+	m := g.lists.current()
 	for _, p := range m.prompts {
 		if p.wire == name || p.server+"."+p.name == name {
 			return Explained{"prompt", p.server + "." + p.name, pol.DecideItem(agent, p.server, p.name)}, nil

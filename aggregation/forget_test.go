@@ -70,7 +70,7 @@ func TestChildExitWhileClosingForgetsNothing(t *testing.T) {
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
-			g.rebuildNow(ctx)
+			g.lists.rebuild(ctx)
 			g.closing.Store(false)
 			g.Close()
 			// A second gateway process would see what this one left in memory.db.

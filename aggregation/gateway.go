@@ -27,7 +27,6 @@
 package aggregation
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -55,10 +54,6 @@ import (
 
 // Version is the gateway's version, reported to clients and children.
 const Version = "0.1.0"
-
-// rebuildDelay debounces manifest rebuilds: a child that restarts, or several that
-// change at once, cost clients one tools/list_changed, not a burst.
-const rebuildDelay = 50 * time.Millisecond
 
 // Options configure a Gateway. The zero value is usable.
 type Options struct {
@@ -151,7 +146,7 @@ type Gateway struct {
 
 	cfg      atomic.Pointer[config.Config]
 	pol      atomic.Pointer[policy.Policy]
-	man      atomic.Pointer[manifest]
+	lists    *merger                           // the manifest
 	children atomic.Pointer[map[string]*child] // replaced whole on reload
 	tokens   atomic.Pointer[map[string]string] // hex SHA-256 of a bearer token -> agent
 	logins   logins                            // the status page's browser sessions (login.go)
@@ -161,17 +156,7 @@ type Gateway struct {
 	closing  atomic.Bool // Close began: children exiting now are not restarts
 	runCtx   context.Context
 
-	settled    chan struct{} // closed when every child of the first config made its first attempt
-	firstLists time.Time     // until then, lists wait for settled
-
-	rebuild chan struct{}
-	// changes counts the changes of a child's connection, state or config
-	// (toolsChanged); built is the count the last finished build began from.
-	// A list finds the manifest behind while built < changes.
-	changes   atomic.Uint64
-	built     atomic.Uint64
-	mu        sync.Mutex
-	published map[string][]*Tool // server -> the tool list it last gave, none while it gives none
+	settled chan struct{} // closed when every child of the first config made its first attempt
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -225,7 +210,6 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		log: log, mem: opts.Memory, names: naming{style: names, max: maxName}, searchEmbedder: opts.SearchEmbedder, redact: opts.Redact, text: opts.RedactText,
 		supervision: supervision{beforeStart: opts.BeforeStart, oneAttempt: opts.OneAttempt, pins: opts.Pins, listsDir: opts.ListsDir},
 		denials:     &policy.Counter{}, observer: opts.Observer, tracer: tp.Tracer("github.com/nexus-mcp/nexus/aggregation"), tracing: opts.Tracer != nil,
-		rebuild: make(chan struct{}, 1), published: map[string][]*Tool{},
 	}
 	g.dial = &upstream.Dialer{Resolve: resolve, HTTPClient: opts.HTTPClient, Local: upstream.LocalTransport(), Headers: traceHeaders,
 		MaxMessage: g.childMessageLimit, Redact: opts.RedactText, Ledger: opts.Ledger}
@@ -234,10 +218,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.modern = g.modernMethodTable()
 	g.sealer = newSealer(opts.StateKey)
 	g.settled = make(chan struct{})
+	g.lists = newMerger(g, g.settled)
 	g.cfg.Store(cfg)
 	g.pol.Store(pol)
 	g.tokens.Store(agentTokens(cfg))
-	g.man.Store(&manifest{byName: map[string]*Tool{}, byPrompt: map[string]*prompt{}, res: &resourceIndex{}})
 	kids := map[string]*child{}
 	for _, s := range cfg.EnabledServers() {
 		kids[s.Name] = g.newChild(s)
@@ -264,9 +248,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 		c.start(ctx)
 	}
 	g.reloadMu.Unlock()
-	g.wg.Go(func() { g.rebuildLoop(ctx) })
+	g.lists.firstLists = time.Now().Add(firstListGrace)
+	g.wg.Go(func() { g.lists.loop(ctx, g.log) })
 	g.wg.Go(func() { g.sweepLoop(ctx) })
-	g.firstLists = time.Now().Add(firstListGrace)
 	g.wg.Go(func() {
 		defer close(g.settled)
 		if g.Ready(ctx) == nil {
@@ -301,40 +285,6 @@ func (g *Gateway) started() bool {
 // keeps a result.
 func (g *Gateway) outward(msg []byte) []byte { return g.redact(msg) }
 
-// awaitFirstLists waits, only in the first moments after Start, for the children's
-// first attempts; then it brings a manifest that lags behind a child's connection
-// or state (toolsChanged) up to date, so that a list asked once a child connected
-// (the log says so) holds its tools, not only after the rebuild's debounce.
-func (g *Gateway) awaitFirstLists(ctx context.Context) {
-	select {
-	case <-g.settled:
-	default:
-		t := time.NewTimer(time.Until(g.firstLists))
-		select {
-		case <-g.settled:
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		t.Stop()
-	}
-	if want := g.changes.Load(); g.built.Load() < want {
-		g.rebuildBehind(ctx, want)
-	}
-}
-
-// rebuildBehind rebuilds the manifest unless a build that began after change
-// want finished first. Under g.mu, a list waits for a build already running, and
-// lists that found the manifest behind together make one build, not one each.
-func (g *Gateway) rebuildBehind(ctx context.Context, want uint64) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.built.Load() < want {
-		// The build is every client's, not only this list's: a client that
-		// goes away meanwhile must not leave a changed server's answers fresh.
-		g.rebuildLocked(context.WithoutCancel(ctx)) // what it skipped, the rebuild loop's pass logs
-	}
-}
-
 // Ready waits until each named server (every configured one when none is named) has
 // made its first attempt to connect, then brings the manifest up to date. It reports
 // tool names two servers claim (the first, in server-name order, keeps it).
@@ -354,7 +304,7 @@ func (g *Gateway) Ready(ctx context.Context, servers ...string) error {
 			return ctx.Err()
 		}
 	}
-	if errs := g.rebuildNow(ctx); len(errs) > 0 {
+	if errs := g.lists.rebuild(ctx); len(errs) > 0 {
 		return fmt.Errorf("conflicting tool names: %w", errors.Join(errs...))
 	}
 	return nil
@@ -448,7 +398,7 @@ func (g *Gateway) Sessions() map[string]int {
 func (g *Gateway) Memory() *memory.Memory { return g.mem }
 
 // Tools is the current merged manifest, sorted by canonical name.
-func (g *Gateway) Tools() []*Tool { return slices.Clone(g.man.Load().tools) }
+func (g *Gateway) Tools() []*Tool { return slices.Clone(g.lists.current().tools) }
 
 // Policy is the policy in force.
 func (g *Gateway) Policy() *policy.Policy { return g.pol.Load() }
@@ -527,95 +477,10 @@ func (g *Gateway) applyMemorySettings(cfg *config.Config) {
 	g.mem.SetSettings(cfg.MemoryRules()) // memory off (nil) ignores them
 }
 
-// toolsChanged is called by a child whenever its connection, state or config
-// changes. Such changes come at the pace of starts, backoffs and reloads: a list
-// asked before the debounced rebuild rebuilds the manifest first (awaitFirstLists).
-func (g *Gateway) toolsChanged(server string) {
-	g.changes.Add(1)
-	g.relisted(server)
-}
-
-// relisted is called by a child that listed anew after it said its lists
-// changed. The child decides how often that is, so the manifest follows after
-// the debounce only: were a client's list to rebuild it too, a child that flaps
-// its tools would have every client told of a change at each list any client
-// makes.
-func (g *Gateway) relisted(string) {
-	select {
-	case g.rebuild <- struct{}{}:
-	default:
-	}
-}
-
-func (g *Gateway) rebuildLoop(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-g.rebuild:
-		}
-		if !sleep(ctx, rebuildDelay) {
-			return
-		}
-		for _, err := range g.rebuildNow(ctx) {
-			g.log.Error("tool skipped", "err", err)
-		}
-	}
-}
-
-// rebuildNow merges the children's tools into a new manifest, forgets remembered
-// answers of servers whose tools changed or that restarted, and updates the front
-// server only when the visible list changed. A server's tools are compared with
-// the last list it gave while connected, never with the nothing of a server still
-// starting: in a gateway that just started, every server's first list is new to
-// it, and what memory kept from the previous run stays fresh.
-func (g *Gateway) rebuildNow(ctx context.Context) []error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.rebuildLocked(ctx)
-}
-
-// rebuildLocked is rebuildNow, with g.mu held.
-func (g *Gateway) rebuildLocked(ctx context.Context) []error {
-	from := g.changes.Load() // a change from now on is read by the next build
-	perServer := map[string][]*Tool{}
-	kids := g.kids()
-	for name, c := range kids {
-		_, tools := c.current()
-		perServer[name] = tools
-		old, seen := g.published[name]
-		if tools == nil {
-			// Not connected. One that was has exited: what it said is stale. One
-			// still starting has said nothing yet: its first list is no change.
-			if seen && len(old) > 0 {
-				g.forget(ctx, name)
-				g.published[name] = nil
-			}
-			continue
-		}
-		if seen && len(old) > 0 && !sameTools(old, tools) {
-			g.forget(ctx, name)
-		}
-		g.published[name] = tools
-	}
-	for name := range g.published {
-		if _, ok := kids[name]; !ok {
-			g.forget(ctx, name)
-			delete(g.published, name)
-		}
-	}
-	perExtras := map[string]extras{}
-	for name, c := range kids {
-		c.mu.Lock()
-		perExtras[name] = c.extras
-		c.mu.Unlock()
-	}
-	m, errs := buildManifest(perServer, perExtras)
-	g.man.Store(m)
-	g.built.Store(from)
-	g.listsChanged()
-	return errs
-}
+// toolsChanged and relisted are what a child tells of its lists (childEvents):
+// the manifest is built again (merger.changed, merger.schedule).
+func (g *Gateway) toolsChanged(string) { g.lists.changed() }
+func (g *Gateway) relisted(string)     { g.lists.schedule() }
 
 // forget makes a server's remembered answers unfit to be served as fresh: it
 // crashed, restarted, its tools changed, or it is gone. They stay for
@@ -631,13 +496,6 @@ func (g *Gateway) forget(ctx context.Context, server string) {
 	if err := g.mem.MarkStale(ctx, server); err != nil {
 		g.log.Warn("marking remembered answers stale failed", "server", server, "err", err)
 	}
-}
-
-// sameTools reports whether two lists of a server's tools are what it listed
-// alike, tool for tool. Keeping the list itself to compare with, rather than a
-// copy of its bytes, costs no memory: the list is the one shown.
-func sameTools(a, b []*Tool) bool {
-	return slices.EqualFunc(a, b, func(x, y *Tool) bool { return x == y || bytes.Equal(x.Raw, y.Raw) })
 }
 
 func (g *Gateway) reconnected(server string) { g.forget(g.runCtx, server) }

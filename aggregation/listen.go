@@ -36,7 +36,7 @@ func listen(ctx context.Context, s *session, params json.RawMessage, r sink) (js
 	}
 	want := p.Notifications
 	g := s.g
-	g.awaitFirstLists(ctx)
+	g.lists.await(ctx)
 	ls := &listenSink{r: r}
 	if q := s.scope(); q != nil {
 		ls.id = q.id // the stream's subscription is named by its request

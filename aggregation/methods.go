@@ -101,7 +101,7 @@ func initialize(ctx context.Context, s *session, params json.RawMessage, _ sink)
 	// so it waits a moment for children still making their first attempt; never
 	// longer than initializeWait, so a hung child holds no client up.
 	wait, cancel := context.WithTimeout(ctx, initializeWait)
-	s.g.awaitFirstLists(wait)
+	s.g.lists.await(wait)
 	cancel()
 	if s.g.started() {
 		// The client knows the lists of this moment (it can list them); until the
@@ -152,7 +152,7 @@ func forwardedCaps(sampling, elicitation, roots json.RawMessage) mcp.ClientCapab
 // list_changed goes only to sessions whose lists really changed.
 func listMethod(result func(*view) json.RawMessage, record func(*seenLists, *view)) method {
 	return func(ctx context.Context, s *session, _ json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
-		s.g.awaitFirstLists(ctx)
+		s.g.lists.await(ctx)
 		return result(s.g.listed(s, record)), nil
 	}
 }
@@ -298,7 +298,7 @@ func (s *session) resourceServer(ctx context.Context, params json.RawMessage, ve
 	if asked == "" {
 		return "", "", &RPCError{Code: jsonrpc.CodeInvalidParams, Message: `params must be {"uri": "<uri>"}`}
 	}
-	s.g.awaitFirstLists(ctx) // the owners are known once their first lists are in
+	s.g.lists.await(ctx) // the owners are known once their first lists are in
 	// A server still making its first attempt may be the owner: wait for it, up
 	// to the bound of a tools/call.
 	s.g.manifestFor(ctx, func(m *manifest) bool { return listsURI(m, asked) })
@@ -442,9 +442,9 @@ func (g *Gateway) prompt(ctx context.Context, s *session, name string) *prompt {
 		return pr
 	}
 	if g.awaitFirstAttempts(ctx, g.possibleOwners(name)) {
-		g.rebuildNow(ctx)
+		g.lists.rebuild(ctx)
 	}
-	return g.man.Load().byPrompt[name]
+	return g.lists.current().byPrompt[name]
 }
 
 // manifestFor returns the manifest, once has says it holds what a request names,
@@ -452,13 +452,13 @@ func (g *Gateway) prompt(ctx context.Context, s *session, name string) *prompt {
 // to its call timeout, as a tools/call does): a resource of a server that starts
 // slowly is read, not "not found".
 func (g *Gateway) manifestFor(ctx context.Context, has func(*manifest) bool) *manifest {
-	if m := g.man.Load(); has(m) {
+	if m := g.lists.current(); has(m) {
 		return m
 	}
 	if g.awaitFirstAttempts(ctx, slices.Collect(maps.Values(g.kids()))) {
-		g.rebuildNow(ctx)
+		g.lists.rebuild(ctx)
 	}
-	return g.man.Load()
+	return g.lists.current()
 }
 
 // listsURI reports whether a server lists uri, or a template that matches it.

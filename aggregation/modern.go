@@ -95,7 +95,7 @@ func (g *Gateway) serveModern(ctx context.Context, from origin, m *jsonrpc.Messa
 			return jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeInvalidRequest, "%s", err), jsonrpc.CodeInvalidRequest
 		}
 	}
-	if from.headers != nil && m.Method == "tools/call" && g.man.Load().paramHeaders {
+	if from.headers != nil && m.Method == "tools/call" && g.lists.current().paramHeaders {
 		if rpcErr := g.checkCallHeaders(ctx, agent, m.Params, from.headers); rpcErr != nil {
 			return jsonrpc.Response(m.ID, nil, rpcErr), rpcErr.Code
 		}
@@ -226,7 +226,7 @@ func (g *Gateway) scope(method string) string {
 // discover is server/discover: what Nexus speaks and offers, the same capabilities
 // an initialize answer holds.
 func discover(ctx context.Context, s *session, _ json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
-	s.g.awaitFirstLists(ctx)
+	s.g.lists.await(ctx)
 	res, _ := json.Marshal(map[string]any{
 		"supportedVersions": allVersions(),
 		"capabilities":      s.g.frontCapabilities(s.agent, true),

@@ -47,9 +47,9 @@ func (s *session) lists() (*manifest, *view) {
 	s.own.mu.Lock()
 	defer s.own.mu.Unlock()
 	if len(s.own.lists) == 0 {
-		return g.man.Load(), g.view(s.agent)
+		return g.lists.current(), g.view(s.agent)
 	}
-	base, pol, cfg := g.man.Load(), g.pol.Load(), g.cfg.Load()
+	base, pol, cfg := g.lists.current(), g.pol.Load(), g.cfg.Load()
 	if s.own.man != nil && s.own.base == base && s.own.pol == pol && s.own.cfg == cfg {
 		return s.own.man, s.own.view
 	}
@@ -113,13 +113,13 @@ func (s *session) dropOwn(server string) bool {
 // call without a client.
 func (g *Gateway) manifestOf(s *session) *manifest {
 	if s == nil {
-		return g.man.Load()
+		return g.lists.current()
 	}
 	s.own.mu.Lock()
 	none := len(s.own.lists) == 0
 	s.own.mu.Unlock()
 	if none { // the common case: no view needed to find a tool
-		return g.man.Load()
+		return g.lists.current()
 	}
 	m, _ := s.lists()
 	return m

@@ -137,7 +137,7 @@ func (s *session) sessionTools(v *view) (json.RawMessage, [sha256.Size]byte) {
 
 // listTools is tools/list: the agent's view, with what the session was added.
 func listTools(ctx context.Context, s *session, _ json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
-	s.g.awaitFirstLists(ctx)
+	s.g.lists.await(ctx)
 	s.g.listsMu.Lock()
 	defer s.g.listsMu.Unlock()
 	v := s.view()
@@ -157,7 +157,7 @@ func (g *Gateway) searchCall(ctx context.Context, c *caller, agent string, p cal
 		return p, nil, nil, false
 	}
 	c.letGo() // the first lists, or an embedder, may take a while
-	g.awaitFirstLists(ctx)
+	g.lists.await(ctx)
 	v := g.view(agent)
 	if v.search == nil {
 		return p, nil, nil, false
@@ -290,7 +290,7 @@ func (g *Gateway) ManifestCost(agent string) ManifestCost {
 		return c
 	}
 	var servers []string
-	for _, s := range g.man.Load().servers {
+	for _, s := range g.lists.current().servers {
 		if v.sees[s] {
 			servers = append(servers, s)
 		}

@@ -404,8 +404,8 @@ func TestNotificationsReachOnlyTheirSessions(t *testing.T) {
 	// and rebuilds after each, so once it has taken two more, that rebuild is
 	// over. A log evil sends next reaches other on its stream after anything
 	// that rebuild sent it (other is not the caller: the log comes unasked).
-	f.g.rebuild <- struct{}{}
-	f.g.rebuild <- struct{}{}
+	f.g.lists.due <- struct{}{}
+	f.g.lists.due <- struct{}{}
 	quiet.request("tools/call", map[string]any{"name": "evil__log", "arguments": map[string]any{"text": "after the rebuild"}})
 	if !other.waitNote("notifications/message", mentioning("after the rebuild")) {
 		t.Fatalf("the sentinel log never reached other; got %s", other.received())

@@ -273,7 +273,7 @@ func (g *Gateway) taskRequestWith(ctx context.Context, c *caller, server, method
 // changed its annotations, and with them what @readonly allows), else as it was
 // when the task was created.
 func (g *Gateway) taskTool(rt *taskRoute) *Tool {
-	if t := g.man.Load().lookup(rt.tool.Canonical); t != nil && t.Server == rt.server {
+	if t := g.lists.current().lookup(rt.tool.Canonical); t != nil && t.Server == rt.server {
 		return t
 	}
 	return rt.tool

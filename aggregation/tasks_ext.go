@@ -75,7 +75,7 @@ func extTaskMethod(method string) method {
 		}
 		var childID string
 		_ = json.Unmarshal(st.Child, &childID)
-		t := g.man.Load().lookup(st.Tool)
+		t := g.lists.current().lookup(st.Tool)
 		if t == nil || t.Server != st.Server {
 			if method != "tasks/cancel" {
 				return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("the tool of task %s, %s, is no longer served; the task can only be cancelled", quoted(handle), st.Tool)}

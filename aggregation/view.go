@@ -47,7 +47,7 @@ type views struct {
 const maxCachedViews = 1024
 
 func (g *Gateway) view(agent string) *view {
-	man, pol, cfg := g.man.Load(), g.pol.Load(), g.cfg.Load()
+	man, pol, cfg := g.lists.current(), g.pol.Load(), g.cfg.Load()
 	vs := &g.views
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
