@@ -660,7 +660,7 @@ type conn struct {
 	sharedLevel string
 	declared    mcp.ClientCapabilities
 	// listen is a modern connection's subscriptions/listen stream.
-	listen listening
+	listen *upstream.Listen
 
 	// owner is the client session the connection serves alone ("sessions":
 	// "client"), nil for the child's own connection; opener is the call that
@@ -724,8 +724,12 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 		c.beforeStart(c.config())
 	}
 	cn := &conn{Conn: upstream.NewConn(), server: c.name, notes: make(chan note, 256),
-		relist: make(chan struct{}, 1), owner: owner, opener: opener, declared: c.capabilities(owner), listen: newListening(),
+		relist: make(chan struct{}, 1), owner: owner, opener: opener, declared: c.capabilities(owner),
 		tool: c.paramHeaderTool, roots: rootsState{told: make(chan struct{})}}
+	cn.listen = upstream.NewListen(c.name, cn.Conn, owner == nil, func(ctx context.Context, id json.RawMessage, params any) error {
+		_, err := cn.requestID(ctx, id, string(mcp.MethodSubscriptionsListen), params, outgoing{})
+		return err
+	}, c.log)
 	var err error
 	if cn.Transport, err = c.dial.Dial(c.config(), c.log, cn.Tail()); err != nil {
 		return cn, nil, err
@@ -773,7 +777,7 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 		}
 		return cn, nil, err
 	}
-	cn.dialect().opened(ctx, c)
+	cn.dialect().opened(ctx)
 	if owner != nil {
 		return cn, nil, nil
 	}
@@ -837,7 +841,7 @@ func (c *child) pumpNotification(cn *conn, n note) {
 	if n.method == mcp.MethodNotificationSubscriptionsAcknowledged {
 		// The listen stream's own, for no one else. A list that changed before
 		// the stream was open was told to no one: read it again.
-		if cn.listenAcked(n.params) && cn.owner == nil {
+		if cn.listen.Acknowledged(n.params) && cn.owner == nil {
 			cn.wantRelist(relistTools | relistExtras)
 		}
 		return
@@ -1033,7 +1037,7 @@ func (cn *conn) requestID(ctx context.Context, id json.RawMessage, method string
 	return resp.Result, nil
 }
 
-var errChildGone = errors.New("the server exited")
+var errChildGone = upstream.ErrGone
 
 // brokenRequest is a request that failed on connection cn for a reason
 // requestID names no other way: a connection reset, an HTTP status other than a

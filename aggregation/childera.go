@@ -337,9 +337,9 @@ func (cn *conn) modernLocal(ctx context.Context, method string, params any) (raw
 			return nil, true, err
 		}
 		if mcp.MCPMethod(method) == mcp.MethodResourcesSubscribe {
-			err = cn.listenTo(ctx, p.URI)
+			err = cn.listen.Subscribe(ctx, p.URI)
 		} else {
-			cn.stopListeningTo(p.URI)
+			cn.listen.Unsubscribe(p.URI)
 		}
 		if err != nil {
 			return nil, true, err

@@ -22,7 +22,7 @@ import (
 // dialect what to do, not which era it speaks.
 type dialect interface {
 	// opened runs once the handshake is over.
-	opened(ctx context.Context, c *child)
+	opened(ctx context.Context)
 	// received tidies the params of a notification of the child's before it
 	// is routed.
 	received(params json.RawMessage) json.RawMessage
@@ -53,7 +53,7 @@ type dialect interface {
 // legacyDialect is the dialect of a session opened with initialize.
 type legacyDialect struct{ cn *conn }
 
-func (legacyDialect) opened(context.Context, *child)                  {}
+func (legacyDialect) opened(context.Context)                          {}
 func (legacyDialect) received(params json.RawMessage) json.RawMessage { return params }
 func (legacyDialect) encode(*upstream.Request, []string) error        { return nil }
 func (legacyDialect) keepsSession() bool                              { return true }
@@ -86,7 +86,7 @@ type modernDialect struct{ cn *conn }
 
 // opened opens the connection's listen stream, which carries what a legacy
 // session's own stream does: list changes and resource updates.
-func (d modernDialect) opened(ctx context.Context, c *child) { go c.listenLoop(ctx, d.cn) }
+func (d modernDialect) opened(ctx context.Context) { go d.cn.listen.Run(ctx) }
 
 // received drops the stream's subscription id: it is Nexus's, not its clients'.
 func (modernDialect) received(params json.RawMessage) json.RawMessage {
