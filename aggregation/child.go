@@ -500,7 +500,7 @@ func (c *child) run(ctx context.Context) {
 		// (a person, a test) may ask for them now.
 		c.log.Info("child connected", "tools", len(raws), "took", time.Since(started).Round(time.Millisecond))
 		if cn.Transport.Remote() {
-			go c.pingLoop(ctx, cn)
+			go c.watchRemote(ctx, cn)
 		}
 		switch c.watch(ctx, cn, started) {
 		case endShutdown:
@@ -553,39 +553,17 @@ func (c *child) run(ctx context.Context) {
 	}
 }
 
-// pingLoop pings a remote child while cn lives, and at once when a request
-// failed at the transport level (doubt). A ping that fails, or is not answered
-// within pingTimeout, ends the connection, which run reconnects: the state the
-// gateway reports is what the child does, not what it last did. Any JSON-RPC
-// answer, even an error, shows the child alive, and keeps the connection: one request that
-// failed (a connection reset as the server closed it) does not take the child's
-// tools out of the manifest. A stdio child is not pinged: its process's
-// exit tells, and a server that reads one request at a time must not be killed
-// for a ping that waits behind a long call. A modern child has no ping (2026-07-28
-// removed it): it is asked server/discover instead.
-func (c *child) pingLoop(ctx context.Context, cn *conn) {
-	t := time.NewTicker(pingInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-cn.Done():
-			return
-		case <-t.C:
-		case <-cn.Doubts.Wake():
-		}
-		sent := cn.Doubts.Sending()
-		pctx, cancel := context.WithTimeout(ctx, pingTimeout)
-		_, err := cn.request(pctx, string(mcp.MethodPing), nil) // a modern child's dialect asks server/discover
-		cancel()
-		var rpcErr *RPCError
-		if err != nil && !errors.As(err, &rpcErr) && ctx.Err() == nil {
-			c.log.Warn("the child did not answer a ping: reconnecting", "err", err)
-			cn.Lose(fmt.Errorf("it did not answer a ping: %w", err))
-			return
-		}
-		cn.Doubts.Settle(sent)
+// watchRemote pings a remote child while cn lives (upstream.Conn.Watch): the
+// state the child held (sessions, subscriptions) is gone once it stops
+// answering, and run reconnects. A modern child has no ping (2026-07-28
+// removed it): its dialect asks server/discover instead.
+func (c *child) watchRemote(ctx context.Context, cn *conn) {
+	ping := func(ctx context.Context) error {
+		_, err := cn.request(ctx, string(mcp.MethodPing), nil)
+		return err
+	}
+	if err := cn.Watch(ctx, ping, pingInterval, pingTimeout); err != nil {
+		c.log.Warn("the child did not answer a ping: reconnecting", "err", err)
 	}
 }
 
