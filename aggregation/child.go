@@ -624,8 +624,6 @@ type conn struct {
 	callers callers
 	holds   holds // the child's requests waiting on clients
 
-	notes chan note // to the pump; Backlog counts them
-
 	relist     chan struct{} // a list_changed arrived; relistLoop reads relistWant
 	relistMu   sync.Mutex
 	relistWant int
@@ -701,7 +699,7 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 	if c.beforeStart != nil {
 		c.beforeStart(c.config())
 	}
-	cn := &conn{Conn: upstream.NewConn(), server: c.name, notes: make(chan note, 256),
+	cn := &conn{Conn: upstream.NewConn(), server: c.name,
 		relist: make(chan struct{}, 1), owner: owner, opener: opener, declared: c.capabilities(owner),
 		tool: c.paramHeaderTool, roots: rootsState{told: make(chan struct{})}}
 	cn.listen = upstream.NewListen(c.name, cn.Conn, owner == nil, func(ctx context.Context, id json.RawMessage, params any) error {
@@ -719,11 +717,7 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 	cn.Transport.Receive(upstream.Handlers{
 		Notification: func(method string, params json.RawMessage) {
 			// This runs on the transport's reader: hand off, never block it.
-			cn.Backlog.Arrived()
-			select {
-			case cn.notes <- note{method, params}:
-			default:
-				cn.Backlog.Handled()
+			if !cn.Backlog.Put(method, params) {
 				drops.add("method", method)
 			}
 		},
@@ -734,7 +728,7 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 		cn.Lose(nil)
 		return cn, nil, fmt.Errorf("starting %s: %w", c.name, notInstalled(c.name, c.config().Command, err))
 	}
-	go c.pumpNotifications(ctx, cn)
+	go cn.Backlog.Pump(ctx, cn.Done(), func(n upstream.Note) { c.pumpNotification(cn, n) })
 	go c.relistLoop(ctx, cn)
 
 	limit := startTimeout
@@ -793,48 +787,27 @@ func (c *child) capabilities(owner *session) mcp.ClientCapabilities {
 	}
 }
 
-func (c *child) pumpNotifications(ctx context.Context, cn *conn) {
-	for {
-		select {
-		case <-cn.Done():
-			return
-		case <-ctx.Done():
-			return
-		case n := <-cn.notes:
-			c.pumpNotification(cn, n)
-			cn.Backlog.Handled()
-		}
-	}
-}
-
-// note is a notification of the child's on its way to the pump: its params are
-// an object, its members as the child wrote them (upstream.Handlers).
-type note struct {
-	method string
-	params json.RawMessage
-}
-
 // pumpNotification routes one notification of the child.
-func (c *child) pumpNotification(cn *conn, n note) {
-	if n.method == mcp.MethodNotificationSubscriptionsAcknowledged {
+func (c *child) pumpNotification(cn *conn, n upstream.Note) {
+	if n.Method == mcp.MethodNotificationSubscriptionsAcknowledged {
 		// The listen stream's own, for no one else. A list that changed before
 		// the stream was open was told to no one: read it again.
-		if cn.listen.Acknowledged(n.params) && cn.owner == nil {
+		if cn.listen.Acknowledged(n.Params) && cn.owner == nil {
 			cn.wantRelist(relistTools | relistExtras)
 		}
 		return
 	}
-	params := cn.dialect().received(n.params)
+	params := cn.dialect().received(n.Params)
 	switch {
-	case n.method == string(mcp.MethodNotificationToolsListChanged):
+	case n.Method == string(mcp.MethodNotificationToolsListChanged):
 		cn.wantRelist(relistTools)
-	case n.method == string(mcp.MethodNotificationResourcesListChanged), n.method == string(mcp.MethodNotificationPromptsListChanged):
+	case n.Method == string(mcp.MethodNotificationResourcesListChanged), n.Method == string(mcp.MethodNotificationPromptsListChanged):
 		cn.wantRelist(relistExtras)
 	case cn.owner != nil:
 		// A session's connection: what it sends is its client's alone.
-		c.events.sessionNotification(cn, n.method, params)
+		c.events.sessionNotification(cn, n.Method, params)
 	default:
-		c.events.notification(c.name, n.method, params)
+		c.events.notification(c.name, n.Method, params)
 	}
 }
 

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -27,9 +28,9 @@ func TestBacklogSettle(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				var b Backlog
+				b := NewBacklog(1)
 				for range tc.before {
-					b.Arrived()
+					b.arrived()
 				}
 				ctx := context.Background()
 				if tc.cancel > 0 {
@@ -41,14 +42,14 @@ func TestBacklogSettle(t *testing.T) {
 					go func() {
 						time.Sleep(tc.routed)
 						for range tc.before {
-							b.Handled()
+							b.handled()
 						}
 					}()
 				}
 				go func() {
 					synctest.Wait() // Settle is waiting
 					for range tc.after {
-						b.Arrived()
+						b.arrived()
 					}
 				}()
 				start := time.Now()
@@ -59,4 +60,44 @@ func TestBacklogSettle(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestBacklogPump: notifications are routed in the order they were put, one
+// at a time; a full queue drops what comes, never blocks; an answer waits for
+// those put before it.
+func TestBacklogPump(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewBacklog(2)
+		release := make(chan struct{})
+		var routed []string
+		route := func(n Note) {
+			if n.Method == "first" {
+				<-release // the router is held up: the queue fills
+			}
+			routed = append(routed, n.Method)
+		}
+		done := make(chan struct{})
+		go b.Pump(context.Background(), done, route)
+		for _, m := range []string{"first", "second", "third", "fourth"} {
+			if kept := b.Put(m, nil); kept != (m != "fourth") {
+				t.Errorf("Put(%s) = %v", m, kept)
+			}
+			synctest.Wait() // the router took "first" and waits
+		}
+		settled := make(chan time.Duration)
+		go func() {
+			start := time.Now()
+			b.Settle(context.Background())
+			settled <- time.Since(start)
+		}()
+		time.Sleep(20 * time.Millisecond)
+		close(release)
+		if waited := <-settled; waited != 20*time.Millisecond {
+			t.Errorf("the answer waited %v, want the 20ms until the notifications before it were routed", waited)
+		}
+		if got := strings.Join(routed, " "); got != "first second third" {
+			t.Errorf("routed %q, want first second third", got)
+		}
+		close(done)
+	})
 }

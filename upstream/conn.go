@@ -20,8 +20,8 @@ type Conn struct {
 	Transport Transport
 	// Doubts holds calls back while a broken request is checked.
 	Doubts *Doubts
-	// Backlog counts the notifications on their way to be routed.
-	Backlog Backlog
+	// Backlog holds the notifications on their way to be routed.
+	Backlog *Backlog
 	// Caps and Instructions are what the server said of itself in its
 	// opening exchange (Adopt); they are not changed afterwards.
 	Caps         mcp.ServerCapabilities
@@ -39,9 +39,13 @@ type Conn struct {
 	why     string // how its era was chosen, for people
 }
 
+// backlogSize is how many notifications of a server may wait to be routed;
+// past it, they are dropped (Backlog.Put).
+const backlogSize = 256
+
 // NewConn is a connection not yet carried by a transport.
 func NewConn() *Conn {
-	return &Conn{Doubts: NewDoubts(), tail: &Tail{}, done: make(chan struct{})}
+	return &Conn{Doubts: NewDoubts(), Backlog: NewBacklog(backlogSize), tail: &Tail{}, done: make(chan struct{})}
 }
 
 // Tail keeps the last lines of a stdio server's stderr.
