@@ -22,7 +22,7 @@
 // its own that lasts as long as the request (modern.go); a child's question during
 // its call becomes an InputRequiredResult (mrtr.go); each child is spoken its own
 // era (childera.go). A server configured with "sessions": "client" gets one
-// upstream connection per client session (upstream.go), so what a client does to
+// upstream connection per client session (clientconns.go), so what a client does to
 // it stays that client's.
 package aggregation
 

@@ -10,7 +10,7 @@ import (
 )
 
 // A server with "sessions": "client" gives each client session a connection of
-// its own (upstream.go), and may list different things on each: a resource that
+// its own (clientconns.go), and may list different things on each: a resource that
 // one client's connection created, a tool it turned on for that client alone. A
 // client connected directly would see them in its lists; through Nexus it sees
 // them too. When a session's connection says one of its lists changed, that list
