@@ -171,8 +171,8 @@ func (g *Gateway) listed(s *session, record func(*seenLists, *view)) *view {
 
 // callToolMethod is tools/call: the chain in chain.go.
 func callToolMethod(ctx context.Context, s *session, params json.RawMessage, r sink) (json.RawMessage, *RPCError) {
-	var p callParams
-	if err := json.Unmarshal(params, &p); err != nil {
+	p, err := decodeCallParams(params)
+	if err != nil {
 		return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(`tools/call params must be {"name": "<tool>", "arguments": {...}}: %v`, err)}
 	}
 	c := &caller{s: s, r: r}

@@ -26,10 +26,35 @@ func Unmarshal(b []byte, m *Message) error {
 // leaves the message to encoding/json (whose own bound is 10,000).
 const maxParseDepth = 1000
 
+// messageFields are the members of a Message, in the order parseMessage reads
+// them from Fields.
+var messageFields = []string{"jsonrpc", "method", "id", "params", "result", "error"}
+
 // parseMessage decodes b into m when b is valid JSON and a plain message, and
-// reports whether it did. When it reports false, m may hold a part of b.
+// reports whether it did.
 func parseMessage(b []byte, m *Message) bool {
-	p := parser{b: b}
+	var v [6]json.RawMessage
+	if !Fields(b, messageFields, v[:]) || v[5] != nil { // an error object is encoding/json's
+		return false
+	}
+	if !SetString(&m.JSONRPC, v[0]) || !SetString(&m.Method, v[1]) {
+		return false
+	}
+	m.ID, m.Params, m.Result = v[2], v[3], v[4]
+	return true
+}
+
+// Fields finds, in one pass that checks the whole of obj, the values of the
+// members of the JSON object obj named in names: values[i] is the value of
+// names[i] as obj wrote it (the last, when the key is repeated), nil when
+// absent. That is what encoding/json gives for a struct of json.RawMessage
+// fields of those names. It reports false for whatever it leaves to
+// encoding/json to judge: obj is not a valid JSON object, or a key is escaped,
+// is not ASCII, or is one of names spelt in another case (encoding/json
+// matches keys in any case, and by Unicode's folding, where "ſ" is an "s").
+// The values are obj's own bytes.
+func Fields(obj []byte, names []string, values []json.RawMessage) bool {
+	p := parser{b: obj}
 	p.space()
 	if !p.next('{') {
 		return false
@@ -53,26 +78,8 @@ func parseMessage(b []byte, m *Message) bool {
 		if !p.value(0) {
 			return false
 		}
-		v := b[start:p.i:p.i]
-		switch key {
-		case "jsonrpc":
-			if !setString(&m.JSONRPC, v) {
-				return false
-			}
-		case "method":
-			if !setString(&m.Method, v) {
-				return false
-			}
-		case "id":
-			m.ID = v
-		case "params":
-			m.Params = v
-		case "result":
-			m.Result = v
-		default:
-			if foldsToField(key) {
-				return false // encoding/json matches keys in any case: its call
-			}
+		if !matchField(key, names, values, obj[start:p.i:p.i]) {
+			return false
 		}
 		p.space()
 		if p.next('}') {
@@ -84,12 +91,33 @@ func parseMessage(b []byte, m *Message) bool {
 	}
 }
 
-// setString sets *s to the JSON string v when it is plain ASCII; null leaves *s
-// as it is, as encoding/json does. Anything else is encoding/json's to decode
-// (an escape, non-ASCII text it may mend) or to refuse (a number).
-func setString(s *string, v []byte) bool {
+// matchField sets the value of the name key is, and reports false when key
+// may be one of names only as encoding/json matches keys.
+func matchField(key string, names []string, values []json.RawMessage, v json.RawMessage) bool {
+	for i, name := range names {
+		if key == name {
+			values[i] = v
+			return true
+		}
+	}
+	if hasNonASCII(key) {
+		return false
+	}
+	for _, name := range names {
+		if len(key) == len(name) && asciiFold(key, name) {
+			return false
+		}
+	}
+	return true
+}
+
+// SetString sets *s to the JSON string v, a value Fields found, when it is
+// plain ASCII; null, or no value, leaves *s as it is, as encoding/json does. It
+// reports false for anything else, which is encoding/json's to decode (an
+// escape, text that is not ASCII, which it may mend) or to refuse (a number).
+func SetString(s *string, v json.RawMessage) bool {
 	switch {
-	case string(v) == "null":
+	case v == nil || string(v) == "null":
 		return true
 	case len(v) < 2 || v[0] != '"':
 		return false
@@ -106,22 +134,6 @@ func setString(s *string, v []byte) bool {
 		*s = string(text)
 	}
 	return true
-}
-
-// foldsToField reports whether key may be one of Message's fields as
-// encoding/json matches them: in any case, and by Unicode's folding, where
-// "ſ" is an "s" (so any key that is not ASCII may be one). "error" is always
-// left to it.
-func foldsToField(key string) bool {
-	if hasNonASCII(key) {
-		return true
-	}
-	for _, f := range [...]string{"jsonrpc", "id", "method", "params", "result", "error"} {
-		if len(key) == len(f) && asciiFold(key, f) {
-			return true
-		}
-	}
-	return false
 }
 
 // asciiFold reports whether a and b, of one length, differ only in the case
