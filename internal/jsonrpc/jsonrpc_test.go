@@ -207,6 +207,17 @@ func TestLineWriterBatches(t *testing.T) {
 					t.Errorf("Write = %v, want %v", err, tt.fail)
 				}
 			}
+			if tt.fail != nil {
+				// The batch behind a failed write fails with it, unwritten:
+				// no line goes out after a torn one.
+				if len(under.writes) != 1 {
+					t.Fatalf("%d writes after a failed one, want none: %q", len(under.writes)-1, under.writes)
+				}
+				if w.Write([]byte(`{}`)) == nil {
+					t.Error("a failed stream accepted a message")
+				}
+				return
+			}
 			if len(under.writes) != 2 {
 				t.Fatalf("%d writes, want 2 (the first, then the rest together): %q", len(under.writes), under.writes)
 			}
@@ -219,10 +230,43 @@ func TestLineWriterBatches(t *testing.T) {
 					t.Errorf("line %q is not a whole message", l)
 				}
 			}
-			if tt.fail != nil && w.Write([]byte(`{}`)) == nil {
-				t.Error("a failed stream accepted a message")
-			}
 		})
+	}
+}
+
+// panicking panics at its first Write, after the second writer is waiting.
+type panicking struct{ entered, hold chan struct{} }
+
+func (p panicking) Write([]byte) (int, error) {
+	p.entered <- struct{}{}
+	<-p.hold
+	panic("the writer broke")
+}
+
+// TestLineWriterPanic: a writer that panics leaves no one waiting for it.
+func TestLineWriterPanic(t *testing.T) {
+	under := panicking{entered: make(chan struct{}, 1), hold: make(chan struct{})}
+	w := NewLineWriter(under)
+	panicked := make(chan any, 1)
+	go func() {
+		defer func() { panicked <- recover() }()
+		w.Write([]byte(`{"n":0}`))
+	}()
+	<-under.entered
+	second := make(chan error, 1)
+	go func() { second <- w.Write([]byte(`{"n":1}`)) }()
+	waitFor(t, func() bool { w.mu.Lock(); defer w.mu.Unlock(); return len(w.buf) > 0 })
+	close(under.hold)
+	if p := <-panicked; p == nil {
+		t.Error("the writer's panic was swallowed")
+	}
+	select {
+	case err := <-second:
+		if err == nil {
+			t.Error("the message behind a panicked write was taken for written")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the message behind a panicked write waits forever")
 	}
 }
 

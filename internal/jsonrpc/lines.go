@@ -74,7 +74,9 @@ func (l *LineReader) Next() (line []byte, tooLargeID []byte, err error) {
 // to run meanwhile (the other answers a child sent in one read, the other
 // calls a client sent at once) adds its message to the batch and waits for
 // it: one write system call, and one wake-up of the reader on the other end,
-// for all of them. A writer alone yields to no one, and writes at once.
+// for all of them. With no one else ready, the yield returns at once (tens of
+// nanoseconds); under load, the first writer's message waits for the others
+// ready before it to run until they write or wait.
 type LineWriter struct {
 	w io.Writer
 
@@ -98,7 +100,7 @@ func NewLineWriter(w io.Writer) *LineWriter { return &LineWriter{w: w} }
 
 // Write writes msg as one line, compacted first: pretty-printed JSON must still
 // fit on one. It returns once the line is written. Once a write failed, every
-// later one fails with the same error.
+// later one fails with the same error, and writes nothing.
 func (lw *LineWriter) Write(msg []byte) error {
 	msg = Compact(msg)
 	lw.mu.Lock()
@@ -122,29 +124,47 @@ func (lw *LineWriter) Write(msg []byte) error {
 	lw.mu.Unlock()
 
 	runtime.Gosched()
+	lw.flush(b)
+	return b.err
+}
 
+// flush writes batch b, gathered so far, once the batch before it is written,
+// and tells its writers how it went: with a write that failed before it, b is
+// not written and fails with that write's error. The writers are told, and
+// the next batch may write, even when w panics.
+func (lw *LineWriter) flush(b *lineBatch) {
 	lw.writeMu.Lock()
+	defer lw.writeMu.Unlock()
 	lw.mu.Lock()
-	out := lw.buf
+	out, failed := lw.buf, lw.err
 	lw.buf, lw.spare, lw.batch = lw.spare[:0], nil, nil
 	lw.mu.Unlock()
-	_, err := lw.w.Write(out)
-	lw.writeMu.Unlock()
-
-	lw.mu.Lock()
-	if err != nil {
-		b.err = fmt.Errorf("writing a message: %w", err)
-		if lw.err == nil {
+	defer func() {
+		panicked := recover()
+		lw.mu.Lock()
+		if panicked != nil {
+			b.err = fmt.Errorf("writing a message: the writer panicked: %v", panicked)
+		}
+		if b.err != nil && lw.err == nil {
 			lw.err = b.err
 		}
+		if cap(out) <= 1<<20 && lw.spare == nil {
+			lw.spare = out[:0] // keep no megabyte buffer around for one large batch
+		}
+		done := b.done
+		lw.mu.Unlock()
+		if done != nil {
+			close(done)
+		}
+		if panicked != nil {
+			panic(panicked) // the writers are told; the panic is the writer's to report
+		}
+	}()
+	if failed != nil {
+		b.err = failed
+		return
 	}
-	if cap(out) <= 1<<20 && lw.spare == nil {
-		lw.spare = out // keep no megabyte buffer around for one large batch
+	if _, err := lw.w.Write(out); err != nil {
+		b.err = fmt.Errorf("writing a message: %w", err)
 	}
-	done := b.done
-	lw.mu.Unlock()
-	if done != nil {
-		close(done)
-	}
-	return b.err
 }

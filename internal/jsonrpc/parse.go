@@ -46,13 +46,14 @@ func parseMessage(b []byte, m *Message) bool {
 
 // Fields finds, in one pass that checks the whole of obj, the values of the
 // members of the JSON object obj named in names: values[i] is the value of
-// names[i] as obj wrote it (the last, when the key is repeated), nil when
-// absent. That is what encoding/json gives for a struct of json.RawMessage
-// fields of those names. It reports false for whatever it leaves to
-// encoding/json to judge: obj is not a valid JSON object, or a key is escaped,
-// is not ASCII, or is one of names spelt in another case (encoding/json
-// matches keys in any case, and by Unicode's folding, where "ſ" is an "s").
-// The values are obj's own bytes.
+// names[i] as obj wrote it, nil when absent. That is what encoding/json gives
+// for a struct of json.RawMessage fields of those names. It reports false for
+// whatever it leaves to encoding/json to judge: obj is not a valid JSON
+// object, or a key is escaped, is not ASCII, is one of names spelt in another
+// case (encoding/json matches keys in any case, and by Unicode's folding,
+// where "ſ" is an "s"), or is one of names repeated (encoding/json decodes
+// each in turn: a string then null keeps the string). The values are obj's
+// own bytes.
 func Fields(obj []byte, names []string, values []json.RawMessage) bool {
 	p := parser{b: obj}
 	p.space()
@@ -92,10 +93,13 @@ func Fields(obj []byte, names []string, values []json.RawMessage) bool {
 }
 
 // matchField sets the value of the name key is, and reports false when key
-// may be one of names only as encoding/json matches keys.
+// repeats one of names, or may be one only as encoding/json matches keys.
 func matchField(key string, names []string, values []json.RawMessage, v json.RawMessage) bool {
 	for i, name := range names {
 		if key == name {
+			if values[i] != nil {
+				return false // repeated
+			}
 			values[i] = v
 			return true
 		}
