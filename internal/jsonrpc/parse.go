@@ -94,9 +94,9 @@ func Fields(obj []byte, names []string, values []json.RawMessage) bool {
 
 // matchField sets the value of the name key is, and reports false when key
 // repeats one of names, or may be one only as encoding/json matches keys.
-func matchField(key string, names []string, values []json.RawMessage, v json.RawMessage) bool {
+func matchField(key []byte, names []string, values []json.RawMessage, v json.RawMessage) bool {
 	for i, name := range names {
-		if key == name {
+		if string(key) == name {
 			if values[i] != nil {
 				return false // repeated
 			}
@@ -142,7 +142,7 @@ func SetString(s *string, v json.RawMessage) bool {
 
 // asciiFold reports whether a and b, of one length, differ only in the case
 // of ASCII letters.
-func asciiFold(a, b string) bool {
+func asciiFold(a []byte, b string) bool {
 	for i := range len(a) {
 		x, y := a[i], b[i]
 		if 'A' <= x && x <= 'Z' {
@@ -158,7 +158,7 @@ func asciiFold(a, b string) bool {
 	return true
 }
 
-func hasNonASCII(s string) bool {
+func hasNonASCII(s []byte) bool {
 	for i := range len(s) {
 		if s[i] >= 0x80 {
 			return true
@@ -199,24 +199,24 @@ func (p *parser) end() bool {
 }
 
 // plainString reads a string with no escape, as a key: a key with one is
-// encoding/json's to unescape.
-func (p *parser) plainString() (string, bool) {
+// encoding/json's to unescape. It returns the string's bytes, not a copy.
+func (p *parser) plainString() ([]byte, bool) {
 	if !p.next('"') {
-		return "", false
+		return nil, false
 	}
 	start := p.i
 	for p.i < len(p.b) {
 		switch c := p.b[p.i]; {
 		case c == '"':
-			s := string(p.b[start:p.i])
+			s := p.b[start:p.i]
 			p.i++
 			return s, true
 		case c == '\\' || c < 0x20:
-			return "", false
+			return nil, false
 		}
 		p.i++
 	}
-	return "", false
+	return nil, false
 }
 
 // value checks one value, of any kind, and moves past it.

@@ -115,3 +115,35 @@ func normal(m Message) Message {
 	}
 	return m
 }
+
+// BenchmarkUnmarshal compares the one-pass decode of what a gateway reads all
+// day with encoding/json's:
+//
+//	go test ./internal/jsonrpc -run '^$' -bench Unmarshal -benchmem
+func BenchmarkUnmarshal(b *testing.B) {
+	inputs := []struct{ name, text string }{
+		{"request", `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"code-kg__find_symbol","arguments":{"query":"parseMessage","limit":10},"_meta":{"progressToken":"p-42"}}}`},
+		{"answer", `{"jsonrpc":"2.0","id":"nexus-7","result":{"content":[{"type":"text","text":"` + strings.Repeat(`lorem ipsum \"dolor\" sit amet `, 40) + `"}],"isError":false}}`},
+	}
+	for _, in := range inputs {
+		line := []byte(in.text)
+		b.Run(in.name+"/encoding-json", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var m Message
+				if err := json.Unmarshal(line, &m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(in.name+"/one-pass", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var m Message
+				if err := Unmarshal(line, &m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
