@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -391,17 +392,27 @@ func complete(ctx context.Context, s *session, params json.RawMessage, r sink) (
 // setLevel records the session's logging level (log messages below it are not sent
 // to it) and asks the children for the most verbose level any session wants.
 func setLevel(ctx context.Context, s *session, params json.RawMessage, _ sink) (json.RawMessage, *RPCError) {
+	lvl, rpcErr := levelParam(params)
+	if rpcErr != nil {
+		return nil, rpcErr
+	}
+	s.level.Store(lvl)
+	s.g.forwardLevel(ctx, s)
+	return json.RawMessage("{}"), nil
+}
+
+// levelParam is the level logging/setLevel's params name, or the -32602
+// error that refuses it.
+func levelParam(params json.RawMessage) (int32, *RPCError) {
 	var p struct {
 		Level string `json:"level"`
 	}
 	_ = json.Unmarshal(params, &p)
 	lvl, ok := levelIndex(p.Level)
 	if !ok {
-		return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown logging level %s: use one of debug, info, notice, warning, error, critical, alert, emergency", quoted(p.Level))}
+		return 0, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown logging level %s: use one of %s", quoted(p.Level), strings.Join(logLevels, ", "))}
 	}
-	s.level.Store(int32(lvl))
-	s.g.forwardLevel(ctx, s)
-	return json.RawMessage("{}"), nil
+	return int32(lvl), nil
 }
 
 // decideItem decides a prompt (name != "") or the resources of server for agent, for

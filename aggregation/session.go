@@ -495,14 +495,10 @@ func (ss *sessionSet) snapshot() []*session {
 // sends it anyway is answered as servers of both eras answer it, and its later
 // requests that carry no logLevel of their own are given that level.
 func (s *session) setModernLevel(m *jsonrpc.Message) []byte {
-	var p struct {
-		Level string `json:"level"`
+	lvl, rpcErr := levelParam(m.Params)
+	if rpcErr != nil {
+		return jsonrpc.Response(m.ID, nil, rpcErr)
 	}
-	_ = json.Unmarshal(m.Params, &p)
-	lvl, ok := levelIndex(p.Level)
-	if !ok {
-		return jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeInvalidParams, "unknown logging level %s: use one of debug, info, notice, warning, error, critical, alert, emergency", quoted(p.Level))
-	}
-	s.modernLevel.Store(int32(lvl))
+	s.modernLevel.Store(lvl)
 	return jsonrpc.Response(m.ID, json.RawMessage("{}"), nil)
 }
