@@ -47,14 +47,14 @@ var callFields = []string{"name", "arguments", "_meta", "task", "inputResponses"
 // encoding/json's reflection was the largest piece of a memory hit's own work.
 // The raw members are params' own bytes.
 func decodeCallParams(params json.RawMessage) (callParams, error) {
-	var p callParams
 	var v [6]json.RawMessage
-	if jsonrpc.Fields(params, callFields, v[:]) && jsonrpc.SetString(&p.Name, v[0]) {
-		p.Arguments, p.Meta, p.Task, p.InputResponses, p.RequestState = v[1], v[2], v[3], v[4], v[5]
-		return p, nil
+	var name string
+	if jsonrpc.Fields(params, callFields, v[:]) && jsonrpc.SetString(&name, v[0]) {
+		return callParams{Name: name, Arguments: v[1], Meta: v[2], Task: v[3], InputResponses: v[4], RequestState: v[5]}, nil
 	}
-	p = callParams{}
-	return p, json.Unmarshal(params, &p)
+	var p callParams // on the heap, for encoding/json: only here
+	err := json.Unmarshal(params, &p)
+	return p, err
 }
 
 // carriesCallerState reports a call made with its caller's answers to an
