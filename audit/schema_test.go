@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,5 +171,29 @@ func TestRecentFilters(t *testing.T) {
 	}
 	if d := r.List(Match{Tool: "write"}, 10); len(d) != 2 {
 		t.Errorf("tool ~ write %+v", d)
+	}
+}
+
+// TestEntryTime holds entryTime to time.Format's output for the layout, in
+// every zone and at the edges of what four digits hold.
+func TestEntryTime(t *testing.T) {
+	east := time.FixedZone("east", 5*3600+30*60)
+	times := []time.Time{
+		time.Date(2026, 12, 4, 18, 5, 9, 123456789, time.UTC),
+		time.Date(2026, 1, 1, 0, 0, 0, 0, east), // the day before, in UTC
+		time.Date(0, 1, 1, 0, 0, 0, 999, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 6, 1, 12, 0, 0, 0, time.UTC),
+		{},
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		times = append(times, time.Unix(r.Int64N(1<<40)-1<<39, r.Int64N(1e9)).In(east))
+	}
+	for _, tm := range times {
+		if got, want := entryTime(tm), tm.UTC().Format(timeLayout); got != want {
+			t.Errorf("entryTime(%v) = %q, want %q", tm, got, want)
+		}
 	}
 }
