@@ -1,15 +1,19 @@
 package jsonrpc
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/nexus-mcp/nexus/internal/jsonwalk"
+)
 
 // Unmarshal decodes b into a zeroed m as json.Unmarshal(b, m) does, and fails
 // where it fails; the error, when there is one, is encoding/json's. The messages a
 // gateway reads all day (a request, a notification, a result) are decoded in
 // one pass with no reflection: on a relayed call, encoding/json's two decodes
 // (the client's request, the child's answer) cost a fifth of the gateway's CPU.
-// Anything less plain (an escaped key, a key spelt in another case, an error
-// object, a method that is not plain ASCII) is left to encoding/json, which
-// then decides as it always did.
+// Anything less plain (an escaped key, a key spelt in another case or
+// repeated, an error object, a method escaped or not UTF-8) is left to
+// encoding/json, which then decides as it always did.
 //
 // m's raw parts (ID, Params, Result) are b's own bytes, not copies: b must not
 // change once decoded. (json.Unmarshal copies them.)
@@ -115,10 +119,11 @@ func matchField(key []byte, names []string, values []json.RawMessage, v json.Raw
 	return true
 }
 
-// SetString sets *s to the JSON string v, a value Fields found, when it is
-// plain ASCII; null, or no value, leaves *s as it is, as encoding/json does. It
-// reports false for anything else, which is encoding/json's to decode (an
-// escape, text that is not ASCII, which it may mend) or to refuse (a number).
+// SetString sets *s to the JSON string v, a value Fields found, when its bytes
+// are its text (jsonwalk.PlainString); null, or no value, leaves *s as it is,
+// as encoding/json does. It reports false for anything else, which is
+// encoding/json's to decode (an escape, bytes that are not UTF-8, which it
+// mends) or to refuse (a number).
 func SetString(s *string, v json.RawMessage) bool {
 	switch {
 	case v == nil || string(v) == "null":
@@ -126,12 +131,10 @@ func SetString(s *string, v json.RawMessage) bool {
 	case len(v) < 2 || v[0] != '"':
 		return false
 	}
-	text := v[1 : len(v)-1]
-	for _, c := range text {
-		if c == '\\' || c >= 0x80 {
-			return false
-		}
+	if !jsonwalk.PlainString(v) {
+		return false
 	}
+	text := v[1 : len(v)-1]
 	if string(text) == "2.0" {
 		*s = "2.0" // every message says it: no allocation
 	} else {
