@@ -65,9 +65,8 @@ func NewListen(server string, conn *Conn, lists bool, open func(ctx context.Cont
 // once the server acknowledged it: with a *jsonrpc.Error when the server
 // offers no subscriptions or did not take this one.
 func (l *Listen) Subscribe(ctx context.Context, uri string) error {
-	server := l.server
 	if caps := l.conn.Caps.Resources; caps == nil || !caps.Subscribe {
-		return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("server %s offers no resource subscriptions", server)}
+		return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("server %s offers no resource subscriptions", l.server)}
 	}
 	l.mu.Lock()
 	if l.uris[uri] && l.ackDone && l.acked[uri] {
@@ -86,14 +85,14 @@ func (l *Listen) Subscribe(ctx context.Context, uri string) error {
 		case sent && done && took:
 			return nil
 		case sent && done:
-			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("server %s did not accept a subscription to %s", server, uri)}
+			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("server %s did not accept a subscription to %s", l.server, uri)}
 		}
 		select {
 		case <-ackc:
 		case <-l.conn.Done():
 			return ErrGone
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for server %s to acknowledge the subscription to %s: %w", server, uri, context.Cause(ctx))
+			return fmt.Errorf("waiting for server %s to acknowledge the subscription to %s: %w", l.server, uri, context.Cause(ctx))
 		}
 	}
 }
