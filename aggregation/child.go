@@ -492,7 +492,7 @@ func (c *child) run(ctx context.Context) {
 		woke = false
 		restarts.Connected()
 		ex := c.listExtras(ctx, cn)
-		cn.use.touch()
+		cn.Touch()
 		c.set(cn, raws, ex, StateReady, nil, time.Time{})
 		c.saveLists(cn, raws, ex)
 		c.settle()
@@ -508,7 +508,7 @@ func (c *child) run(ctx context.Context) {
 			cn.Close()
 			return
 		case endIdle:
-			c.log.Info("stopping the idle server", "idle", time.Since(cn.lastUsed()).Round(time.Second))
+			c.log.Info("stopping the idle server", "idle", time.Since(cn.LastUsed()).Round(time.Second))
 			c.retire(ctx, cn, StateIdle, nil)
 			if !c.idle(ctx, time.Now()) {
 				return
@@ -653,9 +653,6 @@ type conn struct {
 	// levelSent is the logging level a shared legacy child was last asked
 	// for, plus one; 0 before any.
 	levelSent atomic.Int32
-	// use is what the connection is doing: requests in flight, and when it was
-	// last used (upshare.go ends an idle one when another agent needs room).
-	use connUse
 }
 
 // StderrTail is what the child last wrote on stderr; "" when there is no
@@ -952,7 +949,7 @@ func (cn *conn) roundTrip(ctx context.Context, id json.RawMessage, method string
 
 // requestID is requestWith, with the id given.
 func (cn *conn) requestID(ctx context.Context, id json.RawMessage, method string, params any, out outgoing) (json.RawMessage, error) {
-	defer cn.use.begin()()
+	defer cn.Begin()()
 	resp, err := cn.roundTrip(ctx, id, method, params, out)
 	if err != nil {
 		if errors.Is(err, transport.ErrSessionTerminated) {

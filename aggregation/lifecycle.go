@@ -221,7 +221,7 @@ func (c *child) watch(ctx context.Context, cn *conn, started time.Time) watchEnd
 		if life.MaxLifetime > 0 && time.Since(started) >= life.MaxLifetime {
 			return endRecycle
 		}
-		if life.IdleTimeout > 0 && time.Since(cn.lastUsed()) >= life.IdleTimeout {
+		if life.IdleTimeout > 0 && time.Since(cn.LastUsed()) >= life.IdleTimeout {
 			return endIdle
 		}
 	}
@@ -234,7 +234,7 @@ const lifecycleCheck = 250 * time.Millisecond
 // busy reports whether stopping the child now would lose something: a request in
 // flight, a client's subscription, a client session's own connection.
 func (c *child) busy(cn *conn) bool {
-	return !cn.use.idle() || c.ups.count() > 0 || c.events.subscribed(c.name)
+	return !cn.Idle() || c.ups.count() > 0 || c.events.subscribed(c.name)
 }
 
 // retire takes cn out of service (state is what the child is meanwhile), lets a
@@ -253,7 +253,7 @@ func (c *child) retire(ctx context.Context, cn *conn, state State, why error) {
 	c.mu.Unlock()
 	c.setState(state, why)
 	deadline := time.Now().Add(c.config().CallTimeout())
-	for !cn.use.idle() && time.Now().Before(deadline) {
+	for !cn.Idle() && time.Now().Before(deadline) {
 		if !sleep(ctx, 10*time.Millisecond) {
 			break
 		}
@@ -261,9 +261,6 @@ func (c *child) retire(ctx context.Context, cn *conn, state State, why error) {
 	cn.Close()
 	<-cn.Done()
 }
-
-// lastUsed is when a request was last sent on the connection or answered.
-func (cn *conn) lastUsed() time.Time { return time.Unix(0, cn.use.last.Load()) }
 
 // errRecycled is why a recycled server restarts.
 var errRecycled = errors.New("restarting: it ran for its maxLifetime")

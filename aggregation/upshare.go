@@ -3,7 +3,6 @@ package aggregation
 import (
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 )
 
@@ -19,34 +18,12 @@ import (
 // errMadeRoom is why an idle upstream session was ended.
 var errMadeRoom = errors.New("ended while idle, to make room for another client session")
 
-// connUse is what a connection is doing: requests in flight, and when it was
-// last used.
-type connUse struct {
-	inFlight atomic.Int32
-	last     atomic.Int64 // UnixNano of the last claim or request end
-}
-
-// begin counts a request in flight; the func it returns ends it.
-func (u *connUse) begin() func() {
-	u.inFlight.Add(1)
-	u.touch()
-	return func() {
-		u.touch()
-		u.inFlight.Add(-1)
-	}
-}
-
-func (u *connUse) touch() { u.last.Store(time.Now().UnixNano()) }
-
-// idle reports whether nothing is in flight.
-func (u *connUse) idle() bool { return u.inFlight.Load() == 0 }
-
 // touch marks u used now, once it is open.
 func (u *clientUpstream) touch() {
 	select {
 	case <-u.ready:
 		if u.cn != nil {
-			u.cn.use.touch()
+			u.cn.Touch()
 		}
 	default:
 	}
@@ -94,7 +71,7 @@ func (c *child) makeRoomLocked(s *session) error {
 // when not ""), and reports whether there was one. One still opening is busy.
 func (c *child) endIdleLocked(agent string) bool {
 	var victim *session
-	var oldest int64
+	var oldest time.Time
 	for vs, u := range c.ups.m {
 		if agent != "" && u.agent != agent {
 			continue
@@ -104,10 +81,10 @@ func (c *child) endIdleLocked(agent string) bool {
 		default:
 			continue
 		}
-		if u.cn == nil || !u.cn.use.idle() {
+		if u.cn == nil || !u.cn.Idle() {
 			continue
 		}
-		if last := u.cn.use.last.Load(); victim == nil || last < oldest {
+		if last := u.cn.LastUsed(); victim == nil || last.Before(oldest) {
 			victim, oldest = vs, last
 		}
 	}

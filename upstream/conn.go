@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -29,6 +30,12 @@ type Conn struct {
 
 	tail *Tail
 	ids  atomic.Int64
+
+	// inFlight counts the requests under way; lastUsed is when one last
+	// began or ended, or the connection was last claimed (Touch), in
+	// UnixNano.
+	inFlight atomic.Int32
+	lastUsed atomic.Int64
 
 	done    chan struct{}
 	endOnce sync.Once
@@ -142,3 +149,25 @@ func (c *Conn) Era() (Era, string) {
 	defer c.mu.Unlock()
 	return Era{Version: c.version, Caps: c.Caps, Instructions: c.Instructions}, c.why
 }
+
+// Begin counts a request under way on the connection; the func it returns
+// ends it. What decides that a connection is idle (an idle server stopped, a
+// client session's connection ended to make room for another) reads it.
+func (c *Conn) Begin() (end func()) {
+	c.inFlight.Add(1)
+	c.Touch()
+	return func() {
+		c.Touch()
+		c.inFlight.Add(-1)
+	}
+}
+
+// Touch marks the connection used now.
+func (c *Conn) Touch() { c.lastUsed.Store(time.Now().UnixNano()) }
+
+// Idle reports whether no request is under way.
+func (c *Conn) Idle() bool { return c.inFlight.Load() == 0 }
+
+// LastUsed is when the connection was last used: a request began or ended,
+// or it was touched.
+func (c *Conn) LastUsed() time.Time { return time.Unix(0, c.lastUsed.Load()) }

@@ -3,6 +3,7 @@ package upstream
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -76,5 +77,36 @@ func TestConnIDsAndEra(t *testing.T) {
 	got, why := c.Era()
 	if c.Version() != "2026-07-28" || got.Version != e.Version || got.Instructions != "be brief" || c.Caps.Logging == nil || why != "pinned" || !got.Modern() {
 		t.Errorf("after Adopt: %q %+v %q", c.Version(), got, why)
+	}
+}
+
+// TestConnUse: a connection is idle only with no request under way, and its
+// last use moves with every request's start and end and every Touch.
+func TestConnUse(t *testing.T) {
+	c := NewConn()
+	if !c.Idle() {
+		t.Fatal("a new connection is not idle")
+	}
+	before := time.Now()
+	endA, endB := c.Begin(), c.Begin()
+	if c.Idle() {
+		t.Fatal("idle with two requests under way")
+	}
+	if c.LastUsed().Before(before) {
+		t.Errorf("last used %v, before the requests began (%v)", c.LastUsed(), before)
+	}
+	endA()
+	if c.Idle() {
+		t.Fatal("idle with one request still under way")
+	}
+	endB()
+	if !c.Idle() {
+		t.Fatal("not idle once both requests ended")
+	}
+	ended := c.LastUsed()
+	time.Sleep(time.Millisecond)
+	c.Touch()
+	if !c.LastUsed().After(ended) {
+		t.Errorf("Touch left last used at %v", c.LastUsed())
 	}
 }
