@@ -117,12 +117,9 @@ type child struct {
 	stop        context.CancelFunc // set when started
 	done        chan struct{}      // closed when run returns
 
-	// runCtx is the context the child runs under (set by start); the
-	// connections of its client sessions ("sessions": "client") live under it
-	// too, in ups, and upWG counts their goroutines.
-	runCtx context.Context
-	ups    upstreams
-	upWG   sync.WaitGroup
+	// ups are the connections of its client sessions ("sessions":
+	// "client"), which live under the context the child runs under.
+	ups *upstream.Pool[*session, *conn]
 }
 
 // supervision is what the gateway gives every child it makes (Options): the
@@ -144,6 +141,9 @@ func newChild(cfg *config.Server, names naming, log *slog.Logger, events childEv
 	c := &child{name: cfg.Name, names: names, log: log.With("server", cfg.Name), events: events,
 		supervision: sup, state: StateConnecting, changed: make(chan struct{}), settled: make(chan struct{}), done: make(chan struct{}),
 		retryc: make(chan struct{}, 1), wakec: make(chan struct{}, 1), probeWait: discoverWait}
+	c.ups = upstream.NewPool[*session, *conn](func(agent string) {
+		c.log.Info("ended an idle upstream session to make room for another", "agent", agent)
+	})
 	c.cfgp.Store(cfg)
 	return c
 }
@@ -154,9 +154,7 @@ func (c *child) config() *config.Server { return c.cfgp.Load() }
 // start runs the child until ctx ends or stop is called.
 func (c *child) start(ctx context.Context) {
 	ctx, c.stop = context.WithCancel(ctx)
-	c.ups.mu.Lock()
-	c.runCtx = ctx
-	c.ups.mu.Unlock()
+	c.ups.Start(ctx)
 	go func() {
 		defer close(c.done)
 		c.run(ctx)
@@ -170,12 +168,7 @@ func (c *child) shutdown() {
 	}
 	c.stop()
 	<-c.done
-	// A claim under way when the child stopped has counted its connection in
-	// upWG by the time the lock is free; every later one sees the child stopped.
-	c.ups.mu.Lock()
-	//lint:ignore SA2001 an empty critical section: a barrier
-	c.ups.mu.Unlock()
-	c.upWG.Wait()
+	c.ups.Wait()
 }
 
 // reconfigure applies an entry that launches the child the same way: new annotation
@@ -279,7 +272,7 @@ func (c *child) status() Status {
 		s.IdleSince = c.idleSince
 	}
 	if c.config().PerClient() {
-		s.Sessions, s.UpstreamSessions, s.MaxSessions = config.SessionsClient, c.ups.count(), c.config().SessionLimit()
+		s.Sessions, s.UpstreamSessions, s.MaxSessions = config.SessionsClient, c.ups.Len(), c.config().SessionLimit()
 	}
 	if c.config().Transport == config.TransportStdio {
 		s.Target = strings.Join(append([]string{c.config().Command}, c.config().Args...), " ")

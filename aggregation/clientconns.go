@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
+
+	"github.com/nexus-mcp/nexus/upstream"
 )
 
 // This file holds the upstream sessions of a server with "sessions": "client": one
@@ -23,158 +24,78 @@ import (
 // server's state for that client is then lost, as it would be with a direct
 // connection.
 
-// upstreams are a "client" child's connections, one per client session.
-type upstreams struct {
-	mu sync.Mutex
-	m  map[*session]*clientUpstream
-}
-
-// clientUpstream is one client session's connection; ready is closed once the attempt
-// to open it is over, and cn or err then says how it went.
-type clientUpstream struct {
-	ready chan struct{}
-	cn    *conn
-	err   error
-	agent string // the agent of the session it serves
-}
-
-// count is the number of upstream sessions open or opening.
-func (u *upstreams) count() int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return len(u.m)
-}
+// A server's connections are shared among agents. Each agent may hold its
+// share of them (servers.X.maxSessionsPerAgent, by default maxSessions divided
+// among the agents that have a token, with a share left for one more), and a
+// connection that is idle (no request in flight) is ended when another needs
+// its place: otherwise one agent that opens maxSessions sessions, calls once in
+// each and walks away locks every other agent out until its sessions time out.
+// An ended connection is opened afresh on its client's next request, its state
+// lost, as after a restart.
 
 // sessionConn is the connection of session s to the child, opened on first use
-// within the server's maxSessions. opener is the call that needs it (nil when
-// none): what the child asks while it starts (its roots, commonly) goes to that
-// call's stream. It waits for an opening under way, up to ctx.
+// within the server's maxSessions (upstream.Pool). opener is the call that
+// needs it (nil when none): what the child asks while it starts (its roots,
+// commonly) goes to that call's stream. It waits for an opening under way, up
+// to ctx.
 func (c *child) sessionConn(ctx context.Context, s *session, opener *caller) (*conn, error) {
-	for {
-		u, mine, err := c.claim(s)
-		if err != nil {
-			return nil, err
-		}
-		if mine {
-			c.open(s, u, opener)
-		}
-		select {
-		case <-u.ready:
-		case <-ctx.Done():
-			if errors.Is(context.Cause(ctx), errCallTimeout) {
-				return nil, fmt.Errorf("server %s did not finish opening this client's session in time; raise servers.%s.timeout if it needs longer", c.name, c.name)
+	cfg := c.config()
+	cn, err := c.ups.Get(ctx, s, upstream.Opening[*conn]{
+		Agent: s.agent, Share: cfg.SessionShare(tokenAgents(s.g)), Limit: cfg.SessionLimit(),
+		Session: s.ctx, Ended: s.isClosed,
+		Open: func(ctx context.Context) (*conn, error) {
+			cn, _, err := c.connect(ctx, s, opener)
+			if err != nil {
+				c.log.Warn("opening an upstream session failed", "agent", s.agent, "err", err, "stderr", cn.StderrTail())
+				return nil, fmt.Errorf("opening server %s for this client session: %w", c.name, err)
 			}
-			return nil, fmt.Errorf("waiting for server %s to open this client's session: %w", c.name, context.Cause(ctx))
+			c.awaitRoots(ctx, s, cn)
+			return cn, nil
+		},
+		Opened: func(ctx context.Context, cn *conn) {
+			c.log.Debug("upstream session opened", "agent", s.agent)
+			c.followLevel(ctx, s, cn)
+		},
+		Closed: func(cn *conn) {
+			if s.dropOwn(c.name) {
+				c.events.sessionListsChanged(s)
+			}
+			c.log.Debug("upstream session closed", "agent", s.agent, "reason", cn.ExitReason())
+		},
+	})
+	var room *upstream.RoomError
+	switch {
+	case err == nil:
+		return cn, nil
+	case errors.Is(err, upstream.ErrNotOpenYet):
+		if errors.Is(context.Cause(ctx), errCallTimeout) {
+			return nil, fmt.Errorf("server %s did not finish opening this client's session in time; raise servers.%s.timeout if it needs longer", c.name, c.name)
 		}
-		if u.err != nil {
-			return nil, u.err
-		}
-		if !u.cn.Lost() {
-			return u.cn, nil
-		}
-		c.dropUpstream(s, u) // it exited: the next pass opens a new one
+		return nil, fmt.Errorf("waiting for server %s to open this client's session: %w", c.name, context.Cause(ctx))
+	case errors.Is(err, upstream.ErrNotRunning):
+		return nil, fmt.Errorf("server %s is not running", c.name)
+	case errors.Is(err, upstream.ErrSessionEnded):
+		return nil, errSessionClosed
+	case errors.As(err, &room) && room.Agent != "":
+		return nil, fmt.Errorf("agent %s already has its share of %d upstream sessions of server %s, all of them busy, one per client session (servers.%s.maxSessionsPerAgent); close client sessions or raise servers.%s.maxSessionsPerAgent",
+			room.Agent, room.Share, c.name, c.name, c.name)
+	case room != nil:
+		return nil, fmt.Errorf("server %s already has its maximum of %d upstream sessions, all of them busy, one per client session (servers.%s.maxSessions); close client sessions or raise servers.%s.maxSessions",
+			c.name, room.Limit, c.name, c.name)
 	}
-}
-
-// claim returns the session's upstream, or a new one for the caller to open
-// (mine), or the error that refuses one past the bound.
-func (c *child) claim(s *session) (u *clientUpstream, mine bool, err error) {
-	c.ups.mu.Lock()
-	defer c.ups.mu.Unlock()
-	if u := c.ups.m[s]; u != nil {
-		u.touch()
-		return u, false, nil
-	}
-	if c.runCtx == nil || c.runCtx.Err() != nil {
-		return nil, false, fmt.Errorf("server %s is not running", c.name)
-	}
-	if s.isClosed() {
-		return nil, false, errSessionClosed
-	}
-	if err := c.makeRoomLocked(s); err != nil {
-		return nil, false, err
-	}
-	if c.ups.m == nil {
-		c.ups.m = map[*session]*clientUpstream{}
-	}
-	u = &clientUpstream{ready: make(chan struct{}), agent: s.agent}
-	c.ups.m[s] = u
-	c.upWG.Add(1) // under ups.mu, so that shutdown's Wait comes after it (see shutdown)
-	return u, true, nil
-}
-
-// open connects u for s in the background: the connection outlives the request
-// that asked for it, and lives until the session or the child ends. claim counted
-// it in upWG.
-func (c *child) open(s *session, u *clientUpstream, opener *caller) {
-	ctx, cancel := context.WithCancel(c.runCtx)
-	stopWithSession := context.AfterFunc(s.ctx, cancel)
-	go func() {
-		defer c.upWG.Done()
-		defer cancel()
-		defer stopWithSession()
-		cn, _, err := c.connect(ctx, s, opener)
-		if err != nil {
-			c.log.Warn("opening an upstream session failed", "agent", s.agent, "err", err, "stderr", cn.StderrTail())
-			u.err = fmt.Errorf("opening server %s for this client session: %w", c.name, err)
-			c.dropUpstream(s, u)
-			close(u.ready)
-			return
-		}
-		c.awaitRoots(ctx, s, cn)
-		u.cn = cn
-		close(u.ready)
-		c.log.Debug("upstream session opened", "agent", s.agent)
-		c.followLevel(ctx, s, cn)
-		select {
-		case <-ctx.Done():
-		case <-cn.Done():
-		}
-		cn.Close()
-		c.dropUpstream(s, u)
-		if s.dropOwn(c.name) {
-			c.events.sessionListsChanged(s)
-		}
-		c.log.Debug("upstream session closed", "agent", s.agent, "reason", cn.ExitReason())
-	}()
-}
-
-// dropUpstream forgets u if it is still the session's.
-func (c *child) dropUpstream(s *session, u *clientUpstream) {
-	c.ups.mu.Lock()
-	defer c.ups.mu.Unlock()
-	if c.ups.m[s] == u {
-		delete(c.ups.m, s)
-	}
+	return nil, err
 }
 
 // openConn is the session's connection if one is open now; it never opens one
 // (an unsubscribe at a session's end must not start a process).
 func (c *child) openConn(s *session) *conn {
-	c.ups.mu.Lock()
-	u := c.ups.m[s]
-	c.ups.mu.Unlock()
-	if u == nil {
-		return nil
-	}
-	select {
-	case <-u.ready:
-		if u.cn != nil && !u.cn.Lost() {
-			return u.cn
-		}
-	default:
-	}
-	return nil
+	cn, _ := c.ups.Open(s)
+	return cn
 }
 
-// closeSession frees the session's place among the server's maxSessions at once;
-// its connection (its process) ends in open's goroutine, which the session's end
-// (s.ctx) wakes, so that a child slow to exit holds up no client.
-func (c *child) closeSession(s *session) {
-	c.ups.mu.Lock()
-	defer c.ups.mu.Unlock()
-	delete(c.ups.m, s)
-}
+// closeSession frees the session's place among the server's maxSessions at once
+// (upstream.Pool.Forget).
+func (c *child) closeSession(s *session) { c.ups.Forget(s) }
 
 // followLevel gives a session's new connection the logging level its client set.
 func (c *child) followLevel(ctx context.Context, s *session, cn *conn) {
@@ -250,4 +171,13 @@ func (c *child) awaitRoots(ctx context.Context, s *session, cn *conn) {
 	if !c.rootsAtStart.Swap(true) {
 		c.resaveLists()
 	}
+}
+
+// tokenAgents counts the agents that have a token.
+func tokenAgents(g *Gateway) int {
+	agents := map[string]bool{}
+	for _, a := range *g.tokens.Load() {
+		agents[a] = true
+	}
+	return len(agents)
 }

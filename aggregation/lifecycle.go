@@ -234,7 +234,7 @@ const lifecycleCheck = 250 * time.Millisecond
 // busy reports whether stopping the child now would lose something: a request in
 // flight, a client's subscription, a client session's own connection.
 func (c *child) busy(cn *conn) bool {
-	return !cn.Idle() || c.ups.count() > 0 || c.events.subscribed(c.name)
+	return !cn.Idle() || c.ups.Len() > 0 || c.events.subscribed(c.name)
 }
 
 // retire takes cn out of service (state is what the child is meanwhile), lets a
