@@ -106,11 +106,11 @@ type child struct {
 	// retryc asks a failed child for one fresh attempt (see retry). It holds
 	// at most one request, so at most one attempt is ever in flight.
 	retryc chan struct{}
-	// probeWait bounds the server/discover probe (discoverWait); eras
-	// remembers the era the probe found, for restarts and client sessions'
-	// connections (see childera.go).
+	// probeWait bounds the server/discover probe (upstream.DiscoverWait);
+	// eras remembers the era the handshake found, for restarts and client
+	// sessions' connections.
 	probeWait time.Duration
-	eras      eraMemo
+	eras      upstream.Eras
 
 	settled     chan struct{} // closed once the first attempt is over
 	settledOnce sync.Once
@@ -140,7 +140,7 @@ type supervision struct {
 func newChild(cfg *config.Server, names naming, log *slog.Logger, events childEvents, sup supervision) *child {
 	c := &child{name: cfg.Name, names: names, log: log.With("server", cfg.Name), events: events,
 		supervision: sup, state: StateConnecting, changed: make(chan struct{}), settled: make(chan struct{}), done: make(chan struct{}),
-		retryc: make(chan struct{}, 1), wakec: make(chan struct{}, 1), probeWait: discoverWait}
+		retryc: make(chan struct{}, 1), wakec: make(chan struct{}, 1), probeWait: upstream.DiscoverWait}
 	c.ups = upstream.NewPool[*session, *conn](func(agent string) {
 		c.log.Info("ended an idle upstream session to make room for another", "agent", agent)
 	})
@@ -284,10 +284,10 @@ func (c *child) status() Status {
 	}
 	s.Held, s.Unapproved = c.held.names()
 	if c.conn != nil {
-		e := c.conn.era()
-		s.Protocol, s.ProtocolWhy = describeProtocol(e.Version), e.why
-	} else if e := c.eras.get(eraKey(c.config())); e != nil {
-		s.Protocol, s.ProtocolWhy = describeProtocol(e.Version), e.why
+		e, why := c.conn.Era()
+		s.Protocol, s.ProtocolWhy = describeProtocol(e.Version), why
+	} else if e := c.eras.Get(eraKey(c.config())); e != nil {
+		s.Protocol, s.ProtocolWhy = describeProtocol(e.Version), e.Why
 	}
 	// A status is what people read (the status page, list-servers, errors): a
 	// handshake error or a URL may hold the very key the child was given.
@@ -676,8 +676,8 @@ func (cn *conn) doubt() {
 // the stderr tail for the log.
 func (c *child) connect(ctx context.Context, owner *session, opener *caller) (*conn, []json.RawMessage, error) {
 	cn, raws, err := c.connectOnce(ctx, owner, opener)
-	if errors.Is(err, errEraFound) {
-		// The era was found on a connection that cannot speak it (childera.go):
+	if errors.Is(err, upstream.ErrEraFound) {
+		// The era was found on a connection that cannot speak it (upstream.ErrEraFound):
 		// once more, in the era now remembered.
 		cn, raws, err = c.connectOnce(ctx, owner, opener)
 	}
@@ -729,7 +729,7 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 	defer cancel()
 	if err := c.handshake(initCtx, cn, owner); err != nil {
 		cn.Close()
-		if errors.Is(err, errEraFound) {
+		if errors.Is(err, upstream.ErrEraFound) {
 			return cn, nil, err
 		}
 		if initCtx.Err() != nil && ctx.Err() == nil {

@@ -4,12 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"sync"
-	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/nexus-mcp/nexus/config"
@@ -17,66 +13,9 @@ import (
 	"github.com/nexus-mcp/nexus/upstream"
 )
 
-// This file holds the child's protocol era. A child speaks either the modern,
-// stateless protocol (2026-07-28 and later: no initialize, every request carries
-// its version, identity and capabilities in _meta) or a legacy one (2025-11-25
-// and earlier: an initialize handshake fixes them for the session).
-//
-// Unless servers.X.protocolVersion says which, Nexus offers initialize first and
-// asks server/discover only of a child that refuses it. A dual-era child is thus
-// spoken the legacy era, on purpose: today's SDKs (mcp-go, the official Go SDK,
-// the TypeScript SDK v2) refuse their own requests to the client (sampling,
-// elicitation, roots) on a 2026-07-28 connection, and a legacy session costs no
-// _meta per request. Modern clients lose nothing by it: Nexus bridges a legacy
-// child's requests into their input_required rounds. A child that speaks only
-// the modern era refuses initialize and is spoken that. The era found is
-// remembered per launch (stdio) or URL (HTTP), so restarts and the connections
-// of client sessions do not ask again; a remembered era that fails is forgotten
-// and the next attempt starts over.
-
-// discoverWait bounds the server/discover probe: a legacy server may answer an
-// unknown method before initialize with silence rather than an error.
-const discoverWait = 5 * time.Second
-
-// era is what the handshake of a child found (upstream.Era: its protocol
-// version and what the child said of itself), and why says, for people, how
-// the era was chosen (eraPinned, eraAnswered...).
-type era struct {
-	upstream.Era
-	why string
-}
-
-// eraMemo remembers the era of a child between its connections. key is what the
-// era belongs to (eraKey): a changed launch or URL is not the same server.
-type eraMemo struct {
-	mu  sync.Mutex
-	key string
-	e   *era
-}
-
-func (m *eraMemo) get(key string) *era {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.e == nil || m.key != key {
-		return nil
-	}
-	e := *m.e
-	return &e
-}
-
-func (m *eraMemo) put(key string, e era) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.key, m.e = key, &e
-}
-
-func (m *eraMemo) forget(key string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.key == key {
-		m.e = nil
-	}
-}
+// This file holds what the gateway keeps of a child's protocol era: which
+// era each connection speaks is settled by its handshake
+// (upstream.Handshake), and the era found is remembered in child.eras.
 
 // eraKey is what a remembered era belongs to: the process as launched (stdio),
 // the URL (HTTP).
@@ -87,142 +26,15 @@ func eraKey(s *config.Server) string {
 	return s.Transport + " " + s.URL
 }
 
-// Why an era was chosen, as list-servers --live, doctor and the status page say it.
-const (
-	eraPinned     = "pinned by servers.%s.protocolVersion"
-	eraSSE        = "HTTP+SSE predates the stateless era"
-	eraAnswered   = "it answered initialize: a session keeps its requests to the client (sampling, elicitation, roots)"
-	eraModernOnly = "it refused initialize and answered server/discover: it speaks only the stateless era"
-)
-
 // handshake settles the era of cn and performs its opening: initialize for a
 // legacy child, server/discover for a modern one. owner is the client session
 // the connection serves; its connection reuses a remembered modern era without
 // asking the child again.
 func (c *child) handshake(ctx context.Context, cn *conn, owner *session) error {
 	cfg := c.config()
-	pinned := cfg.ProtocolVersion
-	switch {
-	case cfg.Transport == config.TransportSSE:
-		return c.initialize(ctx, cn, cfg.Protocol(), eraSSE)
-	case pinned != "" && !mcp.IsModernProtocol(pinned):
-		if err := c.initialize(ctx, cn, pinned, fmt.Sprintf(eraPinned, c.name)); err != nil {
-			return fmt.Errorf("%w (servers.%s.protocolVersion is %s, which allows no other; a server that speaks only %s needs it removed or set to that)",
-				err, c.name, pinned, mcp.LATEST_PROTOCOL_VERSION)
-		}
-		return nil
-	case pinned != "":
-		err := c.discover(ctx, cn, pinned, c.probeWait, fmt.Sprintf(eraPinned, c.name))
-		if nm := (*upstream.NotModernError)(nil); errors.As(err, &nm) {
-			return fmt.Errorf("%s does not speak protocol %s, which servers.%s.protocolVersion requires: %w; remove the setting to let Nexus find the server's era, or set a version up to %s",
-				c.name, pinned, c.name, nm.Why, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
-		}
-		return err
-	}
-	key := eraKey(cfg)
-	e := c.eras.get(key)
-	switch {
-	case e == nil:
-		return c.findEra(ctx, cn, key, config.DefaultProtocolVersion, eraAnswered)
-	case !e.Modern():
-		err := c.findEra(ctx, cn, key, e.Version, e.why)
-		if err != nil && ctx.Err() == nil {
-			c.eras.forget(key) // it may have changed: the next attempt asks afresh
-		}
-		return err
-	case owner != nil:
-		cn.Adopt(e.Era, e.why)
-		return nil
-	}
-	err := c.discover(ctx, cn, e.Version, c.probeWait, e.why)
-	if err == nil {
-		c.eras.put(key, cn.era())
-		return nil
-	}
-	if ctx.Err() == nil {
-		c.eras.forget(key)
-	}
-	if nm := (*upstream.NotModernError)(nil); errors.As(err, &nm) {
-		c.log.Info("the server no longer speaks the stateless protocol: offering initialize", "err", err)
-		return c.findEra(ctx, cn, key, config.DefaultProtocolVersion, eraAnswered)
-	}
-	return err
-}
-
-// findEra offers a child initialize at version (chosen for the reason why)
-// and, when it refuses, asks server/discover: a child that answers that speaks
-// only the modern era. The era found is remembered under key.
-func (c *child) findEra(ctx context.Context, cn *conn, key, version, why string) error {
-	err := c.initialize(ctx, cn, version, why)
-	if err == nil {
-		c.eras.put(key, cn.era())
-		return nil
-	}
-	if !childAnswered(err) || ctx.Err() != nil {
-		return err
-	}
-	derr := c.discover(ctx, cn, mcp.LATEST_PROTOCOL_VERSION, c.probeWait, eraModernOnly)
-	if derr != nil {
-		return fmt.Errorf("%w; asked server/discover instead, it failed too: %v", err, derr)
-	}
-	c.log.Debug("the server speaks only the stateless era", "initialize", err)
-	c.eras.put(key, cn.era())
-	if _, isHTTP := cn.Transport.MCP().(transport.HTTPConnection); isHTTP {
-		// mcp-go's HTTP transport took the refused initialize for a session and
-		// opens the legacy GET stream: a fresh connection speaks the era found.
-		return errEraFound
-	}
-	return nil
-}
-
-// errEraFound asks connect for a fresh connection, which speaks the era just
-// found and remembered.
-var errEraFound = errors.New("the era was found on a connection that cannot speak it")
-
-// childAnswered reports whether err is the child's own refusal of a request: a
-// JSON-RPC error, or an HTTP 4xx to an initialize POST (mcp-go takes that for
-// a legacy SSE server; a modern-only server answers so too), as opposed to a
-// failure to reach it.
-func childAnswered(err error) bool {
-	if errors.Is(err, transport.ErrLegacySSEServer) {
-		return true
-	}
-	te := (*transport.Error)(nil)
-	return !errors.As(err, &te) && !errors.Is(err, errChildGone) && !errors.Is(err, transport.ErrTransportClosed) &&
-		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled)
-}
-
-// initialize performs the legacy handshake at version; why says how that era
-// was chosen.
-func (c *child) initialize(ctx context.Context, cn *conn, version, why string) error {
-	e, err := upstream.Initialize(ctx, cn.Transport, version, nexusInfo(), cn.declared)
-	if err != nil {
-		return fmt.Errorf("initializing %s: %w", c.name, err)
-	}
-	cn.Adopt(e, why)
-	return nil
-}
-
-// discover sends server/discover at version, within bound when it is not zero
-// (upstream.Discover). A child that answers is modern and cn takes its era,
-// chosen for the reason why. The error is a *upstream.NotModernError when the
-// answer is a legacy server's.
-func (c *child) discover(ctx context.Context, cn *conn, version string, bound time.Duration, why string) error {
-	e, err := upstream.Discover(ctx, cn.Transport, c.name, cn.modernMeta(version), bound, cn.NextID)
-	if errors.Is(err, transport.ErrTransportClosed) {
-		return errChildGone
-	}
-	if err != nil {
-		return err
-	}
-	cn.Adopt(e, why)
-	return nil
-}
-
-// era is what cn's handshake found, for the child to remember.
-func (cn *conn) era() era {
-	e, why := cn.Era()
-	return era{e, why}
+	h := upstream.Handshake{Server: cfg, Eras: &c.eras, Key: eraKey(cfg), Reuse: owner != nil,
+		Info: nexusInfo(), Declared: cn.declared, Meta: cn.modernMeta, ProbeWait: c.probeWait, Log: c.log}
+	return h.Open(ctx, cn.Conn)
 }
 
 // modern reports whether cn speaks the stateless protocol (2026-07-28 and
@@ -363,7 +175,7 @@ func (c *child) knownCaps() (caps mcp.ServerCapabilities, ok bool) {
 	if cn != nil {
 		return cn.Caps, true
 	}
-	if e := c.eras.get(eraKey(c.config())); e != nil {
+	if e := c.eras.Get(eraKey(c.config())); e != nil {
 		return e.Caps, true
 	}
 	c.mu.Lock()

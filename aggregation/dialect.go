@@ -17,7 +17,7 @@ import (
 // in a session opened with initialize (2025-11-25 and earlier), modernDialect
 // for a stateless child (2026-07-28 and later), whose every request carries its
 // version, identity and capabilities. The handshake settles the era
-// (childera.go); everything that era changes in how Nexus talks to the child
+// (upstream.Handshake); everything that era changes in how Nexus talks to the child
 // afterwards is a method here, so the rest of the package asks a connection's
 // dialect what to do, not which era it speaks.
 type dialect interface {

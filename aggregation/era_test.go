@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/nexus-mcp/nexus/upstream"
 )
 
 // eraServer is the config entry of a stdio era child of kind, logging to log.
@@ -24,7 +26,7 @@ func eraServer(kind, log, extra string) string {
 		os.Args[0], eraChildEnv, kind, log, extra)
 }
 
-// shortProbe makes a silent child's probe end sooner than discoverWait.
+// shortProbe makes a silent child's probe end sooner than upstream.DiscoverWait.
 func shortProbe(kids map[string]*child) {
 	for _, c := range kids {
 		c.probeWait = time.Second
@@ -56,10 +58,10 @@ func toolNames(g *Gateway) []string {
 // session: its SDK refuses its own requests to the client on a modern one.
 func TestChildEras(t *testing.T) {
 	for _, tt := range []struct{ kind, era, protocol, why string }{
-		{"dual", "legacy", "2025-11-25 (session)", eraAnswered},
-		{"modern", "modern", "2026-07-28 (stateless)", eraModernOnly},
-		{"legacy", "legacy", "2025-11-25 (session)", eraAnswered},
-		{"silent", "legacy", "2025-11-25 (session)", eraAnswered},
+		{"dual", "legacy", "2025-11-25 (session)", upstream.EraAnswered},
+		{"modern", "modern", "2026-07-28 (stateless)", upstream.EraModernOnly},
+		{"legacy", "legacy", "2025-11-25 (session)", upstream.EraAnswered},
+		{"silent", "legacy", "2025-11-25 (session)", upstream.EraAnswered},
 	} {
 		t.Run(tt.kind, func(t *testing.T) {
 			log := filepath.Join(t.TempDir(), "era.log")

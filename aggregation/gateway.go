@@ -21,7 +21,7 @@
 // one redaction point. A 2026-07-28 request takes the same path with a session of
 // its own that lasts as long as the request (modern.go); a child's question during
 // its call becomes an InputRequiredResult (mrtr.go); each child is spoken its own
-// era (childera.go). A server configured with "sessions": "client" gets one
+// era (upstream.Handshake). A server configured with "sessions": "client" gets one
 // upstream connection per client session (clientconns.go), so what a client does to
 // it stays that client's.
 package aggregation
