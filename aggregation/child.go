@@ -617,10 +617,6 @@ type conn struct {
 	callers callers
 	holds   holds // the child's requests waiting on clients
 
-	relist     chan struct{} // a list_changed arrived; relistLoop reads relistWant
-	relistMu   sync.Mutex
-	relistWant int
-
 	// sharedLevel is the log level a modern shared child is asked to log at,
 	// in every request's _meta. declared are the capabilities a modern
 	// child's requests declare: the ones the handshake declares to a legacy
@@ -690,7 +686,7 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 		c.beforeStart(c.config())
 	}
 	cn := &conn{Conn: upstream.NewConn(), server: c.name,
-		relist: make(chan struct{}, 1), owner: owner, opener: opener, declared: c.capabilities(owner),
+		owner: owner, opener: opener, declared: c.capabilities(owner),
 		tool: c.paramHeaderTool, roots: rootsState{told: make(chan struct{})}}
 	cn.listen = upstream.NewListen(c.name, cn.Conn, owner == nil, func(ctx context.Context, id json.RawMessage, params any) error {
 		_, err := cn.requestID(ctx, id, string(mcp.MethodSubscriptionsListen), params, outgoing{})
@@ -783,16 +779,16 @@ func (c *child) pumpNotification(cn *conn, n upstream.Note) {
 		// The listen stream's own, for no one else. A list that changed before
 		// the stream was open was told to no one: read it again.
 		if cn.listen.Acknowledged(n.Params) && cn.owner == nil {
-			cn.wantRelist(relistTools | relistExtras)
+			cn.Changes.Mark(upstream.ToolsList | upstream.OtherLists)
 		}
 		return
 	}
 	params := cn.dialect().received(n.Params)
 	switch {
 	case n.Method == string(mcp.MethodNotificationToolsListChanged):
-		cn.wantRelist(relistTools)
+		cn.Changes.Mark(upstream.ToolsList)
 	case n.Method == string(mcp.MethodNotificationResourcesListChanged), n.Method == string(mcp.MethodNotificationPromptsListChanged):
-		cn.wantRelist(relistExtras)
+		cn.Changes.Mark(upstream.OtherLists)
 	case cn.owner != nil:
 		// A session's connection: what it sends is its client's alone.
 		c.events.sessionNotification(cn, n.Method, params)
@@ -816,47 +812,22 @@ func (cn *conn) catchUp(ctx context.Context, trailing bool) {
 	cn.Backlog.Settle(ctx)
 }
 
-// What a list_changed asks to be listed again.
-const (
-	relistTools = 1 << iota
-	relistExtras
-)
-
-// wantRelist records that a list must be read again. A burst of list_changed
-// notifications costs one relist, not one each.
-func (cn *conn) wantRelist(what int) {
-	cn.relistMu.Lock()
-	cn.relistWant |= what
-	cn.relistMu.Unlock()
-	select {
-	case cn.relist <- struct{}{}:
-	default:
-	}
-}
-
-// relistLoop re-reads the lists the child said changed, one pass at a time, for as
-// long as the connection lives.
+// relistLoop re-reads the lists the child said changed (upstream.Changes), one
+// pass at a time, for as long as the connection lives.
 func (c *child) relistLoop(ctx context.Context, cn *conn) {
 	for {
-		select {
-		case <-cn.Done():
+		lists, ok := cn.Changes.Next(ctx, cn.Done())
+		if !ok {
 			return
-		case <-ctx.Done():
-			return
-		case <-cn.relist:
 		}
-		cn.relistMu.Lock()
-		what := cn.relistWant
-		cn.relistWant = 0
-		cn.relistMu.Unlock()
 		if cn.owner != nil {
-			c.relistOwn(ctx, cn, what)
+			c.relistOwn(ctx, cn, lists)
 			continue
 		}
-		if what&relistTools != 0 {
+		if lists&upstream.ToolsList != 0 {
 			c.relist(ctx, cn)
 		}
-		if what&relistExtras != 0 {
+		if lists&upstream.OtherLists != 0 {
 			c.relistExtras(ctx, cn)
 		}
 	}

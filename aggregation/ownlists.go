@@ -7,6 +7,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/policy"
+	"github.com/nexus-mcp/nexus/upstream"
 )
 
 // A server with "sessions": "client" gives each client session a connection of
@@ -127,10 +128,10 @@ func (g *Gateway) manifestOf(s *session) *manifest {
 
 // relistOwn reads again, from a session's connection, the lists it said changed,
 // and tells the session when what it is shown changed.
-func (c *child) relistOwn(ctx context.Context, cn *conn, what int) {
+func (c *child) relistOwn(ctx context.Context, cn *conn, lists upstream.Lists) {
 	var tools []*Tool
 	var ex *extras
-	if what&relistTools != 0 {
+	if lists&upstream.ToolsList != 0 {
 		raws, err := c.listTools(ctx, cn)
 		if err != nil {
 			c.log.Warn("re-listing a client session's tools failed", "agent", cn.owner.agent, "err", err)
@@ -138,7 +139,7 @@ func (c *child) relistOwn(ctx context.Context, cn *conn, what int) {
 			tools = []*Tool{} // listed, and empty
 		}
 	}
-	if what&relistExtras != 0 {
+	if lists&upstream.OtherLists != 0 {
 		listed := c.listExtras(ctx, cn)
 		ex = &listed
 	}

@@ -23,6 +23,8 @@ type Conn struct {
 	Doubts *Doubts
 	// Backlog holds the notifications on their way to be routed.
 	Backlog *Backlog
+	// Changes are the lists the server said changed, to be read again.
+	Changes *Changes
 	// Caps and Instructions are what the server said of itself in its
 	// opening exchange (Adopt); they are not changed afterwards.
 	Caps         mcp.ServerCapabilities
@@ -52,7 +54,7 @@ const backlogSize = 256
 
 // NewConn is a connection not yet carried by a transport.
 func NewConn() *Conn {
-	return &Conn{Doubts: NewDoubts(), Backlog: NewBacklog(backlogSize), tail: &Tail{}, done: make(chan struct{})}
+	return &Conn{Doubts: NewDoubts(), Backlog: NewBacklog(backlogSize), Changes: NewChanges(), tail: &Tail{}, done: make(chan struct{})}
 }
 
 // Tail keeps the last lines of a stdio server's stderr.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 )
 
 // MaxPages bounds a listing: a server whose cursor never ends must not hold
@@ -61,4 +62,57 @@ func decodeMember(page map[string]json.RawMessage, name string, v any) error {
 		return fmt.Errorf("decoding the %s: %w", name, err)
 	}
 	return nil
+}
+
+// Lists names lists a server may say changed: a set of bits.
+type Lists int
+
+const (
+	// ToolsList is tools/list.
+	ToolsList Lists = 1 << iota
+	// OtherLists are resources, resource templates and prompts.
+	OtherLists
+)
+
+// Changes are the lists a server said changed and that were not read again
+// yet: a burst of list_changed notifications costs one reading, not one each.
+type Changes struct {
+	mu      sync.Mutex
+	changed Lists
+	ready   chan struct{} // holds a token while changed is not empty
+}
+
+// NewChanges is a connection's changes: none yet.
+func NewChanges() *Changes { return &Changes{ready: make(chan struct{}, 1)} }
+
+// Mark records that lists changed.
+func (c *Changes) Mark(lists Lists) {
+	c.mu.Lock()
+	c.changed |= lists
+	c.mu.Unlock()
+	select {
+	case c.ready <- struct{}{}:
+	default:
+	}
+}
+
+// Next waits for lists marked changed and takes them, every mark since the
+// last Next at once. It reports false when ctx ends or done is closed first.
+func (c *Changes) Next(ctx context.Context, done <-chan struct{}) (Lists, bool) {
+	for {
+		select {
+		case <-done:
+			return 0, false
+		case <-ctx.Done():
+			return 0, false
+		case <-c.ready:
+		}
+		c.mu.Lock()
+		lists := c.changed
+		c.changed = 0
+		c.mu.Unlock()
+		if lists != 0 {
+			return lists, true
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestList(t *testing.T) {
@@ -55,5 +56,43 @@ func TestList(t *testing.T) {
 				t.Errorf("error %v, want one saying %q", err, tc.err)
 			}
 		})
+	}
+}
+
+// TestChanges: marks made before a Next are taken by it at once, as one; Next
+// waits for a mark, and ends with its connection or context.
+func TestChanges(t *testing.T) {
+	c := NewChanges()
+	c.Mark(ToolsList)
+	c.Mark(OtherLists)
+	c.Mark(ToolsList)
+	if lists, ok := c.Next(t.Context(), nil); !ok || lists != ToolsList|OtherLists {
+		t.Fatalf("Next = %b, %v; want both lists at once", lists, ok)
+	}
+
+	got := make(chan Lists)
+	go func() {
+		lists, _ := c.Next(t.Context(), nil)
+		got <- lists
+	}()
+	select {
+	case lists := <-got:
+		t.Fatalf("Next took %b with nothing marked", lists)
+	case <-time.After(20 * time.Millisecond):
+	}
+	c.Mark(OtherLists)
+	if lists := <-got; lists != OtherLists {
+		t.Fatalf("Next after a mark = %b, want %b", lists, OtherLists)
+	}
+
+	done := make(chan struct{})
+	close(done)
+	if _, ok := c.Next(t.Context(), done); ok {
+		t.Error("Next went on past its connection's end")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, ok := c.Next(ctx, nil); ok {
+		t.Error("Next went on past its context's end")
 	}
 }
