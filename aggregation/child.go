@@ -87,7 +87,7 @@ type child struct {
 	raws []json.RawMessage // the tools as the child listed them
 	// headerTools are those of raws whose schema mirrors arguments into headers
 	// (x-mcp-header), decoded once, by name: what a modern HTTP call's
-	// Mcp-Param headers are made from (childera.go).
+	// Mcp-Param headers are made from (headerToolsOf).
 	headerTools map[string]*mcp.Tool
 	tools       []*Tool
 	known       []*Tool // the last tools it had while up: what stale-if-error may stand in for

@@ -39,34 +39,37 @@ import (
 // commonly) goes to that call's stream. It waits for an opening under way, up
 // to ctx.
 func (c *child) sessionConn(ctx context.Context, s *session, opener *caller) (*conn, error) {
-	cfg := c.config()
-	cn, err := c.ups.Get(ctx, s, upstream.Opening[*conn]{
-		Agent: s.agent, Share: cfg.SessionShare(tokenAgents(s.g)), Limit: cfg.SessionLimit(),
-		Session: s.ctx, Ended: s.isClosed,
-		Open: func(ctx context.Context) (*conn, error) {
-			cn, _, err := c.connect(ctx, s, opener)
-			if err != nil {
-				c.log.Warn("opening an upstream session failed", "agent", s.agent, "err", err, "stderr", cn.StderrTail())
-				return nil, fmt.Errorf("opening server %s for this client session: %w", c.name, err)
-			}
-			c.awaitRoots(ctx, s, cn)
-			return cn, nil
-		},
-		Opened: func(ctx context.Context, cn *conn) {
-			c.log.Debug("upstream session opened", "agent", s.agent)
-			c.followLevel(ctx, s, cn)
-		},
-		Closed: func(cn *conn) {
-			if s.dropOwn(c.name) {
-				c.events.sessionListsChanged(s)
-			}
-			c.log.Debug("upstream session closed", "agent", s.agent, "reason", cn.ExitReason())
-		},
+	cn, err := c.ups.Get(ctx, s, func() upstream.Opening[*conn] {
+		cfg := c.config()
+		return upstream.Opening[*conn]{
+			Agent: s.agent, Share: cfg.SessionShare(tokenAgents(s.g)), Limit: cfg.SessionLimit(),
+			Session: s.ctx, Ended: s.isClosed,
+			Open: func(ctx context.Context) (*conn, error) {
+				cn, _, err := c.connect(ctx, s, opener)
+				if err != nil {
+					c.log.Warn("opening an upstream session failed", "agent", s.agent, "err", err, "stderr", cn.StderrTail())
+					return nil, fmt.Errorf("opening server %s for this client session: %w", c.name, err)
+				}
+				c.awaitRoots(ctx, s, cn)
+				return cn, nil
+			},
+			Opened: func(ctx context.Context, cn *conn) {
+				c.log.Debug("upstream session opened", "agent", s.agent)
+				c.followLevel(ctx, s, cn)
+			},
+			Closed: func(cn *conn) {
+				if s.dropOwn(c.name) {
+					c.events.sessionListsChanged(s)
+				}
+				c.log.Debug("upstream session closed", "agent", s.agent, "reason", cn.ExitReason())
+			},
+		}
 	})
+	if err == nil {
+		return cn, nil
+	}
 	var room *upstream.RoomError
 	switch {
-	case err == nil:
-		return cn, nil
 	case errors.Is(err, upstream.ErrNotOpenYet):
 		if errors.Is(context.Cause(ctx), errCallTimeout) {
 			return nil, fmt.Errorf("server %s did not finish opening this client's session in time; raise servers.%s.timeout if it needs longer", c.name, c.name)
@@ -76,7 +79,7 @@ func (c *child) sessionConn(ctx context.Context, s *session, opener *caller) (*c
 		return nil, fmt.Errorf("server %s is not running", c.name)
 	case errors.Is(err, upstream.ErrSessionEnded):
 		return nil, errSessionClosed
-	case errors.As(err, &room) && room.Agent != "":
+	case errors.As(err, &room) && !room.Full:
 		return nil, fmt.Errorf("agent %s already has its share of %d upstream sessions of server %s, all of them busy, one per client session (servers.%s.maxSessionsPerAgent); close client sessions or raise servers.%s.maxSessionsPerAgent",
 			room.Agent, room.Share, c.name, c.name, c.name)
 	case room != nil:
@@ -89,7 +92,7 @@ func (c *child) sessionConn(ctx context.Context, s *session, opener *caller) (*c
 // openConn is the session's connection if one is open now; it never opens one
 // (an unsubscribe at a session's end must not start a process).
 func (c *child) openConn(s *session) *conn {
-	cn, _ := c.ups.Open(s)
+	cn, _ := c.ups.Current(s)
 	return cn
 }
 

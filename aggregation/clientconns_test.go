@@ -201,7 +201,7 @@ func TestClientSessionsAreIsolated(t *testing.T) {
 			}
 
 			// Past maxSessions (2), every upstream idle: the least recently used
-			// (A's) is ended to make room for a third client (upshare.go).
+			// (A's) is ended to make room for a third client (upstream.Pool).
 			c := f.client(frontHTTP, "other", sampleAndRoots)
 			gotC, isErr := call(t, c, "solo__get", "")
 			if isErr || !strings.Contains(gotC, `value=""`) {

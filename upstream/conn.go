@@ -153,8 +153,9 @@ func (c *Conn) Era() (Era, string) {
 }
 
 // Begin counts a request under way on the connection; the func it returns
-// ends it. What decides that a connection is idle (an idle server stopped, a
-// client session's connection ended to make room for another) reads it.
+// ends it. Idle and LastUsed, which read the count, decide when an idle server
+// is stopped and which client session's connection is ended to make room for
+// another.
 func (c *Conn) Begin() (end func()) {
 	c.inFlight.Add(1)
 	c.Touch()

@@ -104,7 +104,7 @@ func TestConnUse(t *testing.T) {
 		t.Fatal("not idle once both requests ended")
 	}
 	ended := c.LastUsed()
-	time.Sleep(time.Millisecond)
+	time.Sleep(tick)
 	c.Touch()
 	if !c.LastUsed().After(ended) {
 		t.Errorf("Touch left last used at %v", c.LastUsed())

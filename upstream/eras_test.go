@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -68,8 +69,9 @@ func TestHandshake(t *testing.T) {
 		answers    []string // to server/discover
 		remembered *Found
 		reuse      bool
-		sent       string // the methods sent, in order
-		version    string // the era the connection speaks
+		timeout    time.Duration // of the handshake's context; 0 for none
+		sent       string        // the methods sent, in order
+		version    string        // the era the connection speaks
 		why        string
 		kept       string // the version remembered after; "" for none
 		err        string // in the error; "" for none
@@ -90,6 +92,10 @@ func TestHandshake(t *testing.T) {
 			sent: "server/discover initialize notifications/initialized", version: "2025-11-25", why: EraAnswered, kept: "2025-11-25"},
 		{name: "remembered modern, gone", answers: []string{"closed"}, remembered: modernEra,
 			sent: "server/discover", err: ErrGone.Error()},
+		{name: "remembered modern, silent until the handshake's time ran out", answers: []string{"silent"}, remembered: modernEra, timeout: 20 * time.Millisecond,
+			sent: "server/discover", err: "deadline exceeded", kept: "2026-07-28"},
+		{name: "remembered legacy, refused now", answers: []string{notFound}, remembered: legacyEra,
+			sent: "initialize server/discover", err: "asked server/discover instead, it failed too"},
 		{name: "pinned legacy", server: config.Server{ProtocolVersion: "2025-06-18"}, legacy: "2025-06-18",
 			sent: "initialize notifications/initialized", version: "2025-06-18", why: fmt.Sprintf(EraPinned, "kid")},
 		{name: "pinned legacy, refused", server: config.Server{ProtocolVersion: "2025-06-18"},
@@ -118,7 +124,13 @@ func TestHandshake(t *testing.T) {
 			h := Handshake{Server: &cfg, Eras: &eras, Key: "key", Reuse: tc.reuse,
 				Info: mcp.Implementation{Name: "nexus", Version: "1"},
 				Meta: func(v string) ModernMeta { return ModernMeta{Version: v} }, Log: slog.New(slog.DiscardHandler)}
-			err := h.Open(context.Background(), c)
+			ctx := context.Background()
+			if tc.timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.timeout)
+				defer cancel()
+			}
+			err := h.Open(ctx, c)
 			if (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
 				t.Fatalf("Open: %v, want an error saying %q", err, tc.err)
 			}
@@ -132,7 +144,7 @@ func TestHandshake(t *testing.T) {
 			if e := eras.Get("key"); e != nil {
 				kept = e.Version
 			}
-			if tc.server.ProtocolVersion == "" && tc.server.Transport == "" && kept != tc.kept {
+			if kept != tc.kept {
 				t.Errorf("remembered %q, want %q", kept, tc.kept)
 			}
 		})

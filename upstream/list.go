@@ -79,7 +79,7 @@ const (
 type Changes struct {
 	mu      sync.Mutex
 	changed Lists
-	ready   chan struct{} // holds a token while changed is not empty
+	ready   chan struct{} // holds a token when a Mark may not have been taken yet
 }
 
 // NewChanges is a connection's changes: none yet.

@@ -19,7 +19,7 @@ import (
 //
 // K names a client session; C is the connection as its user keeps it.
 type Pool[K comparable, C PoolConn] struct {
-	evicted func(agent string)
+	evicted func(agent string) // told under mu: it must not call the pool
 
 	mu    sync.Mutex
 	slots map[K]*slot[C]
@@ -52,8 +52,8 @@ type slot[C PoolConn] struct {
 // An Opening is what Get needs to open a session's connection when it has
 // none.
 type Opening[C PoolConn] struct {
-	// Agent is the session's agent; Share bounds that agent's connections,
-	// Limit the server's.
+	// Agent is the session's agent (never ""); Share bounds that agent's
+	// connections, Limit the server's.
 	Agent        string
 	Share, Limit int
 	// Session ends with the client session; its connection is closed then.
@@ -62,7 +62,8 @@ type Opening[C PoolConn] struct {
 	// done: no connection is opened for it then.
 	Ended func() bool
 	// Open connects, under a context that ends with the server's run or the
-	// session. Its error is what every request waiting for it fails with.
+	// session. Its error is what every request waiting for it fails with; it
+	// returns a connection (not C's zero value) when it returns no error.
 	Open func(ctx context.Context) (C, error)
 	// Opened, when set, is run once the connection serves requests, under
 	// Open's context.
@@ -83,23 +84,24 @@ var (
 	ErrNotOpenYet = errors.New("the session's connection was still opening")
 )
 
-// A RoomError refuses a new connection when every connection that could be
-// ended to make room for it is busy: the agent's own when Agent is set (it
-// has its Share), anyone's when not (the server has its Limit).
+// A RoomError refuses a new connection of Agent when every connection that
+// could be ended to make room for it is busy: the agent's own when it has its
+// Share, anyone's when the server has its Limit (Full).
 type RoomError struct {
 	Agent        string
 	Share, Limit int
+	Full         bool
 }
 
 func (e *RoomError) Error() string {
-	if e.Agent != "" {
-		return fmt.Sprintf("agent %s already has its share of %d connections, all of them busy", e.Agent, e.Share)
+	if e.Full {
+		return fmt.Sprintf("the server already has its maximum of %d connections, all of them busy", e.Limit)
 	}
-	return fmt.Sprintf("the server already has its maximum of %d connections, all of them busy", e.Limit)
+	return fmt.Sprintf("agent %s already has its share of %d connections, all of them busy", e.Agent, e.Share)
 }
 
 // NewPool is an empty pool. evicted, when set, is told the agent of every
-// idle connection ended to make room for another.
+// idle connection ended to make room for another, with the pool locked.
 func NewPool[K comparable, C PoolConn](evicted func(agent string)) *Pool[K, C] {
 	return &Pool[K, C]{evicted: evicted, slots: map[K]*slot[C]{}}
 }
@@ -129,13 +131,14 @@ func (p *Pool[K, C]) Len() int {
 	return len(p.slots)
 }
 
-// Get is session k's connection, opened as o says when it has none; it waits
-// for an opening under way, up to ctx (ErrNotOpenYet, with ctx's cause). A
-// connection found ended is forgotten, and another opened.
-func (p *Pool[K, C]) Get(ctx context.Context, k K, o Opening[C]) (C, error) {
+// Get is session k's connection, opened as opening says when it has none
+// (opening is called only then); it waits for an opening under way, up to ctx
+// (ErrNotOpenYet, with ctx's cause). A connection found ended is forgotten,
+// and another opened.
+func (p *Pool[K, C]) Get(ctx context.Context, k K, opening func() Opening[C]) (C, error) {
 	var zero C
 	for {
-		s, err := p.claim(k, o)
+		s, err := p.claim(k, opening)
 		if err != nil {
 			return zero, err
 		}
@@ -155,7 +158,7 @@ func (p *Pool[K, C]) Get(ctx context.Context, k K, o Opening[C]) (C, error) {
 }
 
 // claim is session k's slot: its own, or a new one whose opening it starts.
-func (p *Pool[K, C]) claim(k K, o Opening[C]) (*slot[C], error) {
+func (p *Pool[K, C]) claim(k K, opening func() Opening[C]) (*slot[C], error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if s := p.slots[k]; s != nil {
@@ -165,6 +168,7 @@ func (p *Pool[K, C]) claim(k K, o Opening[C]) (*slot[C], error) {
 	if p.run == nil || p.run.Err() != nil {
 		return nil, ErrNotRunning
 	}
+	o := opening()
 	if o.Session.Err() != nil || (o.Ended != nil && o.Ended()) {
 		return nil, ErrSessionEnded
 	}
@@ -186,6 +190,10 @@ func (p *Pool[K, C]) open(k K, s *slot[C], o Opening[C], run context.Context) {
 	defer cancel()
 	defer context.AfterFunc(o.Session, cancel)()
 	cn, err := o.Open(ctx)
+	var zero C
+	if err == nil && cn == zero {
+		err = errors.New("the opening made no connection")
+	}
 	if err != nil {
 		s.err = err
 		p.drop(k, s)
@@ -217,9 +225,9 @@ func (p *Pool[K, C]) drop(k K, s *slot[C]) {
 	}
 }
 
-// Open is session k's connection if one is open now; it never opens one (an
-// unsubscribe at a session's end must not start a process).
-func (p *Pool[K, C]) Open(k K) (C, bool) {
+// Current is session k's connection if one is open now; it never opens one
+// (an unsubscribe at a session's end must not start a process).
+func (p *Pool[K, C]) Current(k K) (C, bool) {
 	var zero C
 	p.mu.Lock()
 	s := p.slots[k]
@@ -270,12 +278,12 @@ func (p *Pool[K, C]) makeRoomLocked(agent string, share, limit int) error {
 	}
 	switch {
 	case own >= share:
-		if !p.endIdleLocked(agent) {
+		if !p.endIdleLocked(agent, true) {
 			return &RoomError{Agent: agent, Share: share, Limit: limit}
 		}
 	case len(p.slots) >= limit:
-		if !p.endIdleLocked("") {
-			return &RoomError{Share: share, Limit: limit}
+		if !p.endIdleLocked(agent, false) {
+			return &RoomError{Agent: agent, Share: share, Limit: limit, Full: true}
 		}
 	}
 	return nil
@@ -284,14 +292,15 @@ func (p *Pool[K, C]) makeRoomLocked(agent string, share, limit int) error {
 // errMadeRoom is why an idle connection was ended.
 var errMadeRoom = errors.New("ended while idle, to make room for another client session")
 
-// endIdleLocked ends the least recently used idle connection (of agent, when
-// not ""), and reports whether there was one. One still opening is busy.
-func (p *Pool[K, C]) endIdleLocked(agent string) bool {
+// endIdleLocked ends the least recently used idle connection (of agent alone
+// when own is set, else anyone's), and reports whether there was one. One
+// still opening is busy.
+func (p *Pool[K, C]) endIdleLocked(agent string, own bool) bool {
 	var victim K
 	var oldest time.Time
 	found := false
 	for k, s := range p.slots {
-		if agent != "" && s.agent != agent {
+		if own && s.agent != agent {
 			continue
 		}
 		select {

@@ -27,7 +27,11 @@ type opener struct {
 func newOpener() *opener { return &opener{closed: make(chan *pooled, 16)} }
 
 // opening is o's Opening for a session of agent, bounded by share and limit.
-func (o *opener) opening(session context.Context, agent string, share, limit int) Opening[*pooled] {
+func (o *opener) opening(session context.Context, agent string, share, limit int) func() Opening[*pooled] {
+	return func() Opening[*pooled] { return o.open(session, agent, share, limit) }
+}
+
+func (o *opener) open(session context.Context, agent string, share, limit int) Opening[*pooled] {
 	return Opening[*pooled]{
 		Agent: agent, Share: share, Limit: limit, Session: session,
 		Open: func(ctx context.Context) (*pooled, error) {
@@ -47,6 +51,9 @@ func (o *opener) opening(session context.Context, agent string, share, limit int
 		Closed: func(cn *pooled) { o.closed <- cn },
 	}
 }
+
+// tick separates two uses in time on any clock the tests run on.
+const tick = 20 * time.Millisecond
 
 func startedPool(t *testing.T, evicted func(string)) *Pool[string, *pooled] {
 	t.Helper()
@@ -84,8 +91,8 @@ func TestPoolOpensOnce(t *testing.T) {
 			t.Errorf("request %d got %v, the first %v", i, cn, got[0])
 		}
 	}
-	if cn, ok := p.Open("s1"); !ok || cn != got[0] {
-		t.Errorf("Open = %v, %v; want the session's connection", cn, ok)
+	if cn, ok := p.Current("s1"); !ok || cn != got[0] {
+		t.Errorf("Current = %v, %v; want the session's connection", cn, ok)
 	}
 	if p.Len() != 1 {
 		t.Errorf("Len = %d, want 1", p.Len())
@@ -100,8 +107,13 @@ func TestPoolFailedOpening(t *testing.T) {
 	if _, err := p.Get(t.Context(), "s1", o.opening(t.Context(), "a", 4, 4)); err == nil || err.Error() != "opening 1 failed" {
 		t.Fatalf("Get = %v, want the opening's error", err)
 	}
-	if _, ok := p.Open("s1"); ok || p.Len() != 0 {
+	if _, ok := p.Current("s1"); ok || p.Len() != 0 {
 		t.Fatalf("a failed opening kept its place (Len %d)", p.Len())
+	}
+	select {
+	case cn := <-o.closed:
+		t.Fatalf("Closed told %v after a failed opening", cn)
+	default:
 	}
 	o.fail.Store(false)
 	if cn, err := p.Get(t.Context(), "s1", o.opening(t.Context(), "a", 4, 4)); err != nil || cn.name != "a2" {
@@ -156,9 +168,9 @@ func TestPoolRefusals(t *testing.T) {
 	}
 
 	p := startedPool(t, nil)
-	ended := o.opening(t.Context(), "a", 4, 4)
+	ended := o.open(t.Context(), "a", 4, 4)
 	ended.Ended = func() bool { return true }
-	if _, err := p.Get(t.Context(), "s1", ended); !errors.Is(err, ErrSessionEnded) {
+	if _, err := p.Get(t.Context(), "s1", func() Opening[*pooled] { return ended }); !errors.Is(err, ErrSessionEnded) {
 		t.Errorf("Get for a session that says it ended = %v, want ErrSessionEnded", err)
 	}
 
@@ -183,7 +195,7 @@ func TestPoolMakesRoom(t *testing.T) {
 		return p.Get(t.Context(), session, o.opening(t.Context(), agent, 2, 3))
 	}
 	a1, _ := get("a1", "a")
-	time.Sleep(time.Millisecond)
+	time.Sleep(tick)
 	a2, _ := get("a2", "a")
 	busy := a2.Begin()
 
@@ -197,7 +209,7 @@ func TestPoolMakesRoom(t *testing.T) {
 	}
 	end3 := a3.Begin()
 	var room *RoomError
-	if _, err := get("a4", "a"); !errors.As(err, &room) || room.Agent != "a" || room.Share != 2 {
+	if _, err := get("a4", "a"); !errors.As(err, &room) || room.Agent != "a" || room.Share != 2 || room.Full {
 		t.Fatalf("a fourth session of a, all its own busy = %v; want a RoomError of agent a, share 2", err)
 	}
 
@@ -205,7 +217,7 @@ func TestPoolMakesRoom(t *testing.T) {
 	// used idle connection, whoever's.
 	b1, _ := get("b1", "b")
 	end3()
-	time.Sleep(time.Millisecond)
+	time.Sleep(tick)
 	b1.Touch()
 	if _, err := get("b2", "b"); err != nil {
 		t.Fatalf("b2 with a3 idle: %v", err)
@@ -218,6 +230,30 @@ func TestPoolMakesRoom(t *testing.T) {
 	defer mu.Unlock()
 	if fmt.Sprint(evicted) != "[a a]" {
 		t.Errorf("evicted told %v, want [a a]", evicted)
+	}
+}
+
+// TestPoolFull: a server at its limit whose connections are all busy, or
+// still opening, refuses another, whoever's.
+func TestPoolFull(t *testing.T) {
+	p, o := startedPool(t, nil), newOpener()
+	first, err := p.Get(t.Context(), "s1", o.opening(t.Context(), "a", 2, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Begin()
+	slow := newOpener()
+	slow.hold = make(chan struct{})
+	defer close(slow.hold)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	_, _ = p.Get(ctx, "s2", slow.opening(t.Context(), "b", 2, 2)) // still opening when ctx ends
+	var room *RoomError
+	if _, err := p.Get(t.Context(), "s3", o.opening(t.Context(), "c", 2, 2)); !errors.As(err, &room) || !room.Full || room.Limit != 2 {
+		t.Fatalf("a third session, one busy and one opening = %v; want a RoomError of a full server", err)
+	}
+	if first.Lost() || p.Len() != 2 {
+		t.Fatalf("a busy or opening connection was ended (first lost %v, Len %d)", first.Lost(), p.Len())
 	}
 }
 
@@ -239,7 +275,7 @@ func TestPoolForget(t *testing.T) {
 	if got := <-o.closed; got != cn {
 		t.Fatalf("Closed told %v, want %v", got, cn)
 	}
-	if _, ok := p.Open("s3"); ok || o.opened.Load() != 2 {
-		t.Fatalf("Open opened a connection (%d opened)", o.opened.Load())
+	if _, ok := p.Current("s3"); ok || o.opened.Load() != 2 {
+		t.Fatalf("Current opened a connection (%d opened)", o.opened.Load())
 	}
 }
