@@ -2,56 +2,16 @@ package upstream
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/nexus-mcp/nexus/config"
-	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 )
-
-// eraServer is a Transport whose server answers initialize as a legacy server
-// at legacy, or refuses it when legacy is "", and answers server/discover with
-// the next of answering's answers. sent is every method, in order.
-type eraServer struct {
-	answering
-	legacy string
-	sent   []string
-}
-
-func (s *eraServer) Send(ctx context.Context, req Request, gate func() (func(), error)) (*jsonrpc.Message, error) {
-	s.sent = append(s.sent, req.Method)
-	return s.answering.Send(ctx, req, gate)
-}
-
-func (s *eraServer) MCP() transport.Interface { return eraMCP{s} }
-
-type eraMCP struct{ s *eraServer }
-
-func (m eraMCP) SendRequest(_ context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	m.s.sent = append(m.s.sent, req.Method)
-	if m.s.legacy == "" {
-		return &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID, Error: &mcp.JSONRPCErrorDetails{Code: -32601, Message: "Method not found"}}, nil
-	}
-	result := `{"protocolVersion":"` + m.s.legacy + `","capabilities":{},"serverInfo":{"name":"s","version":"1"}}`
-	return &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID, Result: json.RawMessage(result)}, nil
-}
-
-func (m eraMCP) SendNotification(_ context.Context, n mcp.JSONRPCNotification) error {
-	m.s.sent = append(m.s.sent, n.Method)
-	return nil
-}
-
-func (eraMCP) Start(context.Context) error                          { return nil }
-func (eraMCP) SetNotificationHandler(func(mcp.JSONRPCNotification)) {}
-func (eraMCP) Close() error                                         { return nil }
-func (eraMCP) GetSessionId() string                                 { return "" }
 
 // TestHandshake: which era a server is spoken, as the server answers and as
 // the config and what was remembered say; what is remembered after.
@@ -118,7 +78,7 @@ func TestHandshake(t *testing.T) {
 			if tc.remembered != nil {
 				eras.put("key", *tc.remembered)
 			}
-			srv := &eraServer{answering: answering{answers: tc.answers}, legacy: tc.legacy}
+			srv := &handshaking{answering: answering{answers: tc.answers}, version: tc.legacy, refuse: tc.legacy == ""}
 			c := NewConn()
 			c.Transport = srv
 			h := Handshake{Server: &cfg, Eras: &eras, Key: "key", Reuse: tc.reuse,

@@ -108,15 +108,22 @@ func TestDiscover(t *testing.T) {
 }
 
 // handshaking is a Transport whose mcp-go face answers initialize as a legacy
-// server at version, and records what mcp-go's client sent it.
+// server at version, or refuses it when refuse is set, and whose Send answers
+// as answering does. sent records every method, on either face, in order.
 type handshaking struct {
 	answering
 	version string
-	sent    []string // methods, in order
+	refuse  bool
+	sent    []string
 	caps    json.RawMessage
 }
 
 func (h *handshaking) MCP() transport.Interface { return handshakeMCP{h} }
+
+func (h *handshaking) Send(ctx context.Context, req Request, gate func() (func(), error)) (*jsonrpc.Message, error) {
+	h.sent = append(h.sent, req.Method)
+	return h.answering.Send(ctx, req, gate)
+}
 
 type handshakeMCP struct{ h *handshaking }
 
@@ -128,6 +135,9 @@ func (m handshakeMCP) SendRequest(_ context.Context, req transport.JSONRPCReques
 	}
 	_ = json.Unmarshal(b, &p)
 	m.h.caps = p.Capabilities
+	if m.h.refuse {
+		return &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID, Error: &mcp.JSONRPCErrorDetails{Code: -32601, Message: "Method not found"}}, nil
+	}
 	result := `{"protocolVersion":"` + m.h.version + `","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"s","version":"1"},"instructions":"hello"}`
 	return &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID, Result: json.RawMessage(result)}, nil
 }

@@ -258,7 +258,7 @@ func TestPoolFull(t *testing.T) {
 }
 
 // TestPoolForget: a forgotten session's place is free at once; its
-// connection ends with its session, and Open never opens one.
+// connection ends with its session, and Current never opens one.
 func TestPoolForget(t *testing.T) {
 	p, o := startedPool(t, nil), newOpener()
 	session, endSession := context.WithCancel(t.Context())
