@@ -23,14 +23,7 @@ type extras struct {
 	prompts         []prompt
 	// listed is what the child listed, as it listed it: what a lazy server's
 	// lists are kept on disk as (lifecycle.go).
-	listed listedExtras
-}
-
-// listedExtras are a child's resources, templates and prompts as it listed them.
-type listedExtras struct {
-	Resources []json.RawMessage `json:"resources,omitempty"`
-	Templates []json.RawMessage `json:"resourceTemplates,omitempty"`
-	Prompts   []json.RawMessage `json:"prompts,omitempty"`
+	listed upstream.Listed
 }
 
 type resource struct {
@@ -58,24 +51,15 @@ type prompt struct {
 	raw                json.RawMessage
 }
 
-// listExtras lists a child's resources, templates and prompts, as its capabilities
-// announce them. A failure is logged and leaves that kind empty: a child whose
-// resources are broken still serves its tools.
+// listExtras lists a child's resources, templates and prompts
+// (upstream.ListOthers).
 func (c *child) listExtras(ctx context.Context, cn *conn) extras {
-	var l listedExtras
-	if cn.Caps.Resources != nil {
-		l.Resources = c.listAll(ctx, cn, "resources/list", "resources")
-		l.Templates = c.listAll(ctx, cn, "resources/templates/list", "resourceTemplates")
-	}
-	if cn.Caps.Prompts != nil {
-		l.Prompts = c.listAll(ctx, cn, "prompts/list", "prompts")
-	}
-	return c.extrasFrom(cn.Caps.Resources != nil, l)
+	return c.extrasFrom(cn.Caps.Resources != nil, upstream.ListOthers(ctx, cn.request, cn.Caps, c.log))
 }
 
 // extrasFrom decodes what a child listed; an item the gateway cannot route is
 // skipped.
-func (c *child) extrasFrom(servesResources bool, l listedExtras) extras {
+func (c *child) extrasFrom(servesResources bool, l upstream.Listed) extras {
 	ex := extras{servesResources: servesResources, listed: l}
 	if ex.servesResources {
 		for _, it := range l.Resources {
@@ -119,14 +103,4 @@ func (c *child) extrasFrom(servesResources bool, l listedExtras) extras {
 		}
 	}
 	return ex
-}
-
-// listAll returns every item of every page of a list method; a failure is
-// logged, and what was listed before it kept.
-func (c *child) listAll(ctx context.Context, cn *conn, method, field string) []json.RawMessage {
-	items, err := upstream.List(ctx, cn.request, method, field)
-	if err != nil {
-		c.log.Warn("listing failed", "method", method, "err", err)
-	}
-	return items
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/nexus-mcp/nexus/config"
+	"github.com/nexus-mcp/nexus/upstream"
 )
 
 // This file holds what keeps a stdio server from costing anything while nobody
@@ -48,7 +49,7 @@ type savedLists struct {
 	// too (awaitRoots).
 	AsksRoots bool              `json:"asksRoots,omitempty"`
 	Tools     []json.RawMessage `json:"tools"`
-	listedExtras
+	upstream.Listed
 }
 
 // listsKey fingerprints how a server is launched: transport, command, arguments,
@@ -77,7 +78,7 @@ func (c *child) saveLists(cn *conn, raws []json.RawMessage, ex extras) {
 		return
 	}
 	c.writeLists(file, savedLists{Launch: listsKey(c.config()), Saved: time.Now().UTC(), Capabilities: cn.Caps,
-		Instructions: cn.Instructions, AsksRoots: cn.askedRoots.Load() || c.rootsAtStart.Load(), Tools: raws, listedExtras: ex.listed})
+		Instructions: cn.Instructions, AsksRoots: cn.askedRoots.Load() || c.rootsAtStart.Load(), Tools: raws, Listed: ex.listed})
 }
 
 // writeLists writes saved to file, and logs a failure: the next run then starts
@@ -142,7 +143,7 @@ func (c *child) restoreLists() bool {
 	if saved.AsksRoots {
 		c.rootsAtStart.Store(true)
 	}
-	c.set(nil, saved.Tools, c.extrasFrom(saved.Capabilities.Resources != nil, saved.listedExtras), StateIdle, nil, time.Time{})
+	c.set(nil, saved.Tools, c.extrasFrom(saved.Capabilities.Resources != nil, saved.Listed), StateIdle, nil, time.Time{})
 	c.log.Info("child idle", "tools", len(saved.Tools), "listed", "as it listed last run; it starts on the first request that needs it")
 	return true
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // MaxPages bounds a listing: a server whose cursor never ends must not hold
@@ -62,6 +65,38 @@ func decodeMember(page map[string]json.RawMessage, name string, v any) error {
 		return fmt.Errorf("decoding the %s: %w", name, err)
 	}
 	return nil
+}
+
+// Listed are a server's resources, resource templates and prompts as it
+// listed them, raw, so that no field is lost on the way to a client; a lazy
+// server's are kept on disk so too.
+type Listed struct {
+	Resources []json.RawMessage `json:"resources,omitempty"`
+	Templates []json.RawMessage `json:"resourceTemplates,omitempty"`
+	Prompts   []json.RawMessage `json:"prompts,omitempty"`
+}
+
+// ListOthers lists a server's resources, resource templates and prompts, as
+// caps, its capabilities, announce them; send is as List's. A failure is
+// logged, and leaves that list with what was listed before it: a server whose
+// resources are broken still serves its tools.
+func ListOthers(ctx context.Context, send func(ctx context.Context, method string, params any) (json.RawMessage, error), caps mcp.ServerCapabilities, log *slog.Logger) Listed {
+	all := func(method, field string) []json.RawMessage {
+		items, err := List(ctx, send, method, field)
+		if err != nil {
+			log.Warn("listing failed", "method", method, "err", err)
+		}
+		return items
+	}
+	var l Listed
+	if caps.Resources != nil {
+		l.Resources = all("resources/list", "resources")
+		l.Templates = all("resources/templates/list", "resourceTemplates")
+	}
+	if caps.Prompts != nil {
+		l.Prompts = all("prompts/list", "prompts")
+	}
+	return l
 }
 
 // Lists names lists a server may say changed: a set of bits.

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 func TestList(t *testing.T) {
@@ -94,5 +97,65 @@ func TestChanges(t *testing.T) {
 	cancel()
 	if _, ok := c.Next(ctx, nil); ok {
 		t.Error("Next went on past its context's end")
+	}
+}
+
+// TestListOthers: a server's resources, templates and prompts are listed as
+// its capabilities announce them; a list that fails is logged and keeps what
+// came before the failure, and the others are listed all the same.
+func TestListOthers(t *testing.T) {
+	tests := []struct {
+		name  string
+		caps  mcp.ServerCapabilities
+		pages map[string]string // method -> its one page ("!" fails it)
+		want  [3]string         // resources, templates, prompts
+		asked string            // the methods asked, in order
+		warns int               // failures logged
+	}{
+		{"nothing announced", mcp.ServerCapabilities{}, nil, [3]string{}, "", 0},
+		{"resources alone", mcp.ServerCapabilities{Resources: &struct {
+			Subscribe   bool `json:"subscribe,omitempty"`
+			ListChanged bool `json:"listChanged,omitempty"`
+		}{}}, map[string]string{
+			"resources/list": `{"resources":[{"uri":"a://1"}]}`, "resources/templates/list": `{"resourceTemplates":[{"uriTemplate":"a://{x}"}]}`,
+		}, [3]string{`{"uri":"a://1"}`, `{"uriTemplate":"a://{x}"}`, ""}, "resources/list resources/templates/list", 0},
+		{"templates fail, prompts listed", mcp.ServerCapabilities{Resources: &struct {
+			Subscribe   bool `json:"subscribe,omitempty"`
+			ListChanged bool `json:"listChanged,omitempty"`
+		}{}, Prompts: &struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		}{}}, map[string]string{
+			"resources/list": `{"resources":[]}`, "resources/templates/list": "!", "prompts/list": `{"prompts":[{"name":"p"}]}`,
+		}, [3]string{"", "", `{"name":"p"}`}, "resources/list resources/templates/list prompts/list", 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var asked []string
+			send := func(_ context.Context, method string, _ any) (json.RawMessage, error) {
+				asked = append(asked, method)
+				if tc.pages[method] == "!" {
+					return nil, errors.New("broken")
+				}
+				return json.RawMessage(tc.pages[method]), nil
+			}
+			var log strings.Builder
+			l := ListOthers(t.Context(), send, tc.caps, slog.New(slog.NewTextHandler(&log, nil)))
+			join := func(items []json.RawMessage) string {
+				var s []string
+				for _, it := range items {
+					s = append(s, string(it))
+				}
+				return strings.Join(s, " ")
+			}
+			if got := [3]string{join(l.Resources), join(l.Templates), join(l.Prompts)}; got != tc.want {
+				t.Errorf("listed %q, want %q", got, tc.want)
+			}
+			if got := strings.Join(asked, " "); got != tc.asked {
+				t.Errorf("asked %q, want %q", got, tc.asked)
+			}
+			if n := strings.Count(log.String(), "listing failed"); n != tc.warns {
+				t.Errorf("%d failures logged, want %d:\n%s", n, tc.warns, log.String())
+			}
+		})
 	}
 }
