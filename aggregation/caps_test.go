@@ -102,7 +102,7 @@ func TestDeafChildIsToldRootsOnce(t *testing.T) {
 	waitState(t, c, StateReady)
 	waitFor(t, "the child to ask for roots as it starts", func() bool {
 		cn, _ := c.current()
-		return cn != nil && cn.askedRoots.Load()
+		return cn != nil && cn.AskedRoots()
 	})
 	for i := range 2 {
 		cl := stdioClient(t, g, "anonymous")

@@ -607,41 +607,32 @@ func (c *child) relistExtras(ctx context.Context, cn *conn) {
 }
 
 // conn is one live connection to a child: the connection itself
-// (upstream.Conn: its transport, era, ids, end), and what the gateway keeps of
-// it. Its Instructions, what the child's initialize (or server/discover)
-// result told its client, go into the gateway's own initialize result under
-// the server's name.
+// (upstream.Conn: its transport, era, ids, end, use, what it declares and
+// lists), and what ties it to the gateway's clients. Its Instructions, what
+// the child's initialize (or server/discover) result told its client, go into
+// the gateway's own initialize result under the server's name.
 type conn struct {
 	*upstream.Conn
-	server  string
+	server string
+
+	// callers are the calls in flight on it; holds, the child's requests
+	// waiting on clients.
 	callers callers
-	holds   holds // the child's requests waiting on clients
-
-	// sharedLevel is the log level a modern shared child is asked to log at,
-	// in every request's _meta. declared are the capabilities a modern
-	// child's requests declare: the ones the handshake declares to a legacy
-	// child.
-	levelMu     sync.Mutex
-	sharedLevel string
-	declared    mcp.ClientCapabilities
-	// listen is a modern connection's subscriptions/listen stream.
-	listen *upstream.Listen
-
+	holds   holds
 	// owner is the client session the connection serves alone ("sessions":
 	// "client"), nil for the child's own connection; opener is the call that
 	// opened it, whose stream carries what the child asks while it starts.
 	owner  *session
 	opener *caller
-	// tool is the child's definition of a tool whose arguments a modern HTTP
-	// request mirrors into Mcp-Param headers (child.paramHeaderTool).
-	tool func(name string) *mcp.Tool
-	// askedRoots is set once the child asked for roots: a change of a client's
-	// roots may change its answers.
-	askedRoots atomic.Bool
-	roots      rootsState
-	// levelSent is the logging level a shared legacy child was last asked
-	// for, plus one; 0 before any.
-	levelSent atomic.Int32
+	// roots is whose roots the child was last told.
+	roots rootsState
+
+	// sharedLevel is the log level a modern shared child is asked to log at,
+	// in every request's _meta; levelSent, the level a shared legacy child
+	// was last asked for, plus one (0 before any).
+	levelMu     sync.Mutex
+	sharedLevel string
+	levelSent   atomic.Int32
 }
 
 // StderrTail is what the child last wrote on stderr; "" when there is no
@@ -686,9 +677,9 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 		c.beforeStart(c.config())
 	}
 	cn := &conn{Conn: upstream.NewConn(), server: c.name,
-		owner: owner, opener: opener, declared: c.capabilities(owner),
-		tool: c.paramHeaderTool, roots: rootsState{told: make(chan struct{})}}
-	cn.listen = upstream.NewListen(c.name, cn.Conn, owner == nil, func(ctx context.Context, id json.RawMessage, params any) error {
+		owner: owner, opener: opener, roots: rootsState{told: make(chan struct{})}}
+	cn.Declared, cn.ParamTool = c.capabilities(owner), c.paramHeaderTool
+	cn.Listen = upstream.NewListen(c.name, cn.Conn, owner == nil, func(ctx context.Context, id json.RawMessage, params any) error {
 		_, err := cn.requestID(ctx, id, string(mcp.MethodSubscriptionsListen), params, outgoing{})
 		return err
 	}, c.log)
@@ -778,7 +769,7 @@ func (c *child) pumpNotification(cn *conn, n upstream.Note) {
 	if n.Method == mcp.MethodNotificationSubscriptionsAcknowledged {
 		// The listen stream's own, for no one else. A list that changed before
 		// the stream was open was told to no one: read it again.
-		if cn.listen.Acknowledged(n.Params) && cn.owner == nil {
+		if cn.Listen.Acknowledged(n.Params) && cn.owner == nil {
 			cn.Changes.Mark(upstream.ToolsList | upstream.OtherLists)
 		}
 		return

@@ -33,7 +33,7 @@ func eraKey(s *config.Server) string {
 func (c *child) handshake(ctx context.Context, cn *conn, owner *session) error {
 	cfg := c.config()
 	h := upstream.Handshake{Server: cfg, Eras: &c.eras, Key: eraKey(cfg), Reuse: owner != nil,
-		Info: nexusInfo(), Declared: cn.declared, Meta: cn.modernMeta, ProbeWait: c.probeWait, Log: c.log}
+		Info: nexusInfo(), Declared: cn.Declared, Meta: cn.modernMeta, ProbeWait: c.probeWait, Log: c.log}
 	return h.Open(ctx, cn.Conn)
 }
 
@@ -56,7 +56,7 @@ func nexusInfo() mcp.Implementation { return mcp.Implementation{Name: "nexus", V
 // modernMeta is what cn's requests at version say of their client: Nexus, the
 // capabilities cn declares, the level its child is asked to log at.
 func (cn *conn) modernMeta(version string) upstream.ModernMeta {
-	return upstream.ModernMeta{Version: version, Client: nexusInfo(), Capabilities: cn.declared, LogLevel: cn.logLevel()}
+	return upstream.ModernMeta{Version: version, Client: nexusInfo(), Capabilities: cn.Declared, LogLevel: cn.logLevel()}
 }
 
 // logLevel is the level a modern child is asked to log at: its client
@@ -149,9 +149,9 @@ func (cn *conn) modernLocal(ctx context.Context, method string, params any) (raw
 			return nil, true, err
 		}
 		if mcp.MCPMethod(method) == mcp.MethodResourcesSubscribe {
-			err = cn.listen.Subscribe(ctx, p.URI)
+			err = cn.Listen.Subscribe(ctx, p.URI)
 		} else {
-			cn.listen.Unsubscribe(p.URI)
+			cn.Listen.Unsubscribe(p.URI)
 		}
 		if err != nil {
 			return nil, true, err

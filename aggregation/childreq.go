@@ -95,7 +95,7 @@ var errTimedOut = errors.New("its client did not answer within limits.childReque
 // the child gets an error, and the withdrawal is logged.
 func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req *jsonrpc.Message, upTo int, logs childRequestLogs) (json.RawMessage, *RPCError) {
 	if req.Method == string(mcp.MethodListRoots) {
-		cn.askedRoots.Store(true)
+		cn.NoteRootsAsked()
 	}
 	limits := g.cfg.Load().Limits
 	wait := limits.ChildRequestWait()

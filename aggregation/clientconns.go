@@ -162,7 +162,7 @@ func (c *child) awaitRoots(ctx context.Context, s *session, cn *conn) {
 	if !s.caps.roots || !cn.dialect().keepsSession() {
 		return
 	}
-	if own, _ := c.current(); (own == nil || !own.askedRoots.Load()) && !c.rootsAtStart.Load() {
+	if own, _ := c.current(); (own == nil || !own.AskedRoots()) && !c.rootsAtStart.Load() {
 		return
 	}
 	wait, cancel := context.WithTimeout(ctx, rootsWait)

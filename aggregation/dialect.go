@@ -86,7 +86,7 @@ type modernDialect struct{ cn *conn }
 
 // opened opens the connection's listen stream, which carries what a legacy
 // session's own stream does: list changes and resource updates.
-func (d modernDialect) opened(ctx context.Context) { go d.cn.listen.Run(ctx) }
+func (d modernDialect) opened(ctx context.Context) { go d.cn.Listen.Run(ctx) }
 
 // received drops the stream's subscription id: it is Nexus's, not its clients'.
 func (modernDialect) received(params json.RawMessage) json.RawMessage {
@@ -126,7 +126,7 @@ func (d modernDialect) encode(req *upstream.Request, extensions []string) error 
 	if err != nil {
 		return fmt.Errorf("the params of %s: %w", req.Method, err)
 	}
-	req.Params, req.Header = raw, upstream.StandardHeaders(m.Version, req.Method, raw, cn.tool)
+	req.Params, req.Header = raw, upstream.StandardHeaders(m.Version, req.Method, raw, cn.ParamTool)
 	return nil
 }
 

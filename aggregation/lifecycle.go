@@ -78,7 +78,7 @@ func (c *child) saveLists(cn *conn, raws []json.RawMessage, ex extras) {
 		return
 	}
 	c.writeLists(file, savedLists{Launch: listsKey(c.config()), Saved: time.Now().UTC(), Capabilities: cn.Caps,
-		Instructions: cn.Instructions, AsksRoots: cn.askedRoots.Load() || c.rootsAtStart.Load(), Tools: raws, Listed: ex.listed})
+		Instructions: cn.Instructions, AsksRoots: cn.AskedRoots() || c.rootsAtStart.Load(), Tools: raws, Listed: ex.listed})
 }
 
 // writeLists writes saved to file, and logs a failure: the next run then starts

@@ -409,7 +409,7 @@ func (g *Gateway) rootsChanged(ctx context.Context, s *session) {
 			continue
 		}
 		if cn, _ := c.current(); cn != nil {
-			if cn.askedRoots.Load() {
+			if cn.AskedRoots() {
 				g.forget(ctx, c.name)
 			}
 			cn.roots.forget()

@@ -29,9 +29,20 @@ type Conn struct {
 	// opening exchange (Adopt); they are not changed afterwards.
 	Caps         mcp.ServerCapabilities
 	Instructions string
+	// Declared are the capabilities Nexus declares on the connection: in the
+	// legacy handshake, and in every modern request's _meta. Listen is a
+	// modern connection's subscriptions/listen stream. ParamTool is the
+	// server's definition of a tool whose arguments a modern HTTP request
+	// mirrors into Mcp-Param headers (StandardHeaders). All three are set
+	// before the connection is used.
+	Declared  mcp.ClientCapabilities
+	Listen    *Listen
+	ParamTool func(name string) *mcp.Tool
 
 	tail *Tail
 	ids  atomic.Int64
+
+	askedRoots atomic.Bool
 
 	// inFlight counts the requests under way; lastUsed is when one last
 	// began or ended, or the connection was last claimed (Touch), in
@@ -174,3 +185,10 @@ func (c *Conn) Idle() bool { return c.inFlight.Load() == 0 }
 // LastUsed is when the connection was last used: a request began or ended,
 // or it was touched.
 func (c *Conn) LastUsed() time.Time { return time.Unix(0, c.lastUsed.Load()) }
+
+// NoteRootsAsked records that the server asked its client for roots: a change
+// of the client's roots may change its answers from then on.
+func (c *Conn) NoteRootsAsked() { c.askedRoots.Store(true) }
+
+// AskedRoots reports whether the server asked its client for roots.
+func (c *Conn) AskedRoots() bool { return c.askedRoots.Load() }

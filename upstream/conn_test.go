@@ -110,3 +110,15 @@ func TestConnUse(t *testing.T) {
 		t.Errorf("Touch left last used at %v", c.LastUsed())
 	}
 }
+
+// TestConnAskedRoots: a connection knows once its server asked for roots.
+func TestConnAskedRoots(t *testing.T) {
+	c := NewConn()
+	if c.AskedRoots() {
+		t.Fatal("a new connection's server asked for roots")
+	}
+	c.NoteRootsAsked()
+	if !c.AskedRoots() {
+		t.Fatal("the server asked for roots, and the connection does not know")
+	}
+}
