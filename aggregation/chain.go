@@ -334,11 +334,11 @@ func (g *Gateway) forward(ctx context.Context, c *toolCall) (a memory.Answer, tr
 		return failed(memory.NotSent, err.Error()), trip, nil
 	}
 	a, err = g.send(ctx, cn, c, timeout, &trip)
-	if errors.Is(err, errSessionLost) {
+	if errors.Is(err, upstream.ErrSessionLost) {
 		if next := ch.connForAgain(ctx, c.from, cn); next != nil {
 			a, err = g.send(ctx, next, c, timeout, &trip)
 		}
-		if errors.Is(err, errSessionLost) {
+		if errors.Is(err, upstream.ErrSessionLost) {
 			return failed(memory.NotSent, fmt.Sprintf("server %s forgot its session and no new one answered the call to %s in time (%v); nexus list-servers --live shows it", t.Server, t.Canonical, err)), trip, nil
 		}
 	}
@@ -383,13 +383,17 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *toolCall, timeout time.
 	if c.input != nil {
 		params = withFields(params, c.input)
 	}
-	out := outgoing{beforeWrite: g.writeGate(ctx, c)}
+	out := upstream.Outgoing{BeforeWrite: g.writeGate(ctx, c)}
+	// trailing: the caller's stream ends with the answer, and the request may
+	// be followed by notifications (progress, logs) that a legacy child can
+	// write after its answer; CatchUp lets them in first.
+	trailing := false
 	if s := c.from.session(); s != nil {
-		out.extensions = s.era.extensions(s.caps)
-		out.trailing = s.era.streamEndsWithAnswer(s.front) && (token != "" || s.level.Load() != levelUnset && cn.Caps.Logging != nil)
+		out.Extensions = s.era.extensions(s.caps)
+		trailing = s.era.streamEndsWithAnswer(s.front) && (token != "" || s.level.Load() != levelUnset && cn.Caps.Logging != nil)
 	}
 	raw, asked, err := g.requestInput(ctx, cn, c.from, "tools/call", params, out)
-	cn.catchUp(ctx, err == nil && out.trailing) // the notifications before the answer go first
+	cn.CatchUp(ctx, err == nil && trailing) // the notifications before the answer go first
 	asked = asked || fl.asked.Load()
 	if err == nil {
 		g.eraRefusal(t.Server, raw)
@@ -400,7 +404,7 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *toolCall, timeout time.
 		asked = asked || c.input != nil || resultTypeOf(raw) != resultComplete
 		return memory.Answer{Result: g.fromChild(raw), AskedClient: asked}, nil
 	}
-	if errors.Is(err, errSessionLost) {
+	if errors.Is(err, upstream.ErrSessionLost) {
 		return memory.Answer{Outcome: memory.NotSent}, err // forward sends it again
 	}
 	var revoked *errRevoked
@@ -486,7 +490,7 @@ func (g *Gateway) childError(ctx context.Context, server, what string, err error
 		return &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("server %s exited during %s; Nexus is restarting it", server, what)}
 	case errors.As(err, new(*upstream.TooLargeError)):
 		return &RPCError{Code: jsonrpc.CodeInternal, Message: err.Error()}
-	case errors.Is(err, errSessionLost):
+	case errors.Is(err, upstream.ErrSessionLost):
 		return &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("server %s forgot its session and no new one answered %s in time; nexus list-servers --live shows it", server, what)}
 	case ctx.Err() != nil:
 		return &RPCError{Code: jsonrpc.CodeCancelled, Message: "request cancelled: " + context.Cause(ctx).Error()}
@@ -494,8 +498,8 @@ func (g *Gateway) childError(ctx context.Context, server, what string, err error
 	// A remote child's connection that a request broke on is pinged, and
 	// reconnected unless it answers. A client session's own connection has no
 	// ping loop, so it is never held for one.
-	if broken := (*brokenRequest)(nil); errors.As(err, &broken) && broken.cn.owner == nil {
-		broken.cn.doubt()
+	if broken := (*upstream.BrokenError)(nil); errors.As(err, &broken) && broken.Conn.Shared {
+		broken.Conn.Doubt()
 	}
 	return &RPCError{Code: jsonrpc.CodeInternal, Message: string(g.redact([]byte(fmt.Sprintf("%s on server %s failed: %v", what, server, err))))}
 }

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/nexus-mcp/nexus/config"
@@ -534,7 +533,7 @@ func (c *child) run(ctx context.Context) {
 		c.restarts++
 		c.mu.Unlock()
 		c.set(nil, nil, extras{}, StateRestarting, errors.New(cn.ExitReason()), time.Now().Add(restarts.Backoff()))
-		if errors.Is(cn.Err(), errSessionLost) {
+		if errors.Is(cn.Err(), upstream.ErrSessionLost) {
 			// The server is up but forgot the session (it restarted): a new
 			// session at once, so the calls waiting to be sent again go soon.
 			continue
@@ -552,7 +551,7 @@ func (c *child) run(ctx context.Context) {
 // removed it): its dialect asks server/discover instead.
 func (c *child) watchRemote(ctx context.Context, cn *conn) {
 	ping := func(ctx context.Context) error {
-		_, err := cn.request(ctx, string(mcp.MethodPing), nil)
+		_, err := cn.Request(ctx, string(mcp.MethodPing), nil)
 		return err
 	}
 	if err := cn.Watch(ctx, ping, pingInterval, pingTimeout); err != nil {
@@ -627,12 +626,9 @@ type conn struct {
 	// roots is whose roots the child was last told.
 	roots rootsState
 
-	// sharedLevel is the log level a modern shared child is asked to log at,
-	// in every request's _meta; levelSent, the level a shared legacy child
-	// was last asked for, plus one (0 before any).
-	levelMu     sync.Mutex
-	sharedLevel string
-	levelSent   atomic.Int32
+	// levelSent is the level a shared legacy child was last asked for, plus
+	// one (0 before any).
+	levelSent atomic.Int32
 }
 
 // StderrTail is what the child last wrote on stderr; "" when there is no
@@ -642,17 +638,6 @@ func (cn *conn) StderrTail() string {
 		return ""
 	}
 	return cn.Conn.StderrTail()
-}
-
-// doubt says a request failed at the transport level. A remote connection's ping
-// loop checks it at once, and calls wait for the verdict (connectedExcept); a
-// local one has ended.
-func (cn *conn) doubt() {
-	if !cn.Transport.Remote() {
-		cn.Lose(nil)
-		return
-	}
-	cn.Doubts.Raise()
 }
 
 // connect starts (or dials) the child, initializes the session and lists its tools.
@@ -678,9 +663,12 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 	}
 	cn := &conn{Conn: upstream.NewConn(), server: c.name,
 		owner: owner, opener: opener, roots: rootsState{told: make(chan struct{})}}
-	cn.Declared, cn.ParamTool = c.capabilities(owner), c.paramHeaderTool
+	cn.Shared, cn.Declared, cn.ParamTool, cn.Info = owner == nil, c.capabilities(owner), c.paramHeaderTool, nexusInfo()
+	if owner != nil {
+		cn.Level = owner.logLevel
+	}
 	cn.Listen = upstream.NewListen(c.name, cn.Conn, owner == nil, func(ctx context.Context, id json.RawMessage, params any) error {
-		_, err := cn.requestID(ctx, id, string(mcp.MethodSubscriptionsListen), params, outgoing{})
+		_, err := cn.RequestID(ctx, id, string(mcp.MethodSubscriptionsListen), params, upstream.Outgoing{})
 		return err
 	}, c.log)
 	var err error
@@ -726,7 +714,7 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 		}
 		return cn, nil, err
 	}
-	cn.dialect().opened(ctx)
+	cn.Dialect().Opened(ctx)
 	if owner != nil {
 		return cn, nil, nil
 	}
@@ -774,7 +762,7 @@ func (c *child) pumpNotification(cn *conn, n upstream.Note) {
 		}
 		return
 	}
-	params := cn.dialect().received(n.Params)
+	params := cn.Dialect().Received(n.Params)
 	switch {
 	case n.Method == string(mcp.MethodNotificationToolsListChanged):
 		cn.Changes.Mark(upstream.ToolsList)
@@ -786,21 +774,6 @@ func (c *child) pumpNotification(cn *conn, n upstream.Note) {
 	default:
 		c.events.notification(c.name, n.Method, params)
 	}
-}
-
-// catchUp is the step between a child's answer and its caller's: what the child
-// sent before its answer (the call's last progress, a log message) reaches the
-// caller first, as it would directly. For a caller whose stream ends with the
-// answer (trailing), the child is first let write what it may still write for
-// a request it answered (dialect.flush, two pings for a legacy child); then
-// the answer waits, at most upstream.SettleWait, until the notifications that
-// arrived before it are routed. Otherwise, with none waiting, it costs one
-// lock.
-func (cn *conn) catchUp(ctx context.Context, trailing bool) {
-	if trailing {
-		cn.dialect().flush(ctx)
-	}
-	cn.Backlog.Settle(ctx)
 }
 
 // relistLoop re-reads the lists the child said changed (upstream.Changes), one
@@ -826,7 +799,7 @@ func (c *child) relistLoop(ctx context.Context, cn *conn) {
 
 // listTools asks the child for every page of its tools, kept as raw JSON.
 func (c *child) listTools(ctx context.Context, cn *conn) ([]json.RawMessage, error) {
-	tools, err := upstream.List(ctx, cn.request, string(mcp.MethodToolsList), "tools")
+	tools, err := upstream.List(ctx, cn.Request, string(mcp.MethodToolsList), "tools")
 	if err != nil {
 		return nil, fmt.Errorf("listing the tools of %s: %w", c.name, err)
 	}
@@ -859,137 +832,4 @@ func (c *child) toolsOf(raws []json.RawMessage, fresh bool) []*Tool {
 	return tools
 }
 
-// request sends one request of Nexus's own to the child and returns its raw
-// result (requestWith).
-func (cn *conn) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	return cn.requestWith(ctx, method, params, outgoing{})
-}
-
-// outgoing is what a client's request carries to its child besides its params.
-type outgoing struct {
-	// extensions are the extensions its client declared, which a modern child
-	// is told of for this request alone (tasks_ext.go); a legacy child is not.
-	extensions []string
-	// beforeWrite is the write gate (gate.go), run just before the request is
-	// written; nil lets it go.
-	beforeWrite func() (release func(), err error)
-	// trailing says the caller's stream ends with the answer and the request
-	// may be followed by notifications (progress, logs) that a legacy child
-	// can write after its answer: catchUp lets them in first.
-	trailing bool
-}
-
-// requestWith sends one request to the child and returns its raw result. Our ids
-// are strings so they never collide with the numeric ids of mcp-go's own
-// requests. A request the child's era has no method for is answered by the
-// connection itself (dialect.local). The result is the child's as it sent it,
-// an input_required one included.
-func (cn *conn) requestWith(ctx context.Context, method string, params any, out outgoing) (json.RawMessage, error) {
-	if raw, ok, err := cn.dialect().local(ctx, method, params); ok {
-		return raw, err
-	}
-	return cn.requestID(ctx, cn.NextID(), method, params, out)
-}
-
-// roundTrip sends one request as the connection's era wants it
-// (dialect.encode). The transport runs the request's write gate
-// (upstream.Transport).
-func (cn *conn) roundTrip(ctx context.Context, id json.RawMessage, method string, params any, out outgoing) (*jsonrpc.Message, error) {
-	req := upstream.Request{ID: id, Method: method, Params: params}
-	if err := cn.dialect().encode(&req, out.extensions); err != nil {
-		return nil, err
-	}
-	return cn.Transport.Send(ctx, req, out.beforeWrite)
-}
-
-// requestID is requestWith, with the id given.
-func (cn *conn) requestID(ctx context.Context, id json.RawMessage, method string, params any, out outgoing) (json.RawMessage, error) {
-	defer cn.Begin()()
-	resp, err := cn.roundTrip(ctx, id, method, params, out)
-	if err != nil {
-		if errors.Is(err, transport.ErrSessionTerminated) {
-			return nil, cn.sessionLost(err)
-		}
-		if ctx.Err() != nil {
-			cn.dialect().cancel(id, context.Cause(ctx))
-			return nil, context.Cause(ctx)
-		}
-		if errors.Is(err, transport.ErrTransportClosed) {
-			cn.Lose(nil)
-			return nil, errChildGone
-		}
-		if le := (*oauth.LoginError)(nil); errors.As(err, &le) {
-			if le.Scope == "" {
-				// No request can go through until a person logs in: end the
-				// connection, and run's next attempt says the child needs one.
-				cn.Lose(le)
-			}
-			return nil, le // a step-up fails this call only
-		}
-		if revoked := (*errRevoked)(nil); errors.As(err, &revoked) {
-			return nil, err // the gate refused it: nothing was sent
-		}
-		return nil, &brokenRequest{cn: cn, err: err}
-	}
-	if resp.Error != nil {
-		if cn.Transport.Remote() && unknownSession(resp.Error.Message) {
-			return nil, cn.sessionLost(errors.New(resp.Error.Message))
-		}
-		return nil, resp.Error
-	}
-	return resp.Result, nil
-}
-
 var errChildGone = upstream.ErrGone
-
-// brokenRequest is a request that failed on connection cn for a reason
-// requestID names no other way: a connection reset, an HTTP status other than a
-// forgotten session's, an answer that does not decode. childError has cn
-// checked (conn.doubt).
-type brokenRequest struct {
-	cn  *conn
-	err error
-}
-
-func (e *brokenRequest) Error() string { return e.err.Error() }
-func (e *brokenRequest) Unwrap() error { return e.err }
-
-// errSessionLost is what a request fails with when an HTTP child answered that it
-// does not know the connection's session (HTTP 404, or an error saying so): the
-// server restarted or expired the session, and did not process the request, so it
-// may be sent again once a new session is made.
-var errSessionLost = errors.New("the server no longer knows the session")
-
-// sessionLost ends the connection, which run replaces with a new session at once,
-// and returns the error the request failed with.
-func (cn *conn) sessionLost(err error) error {
-	err = fmt.Errorf("%w: %v", errSessionLost, err)
-	cn.Lose(err)
-	return err
-}
-
-// unknownSession reports whether an HTTP child's error says it refused the
-// request for its session id, before processing it: mcp-go answers 404, the
-// TypeScript SDK 400 with "Bad Request: No valid session ID provided" (404
-// "Session not found" in later versions).
-func unknownSession(msg string) bool {
-	low := strings.ToLower(msg)
-	for _, s := range []string{"no valid session id", "session not found", "unknown session", "invalid session id"} {
-		if strings.Contains(low, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// sendCancel tells the child to stop working on a request the caller gave up
-// on (dialect.cancel says when).
-func (cn *conn) sendCancel(id json.RawMessage, cause error) {
-	reason := "cancelled"
-	if cause != nil {
-		reason = cause.Error()
-	}
-	ctx, done := context.WithTimeout(context.Background(), time.Second)
-	defer done()
-	_ = cn.Transport.Notify(ctx, "notifications/cancelled", map[string]any{"requestId": id, "reason": reason})
-}

@@ -103,12 +103,12 @@ func (c *child) closeSession(s *session) { c.ups.Forget(s) }
 // followLevel gives a session's new connection the logging level its client set.
 func (c *child) followLevel(ctx context.Context, s *session, cn *conn) {
 	lvl := s.level.Load()
-	if lvl == levelUnset || cn.Caps.Logging == nil || !cn.dialect().keepsSession() {
+	if lvl == levelUnset || cn.Caps.Logging == nil || !cn.Dialect().KeepsSession() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, levelWait)
 	defer cancel()
-	if _, err := cn.request(ctx, "logging/setLevel", map[string]any{"level": logLevels[lvl]}); err != nil {
+	if _, err := cn.Request(ctx, "logging/setLevel", map[string]any{"level": logLevels[lvl]}); err != nil {
 		c.log.Warn("forwarding logging/setLevel failed", "agent", s.agent, "err", err)
 	}
 }
@@ -138,7 +138,7 @@ func (c *child) connFor(ctx context.Context, cl *caller) (*conn, error) {
 // child that restarted): a connection other than old.
 func (c *child) connForAgain(ctx context.Context, cl *caller, old *conn) *conn {
 	if old.owner != nil {
-		old.Lose(errSessionLost)
+		old.Lose(upstream.ErrSessionLost)
 		cn, err := c.sessionConn(ctx, old.owner, cl)
 		if err != nil || cn == old {
 			return nil
@@ -159,7 +159,7 @@ const rootsWait = 5 * time.Second
 // be served with its start-up defaults. Whether the child asks is learned from
 // its own connection, which is declared roots too.
 func (c *child) awaitRoots(ctx context.Context, s *session, cn *conn) {
-	if !s.caps.roots || !cn.dialect().keepsSession() {
+	if !s.caps.roots || !cn.Dialect().KeepsSession() {
 		return
 	}
 	if own, _ := c.current(); (own == nil || !own.AskedRoots()) && !c.rootsAtStart.Load() {

@@ -12,7 +12,7 @@ import (
 // request's alone: its id and its call (the request's scope). Everything the era
 // changes in how the gateway serves a client is a method here, so the rest of
 // the package asks a session's era what to do, never which era it is. The child
-// side's counterpart is dialect.go.
+// side's counterpart is upstream.Dialect.
 type clientEra interface {
 	// auditName names the session in the audit record: a stateless request
 	// is named by its JSON-RPC id.
@@ -28,7 +28,7 @@ type clientEra interface {
 	extensions(caps clientCaps) []string
 	// streamEndsWithAnswer reports that the stream a request's answer goes on
 	// ends with it, on front: what the child sends for the request must come
-	// before (outgoing.trailing).
+	// before (the trailing of forward's catch-up).
 	streamEndsWithAnswer(front string) bool
 	// takesInputRequired reports a client that is handed a child's
 	// InputRequiredResult as it is, and retries with the answers itself; a

@@ -54,7 +54,7 @@ type prompt struct {
 // listExtras lists a child's resources, templates and prompts
 // (upstream.ListOthers).
 func (c *child) listExtras(ctx context.Context, cn *conn) extras {
-	return c.extrasFrom(cn.Caps.Resources != nil, upstream.ListOthers(ctx, cn.request, cn.Caps, c.log))
+	return c.extrasFrom(cn.Caps.Resources != nil, upstream.ListOthers(ctx, cn.Request, cn.Caps, c.log))
 }
 
 // extrasFrom decodes what a child listed; an item the gateway cannot route is

@@ -12,7 +12,7 @@ import (
 // lock until the bytes are written; Reload swaps the policy under the write lock, so
 // it waits only for writes in progress (microseconds), never for calls.
 //
-// The check is the request's beforeWrite (outgoing): a stdio child's transport
+// The check is the request's BeforeWrite (upstream.Outgoing): a stdio child's transport
 // runs it and writes in one step. For HTTP and SSE children the request is sent by
 // mcp-go's transport, so the check happens just before it is handed over: a call
 // already being sent when the policy changes may still arrive.
@@ -22,6 +22,9 @@ import (
 type errRevoked struct{ decision policy.Decision }
 
 func (e *errRevoked) Error() string { return "the policy changed and no longer allows this call" }
+
+// NotSent says the request it stopped was never written (upstream.NotSent).
+func (*errRevoked) NotSent() {}
 
 // writeGate is the beforeWrite of c's request: when the policy changed since c was
 // decided, it is decided again, and a refusal stops the write. release must be

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 	"github.com/nexus-mcp/nexus/policy"
+	"github.com/nexus-mcp/nexus/upstream"
 )
 
 // method is one request method's step on the path: it runs with the session (and so
@@ -495,14 +496,14 @@ func (g *Gateway) childRequest(ctx context.Context, cl *caller, server, method s
 	if err != nil {
 		return nil, connError(err)
 	}
-	raw, _, err := g.requestInput(ctx, cn, cl, method, params, outgoing{})
-	if errors.Is(err, errSessionLost) {
+	raw, _, err := g.requestInput(ctx, cn, cl, method, params, upstream.Outgoing{})
+	if errors.Is(err, upstream.ErrSessionLost) {
 		if next := c.connForAgain(ctx, cl, cn); next != nil {
 			cn = next
-			raw, _, err = g.requestInput(ctx, cn, cl, method, params, outgoing{})
+			raw, _, err = g.requestInput(ctx, cn, cl, method, params, upstream.Outgoing{})
 		}
 	}
-	cn.catchUp(ctx, false) // the notifications before the answer go first
+	cn.CatchUp(ctx, false) // the notifications before the answer go first
 	if err != nil {
 		return nil, g.childError(ctx, server, method, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
+	"github.com/nexus-mcp/nexus/upstream"
 )
 
 // This file bridges multi round-trip requests (2026-07-28's InputRequiredResult)
@@ -590,12 +591,12 @@ func (g *Gateway) fulfil(ctx context.Context, c *caller, server string, raw json
 // asks for input its caller cannot be given as an InputRequiredResult (needsInput),
 // the caller is asked (fulfil) and the child asked again, up to maxInputRounds
 // times. asked reports that it was. The caller catches up with the child's
-// notifications (conn.catchUp) before each question; after the answer, that is
+// notifications (conn.CatchUp) before each question; after the answer, that is
 // the caller's own step.
-func (g *Gateway) requestInput(ctx context.Context, cn *conn, c *caller, method string, params any, out outgoing) (raw json.RawMessage, asked bool, err error) {
-	raw, err = cn.requestWith(ctx, method, params, out)
+func (g *Gateway) requestInput(ctx context.Context, cn *conn, c *caller, method string, params any, out upstream.Outgoing) (raw json.RawMessage, asked bool, err error) {
+	raw, err = cn.RequestWith(ctx, method, params, out)
 	for round := 0; err == nil && needsInput(c, raw); round++ {
-		cn.catchUp(ctx, false)
+		cn.CatchUp(ctx, false)
 		if round == maxInputRounds {
 			return nil, true, &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("server %s asked for input %d times in one %s; Nexus stopped asking the client", cn.server, maxInputRounds, method)}
 		}
@@ -604,7 +605,7 @@ func (g *Gateway) requestInput(ctx context.Context, cn *conn, c *caller, method 
 			return nil, true, rpcErr
 		}
 		asked = true
-		raw, err = cn.requestWith(ctx, method, withFields(marshal(params), set), out)
+		raw, err = cn.RequestWith(ctx, method, withFields(marshal(params), set), out)
 	}
 	return raw, asked, err
 }

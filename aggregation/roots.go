@@ -77,7 +77,7 @@ func (r *rootsState) await(ctx context.Context, cn *conn, s *session) bool {
 	}
 	start := time.Now()
 	for n := 0; n < 2 || time.Since(start) < rootsSettle; n++ {
-		if _, err := cn.request(ctx, string(mcp.MethodPing), nil); err != nil {
+		if _, err := cn.Request(ctx, string(mcp.MethodPing), nil); err != nil {
 			return false
 		}
 		if n >= 1 {
@@ -104,7 +104,7 @@ const syncWait = 3 * time.Second
 // when told is not held up for again. Modern requests are left out: each would
 // pay an input round of its own.
 func (g *Gateway) syncRoots(ctx context.Context, cn *conn, from *caller) {
-	if from == nil || from.s == nil || !from.s.era.lasting() || !from.s.caps.roots || cn.owner != nil || !cn.dialect().keepsSession() || !cn.AskedRoots() {
+	if from == nil || from.s == nil || !from.s.era.lasting() || !from.s.caps.roots || cn.owner != nil || !cn.Dialect().KeepsSession() || !cn.AskedRoots() {
 		return
 	}
 	if ok, _ := cn.roots.current(from.s); ok || cn.roots.isDeaf() {
@@ -119,7 +119,7 @@ func (g *Gateway) syncRoots(ctx context.Context, cn *conn, from *caller) {
 	defer remove()
 	wait, cancel := context.WithTimeout(ctx, syncWait)
 	defer cancel()
-	cn.dialect().notify("notifications/roots/list_changed")
+	cn.Dialect().Notify("notifications/roots/list_changed")
 	if !cn.roots.await(wait, cn, from.s) && ctx.Err() == nil {
 		cn.roots.mu.Lock()
 		cn.roots.deaf = true

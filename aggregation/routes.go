@@ -289,7 +289,7 @@ func (g *Gateway) raiseSharedLevel(ctx context.Context, lvl int32) {
 // them, would otherwise log nothing of the call it serves.
 func (g *Gateway) syncLevel(ctx context.Context, cn *conn, cl *caller) {
 	s := cl.session()
-	if s == nil || cn.owner != nil || !cn.dialect().keepsSession() || cn.Caps.Logging == nil {
+	if s == nil || cn.owner != nil || !cn.Dialect().KeepsSession() || cn.Caps.Logging == nil {
 		return
 	}
 	want := s.level.Load()
@@ -301,7 +301,7 @@ func (g *Gateway) syncLevel(ctx context.Context, cn *conn, cl *caller) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, levelWait)
 	defer cancel()
-	if _, err := cn.request(ctx, "logging/setLevel", map[string]any{"level": logLevels[want]}); err != nil {
+	if _, err := cn.Request(ctx, "logging/setLevel", map[string]any{"level": logLevels[want]}); err != nil {
 		g.log.Warn("forwarding logging/setLevel failed", "server", cn.server, "err", err)
 		return
 	}
@@ -314,14 +314,14 @@ func (g *Gateway) setSharedLevel(ctx context.Context, want int32, onlyRaise bool
 	var wg sync.WaitGroup
 	for _, c := range g.kids() {
 		cn, _ := c.current()
-		if cn == nil || cn.Caps.Logging == nil || c.config().PerClient() || !cn.dialect().keepsSession() {
+		if cn == nil || cn.Caps.Logging == nil || c.config().PerClient() || !cn.Dialect().KeepsSession() {
 			continue
 		}
 		if sent := cn.levelSent.Load(); onlyRaise && sent != 0 && sent-1 <= want {
 			continue
 		}
 		wg.Go(func() {
-			if _, err := cn.request(ctx, "logging/setLevel", map[string]any{"level": logLevels[want]}); err != nil {
+			if _, err := cn.Request(ctx, "logging/setLevel", map[string]any{"level": logLevels[want]}); err != nil {
 				c.log.Warn("forwarding logging/setLevel failed", "err", err)
 				return
 			}
@@ -404,7 +404,7 @@ func (g *Gateway) rootsChanged(ctx context.Context, s *session) {
 	for _, c := range g.kids() {
 		if c.config().PerClient() {
 			if cn := c.openConn(s); cn != nil {
-				cn.dialect().notify("notifications/roots/list_changed")
+				cn.Dialect().Notify("notifications/roots/list_changed")
 			}
 			continue
 		}
@@ -413,7 +413,7 @@ func (g *Gateway) rootsChanged(ctx context.Context, s *session) {
 				g.forget(ctx, c.name)
 			}
 			cn.roots.forget()
-			cn.dialect().notify("notifications/roots/list_changed")
+			cn.Dialect().Notify("notifications/roots/list_changed")
 		}
 	}
 }
@@ -501,7 +501,7 @@ func (g *Gateway) unsubscribeShared(k subKey) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := cn.request(ctx, "resources/unsubscribe", map[string]any{"uri": k.uri}); err != nil {
+	if _, err := cn.Request(ctx, "resources/unsubscribe", map[string]any{"uri": k.uri}); err != nil {
 		g.log.Debug("unsubscribing at the child failed", "server", k.server, "uri", k.uri, "err", err)
 	}
 }
@@ -519,7 +519,7 @@ func (g *Gateway) unsubscribeOwn(k subKey) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := cn.request(ctx, "resources/unsubscribe", map[string]any{"uri": k.uri}); err != nil {
+	if _, err := cn.Request(ctx, "resources/unsubscribe", map[string]any{"uri": k.uri}); err != nil {
 		g.log.Debug("unsubscribing at the child failed", "server", k.server, "uri", k.uri, "err", err)
 	}
 }

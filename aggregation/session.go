@@ -375,6 +375,15 @@ func (s *session) isClosed() bool {
 	return s.closed
 }
 
+// logLevel is the logging level the session's client set, as a modern child
+// of its own is asked for it; "" for none.
+func (s *session) logLevel() string {
+	if l := s.level.Load(); l != levelUnset && int(l) < len(logLevels) {
+		return logLevels[l]
+	}
+	return ""
+}
+
 // agentName is the session's agent; anonymous before initialize.
 func (s *session) agentName() string {
 	if !s.ready.Load() {

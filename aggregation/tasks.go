@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
+	"github.com/nexus-mcp/nexus/upstream"
 )
 
 // This file carries the tasks of protocol 2025-11-25 (a task-augmented tools/call,
@@ -244,11 +245,11 @@ func (g *Gateway) taskRefusal(method string, s *session, t *Tool, rec *Call) *RP
 // taskRequest sends one task request to a child as the call of c: what the child asks
 // the client meanwhile (an input_required task's elicitation) finds its way back.
 func (g *Gateway) taskRequest(ctx context.Context, c *caller, server, method string, params any) (json.RawMessage, *RPCError) {
-	return g.taskRequestWith(ctx, c, server, method, params, outgoing{})
+	return g.taskRequestWith(ctx, c, server, method, params, upstream.Outgoing{})
 }
 
 // taskRequestWith is taskRequest with what the request carries besides its params.
-func (g *Gateway) taskRequestWith(ctx context.Context, c *caller, server, method string, params any, out outgoing) (json.RawMessage, *RPCError) {
+func (g *Gateway) taskRequestWith(ctx context.Context, c *caller, server, method string, params any, out upstream.Outgoing) (json.RawMessage, *RPCError) {
 	ch := g.kids()[server]
 	if ch == nil {
 		return nil, &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("server %s was removed from the config", server)}
@@ -262,7 +263,7 @@ func (g *Gateway) taskRequestWith(ctx context.Context, c *caller, server, method
 	ctx = withCaller(ctx, cn, c)
 	_, remove := cn.callers.add(c)
 	defer remove()
-	raw, err := cn.requestWith(ctx, method, params, out)
+	raw, err := cn.RequestWith(ctx, method, params, out)
 	if err != nil {
 		return nil, g.childError(ctx, server, method, err)
 	}

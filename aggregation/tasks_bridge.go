@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
+	"github.com/nexus-mcp/nexus/upstream"
 )
 
 // This file lets a 2025-11-25 client run a tool as a task on a child spoken
@@ -26,7 +27,7 @@ import (
 // bridgesTasks reports whether cn is a 2026-07-28 connection that offers the tasks
 // extension: a legacy client's task then needs the bridge.
 func bridgesTasks(cn *conn) bool {
-	return cn != nil && cn.dialect().extension(tasksExtension)
+	return cn != nil && cn.Dialect().Extension(tasksExtension)
 }
 
 // terminal reports whether a task status ends the task.
@@ -92,7 +93,7 @@ func decodeModernTask(server string, raw json.RawMessage) (modernTask, *RPCError
 // speaks the tasks extension, and answers with the legacy CreateTaskResult. A
 // child that runs the call at once answers with its result, which is the answer.
 func (g *Gateway) callBridgedTask(ctx context.Context, c *caller, t *Tool, params json.RawMessage) (json.RawMessage, *RPCError) {
-	raw, rpcErr := g.taskRequestWith(ctx, c, t.Server, "tools/call", params, outgoing{extensions: []string{tasksExtension}})
+	raw, rpcErr := g.taskRequestWith(ctx, c, t.Server, "tools/call", params, upstream.Outgoing{Extensions: []string{tasksExtension}})
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
@@ -132,7 +133,7 @@ func (g *Gateway) bridgedTaskMethod(ctx context.Context, c *caller, rt *taskRout
 // bridgedTask asks the child for the task (tasks/get) or cancels it, and returns
 // it under the gateway's id.
 func (g *Gateway) bridgedTask(ctx context.Context, c *caller, rt *taskRoute, method string) (modernTask, *RPCError) {
-	raw, rpcErr := g.taskRequestWith(ctx, c, rt.server, method, map[string]string{"taskId": rt.child}, outgoing{extensions: []string{tasksExtension}})
+	raw, rpcErr := g.taskRequestWith(ctx, c, rt.server, method, map[string]string{"taskId": rt.child}, upstream.Outgoing{Extensions: []string{tasksExtension}})
 	if rpcErr != nil {
 		if method == "tasks/get" && rpcErr.Code == jsonrpc.CodeInvalidParams {
 			g.tasks.remove(rt.id) // the child no longer knows the task

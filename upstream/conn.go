@@ -38,6 +38,16 @@ type Conn struct {
 	Declared  mcp.ClientCapabilities
 	Listen    *Listen
 	ParamTool func(name string) *mcp.Tool
+	// Shared says the connection is the server's own, which every client
+	// shares, rather than one client session's; set before it is used.
+	Shared bool
+	// Info is who Nexus says it is in a modern request's _meta. Level, when
+	// set, is the level a modern server is asked to log at by the connection
+	// of one client session (that session's); a shared connection's is the
+	// one logging/setLevel last set on it (Dialect.Local). Both are set
+	// before the connection is used.
+	Info  mcp.Implementation
+	Level func() string
 
 	tail *Tail
 	ids  atomic.Int64
@@ -54,9 +64,10 @@ type Conn struct {
 	endOnce sync.Once
 	err     error // why it ended; read once done is closed
 
-	mu      sync.Mutex
-	version string // the protocol version its requests carry
-	why     string // how its era was chosen, for people
+	mu          sync.Mutex
+	version     string // the protocol version its requests carry
+	why         string // how its era was chosen, for people
+	sharedLevel string // the level logging/setLevel set on a modern connection
 }
 
 // backlogSize is how many notifications of a server may wait to be routed;
