@@ -606,8 +606,8 @@ func (c *child) relistExtras(ctx context.Context, cn *conn) {
 }
 
 // conn is one live connection to a child: the connection itself
-// (upstream.Conn: its transport, era, ids, end, use, what it declares and
-// lists), and what ties it to the gateway's clients. Its Instructions, what
+// (upstream.Conn: its transport, era, ids, end, use, what it declares, its
+// requests), and what ties it to the gateway's clients. Its Instructions, what
 // the child's initialize (or server/discover) result told its client, go into
 // the gateway's own initialize result under the server's name.
 type conn struct {
@@ -667,7 +667,7 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 	if owner != nil {
 		cn.Level = owner.logLevel
 	}
-	cn.Listen = upstream.NewListen(c.name, cn.Conn, owner == nil, func(ctx context.Context, id json.RawMessage, params any) error {
+	cn.Listen = upstream.NewListen(c.name, cn.Conn, cn.Shared, func(ctx context.Context, id json.RawMessage, params any) error {
 		_, err := cn.RequestID(ctx, id, string(mcp.MethodSubscriptionsListen), params, upstream.Outgoing{})
 		return err
 	}, c.log)

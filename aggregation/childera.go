@@ -30,8 +30,7 @@ func eraKey(s *config.Server) string {
 // asking the child again.
 func (c *child) handshake(ctx context.Context, cn *conn, owner *session) error {
 	cfg := c.config()
-	h := upstream.Handshake{Server: cfg, Eras: &c.eras, Key: eraKey(cfg), Reuse: owner != nil,
-		Info: nexusInfo(), Declared: cn.Declared, Meta: cn.ModernMeta, ProbeWait: c.probeWait, Log: c.log}
+	h := upstream.Handshake{Server: cfg, Eras: &c.eras, Key: eraKey(cfg), Reuse: owner != nil, ProbeWait: c.probeWait, Log: c.log}
 	return h.Open(ctx, cn.Conn)
 }
 

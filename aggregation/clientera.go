@@ -28,7 +28,7 @@ type clientEra interface {
 	extensions(caps clientCaps) []string
 	// streamEndsWithAnswer reports that the stream a request's answer goes on
 	// ends with it, on front: what the child sends for the request must come
-	// before (the trailing of forward's catch-up).
+	// before (the trailing of send's catch-up).
 	streamEndsWithAnswer(front string) bool
 	// takesInputRequired reports a client that is handed a child's
 	// InputRequiredResult as it is, and retries with the answers itself; a

@@ -216,6 +216,40 @@ func TestSessionConnectionsDoNotProbe(t *testing.T) {
 	}
 }
 
+// TestSessionLevelReachesItsModernChild: a client session's own connection to
+// a modern child asks it, in every request's _meta, for the logging level that
+// session set; the child's own connection, which no session's level reaches
+// ("sessions": "client"), asks for none.
+func TestSessionLevelReachesItsModernChild(t *testing.T) {
+	g := comebackGateway(t, `{"e": `+eraServer("modern", filepath.Join(t.TempDir(), "era.log"), `, "sessions": "client"`)+`}`, nil)
+	waitState(t, g.kids()["e"], StateReady)
+	c := stdioClient(t, g, "anonymous")
+	c.initializeWith("test", map[string]any{})
+	if m := c.request("logging/setLevel", map[string]any{"level": "debug"}); m.Error != nil {
+		t.Fatalf("logging/setLevel: %v", m.Error)
+	}
+	if got, isErr := call(t, c, "e__echo", "hi"); isErr || got != "modern:hi" {
+		t.Fatalf("e__echo answered %q (error %v)", got, isErr)
+	}
+	g.sessions.mu.Lock()
+	var s *session
+	for _, each := range g.sessions.m {
+		s = each
+	}
+	g.sessions.mu.Unlock()
+	own, _ := g.kids()["e"].current()
+	mine := g.kids()["e"].openConn(s)
+	if s == nil || own == nil || mine == nil || mine == own {
+		t.Fatalf("no session's connection beside the child's own (session %v, own %v, the session's %v)", s, own, mine)
+	}
+	if got := mine.ModernMeta(mine.Version()).LogLevel; got != "debug" {
+		t.Errorf("the session's connection asks for level %q, want its session's debug", got)
+	}
+	if got := own.ModernMeta(own.Version()).LogLevel; got != "" {
+		t.Errorf("the child's own connection asks for level %q, want none", got)
+	}
+}
+
 // TestPinnedEraRefusesTheOther: servers.X.protocolVersion pins the era; a child
 // of the other era fails to start with an error that says so.
 func TestPinnedEraRefusesTheOther(t *testing.T) {

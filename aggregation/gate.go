@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/nexus-mcp/nexus/policy"
+	"github.com/nexus-mcp/nexus/upstream"
 )
 
 // The write gate makes a policy change final the moment Reload returns: no call
@@ -23,10 +24,13 @@ type errRevoked struct{ decision policy.Decision }
 
 func (e *errRevoked) Error() string { return "the policy changed and no longer allows this call" }
 
-// NotSent says the request it stopped was never written (upstream.NotSent).
+// NotSent says the request it stopped was never written: the connection is
+// not doubted for it (upstream.RequestID).
 func (*errRevoked) NotSent() {}
 
-// writeGate is the beforeWrite of c's request: when the policy changed since c was
+var _ upstream.NotSent = (*errRevoked)(nil)
+
+// writeGate is the BeforeWrite of c's request: when the policy changed since c was
 // decided, it is decided again, and a refusal stops the write. release must be
 // called once the bytes are written.
 func (g *Gateway) writeGate(ctx context.Context, c *toolCall) func() (release func(), err error) {

@@ -38,8 +38,8 @@ type Conn struct {
 	Declared  mcp.ClientCapabilities
 	Listen    *Listen
 	ParamTool func(name string) *mcp.Tool
-	// Shared says the connection is the server's own, which every client
-	// shares, rather than one client session's; set before it is used.
+	// Shared says the connection is the server's own, not one client
+	// session's; set before it is used.
 	Shared bool
 	// Info is who Nexus says it is in a modern request's _meta. Level, when
 	// set, is the level a modern server is asked to log at by the connection

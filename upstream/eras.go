@@ -102,11 +102,6 @@ type Handshake struct {
 	// for the connection of one client session, which the server's own
 	// connection has just asked.
 	Reuse bool
-	// Info and Declared are who Nexus says it is and the capabilities it
-	// declares; Meta is what a modern request at a version carries.
-	Info     mcp.Implementation
-	Declared mcp.ClientCapabilities
-	Meta     func(version string) ModernMeta
 	// ProbeWait bounds server/discover asked of a server that may stay silent
 	// (DiscoverWait).
 	ProbeWait time.Duration
@@ -114,6 +109,7 @@ type Handshake struct {
 }
 
 // Open settles c's era and performs its opening exchange; c adopts the era.
+// Who Nexus says it is and what it declares are c's (Info, Declared).
 func (h *Handshake) Open(ctx context.Context, c *Conn) error {
 	cfg := h.Server
 	pinned := cfg.ProtocolVersion
@@ -211,7 +207,7 @@ func answered(err error) bool {
 // initialize performs the legacy handshake at version; why says how that era
 // was chosen.
 func (h *Handshake) initialize(ctx context.Context, c *Conn, version, why string) error {
-	e, err := Initialize(ctx, c.Transport, version, h.Info, h.Declared)
+	e, err := Initialize(ctx, c.Transport, version, c.Info, c.Declared)
 	if err != nil {
 		return fmt.Errorf("initializing %s: %w", h.Server.Name, err)
 	}
@@ -224,7 +220,7 @@ func (h *Handshake) initialize(ctx context.Context, c *Conn, version, why string
 // chosen for the reason why. The error is a *NotModernError when the answer
 // is a legacy server's.
 func (h *Handshake) discover(ctx context.Context, c *Conn, version, why string) error {
-	e, err := Discover(ctx, c.Transport, h.Server.Name, h.Meta(version), h.ProbeWait, c.NextID)
+	e, err := Discover(ctx, c.Transport, h.Server.Name, c.ModernMeta(version), h.ProbeWait, c.NextID)
 	if errors.Is(err, transport.ErrTransportClosed) {
 		return ErrGone
 	}

@@ -80,10 +80,8 @@ func TestHandshake(t *testing.T) {
 			}
 			srv := &handshaking{answering: answering{answers: tc.answers}, version: tc.legacy, refuse: tc.legacy == ""}
 			c := NewConn()
-			c.Transport = srv
-			h := Handshake{Server: &cfg, Eras: &eras, Key: "key", Reuse: tc.reuse,
-				Info: mcp.Implementation{Name: "nexus", Version: "1"},
-				Meta: func(v string) ModernMeta { return ModernMeta{Version: v} }, Log: slog.New(slog.DiscardHandler)}
+			c.Transport, c.Info = srv, mcp.Implementation{Name: "nexus", Version: "1"}
+			h := Handshake{Server: &cfg, Eras: &eras, Key: "key", Reuse: tc.reuse, Log: slog.New(slog.DiscardHandler)}
 			ctx := context.Background()
 			if tc.timeout > 0 {
 				var cancel context.CancelFunc

@@ -127,16 +127,25 @@ func TestListOthers(t *testing.T) {
 		}{}}, map[string]string{
 			"resources/list": `{"resources":[]}`, "resources/templates/list": "!", "prompts/list": `{"prompts":[{"name":"p"}]}`,
 		}, [3]string{"", "", `{"name":"p"}`}, "resources/list resources/templates/list prompts/list", 1},
+		{"prompts alone, the second page failing", mcp.ServerCapabilities{Prompts: &struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		}{}}, map[string]string{
+			"prompts/list": `{"prompts":[{"name":"p"}],"nextCursor":"2"}`, "prompts/list 2": "!",
+		}, [3]string{"", "", `{"name":"p"}`}, "prompts/list prompts/list", 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var asked []string
-			send := func(_ context.Context, method string, _ any) (json.RawMessage, error) {
+			send := func(_ context.Context, method string, params any) (json.RawMessage, error) {
 				asked = append(asked, method)
-				if tc.pages[method] == "!" {
+				page := method
+				if cursor, _ := params.(map[string]any)["cursor"].(string); cursor != "" {
+					page += " " + cursor
+				}
+				if tc.pages[page] == "!" {
 					return nil, errors.New("broken")
 				}
-				return json.RawMessage(tc.pages[method]), nil
+				return json.RawMessage(tc.pages[page]), nil
 			}
 			var log strings.Builder
 			l := ListOthers(t.Context(), send, tc.caps, slog.New(slog.NewTextHandler(&log, nil)))

@@ -493,7 +493,7 @@ func encodeRequest(req Request) ([]byte, error) {
 	if _, raw := req.Params.(json.RawMessage); !raw && req.Params != nil {
 		params, err := json.Marshal(req.Params)
 		if err != nil {
-			return nil, fmt.Errorf("encoding the params of %s: %w", req.Method, err)
+			return nil, unsent{fmt.Errorf("encoding the params of %s: %w", req.Method, err)}
 		}
 		return jsonrpc.Request(req.ID, req.Method, json.RawMessage(params)), nil
 	}

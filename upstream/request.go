@@ -33,15 +33,25 @@ type NotSent interface {
 	NotSent()
 }
 
+// unsent is an error met before a request was written (its params could not
+// be encoded): nothing reached the server, and nothing is wrong with the
+// connection.
+type unsent struct{ err error }
+
+func (e unsent) Error() string { return e.err.Error() }
+func (e unsent) Unwrap() error { return e.err }
+func (unsent) NotSent()        {}
+
 // ErrSessionLost is what a request fails with when a remote server answered
 // that it does not know the connection's session (HTTP 404, or an error
 // saying so): the server restarted or expired the session, and did not
 // process the request, so it may be sent again once a new session is made.
 var ErrSessionLost = errors.New("the server no longer knows the session")
 
-// A BrokenError is a request that failed on Conn for a reason Request names no
-// other way: a connection reset, an HTTP status other than a forgotten
-// session's, an answer that does not decode. Conn is then in doubt (Doubt).
+// A BrokenError is a request that failed on Conn for a reason RequestID names
+// no other way: a connection reset, an HTTP status other than a forgotten
+// session's, an answer that does not decode. Its caller may hold Conn in
+// doubt (Doubt).
 type BrokenError struct {
 	Conn *Conn
 	Err  error
@@ -97,7 +107,7 @@ func (c *Conn) RequestID(ctx context.Context, id json.RawMessage, method string,
 			return nil, le // a step-up fails this call only
 		}
 		if notSent := NotSent(nil); errors.As(err, &notSent) {
-			return nil, err // the gate refused it: nothing was sent
+			return nil, err // refused by the gate, or not encoded: nothing was sent
 		}
 		return nil, &BrokenError{Conn: c, Err: err}
 	}
@@ -115,7 +125,7 @@ func (c *Conn) RequestID(ctx context.Context, id json.RawMessage, method string,
 func (c *Conn) roundTrip(ctx context.Context, id json.RawMessage, method string, params any, out Outgoing) (*jsonrpc.Message, error) {
 	req := Request{ID: id, Method: method, Params: params}
 	if err := c.Dialect().Encode(&req, out.Extensions); err != nil {
-		return nil, err
+		return nil, unsent{err}
 	}
 	return c.Transport.Send(ctx, req, out.BeforeWrite)
 }

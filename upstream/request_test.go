@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
 	"github.com/nexus-mcp/nexus/oauth"
@@ -26,6 +27,9 @@ type scripted struct {
 
 func (s *scripted) Send(ctx context.Context, req Request, gate func() (func(), error)) (*jsonrpc.Message, error) {
 	s.requests = append(s.requests, req)
+	if _, err := encodeRequest(req); err != nil {
+		return nil, err // as a Process does
+	}
 	if gate != nil {
 		release, err := gate()
 		if err != nil {
@@ -62,6 +66,7 @@ func TestRequestErrors(t *testing.T) {
 		ctx      context.Context
 		tr       *scripted
 		gate     func() (func(), error)
+		params   any    // the request's; {} when nil
 		is       error  // errors.Is the result
 		says     string // in the error
 		broken   bool   // a *BrokenError
@@ -78,6 +83,7 @@ func TestRequestErrors(t *testing.T) {
 		{name: "a login needed", tr: &scripted{err: &oauth.LoginError{Server: "kid"}}, says: "needs login", lost: true},
 		{name: "a scope step-up", tr: &scripted{err: &oauth.LoginError{Server: "kid", Scope: "write"}}, says: "needs login"},
 		{name: "the gate refused", tr: &scripted{}, gate: func() (func(), error) { return nil, refused{} }, says: "refused by the gate"},
+		{name: "params that cannot be encoded", tr: &scripted{}, params: map[string]any{"f": func() {}}, says: "encoding the params"},
 		{name: "anything else", tr: &scripted{err: errors.New("connection reset")}, says: "connection reset", broken: true},
 	}
 	for _, tc := range tests {
@@ -88,7 +94,11 @@ func TestRequestErrors(t *testing.T) {
 			}
 			c := NewConn()
 			c.Transport = tc.tr
-			raw, err := c.RequestWith(ctx, "tools/call", map[string]any{}, Outgoing{BeforeWrite: tc.gate})
+			params := tc.params
+			if params == nil {
+				params = map[string]any{}
+			}
+			raw, err := c.RequestWith(ctx, "tools/call", params, Outgoing{BeforeWrite: tc.gate})
 			switch {
 			case tc.is == nil && tc.says == "":
 				if err != nil || string(raw) != `{"ok":true}` {
@@ -98,8 +108,8 @@ func TestRequestErrors(t *testing.T) {
 				t.Fatalf("error %v, want %v saying %q", err, tc.is, tc.says)
 			}
 			var broken *BrokenError
-			if errors.As(err, &broken) != tc.broken || tc.broken && broken.Conn != c {
-				t.Errorf("error %v: a BrokenError of the connection %v, want %v", err, !tc.broken, tc.broken)
+			if isBroken := errors.As(err, &broken); isBroken != tc.broken || isBroken && broken.Conn != c {
+				t.Errorf("error %v: a BrokenError of the connection %v, want %v", err, isBroken && broken.Conn == c, tc.broken)
 			}
 			if c.Lost() != tc.lost {
 				t.Errorf("the connection lost %v, want %v", c.Lost(), tc.lost)
@@ -140,7 +150,8 @@ func TestDialects(t *testing.T) {
 
 	modern := NewConn()
 	tr = &scripted{answer: ok}
-	modern.Transport = tr
+	modern.Transport, modern.Info = tr, mcp.Implementation{Name: "nexus", Version: "9"}
+	modern.Declared = mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{}}
 	modern.Adopt(Era{Version: "2026-07-28"}, "test")
 	if !modern.Modern() || modern.Dialect().KeepsSession() {
 		t.Fatal("a 2026-07-28 connection is not modern")
@@ -148,8 +159,9 @@ func TestDialects(t *testing.T) {
 	if _, err := modern.Request(t.Context(), "logging/setLevel", map[string]any{"level": "debug"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := modern.Request(t.Context(), "logging/setLevel", "not an object"); err == nil {
-		t.Error("a setLevel whose params do not decode was taken")
+	var invalid *jsonrpc.Error
+	if _, err := modern.Request(t.Context(), "logging/setLevel", "not an object"); !errors.As(err, &invalid) || invalid.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("a setLevel whose params do not decode: %v, want invalid params", err)
 	}
 	if _, err := modern.Request(t.Context(), "tools/list", nil); err != nil {
 		t.Fatal(err)
@@ -158,8 +170,16 @@ func TestDialects(t *testing.T) {
 		t.Fatalf("a modern connection sent %v, want tools/list alone (setLevel is its own)", tr.requests)
 	}
 	params, _ := tr.requests[0].Params.(json.RawMessage)
-	if !strings.Contains(string(params), `"io.modelcontextprotocol/logLevel":"debug"`) || !strings.Contains(string(params), `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`) {
-		t.Errorf("a modern request's params %s, want the version and the level set in _meta", params)
+	for _, want := range []string{`"io.modelcontextprotocol/logLevel":"debug"`, `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`, `"version":"9"`, `"sampling":{}`} {
+		if !strings.Contains(string(params), want) {
+			t.Errorf("a modern request's params %s, want %s in _meta", params, want)
+		}
+	}
+	if _, err := modern.Request(t.Context(), "ping", nil); err != nil || tr.requests[len(tr.requests)-1].Method != "server/discover" {
+		t.Errorf("a modern ping: %v, sent as %s; want server/discover", err, tr.requests[len(tr.requests)-1].Method)
+	}
+	if _, err := modern.Request(t.Context(), "tools/list", "not an object"); err == nil || modern.Lost() {
+		t.Errorf("params a modern request cannot carry _meta in: %v, the connection lost %v; want an error and the connection alive", err, modern.Lost())
 	}
 	modern.Level = func() string { return "error" }
 	if m := modern.ModernMeta("2026-07-28"); m.LogLevel != "error" {
@@ -172,5 +192,20 @@ func TestDialects(t *testing.T) {
 	}
 	if got := string(legacy.Dialect().Received(tagged)); got != string(tagged) {
 		t.Errorf("a legacy notification's params %s, want them as they came", got)
+	}
+}
+
+// TestDoubt: a broken request leaves a remote connection in doubt, held for a
+// ping's verdict, and ends a local one.
+func TestDoubt(t *testing.T) {
+	local, remote := NewConn(), NewConn()
+	local.Transport, remote.Transport = &scripted{}, &scripted{remote: true}
+	local.Doubt()
+	remote.Doubt()
+	if !local.Lost() {
+		t.Error("a local connection in doubt lives on")
+	}
+	if remote.Lost() || remote.Doubts.Held() == nil {
+		t.Errorf("a remote connection in doubt: lost %v, held %v; want it alive and held", remote.Lost(), remote.Doubts.Held() != nil)
 	}
 }
