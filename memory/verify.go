@@ -369,7 +369,12 @@ func (m *Memory) verifyLater(ctx context.Context, c *call, served json.RawMessag
 			return // no verdict
 		}
 		differs := !sameAnswer(served, m.redactBytes(a.Result))
-		m.judged(ctx, c.t, sem, differs)
+		// A verdict is kept even when memory began closing meanwhile: Close
+		// waits for it, and a refuted pair not kept would be served again
+		// after a restart.
+		kept, done := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout)
+		defer done()
+		m.judged(kept, c.t, sem, differs)
 		if differs {
 			kind := "exact answer had changed"
 			if sem != nil {
