@@ -1,14 +1,3 @@
-// Package upstream holds how Nexus reaches its child servers and keeps them:
-// the Dialer that makes a configured server's transport (its environment,
-// secrets resolved, its HTTP client); the Transport interface, in Nexus's own
-// JSON-RPC vocabulary (internal/jsonrpc), with the one transport that is
-// Nexus's own, the stdio child (a process whose stdin and stdout carry
-// newline-delimited JSON-RPC), and an adapter for mcp-go's remote ones; and the
-// mechanics of supervision: the restart policy (Restarts), a remote
-// connection's health check (Doubts), the notifications an answer waits for
-// (Backlog). None of it knows of tools, sessions or policy: a request's write
-// gate reaches a transport as an explicit beforeWrite, and what the child sends
-// unasked goes to the handlers it is given.
 package upstream
 
 import (
