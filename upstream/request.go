@@ -33,15 +33,6 @@ type NotSent interface {
 	NotSent()
 }
 
-// unsent is an error met before a request was written (its params could not
-// be encoded): nothing reached the server, and nothing is wrong with the
-// connection.
-type unsent struct{ err error }
-
-func (e unsent) Error() string { return e.err.Error() }
-func (e unsent) Unwrap() error { return e.err }
-func (unsent) NotSent()        {}
-
 // ErrSessionLost is what a request fails with when a remote server answered
 // that it does not know the connection's session (HTTP 404, or an error
 // saying so): the server restarted or expired the session, and did not

@@ -45,6 +45,15 @@ type Transport interface {
 	Close() error
 }
 
+// unsent is an error met before a request was written (its params could not
+// be encoded): nothing reached the server, and nothing is wrong with the
+// connection (NotSent).
+type unsent struct{ err error }
+
+func (e unsent) Error() string { return e.err.Error() }
+func (e unsent) Unwrap() error { return e.err }
+func (unsent) NotSent()        {}
+
 // Request is a request to a child.
 type Request struct {
 	ID     json.RawMessage // JSON text: Nexus's ids are strings
