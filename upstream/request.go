@@ -26,8 +26,9 @@ type Outgoing struct {
 	BeforeWrite func() (release func(), err error)
 }
 
-// NotSent is an error of a request's BeforeWrite: the request was never
-// written, so nothing is wrong with the connection.
+// NotSent marks an error met before a request was written (a BeforeWrite's
+// refusal, params that could not be encoded): nothing reached the server, so
+// nothing is wrong with the connection.
 type NotSent interface {
 	error
 	NotSent()
@@ -72,8 +73,8 @@ func (c *Conn) RequestWith(ctx context.Context, method string, params any, out O
 // errors say what happened to the connection: ErrSessionLost (it ended, for a
 // new session), ErrGone (it ended), an *oauth.LoginError (one without a scope
 // ends it), the request's own context's cause (the server is told to stop),
-// a NotSent error of BeforeWrite, the server's *jsonrpc.Error, or else a
-// *BrokenError.
+// a NotSent error (the request never written), the server's *jsonrpc.Error,
+// or else a *BrokenError.
 func (c *Conn) RequestID(ctx context.Context, id json.RawMessage, method string, params any, out Outgoing) (json.RawMessage, error) {
 	defer c.Begin()()
 	resp, err := c.roundTrip(ctx, id, method, params, out)
