@@ -418,7 +418,7 @@ func (g *Gateway) send(ctx context.Context, cn *conn, c *toolCall, timeout time.
 		trip.timeout = true
 		return failed(memory.Unknown, fmt.Sprintf("server %s did not answer %s within %s; raise servers.%s.timeout if it needs longer", t.Server, t.Canonical, timeout, t.Server)), nil
 	}
-	if errors.Is(err, errChildGone) {
+	if errors.Is(err, upstream.ErrGone) {
 		return failed(memory.Unknown, fmt.Sprintf("server %s exited during the call to %s; Nexus is restarting it", t.Server, t.Canonical)), nil
 	}
 	var own *RPCError
@@ -486,7 +486,7 @@ func (g *Gateway) childError(ctx context.Context, server, what string, err error
 		return out
 	case errors.Is(err, errCallTimeout):
 		return &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("server %s did not answer %s in time; raise servers.%s.timeout if it needs longer", server, what, server)}
-	case errors.Is(err, errChildGone):
+	case errors.Is(err, upstream.ErrGone):
 		return &RPCError{Code: jsonrpc.CodeInternal, Message: fmt.Sprintf("server %s exited during %s; Nexus is restarting it", server, what)}
 	case errors.As(err, new(*upstream.TooLargeError)):
 		return &RPCError{Code: jsonrpc.CodeInternal, Message: err.Error()}

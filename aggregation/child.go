@@ -831,5 +831,3 @@ func (c *child) toolsOf(raws []json.RawMessage, fresh bool) []*Tool {
 	}
 	return tools
 }
-
-var errChildGone = upstream.ErrGone
