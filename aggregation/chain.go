@@ -663,14 +663,14 @@ func (g *Gateway) awaitFirstAttempts(ctx context.Context, kids []*child) bool {
 	waited := false
 	for _, c := range kids {
 		select {
-		case <-c.settled:
+		case <-c.life.Settled():
 			continue
 		default:
 		}
 		waited = true
 		wait, cancel := context.WithDeadline(ctx, start.Add(c.config().CallTimeout()))
 		select {
-		case <-c.settled:
+		case <-c.life.Settled():
 		case <-wait.Done():
 		}
 		cancel()

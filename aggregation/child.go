@@ -15,7 +15,6 @@ import (
 
 	"github.com/nexus-mcp/nexus/config"
 	"github.com/nexus-mcp/nexus/internal/jsonrpc"
-	"github.com/nexus-mcp/nexus/oauth"
 	"github.com/nexus-mcp/nexus/pins"
 	"github.com/nexus-mcp/nexus/upstream"
 )
@@ -63,9 +62,10 @@ type childEvents interface {
 	redactJSON([]byte) []byte
 }
 
-// child supervises one configured server: it connects, lists the tools, notices when
-// the connection ends and reconnects with backoff. Its current connection and tools
-// are swapped under mu; calls read them without waiting on a reconnect.
+// child is one configured server as the gateway sees it: its Life (upstream:
+// its state, its connection and what that listed, kept running by Life.Run
+// through the child's supervisee hooks), the tools the gateway makes of its
+// listing, and its client sessions' own connections.
 type child struct {
 	name   string
 	cfgp   atomic.Pointer[config.Server] // swapped when only annotations, prefix or timeout change
@@ -78,47 +78,40 @@ type child struct {
 	rootsAtStart atomic.Bool
 	// held is what the pins last held of the child's listing (pins.go).
 	held pinsHeld
-	// wakec asks an idle child to start (lifecycle.go).
-	wakec chan struct{}
 
-	mu   sync.Mutex
-	conn *conn
-	raws []json.RawMessage // the tools as the child listed them
-	// headerTools are those of raws whose schema mirrors arguments into headers
-	// (x-mcp-header), decoded once, by name: what a modern HTTP call's
-	// Mcp-Param headers are made from (headerToolsOf).
-	headerTools map[string]*mcp.Tool
-	tools       []*Tool
-	known       []*Tool // the last tools it had while up: what stale-if-error may stand in for
-	extras      extras
-	state       State
-	changed     chan struct{} // closed and replaced at every change of state
-	lastErr     error
-	nextRetry   time.Time // when a retrying or restarting child tries again
-	restarts    int       // exits followed by a restart (Status.Restarts)
-	attempts    int       // fresh attempts made after giving up; see connectedExcept
-	idleSince   time.Time // when an idle child was stopped; zero: not started yet
+	life *upstream.Life[*conn, listing]
+
+	mu    sync.Mutex
+	known []*Tool // the last tools it had while up: what stale-if-error may stand in for
 	// said is what the child said last run, shown while it is idle: its
 	// capabilities and instructions (lifecycle.go).
 	said *savedLists
 
-	// retryc asks a failed child for one fresh attempt (see retry). It holds
-	// at most one request, so at most one attempt is ever in flight.
-	retryc chan struct{}
 	// probeWait bounds the server/discover probe (upstream.DiscoverWait);
 	// eras remembers the era the handshake found, for restarts and client
 	// sessions' connections.
 	probeWait time.Duration
 	eras      upstream.Eras
 
-	settled     chan struct{} // closed once the first attempt is over
-	settledOnce sync.Once
-	stop        context.CancelFunc // set when started
-	done        chan struct{}      // closed when run returns
+	stop context.CancelFunc // set when started
+	done chan struct{}      // closed when run returns
 
 	// ups are the connections of its client sessions ("sessions":
 	// "client"), which live under the context the child runs under.
 	ups *upstream.Pool[*session, *conn]
+}
+
+// listing is what the child's connection listed, kept with it by its Life:
+// the tools as the child listed them, the gateway's tools made of them, and
+// its resources, templates and prompts.
+type listing struct {
+	raws  []json.RawMessage
+	tools []*Tool
+	// headerTools are those of raws whose schema mirrors arguments into
+	// headers (x-mcp-header), decoded once, by name: what a modern HTTP
+	// call's Mcp-Param headers are made from (headerToolsOf).
+	headerTools map[string]*mcp.Tool
+	extras      extras
 }
 
 // supervision is what the gateway gives every child it makes (Options): the
@@ -138,8 +131,9 @@ type supervision struct {
 
 func newChild(cfg *config.Server, names naming, log *slog.Logger, events childEvents, sup supervision) *child {
 	c := &child{name: cfg.Name, names: names, log: log.With("server", cfg.Name), events: events,
-		supervision: sup, state: StateConnecting, changed: make(chan struct{}), settled: make(chan struct{}), done: make(chan struct{}),
-		retryc: make(chan struct{}, 1), wakec: make(chan struct{}, 1), probeWait: upstream.DiscoverWait}
+		supervision: sup, done: make(chan struct{}), probeWait: upstream.DiscoverWait}
+	c.life = upstream.NewLife[*conn, listing](upstream.LifeOptions{Log: c.log, OneAttempt: sup.oneAttempt,
+		Changed: func() { c.events.toolsChanged(c.name) }})
 	c.ups = upstream.NewPool[*session, *conn](func(agent string) {
 		c.log.Info("ended an idle upstream session to make room for another", "agent", agent)
 	})
@@ -156,7 +150,7 @@ func (c *child) start(ctx context.Context) {
 	c.ups.Start(ctx)
 	go func() {
 		defer close(c.done)
-		c.run(ctx)
+		c.life.Run(ctx, (*supervisee)(c))
 	}()
 }
 
@@ -174,12 +168,12 @@ func (c *child) shutdown() {
 // overrides, prefix or timeout take effect without a restart.
 func (c *child) reconfigure(cfg *config.Server) {
 	c.cfgp.Store(cfg)
-	c.mu.Lock()
-	c.tools = c.toolsOf(c.raws, false)
-	if c.tools != nil {
-		c.known = c.tools
-	}
-	c.mu.Unlock()
+	var tools []*Tool
+	c.life.Update(nil, func(l *listing) {
+		l.tools = c.toolsOf(l.raws, false)
+		tools = l.tools
+	})
+	c.remember(tools)
 	c.events.toolsChanged(c.name)
 }
 
@@ -189,23 +183,18 @@ func launchKey(s *config.Server) string {
 	return string(b)
 }
 
-// State is where a child is in its life.
-type State string
+// State is where a child is in its life (upstream.Life).
+type State = upstream.State
 
 // The states of a child.
 const (
-	StateConnecting State = "connecting" // first attempt under way
-	StateReady      State = "ready"
-	StateRetrying   State = "retrying"   // failed to start; tries again at NextRetry
-	StateRestarting State = "restarting" // exited; starts again at NextRetry
-	StateFailed     State = "failed"     // gave up; the next call, a reload or doctor --retry tries once more
-	// StateNeedsLogin is a remote child whose authorization needs a person:
-	// `nexus auth login NAME`, after which a reload (which the login signals),
-	// the next call or doctor --retry tries again.
-	StateNeedsLogin State = "needs-login"
-	// StateIdle is a server not running because nothing needs it (lifecycle.go):
-	// its lists are shown, and the next request that needs it starts it.
-	StateIdle State = "idle"
+	StateConnecting = upstream.StateConnecting
+	StateReady      = upstream.StateReady
+	StateRetrying   = upstream.StateRetrying
+	StateRestarting = upstream.StateRestarting
+	StateFailed     = upstream.StateFailed
+	StateNeedsLogin = upstream.StateNeedsLogin
+	StateIdle       = upstream.StateIdle
 )
 
 // Status is what list-servers shows of a child.
@@ -263,12 +252,12 @@ func (s Status) Describe() string {
 }
 
 func (c *child) status() Status {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := Status{Name: c.name, Transport: c.config().Transport, State: c.state, Tools: len(c.tools), Source: c.config().Source, NextRetry: c.nextRetry, Restarts: c.restarts,
-		Sessions: config.SessionsShared}
-	if c.state == StateIdle {
-		s.IdleSince = c.idleSince
+	life := c.life.Snapshot()
+	cn, lists := c.life.Current()
+	s := Status{Name: c.name, Transport: c.config().Transport, State: life.State, Tools: len(lists.tools), Source: c.config().Source,
+		NextRetry: life.NextRetry, Restarts: life.Restarts, Sessions: config.SessionsShared}
+	if life.State == StateIdle {
+		s.IdleSince = life.IdleSince
 	}
 	if c.config().PerClient() {
 		s.Sessions, s.UpstreamSessions, s.MaxSessions = config.SessionsClient, c.ups.Len(), c.config().SessionLimit()
@@ -278,12 +267,12 @@ func (c *child) status() Status {
 	} else {
 		s.Target = c.config().URL
 	}
-	if c.lastErr != nil {
-		s.Error = c.lastErr.Error()
+	if life.Err != nil {
+		s.Error = life.Err.Error()
 	}
 	s.Held, s.Unapproved = c.held.names()
-	if c.conn != nil {
-		e, why := c.conn.Era()
+	if cn != nil {
+		e, why := cn.Era()
 		s.Protocol, s.ProtocolWhy = describeProtocol(e.Version), why
 	} else if e := c.eras.Get(eraKey(c.config())); e != nil {
 		s.Protocol, s.ProtocolWhy = describeProtocol(e.Version), e.Why
@@ -295,92 +284,20 @@ func (c *child) status() Status {
 }
 
 // connected returns the live connection, waiting while the child is connecting,
-// retrying or restarting (a call made during a restart waits for it rather than
-// failing); a child that gave up makes one fresh attempt, which the call waits for.
-// It returns nil when that attempt failed too or ctx ended first.
+// retrying or restarting, or idle (upstream.Life.Await); a child that gave up
+// makes one fresh attempt, which the call waits for. It returns nil when that
+// attempt failed too or ctx ended first.
 func (c *child) connected(ctx context.Context) *conn { return c.connectedExcept(ctx, nil) }
 
 // connectedExcept is connected, but never returns old: a caller whose request the
 // child refused for want of a session waits for the connection that replaces it.
 func (c *child) connectedExcept(ctx context.Context, old *conn) *conn {
-	asked := -1 // the fresh attempts made before this call asked for one
-	for {
-		c.mu.Lock()
-		cn, state, changed, attempts := c.conn, c.state, c.changed, c.attempts
-		c.mu.Unlock()
-		if cn != nil && cn != old && !cn.Lost() {
-			held := cn.Doubts.Held()
-			if held == nil {
-				return cn
-			}
-			select {
-			case <-held:
-			case <-cn.Done():
-			case <-ctx.Done():
-				return nil
-			}
-			continue
-		}
-		if state == StateIdle {
-			c.wake()
-		}
-		if state == StateFailed && c.oneAttempt {
-			return nil // a one-shot command's one attempt was made moments ago
-		}
-		if state == StateFailed || state == StateNeedsLogin {
-			if asked >= 0 && attempts > asked {
-				return nil // the attempt made for this call failed too
-			}
-			if asked < 0 {
-				asked = attempts
-				c.retry()
-			}
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return nil
-		}
-	}
+	cn, _ := c.life.Await(ctx, old)
+	return cn
 }
 
-// retry asks a child that gave up for one fresh attempt; a child that has not
-// given up ignores it. Requests made while an attempt is pending or under way
-// share it.
-func (c *child) retry() {
-	select {
-	case c.retryc <- struct{}{}:
-	default:
-	}
-}
-
-// failed records that the child gave up, then waits until someone asks for a
-// fresh attempt (retry). It reports false when ctx ended first.
-func (c *child) failed(ctx context.Context, err error) bool {
-	return c.waitRetry(ctx, StateFailed, err)
-}
-
-// waitRetry records state (StateFailed or StateNeedsLogin) with err, then waits
-// until someone asks for a fresh attempt. It reports false when ctx ended first.
-func (c *child) waitRetry(ctx context.Context, state State, err error) bool {
-	// A request left from before it gave up is not one for a fresh attempt.
-	select {
-	case <-c.retryc:
-	default:
-	}
-	c.set(nil, nil, extras{}, state, err, time.Time{})
-	c.settle()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-c.retryc:
-	}
-	c.mu.Lock()
-	c.attempts++
-	c.mu.Unlock()
-	c.set(nil, nil, extras{}, StateRetrying, err, time.Time{})
-	return true
-}
+// retry asks a child that gave up for one fresh attempt (upstream.Life.Retry).
+func (c *child) retry() { c.life.Retry() }
 
 // knownTool is the tool of that wire or canonical name the child had when it was
 // last up, or nil.
@@ -395,154 +312,27 @@ func (c *child) knownTool(name string) *Tool {
 	return nil
 }
 
-func (c *child) current() (*conn, []*Tool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.conn, c.tools
-}
-
-func (c *child) set(cn *conn, raws []json.RawMessage, ex extras, state State, err error, next time.Time) {
-	c.mu.Lock()
-	c.conn, c.raws, c.tools, c.extras, c.state, c.lastErr, c.nextRetry = cn, raws, c.toolsFrom(raws), ex, state, err, next
-	c.headerTools = headerToolsOf(raws)
-	if c.tools != nil {
-		c.known = c.tools
+// remember keeps tools, when there are any, as the last the child had while up.
+func (c *child) remember(tools []*Tool) {
+	if tools == nil {
+		return
 	}
-	close(c.changed)
-	c.changed = make(chan struct{})
+	c.mu.Lock()
+	c.known = tools
 	c.mu.Unlock()
-	c.events.toolsChanged(c.name)
 }
 
-func (c *child) settle() { c.settledOnce.Do(func() { close(c.settled) }) }
+func (c *child) current() (*conn, []*Tool) {
+	cn, lists := c.life.Current()
+	return cn, lists.tools
+}
 
-// run keeps the child connected until ctx ends, trying again as
-// upstream.Restarts says: after MaxFailures failures in a row it gives up
-// (StateFailed) until asked for a fresh attempt; one that succeeds starts the
-// count afresh, one that fails leaves it failed again.
-func (c *child) run(ctx context.Context) {
-	defer c.settle()
-	// woke says the next connection follows an idle stop, a lazy start or a
-	// recycling: not a crash, so what memory remembers stays fresh.
-	woke := false
-	if c.events.lifecycle(c.config()).Lazy && c.restoreLists() {
-		if !c.idle(ctx, time.Time{}) {
-			return
-		}
-		woke = true
-	}
-	var restarts upstream.Restarts
-	connections := 0
-	for ctx.Err() == nil {
-		started := time.Now()
-		cn, raws, err := c.connect(ctx, nil, nil)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			err = withStderr(err, cn.StderrTail())
-			if le := (*oauth.LoginError)(nil); errors.As(err, &le) {
-				// Retrying cannot help until a person logs in: wait for a reload
-				// (the login signals one), a call or doctor --retry.
-				c.log.Warn("the server needs a login", "fix", le.Hint())
-				if !c.waitRetry(ctx, StateNeedsLogin, le) {
-					return
-				}
-				continue
-			}
-			again := restarts.Failed(0)
-			if c.oneAttempt {
-				c.log.Error("server failed to start", "err", err, "stderr", cn.StderrTail())
-				if !c.failed(ctx, err) {
-					return
-				}
-				continue
-			}
-			c.log.Error("child failed to start", "attempt", restarts.Failures(), "err", err, "stderr", cn.StderrTail())
-			if !again {
-				why := fmt.Errorf("gave up after %d attempts: %w", restarts.Failures(), err)
-				if restarts.WasFresh() {
-					why = fmt.Errorf("a fresh attempt failed too: %w", err)
-				}
-				if !c.failed(ctx, why) {
-					return
-				}
-				restarts.Fresh()
-				continue
-			}
-			c.set(nil, nil, extras{}, StateRetrying, err, time.Now().Add(restarts.Backoff()))
-			c.settle()
-			if !sleep(ctx, restarts.Backoff()) {
-				return
-			}
-			restarts.Waited()
-			continue
-		}
-		if connections++; connections > 1 && !woke {
-			c.events.reconnected(c.name)
-		}
-		woke = false
-		restarts.Connected()
-		ex := c.listExtras(ctx, cn)
-		cn.Touch()
-		c.set(cn, raws, ex, StateReady, nil, time.Time{})
-		c.saveLists(cn, raws, ex)
-		c.settle()
-		// Logged once its lists are the child's state: whoever reads the log
-		// (a person, a test) may ask for them now.
-		c.log.Info("child connected", "tools", len(raws), "took", time.Since(started).Round(time.Millisecond))
-		if cn.Transport.Remote() {
-			go c.watchRemote(ctx, cn)
-		}
-		switch c.watch(ctx, cn, started) {
-		case endShutdown:
-			c.resaveLists()
-			cn.Close()
-			return
-		case endIdle:
-			c.log.Info("stopping the idle server", "idle", time.Since(cn.LastUsed()).Round(time.Second))
-			c.retire(ctx, cn, StateIdle, nil)
-			if !c.idle(ctx, time.Now()) {
-				return
-			}
-			woke = true
-			restarts.Reset()
-			continue
-		case endRecycle:
-			c.log.Info("recycling the server: it ran for its maxLifetime", "up", time.Since(started).Round(time.Second))
-			c.retire(ctx, cn, StateRestarting, errRecycled)
-			woke = true
-			restarts.Reset()
-			continue
-		}
-		cn.Close()
-		if ctx.Err() != nil {
-			return // it exited because the gateway is shutting down: not a crash
-		}
-		up := time.Since(started)
-		again := restarts.Failed(up)
-		c.log.Warn("child exited", "up", up.Round(time.Millisecond), "reason", cn.ExitReason(), "stderr", cn.StderrTail())
-		if !again {
-			if !c.failed(ctx, fmt.Errorf("exited %d times in a row; gave up (see the log for its stderr)", restarts.Failures())) {
-				return
-			}
-			restarts.Fresh()
-			continue
-		}
-		c.mu.Lock()
-		c.restarts++
-		c.mu.Unlock()
-		c.set(nil, nil, extras{}, StateRestarting, errors.New(cn.ExitReason()), time.Now().Add(restarts.Backoff()))
-		if errors.Is(cn.Err(), upstream.ErrSessionLost) {
-			// The server is up but forgot the session (it restarted): a new
-			// session at once, so the calls waiting to be sent again go soon.
-			continue
-		}
-		if !sleep(ctx, restarts.Backoff()) {
-			return
-		}
-		restarts.Waited()
-	}
+// listingOf is what a listing of raws and ex is for the gateway, its tools
+// remembered (toolsFrom, remember).
+func (c *child) listingOf(raws []json.RawMessage, ex extras) listing {
+	l := listing{raws: raws, tools: c.toolsFrom(raws), headerTools: headerToolsOf(raws), extras: ex}
+	c.remember(l.tools)
+	return l
 }
 
 // watchRemote pings a remote child while cn lives (upstream.Conn.Watch): the
@@ -577,31 +367,24 @@ func (c *child) relist(ctx context.Context, cn *conn) {
 		c.log.Warn("re-listing tools failed", "err", err)
 		return
 	}
-	c.mu.Lock()
-	if c.conn != cn {
-		c.mu.Unlock()
+	tools, header := c.toolsFrom(raws), headerToolsOf(raws)
+	var ex extras
+	if !c.life.Update(cn, func(l *listing) { l.raws, l.tools, l.headerTools, ex = raws, tools, header, l.extras }) {
 		return
 	}
-	c.raws, c.tools, c.headerTools = raws, c.toolsFrom(raws), headerToolsOf(raws)
-	c.known = c.tools
-	ex := c.extras
-	c.mu.Unlock()
-	c.saveLists(cn, raws, ex)
+	c.remember(tools)
+	c.saveLists(cn, listing{raws: raws, extras: ex})
 	c.events.relisted(c.name)
 }
 
 // relistExtras refreshes resources and prompts after the child said they changed.
 func (c *child) relistExtras(ctx context.Context, cn *conn) {
 	ex := c.listExtras(ctx, cn)
-	c.mu.Lock()
-	if c.conn != cn {
-		c.mu.Unlock()
+	var raws []json.RawMessage
+	if !c.life.Update(cn, func(l *listing) { l.extras, raws = ex, l.raws }) {
 		return
 	}
-	c.extras = ex
-	raws := c.raws
-	c.mu.Unlock()
-	c.saveLists(cn, raws, ex)
+	c.saveLists(cn, listing{raws: raws, extras: ex})
 	c.events.relisted(c.name)
 }
 

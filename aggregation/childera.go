@@ -40,9 +40,7 @@ func nexusInfo() mcp.Implementation { return mcp.Implementation{Name: "nexus", V
 // paramHeaderTool is the child's definition of the tool it calls name when its
 // schema mirrors arguments into headers (x-mcp-header), nil otherwise.
 func (c *child) paramHeaderTool(name string) *mcp.Tool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.headerTools[name]
+	return c.life.Lists().headerTools[name]
 }
 
 // headerToolsOf decodes, once per listing, the tools whose schema mirrors arguments
@@ -80,10 +78,7 @@ func describeProtocol(version string) string {
 // knownCaps are the capabilities the child declared: its live connection's, or
 // the ones last found while it is down. ok is false before it ever answered.
 func (c *child) knownCaps() (caps mcp.ServerCapabilities, ok bool) {
-	c.mu.Lock()
-	cn := c.conn
-	c.mu.Unlock()
-	if cn != nil {
+	if cn, _ := c.life.Current(); cn != nil {
 		return cn.Caps, true
 	}
 	if e := c.eras.Get(eraKey(c.config())); e != nil {

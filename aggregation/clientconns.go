@@ -14,7 +14,7 @@ import (
 // client does to a stateful server (a browser page, a shell, a resource it created,
 // its log level, its subscriptions, its roots) is never seen by another.
 //
-// The child's own supervised connection (child.run) stays: it is the "template"
+// The child's own supervised connection (its Life) stays: it is the "template"
 // the manifest is listed from, declared what a shared child is (so it lists the tools
 // a server offers only to clients that can sample or have roots), and the connection
 // of calls that have no client (`nexus call`). A client

@@ -154,9 +154,8 @@ func waitState(t *testing.T, c *child, state State) {
 	t.Helper()
 	deadline := time.After(20 * time.Second)
 	for {
-		c.mu.Lock()
-		now, changed := c.state, c.changed
-		c.mu.Unlock()
+		changed := c.life.Changes()
+		now := c.life.Snapshot().State
 		if now == state {
 			return
 		}
@@ -272,9 +271,7 @@ func TestFailedChildComesBackOnCall(t *testing.T) {
 			if got := callText(t, g, "web__echo", `{"text":"back"}`); !strings.Contains(got, tt.want) {
 				t.Errorf("%s: call: %s, want %q in it", tt.name, got, tt.want)
 			}
-			c.mu.Lock()
-			attempts := c.attempts
-			c.mu.Unlock()
+			attempts := c.life.Snapshot().Attempts
 			if attempts != tt.attempts {
 				t.Errorf("%s: %d fresh attempts, want %d", tt.name, attempts, tt.attempts)
 			}

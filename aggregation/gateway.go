@@ -299,7 +299,7 @@ func (g *Gateway) Ready(ctx context.Context, servers ...string) error {
 			continue
 		}
 		select {
-		case <-c.settled:
+		case <-c.life.Settled():
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -72,13 +72,13 @@ func (c *child) listsFile() string {
 
 // saveLists keeps what the child listed on its own connection, for the next run.
 // A failure is logged: the next run then starts the server at once.
-func (c *child) saveLists(cn *conn, raws []json.RawMessage, ex extras) {
+func (c *child) saveLists(cn *conn, l listing) {
 	file := c.listsFile()
 	if file == "" || cn.owner != nil {
 		return
 	}
 	c.writeLists(file, savedLists{Launch: listsKey(c.config()), Saved: time.Now().UTC(), Capabilities: cn.Caps,
-		Instructions: cn.Instructions, AsksRoots: cn.AskedRoots() || c.rootsAtStart.Load(), Tools: raws, Listed: ex.listed})
+		Instructions: cn.Instructions, AsksRoots: cn.AskedRoots() || c.rootsAtStart.Load(), Tools: l.raws, Listed: l.extras.listed})
 }
 
 // writeLists writes saved to file, and logs a failure: the next run then starts
@@ -102,12 +102,13 @@ func (c *child) resaveLists() {
 	if file == "" {
 		return
 	}
+	cn, l := c.life.Current()
 	c.mu.Lock()
-	cn, raws, ex, said := c.conn, c.raws, c.extras, c.said
+	said := c.said
 	c.mu.Unlock()
 	switch {
-	case cn != nil && raws != nil:
-		c.saveLists(cn, raws, ex)
+	case cn != nil && l.raws != nil:
+		c.saveLists(cn, l)
 	case said != nil && !said.AsksRoots:
 		updated := *said
 		updated.AsksRoots = true
@@ -115,11 +116,11 @@ func (c *child) resaveLists() {
 	}
 }
 
-// restoreLists shows the lists the server gave last time, and reports whether
-// there were any for the way it is launched now.
+// restoreLists shows the lists a lazy server gave last time, and reports
+// whether there were any for the way it is launched now.
 func (c *child) restoreLists() bool {
 	file := c.listsFile()
-	if file == "" {
+	if file == "" || !c.events.lifecycle(c.config()).Lazy {
 		return false
 	}
 	b, err := os.ReadFile(file)
@@ -143,64 +144,14 @@ func (c *child) restoreLists() bool {
 	if saved.AsksRoots {
 		c.rootsAtStart.Store(true)
 	}
-	c.set(nil, saved.Tools, c.extrasFrom(saved.Capabilities.Resources != nil, saved.Listed), StateIdle, nil, time.Time{})
+	c.life.Set(nil, c.listingOf(saved.Tools, c.extrasFrom(saved.Capabilities.Resources != nil, saved.Listed)), StateIdle, nil, time.Time{})
 	c.log.Info("child idle", "tools", len(saved.Tools), "listed", "as it listed last run; it starts on the first request that needs it")
 	return true
 }
 
-// setState changes the child's state (and its error) and keeps its lists: an
-// idle child's tools stay listed, and nothing is decoded again.
-func (c *child) setState(state State, err error) {
-	c.mu.Lock()
-	c.state, c.lastErr, c.nextRetry = state, err, time.Time{}
-	close(c.changed)
-	c.changed = make(chan struct{})
-	c.mu.Unlock()
-}
-
-// wake asks an idle child to start.
-func (c *child) wake() {
-	select {
-	case c.wakec <- struct{}{}:
-	default:
-	}
-}
-
-// idle keeps the child idle (its lists shown, no process) until a request needs
-// it, and reports false when ctx ended first. stopped is when it was stopped,
-// zero for a server not started yet.
-func (c *child) idle(ctx context.Context, stopped time.Time) bool {
-	// A wake already waiting is a request that came as the child stopped: it
-	// starts the child again at once.
-	c.mu.Lock()
-	if c.idleSince.IsZero() || stopped.IsZero() {
-		c.idleSince = stopped
-	}
-	c.mu.Unlock()
-	c.setState(StateIdle, nil)
-	c.settle()
-	c.log.Debug("server idle", "stopped", !stopped.IsZero())
-	select {
-	case <-ctx.Done():
-		return false
-	case <-c.wakec:
-	}
-	c.setState(StateConnecting, nil) // its tools stay listed while it starts
-	return true
-}
-
-// Why watch returned.
-type watchEnd int
-
-const (
-	endShutdown watchEnd = iota // the gateway is stopping the child
-	endExited                   // the connection ended on its own
-	endIdle                     // unused for its idle timeout
-	endRecycle                  // past its maximum lifetime, between calls
-)
-
-// watch waits while the child's connection serves, and says why it stopped.
-func (c *child) watch(ctx context.Context, cn *conn, started time.Time) watchEnd {
+// watch waits while the child's connection serves, and says why it stopped:
+// a stdio server of its own is checked for being idle or past its lifetime.
+func (c *child) watch(ctx context.Context, cn *conn, started time.Time) upstream.End {
 	var tick <-chan time.Time
 	if c.config().Transport == config.TransportStdio && cn.owner == nil {
 		t := time.NewTicker(lifecycleCheck)
@@ -210,20 +161,22 @@ func (c *child) watch(ctx context.Context, cn *conn, started time.Time) watchEnd
 	for {
 		select {
 		case <-ctx.Done():
-			return endShutdown
+			return upstream.EndShutdown
 		case <-cn.Done():
-			return endExited
+			return upstream.EndExited
 		case <-tick:
 		}
 		life := c.events.lifecycle(c.config()) // a reload may have changed it
 		if c.busy(cn) {
 			continue
 		}
-		if life.MaxLifetime > 0 && time.Since(started) >= life.MaxLifetime {
-			return endRecycle
+		if up := time.Since(started); life.MaxLifetime > 0 && up >= life.MaxLifetime {
+			c.log.Info("recycling the server: it ran for its maxLifetime", "up", up.Round(time.Second))
+			return upstream.EndRecycle
 		}
-		if life.IdleTimeout > 0 && time.Since(cn.LastUsed()) >= life.IdleTimeout {
-			return endIdle
+		if unused := time.Since(cn.LastUsed()); life.IdleTimeout > 0 && unused >= life.IdleTimeout {
+			c.log.Info("stopping the idle server", "idle", unused.Round(time.Second))
+			return upstream.EndIdle
 		}
 	}
 }
@@ -237,34 +190,6 @@ const lifecycleCheck = 250 * time.Millisecond
 func (c *child) busy(cn *conn) bool {
 	return !cn.Idle() || c.ups.Len() > 0 || c.events.subscribed(c.name)
 }
-
-// retire takes cn out of service (state is what the child is meanwhile), lets a
-// request that took it just before finish, up to the server's call timeout, and
-// closes it.
-func (c *child) retire(ctx context.Context, cn *conn, state State, why error) {
-	c.mu.Lock()
-	raws, ex := c.raws, c.extras
-	c.mu.Unlock()
-	c.saveLists(cn, raws, ex) // with what was learnt since, as whether it asks for roots
-	c.mu.Lock()
-	c.conn = nil
-	if state == StateIdle {
-		c.idleSince = time.Now()
-	}
-	c.mu.Unlock()
-	c.setState(state, why)
-	deadline := time.Now().Add(c.config().CallTimeout())
-	for !cn.Idle() && time.Now().Before(deadline) {
-		if !sleep(ctx, 10*time.Millisecond) {
-			break
-		}
-	}
-	cn.Close()
-	<-cn.Done()
-}
-
-// errRecycled is why a recycled server restarts.
-var errRecycled = errors.New("restarting: it ran for its maxLifetime")
 
 // describeIdle is an idle server's state in words.
 func describeIdle(since time.Time) string {
@@ -289,12 +214,12 @@ func (s Status) Up() bool { return s.State == StateReady || s.State == StateIdle
 // instructions are what the child told its client to read: the live
 // connection's, or, while it is idle, what it said last run.
 func (c *child) instructions() string {
+	if cn, _ := c.life.Current(); cn != nil {
+		return cn.Instructions
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch {
-	case c.conn != nil:
-		return c.conn.Instructions
-	case c.said != nil:
+	if c.said != nil {
 		return c.said.Instructions
 	}
 	return ""

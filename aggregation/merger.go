@@ -170,9 +170,7 @@ func (m *merger) rebuildLocked(ctx context.Context) []error {
 	}
 	perExtras := map[string]extras{}
 	for name, c := range kids {
-		c.mu.Lock()
-		perExtras[name] = c.extras
-		c.mu.Unlock()
+		perExtras[name] = c.life.Lists().extras
 	}
 	next, errs := buildManifest(perServer, perExtras)
 	m.cur.Store(next)

@@ -13,8 +13,10 @@
 //     (Handshake, Eras), and the exchanges themselves (Initialize, Discover).
 //   - Its lists: paging (List), a server's resources, templates and prompts
 //     (ListOthers), the lists it said changed (Changes).
-//   - Keeping servers: the restart policy (Restarts), and the connections
-//     each client session has of its own (Pool).
+//   - Keeping servers: a server's life (Life: its state, its connection and
+//     that connection's lists, run through the Supervisee hooks the gateway
+//     gives it), the restart policy (Restarts), and the connections each
+//     client session has of its own (Pool).
 //
 // None of it knows of tools, sessions or policy: a request's write gate
 // reaches a transport as an explicit BeforeWrite, what the child sends unasked

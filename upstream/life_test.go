@@ -1,0 +1,510 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/nexus-mcp/nexus/oauth"
+)
+
+// testConn is a connection a test ends as it likes.
+type testConn struct {
+	id   int
+	done chan struct{}
+	once sync.Once
+	err  error // why it ended; read once done is closed
+
+	mu       sync.Mutex
+	checking chan struct{} // calls held back until it closes (Doubts.Held)
+}
+
+func (c *testConn) Done() <-chan struct{} { return c.done }
+func (c *testConn) Close()                { c.end(nil) }
+func (c *testConn) Lost() bool            { return errors.Is(c.Err(), ErrSessionLost) }
+func (c *testConn) Idle() bool            { return true }
+func (c *testConn) StderrTail() string    { return "" }
+
+func (c *testConn) Checking() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.checking
+}
+
+// hold holds calls back until release.
+func (c *testConn) hold() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.checking = make(chan struct{})
+}
+
+func (c *testConn) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	close(c.checking)
+	c.checking = nil
+}
+
+func (c *testConn) end(err error) { c.once.Do(func() { c.err = err; close(c.done) }) }
+
+func (c *testConn) Err() error {
+	select {
+	case <-c.done:
+		return c.err
+	default:
+		return nil
+	}
+}
+
+func (c *testConn) ExitReason() string {
+	if err := c.Err(); err != nil {
+		return err.Error()
+	}
+	return "closed"
+}
+
+// testServer is a Supervisee whose connections fail as told, and which keeps
+// a record of what it was told.
+type testServer struct {
+	life    *Life[*testConn, string]
+	restore bool
+	ends    chan End // what Serve returns before the connection ends
+
+	mu     sync.Mutex
+	fail   []error // what the next connections fail with, in order; then they succeed
+	conns  []*testConn
+	events []string
+}
+
+func newTestServer(opts LifeOptions, fail ...error) *testServer {
+	s := &testServer{fail: fail, ends: make(chan End, 1)}
+	s.life = NewLife[*testConn, string](opts)
+	return s
+}
+
+func (s *testServer) note(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = append(s.events, fmt.Sprintf(format, args...))
+}
+
+func (s *testServer) record() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.events)
+}
+
+// conn is the nth connection made (from 1).
+func (s *testServer) conn(t *testing.T, n int) *testConn {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.conns) < n {
+		t.Fatalf("%d connections made, not %d", len(s.conns), n)
+	}
+	return s.conns[n-1]
+}
+
+func (s *testServer) Restore() bool {
+	if s.restore {
+		s.life.Set(nil, "kept", StateIdle, nil, time.Time{})
+		s.note("restore")
+	}
+	return s.restore
+}
+
+func (s *testServer) Connect(ctx context.Context) (*testConn, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.fail) > 0 {
+		err := s.fail[0]
+		s.fail = s.fail[1:]
+		s.events = append(s.events, "connect failed")
+		return nil, "", err
+	}
+	cn := &testConn{id: len(s.conns) + 1, done: make(chan struct{})}
+	s.conns = append(s.conns, cn)
+	s.events = append(s.events, fmt.Sprintf("connect %d", cn.id))
+	return cn, fmt.Sprintf("lists of %d", cn.id), nil
+}
+
+func (s *testServer) Up(_ context.Context, cn *testConn, lists string, _ time.Duration) {
+	s.note("up %d with %s", cn.id, lists)
+}
+
+func (s *testServer) Serve(ctx context.Context, cn *testConn, _ time.Time) End {
+	select {
+	case <-ctx.Done():
+		return EndShutdown
+	case <-cn.Done():
+		return EndExited
+	case e := <-s.ends:
+		return e
+	}
+}
+
+func (s *testServer) Keep(cn *testConn, lists string) { s.note("keep %d with %s", cn.id, lists) }
+func (s *testServer) Reconnected()                    { s.note("reconnected") }
+func (s *testServer) Drain() time.Duration            { return time.Second }
+
+// run runs the server's Life until the test ends.
+func (s *testServer) run(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.life.Run(ctx, s)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// checkLife fails unless the Life is in state, with the error (a part of it)
+// and the connection and lists it has.
+func checkLife(t *testing.T, s *testServer, state State, err string, conn int, lists string) {
+	t.Helper()
+	snap := s.life.Snapshot()
+	gotErr := ""
+	if snap.Err != nil {
+		gotErr = snap.Err.Error()
+	}
+	if snap.State != state || !strings.Contains(gotErr, err) || (err == "") != (gotErr == "") {
+		t.Errorf("state %s (err %q), want %s (err %q)", snap.State, gotErr, state, err)
+	}
+	cn, l := s.life.Current()
+	got := 0
+	if cn != nil {
+		got = cn.id
+	}
+	if got != conn || l != lists {
+		t.Errorf("connection %d with %q, want %d with %q", got, l, conn, lists)
+	}
+}
+
+func TestLifeConnects(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		changes := 0
+		s := newTestServer(LifeOptions{Changed: func() { changes++ }})
+		checkLife(t, s, StateConnecting, "", 0, "")
+		s.run(t)
+		<-s.life.Settled()
+		synctest.Wait()
+		checkLife(t, s, StateReady, "", 1, "lists of 1")
+		if changes != 1 {
+			t.Errorf("told of %d changes, want 1", changes)
+		}
+		if want := []string{"connect 1", "up 1 with lists of 1"}; !slices.Equal(s.record(), want) {
+			t.Errorf("events %q, want %q", s.record(), want)
+		}
+	})
+}
+
+func TestLifeRestarts(t *testing.T) {
+	tests := []struct {
+		name string
+		// end ends the first connection.
+		end func(s *testServer, cn *testConn)
+		// state and err are the Life's at once after that end.
+		state State
+		err   string
+		// wait is how long until the second connection is made.
+		wait time.Duration
+		// restarts counts the exits followed by a restart.
+		restarts int
+		events   []string
+	}{
+		{
+			name: "an exit restarts it after the backoff",
+			end:  func(_ *testServer, cn *testConn) { cn.end(errors.New("exit status 1")) },
+			// Restarting, with the exit's reason.
+			state: StateRestarting, err: "exit status 1", wait: FirstBackoff, restarts: 1,
+			events: []string{"connect 1", "up 1 with lists of 1", "connect 2", "reconnected", "up 2 with lists of 2"},
+		},
+		{
+			name: "a forgotten session reconnects at once",
+			end:  func(_ *testServer, cn *testConn) { cn.end(fmt.Errorf("call: %w", ErrSessionLost)) },
+			// Already connected again: no wait.
+			state: StateReady, wait: 0, restarts: 1,
+			events: []string{"connect 1", "up 1 with lists of 1", "connect 2", "reconnected", "up 2 with lists of 2"},
+		},
+		{
+			name: "a recycled connection is kept, closed and replaced at once, not counted as an exit",
+			end:  func(s *testServer, _ *testConn) { s.ends <- EndRecycle },
+			// Connected again before the test looks.
+			state: StateReady, wait: 0,
+			events: []string{"connect 1", "up 1 with lists of 1", "keep 1 with lists of 1", "connect 2", "up 2 with lists of 2"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newTestServer(LifeOptions{})
+				s.run(t)
+				synctest.Wait()
+				first := s.conn(t, 1)
+				start := time.Now()
+				tt.end(s, first)
+				synctest.Wait()
+				if tt.state != StateReady {
+					checkLife(t, s, tt.state, tt.err, 0, "")
+				}
+				cn, ok := s.life.Await(t.Context(), nil)
+				if !ok || cn.id != 2 {
+					t.Fatalf("Await: connection %v, %v; want the second", cn, ok)
+				}
+				if waited := time.Since(start); waited != tt.wait {
+					t.Errorf("connected again after %s, want %s", waited, tt.wait)
+				}
+				if first.Err() == nil && !isClosed(first.Done()) {
+					t.Error("the first connection is still open")
+				}
+				checkLife(t, s, StateReady, "", 2, "lists of 2")
+				if got := s.life.Snapshot().Restarts; got != tt.restarts {
+					t.Errorf("%d restarts, want %d", got, tt.restarts)
+				}
+				if !slices.Equal(s.record(), tt.events) {
+					t.Errorf("events %q, want %q", s.record(), tt.events)
+				}
+			})
+		})
+	}
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestLifeGivesUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		refused := errors.New("connection refused")
+		fail := make([]error, MaxFailures+1)
+		for i := range fail {
+			fail[i] = refused
+		}
+		s := newTestServer(LifeOptions{}, fail...)
+		s.run(t)
+		<-s.life.Settled()
+		if snap := s.life.Snapshot(); snap.State != StateRetrying || snap.NextRetry.IsZero() {
+			t.Errorf("after the first failure: %s, next try at %v; want retrying with a next try", snap.State, snap.NextRetry)
+		}
+		time.Sleep(MaxBackoff * MaxFailures) // every backoff spent
+		synctest.Wait()
+		checkLife(t, s, StateFailed, fmt.Sprintf("gave up after %d attempts: connection refused", MaxFailures), 0, "")
+		if n := len(s.record()); n != MaxFailures {
+			t.Errorf("%d attempts before giving up, want %d", n, MaxFailures)
+		}
+
+		// A request asks for one fresh attempt, which fails too: it is told so.
+		if cn, ok := s.life.Await(t.Context(), nil); ok {
+			t.Fatalf("Await gave connection %d after the fresh attempt failed", cn.id)
+		}
+		checkLife(t, s, StateFailed, "a fresh attempt failed too: connection refused", 0, "")
+		if got := s.life.Snapshot().Attempts; got != 1 {
+			t.Errorf("%d fresh attempts, want 1", got)
+		}
+
+		// The next request's fresh attempt succeeds.
+		cn, ok := s.life.Await(t.Context(), nil)
+		if !ok || cn.id != 1 {
+			t.Fatalf("Await: %v, %v; want the first connection", cn, ok)
+		}
+		if got := s.life.Snapshot().Attempts; got != 2 {
+			t.Errorf("%d fresh attempts, want 2", got)
+		}
+	})
+}
+
+func TestLifeNeedsLogin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestServer(LifeOptions{}, &oauth.LoginError{Server: "web"})
+		s.run(t)
+		<-s.life.Settled()
+		time.Sleep(MaxBackoff) // no retry comes by itself
+		synctest.Wait()
+		checkLife(t, s, StateNeedsLogin, "run nexus auth login web", 0, "")
+		if got := s.record(); len(got) != 1 {
+			t.Errorf("events %q: a server that needs a login was tried again unasked", got)
+		}
+		// After the login, a request's attempt succeeds.
+		if cn, ok := s.life.Await(t.Context(), nil); !ok || cn.id != 1 {
+			t.Fatalf("Await: %v, %v; want the first connection", cn, ok)
+		}
+	})
+}
+
+func TestLifeOneAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestServer(LifeOptions{OneAttempt: true}, errors.New("not installed"))
+		s.run(t)
+		<-s.life.Settled()
+		checkLife(t, s, StateFailed, "not installed", 0, "")
+		if cn, ok := s.life.Await(t.Context(), nil); ok {
+			t.Errorf("Await gave connection %d; a one-shot server is not tried again", cn.id)
+		}
+		synctest.Wait()
+		if got := s.record(); len(got) != 1 {
+			t.Errorf("events %q, want the one attempt", got)
+		}
+	})
+}
+
+func TestLifeIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestServer(LifeOptions{})
+		s.restore = true
+		s.run(t)
+		<-s.life.Settled()
+		checkLife(t, s, StateIdle, "", 0, "kept")
+		if since := s.life.Snapshot().IdleSince; !since.IsZero() {
+			t.Errorf("a server never started idle since %v", since)
+		}
+
+		// A request starts it.
+		if cn, ok := s.life.Await(t.Context(), nil); !ok || cn.id != 1 {
+			t.Fatalf("Await: %v, %v; want the first connection", cn, ok)
+		}
+		checkLife(t, s, StateReady, "", 1, "lists of 1")
+
+		// Unused, it stops: its lists stay shown.
+		s.ends <- EndIdle
+		synctest.Wait()
+		checkLife(t, s, StateIdle, "", 0, "lists of 1")
+		if since := s.life.Snapshot().IdleSince; since.IsZero() {
+			t.Error("a stopped server has no idle time")
+		}
+		if !isClosed(s.conn(t, 1).Done()) {
+			t.Error("the idle connection was not closed")
+		}
+
+		// The next request starts it again; that is no reconnection.
+		if cn, ok := s.life.Await(t.Context(), nil); !ok || cn.id != 2 {
+			t.Fatalf("Await: %v, %v; want the second connection", cn, ok)
+		}
+		want := []string{"restore", "connect 1", "up 1 with lists of 1", "keep 1 with lists of 1", "connect 2", "up 2 with lists of 2"}
+		if !slices.Equal(s.record(), want) {
+			t.Errorf("events %q, want %q", s.record(), want)
+		}
+	})
+}
+
+func TestLifeAwait(t *testing.T) {
+	tests := []struct {
+		name string
+		// hold makes the first connection one whose calls are held back.
+		hold bool
+		// old is the connection Await must not return.
+		old bool
+		// release lets Await go on: the held calls, or the old connection's end.
+		release func(s *testServer, cn *testConn)
+		want    int
+	}{
+		{name: "a ready connection", want: 1},
+		{name: "held calls wait for the check", hold: true,
+			release: func(_ *testServer, cn *testConn) { cn.release() }, want: 1},
+		{name: "never the old connection", old: true,
+			release: func(_ *testServer, cn *testConn) { cn.end(fmt.Errorf("call: %w", ErrSessionLost)) }, want: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newTestServer(LifeOptions{})
+				s.run(t)
+				synctest.Wait()
+				first := s.conn(t, 1)
+				if tt.hold {
+					first.hold()
+				}
+				var old *testConn
+				if tt.old {
+					old = first
+				}
+				got := make(chan *testConn, 1)
+				go func() {
+					cn, _ := s.life.Await(t.Context(), old)
+					got <- cn
+				}()
+				synctest.Wait()
+				if tt.release != nil {
+					if len(got) > 0 {
+						t.Fatal("Await returned before it should")
+					}
+					tt.release(s, first)
+				}
+				if cn := <-got; cn == nil || cn.id != tt.want {
+					t.Errorf("Await gave %v, want connection %d", cn, tt.want)
+				}
+			})
+		})
+	}
+
+	t.Run("a request that ends first", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s := newTestServer(LifeOptions{}) // never run: it stays connecting
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			defer cancel()
+			if cn, ok := s.life.Await(ctx, nil); ok || cn != nil {
+				t.Errorf("Await: %v, %v; want nothing", cn, ok)
+			}
+		})
+	})
+}
+
+func TestLifeUpdate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestServer(LifeOptions{})
+		s.run(t)
+		synctest.Wait()
+		first := s.conn(t, 1)
+		tests := []struct {
+			name  string
+			cn    *testConn
+			ok    bool
+			lists string
+		}{
+			{name: "the connection serving", cn: first, ok: true, lists: "relisted"},
+			{name: "another connection", cn: &testConn{}, ok: false, lists: "relisted"},
+			{name: "whatever serves", cn: nil, ok: true, lists: "reconfigured"},
+		}
+		for _, tt := range tests {
+			next := tt.lists
+			if ok := s.life.Update(tt.cn, func(l *string) { *l = next }); ok != tt.ok {
+				t.Errorf("%s: Update reported %v", tt.name, ok)
+			}
+			if got := s.life.Lists(); got != tt.lists {
+				t.Errorf("%s: lists %q, want %q", tt.name, got, tt.lists)
+			}
+		}
+	})
+}
+
+func TestLifeShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestServer(LifeOptions{})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.life.Run(ctx, s)
+		}()
+		synctest.Wait()
+		cancel()
+		<-done
+		if !isClosed(s.conn(t, 1).Done()) {
+			t.Error("the connection is still open after Run returned")
+		}
+		want := []string{"connect 1", "up 1 with lists of 1", "keep 1 with lists of 1"}
+		if !slices.Equal(s.record(), want) {
+			t.Errorf("events %q, want %q", s.record(), want)
+		}
+	})
+}
