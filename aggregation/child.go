@@ -80,6 +80,9 @@ type child struct {
 	held pinsHeld
 
 	life *upstream.Life[*conn, listing]
+	// reviews counts the reconfigures: a listing whose tools were built
+	// before the last one is built again (reviewAgain).
+	reviews atomic.Uint64
 
 	mu    sync.Mutex
 	known []*Tool // the last tools it had while up: what stale-if-error may stand in for
@@ -107,6 +110,8 @@ type child struct {
 type listing struct {
 	raws  []json.RawMessage
 	tools []*Tool
+	// review is the child's reviews count when tools were built.
+	review uint64
 	// headerTools are those of raws whose schema mirrors arguments into
 	// headers (x-mcp-header), decoded once, by name: what a modern HTTP
 	// call's Mcp-Param headers are made from (headerToolsOf).
@@ -168,9 +173,10 @@ func (c *child) shutdown() {
 // overrides, prefix or timeout take effect without a restart.
 func (c *child) reconfigure(cfg *config.Server) {
 	c.cfgp.Store(cfg)
+	c.reviews.Add(1)
 	var tools []*Tool
 	c.life.Update(nil, func(l *listing) {
-		l.tools = c.toolsOf(l.raws, false)
+		l.review, l.tools = c.reviews.Load(), c.toolsOf(l.raws, false)
 		tools = l.tools
 	})
 	c.remember(tools)
@@ -253,8 +259,7 @@ func (s Status) Describe() string {
 
 func (c *child) status() Status {
 	life := c.life.Snapshot()
-	cn, lists := c.life.Current()
-	s := Status{Name: c.name, Transport: c.config().Transport, State: life.State, Tools: len(lists.tools), Source: c.config().Source,
+	s := Status{Name: c.name, Transport: c.config().Transport, State: life.State, Tools: len(life.Lists.tools), Source: c.config().Source,
 		NextRetry: life.NextRetry, Restarts: life.Restarts, Sessions: config.SessionsShared}
 	if life.State == StateIdle {
 		s.IdleSince = life.IdleSince
@@ -271,7 +276,7 @@ func (c *child) status() Status {
 		s.Error = life.Err.Error()
 	}
 	s.Held, s.Unapproved = c.held.names()
-	if cn != nil {
+	if cn := life.Conn; cn != nil {
 		e, why := cn.Era()
 		s.Protocol, s.ProtocolWhy = describeProtocol(e.Version), why
 	} else if e := c.eras.Get(eraKey(c.config())); e != nil {
@@ -328,16 +333,36 @@ func (c *child) current() (*conn, []*Tool) {
 }
 
 // listingOf is what a listing of raws and ex is for the gateway, its tools
-// remembered (toolsFrom, remember).
+// remembered (toolsFrom, remember). It is built before it is the child's
+// (upstream.Life.Set), so a reconfigure may come meanwhile: reviewAgain.
 func (c *child) listingOf(raws []json.RawMessage, ex extras) listing {
-	l := listing{raws: raws, tools: c.toolsFrom(raws), headerTools: headerToolsOf(raws), extras: ex}
+	l := listing{review: c.reviews.Load(), raws: raws, headerTools: headerToolsOf(raws), extras: ex}
+	l.tools = c.toolsFrom(raws)
 	c.remember(l.tools)
 	return l
 }
 
+// reviewAgain builds the tools of cn's listing again (of whatever serves, for
+// a nil cn) when a reload or a pin approval (reconfigure) came while they were
+// built, before they were the child's: what it changed is not lost.
+func (c *child) reviewAgain(cn *conn) {
+	var tools []*Tool
+	again := false
+	c.life.Update(cn, func(l *listing) {
+		if now := c.reviews.Load(); l.review != now {
+			l.review, l.tools, again = now, c.toolsOf(l.raws, false), true
+			tools = l.tools
+		}
+	})
+	if again {
+		c.remember(tools)
+		c.events.toolsChanged(c.name)
+	}
+}
+
 // watchRemote pings a remote child while cn lives (upstream.Conn.Watch): the
 // state the child held (sessions, subscriptions) is gone once it stops
-// answering, and run reconnects. A modern child has no ping (2026-07-28
+// answering, and its Life reconnects. A modern child has no ping (2026-07-28
 // removed it): its dialect asks server/discover instead.
 func (c *child) watchRemote(ctx context.Context, cn *conn) {
 	ping := func(ctx context.Context) error {
@@ -367,12 +392,19 @@ func (c *child) relist(ctx context.Context, cn *conn) {
 		c.log.Warn("re-listing tools failed", "err", err)
 		return
 	}
-	tools, header := c.toolsFrom(raws), headerToolsOf(raws)
+	var tools []*Tool
 	var ex extras
-	if !c.life.Update(cn, func(l *listing) { l.raws, l.tools, l.headerTools, ex = raws, tools, header, l.extras }) {
+	if !c.life.Update(cn, func(l *listing) {
+		// Reviewed (toolsFrom) only once it is known to be the serving
+		// connection's: the pins record no listing of one since replaced.
+		l.review, tools = c.reviews.Load(), c.toolsFrom(raws)
+		l.raws, l.tools, l.headerTools, ex = raws, tools, headerToolsOf(raws), l.extras
+	}) {
 		return
 	}
-	c.remember(tools)
+	c.mu.Lock()
+	c.known = tools // what it lists now, none included
+	c.mu.Unlock()
 	c.saveLists(cn, listing{raws: raws, extras: ex})
 	c.events.relisted(c.name)
 }

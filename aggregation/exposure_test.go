@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/nexus-mcp/nexus/config"
@@ -119,5 +120,58 @@ func TestSkippedToolNameRedactedBeforeCut(t *testing.T) {
 	}
 	if !strings.Contains(logged.String(), "skipping a tool") || strings.Contains(logged.String(), secret[:8]) {
 		t.Errorf("the log holds part of the secret, or nothing:\n%s", logged.String())
+	}
+}
+
+// TestReconfigureWhileConnecting: a reload that comes while a connection's
+// listing is made (its tools built, not yet the child's) is not lost: the tools
+// are built again under the entry of now once the listing is the child's.
+func TestReconfigureWhileConnecting(t *testing.T) {
+	t.Parallel()
+	entry := func(prefix string) *config.Server {
+		cfg, err := config.Parse("test.json", []byte(`{"servers": {"fx": {"command": "fx", "prefix": "`+prefix+`"}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg.Servers["fx"]
+	}
+	raw := json.RawMessage(`{"name": "echo", "inputSchema": {"type": "object"}}`)
+	tests := []struct {
+		name   string
+		reload bool // a reload between the listing made and set
+		want   string
+	}{
+		{name: "no reload meanwhile", want: "old__echo"},
+		{name: "a reload meanwhile", reload: true, want: "new__echo"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := config.Parse("test.json", []byte(`{"servers": {"fx": {"command": "fx"}}}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := New(cfg, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := g.newChild(entry("old"))
+			l := c.listingOf([]json.RawMessage{raw}, extras{})
+			if tt.reload {
+				c.reconfigure(entry("new"))
+			}
+			c.life.Set(nil, l, StateIdle, nil, time.Time{})
+			c.reviewAgain(nil)
+			_, tools := c.current()
+			var names []string
+			for _, tool := range tools {
+				names = append(names, tool.Wire)
+			}
+			if len(names) != 1 || names[0] != tt.want {
+				t.Fatalf("tools %q, want one named %s", names, tt.want)
+			}
+			if known := c.knownTool(tt.want); known == nil {
+				t.Errorf("%s is not among the tools known", tt.want)
+			}
+		})
 	}
 }

@@ -145,6 +145,7 @@ func (c *child) restoreLists() bool {
 		c.rootsAtStart.Store(true)
 	}
 	c.life.Set(nil, c.listingOf(saved.Tools, c.extrasFrom(saved.Capabilities.Resources != nil, saved.Listed)), StateIdle, nil, time.Time{})
+	c.reviewAgain(nil)
 	c.log.Info("child idle", "tools", len(saved.Tools), "listed", "as it listed last run; it starts on the first request that needs it")
 	return true
 }

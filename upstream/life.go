@@ -91,6 +91,20 @@ const (
 	EndRecycle             // past its maximum lifetime: the server restarts
 )
 
+func (e End) String() string {
+	switch e {
+	case EndShutdown:
+		return "shutdown"
+	case EndExited:
+		return "exited"
+	case EndIdle:
+		return "idle"
+	case EndRecycle:
+		return "recycle"
+	}
+	return fmt.Sprintf("End(%d)", int(e))
+}
+
 // ErrRecycled is why a recycled server restarts.
 var ErrRecycled = errors.New("restarting: it ran for its maxLifetime")
 
@@ -151,8 +165,10 @@ func NewLife[C Supervised, L any](opts LifeOptions) *Life[C, L] {
 		retryc: make(chan struct{}, 1), wakec: make(chan struct{}, 1), settled: make(chan struct{}), updated: make(chan struct{})}
 }
 
-// Snapshot is a Life's state as a status page shows it.
-type Snapshot struct {
+// Snapshot is a Life's state as a status page shows it, read at one moment.
+type Snapshot[C Supervised, L any] struct {
+	Conn      C // the connection serving, or the zero C
+	Lists     L
 	State     State
 	Err       error
 	NextRetry time.Time // when a retrying or restarting server tries again
@@ -162,10 +178,10 @@ type Snapshot struct {
 }
 
 // Snapshot is the state now.
-func (l *Life[C, L]) Snapshot() Snapshot {
+func (l *Life[C, L]) Snapshot() Snapshot[C, L] {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return Snapshot{State: l.state, Err: l.err, NextRetry: l.nextRetry, Restarts: l.restarts, Attempts: l.attempts, IdleSince: l.idleSince}
+	return Snapshot[C, L]{Conn: l.conn, Lists: l.lists, State: l.state, Err: l.err, NextRetry: l.nextRetry, Restarts: l.restarts, Attempts: l.attempts, IdleSince: l.idleSince}
 }
 
 // Current is the connection serving, or the zero C, and its lists.

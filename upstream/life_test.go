@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -21,6 +22,8 @@ type testConn struct {
 	once sync.Once
 	err  error // why it ended; read once done is closed
 
+	busy atomic.Bool // a request is in flight
+
 	mu       sync.Mutex
 	checking chan struct{} // calls held back until it closes (Doubts.Held)
 }
@@ -28,7 +31,7 @@ type testConn struct {
 func (c *testConn) Done() <-chan struct{} { return c.done }
 func (c *testConn) Close()                { c.end(nil) }
 func (c *testConn) Lost() bool            { return errors.Is(c.Err(), ErrSessionLost) }
-func (c *testConn) Idle() bool            { return true }
+func (c *testConn) Idle() bool            { return !c.busy.Load() }
 func (c *testConn) StderrTail() string    { return "" }
 
 func (c *testConn) Checking() <-chan struct{} {
@@ -75,6 +78,9 @@ type testServer struct {
 	life    *Life[*testConn, string]
 	restore bool
 	ends    chan End // what Serve returns before the connection ends
+	// exitsAtShutdown makes Serve see the connection's end, not the
+	// shutdown, when Run's context ends (a process killed with it).
+	exitsAtShutdown bool
 
 	mu     sync.Mutex
 	fail   []error // what the next connections fail with, in order; then they succeed
@@ -141,6 +147,10 @@ func (s *testServer) Up(_ context.Context, cn *testConn, lists string, _ time.Du
 func (s *testServer) Serve(ctx context.Context, cn *testConn, _ time.Time) End {
 	select {
 	case <-ctx.Done():
+		if s.exitsAtShutdown {
+			cn.end(errors.New("killed"))
+			return EndExited
+		}
 		return EndShutdown
 	case <-cn.Done():
 		return EndExited
@@ -252,6 +262,9 @@ func TestLifeRestarts(t *testing.T) {
 				synctest.Wait()
 				if tt.state != StateReady {
 					checkLife(t, s, tt.state, tt.err, 0, "")
+					if next := s.life.Snapshot().NextRetry; !next.Equal(start.Add(tt.wait)) {
+						t.Errorf("next try at %v, want %v", next.Sub(start), tt.wait)
+					}
 				}
 				cn, ok := s.life.Await(t.Context(), nil)
 				if !ok || cn.id != 2 {
@@ -297,6 +310,8 @@ func TestLifeGivesUp(t *testing.T) {
 		if snap := s.life.Snapshot(); snap.State != StateRetrying || snap.NextRetry.IsZero() {
 			t.Errorf("after the first failure: %s, next try at %v; want retrying with a next try", snap.State, snap.NextRetry)
 		}
+		s.life.Retry() // asked before it gave up: no fresh attempt after
+
 		time.Sleep(MaxBackoff * MaxFailures) // every backoff spent
 		synctest.Wait()
 		checkLife(t, s, StateFailed, fmt.Sprintf("gave up after %d attempts: connection refused", MaxFailures), 0, "")
@@ -390,7 +405,16 @@ func TestLifeIdle(t *testing.T) {
 		if cn, ok := s.life.Await(t.Context(), nil); !ok || cn.id != 2 {
 			t.Fatalf("Await: %v, %v; want the second connection", cn, ok)
 		}
-		want := []string{"restore", "connect 1", "up 1 with lists of 1", "keep 1 with lists of 1", "connect 2", "up 2 with lists of 2"}
+		// Its next stop is the one it is idle since.
+		first := s.life.Snapshot().IdleSince
+		time.Sleep(time.Minute)
+		s.ends <- EndIdle
+		synctest.Wait()
+		if since := s.life.Snapshot().IdleSince; since.Sub(first) != time.Minute {
+			t.Errorf("idle since %v after the second stop, want a minute after the first", since.Sub(first))
+		}
+		want := []string{"restore", "connect 1", "up 1 with lists of 1", "keep 1 with lists of 1", "connect 2", "up 2 with lists of 2",
+			"keep 2 with lists of 2"}
 		if !slices.Equal(s.record(), want) {
 			t.Errorf("events %q, want %q", s.record(), want)
 		}
@@ -411,6 +435,8 @@ func TestLifeAwait(t *testing.T) {
 		{name: "a ready connection", want: 1},
 		{name: "held calls wait for the check", hold: true,
 			release: func(_ *testServer, cn *testConn) { cn.release() }, want: 1},
+		{name: "held calls of a connection that ends wait for the next", hold: true,
+			release: func(_ *testServer, cn *testConn) { cn.end(errors.New("exit status 1")) }, want: 2},
 		{name: "never the old connection", old: true,
 			release: func(_ *testServer, cn *testConn) { cn.end(fmt.Errorf("call: %w", ErrSessionLost)) }, want: 2},
 	}
@@ -505,6 +531,121 @@ func TestLifeShutdown(t *testing.T) {
 		want := []string{"connect 1", "up 1 with lists of 1", "keep 1 with lists of 1"}
 		if !slices.Equal(s.record(), want) {
 			t.Errorf("events %q, want %q", s.record(), want)
+		}
+	})
+}
+
+// TestLifeDrains: a connection retired (idle, recycled) lets the request that
+// took it just before finish, up to Drain, before it is closed.
+func TestLifeDrains(t *testing.T) {
+	tests := []struct {
+		name string
+		// done is when the request in flight ends; 0: never.
+		done time.Duration
+		// closed is when the connection is closed.
+		closed time.Duration
+	}{
+		{name: "a request that ends", done: 300 * time.Millisecond, closed: 300 * time.Millisecond},
+		{name: "a request that never ends", closed: time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newTestServer(LifeOptions{})
+				s.run(t)
+				synctest.Wait()
+				cn := s.conn(t, 1)
+				cn.busy.Store(true)
+				if tt.done > 0 {
+					time.AfterFunc(tt.done, func() { cn.busy.Store(false) })
+				}
+				start := time.Now()
+				s.ends <- EndIdle
+				synctest.Wait()
+				if got, _ := s.life.Current(); got != nil {
+					t.Errorf("connection %d still serves once retired", got.id)
+				}
+				<-cn.Done()
+				// Closed at the first check after the request ended.
+				if took := time.Since(start); took < tt.closed || took > tt.closed+10*time.Millisecond {
+					t.Errorf("closed after %s, want %s", took, tt.closed)
+				}
+			})
+		})
+	}
+}
+
+// TestLifeForgivesAfterStop: failures in a row before an idle stop or a
+// recycling are not counted after it: one exit more restarts the server
+// rather than giving up.
+func TestLifeForgivesAfterStop(t *testing.T) {
+	for _, stop := range []End{EndIdle, EndRecycle} {
+		t.Run(fmt.Sprint(stop), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newTestServer(LifeOptions{})
+				s.run(t)
+				for i := 1; i < MaxFailures; i++ {
+					cn, ok := s.life.Await(t.Context(), nil)
+					if !ok {
+						t.Fatalf("no connection after %d exits", i-1)
+					}
+					cn.end(errors.New("exit status 1"))
+					synctest.Wait() // the exit seen: restarting
+				}
+				cn, ok := s.life.Await(t.Context(), nil)
+				if !ok {
+					t.Fatal("no connection after the exits")
+				}
+				s.ends <- stop
+				synctest.Wait()
+				next, ok := s.life.Await(t.Context(), nil)
+				if !ok || next == cn {
+					t.Fatalf("Await: %v, %v; want a connection after the stop", next, ok)
+				}
+				next.end(errors.New("exit status 1"))
+				synctest.Wait()
+				if st := s.life.Snapshot().State; st != StateRestarting {
+					t.Errorf("after one exit more: %s, want restarting", st)
+				}
+				connects, reconnects := 0, 0
+				for _, e := range s.record() {
+					switch {
+					case strings.HasPrefix(e, "connect "):
+						connects++
+					case e == "reconnected":
+						reconnects++
+					}
+				}
+				// The connection after the stop is no reconnection.
+				if connects != MaxFailures+1 || reconnects != MaxFailures-1 {
+					t.Errorf("%d connections, %d of them reconnections; want %d, %d", connects, reconnects, MaxFailures+1, MaxFailures-1)
+				}
+			})
+		})
+	}
+}
+
+// TestLifeShutdownKills: a connection that ends because the supervisor
+// stopped (its process killed with it) is no exit: no restart is counted or
+// made.
+func TestLifeShutdownKills(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestServer(LifeOptions{})
+		s.exitsAtShutdown = true
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.life.Run(ctx, s)
+		}()
+		synctest.Wait()
+		cancel()
+		<-done
+		if snap := s.life.Snapshot(); snap.Restarts != 0 || snap.State != StateReady {
+			t.Errorf("%s with %d restarts after a shutdown, want ready with none", snap.State, snap.Restarts)
+		}
+		if got := s.record(); len(got) != 2 {
+			t.Errorf("events %q, want a connection and no more", got)
 		}
 	})
 }
