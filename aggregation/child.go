@@ -84,6 +84,7 @@ type child struct {
 	// before the last one is built again (reviewAgain).
 	reviews atomic.Uint64
 
+	// mu guards known and said.
 	mu    sync.Mutex
 	known []*Tool // the last tools it had while up: what stale-if-error may stand in for
 	// said is what the child said last run, shown while it is idle: its
@@ -97,7 +98,7 @@ type child struct {
 	eras      upstream.Eras
 
 	stop context.CancelFunc // set when started
-	done chan struct{}      // closed when run returns
+	done chan struct{}      // closed when its Life's Run returns
 
 	// ups are the connections of its client sessions ("sessions":
 	// "client"), which live under the context the child runs under.
