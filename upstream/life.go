@@ -324,8 +324,6 @@ func (l *Life[C, L]) Await(ctx context.Context, old C) (cn C, ok bool) {
 // waits for a Retry at once: trying again cannot help until a person logs in.
 func (l *Life[C, L]) Run(ctx context.Context, s Supervisee[C, L]) {
 	defer l.settle()
-	var none C
-	var noLists L
 	// woke says the next connection follows an idle stop, a lazy start or a
 	// recycling: not a crash.
 	woke := false
@@ -341,44 +339,9 @@ func (l *Life[C, L]) Run(ctx context.Context, s Supervisee[C, L]) {
 		started := time.Now()
 		cn, lists, err := s.Connect(ctx)
 		if err != nil {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || !l.startFailed(ctx, &restarts, cn, err) {
 				return
 			}
-			if le := (*oauth.LoginError)(nil); errors.As(err, &le) {
-				// Wait for a reload (the login signals one), a request or
-				// doctor --retry.
-				l.log.Warn("the server needs a login", "fix", le.Hint())
-				if !l.waitRetry(ctx, StateNeedsLogin, le) {
-					return
-				}
-				continue
-			}
-			again := restarts.Failed(0)
-			if l.oneAttempt {
-				l.log.Error("server failed to start", "err", err, "stderr", cn.StderrTail())
-				if !l.waitRetry(ctx, StateFailed, err) {
-					return
-				}
-				continue
-			}
-			l.log.Error("child failed to start", "attempt", restarts.Failures(), "err", err, "stderr", cn.StderrTail())
-			if !again {
-				why := fmt.Errorf("gave up after %d attempts: %w", restarts.Failures(), err)
-				if restarts.WasFresh() {
-					why = fmt.Errorf("a fresh attempt failed too: %w", err)
-				}
-				if !l.waitRetry(ctx, StateFailed, why) {
-					return
-				}
-				restarts.Fresh()
-				continue
-			}
-			l.Set(none, noLists, StateRetrying, err, time.Now().Add(restarts.Backoff()))
-			l.settle()
-			if !sleep(ctx, restarts.Backoff()) {
-				return
-			}
-			restarts.Waited()
 			continue
 		}
 		if connections++; connections > 1 && !woke {
@@ -401,41 +364,91 @@ func (l *Life[C, L]) Run(ctx context.Context, s Supervisee[C, L]) {
 			}
 			woke = true
 			restarts.Reset()
-			continue
 		case EndRecycle:
 			l.retire(ctx, s, cn, StateRestarting, ErrRecycled)
 			woke = true
 			restarts.Reset()
-			continue
-		}
-		cn.Close()
-		if ctx.Err() != nil {
-			return // it exited because the supervisor is stopping: not a crash
-		}
-		up := time.Since(started)
-		again := restarts.Failed(up)
-		l.log.Warn("child exited", "up", up.Round(time.Millisecond), "reason", cn.ExitReason(), "stderr", cn.StderrTail())
-		if !again {
-			if !l.waitRetry(ctx, StateFailed, fmt.Errorf("exited %d times in a row; gave up (see the log for its stderr)", restarts.Failures())) {
+		default:
+			if !l.exited(ctx, &restarts, cn, time.Since(started)) {
 				return
 			}
-			restarts.Fresh()
-			continue
 		}
-		l.mu.Lock()
-		l.restarts++
-		l.mu.Unlock()
-		l.Set(none, noLists, StateRestarting, errors.New(cn.ExitReason()), time.Now().Add(restarts.Backoff()))
-		if errors.Is(cn.Err(), ErrSessionLost) {
-			// The server is up but forgot the session (it restarted): a new
-			// session at once, so the calls waiting to be sent again go soon.
-			continue
-		}
-		if !sleep(ctx, restarts.Backoff()) {
-			return
-		}
-		restarts.Waited()
 	}
+}
+
+// startFailed records a connection that failed to start with err, then waits
+// as restarts says: the backoff, or, once it gave up (or needs a login), a
+// request for a fresh attempt. It reports false when ctx ended first.
+func (l *Life[C, L]) startFailed(ctx context.Context, restarts *Restarts, cn C, err error) bool {
+	if le := (*oauth.LoginError)(nil); errors.As(err, &le) {
+		// Wait for a reload (the login signals one), a request or doctor
+		// --retry.
+		l.log.Warn("the server needs a login", "fix", le.Hint())
+		return l.waitRetry(ctx, StateNeedsLogin, le)
+	}
+	again := restarts.Failed(0)
+	if l.oneAttempt {
+		l.log.Error("server failed to start", "err", err, "stderr", cn.StderrTail())
+		return l.waitRetry(ctx, StateFailed, err)
+	}
+	l.log.Error("child failed to start", "attempt", restarts.Failures(), "err", err, "stderr", cn.StderrTail())
+	if !again {
+		why := fmt.Errorf("gave up after %d attempts: %w", restarts.Failures(), err)
+		if restarts.WasFresh() {
+			why = fmt.Errorf("a fresh attempt failed too: %w", err)
+		}
+		if !l.waitRetry(ctx, StateFailed, why) {
+			return false
+		}
+		restarts.Fresh()
+		return true
+	}
+	var none C
+	var noLists L
+	l.Set(none, noLists, StateRetrying, err, time.Now().Add(restarts.Backoff()))
+	l.settle()
+	if !sleep(ctx, restarts.Backoff()) {
+		return false
+	}
+	restarts.Waited()
+	return true
+}
+
+// exited records a connection that ended on its own after up, then waits as
+// restarts says: the backoff (none for a server that forgot the session), or,
+// once it gave up, a request for a fresh attempt. It reports false when ctx
+// ended first, or had ended already: a connection ended by the supervisor's
+// stop is no crash.
+func (l *Life[C, L]) exited(ctx context.Context, restarts *Restarts, cn C, up time.Duration) bool {
+	cn.Close()
+	if ctx.Err() != nil {
+		return false
+	}
+	again := restarts.Failed(up)
+	l.log.Warn("child exited", "up", up.Round(time.Millisecond), "reason", cn.ExitReason(), "stderr", cn.StderrTail())
+	if !again {
+		if !l.waitRetry(ctx, StateFailed, fmt.Errorf("exited %d times in a row; gave up (see the log for its stderr)", restarts.Failures())) {
+			return false
+		}
+		restarts.Fresh()
+		return true
+	}
+	l.mu.Lock()
+	l.restarts++
+	l.mu.Unlock()
+	var none C
+	var noLists L
+	l.Set(none, noLists, StateRestarting, errors.New(cn.ExitReason()), time.Now().Add(restarts.Backoff()))
+	if errors.Is(cn.Err(), ErrSessionLost) {
+		// The server is up but forgot the session (it restarted): a new
+		// session at once, so the calls waiting to be sent again go soon.
+		return true
+	}
+	if !sleep(ctx, restarts.Backoff()) {
+		return false
+	}
+	restarts.Waited()
+	return true
 }
 
 // waitRetry records state (StateFailed or StateNeedsLogin) with err, then
