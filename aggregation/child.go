@@ -573,7 +573,7 @@ func (c *child) pumpNotification(cn *conn, n upstream.Note) {
 	if n.Method == mcp.MethodNotificationSubscriptionsAcknowledged {
 		// The listen stream's own, for no one else. A list that changed before
 		// the stream was open was told to no one: read it again.
-		if cn.Listen.Acknowledged(n.Params) && cn.owner == nil {
+		if cn.Listen.Acknowledged(n.Params) && cn.Shared {
 			cn.Changes.Mark(upstream.ToolsList | upstream.OtherLists)
 		}
 		return

@@ -103,7 +103,7 @@ func (g *Gateway) forwardChildRequest(ctx context.Context, cn *conn, req *jsonrp
 	defer cancel(nil)
 	timer := time.AfterFunc(wait, func() { cancel(errTimedOut) })
 	defer timer.Stop()
-	tied := cn.owner == nil && callerOf(ctx) == nil // the transport does not say which call it is of
+	tied := cn.Shared && callerOf(ctx) == nil // the transport does not say which call it is of
 	c, why := g.awaitCaller(ctx, cn, upTo, req.Method, limits.ChildRequestHold())
 	if c != nil && !c.s.declared(req.Method) {
 		c, why = nil, fmt.Sprintf("the client of the call did not declare the capability for %s", req.Method)

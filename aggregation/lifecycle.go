@@ -74,7 +74,7 @@ func (c *child) listsFile() string {
 // A failure is logged: the next run then starts the server at once.
 func (c *child) saveLists(cn *conn, l listing) {
 	file := c.listsFile()
-	if file == "" || cn.owner != nil {
+	if file == "" || !cn.Shared {
 		return
 	}
 	c.writeLists(file, savedLists{Launch: listsKey(c.config()), Saved: time.Now().UTC(), Capabilities: cn.Caps,
@@ -154,7 +154,7 @@ func (c *child) restoreLists() bool {
 // a stdio server of its own is checked for being idle or past its lifetime.
 func (c *child) watch(ctx context.Context, cn *conn, started time.Time) upstream.End {
 	var tick <-chan time.Time
-	if c.config().Transport == config.TransportStdio && cn.owner == nil {
+	if c.config().Transport == config.TransportStdio && cn.Shared {
 		t := time.NewTicker(lifecycleCheck)
 		defer t.Stop()
 		tick = t.C

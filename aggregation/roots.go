@@ -104,7 +104,7 @@ const syncWait = 3 * time.Second
 // when told is not held up for again. Modern requests are left out: each would
 // pay an input round of its own.
 func (g *Gateway) syncRoots(ctx context.Context, cn *conn, from *caller) {
-	if from == nil || from.s == nil || !from.s.era.lasting() || !from.s.caps.roots || cn.owner != nil || !cn.Dialect().KeepsSession() || !cn.AskedRoots() {
+	if from == nil || from.s == nil || !from.s.era.lasting() || !from.s.caps.roots || !cn.Shared || !cn.Dialect().KeepsSession() || !cn.AskedRoots() {
 		return
 	}
 	if ok, _ := cn.roots.current(from.s); ok || cn.roots.isDeaf() {

@@ -289,7 +289,7 @@ func (g *Gateway) raiseSharedLevel(ctx context.Context, lvl int32) {
 // them, would otherwise log nothing of the call it serves.
 func (g *Gateway) syncLevel(ctx context.Context, cn *conn, cl *caller) {
 	s := cl.session()
-	if s == nil || cn.owner != nil || !cn.Dialect().KeepsSession() || cn.Caps.Logging == nil {
+	if s == nil || !cn.Shared || !cn.Dialect().KeepsSession() || cn.Caps.Logging == nil {
 		return
 	}
 	want := s.level.Load()
