@@ -513,28 +513,6 @@ func TestLifeUpdate(t *testing.T) {
 	})
 }
 
-func TestLifeShutdown(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newTestServer(LifeOptions{})
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			s.life.Run(ctx, s)
-		}()
-		synctest.Wait()
-		cancel()
-		<-done
-		if !isClosed(s.conn(t, 1).Done()) {
-			t.Error("the connection is still open after Run returned")
-		}
-		want := []string{"connect 1", "up 1 with lists of 1", "keep 1 with lists of 1"}
-		if !slices.Equal(s.record(), want) {
-			t.Errorf("events %q, want %q", s.record(), want)
-		}
-	})
-}
-
 // TestLifeDrains: a connection retired (idle, recycled) lets the request that
 // took it just before finish, up to Drain, before it is closed.
 func TestLifeDrains(t *testing.T) {
@@ -629,27 +607,42 @@ func TestLifeForgivesAfterStop(t *testing.T) {
 	}
 }
 
-// TestLifeShutdownKills: a connection that ends because the supervisor
-// stopped (its process killed with it) is no exit: no restart is counted or
-// made.
-func TestLifeShutdownKills(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newTestServer(LifeOptions{})
-		s.exitsAtShutdown = true
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			s.life.Run(ctx, s)
-		}()
-		synctest.Wait()
-		cancel()
-		<-done
-		if snap := s.life.Snapshot(); snap.Restarts != 0 || snap.State != StateReady {
-			t.Errorf("%s with %d restarts after a shutdown, want ready with none", snap.State, snap.Restarts)
-		}
-		if got := s.record(); len(got) != 2 {
-			t.Errorf("events %q, want a connection and no more", got)
-		}
-	})
+// TestLifeShutdown: Run returns once its context ends, the connection closed
+// and its lists kept; a connection that ends with it (its process killed) is
+// no exit: no restart is counted or made.
+func TestLifeShutdown(t *testing.T) {
+	tests := []struct {
+		name   string
+		kills  bool // the shutdown ends the connection before Serve sees it
+		events []string
+	}{
+		{name: "the lists kept", events: []string{"connect 1", "up 1 with lists of 1", "keep 1 with lists of 1"}},
+		{name: "a process killed with it", kills: true, events: []string{"connect 1", "up 1 with lists of 1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newTestServer(LifeOptions{})
+				s.exitsAtShutdown = tt.kills
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					s.life.Run(ctx, s)
+				}()
+				synctest.Wait()
+				cancel()
+				<-done
+				if !isClosed(s.conn(t, 1).Done()) {
+					t.Error("the connection is still open after Run returned")
+				}
+				if snap := s.life.Snapshot(); snap.Restarts != 0 || snap.State != StateReady {
+					t.Errorf("%s with %d restarts after a shutdown, want ready with none", snap.State, snap.Restarts)
+				}
+				if !slices.Equal(s.record(), tt.events) {
+					t.Errorf("events %q, want %q", s.record(), tt.events)
+				}
+			})
+		})
+	}
 }
