@@ -80,13 +80,11 @@ type child struct {
 	held pinsHeld
 
 	life *upstream.Life[*conn, listing]
-	// reviews counts the reconfigures: a listing whose tools were built
-	// before the last one is built again (reviewAgain).
-	reviews atomic.Uint64
 
-	// mu guards known and said.
+	// mu guards known and said. Whoever writes known holds the Life's lock
+	// too (derive, relist, reconfigure), so it follows the lists shown.
 	mu    sync.Mutex
-	known []*Tool // the last tools it had while up: what stale-if-error may stand in for
+	known []*Tool // the last tools it listed (or was restored with): what stale-if-error may stand in for
 	// said is what the child said last run, shown while it is idle: its
 	// capabilities and instructions (lifecycle.go).
 	said *savedLists
@@ -111,8 +109,6 @@ type child struct {
 type listing struct {
 	raws  []json.RawMessage
 	tools []*Tool
-	// review is the child's reviews count when tools were built.
-	review uint64
 	// headerTools are those of raws whose schema mirrors arguments into
 	// headers (x-mcp-header), decoded once, by name: what a modern HTTP
 	// call's Mcp-Param headers are made from (headerToolsOf).
@@ -138,8 +134,8 @@ type supervision struct {
 func newChild(cfg *config.Server, names naming, log *slog.Logger, events childEvents, sup supervision) *child {
 	c := &child{name: cfg.Name, names: names, log: log.With("server", cfg.Name), events: events,
 		supervision: sup, done: make(chan struct{}), probeWait: upstream.DiscoverWait}
-	c.life = upstream.NewLife[*conn, listing](upstream.LifeOptions{Log: c.log, OneAttempt: sup.oneAttempt,
-		Changed: func() { c.events.toolsChanged(c.name) }})
+	c.life = upstream.NewLife[*conn, listing](upstream.LifeOptions[listing]{Log: c.log, OneAttempt: sup.oneAttempt,
+		Changed: func() { c.events.toolsChanged(c.name) }, Derive: c.derive})
 	c.ups = upstream.NewPool[*session, *conn](func(agent string) {
 		c.log.Info("ended an idle upstream session to make room for another", "agent", agent)
 	})
@@ -174,13 +170,10 @@ func (c *child) shutdown() {
 // overrides, prefix or timeout take effect without a restart.
 func (c *child) reconfigure(cfg *config.Server) {
 	c.cfgp.Store(cfg)
-	c.reviews.Add(1)
-	var tools []*Tool
 	c.life.Update(nil, func(l *listing) {
-		l.review, l.tools = c.reviews.Load(), c.toolsOf(l.raws, false)
-		tools = l.tools
+		l.tools = c.toolsOf(l.raws, false)
+		c.remember(l.tools)
 	})
-	c.remember(tools)
 	c.events.toolsChanged(c.name)
 }
 
@@ -318,7 +311,7 @@ func (c *child) knownTool(name string) *Tool {
 	return nil
 }
 
-// remember keeps tools, when there are any, as the last the child had while up.
+// remember keeps tools, when there are any, as the last the child listed.
 func (c *child) remember(tools []*Tool) {
 	if tools == nil {
 		return
@@ -333,32 +326,14 @@ func (c *child) current() (*conn, []*Tool) {
 	return cn, lists.tools
 }
 
-// listingOf is what a listing of raws and ex is for the gateway, its tools
-// remembered (toolsFrom, remember). It is built before it is the child's
-// (upstream.Life.Set), so a reconfigure may come meanwhile: reviewAgain.
-func (c *child) listingOf(raws []json.RawMessage, ex extras) listing {
-	l := listing{review: c.reviews.Load(), raws: raws, headerTools: headerToolsOf(raws), extras: ex}
-	l.tools = c.toolsFrom(raws)
+// derive completes a listing as it becomes the child's (upstream.Life.Set,
+// under its lock): the gateway's tools, reviewed by the pins under the config
+// of now, and the tools whose schema mirrors arguments into headers. A
+// reconfigure changes the config before it rebuilds the current listing under
+// the same lock, so no listing is left built under an entry since replaced.
+func (c *child) derive(l *listing) {
+	l.tools, l.headerTools = c.toolsFrom(l.raws), headerToolsOf(l.raws)
 	c.remember(l.tools)
-	return l
-}
-
-// reviewAgain builds the tools of cn's listing again (of whatever serves, for
-// a nil cn) when a reload or a pin approval (reconfigure) came while they were
-// built, before they were the child's: what it changed is not lost.
-func (c *child) reviewAgain(cn *conn) {
-	var tools []*Tool
-	again := false
-	c.life.Update(cn, func(l *listing) {
-		if now := c.reviews.Load(); l.review != now {
-			l.review, l.tools, again = now, c.toolsOf(l.raws, false), true
-			tools = l.tools
-		}
-	})
-	if again {
-		c.remember(tools)
-		c.events.toolsChanged(c.name)
-	}
 }
 
 // watchRemote pings a remote child while cn lives (upstream.Conn.Watch): the
@@ -393,19 +368,18 @@ func (c *child) relist(ctx context.Context, cn *conn) {
 		c.log.Warn("re-listing tools failed", "err", err)
 		return
 	}
-	var tools []*Tool
 	var ex extras
 	if !c.life.Update(cn, func(l *listing) {
-		// Reviewed (toolsFrom) only once it is known to be the serving
-		// connection's: the pins record no listing of one since replaced.
-		l.review, tools = c.reviews.Load(), c.toolsFrom(raws)
-		l.raws, l.tools, l.headerTools, ex = raws, tools, headerToolsOf(raws), l.extras
+		// Reviewed only once it is known to be the serving connection's: the
+		// pins record no listing of one since replaced.
+		l.raws, ex = raws, l.extras
+		c.derive(l)
+		c.mu.Lock()
+		c.known = l.tools // what it lists now, none included
+		c.mu.Unlock()
 	}) {
 		return
 	}
-	c.mu.Lock()
-	c.known = tools // what it lists now, none included
-	c.mu.Unlock()
 	c.saveLists(cn, listing{raws: raws, extras: ex})
 	c.events.relisted(c.name)
 }
@@ -584,7 +558,7 @@ func (c *child) pumpNotification(cn *conn, n upstream.Note) {
 		cn.Changes.Mark(upstream.ToolsList)
 	case n.Method == string(mcp.MethodNotificationResourcesListChanged), n.Method == string(mcp.MethodNotificationPromptsListChanged):
 		cn.Changes.Mark(upstream.OtherLists)
-	case cn.owner != nil:
+	case !cn.Shared:
 		// A session's connection: what it sends is its client's alone.
 		c.events.sessionNotification(cn, n.Method, params)
 	default:
@@ -600,7 +574,7 @@ func (c *child) relistLoop(ctx context.Context, cn *conn) {
 		if !ok {
 			return
 		}
-		if cn.owner != nil {
+		if !cn.Shared {
 			c.relistOwn(ctx, cn, lists)
 			continue
 		}

@@ -123,9 +123,9 @@ func TestSkippedToolNameRedactedBeforeCut(t *testing.T) {
 	}
 }
 
-// TestReconfigureWhileConnecting: a reload that comes while a connection's
-// listing is made (its tools built, not yet the child's) is not lost: the tools
-// are built again under the entry of now once the listing is the child's.
+// TestReconfigureWhileConnecting: a reload that comes while a connection is
+// listed, before its listing is the child's, is not lost: the tools are made
+// as the listing becomes the child's, under the entry of then.
 func TestReconfigureWhileConnecting(t *testing.T) {
 	t.Parallel()
 	entry := func(prefix string) *config.Server {
@@ -155,12 +155,12 @@ func TestReconfigureWhileConnecting(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := g.newChild(entry("old"))
-			l := c.listingOf([]json.RawMessage{raw}, extras{})
+			// What the supervisee's Connect hands the child's Life.
+			l := listing{raws: []json.RawMessage{raw}}
 			if tt.reload {
 				c.reconfigure(entry("new"))
 			}
 			c.life.Set(nil, l, StateIdle, nil, time.Time{})
-			c.reviewAgain(nil)
 			_, tools := c.current()
 			var names []string
 			for _, tool := range tools {

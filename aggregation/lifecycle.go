@@ -144,8 +144,7 @@ func (c *child) restoreLists() bool {
 	if saved.AsksRoots {
 		c.rootsAtStart.Store(true)
 	}
-	c.life.Set(nil, c.listingOf(saved.Tools, c.extrasFrom(saved.Capabilities.Resources != nil, saved.Listed)), StateIdle, nil, time.Time{})
-	c.reviewAgain(nil)
+	c.life.Set(nil, listing{raws: saved.Tools, extras: c.extrasFrom(saved.Capabilities.Resources != nil, saved.Listed)}, StateIdle, nil, time.Time{})
 	c.log.Info("child idle", "tools", len(saved.Tools), "listed", "as it listed last run; it starts on the first request that needs it")
 	return true
 }

@@ -27,15 +27,12 @@ func (s *supervisee) Connect(ctx context.Context) (*conn, listing, error) {
 	}
 	ex := c.listExtras(ctx, cn)
 	cn.Touch()
-	return cn, c.listingOf(raws, ex), nil
+	return cn, listing{raws: raws, extras: ex}, nil // its tools derived as it becomes the child's
 }
 
-// Up builds the tools again if a reload came while they were built
-// (reviewAgain), keeps the lists for the next run and starts the pings of a
-// remote child.
+// Up keeps the lists for the next run and starts the pings of a remote child.
 func (s *supervisee) Up(ctx context.Context, cn *conn, l listing, took time.Duration) {
 	c := (*child)(s)
-	c.reviewAgain(cn)
 	c.saveLists(cn, l)
 	// Logged once its lists are the child's state: whoever reads the log (a
 	// person, a test) may ask for them now.

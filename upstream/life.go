@@ -65,8 +65,8 @@ type Supervisee[C Supervised, L any] interface {
 	// Connect opens a connection and lists what it serves. On failure the
 	// connection may be non-zero, for its stderr.
 	Connect(ctx context.Context) (C, L, error)
-	// Up is told once a connection serves and its lists are the Life's: what
-	// the server says about itself is kept, and the news logged.
+	// Up is told once a connection serves and its lists (derived) are the
+	// Life's: what the server says about itself is kept, and the news logged.
 	Up(ctx context.Context, cn C, lists L, took time.Duration)
 	// Serve waits while cn serves, and says why it stopped.
 	Serve(ctx context.Context, cn C, started time.Time) End
@@ -112,8 +112,9 @@ var ErrRecycled = errors.New("restarting: it ran for its maxLifetime")
 // and what that connection listed (L), the restarts and fresh attempts, and
 // the waits of whoever needs the connection. The connection, its lists and the
 // state change together under one lock, so whoever reads a connection reads
-// its own lists (Current). Run drives it; the requests that need the server
-// wait in Await.
+// its own lists (Current), and what the gateway derives from a listing
+// (Derive) is derived as it becomes the server's. Run drives it; the requests
+// that need the server wait in Await.
 type Life[C Supervised, L any] struct {
 	log *slog.Logger
 	// oneAttempt gives up after the first failure and never tries again for
@@ -121,6 +122,8 @@ type Life[C Supervised, L any] struct {
 	oneAttempt bool
 	// changed is told after every Set, outside the lock.
 	changed func()
+	// derive completes the lists each Set is given, under the lock.
+	derive func(*L)
 
 	retryc   chan struct{} // one pending request for a fresh attempt
 	wakec    chan struct{} // one pending request to start an idle server
@@ -139,20 +142,27 @@ type Life[C Supervised, L any] struct {
 	updated   chan struct{} // closed and replaced at every change of state
 }
 
-// LifeOptions configure a Life.
-type LifeOptions struct {
+// LifeOptions configure a Life whose connections list L.
+type LifeOptions[L any] struct {
 	// Log gets the server's news (connected, failed, exited).
 	Log *slog.Logger
 	// OneAttempt gives up after the first failure, and a request does not
 	// ask for another attempt.
 	OneAttempt bool
-	// Changed is told after the connection or its lists change (Set): the
-	// manifest is built again.
+	// Changed is told after each Set, outside the lock: the connection or
+	// its lists changed, and the manifest is built again. (Update and the
+	// states between connections tell no one: the caller of Update knows.)
 	Changed func()
+	// Derive completes the lists each Set is given, under the lock that
+	// makes them the server's: what is derived from a listing under the
+	// gateway's settings (its tools, under the config of now) is derived in
+	// step with whatever changes those settings and the lists through Update,
+	// never from a listing a moment before it was current.
+	Derive func(*L)
 }
 
 // NewLife is a server connecting for the first time.
-func NewLife[C Supervised, L any](opts LifeOptions) *Life[C, L] {
+func NewLife[C Supervised, L any](opts LifeOptions[L]) *Life[C, L] {
 	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -161,7 +171,11 @@ func NewLife[C Supervised, L any](opts LifeOptions) *Life[C, L] {
 	if changed == nil {
 		changed = func() {}
 	}
-	return &Life[C, L]{log: log, oneAttempt: opts.OneAttempt, changed: changed, state: StateConnecting,
+	derive := opts.Derive
+	if derive == nil {
+		derive = func(*L) {}
+	}
+	return &Life[C, L]{log: log, oneAttempt: opts.OneAttempt, changed: changed, derive: derive, state: StateConnecting,
 		retryc: make(chan struct{}, 1), wakec: make(chan struct{}, 1), settled: make(chan struct{}), updated: make(chan struct{})}
 }
 
@@ -198,10 +212,11 @@ func (l *Life[C, L]) Lists() L {
 	return l.lists
 }
 
-// Set makes cn and its lists the server's, in state (with err, and when it
-// tries again), and tells whoever waits on a change.
+// Set makes cn and its lists (completed by Derive) the server's, in state
+// (with err, and when it tries again), and tells whoever waits on a change.
 func (l *Life[C, L]) Set(cn C, lists L, state State, err error, next time.Time) {
 	l.mu.Lock()
+	l.derive(&lists)
 	l.conn, l.lists, l.state, l.err, l.nextRetry = cn, lists, state, err, next
 	l.update()
 	l.mu.Unlock()
@@ -350,7 +365,7 @@ func (l *Life[C, L]) Run(ctx context.Context, s Supervisee[C, L]) {
 		woke = false
 		restarts.Connected()
 		l.Set(cn, lists, StateReady, nil, time.Time{})
-		s.Up(ctx, cn, lists, time.Since(started))
+		s.Up(ctx, cn, l.Lists(), time.Since(started))
 		l.settle()
 		switch s.Serve(ctx, cn, started) {
 		case EndShutdown:
@@ -369,7 +384,7 @@ func (l *Life[C, L]) Run(ctx context.Context, s Supervisee[C, L]) {
 			woke = true
 			restarts.Reset()
 		default:
-			if !l.exited(ctx, &restarts, cn, time.Since(started)) {
+			if !l.exited(ctx, &restarts, cn, started) {
 				return
 			}
 		}
@@ -414,16 +429,17 @@ func (l *Life[C, L]) startFailed(ctx context.Context, restarts *Restarts, cn C, 
 	return true
 }
 
-// exited records a connection that ended on its own after up, then waits as
+// exited records a connection started then that ended on its own, then waits as
 // restarts says: the backoff (none for a server that forgot the session), or,
 // once it gave up, a request for a fresh attempt. It reports false when ctx
 // ended first, or had ended already: a connection ended by the supervisor's
 // stop is no crash.
-func (l *Life[C, L]) exited(ctx context.Context, restarts *Restarts, cn C, up time.Duration) bool {
+func (l *Life[C, L]) exited(ctx context.Context, restarts *Restarts, cn C, started time.Time) bool {
 	cn.Close()
 	if ctx.Err() != nil {
 		return false
 	}
+	up := time.Since(started)
 	again := restarts.Failed(up)
 	l.log.Warn("child exited", "up", up.Round(time.Millisecond), "reason", cn.ExitReason(), "stderr", cn.StderrTail())
 	if !again {
@@ -509,8 +525,9 @@ func (l *Life[C, L]) retire(ctx context.Context, s Supervisee[C, L], cn C, state
 	if state == StateIdle {
 		l.idleSince = time.Now()
 	}
+	l.state, l.err, l.nextRetry = state, why, time.Time{}
+	l.update()
 	l.mu.Unlock()
-	l.setState(state, why)
 	deadline := time.Now().Add(s.Drain())
 	for !cn.Idle() && time.Now().Before(deadline) {
 		if !sleep(ctx, 10*time.Millisecond) {

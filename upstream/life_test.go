@@ -88,7 +88,7 @@ type testServer struct {
 	events []string
 }
 
-func newTestServer(opts LifeOptions, fail ...error) *testServer {
+func newTestServer(opts LifeOptions[string], fail ...error) *testServer {
 	s := &testServer{fail: fail, ends: make(chan End, 1)}
 	s.life = NewLife[*testConn, string](opts)
 	return s
@@ -199,7 +199,7 @@ func checkLife(t *testing.T, s *testServer, state State, err string, conn int, l
 func TestLifeConnects(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		changes := 0
-		s := newTestServer(LifeOptions{Changed: func() { changes++ }})
+		s := newTestServer(LifeOptions[string]{Changed: func() { changes++ }})
 		checkLife(t, s, StateConnecting, "", 0, "")
 		s.run(t)
 		<-s.life.Settled()
@@ -253,7 +253,7 @@ func TestLifeRestarts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s := newTestServer(LifeOptions{})
+				s := newTestServer(LifeOptions[string]{})
 				s.run(t)
 				synctest.Wait()
 				first := s.conn(t, 1)
@@ -304,7 +304,7 @@ func TestLifeGivesUp(t *testing.T) {
 		for i := range fail {
 			fail[i] = refused
 		}
-		s := newTestServer(LifeOptions{}, fail...)
+		s := newTestServer(LifeOptions[string]{}, fail...)
 		s.run(t)
 		<-s.life.Settled()
 		if snap := s.life.Snapshot(); snap.State != StateRetrying || snap.NextRetry.IsZero() {
@@ -341,7 +341,7 @@ func TestLifeGivesUp(t *testing.T) {
 
 func TestLifeNeedsLogin(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newTestServer(LifeOptions{}, &oauth.LoginError{Server: "web"})
+		s := newTestServer(LifeOptions[string]{}, &oauth.LoginError{Server: "web"})
 		s.run(t)
 		<-s.life.Settled()
 		time.Sleep(MaxBackoff) // no retry comes by itself
@@ -359,7 +359,7 @@ func TestLifeNeedsLogin(t *testing.T) {
 
 func TestLifeOneAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newTestServer(LifeOptions{OneAttempt: true}, errors.New("not installed"))
+		s := newTestServer(LifeOptions[string]{OneAttempt: true}, errors.New("not installed"))
 		s.run(t)
 		<-s.life.Settled()
 		checkLife(t, s, StateFailed, "not installed", 0, "")
@@ -375,7 +375,7 @@ func TestLifeOneAttempt(t *testing.T) {
 
 func TestLifeIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newTestServer(LifeOptions{})
+		s := newTestServer(LifeOptions[string]{})
 		s.restore = true
 		s.run(t)
 		<-s.life.Settled()
@@ -443,7 +443,7 @@ func TestLifeAwait(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s := newTestServer(LifeOptions{})
+				s := newTestServer(LifeOptions[string]{})
 				s.run(t)
 				synctest.Wait()
 				first := s.conn(t, 1)
@@ -475,7 +475,7 @@ func TestLifeAwait(t *testing.T) {
 
 	t.Run("a request that ends first", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			s := newTestServer(LifeOptions{}) // never run: it stays connecting
+			s := newTestServer(LifeOptions[string]{}) // never run: it stays connecting
 			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 			defer cancel()
 			if cn, ok := s.life.Await(ctx, nil); ok || cn != nil {
@@ -485,9 +485,33 @@ func TestLifeAwait(t *testing.T) {
 	})
 }
 
+// TestLifeDerives: what Derive makes of a listing is made as the listing
+// becomes the server's, every time, and seen by Up.
+func TestLifeDerives(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		suffix := "under the first settings"
+		s := newTestServer(LifeOptions[string]{Derive: func(l *string) {
+			if *l != "" {
+				*l += " " + suffix
+			}
+		}})
+		s.run(t)
+		synctest.Wait()
+		checkLife(t, s, StateReady, "", 1, "lists of 1 under the first settings")
+		suffix = "under the next"
+		s.conn(t, 1).end(fmt.Errorf("call: %w", ErrSessionLost))
+		synctest.Wait()
+		checkLife(t, s, StateReady, "", 2, "lists of 2 under the next")
+		want := []string{"connect 1", "up 1 with lists of 1 under the first settings", "connect 2", "reconnected", "up 2 with lists of 2 under the next"}
+		if !slices.Equal(s.record(), want) {
+			t.Errorf("events %q, want %q", s.record(), want)
+		}
+	})
+}
+
 func TestLifeUpdate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newTestServer(LifeOptions{})
+		s := newTestServer(LifeOptions[string]{})
 		s.run(t)
 		synctest.Wait()
 		first := s.conn(t, 1)
@@ -529,7 +553,7 @@ func TestLifeDrains(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s := newTestServer(LifeOptions{})
+				s := newTestServer(LifeOptions[string]{})
 				s.run(t)
 				synctest.Wait()
 				cn := s.conn(t, 1)
@@ -560,7 +584,7 @@ func TestLifeForgivesAfterStop(t *testing.T) {
 	for _, stop := range []End{EndIdle, EndRecycle} {
 		t.Run(fmt.Sprint(stop), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s := newTestServer(LifeOptions{})
+				s := newTestServer(LifeOptions[string]{})
 				s.run(t)
 				for i := 1; i < MaxFailures; i++ {
 					cn, ok := s.life.Await(t.Context(), nil)
@@ -622,7 +646,7 @@ func TestLifeShutdown(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s := newTestServer(LifeOptions{})
+				s := newTestServer(LifeOptions[string]{})
 				s.exitsAtShutdown = tt.kills
 				ctx, cancel := context.WithCancel(t.Context())
 				done := make(chan struct{})
