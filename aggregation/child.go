@@ -567,8 +567,14 @@ func (c *child) pumpNotification(cn *conn, n upstream.Note) {
 }
 
 // relistLoop re-reads the lists the child said changed (upstream.Changes), one
-// pass at a time, for as long as the connection lives.
+// pass at a time, for as long as the connection lives. The child's own
+// connection reads them once it is the child's: what the child says while its
+// first listing is still being made is read again after, not dropped as a
+// replaced connection's would be.
 func (c *child) relistLoop(ctx context.Context, cn *conn) {
+	if cn.Shared && !c.awaitCurrent(ctx, cn) {
+		return
+	}
 	for {
 		lists, ok := cn.Changes.Next(ctx, cn.Done())
 		if !ok {
@@ -583,6 +589,24 @@ func (c *child) relistLoop(ctx context.Context, cn *conn) {
 		}
 		if lists&upstream.OtherLists != 0 {
 			c.relistExtras(ctx, cn)
+		}
+	}
+}
+
+// awaitCurrent waits until cn is the child's current connection, and reports
+// false when cn or ctx ended first.
+func (c *child) awaitCurrent(ctx context.Context, cn *conn) bool {
+	for {
+		changes := c.life.Changes()
+		if current, _ := c.life.Current(); current == cn {
+			return true
+		}
+		select {
+		case <-changes:
+		case <-cn.Done():
+			return false
+		case <-ctx.Done():
+			return false
 		}
 	}
 }

@@ -52,6 +52,9 @@ func TestMain(m *testing.M) {
 		case "listed":
 			serveListed(os.Stdin, os.Stdout)
 			exitChild(0)
+		case "late-change":
+			serveLateChange(os.Stdin, os.Stdout)
+			exitChild(0)
 		}
 		// The test child is a legacy server unless NEXUS_TEST_CHILD_ERA says
 		// otherwise: what most tests ask of it (its sampling, roots and logs

@@ -1,15 +1,20 @@
 package aggregation
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/nexus-mcp/nexus/config"
 )
@@ -185,4 +190,65 @@ func TestLevelReachesALazyServer(t *testing.T) {
 	if !c.waitNote("notifications/message", func(n wireMsg) bool { return strings.Contains(string(n.Params), "first") }) {
 		t.Errorf("the first call's log message did not reach the client; got %s", c.received())
 	}
+}
+
+// serveLateChange is a server whose tools change just after it first lists
+// them: it says so at once, while the gateway still lists its prompts, which
+// it answers late. Each request is answered on its own goroutine, so the
+// gateway's second listing is answered before its prompts.
+func serveLateChange(in io.Reader, out io.Writer) {
+	var mu sync.Mutex
+	write := func(line string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintln(out, line)
+	}
+	listed := 0
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil || len(m.ID) == 0 {
+			continue
+		}
+		reply := func(result string) { write(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":` + result + `}`) }
+		switch m.Method {
+		case "initialize":
+			reply(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"prompts":{}},"serverInfo":{"name":"late","version":"1"}}`)
+		case "tools/list":
+			listed++
+			if listed == 1 {
+				reply(`{"tools":[{"name":"first","inputSchema":{"type":"object"}}]}`)
+				write(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+				continue
+			}
+			reply(`{"tools":[{"name":"first","inputSchema":{"type":"object"}},{"name":"second","inputSchema":{"type":"object"}}]}`)
+		case "prompts/list":
+			go func() {
+				time.Sleep(500 * time.Millisecond)
+				reply(`{"prompts":[]}`)
+			}()
+		default:
+			reply(`{}`)
+		}
+	}
+}
+
+// TestListChangedWhileConnecting: a child that says its tools changed while
+// its first listing is not yet the child's (its prompts are still being
+// listed) is listed again once it is: the change is not dropped as a replaced
+// connection's would be.
+func TestListChangedWhileConnecting(t *testing.T) {
+	t.Parallel()
+	g := comebackGateway(t, fmt.Sprintf(`{"late": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "late-change"}}}`, os.Args[0]), nil)
+	waitFor(t, "the tool the child added as it started", func() bool {
+		for _, tool := range g.Tools() {
+			if tool.Name == "second" {
+				return true
+			}
+		}
+		return false
+	})
 }
