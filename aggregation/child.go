@@ -597,12 +597,12 @@ func (c *child) relistLoop(ctx context.Context, cn *conn) {
 // false when cn or ctx ended first.
 func (c *child) awaitCurrent(ctx context.Context, cn *conn) bool {
 	for {
-		changes := c.life.Changes()
+		updated := c.life.Updated()
 		if current, _ := c.life.Current(); current == cn {
 			return true
 		}
 		select {
-		case <-changes:
+		case <-updated:
 		case <-cn.Done():
 			return false
 		case <-ctx.Done():

@@ -154,7 +154,7 @@ func waitState(t *testing.T, c *child, state State) {
 	t.Helper()
 	deadline := time.After(20 * time.Second)
 	for {
-		changed := c.life.Changes()
+		changed := c.life.Updated()
 		now := c.life.Snapshot().State
 		if now == state {
 			return

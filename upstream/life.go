@@ -252,8 +252,8 @@ func (l *Life[C, L]) update() {
 	l.updated = make(chan struct{})
 }
 
-// Changes is closed at the next change of state.
-func (l *Life[C, L]) Changes() <-chan struct{} {
+// Updated is closed at the next change of state (or of the connection).
+func (l *Life[C, L]) Updated() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.updated
