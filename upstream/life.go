@@ -37,8 +37,8 @@ type Supervised interface {
 	comparable
 	Done() <-chan struct{}
 	Close()
-	// Lost reports the server forgot the connection's session: it is not
-	// handed out again.
+	// Lost reports that the connection has ended (a session the server
+	// forgot among the reasons): it is not handed out again.
 	Lost() bool
 	// Checking is closed once calls may go again on a connection whose broken
 	// request is being checked, nil when none is (Doubts.Held).

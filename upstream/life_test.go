@@ -30,7 +30,7 @@ type testConn struct {
 
 func (c *testConn) Done() <-chan struct{} { return c.done }
 func (c *testConn) Close()                { c.end(nil) }
-func (c *testConn) Lost() bool            { return errors.Is(c.Err(), ErrSessionLost) }
+func (c *testConn) Lost() bool            { return isClosed(c.done) }
 func (c *testConn) Idle() bool            { return !c.busy.Load() }
 func (c *testConn) StderrTail() string    { return "" }
 
@@ -437,8 +437,8 @@ func TestLifeAwait(t *testing.T) {
 			release: func(_ *testServer, cn *testConn) { cn.release() }, want: 1},
 		{name: "held calls of a connection that ends wait for the next", hold: true,
 			release: func(_ *testServer, cn *testConn) { cn.end(errors.New("exit status 1")) }, want: 2},
-		{name: "never the old connection", old: true,
-			release: func(_ *testServer, cn *testConn) { cn.end(fmt.Errorf("call: %w", ErrSessionLost)) }, want: 2},
+		{name: "never the old connection, though it serves", old: true,
+			release: func(s *testServer, _ *testConn) { s.ends <- EndRecycle }, want: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
