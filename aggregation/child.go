@@ -493,10 +493,14 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 	initCtx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	if err := c.handshake(initCtx, cn, owner); err != nil {
-		cn.Close()
 		if errors.Is(err, upstream.ErrEraFound) {
+			cn.Close()
 			return cn, nil, err
 		}
+		if !cn.Transport.Remote() {
+			err = withExit(cn, err)
+		}
+		cn.Close()
 		if initCtx.Err() != nil && ctx.Err() == nil {
 			// What the child answered before it went silent (its refusal of
 			// server/discover) may be what explains it.

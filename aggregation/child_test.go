@@ -55,6 +55,9 @@ func TestMain(m *testing.M) {
 		case "late-change":
 			serveLateChange(os.Stdin, os.Stdout)
 			exitChild(0)
+		case "exits":
+			fmt.Fprintln(os.Stderr, "Error: FOO_TOKEN is not set")
+			exitChild(3)
 		}
 		// The test child is a legacy server unless NEXUS_TEST_CHILD_ERA says
 		// otherwise: what most tests ask of it (its sampling, roots and logs

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"time"
 )
 
 // launchers are the programs catalog entries run their servers with, and what
@@ -51,3 +52,23 @@ func withStderr(err error, tail string) error {
 	}
 	return fmt.Errorf("%w (its stderr says: %s)", err, line)
 }
+
+// withExit adds to a failed handshake's err how the child's process ended,
+// when it ended as the handshake failed: a request written to a process that
+// exited says only that its pipe closed, not with which status it exited. A
+// process still running after exitWait is left to be closed without more.
+func withExit(cn *conn, err error) error {
+	select {
+	case <-cn.Done():
+	case <-time.After(exitWait):
+		return err
+	}
+	if why := cn.Err(); why != nil && !strings.Contains(err.Error(), why.Error()) {
+		return fmt.Errorf("%w (%v)", err, why)
+	}
+	return err
+}
+
+// exitWait is how long a failed handshake waits to see whether the process
+// exited: its exit is noticed a moment after its pipes close.
+const exitWait = 200 * time.Millisecond
