@@ -497,7 +497,9 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 			cn.Close()
 			return cn, nil, err
 		}
-		if !cn.Transport.Remote() {
+		if cn.Transport.Remote() {
+			err = unreachable(c.name, c.config().URL, err)
+		} else {
 			err = withExit(cn, err)
 		}
 		cn.Close()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -72,3 +73,13 @@ func withExit(cn *conn, err error) error {
 // exitWait is how long a failed handshake waits to see whether the process
 // exited: its exit is noticed a moment after its pipes close.
 const exitWait = 200 * time.Millisecond
+
+// unreachable rewords a remote server's failed start when nothing answers at
+// its URL (the connection refused): what to check first. Any other error is
+// returned as it is.
+func unreachable(server, url string, err error) error {
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return err
+	}
+	return fmt.Errorf("nothing answers at %s: start the server, or fix servers.%s.url: %w", url, server, err)
+}
