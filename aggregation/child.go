@@ -498,7 +498,7 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 			return cn, nil, err
 		}
 		if cn.Transport.Remote() {
-			err = unreachable(c.name, c.config().URL, err)
+			err = remoteStartFailure(c.name, c.config().URL, err)
 		} else {
 			err = withExit(cn, err)
 		}

@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
 )
 
 // launchers are the programs catalog entries run their servers with, and what
@@ -74,12 +77,49 @@ func withExit(cn *conn, err error) error {
 // exited: its exit is noticed a moment after its pipes close.
 const exitWait = 200 * time.Millisecond
 
-// unreachable rewords a remote server's failed start when nothing answers at
-// its URL (the connection refused): what to check first. Any other error is
-// returned as it is.
-func unreachable(server, url string, err error) error {
-	if !errors.Is(err, syscall.ECONNREFUSED) {
-		return err
+// remoteStartFailure rewords a remote server's failed start when what
+// answers at its URL is not an MCP server, or nothing does: what to check
+// first. Any other error is returned as it is.
+func remoteStartFailure(server, url string, err error) error {
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("nothing answers at %s: start the server, or fix servers.%s.url: %w", url, server, err)
+	case errors.Is(err, transport.ErrLegacySSEServer):
+		return fmt.Errorf("%s refused the first request of both protocol eras: if it is not the server's MCP endpoint, fix servers.%s.url; if it is a legacy SSE server, set servers.%s.transport to \"sse\": %w",
+			url, server, server, err)
 	}
-	return fmt.Errorf("nothing answers at %s: start the server, or fix servers.%s.url: %w", url, server, err)
+	if status, ok := webPage(err); ok {
+		// The page itself, often a whole HTML document, says nothing a
+		// person needs here, and would fill every line the error is shown on.
+		return &reworded{fmt.Sprintf("%s answered HTTP %d with a web page, not MCP: is it the server's MCP endpoint? fix servers.%s.url", url, status, server), err}
+	}
+	return err
 }
+
+// webPage reports whether err is an HTTP error status a server answered with
+// a page of HTML or XML (mcp-go's "request failed with status N: BODY"), and
+// which status.
+func webPage(err error) (status int, ok bool) {
+	const prefix = "request failed with status "
+	msg := err.Error()
+	i := strings.Index(msg, prefix)
+	if i < 0 {
+		return 0, false
+	}
+	code, body, found := strings.Cut(msg[i+len(prefix):], ": ")
+	status, convErr := strconv.Atoi(code)
+	if !found || convErr != nil || !strings.HasPrefix(strings.TrimSpace(body), "<") {
+		return 0, false
+	}
+	return status, true
+}
+
+// reworded is an error said otherwise for a person, the original kept for
+// errors.Is and errors.As.
+type reworded struct {
+	msg string
+	err error
+}
+
+func (e *reworded) Error() string { return e.msg }
+func (e *reworded) Unwrap() error { return e.err }

@@ -3,6 +3,8 @@ package aggregation
 import (
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -33,29 +35,65 @@ func TestStartFailureSaysHowItExited(t *testing.T) {
 	}
 }
 
-// TestRemoteStartFailureSaysWhy: a remote server where nothing listens is
-// reported as such, with what to check.
+// TestRemoteStartFailureSaysWhy: a remote server whose URL is wrong (nothing
+// listens there, or a web server that is no MCP server answers) is reported as
+// such, in one line, with what to check.
 func TestRemoteStartFailureSaysWhy(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	page := func(status int) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(status)
+			fmt.Fprintln(w, "<!DOCTYPE html>\n<html>\n<body><h1>Error</h1>\n<p>Nothing for you here.</p></body>\n</html>")
+		}
 	}
-	url := "http://" + ln.Addr().String() + "/mcp"
-	ln.Close() // nothing listens there now
-	cfg, err := config.Parse("test.json", []byte(fmt.Sprintf(`{"servers": {"web": {"url": %q}}}`, url)))
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name string
+		// serve answers at the server's URL; nil: nothing listens there.
+		serve http.HandlerFunc
+		want  []string
+	}{
+		{name: "nothing listens", want: []string{"nothing answers at URL: start the server, or fix servers.web.url", "connection refused"}},
+		{name: "a web page with an error status", serve: page(http.StatusNotImplemented),
+			want: []string{"URL answered HTTP 501 with a web page, not MCP: is it the server's MCP endpoint? fix servers.web.url"}},
+		{name: "not found, in either era", serve: page(http.StatusNotFound),
+			want: []string{"URL refused the first request of both protocol eras", "fix servers.web.url", `set servers.web.transport to "sse"`}},
 	}
-	g, err := New(cfg, Options{OneAttempt: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startGateway(t, g)
-	<-g.Settled()
-	st := g.Servers()[0]
-	want := "nothing answers at " + url + ": start the server, or fix servers.web.url"
-	if !strings.Contains(st.Error, want) || !strings.Contains(st.Error, "connection refused") {
-		t.Errorf("status error %q, want %q and the refusal in it", st.Error, want)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var url string
+			if tt.serve == nil {
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				url = "http://" + ln.Addr().String() + "/mcp"
+				ln.Close() // nothing listens there now
+			} else {
+				srv := httptest.NewServer(tt.serve)
+				t.Cleanup(srv.Close)
+				url = srv.URL + "/mcp"
+			}
+			cfg, err := config.Parse("test.json", []byte(fmt.Sprintf(`{"servers": {"web": {"url": %q}}}`, url)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := New(cfg, Options{OneAttempt: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			startGateway(t, g)
+			<-g.Settled()
+			got := g.Servers()[0].Error
+			for _, want := range tt.want {
+				if !strings.Contains(got, strings.ReplaceAll(want, "URL", url)) {
+					t.Errorf("status error %q lacks %q", got, want)
+				}
+			}
+			if strings.Contains(got, "\n") || strings.Contains(got, "<html") {
+				t.Errorf("status error %q holds the page", got)
+			}
+		})
 	}
 }
