@@ -481,6 +481,9 @@ func (c *child) connectOnce(ctx context.Context, owner *session, opener *caller)
 	})
 	if err = cn.Transport.Start(ctx); err != nil {
 		cn.Lose(nil)
+		if cn.Transport.Remote() {
+			return cn, nil, remoteStartFailure(c.name, c.config().URL, fmt.Errorf("starting %s: %w", c.name, err))
+		}
 		return cn, nil, fmt.Errorf("starting %s: %w", c.name, notInstalled(c.name, c.config().Command, err))
 	}
 	go cn.Backlog.Pump(ctx, cn.Done(), func(n upstream.Note) { c.pumpNotification(cn, n) })

@@ -88,6 +88,9 @@ func remoteStartFailure(server, url string, err error) error {
 		return fmt.Errorf("%s refused the first request of both protocol eras: if it is not the server's MCP endpoint, fix servers.%s.url; if it is a legacy SSE server, set servers.%s.transport to \"sse\": %w",
 			url, server, server, err)
 	}
+	if status, ok := streamRefused(err); ok {
+		return fmt.Errorf("%s answered HTTP %d to the SSE stream's request: is it the server's SSE endpoint? fix servers.%s.url: %w", url, status, server, err)
+	}
 	if status, ok := webPage(err); ok {
 		// The page itself, often a whole HTML document, says nothing a
 		// person needs here, and would fill every line the error is shown on.
@@ -112,6 +115,20 @@ func webPage(err error) (status int, ok bool) {
 		return 0, false
 	}
 	return status, true
+}
+
+// streamRefused reports whether err is an SSE server's refusal of the stream
+// (mcp-go's "unexpected status code: N"), and its status.
+func streamRefused(err error) (status int, ok bool) {
+	const prefix = "unexpected status code: "
+	msg := err.Error()
+	i := strings.Index(msg, prefix)
+	if i < 0 {
+		return 0, false
+	}
+	code, _, _ := strings.Cut(msg[i+len(prefix):], " ")
+	status, convErr := strconv.Atoi(code)
+	return status, convErr == nil
 }
 
 // reworded is an error said otherwise for a person, the original kept for

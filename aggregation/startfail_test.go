@@ -48,7 +48,8 @@ func TestRemoteStartFailureSaysWhy(t *testing.T) {
 		}
 	}
 	tests := []struct {
-		name string
+		name      string
+		transport string // "" for streamable HTTP
 		// serve answers at the server's URL; nil: nothing listens there.
 		serve http.HandlerFunc
 		want  []string
@@ -58,6 +59,10 @@ func TestRemoteStartFailureSaysWhy(t *testing.T) {
 			want: []string{"URL answered HTTP 501 with a web page, not MCP: is it the server's MCP endpoint? fix servers.web.url"}},
 		{name: "not found, in either era", serve: page(http.StatusNotFound),
 			want: []string{"URL refused the first request of both protocol eras", "fix servers.web.url", `set servers.web.transport to "sse"`}},
+		{name: "an SSE stream refused", transport: "sse", serve: page(http.StatusNotFound),
+			want: []string{"URL answered HTTP 404 to the SSE stream's request: is it the server's SSE endpoint? fix servers.web.url"}},
+		{name: "nothing listens for an SSE server", transport: "sse",
+			want: []string{"nothing answers at URL: start the server, or fix servers.web.url", "connection refused"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,7 +80,11 @@ func TestRemoteStartFailureSaysWhy(t *testing.T) {
 				t.Cleanup(srv.Close)
 				url = srv.URL + "/mcp"
 			}
-			cfg, err := config.Parse("test.json", []byte(fmt.Sprintf(`{"servers": {"web": {"url": %q}}}`, url)))
+			transport := ""
+			if tt.transport != "" {
+				transport = fmt.Sprintf(`, "transport": %q`, tt.transport)
+			}
+			cfg, err := config.Parse("test.json", []byte(fmt.Sprintf(`{"servers": {"web": {"url": %q%s}}}`, url, transport)))
 			if err != nil {
 				t.Fatal(err)
 			}
