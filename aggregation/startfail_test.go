@@ -12,12 +12,11 @@ import (
 	"github.com/nexus-mcp/nexus/config"
 )
 
-// TestStartFailureSaysHowItExited: a server that exits as it starts is
-// reported with its exit status and the error line of its stderr, where a
-// person reads why it is down (its status, a call's "not running", doctor).
-func TestStartFailureSaysHowItExited(t *testing.T) {
-	t.Parallel()
-	cfg, err := config.Parse("test.json", []byte(fmt.Sprintf(`{"servers": {"bad": {"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "exits"}}}}`, os.Args[0])))
+// startFailure starts a gateway of the one server entry, as a one-shot command
+// does, and returns the error its status shows once its attempt is over.
+func startFailure(t *testing.T, entry string) string {
+	t.Helper()
+	cfg, err := config.Parse("test.json", []byte(`{"servers": {"s": `+entry+`}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,10 +26,18 @@ func TestStartFailureSaysHowItExited(t *testing.T) {
 	}
 	startGateway(t, g)
 	<-g.Settled()
-	st := g.Servers()[0]
+	return g.Servers()[0].Error
+}
+
+// TestStartFailureSaysHowItExited: a server that exits as it starts is
+// reported with its exit status and the error line of its stderr, where a
+// person reads why it is down (its status, a call's "not running", doctor).
+func TestStartFailureSaysHowItExited(t *testing.T) {
+	t.Parallel()
+	got := startFailure(t, fmt.Sprintf(`{"command": %q, "args": ["-test.run=^$"], "env": {"NEXUS_TEST_CHILD": "exits"}}`, os.Args[0]))
 	for _, want := range []string{"the server exited: exit status 3", "its stderr says: Error: FOO_TOKEN is not set"} {
-		if !strings.Contains(st.Error, want) {
-			t.Errorf("status error %q lacks %q", st.Error, want)
+		if !strings.Contains(got, want) {
+			t.Errorf("status error %q lacks %q", got, want)
 		}
 	}
 }
@@ -54,15 +61,15 @@ func TestRemoteStartFailureSaysWhy(t *testing.T) {
 		serve http.HandlerFunc
 		want  []string
 	}{
-		{name: "nothing listens", want: []string{"nothing answers at URL: start the server, or fix servers.web.url", "connection refused"}},
+		{name: "nothing listens", want: []string{"nothing answers at URL: start the server, or fix servers.s.url", "connection refused"}},
 		{name: "a web page with an error status", serve: page(http.StatusNotImplemented),
-			want: []string{"URL answered HTTP 501 with a web page, not MCP: is it the server's MCP endpoint? fix servers.web.url"}},
+			want: []string{"URL answered HTTP 501 with a web page, not MCP: is it the server's MCP endpoint? fix servers.s.url"}},
 		{name: "not found, in either era", serve: page(http.StatusNotFound),
-			want: []string{"URL refused the first request of both protocol eras", "fix servers.web.url", `set servers.web.transport to "sse"`}},
+			want: []string{"URL refused the first request of both protocol eras", "fix servers.s.url", `set servers.s.transport to "sse"`}},
 		{name: "an SSE stream refused", transport: "sse", serve: page(http.StatusNotFound),
-			want: []string{"URL answered HTTP 404 to the SSE stream's request: is it the server's SSE endpoint? fix servers.web.url"}},
+			want: []string{"URL answered HTTP 404 to the SSE stream's request: is it the server's SSE endpoint? fix servers.s.url"}},
 		{name: "nothing listens for an SSE server", transport: "sse",
-			want: []string{"nothing answers at URL: start the server, or fix servers.web.url", "connection refused"}},
+			want: []string{"nothing answers at URL: start the server, or fix servers.s.url", "connection refused"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,17 +91,7 @@ func TestRemoteStartFailureSaysWhy(t *testing.T) {
 			if tt.transport != "" {
 				transport = fmt.Sprintf(`, "transport": %q`, tt.transport)
 			}
-			cfg, err := config.Parse("test.json", []byte(fmt.Sprintf(`{"servers": {"web": {"url": %q%s}}}`, url, transport)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := New(cfg, Options{OneAttempt: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			startGateway(t, g)
-			<-g.Settled()
-			got := g.Servers()[0].Error
+			got := startFailure(t, fmt.Sprintf(`{"url": %q%s}`, url, transport))
 			for _, want := range tt.want {
 				if !strings.Contains(got, strings.ReplaceAll(want, "URL", url)) {
 					t.Errorf("status error %q lacks %q", got, want)
