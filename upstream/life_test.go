@@ -174,6 +174,16 @@ func (s *testServer) run(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
+// connected is a server run until the test ends, and its first connection:
+// call it in a synctest bubble.
+func connected(t *testing.T) (*testServer, *testConn) {
+	t.Helper()
+	s := newTestServer(LifeOptions[string]{})
+	s.run(t)
+	synctest.Wait()
+	return s, s.conn(t, 1)
+}
+
 // checkLife fails unless the Life is in state, with the error (a part of it)
 // and the connection and lists it has.
 func checkLife(t *testing.T, s *testServer, state State, err string, conn int, lists string) {
@@ -253,10 +263,7 @@ func TestLifeRestarts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s := newTestServer(LifeOptions[string]{})
-				s.run(t)
-				synctest.Wait()
-				first := s.conn(t, 1)
+				s, first := connected(t)
 				start := time.Now()
 				tt.end(s, first)
 				synctest.Wait()
@@ -443,10 +450,7 @@ func TestLifeAwait(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s := newTestServer(LifeOptions[string]{})
-				s.run(t)
-				synctest.Wait()
-				first := s.conn(t, 1)
+				s, first := connected(t)
 				if tt.hold {
 					first.hold()
 				}
@@ -511,10 +515,7 @@ func TestLifeDerives(t *testing.T) {
 
 func TestLifeUpdate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newTestServer(LifeOptions[string]{})
-		s.run(t)
-		synctest.Wait()
-		first := s.conn(t, 1)
+		s, first := connected(t)
 		tests := []struct {
 			name  string
 			cn    *testConn
@@ -553,10 +554,7 @@ func TestLifeDrains(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s := newTestServer(LifeOptions[string]{})
-				s.run(t)
-				synctest.Wait()
-				cn := s.conn(t, 1)
+				s, cn := connected(t)
 				cn.busy.Store(true)
 				if tt.done > 0 {
 					time.AfterFunc(tt.done, func() { cn.busy.Store(false) })
