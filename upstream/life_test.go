@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,61 +14,20 @@ import (
 	"github.com/nexus-mcp/nexus/oauth"
 )
 
-// testConn is a connection a test ends as it likes.
+// testConn is a real connection with no transport (Conn), numbered in the
+// order the server made it: a test ends it (Lose), keeps a request in flight
+// (Begin) or holds calls back (Doubts) as the gateway would.
 type testConn struct {
-	id   int
-	done chan struct{}
-	once sync.Once
-	err  error // why it ended; read once done is closed
-
-	busy atomic.Bool // a request is in flight
-
-	mu       sync.Mutex
-	checking chan struct{} // calls held back until it closes (Doubts.Held)
+	*Conn
+	id int
 }
 
-func (c *testConn) Done() <-chan struct{} { return c.done }
-func (c *testConn) Close()                { c.end(nil) }
-func (c *testConn) Lost() bool            { return isClosed(c.done) }
-func (c *testConn) Idle() bool            { return !c.busy.Load() }
-func (c *testConn) StderrTail() string    { return "" }
-
-func (c *testConn) Checking() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.checking
-}
-
-// hold holds calls back until release.
-func (c *testConn) hold() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.checking = make(chan struct{})
-}
-
-func (c *testConn) release() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	close(c.checking)
-	c.checking = nil
-}
-
-func (c *testConn) end(err error) { c.once.Do(func() { c.err = err; close(c.done) }) }
-
-func (c *testConn) Err() error {
-	select {
-	case <-c.done:
-		return c.err
-	default:
-		return nil
+// StderrTail answers on no connection too, as Supervised asks.
+func (c *testConn) StderrTail() string {
+	if c == nil {
+		return ""
 	}
-}
-
-func (c *testConn) ExitReason() string {
-	if err := c.Err(); err != nil {
-		return err.Error()
-	}
-	return "closed"
+	return c.Conn.StderrTail()
 }
 
 // testServer is a Supervisee whose connections fail as told, and which keeps
@@ -81,6 +39,9 @@ type testServer struct {
 	// exitsAtShutdown makes Serve see the connection's end, not the
 	// shutdown, when Run's context ends (a process killed with it).
 	exitsAtShutdown bool
+	// deaf makes Serve miss a connection's end: it stays current, ended,
+	// until ends says otherwise.
+	deaf bool
 
 	mu     sync.Mutex
 	fail   []error // what the next connections fail with, in order; then they succeed
@@ -134,7 +95,7 @@ func (s *testServer) Connect(ctx context.Context) (*testConn, string, error) {
 		s.events = append(s.events, "connect failed")
 		return nil, "", err
 	}
-	cn := &testConn{id: len(s.conns) + 1, done: make(chan struct{})}
+	cn := &testConn{Conn: NewConn(), id: len(s.conns) + 1}
 	s.conns = append(s.conns, cn)
 	s.events = append(s.events, fmt.Sprintf("connect %d", cn.id))
 	return cn, fmt.Sprintf("lists of %d", cn.id), nil
@@ -145,14 +106,18 @@ func (s *testServer) Up(_ context.Context, cn *testConn, lists string, _ time.Du
 }
 
 func (s *testServer) Serve(ctx context.Context, cn *testConn, _ time.Time) End {
+	done := cn.Done()
+	if s.deaf {
+		done = nil
+	}
 	select {
 	case <-ctx.Done():
 		if s.exitsAtShutdown {
-			cn.end(errors.New("killed"))
+			cn.Lose(errors.New("killed"))
 			return EndExited
 		}
 		return EndShutdown
-	case <-cn.Done():
+	case <-done:
 		return EndExited
 	case e := <-s.ends:
 		return e
@@ -174,11 +139,14 @@ func (s *testServer) run(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
-// connected is a server run until the test ends, and its first connection:
-// call it in a synctest bubble.
-func connected(t *testing.T) (*testServer, *testConn) {
+// connected is a server (set up as tune says) run until the test ends, and
+// its first connection: call it in a synctest bubble.
+func connected(t *testing.T, tune ...func(*testServer)) (*testServer, *testConn) {
 	t.Helper()
 	s := newTestServer(LifeOptions[string]{})
+	for _, f := range tune {
+		f(s)
+	}
 	s.run(t)
 	synctest.Wait()
 	return s, s.conn(t, 1)
@@ -240,14 +208,14 @@ func TestLifeRestarts(t *testing.T) {
 	}{
 		{
 			name: "an exit restarts it after the backoff",
-			end:  func(_ *testServer, cn *testConn) { cn.end(errors.New("exit status 1")) },
+			end:  func(_ *testServer, cn *testConn) { cn.Lose(errors.New("exit status 1")) },
 			// Restarting, with the exit's reason.
 			state: StateRestarting, err: "exit status 1", wait: FirstBackoff, restarts: 1,
 			events: []string{"connect 1", "up 1 with lists of 1", "connect 2", "reconnected", "up 2 with lists of 2"},
 		},
 		{
 			name: "a forgotten session reconnects at once",
-			end:  func(_ *testServer, cn *testConn) { cn.end(fmt.Errorf("call: %w", ErrSessionLost)) },
+			end:  func(_ *testServer, cn *testConn) { cn.Lose(fmt.Errorf("call: %w", ErrSessionLost)) },
 			// Already connected again: no wait.
 			state: StateReady, wait: 0, restarts: 1,
 			events: []string{"connect 1", "up 1 with lists of 1", "connect 2", "reconnected", "up 2 with lists of 2"},
@@ -435,24 +403,31 @@ func TestLifeAwait(t *testing.T) {
 		hold bool
 		// old is the connection Await must not return.
 		old bool
+		// ended ends the first connection before Await, unseen by Serve.
+		ended bool
 		// release lets Await go on: the held calls, or the old connection's end.
 		release func(s *testServer, cn *testConn)
 		want    int
 	}{
 		{name: "a ready connection", want: 1},
 		{name: "held calls wait for the check", hold: true,
-			release: func(_ *testServer, cn *testConn) { cn.release() }, want: 1},
+			release: func(_ *testServer, cn *testConn) { cn.Doubts.Settle(cn.Doubts.Sending()) }, want: 1},
 		{name: "held calls of a connection that ends wait for the next", hold: true,
-			release: func(_ *testServer, cn *testConn) { cn.end(errors.New("exit status 1")) }, want: 2},
+			release: func(_ *testServer, cn *testConn) { cn.Lose(errors.New("exit status 1")) }, want: 2},
 		{name: "never the old connection, though it serves", old: true,
 			release: func(s *testServer, _ *testConn) { s.ends <- EndRecycle }, want: 2},
+		{name: "never a connection that ended, before its end is seen", ended: true,
+			release: func(s *testServer, _ *testConn) { s.ends <- EndExited }, want: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s, first := connected(t)
+				s, first := connected(t, func(s *testServer) { s.deaf = tt.ended })
 				if tt.hold {
-					first.hold()
+					first.Doubts.Raise()
+				}
+				if tt.ended {
+					first.Lose(errors.New("exit status 1"))
 				}
 				var old *testConn
 				if tt.old {
@@ -503,7 +478,7 @@ func TestLifeDerives(t *testing.T) {
 		synctest.Wait()
 		checkLife(t, s, StateReady, "", 1, "lists of 1 under the first settings")
 		suffix = "under the next"
-		s.conn(t, 1).end(fmt.Errorf("call: %w", ErrSessionLost))
+		s.conn(t, 1).Lose(fmt.Errorf("call: %w", ErrSessionLost))
 		synctest.Wait()
 		checkLife(t, s, StateReady, "", 2, "lists of 2 under the next")
 		want := []string{"connect 1", "up 1 with lists of 1 under the first settings", "connect 2", "reconnected", "up 2 with lists of 2 under the next"}
@@ -523,7 +498,7 @@ func TestLifeUpdate(t *testing.T) {
 			lists string
 		}{
 			{name: "the connection serving", cn: first, ok: true, lists: "relisted"},
-			{name: "another connection", cn: &testConn{}, ok: false, lists: "relisted"},
+			{name: "another connection", cn: &testConn{Conn: NewConn()}, ok: false, lists: "relisted"},
 			{name: "whatever serves", cn: nil, ok: true, lists: "reconfigured"},
 		}
 		for _, tt := range tests {
@@ -555,9 +530,9 @@ func TestLifeDrains(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s, cn := connected(t)
-				cn.busy.Store(true)
+				finish := cn.Begin() // a request in flight
 				if tt.done > 0 {
-					time.AfterFunc(tt.done, func() { cn.busy.Store(false) })
+					time.AfterFunc(tt.done, finish)
 				}
 				start := time.Now()
 				s.ends <- EndIdle
@@ -589,7 +564,7 @@ func TestLifeForgivesAfterStop(t *testing.T) {
 					if !ok {
 						t.Fatalf("no connection after %d exits", i-1)
 					}
-					cn.end(errors.New("exit status 1"))
+					cn.Lose(errors.New("exit status 1"))
 					synctest.Wait() // the exit seen: restarting
 				}
 				cn, ok := s.life.Await(t.Context(), nil)
@@ -602,7 +577,7 @@ func TestLifeForgivesAfterStop(t *testing.T) {
 				if !ok || next == cn {
 					t.Fatalf("Await: %v, %v; want a connection after the stop", next, ok)
 				}
-				next.end(errors.New("exit status 1"))
+				next.Lose(errors.New("exit status 1"))
 				synctest.Wait()
 				if st := s.life.Snapshot().State; st != StateRestarting {
 					t.Errorf("after one exit more: %s, want restarting", st)
