@@ -103,32 +103,28 @@ func remoteStartFailure(server, url string, err error) error {
 // a page of HTML or XML (mcp-go's "request failed with status N: BODY"), and
 // which status.
 func webPage(err error) (status int, ok bool) {
-	const prefix = "request failed with status "
-	msg := err.Error()
-	i := strings.Index(msg, prefix)
-	if i < 0 {
-		return 0, false
-	}
-	code, body, found := strings.Cut(msg[i+len(prefix):], ": ")
-	status, convErr := strconv.Atoi(code)
-	if !found || convErr != nil || !strings.HasPrefix(strings.TrimSpace(body), "<") {
-		return 0, false
-	}
-	return status, true
+	status, body, ok := statusAfter(err, "request failed with status ", ": ")
+	return status, ok && strings.HasPrefix(strings.TrimSpace(body), "<")
 }
 
 // streamRefused reports whether err is an SSE server's refusal of the stream
 // (mcp-go's "unexpected status code: N"), and its status.
 func streamRefused(err error) (status int, ok bool) {
-	const prefix = "unexpected status code: "
+	status, _, ok = statusAfter(err, "unexpected status code: ", " ")
+	return status, ok
+}
+
+// statusAfter finds in err's text the HTTP status that follows prefix, up to
+// sep (or the end), and what follows sep. mcp-go says a status in words only.
+func statusAfter(err error, prefix, sep string) (status int, rest string, ok bool) {
 	msg := err.Error()
 	i := strings.Index(msg, prefix)
 	if i < 0 {
-		return 0, false
+		return 0, "", false
 	}
-	code, _, _ := strings.Cut(msg[i+len(prefix):], " ")
+	code, rest, _ := strings.Cut(msg[i+len(prefix):], sep)
 	status, convErr := strconv.Atoi(code)
-	return status, convErr == nil
+	return status, rest, convErr == nil
 }
 
 // reworded is an error said otherwise for a person, the original kept for
